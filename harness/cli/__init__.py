@@ -1,0 +1,1 @@
+"""The ``grace`` command: one file per command group, loaded only when invoked."""

@@ -1,0 +1,81 @@
+"""Root of the ``grace`` CLI.
+
+Command groups are registered as ``"module:attr"`` strings and imported on first
+use, so ``grace --help`` stays fast and never imports an SDK or scikit-learn.
+User errors (:class:`GraceError`) print one clear line and exit 2; Ctrl-C exits
+130 after the command's own cleanup (runs flush as they go, so nothing is lost).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import click
+
+from kb_builder import __version__
+from kb_builder.errors import GraceError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "kb": ("kb_builder.cli:kb", "Build, index, search and evaluate a knowledge base."),
+    "run": ("harness.cli.run:run", "Ask models to answer gold questions from retrieved articles."),
+    "score": ("harness.cli.score:score", "Score a responses file against a gold set."),
+    "report": ("harness.cli.report:report", "Write the leaderboard and HTML report for a scored run."),
+    "gate": ("harness.cli.gate:gate", "Fail (exit 1) when a report misses thresholds; for CI."),
+    "annotate": ("annotations.cli:annotate", "Label gold questions in a local web app."),
+    "annotations": ("annotations.cli:annotations", "Check, compare and summarise gold labels."),
+    "spotcheck": ("harness.cli.spotcheck:spotcheck", "Fact-check correct-citation answers for hallucination."),
+    "demo": ("harness.cli.demo:demo", "Run the offline demo on the bundled sample benchmark."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._available(name)]
+
+    @staticmethod
+    def _available(name: str) -> bool:
+        module = COMMANDS[name][0].partition(":")[0]
+        return importlib.util.find_spec(module) is not None
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS or not self._available(name):
+            return None
+        module, _, attr = COMMANDS[name][0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="grace")
+def cli() -> None:
+    """grace: benchmark LLMs on grounded question answering by their citations."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="grace", standalone_mode=False)
+    except GraceError as exc:
+        click.echo(click.style("error: ", fg="red", bold=True) + str(exc), err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("interrupted; finished work is saved, run the same command again to resume", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Anthropic Messages API.
+
+JSON mode, and why it has three settings (``options.json_mode``):
+
+* ``structured`` (default when the request carries a JSON Schema): the API's
+  structured outputs, ``output_config.format = {"type": "json_schema", ...}``.
+  The output is constrained to the schema; supported by current models
+  (Claude Sonnet 4.5, Opus 4.1, Haiku 4.5 and later).
+* ``prefill``: end the conversation with an assistant turn ``"{"`` and put the
+  ``"{"`` back in front of the reply (the API returns only the continuation).
+  This is the classic trick for older models (Claude 3.x) that lack structured
+  outputs, but Claude 4.6 and later reject a trailing assistant turn with a
+  400, so it is opt-in, never the default.
+* ``prompt`` (default without a schema): no API flag; the prompt's own
+  instructions ask for JSON, which the scorer extracts leniently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kb_builder.errors import GraceError
+from harness.providers import http_errors
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+
+KEY_ENVS = ["ANTHROPIC_API_KEY"]
+JSON_MODES = ("structured", "prefill", "prompt")
+DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
+# Chat-completions names for the same knobs, so one leaderboard config can drive every provider.
+_RENAMES = {"stop": "stop_sequences"}
+# Accepted by other providers, rejected by the Messages API with a 400 ("extra inputs are not permitted").
+_UNSUPPORTED = ("seed", "frequency_penalty", "presence_penalty", "n", "logprobs")
+
+
+class AnthropicProvider(Provider):
+    provider_name = "anthropic"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        self._client: Any = None
+
+    def check_ready(self) -> None:
+        require_sdk("anthropic", "anthropic", self.provider_name)
+        if not self.spec.resolve_key(KEY_ENVS):
+            raise missing_key(self.spec.name, [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS)
+        mode = self.spec.options.get("json_mode")
+        if mode is not None and mode not in JSON_MODES:
+            raise GraceError(f"{self.spec.name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            self.check_ready()
+            anthropic = require_sdk("anthropic", "anthropic", self.provider_name)
+            kwargs: dict[str, Any] = {
+                "api_key": self.spec.resolve_key(KEY_ENVS),
+                "max_retries": 0,  # the runner retries, honouring Retry-After
+                "timeout": self.spec.timeout_s,
+            }
+            if self.spec.base_url:  # else the SDK reads ANTHROPIC_BASE_URL itself
+                kwargs["base_url"] = self.spec.base_url
+            self._client = anthropic.AsyncAnthropic(**kwargs)
+        return self._client
+
+    def _json_mode(self, request: Request) -> str | None:
+        if request.output_mode != "json":
+            return None
+        mode = self.spec.options.get("json_mode")
+        if mode is None:
+            return "structured" if request.json_schema is not None else "prompt"
+        if mode == "structured" and request.json_schema is None:
+            return "prompt"
+        return mode
+
+    def build_kwargs(self, request: Request) -> dict[str, Any]:
+        """The ``messages.create`` arguments; public so a dry run can show them."""
+        params = {**self.spec.params, **request.params}
+        for old, new in _RENAMES.items():
+            if old in params:
+                value = params.pop(old)
+                params.setdefault(new, [value] if isinstance(value, str) else value)
+        for name in _UNSUPPORTED:
+            params.pop(name, None)
+        params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        messages = [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"]
+        mode = self._json_mode(request)
+        if mode == "prefill":
+            messages.append({"role": "assistant", "content": "{"})
+        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": messages, **params}
+        if system:
+            kwargs["system"] = system
+        if mode == "structured":
+            kwargs["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
+        return kwargs
+
+    async def complete(self, request: Request) -> Completion:
+        client = self._get_client()
+        anthropic = require_sdk("anthropic", "anthropic", self.provider_name)
+        try:
+            resp = await client.messages.create(**self.build_kwargs(request))
+        except anthropic.APIStatusError as exc:
+            raise http_errors.from_status(
+                exc.status_code, getattr(exc, "api_message", None) or exc.message, headers=exc.response.headers, body=exc.body
+            ) from exc
+        except anthropic.APITimeoutError as exc:
+            raise ProviderError("timeout", f"request timed out after {self.spec.timeout_s}s", retryable=True) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
+        except (anthropic.APIResponseValidationError, json.JSONDecodeError) as exc:
+            raise http_errors.bad_response(f"unparseable response: {exc}") from exc
+        except Exception as exc:
+            mapped = http_errors.from_transport(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return self._to_completion(resp, prefilled=self._json_mode(request) == "prefill")
+
+    @staticmethod
+    def _to_completion(resp: Any, *, prefilled: bool) -> Completion:
+        blocks = getattr(resp, "content", None)
+        if not isinstance(blocks, list):
+            raise http_errors.bad_response(f"response has no content blocks: {str(resp)[:200]!r}")
+        texts = [b.text for b in blocks if getattr(b, "type", None) == "text" and isinstance(getattr(b, "text", None), str)]
+        stop = getattr(resp, "stop_reason", None)
+        if not texts:
+            raise http_errors.bad_response(f"response has no text block (stop_reason={stop!r})")
+        text = "".join(texts)
+        if prefilled:
+            text = "{" + text  # the API returns only what follows the prefilled "{"
+        usage = getattr(resp, "usage", None)
+        return Completion(
+            text=text,
+            input_tokens=getattr(usage, "input_tokens", None),
+            output_tokens=getattr(usage, "output_tokens", None),
+            finish_reason=stop,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()

@@ -1,0 +1,142 @@
+"""The provider contract: one small class with one async method.
+
+A provider turns a :class:`Request` into a :class:`Completion` and nothing more.
+Concurrency, retries, caching, cost and timing live once, in the runner
+(``harness.runner``). Providers translate their SDK's failures into
+:class:`ProviderError` so the runner can decide what to retry; they create their
+SDK clients with the SDK's own retries switched off, so a 429 is retried once,
+by the runner, honouring ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from kb_builder.errors import GraceError
+
+OutputMode = Literal["inline", "json"]
+
+
+@dataclass
+class ModelSpec:
+    """One model in a run, from ``--model PROVIDER:MODEL`` or a leaderboard TOML entry."""
+
+    provider: str
+    model: str
+    name: str = ""  # display name, unique within a run; defaults to "provider:model"
+    params: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, top_p, seed, ...
+    base_url: str | None = None
+    api_key: str | None = None
+    api_key_env: str | None = None  # read the key from this variable instead of the SDK default
+    price_input_per_mtok: float | None = None  # USD per 1M input tokens
+    price_output_per_mtok: float | None = None
+    concurrency: int | None = None
+    rpm: float | None = None
+    tpm: float | None = None
+    timeout_s: float = 60.0
+    options: dict[str, Any] = field(default_factory=dict)  # provider-specific (e.g. baseline threshold)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            self.name = f"{self.provider}:{self.model}"
+
+    def resolve_key(self, default_envs: list[str]) -> str | None:
+        if self.api_key:
+            return self.api_key
+        for env in [self.api_key_env] if self.api_key_env else default_envs:
+            if env and os.environ.get(env):
+                return os.environ[env]
+        return None
+
+
+@dataclass
+class RetrievedArticle:
+    id: str
+    title: str
+    text: str
+    score: float
+
+
+@dataclass
+class RequestContext:
+    """What the prompt was built from. Never sent to an API; baselines and scripted models read it."""
+
+    question_id: str
+    question: str
+    articles: list[RetrievedArticle]
+
+
+@dataclass
+class Request:
+    messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": "..."}]
+    params: dict[str, Any] = field(default_factory=dict)
+    output_mode: OutputMode = "inline"
+    json_schema: dict[str, Any] | None = None  # JSON Schema for structured output (json mode)
+    context: RequestContext | None = None
+
+
+@dataclass
+class Completion:
+    text: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request", "other"]
+
+
+class ProviderError(Exception):
+    """A failed call, classified so the runner knows whether to retry and when."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ):
+        super().__init__(message)
+        self.kind, self.message, self.retryable = kind, message, retryable
+        self.retry_after, self.status = retry_after, status
+
+
+class Provider(ABC):
+    """Subclasses set ``provider_name`` and write ``complete``; ``check_ready`` fails fast."""
+
+    provider_name: ClassVar[str]
+    needs_network: ClassVar[bool] = True
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+
+    def check_ready(self) -> None:
+        """Raise ``GraceError`` (missing SDK, missing key) before any call is made."""
+
+    @abstractmethod
+    async def complete(self, request: Request) -> Completion: ...
+
+    async def aclose(self) -> None:
+        """Release network clients; called once when the run ends."""
+
+
+def require_sdk(module: str, package: str, provider: str):
+    """Import an SDK lazily, turning ImportError into an install hint."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise GraceError(
+            f"the {provider} provider needs the {package} package: pip install {package}"
+        ) from None
+
+
+def missing_key(provider: str, envs: list[str]) -> GraceError:
+    names = " or ".join(envs)
+    return GraceError(f"{provider}: no API key; set {names} (or api_key_env in the leaderboard config)")

@@ -1,0 +1,139 @@
+"""Gemini through ``google-genai`` (the Gemini Developer API, not Vertex AI).
+
+Notes on the SDK that shape this class:
+
+* Key: the SDK prefers ``GOOGLE_API_KEY`` over ``GEMINI_API_KEY``; we resolve in
+  the same order and pass the key explicitly.
+* Base URL: ``spec.base_url`` goes in ``HttpOptions(base_url=...)``; without it
+  the SDK itself honours ``GOOGLE_GEMINI_BASE_URL``.
+* Retries: with no ``retry_options`` the SDK makes one attempt over httpx, but
+  when aiohttp is installed it silently retries connection errors after a 1-10 s
+  sleep. ``HttpRetryOptions(attempts=1)`` switches off both, leaving retries to
+  the runner.
+* ``HttpOptions.timeout`` is in milliseconds.
+* ``vertexai=False`` is explicit so ``GOOGLE_GENAI_USE_VERTEXAI`` in the
+  environment cannot reroute calls to a different API and credential scheme.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.providers import http_errors
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+
+KEY_ENVS = ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
+# Chat-completions names -> GenerateContentConfig fields, so one config drives every provider.
+_RENAMES = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens", "stop": "stop_sequences"}
+
+
+def _sdk() -> Any:
+    return require_sdk("google.genai", "google-genai", "google")
+
+
+class GoogleProvider(Provider):
+    provider_name = "google"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        self._client: Any = None
+
+    def check_ready(self) -> None:
+        _sdk()
+        if not self.spec.resolve_key(KEY_ENVS):
+            raise missing_key(self.spec.name, [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS)
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            self.check_ready()
+            genai = _sdk()
+            types = require_sdk("google.genai.types", "google-genai", "google")
+            http_options = types.HttpOptions(
+                timeout=int(self.spec.timeout_s * 1000),
+                retry_options=types.HttpRetryOptions(attempts=1),
+            )
+            if self.spec.base_url:
+                http_options.base_url = self.spec.base_url
+            self._client = genai.Client(api_key=self.spec.resolve_key(KEY_ENVS), vertexai=False, http_options=http_options)
+        return self._client
+
+    def build_config(self, request: Request) -> dict[str, Any]:
+        """The ``GenerateContentConfig`` fields; public so a dry run can show them."""
+        params = {**self.spec.params, **request.params}
+        for old, new in _RENAMES.items():
+            if old in params:
+                value = params.pop(old)
+                params.setdefault(new, [value] if new == "stop_sequences" and isinstance(value, str) else value)
+        config: dict[str, Any] = dict(params)
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        if system:
+            config["system_instruction"] = system
+        if request.output_mode == "json":
+            config["response_mime_type"] = "application/json"
+            if request.json_schema is not None:
+                # response_json_schema takes standard JSON Schema as-is (additionalProperties
+                # included), where response_schema only takes the OpenAPI subset.
+                config["response_json_schema"] = request.json_schema
+        return config
+
+    @staticmethod
+    def build_contents(request: Request) -> list[dict[str, Any]]:
+        return [
+            {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
+            for m in request.messages
+            if m["role"] != "system"
+        ]
+
+    async def complete(self, request: Request) -> Completion:
+        client = self._get_client()
+        errors = require_sdk("google.genai.errors", "google-genai", "google")
+        try:
+            resp = await client.aio.models.generate_content(
+                model=self.spec.model, contents=self.build_contents(request), config=self.build_config(request)
+            )
+        except errors.APIError as exc:
+            response = getattr(exc, "response", None)
+            raise http_errors.from_status(
+                int(exc.code or 0), exc.message or str(exc), headers=getattr(response, "headers", None), body=exc.details
+            ) from exc
+        except json.JSONDecodeError as exc:
+            raise http_errors.bad_response(f"response body is not valid JSON: {exc}") from exc
+        except Exception as exc:
+            mapped = http_errors.from_transport(exc)
+            if mapped is not None:
+                raise mapped from exc
+            if type(exc).__name__ == "ValidationError":  # pydantic: an unknown or mistyped param
+                raise ProviderError("bad_request", f"invalid generation config: {exc}", retryable=False) from exc
+            raise
+        return self._to_completion(resp)
+
+    @staticmethod
+    def _to_completion(resp: Any) -> Completion:
+        candidates = getattr(resp, "candidates", None) or []
+        feedback = getattr(resp, "prompt_feedback", None)
+        if not candidates:
+            block = getattr(feedback, "block_reason", None)
+            raise http_errors.bad_response(f"response has no candidates (prompt block_reason={block!r})")
+        parts = getattr(getattr(candidates[0], "content", None), "parts", None) or []
+        texts = [p.text for p in parts if isinstance(getattr(p, "text", None), str) and not getattr(p, "thought", False)]
+        finish = getattr(candidates[0], "finish_reason", None)
+        finish_reason = getattr(finish, "value", finish)
+        if not texts:
+            raise http_errors.bad_response(f"candidate has no text (finish_reason={finish_reason!r})")
+        usage = getattr(resp, "usage_metadata", None)
+        out = getattr(usage, "candidates_token_count", None)
+        thoughts = getattr(usage, "thoughts_token_count", None)
+        if out is not None and thoughts:
+            out += thoughts  # thinking tokens are billed as output but counted separately
+        return Completion(
+            text="".join(texts),
+            input_tokens=getattr(usage, "prompt_token_count", None),
+            output_tokens=out,
+            finish_reason=str(finish_reason) if finish_reason is not None else None,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aio.aclose()

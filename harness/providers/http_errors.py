@@ -1,0 +1,146 @@
+"""One place that turns an HTTP failure into a :class:`ProviderError`.
+
+The three SDKs raise different exception classes for the same HTTP facts (a
+status code, a ``Retry-After`` header, a body that does not parse). Each
+provider unpacks its SDK's exception into those facts and hands them here, so a
+429 means the same thing — and is retried after the same delay — whichever API
+produced it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Mapping
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from harness.providers.base import ProviderError
+
+# The name fragments of transport exceptions, matched along the MRO so httpx,
+# httpx2 and aiohttp (google-genai may use any of them) need no import here.
+_TIMEOUT_NAMES = ("Timeout", "TimedOut")
+_CONNECTION_NAMES = (
+    "ConnectError", "ConnectionError", "NetworkError", "RemoteProtocolError", "ReadError",
+    "WriteError", "ClientConnectorError", "ClientOSError", "ServerDisconnectedError", "TransportError",
+)
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` (preferred: finer) or ``Retry-After``.
+
+    ``Retry-After`` may be delta-seconds or an HTTP date; a date in the past
+    gives 0. Unparseable values give None rather than an exception, because a
+    bad header must never turn a retryable error into a crash.
+    """
+    if not headers:
+        return None
+    lower = {str(k).lower(): str(v) for k, v in headers.items()}
+    ms = lower.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = lower.get("retry-after")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def retry_delay_from_body(body: Any) -> float | None:
+    """Gemini puts the wait in the body: ``error.details[].retryDelay`` (``"37s"``)."""
+    if isinstance(body, (str, bytes)):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return None
+    if isinstance(body, list) and len(body) == 1:
+        body = body[0]
+    if not isinstance(body, dict):
+        return None
+    error = body.get("error", body)
+    details = error.get("details") if isinstance(error, dict) else None
+    for item in details if isinstance(details, list) else []:
+        delay = item.get("retryDelay") if isinstance(item, dict) else None
+        match = re.fullmatch(r"\s*([0-9.]+)s\s*", delay) if isinstance(delay, str) else None
+        if match:
+            try:
+                return float(match.group(1))
+            except ValueError:
+                return None
+    return None
+
+
+def error_code(body: Any) -> str | None:
+    """The machine code in an error body (``insufficient_quota``...), if any."""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            code = err.get("code") or err.get("type")
+            return str(code) if code is not None else None
+    return None
+
+
+def from_status(
+    status: int,
+    message: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    body: Any = None,
+) -> ProviderError:
+    """Classify an HTTP error status. The runner retries exactly the retryable kinds."""
+    retry_after = parse_retry_after(headers)
+    if retry_after is None:
+        retry_after = retry_delay_from_body(body)
+    text = f"HTTP {status}: {message}".strip()
+    if status == 429:
+        if error_code(body) == "insufficient_quota":
+            # OpenAI reports an empty balance as a 429; waiting will not refill it.
+            return ProviderError("bad_request", f"quota exhausted: {text}", retryable=False, status=status)
+        return ProviderError("rate_limit", text, retryable=True, retry_after=retry_after, status=status)
+    if status == 408:
+        return ProviderError("timeout", text, retryable=True, retry_after=retry_after, status=status)
+    if status >= 500:  # includes Anthropic's 529 "overloaded"
+        return ProviderError("server", text, retryable=True, retry_after=retry_after, status=status)
+    if status in (401, 403):
+        return ProviderError("auth", text, retryable=False, status=status)
+    if 400 <= status < 500:
+        return ProviderError("bad_request", text, retryable=False, status=status)
+    return ProviderError("other", text, retryable=False, status=status)
+
+
+def bad_response(message: str) -> ProviderError:
+    """A body we could not use; retryable because a proxy or a busy server may garble one reply."""
+    return ProviderError("bad_response", message, retryable=True)
+
+
+def _mro_names(exc: BaseException) -> list[str]:
+    return [cls.__name__ for cls in type(exc).__mro__]
+
+
+def from_transport(exc: BaseException) -> ProviderError | None:
+    """Timeouts and connection failures raised below the SDK (or by an SDK without wrapping)."""
+    names = _mro_names(exc)
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or any(
+        part in name for name in names for part in _TIMEOUT_NAMES
+    ):
+        return ProviderError("timeout", f"request timed out: {exc!r}", retryable=True)
+    if isinstance(exc, ConnectionError) or any(name in _CONNECTION_NAMES for name in names):
+        return ProviderError("connection", f"connection failed: {exc!r}", retryable=True)
+    if isinstance(exc, ValueError) and ("JSONDecodeError" in names or "UnknownApiResponseError" in names):
+        return bad_response(f"response body is not valid JSON: {exc}")
+    return None

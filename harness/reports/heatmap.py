@@ -1,0 +1,104 @@
+"""Confusion heatmap: which article a model cites when it should cite another.
+
+A KB can have hundreds of articles, and a full matrix would be a grey square;
+so only the labels involved in the most confusions are drawn (up to
+``MAX_LABELS``), with shares computed against each label's full row so the
+numbers stay true. Diagonal cells are green, confusions red, so a glance tells
+the two apart; hovering a cell or label shows the article titles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.reports.leaderboard import number
+from harness.reports.svg import GRID, INK, document, fmt, rect, text, truncate
+
+MAX_LABELS = 40
+
+
+def top_labels(labels: list[str], matrix: list[list[float]], limit: int = MAX_LABELS) -> list[int]:
+    """Indices of the labels with the most off-diagonal mass (as true or as predicted), in label order."""
+    n = len(labels)
+    if n <= limit:
+        return list(range(n))
+    mass = [0.0] * n
+    for i in range(n):
+        for j in range(n):
+            if i != j and matrix[i][j]:
+                mass[i] += matrix[i][j]
+                mass[j] += matrix[i][j]
+    keep = sorted(range(n), key=lambda i: (-mass[i], i))[:limit]
+    return sorted(keep)
+
+
+def _mix(share: float, rgb: tuple[int, int, int]) -> str:
+    """White blended towards ``rgb``; a small share still shows, so one stray confusion is visible."""
+    t = 0.15 + 0.85 * min(max(share, 0.0), 1.0)
+    r, g, b = (round(255 + (c - 255) * t) for c in rgb)
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _matrix(confusion: Any) -> tuple[list[str], list[list[float]]] | None:
+    if not isinstance(confusion, dict):
+        return None
+    labels, rows = confusion.get("labels"), confusion.get("matrix")
+    if not isinstance(labels, list) or not isinstance(rows, list) or len(rows) != len(labels) or not labels:
+        return None
+    if any(not isinstance(r, list) or len(r) != len(labels) for r in rows):
+        return None
+    return [str(x) for x in labels], [[number(v) or 0.0 for v in r] for r in rows]
+
+
+def confusion_heatmap(model: str, confusion: Any, title_of: Callable[[str], str]) -> tuple[str | None, str]:
+    """Returns the SVG (None if the matrix is empty or malformed) and a note on what was left out."""
+    parsed = _matrix(confusion)
+    if parsed is None:
+        return None, "no confusion matrix in the report"
+    labels, matrix = parsed
+    if not any(any(r) for r in matrix):
+        return None, "no responses"
+    keep = top_labels(labels, matrix)
+    note = "" if len(keep) == len(labels) else f"showing the {len(keep)} most confused of {len(labels)} labels"
+    n = len(keep)
+    cell = max(10.0, min(24.0, 640.0 / n))
+    names = [truncate(labels[i], 14) for i in keep]
+    gutter = max(len(s) for s in names) * 6.6 + 16
+    left, top = gutter + 22, gutter + 24
+    body = [
+        text(left + n * cell / 2, 12, "predicted (cited) →", anchor="middle", size=11.5, fill="#444"),
+        text(12, top + n * cell / 2, "true (gold) →", anchor="middle", size=11.5, fill="#444",
+             extra=f' transform="rotate(-90 12 {fmt(top + n * cell / 2)})"'),
+    ]
+
+    def described(label: str) -> str:
+        t = title_of(label)
+        return f"{label} ({t})" if t else label
+
+    for k, i in enumerate(keep):
+        hover = described(labels[i])
+        body.append(text(left - 5, top + k * cell + cell / 2 + 4, names[k], anchor="end", size=10.5, hover=hover))
+        cx = left + k * cell + cell / 2 + 4
+        body.append(text(cx, top - 6, names[k], size=10.5, hover=hover,
+                         extra=f' transform="rotate(-60 {fmt(cx)} {fmt(top - 6)})"'))
+    body.append(rect(left, top, n * cell, n * cell, "#fafafa", extra=f' stroke="{GRID}"'))
+    for r, i in enumerate(keep):
+        total = sum(matrix[i])
+        for c, j in enumerate(keep):
+            value = matrix[i][j]
+            if not value:
+                continue
+            share = value / total if total else 0.0
+            color = _mix(share, (46, 125, 50) if i == j else (198, 40, 40))
+            verb = "correctly cited" if i == j else "cited instead"
+            tip = (f"{model}: true {described(labels[i])} → predicted {described(labels[j])}: {int(value)} of "
+                   f"{int(total)} ({share:.0%}) {verb}")
+            x, y = left + c * cell, top + r * cell
+            body.append(rect(x + 0.5, y + 0.5, cell - 1, cell - 1, color, hover=tip))
+            if cell >= 18:
+                ink = "white" if share > 0.55 else INK
+                body.append(text(x + cell / 2, y + cell / 2 + 4, f"{int(value)}", anchor="middle", size=10, fill=ink))
+    size_w, size_h = left + n * cell + 16, top + n * cell + 12
+    label = f"Confusion matrix for {model}: rows are the gold label, columns the cited label"
+    return document(size_w, size_h, body, label, "confusion"), note

@@ -1,0 +1,187 @@
+"""Everything a report reads, gathered once so the writers stay pure functions.
+
+``report.json`` is required; the rest only enriches the page and is optional:
+``scores.jsonl`` (failure samples), the responses file (the text of those
+failures), the gold file (question text) and the KB (article titles). A report
+from an old run whose KB or gold file has moved must still render, so optional
+inputs that cannot be read become a visible note, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kb_builder.errors import GraceError, where
+
+REPORT_SCHEMA_VERSION = 1
+SCORES = "scores.jsonl"
+RESPONSES = "responses.jsonl"
+REPORT = "report.json"
+
+RowKey = tuple[str, str, int]  # (model, question_id, repeat)
+
+
+@dataclass
+class ReportInputs:
+    out_dir: Path
+    report: dict[str, Any]
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    responses: dict[RowKey, dict[str, Any]] = field(default_factory=dict)
+    responses_path: Path | None = None
+    questions: dict[str, str] = field(default_factory=dict)
+    titles: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # shown at the top of the HTML page
+
+    @property
+    def models(self) -> dict[str, dict[str, Any]]:
+        return self.report.get("models") or {}
+
+    @property
+    def leaderboard(self) -> list[str]:
+        """Models in leaderboard order; any model missing from the list goes last, not lost."""
+        order = [m for m in self.report.get("leaderboard") or [] if m in self.models]
+        return order + [m for m in self.models if m not in order]
+
+    def title(self, label: str) -> str:
+        return self.titles.get(str(label), "")
+
+
+def load_inputs(out_dir: Path, kb: Any = None) -> ReportInputs:
+    out_dir = Path(out_dir)
+    report = read_report(out_dir / REPORT)
+    inputs = ReportInputs(out_dir=out_dir, report=report)
+    inputs.scores = _read_jsonl(out_dir / SCORES, inputs.notes, required=False)
+    _load_responses(inputs)
+    _load_questions(inputs)
+    _load_titles(inputs, kb)
+    return inputs
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise GraceError(f"{path}: not found; run 'grace score' on this folder first")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); re-run 'grace score'") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise GraceError(f"{path}: not a grace report (no 'models' object); re-run 'grace score'")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:
+        raise GraceError(
+            f"{path}: report schema_version {version!r} is not one this grace reads "
+            f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'"
+        )
+    for name, model in data["models"].items():
+        if not isinstance(model, dict):
+            raise GraceError(f"{path}: models[{name!r}] must be an object; re-run 'grace score'")
+    return data
+
+
+def _read_jsonl(path: Path, notes: list[str], *, required: bool) -> list[dict[str, Any]]:
+    if not path.exists():
+        if required:
+            raise GraceError(f"{path}: not found")
+        notes.append(f"{path.name} not found: no failure samples.")
+        return []
+    rows: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it") from None
+            if isinstance(row, dict):
+                rows.append(row)
+    return rows
+
+
+def _existing(candidate: Any, out_dir: Path) -> Path | None:
+    """A recorded path may be relative to where the run was started or to OUT_DIR; try both."""
+    if not candidate:
+        return None
+    p = Path(str(candidate))
+    for option in (p, out_dir / p, out_dir / p.name):
+        if option.exists():
+            return option
+    return None
+
+
+def row_key(row: dict[str, Any]) -> RowKey:
+    try:
+        repeat = int(row.get("repeat") or 0)
+    except (TypeError, ValueError):
+        repeat = 0
+    return (str(row.get("model")), str(row.get("question_id")), repeat)
+
+
+def _load_responses(inputs: ReportInputs) -> None:
+    recorded = (inputs.report.get("responses") or {}).get("path")
+    path = _existing(RESPONSES, inputs.out_dir) or _existing(recorded, inputs.out_dir)
+    if path is None:
+        if inputs.scores:
+            inputs.notes.append("responses file not found: failure samples show no response text.")
+        return
+    inputs.responses_path = path
+    for row in _read_jsonl(path, inputs.notes, required=True):
+        inputs.responses[row_key(row)] = row
+
+
+def response_text(row: dict[str, Any] | None) -> str | None:
+    """The model's raw answer; the runner's field name is read leniently so old files still show."""
+    if not row:
+        return None
+    for key in ("text", "response", "content", "output", "completion"):
+        value = row.get(key)
+        if isinstance(value, dict):
+            value = value.get("text")
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def _load_questions(inputs: ReportInputs) -> None:
+    for row in inputs.responses.values():
+        if isinstance(row.get("question"), str):
+            inputs.questions.setdefault(str(row.get("question_id")), row["question"])
+    gold = _existing((inputs.report.get("gold") or {}).get("path"), inputs.out_dir)
+    if gold is None or gold.is_dir():
+        return
+    from kb_builder.gold import read_gold
+
+    try:
+        for q in read_gold(gold):
+            inputs.questions.setdefault(q.question_id, q.question)
+    except GraceError as exc:
+        inputs.notes.append(f"gold file unreadable, questions not shown: {exc}")
+
+
+def _load_titles(inputs: ReportInputs, kb: Any) -> None:
+    from kb_builder.store import load_kb
+
+    explicit = kb is not None
+    if kb is None:
+        kb = _existing((inputs.report.get("kb") or {}).get("path"), inputs.out_dir)
+        if kb is None:
+            inputs.notes.append("KB not found: article titles not shown (pass --kb KB_DIR).")
+            return
+    if isinstance(kb, str | Path):
+        try:
+            kb = load_kb(kb, write_missing=False)
+        except GraceError:
+            if explicit:
+                raise
+            inputs.notes.append(f"KB at {kb} unreadable: article titles not shown (pass --kb KB_DIR).")
+            return
+    inputs.titles = {a.id: a.title for a in kb.articles}
+    expected = (inputs.report.get("kb") or {}).get("hash")
+    if expected and getattr(kb, "kb_hash", expected) != expected:
+        inputs.notes.append(
+            f"the KB given (hash {str(kb.kb_hash)[:12]}) is not the one scored (hash {str(expected)[:12]}): "
+            "article titles may not match their IDs."
+        )

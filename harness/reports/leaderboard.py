@@ -1,0 +1,140 @@
+"""The leaderboard columns, formatted once for the terminal, Markdown and HTML.
+
+One definition keeps the three views identical: a reader comparing the
+terminal table with ``leaderboard.md`` or the page never finds two numbers for
+the same thing. Missing values (a model with no price, no latency, no
+must-refuse questions) are shown as an en dash, never as 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+DASH = "–"
+
+COLUMNS: list[tuple[str, str]] = [
+    ("rank", "Rank"),
+    ("model", "Model"),
+    ("accuracy", "Accuracy ± 95% CI"),
+    ("strict", "Strict acc."),
+    ("calibration", "Refusal calib."),
+    ("invalid", "Invalid cit."),
+    ("cost", "Cost / 1k Q"),
+    ("latency", "p50 latency"),
+    ("group", "Sig."),
+]
+
+LEGEND = [
+    "Accuracy: share of responses that cite the expected article, or refuse when the question must be refused "
+    "(lenient extraction); the interval is a 95% bootstrap CI.",
+    "Strict acc.: the same with strict citation extraction only; a large gap means the model's citation format "
+    "is sloppy.",
+    "Refusal calib.: how well the model refuses exactly the questions the KB cannot answer.",
+    "Invalid cit.: share of responses citing an article ID that does not exist.",
+    "Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call.",
+    "Sig.: models sharing a letter are not significantly different (paired McNemar exact test, alpha 0.05, "
+    "Holm-corrected).",
+]
+
+
+def number(value: Any) -> float | None:
+    """A finite float, or None for null, NaN and non-numbers (JSON from other tools is not trusted)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    v = number(value)
+    return DASH if v is None else f"{100 * v:.{digits}f}%"
+
+
+def ci(pair: Any) -> tuple[float, float] | None:
+    if isinstance(pair, list | tuple) and len(pair) == 2:
+        lo, hi = number(pair[0]), number(pair[1])
+        if lo is not None and hi is not None:
+            return lo, hi
+    return None
+
+
+def pct_ci(value: Any, pair: Any) -> str:
+    if number(value) is None:
+        return DASH
+    bounds = ci(pair)
+    if bounds is None:
+        return pct(value)
+    return f"{pct(value)} [{100 * bounds[0]:.1f}, {100 * bounds[1]:.1f}]"
+
+
+def usd(value: Any) -> str:
+    v = number(value)
+    if v is None:
+        return DASH
+    if v == 0:
+        return "$0"
+    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
+
+
+def millis(value: Any) -> str:
+    v = number(value)
+    if v is None:
+        return DASH
+    return f"{v:.0f} ms" if v < 1000 else f"{v / 1000:.2f} s"
+
+
+def count(value: Any) -> str:
+    v = number(value)
+    return DASH if v is None else f"{int(v):,}"
+
+
+def cost_per_1k(model: dict[str, Any]) -> float | None:
+    return number((model.get("cost") or {}).get("per_1k_questions_usd"))
+
+
+@dataclass
+class Row:
+    model: str
+    cells: dict[str, str]
+    errors: int
+    n: int
+
+
+def leaderboard_rows(models: dict[str, dict[str, Any]], order: list[str]) -> list[Row]:
+    rows = []
+    for position, name in enumerate(order, 1):
+        m = models[name]
+        rank = m.get("rank")
+        errors = int(number(m.get("error_count")) or 0)
+        rows.append(
+            Row(
+                model=name,
+                errors=errors,
+                n=int(number(m.get("n")) or 0),
+                cells={
+                    "rank": str(rank if isinstance(rank, int) else position),
+                    "model": name,
+                    "accuracy": pct_ci(m.get("accuracy"), m.get("accuracy_ci95")),
+                    "strict": pct(m.get("strict_accuracy")),
+                    "calibration": pct((m.get("refusal") or {}).get("calibration")),
+                    "invalid": pct(m.get("invalid_citation_rate")),
+                    "cost": usd(cost_per_1k(m)),
+                    "latency": millis((m.get("latency") or {}).get("p50_ms")),
+                    "group": str(m.get("significance_group") or DASH),
+                },
+            )
+        )
+    return rows
+
+
+def error_note(rows: list[Row]) -> str | None:
+    """Errors are counted as misses; a final report should have none, so say so loudly."""
+    failing = [f"{r.model}: {r.errors} of {r.n}" for r in rows if r.errors]
+    if not failing:
+        return None
+    return (
+        "Failed calls are counted as wrong answers (" + "; ".join(failing) + "). "
+        "Run the same 'grace run' again to retry them, then re-score."
+    )

@@ -1,0 +1,45 @@
+"""``leaderboard.md``: the leaderboard as a Markdown table, for a README or a PR comment."""
+
+from __future__ import annotations
+
+from harness.reports.inputs import ReportInputs
+from harness.reports.leaderboard import COLUMNS, LEGEND, error_note, leaderboard_rows
+
+MARKDOWN_SCHEMA_VERSION = 1
+
+
+def cell(text: str) -> str:
+    """Model names are user text: keep them from breaking the table or injecting markup."""
+    out = " ".join(str(text).split())
+    for ch in ("\\", "|", "`", "*", "_", "[", "]", "<", ">"):
+        out = out.replace(ch, "\\" + ch)
+    return out
+
+
+def render_markdown(inputs: ReportInputs) -> str:
+    report = inputs.report
+    gold, kb = report.get("gold") or {}, report.get("kb") or {}
+    rows = leaderboard_rows(inputs.models, inputs.leaderboard)
+    lines = [
+        f"<!-- grace leaderboard.md schema_version {MARKDOWN_SCHEMA_VERSION} -->",
+        "# grace leaderboard",
+        "",
+        f"Gold: {gold.get('n_questions', '?')} questions ({gold.get('n_must_refuse', '?')} must refuse), "
+        f"hash `{str(gold.get('hash', '?'))[:12]}`; "
+        f"KB: {kb.get('n_articles', '?')} articles, hash `{str(kb.get('hash', '?'))[:12]}`; "
+        f"scored {cell(str(report.get('created_at', '?')))} with grace {cell(str(report.get('grace_version', '?')))}.",
+        "",
+        "| " + " | ".join(header for _, header in COLUMNS) + " |",
+        "| " + " | ".join("---:" if key not in ("model", "group") else "---" for key, _ in COLUMNS) + " |",
+    ]
+    for row in rows:
+        values = [cell(row.cells[key]) if key == "model" else row.cells[key] for key, _ in COLUMNS]
+        if row.errors:
+            values[1] += f" ({row.errors} errors)"
+        lines.append("| " + " | ".join(values) + " |")
+    lines.append("")
+    note = error_note(rows)
+    if note:
+        lines += [f"**Warning:** {cell(note)}", ""]
+    lines += [f"- {item}" for item in LEGEND]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,133 @@
+"""``grace kb build``: documents (or pre-split articles) -> a KB directory.
+
+Rebuilding into an existing KB directory keeps the IDs of articles whose source
+and heading path are unchanged and reports what was added, changed and removed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_builder.documents import discover, load_file
+from kb_builder.errors import GraceError
+from kb_builder.ids import IdChanges, assign_ids
+from kb_builder.records import Article
+from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
+from kb_builder.store import ARTICLES, KB, finish_articles, load_kb, make_manifest, read_articles, write_kb
+
+
+@dataclass
+class BuildResult:
+    kb: KB
+    changes: IdChanges
+    documents: int
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, progress=None) -> tuple[list[Article], int, list[str]]:
+    files = discover(source)
+    splitter = Splitter(max_tokens=max_tokens, min_tokens=min_tokens)
+    articles: list[Article] = []
+    skipped: list[str] = []
+    single = source.is_file()
+    for path, rel in files:
+        try:
+            doc = load_file(path, rel)
+        except GraceError as exc:
+            if single:
+                raise
+            skipped.append(str(exc))
+            continue
+        finally:
+            if progress:
+                progress()
+        for d in splitter.split(doc):
+            art = Article(id="", title=d.title, text=d.text, source=rel, heading_path=d.path[1:])
+            if d.parts > 1:
+                art.part = d.part  # type: ignore[attr-defined]
+            articles.append(art)
+    if not articles:
+        detail = f" ({len(skipped)} file(s) unreadable: {skipped[0]})" if skipped else ""
+        raise GraceError(f"{source}: no articles could be made: the documents hold no text{detail}")
+    return articles, len(files), skipped
+
+
+def build_kb(
+    source: Path | None,
+    out: Path,
+    *,
+    articles_file: Path | None = None,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    min_tokens: int = DEFAULT_MIN_TOKENS,
+    embedder: str = "bm25",
+    progress=None,
+) -> BuildResult:
+    from kb_builder.retrieval import canonical_embedder
+
+    embedder = canonical_embedder(embedder)
+    t0 = time.perf_counter()
+    old: list[Article] | None = None
+    next_id, retired = None, []
+    if (out / ARTICLES).exists():
+        prev = load_kb(out)
+        old, next_id, retired = prev.articles, prev.manifest.next_id, list(prev.manifest.retired_ids)
+    skipped: list[str] = []
+    if articles_file is not None:
+        from kb_builder.imports import read_article_file
+
+        articles = read_article_file(articles_file)
+        finish_articles(articles)
+        n_docs = 1
+        old_ids = {a.id for a in old or []}
+        changes = IdChanges(
+            added=[a.id for a in articles if a.id not in old_ids],
+            changed=[a.id for a in articles if a.id in old_ids and _hash(old, a.id) != a.content_hash],
+            removed=sorted(old_ids - {a.id for a in articles}),
+        )
+        retired = sorted(set(retired) | set(changes.removed))
+        clash = [a.id for a in articles if a.id in retired]
+        if clash:
+            raise GraceError(f"{articles_file}: article id(s) {', '.join(clash[:5])} were removed from this KB before; retired IDs are never reused")
+        next_id = None
+    else:
+        if source is None:
+            raise GraceError("give a SOURCE folder or file, or --articles FILE")
+        articles, n_docs, skipped = articles_from_documents(source, max_tokens, min_tokens, progress)
+        finish_articles(articles)
+        changes, next_id, retired = assign_ids(articles, old, next_id, retired)
+    manifest = make_manifest(
+        articles,
+        embedder,
+        next_id=next_id,
+        retired_ids=retired,
+        sources=sorted({a.source for a in articles if a.source}),
+        max_tokens=max_tokens if articles_file is None else None,
+    )
+    write_kb(out, articles, manifest)
+    if changes.removed and old:
+        _record_retired(out, [a for a in old if a.id in set(changes.removed)])
+    kb = KB(path=out, articles=articles, manifest=manifest)
+    if embedder != "bm25":
+        kb.retriever()  # embeds what is new now, so the first search is fast
+    return BuildResult(kb=kb, changes=changes, documents=n_docs, skipped=skipped, seconds=time.perf_counter() - t0)
+
+
+def _hash(old: list[Article] | None, aid: str) -> str | None:
+    for a in old or []:
+        if a.id == aid:
+            return a.content_hash
+    return None
+
+
+def _record_retired(out: Path, gone: list[Article]) -> None:
+    """Keep removed articles' titles so a stale gold label can be explained later."""
+    import json
+    from datetime import datetime, timezone
+
+    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with (out / "retired.jsonl").open("a", encoding="utf-8") as fh:
+        for a in gone:
+            fh.write(json.dumps({"id": a.id, "title": a.title, "source": a.source, "retired_at": stamp}, ensure_ascii=False) + "\n")

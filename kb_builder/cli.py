@@ -1,0 +1,192 @@
+"""``grace kb``: build, index, show, search and evaluate a knowledge base."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kb_builder.errors import GraceError
+
+
+def _console():
+    from rich.console import Console
+
+    return Console()
+
+
+def _parse_ks(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise GraceError(f"-k {text!r}: give whole numbers separated by commas, e.g. 1,3,5") from None
+    if not ks or min(ks) < 1:
+        raise GraceError(f"-k {text!r}: every k must be 1 or more")
+    return ks
+
+
+@click.group()
+def kb() -> None:
+    """Build, index, show, search and evaluate a knowledge base."""
+
+
+@kb.command()
+@click.argument("source", required=False, type=click.Path(path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="KB folder to write (rebuilding into it keeps IDs).")
+@click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
+@click.option("--max-tokens", default=800, show_default=True, help="Token budget per article (tiktoken cl100k).")
+@click.option("--min-tokens", default=80, show_default=True, help="Sections below this merge with their parent.")
+@click.option("--embedder", default="bm25", show_default=True, help="bm25 | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
+def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str) -> None:
+    """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kb_builder.build import build_kb
+    from kb_builder.documents import discover
+
+    if source is None and articles_file is None:
+        raise GraceError("give a SOURCE folder or file, or --articles FILE")
+    console = _console()
+    total = len(discover(source)) if source is not None and articles_file is None else 1
+    with Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+        task = bar.add_task("docs", total=total)
+        result = build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
+                          embedder=embedder, progress=lambda: bar.advance(task))
+    m = result.kb.manifest
+    ts = m.token_stats
+    console.print(
+        f"[bold]{m.article_count}[/] articles from {result.documents} document(s) in {result.seconds:.2f}s -> {out}\n"
+        f"tokens per article: min {ts.get('min')}, median {ts.get('median')}, p95 {ts.get('p95')}, max {ts.get('max')}  "
+        f"(budget {max_tokens})\n"
+        f"changes: {len(result.changes.added)} added, {len(result.changes.changed)} changed, "
+        f"{len(result.changes.removed)} removed, {result.changes.unchanged} unchanged"
+    )
+    if result.changes.removed:
+        console.print(f"removed IDs (retired, never reused): {', '.join(result.changes.removed[:30])}")
+    for s in result.skipped:
+        console.print(f"[yellow]skipped:[/] {s}")
+
+
+@kb.command()
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.option("--embedder", default=None, help="Re-index with this embedder (default: the manifest's).")
+def index(kb_dir: Path, embedder: str | None) -> None:
+    """Create a missing manifest and embeddings for a KB folder (e.g. a hand-written articles.jsonl)."""
+    from kb_builder.retrieval import canonical_embedder
+    from kb_builder.store import atomic_write_text, load_kb
+
+    kb_ = load_kb(kb_dir)
+    if embedder:
+        kb_.manifest.embedder = canonical_embedder(embedder)
+        atomic_write_text(kb_.path / "manifest.json", kb_.manifest.model_dump_json(indent=2) + "\n")
+    r = kb_.retriever()
+    extra = f", {r.newly_embedded} article(s) embedded" if hasattr(r, "newly_embedded") else ""
+    _console().print(f"{len(kb_.articles)} articles indexed with {kb_.manifest.embedder}{extra}; kb_hash {kb_.kb_hash}")
+
+
+@kb.command()
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.argument("article_id", required=False)
+def show(kb_dir: Path, article_id: str | None) -> None:
+    """List articles with token counts, or show one article."""
+    from rich.table import Table
+
+    from kb_builder.store import load_kb
+
+    kb_ = load_kb(kb_dir)
+    console = _console()
+    if article_id:
+        art = kb_.by_id.get(article_id)
+        if art is None:
+            raise GraceError(f"no article {article_id!r} in {kb_dir} ({len(kb_.articles)} articles; 'grace kb show {kb_dir}' lists them)")
+        console.print(f"[bold][ID: {art.id}] {art.title}[/]  ({art.tokens} tokens, source {art.source or '-'})\n")
+        console.print(art.text, markup=False, highlight=False)
+        return
+    table = Table("ID", "Title", "Tokens", "Source")
+    for a in kb_.articles:
+        table.add_row(a.id, a.title, str(a.tokens), a.source or "")
+    console.print(table)
+    console.print(f"{len(kb_.articles)} articles, kb_hash {kb_.kb_hash}, embedder {kb_.manifest.embedder}")
+
+
+@kb.command()
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.argument("query", required=False)
+@click.option("-k", "k", default=3, show_default=True)
+@click.option("--queries", type=click.Path(path_type=Path), help="CSV with question_id, question (other columns ignored).")
+@click.option("--out", type=click.Path(path_type=Path), help="Write JSONL: one line per question with ranked ids and scores.")
+@click.option("--embedder", default=None, help="Override the KB's embedder.")
+def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: Path | None, embedder: str | None) -> None:
+    """Rank articles for one QUERY, or for every question in --queries."""
+    from rich.table import Table
+
+    from kb_builder.gold import read_questions
+    from kb_builder.store import load_kb
+
+    if not query and not queries:
+        raise GraceError("give a QUERY or --queries FILE")
+    kb_ = load_kb(kb_dir)
+    retriever = kb_.retriever(embedder)
+    console = _console()
+    if query:
+        hits = retriever.search_many([query], k)[0]
+        table = Table("Rank", "ID", "Score", "Title")
+        for i, h in enumerate(hits, 1):
+            table.add_row(str(i), h.id, f"{h.score:.3f}", kb_.by_id[h.id].title)
+        console.print(table)
+        return
+    qs = read_questions(queries)
+    results = retriever.search_many([q.question for q in qs], k)
+    lines = [
+        json.dumps({"question_id": q.question_id, "retrieved": [{"id": h.id, "score": round(h.score, 6)} for h in hits]}, ensure_ascii=False)
+        for q, hits in zip(qs, results)
+    ]
+    if out:
+        from kb_builder.store import atomic_write_text
+
+        atomic_write_text(out, "\n".join(lines) + "\n")
+        console.print(f"{len(lines)} questions searched (k={k}) -> {out}")
+    else:
+        click.echo("\n".join(lines))
+
+
+@kb.command(name="eval")
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV (question_id, question, expected_citations, must_refuse, ...).")
+@click.option("-k", "ks", default="1,3,5", show_default=True, help="Cut-offs, comma separated.")
+@click.option("--embedder", default=None, help="Override the KB's embedder.")
+@click.option("--show-misses", default=20, show_default=True, help="How many missed questions to list.")
+def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedder: str | None, show_misses: int) -> None:
+    """Recall@k and MRR of retrieval on the answerable gold questions."""
+    from rich.table import Table
+
+    from kb_builder.evaluation import evaluate_retrieval
+    from kb_builder.gold import read_gold
+    from kb_builder.store import load_kb
+
+    kb_ = load_kb(kb_dir)
+    questions = read_gold(gold)
+    unknown = sorted({c for g in questions for c in g.expected_citations if c not in kb_.by_id})
+    if unknown:
+        raise GraceError(f"{gold}: expected_citations name article(s) not in {kb_dir}: {', '.join(unknown[:10])} "
+                         "(rebuilt KB? run 'grace annotations validate')")
+    kl = _parse_ks(ks)
+    retriever = kb_.retriever(embedder)
+    res = evaluate_retrieval(retriever, questions, kl)
+    console = _console()
+    table = Table(title=f"Retrieval ({retriever.name}) on {res.n_answerable} answerable questions ({res.n_refuse} must_refuse not counted)")
+    for k in res.ks:
+        table.add_column(f"recall@{k}", justify="right")
+    table.add_column("MRR", justify="right")
+    table.add_row(*[f"{res.recall[k]:.3f}" for k in res.ks], f"{res.mrr:.3f}")
+    console.print(table)
+    if res.misses and show_misses:
+        mt = Table(title=f"Missed in top {max(res.ks)} ({len(res.misses)})", show_lines=False)
+        mt.add_column("question_id")
+        mt.add_column("question")
+        mt.add_column("expected")
+        mt.add_column("retrieved")
+        for g, got in res.misses[:show_misses]:
+            mt.add_row(g.question_id, g.question, ";".join(g.expected_citations), ",".join(got))
+        console.print(mt)

@@ -1,0 +1,182 @@
+"""The gold CSV contract: which article answers each question, or ``must_refuse``.
+
+Columns: ``question_id, question, expected_answer, expected_citations, must_refuse,
+notes`` (extra columns are kept in ``extra``). ``expected_citations`` holds article
+IDs separated by ``;``. Every reader of gold files goes through here so a bad row
+gets the same clear message (file, line, what to fix) wherever it is read.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kb_builder.errors import GraceError, where
+
+GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
+REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
+_TRUE = {"true", "1", "yes", "y", "t"}
+_FALSE = {"false", "0", "no", "n", "f", ""}
+
+
+@dataclass
+class GoldQuestion:
+    question_id: str
+    question: str
+    expected_citations: list[str]
+    must_refuse: bool
+    expected_answer: str = ""
+    notes: str = ""
+    line: int = 0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The single label used for agreement and confusion matrices."""
+        return "REFUSE" if self.must_refuse else self.expected_citations[0]
+
+
+@dataclass
+class Question:
+    question_id: str
+    question: str
+    line: int = 0
+
+
+def parse_bool(value: str, path: Path, line: int, column: str) -> bool:
+    v = (value or "").strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise GraceError(f"{where(path, line)}: column '{column}' must be true or false, got {value!r}")
+
+
+def split_ids(value: str) -> list[str]:
+    """``"17; 18;17"`` -> ``["17", "18"]`` (order kept, duplicates dropped)."""
+    seen: list[str] = []
+    for part in (value or "").replace(",", ";").split(";"):
+        p = part.strip()
+        if p and p not in seen:
+            seen.append(p)
+    return seen
+
+
+def _open_csv(path: Path, required: list[str]) -> tuple[csv.DictReader, object]:
+    if not path.exists():
+        raise GraceError(f"{path}: file not found")
+    if path.is_dir():
+        raise GraceError(f"{path}: is a folder, expected a CSV file")
+    fh = path.open(newline="", encoding="utf-8-sig")
+    reader = csv.DictReader(fh)
+    header = reader.fieldnames
+    if not header:
+        fh.close()
+        raise GraceError(f"{path}: the file is empty; expected a header row with {', '.join(required)}")
+    header = [h.strip() for h in header]
+    reader.fieldnames = header
+    missing = [c for c in required if c not in header]
+    if missing:
+        fh.close()
+        raise GraceError(
+            f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
+        )
+    return reader, fh
+
+
+def read_gold(path: str | Path) -> list[GoldQuestion]:
+    """Read and check a gold CSV; the first bad row raises a ``GraceError`` naming its line."""
+    path = Path(path)
+    reader, fh = _open_csv(path, REQUIRED_COLUMNS)
+    out: list[GoldQuestion] = []
+    seen: dict[str, int] = {}
+    try:
+        for row in reader:
+            line = reader.line_num
+            if None in row:
+                raise GraceError(f"{where(path, line)}: more fields than header columns (an unquoted comma?)")
+            if all(not (v or "").strip() for v in row.values()):
+                continue
+            qid = (row.get("question_id") or "").strip()
+            question = (row.get("question") or "").strip()
+            if not qid:
+                raise GraceError(f"{where(path, line)}: empty question_id")
+            if not question:
+                raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
+            if qid in seen:
+                raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r} (first on line {seen[qid]})")
+            seen[qid] = line
+            must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
+            cites = split_ids(row.get("expected_citations", ""))
+            if must_refuse and cites:
+                raise GraceError(
+                    f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
+                    f"{';'.join(cites)}; clear one of the two"
+                )
+            if not must_refuse and not cites:
+                raise GraceError(
+                    f"{where(path, line)}: question {qid!r} has no expected_citations and must_refuse is false; "
+                    "give the answering article ID(s) or set must_refuse to true"
+                )
+            extra = {k: v for k, v in row.items() if k not in GOLD_COLUMNS and k is not None}
+            out.append(
+                GoldQuestion(
+                    question_id=qid,
+                    question=question,
+                    expected_citations=cites,
+                    must_refuse=must_refuse,
+                    expected_answer=(row.get("expected_answer") or "").strip(),
+                    notes=(row.get("notes") or "").strip(),
+                    line=line,
+                    extra=extra,
+                )
+            )
+    except csv.Error as exc:
+        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+    finally:
+        fh.close()
+    if not out:
+        raise GraceError(f"{path}: no questions found")
+    return out
+
+
+def read_questions(path: str | Path) -> list[Question]:
+    """Questions to search or label: a CSV with ``question_id, question`` or a text file, one per line."""
+    path = Path(path)
+    if path.suffix.lower() not in {".csv", ".tsv"}:
+        if not path.exists():
+            raise GraceError(f"{path}: file not found")
+        lines = path.read_text(encoding="utf-8").splitlines()
+        qs = [Question(f"q{i}", t.strip(), i) for i, t in enumerate(lines, 1) if t.strip()]
+        if not qs:
+            raise GraceError(f"{path}: no questions found")
+        return qs
+    reader, fh = _open_csv(path, ["question_id", "question"])
+    out: list[Question] = []
+    seen: set[str] = set()
+    try:
+        for row in reader:
+            line = reader.line_num
+            qid = (row.get("question_id") or "").strip()
+            text = (row.get("question") or "").strip()
+            if not qid and not text:
+                continue
+            if not qid or not text:
+                raise GraceError(f"{where(path, line)}: each row needs a question_id and a question")
+            if qid in seen:
+                raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r}")
+            seen.add(qid)
+            out.append(Question(qid, text, line))
+    except csv.Error as exc:
+        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+    finally:
+        fh.close()
+    if not out:
+        raise GraceError(f"{path}: no questions found")
+    return out
+
+
+def file_hash(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

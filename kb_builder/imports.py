@@ -1,0 +1,87 @@
+"""Pre-split articles a team curated itself: JSONL, CSV or JSON (``--articles``).
+
+JSON may be a list of articles or any nesting of objects holding them (a
+knowledge map with topics that hold articles): every object with a title and a
+text/body is an article. Articles without an ``id`` are numbered in file order.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from kb_builder.errors import GraceError, where
+from kb_builder.records import Article
+from kb_builder.store import read_articles
+
+_TEXT_KEYS = ("text", "body", "content")
+
+
+def _from_json(path: Path) -> list[Article]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg})") from None
+    found: list[dict] = []
+
+    def walk(x):
+        if isinstance(x, dict):
+            if "title" in x and any(isinstance(x.get(k), str) and x.get(k).strip() for k in _TEXT_KEYS):
+                found.append(x)
+                return
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    walk(data)
+    if not found:
+        raise GraceError(f"{path}: no articles found (objects with 'title' and 'text' or 'body')")
+    use_ids = all("id" in f for f in found) and len({str(f["id"]) for f in found}) == len(found)
+    out = []
+    for n, f in enumerate(found, 1):
+        text = next(f[k] for k in _TEXT_KEYS if isinstance(f.get(k), str) and f[k].strip())
+        extra = {k: v for k, v in f.items() if k not in ("id", "title", *_TEXT_KEYS) and isinstance(v, str | int | float | bool)}
+        out.append(Article(id=str(f["id"]) if use_ids else str(n), title=str(f["title"]).strip(), text=text.strip(), **extra))
+    return out
+
+
+def _from_csv(path: Path) -> list[Article]:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        reader = csv.DictReader(fh)
+        cols = [c.strip() for c in reader.fieldnames or []]
+        reader.fieldnames = cols
+        missing = [c for c in ("id", "title", "text") if c not in cols]
+        if missing:
+            raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; need id, title, text")
+        out, seen = [], {}
+        for row in reader:
+            line = reader.line_num
+            aid, title, text = (row.get("id") or "").strip(), (row.get("title") or "").strip(), (row.get("text") or "").strip()
+            if not (aid or title or text):
+                continue
+            if not aid or not text:
+                raise GraceError(f"{where(path, line)}: each article needs an id and a text")
+            if aid in seen:
+                raise GraceError(f"{where(path, line)}: duplicate article id {aid!r} (first on line {seen[aid]})")
+            seen[aid] = line
+            extra = {k: v for k, v in row.items() if k not in ("id", "title", "text") and v}
+            out.append(Article(id=aid, title=title or aid, text=text, **extra))
+    if not out:
+        raise GraceError(f"{path}: no articles in the file")
+    return out
+
+
+def read_article_file(path: Path) -> list[Article]:
+    if not path.exists():
+        raise GraceError(f"{path}: file not found")
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        return read_articles(path)
+    if suffix == ".csv":
+        return _from_csv(path)
+    if suffix == ".json":
+        return _from_json(path)
+    raise GraceError(f"{path}: --articles takes .jsonl, .csv or .json")

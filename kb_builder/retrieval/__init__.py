@@ -1,0 +1,64 @@
+"""Retrievers over a KB: lexical (BM25, offline default), dense embeddings, and hybrid.
+
+Embedder specs (``--embedder``):
+  ``bm25``                                   lexical, offline
+  ``openai`` / ``openai:MODEL[@DIMS]``       OpenAI embeddings (default text-embedding-3-large@1024)
+  ``st`` / ``st:MODEL``                      local sentence-transformers (optional extra ``grace-eval[local]``)
+  ``hybrid`` / ``hybrid:DENSE_SPEC``         BM25 and a dense ranking fused by reciprocal rank
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from kb_builder.errors import GraceError
+
+if TYPE_CHECKING:
+    from kb_builder.store import KB
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+
+
+class Retriever(Protocol):
+    name: str
+
+    def search_many(self, queries: list[str], k: int) -> list[list[Hit]]: ...
+
+
+def search(retriever: Retriever, query: str, k: int) -> list[Hit]:
+    return retriever.search_many([query], k)[0]
+
+
+def canonical_embedder(spec: str) -> str:
+    spec = (spec or "bm25").strip()
+    kind, _, rest = spec.partition(":")
+    if kind in {"bm25", "lexical"}:
+        return "bm25"
+    if kind == "openai":
+        return "openai:" + (rest or "text-embedding-3-large@1024")
+    if kind in {"st", "sentence-transformers"}:
+        return "st:" + (rest or "sentence-transformers/all-MiniLM-L6-v2")
+    if kind == "hybrid":
+        return "hybrid:" + canonical_embedder(rest or "st")
+    raise GraceError(f"unknown embedder {spec!r}; use bm25, openai[:MODEL], st[:MODEL] or hybrid[:DENSE]")
+
+
+def make_retriever(kb: KB, spec: str) -> Retriever:
+    spec = canonical_embedder(spec)
+    from kb_builder.retrieval.lexical import BM25Retriever
+
+    if spec == "bm25":
+        return BM25Retriever(kb.articles)
+    from kb_builder.retrieval.dense import DenseRetriever, make_embedder
+
+    if spec.startswith("hybrid:"):
+        from kb_builder.retrieval.hybrid import HybridRetriever
+
+        dense = DenseRetriever(kb, make_embedder(spec.removeprefix("hybrid:")))
+        return HybridRetriever([BM25Retriever(kb.articles), dense], name=spec)
+    return DenseRetriever(kb, make_embedder(spec))

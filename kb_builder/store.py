@@ -1,0 +1,176 @@
+"""Reading and writing a KB directory.
+
+``KB_DIR/articles.jsonl`` is the contract; ``manifest.json`` and ``embeddings/``
+are derived from it. A folder holding only a hand-written ``articles.jsonl`` is a
+valid KB: :func:`load_kb` fills in what is missing on first use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from kb_builder import __version__
+from kb_builder.errors import GraceError, where
+from kb_builder.records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
+from kb_builder.tokens import count_tokens
+
+ARTICLES = "articles.jsonl"
+MANIFEST = "manifest.json"
+
+
+@dataclass
+class KB:
+    path: Path
+    articles: list[Article]
+    manifest: Manifest
+    by_id: dict[str, Article] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_id = {a.id: a for a in self.articles}
+
+    @property
+    def kb_hash(self) -> str:
+        return self.manifest.kb_hash
+
+    def retriever(self, embedder: str | None = None):
+        """The KB's retriever (its manifest's embedder unless one is named)."""
+        from kb_builder.retrieval import make_retriever
+
+        return make_retriever(self, embedder or self.manifest.embedder)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write-then-rename so a crash never leaves a half-written file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_articles(path: Path) -> list[Article]:
+    if not path.exists():
+        raise GraceError(f"{path}: not found; a KB folder needs an {ARTICLES} (run 'grace kb build' first)")
+    articles: list[Article] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                data = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(data, dict):
+                raise GraceError(f"{where(path, n)}: expected a JSON object with id, title, text")
+            if "id" in data and isinstance(data["id"], int | float):
+                data["id"] = str(data["id"])
+            try:
+                art = Article.model_validate(data)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                field_name = ".".join(str(p) for p in first["loc"]) or "?"
+                raise GraceError(f"{where(path, n)}: field '{field_name}': {first['msg']}") from None
+            art.id = art.id.strip()
+            if not art.id:
+                raise GraceError(f"{where(path, n)}: empty article id")
+            if art.id in seen:
+                raise GraceError(f"{where(path, n)}: duplicate article id {art.id!r} (first on line {seen[art.id]})")
+            seen[art.id] = n
+            articles.append(art)
+    if not articles:
+        raise GraceError(f"{path}: no articles in the file")
+    return articles
+
+
+def token_stats(articles: list[Article]) -> dict[str, float]:
+    counts = sorted(a.tokens or 0 for a in articles)
+    if not counts:
+        return {}
+    q = statistics.quantiles(counts, n=20) if len(counts) > 1 else [counts[0]] * 19
+    return {
+        "min": counts[0],
+        "p5": round(q[0], 1),
+        "median": statistics.median(counts),
+        "mean": round(statistics.fmean(counts), 1),
+        "p95": round(q[18], 1),
+        "max": counts[-1],
+        "total": sum(counts),
+    }
+
+
+def finish_articles(articles: list[Article]) -> None:
+    """Fill the derived per-article fields (tokens, content hash) in place."""
+    for a in articles:
+        if a.tokens is None:
+            a.tokens = count_tokens(a.title + "\n" + a.text)
+        a.content_hash = a.compute_hash()
+
+
+def make_manifest(articles: list[Article], embedder: str, **extra) -> Manifest:
+    return Manifest(
+        format_version=KB_FORMAT_VERSION,
+        kb_hash=kb_content_hash(articles),
+        embedder=embedder,
+        article_count=len(articles),
+        token_stats=token_stats(articles),
+        built_with=f"grace {__version__}",
+        built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **extra,
+    )
+
+
+def write_kb(kb_dir: Path, articles: list[Article], manifest: Manifest) -> None:
+    lines = "".join(json.dumps(a.to_line(), ensure_ascii=False) + "\n" for a in articles)
+    atomic_write_text(kb_dir / ARTICLES, lines)
+    atomic_write_text(kb_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+
+
+def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
+    """Load a KB folder (or an ``articles.jsonl`` path), creating a missing or stale manifest."""
+    path = Path(kb_dir)
+    if path.is_file() and path.suffix == ".jsonl":
+        path = path.parent
+    if not path.exists():
+        raise GraceError(f"{path}: KB folder not found")
+    articles = read_articles(path / ARTICLES)
+    finish_articles(articles)
+    mpath = path / MANIFEST
+    manifest: Manifest | None = None
+    if mpath.exists():
+        try:
+            manifest = Manifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        except ValidationError as exc:
+            raise GraceError(f"{mpath}: not a grace manifest ({exc.errors()[0]['msg']}); delete it to rebuild") from None
+        if manifest.format_version > KB_FORMAT_VERSION:
+            raise GraceError(
+                f"{mpath}: KB format {manifest.format_version} is newer than this grace reads "
+                f"({KB_FORMAT_VERSION}); upgrade grace"
+            )
+    current = kb_content_hash(articles)
+    if manifest is None or manifest.kb_hash != current or manifest.article_count != len(articles):
+        # hand-written or hand-edited articles.jsonl: derive a fresh manifest, keep the embedder choice
+        old = manifest
+        manifest = make_manifest(articles, old.embedder if old else "bm25")
+        if old is not None:
+            manifest.next_id, manifest.retired_ids, manifest.sources = old.next_id, old.retired_ids, old.sources
+        if write_missing:
+            try:
+                atomic_write_text(mpath, manifest.model_dump_json(indent=2) + "\n")
+            except OSError:
+                pass  # a read-only KB is still usable; the manifest is derived data
+    return KB(path=path, articles=articles, manifest=manifest)
