@@ -16,14 +16,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?:])\s+|\n\s*\n|\n(?=\s*[-*#>|\d])")
 Segment = list  # [text: str, is_match: int, in_passage: int]
 
 
+# words a question is made of but no passage is found by: highlighting them is noise
+_QUESTION_WORDS = {"another", "also", "can", "could", "get", "got", "know", "like", "many", "may", "might", "much",
+                   "must", "need", "one", "please", "tell", "use", "want", "way", "would", "yes"}
+
+
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
     try:
-        from bm25s.stopwords import STOPWORDS_EN
+        from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-        return frozenset(STOPWORDS_EN)
+        return frozenset(STOPWORDS_EN_PLUS) | _QUESTION_WORDS
     except ImportError:  # pragma: no cover
-        return frozenset()
+        return frozenset(_QUESTION_WORDS)
 
 
 @lru_cache(maxsize=1)

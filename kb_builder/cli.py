@@ -175,7 +175,9 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedder: str | None, show_misse
     retriever = kb_.retriever(embedder)
     res = evaluate_retrieval(retriever, questions, kl)
     console = _console()
-    table = Table(title=f"Retrieval ({retriever.name}) on {res.n_answerable} answerable questions ({res.n_refuse} must_refuse not counted)")
+    console.print(f"Retrieval ({retriever.name}) on {res.n_answerable} answerable questions "
+                  f"({res.n_refuse} must_refuse not counted)")
+    table = Table()
     for k in res.ks:
         table.add_column(f"recall@{k}", justify="right")
     table.add_column("MRR", justify="right")

@@ -64,7 +64,7 @@ def outline(doc: Document) -> Node:
         stack[-1].children.append(node)
         stack.append(node)
     # a page whose one top heading is its title: that heading is the root
-    while len(root.children) == 1 and (not root.body or root.children[0].heading.lower() == root.heading.lower()):
+    while len(root.children) == 1 and root.children[0].heading.lower() == root.heading.lower():
         only = root.children[0]
         body = "\n\n".join(b for b in (root.body, only.body) if b)
         root = Node(0, doc.title, body, only.children)
@@ -119,6 +119,11 @@ class Splitter:
         return max(self.max - count_tokens(" > ".join(path)) - 10, self.max // 2)
 
     def _plan(self, node: Node, path: list[str], out: list[Draft]) -> None:
+        if not node.body and len(node.children) == 1:
+            # a heading with nothing of its own but one sub-topic: the article is that sub-topic
+            only = node.children[0]
+            self._plan(only, path if only.heading.lower() == path[-1].lower() else [*path, only.heading], out)
+            return
         total = self._tokens(node)
         budget = self._budget(path)
         big = [c for c in node.children if self._tokens(c) >= self.min]

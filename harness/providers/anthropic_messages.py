@@ -22,6 +22,7 @@ from typing import Any
 
 from kb_builder.errors import GraceError
 from harness.providers import http_errors
+from harness.providers.sdk_params import split_for_sdk
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
 
 KEY_ENVS = ["ANTHROPIC_API_KEY"]
@@ -98,7 +99,8 @@ class AnthropicProvider(Provider):
         client = self._get_client()
         anthropic = require_sdk("anthropic", "anthropic", self.provider_name)
         try:
-            resp = await client.messages.create(**self.build_kwargs(request))
+            kwargs = split_for_sdk(client.messages.create, self.build_kwargs(request))
+            resp = await client.messages.create(**kwargs)
         except anthropic.APIStatusError as exc:
             raise http_errors.from_status(
                 exc.status_code, getattr(exc, "api_message", None) or exc.message, headers=exc.response.headers, body=exc.body

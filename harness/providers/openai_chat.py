@@ -15,6 +15,7 @@ from typing import Any
 
 from kb_builder.errors import GraceError
 from harness.providers import http_errors
+from harness.providers.sdk_params import split_for_sdk
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
 
 KEY_ENVS = ["OPENAI_API_KEY"]
@@ -86,7 +87,8 @@ class OpenAIChatProvider(Provider):
         client = self._get_client()
         openai = require_sdk("openai", "openai", self.provider_name)
         try:
-            resp = await client.chat.completions.create(**self.build_kwargs(request))
+            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request))
+            resp = await client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             raise http_errors.from_status(
                 exc.status_code, exc.message, headers=exc.response.headers, body=exc.body

@@ -61,29 +61,33 @@ def confusion_heatmap(model: str, confusion: Any, title_of: Callable[[str], str]
         return None, "no responses"
     keep = top_labels(labels, matrix)
     note = "" if len(keep) == len(labels) else f"showing the {len(keep)} most confused of {len(labels)} labels"
-    n = len(keep)
-    cell = max(10.0, min(24.0, 640.0 / n))
+    # "none" is only ever predicted; its all-zero row would read as a label the model never got right
+    rows_keep = [i for i in keep if labels[i] != "none" or any(matrix[i])]
+    n, n_rows = len(keep), len(rows_keep)
+    cell = max(10.0, min(28.0, 640.0 / n))
     names = [truncate(labels[i], 14) for i in keep]
     gutter = max(len(s) for s in names) * 6.6 + 16
     left, top = gutter + 22, gutter + 24
     body = [
-        text(left + n * cell / 2, 12, "predicted (cited) →", anchor="middle", size=11.5, fill="#444"),
-        text(12, top + n * cell / 2, "true (gold) →", anchor="middle", size=11.5, fill="#444",
-             extra=f' transform="rotate(-90 12 {fmt(top + n * cell / 2)})"'),
+        text(left + n * cell / 2, 12, "predicted (cited)", anchor="middle", size=11.5, fill="#444"),
+        text(12, top + n_rows * cell / 2, "true (gold)", anchor="middle", size=11.5, fill="#444",
+             extra=f' transform="rotate(-90 12 {fmt(top + n_rows * cell / 2)})"'),
     ]
 
     def described(label: str) -> str:
         t = title_of(label)
         return f"{label} ({t})" if t else label
 
+    for k, i in enumerate(rows_keep):
+        body.append(text(left - 5, top + k * cell + cell / 2 + 4, truncate(labels[i], 14), anchor="end", size=10.5,
+                         hover=described(labels[i])))
     for k, i in enumerate(keep):
         hover = described(labels[i])
-        body.append(text(left - 5, top + k * cell + cell / 2 + 4, names[k], anchor="end", size=10.5, hover=hover))
         cx = left + k * cell + cell / 2 + 4
         body.append(text(cx, top - 6, names[k], size=10.5, hover=hover,
                          extra=f' transform="rotate(-60 {fmt(cx)} {fmt(top - 6)})"'))
-    body.append(rect(left, top, n * cell, n * cell, "#fafafa", extra=f' stroke="{GRID}"'))
-    for r, i in enumerate(keep):
+    body.append(rect(left, top, n * cell, n_rows * cell, "#fafafa", extra=f' stroke="{GRID}"'))
+    for r, i in enumerate(rows_keep):
         total = sum(matrix[i])
         for c, j in enumerate(keep):
             value = matrix[i][j]
@@ -99,6 +103,6 @@ def confusion_heatmap(model: str, confusion: Any, title_of: Callable[[str], str]
             if cell >= 18:
                 ink = "white" if share > 0.55 else INK
                 body.append(text(x + cell / 2, y + cell / 2 + 4, f"{int(value)}", anchor="middle", size=10, fill=ink))
-    size_w, size_h = left + n * cell + 16, top + n * cell + 12
+    size_w, size_h = left + n * cell + 16, top + n_rows * cell + 12
     label = f"Confusion matrix for {model}: rows are the gold label, columns the cited label"
     return document(size_w, size_h, body, label, "confusion"), note

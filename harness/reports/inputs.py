@@ -162,7 +162,9 @@ def _load_questions(inputs: ReportInputs) -> None:
 
 
 def _load_titles(inputs: ReportInputs, kb: Any) -> None:
-    from kb_builder.store import load_kb
+    """Titles only: read ``articles.jsonl`` directly rather than ``load_kb``, which counts tokens and writes a manifest."""
+    from kb_builder.records import kb_content_hash
+    from kb_builder.store import ARTICLES, read_articles
 
     explicit = kb is not None
     if kb is None:
@@ -171,17 +173,21 @@ def _load_titles(inputs: ReportInputs, kb: Any) -> None:
             inputs.notes.append("KB not found: article titles not shown (pass --kb KB_DIR).")
             return
     if isinstance(kb, str | Path):
+        folder = Path(kb).parent if Path(kb).is_file() else Path(kb)
         try:
-            kb = load_kb(kb, write_missing=False)
+            articles = read_articles(folder / ARTICLES)
         except GraceError:
             if explicit:
                 raise
-            inputs.notes.append(f"KB at {kb} unreadable: article titles not shown (pass --kb KB_DIR).")
+            inputs.notes.append(f"KB at {folder} unreadable: article titles not shown (pass --kb KB_DIR).")
             return
-    inputs.titles = {a.id: a.title for a in kb.articles}
+        kb_hash = kb_content_hash(articles)
+    else:
+        articles, kb_hash = kb.articles, kb.kb_hash
+    inputs.titles = {a.id: a.title for a in articles}
     expected = (inputs.report.get("kb") or {}).get("hash")
-    if expected and getattr(kb, "kb_hash", expected) != expected:
+    if expected and kb_hash != expected:
         inputs.notes.append(
-            f"the KB given (hash {str(kb.kb_hash)[:12]}) is not the one scored (hash {str(expected)[:12]}): "
+            f"the KB read for titles (hash {kb_hash[:12]}) is not the one scored (hash {str(expected)[:12]}): "
             "article titles may not match their IDs."
         )

@@ -75,7 +75,7 @@ def usd(value: Any) -> str:
         return DASH
     if v == 0:
         return "$0"
-    return f"${v:,.2f}" if v >= 1 else f"${v:.3g}"
+    return f"${v:,.2f}" if v >= 0.1 else f"${v:.2g}"
 
 
 def millis(value: Any) -> str:
@@ -127,6 +127,10 @@ def leaderboard_rows(models: dict[str, dict[str, Any]], order: list[str]) -> lis
             )
         )
     return rows
+
+
+def errors_text(n: int) -> str:
+    return f"{n} error" + ("" if n == 1 else "s")
 
 
 def error_note(rows: list[Row]) -> str | None:

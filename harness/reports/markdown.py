@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import COLUMNS, LEGEND, error_note, leaderboard_rows
+from harness.reports.leaderboard import COLUMNS, LEGEND, error_note, errors_text, leaderboard_rows
 
 MARKDOWN_SCHEMA_VERSION = 1
 
@@ -35,7 +35,7 @@ def render_markdown(inputs: ReportInputs) -> str:
     for row in rows:
         values = [cell(row.cells[key]) if key == "model" else row.cells[key] for key, _ in COLUMNS]
         if row.errors:
-            values[1] += f" ({row.errors} errors)"
+            values[1] += f" ({errors_text(row.errors)})"
         lines.append("| " + " | ".join(values) + " |")
     lines.append("")
     note = error_note(rows)

@@ -7,6 +7,7 @@ drawing an empty frame.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -46,7 +47,7 @@ def accuracy_chart(models: Models, order: list[str]) -> str | None:
     rows = [m for m in order if number(models[m].get("accuracy")) is not None]
     if not rows:
         return None
-    left, plot_w, top = _gutter(rows), 460.0, 34.0
+    left, plot_w, top = _gutter(rows), 620.0, 34.0
     width, bottom = left + plot_w + 70, top + ROW * len(rows)
     xs = Scale(0, 1, left, left + plot_w)
     key, _ = legend([("accuracy", ACCENT), ("95% CI", INK), ("strict accuracy", STRICT)], left, 16, plot_w)
@@ -92,7 +93,7 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
     front = set(pareto_front(known))
     positive = [c for _, c, _ in known if c > 0]
     log = bool(positive) and max(positive) / min(positive) > 20
-    left, top, plot_w, plot_h = 64.0, 20.0, 520.0, 280.0
+    left, top, plot_w, plot_h = 64.0, 20.0, 680.0, 320.0
     zero_gap = 46.0 if log and len(positive) < len(known) else 0.0
     x0 = left + zero_gap
     if log:
@@ -101,8 +102,8 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
         xs = Scale(0, max(c for _, c, _ in known) * 1.12 or 1, x0, left + plot_w)
     lows = [ci(models[m].get("accuracy_ci95"))[0] if ci(models[m].get("accuracy_ci95")) else a for m, _, a in known]
     highs = [ci(models[m].get("accuracy_ci95"))[1] if ci(models[m].get("accuracy_ci95")) else a for m, _, a in known]
-    lo = max(0.0, int(min(lows) * 10 - 0.5) / 10)
-    hi = min(1.0, -int(-(max(highs) * 10 + 0.3)) / 10)
+    lo = max(0.0, math.floor(min(lows) * 10 - 0.3) / 10)
+    hi = min(1.0, math.ceil(max(highs) * 10 + 0.3) / 10)
     ys = Scale(lo, hi if hi > lo else lo + 0.1, top + plot_h, top)
     bottom = top + plot_h
     px = lambda c: left + zero_gap / 2 if log and c <= 0 else xs(c)  # noqa: E731
@@ -134,7 +135,7 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
         body.append(f'<circle cx="{fmt(x)}" cy="{fmt(y)}" r="6" fill="{GOOD if on else "white"}" '
                     f'stroke="{GOOD if on else MUTED}" stroke-width="2"><title>{esc(tip)}</title></circle>')
         anchor, dx = ("end", -10) if x > left + plot_w * 0.72 else ("start", 10)
-        body.append(text(x + dx, y - 8, truncate(name, 26), anchor=anchor, size=11.5, hover=tip))
+        body.append(text(x + dx, y - 8, truncate(name, 34), anchor=anchor, size=11.5, hover=tip))
     key, _ = legend([("Pareto front", GOOD), ("dominated", MUTED)], left + 8, bottom + 56, plot_w, shape="circle")
     body.append(key)
     return document(left + plot_w + 20, bottom + 70, body, "Accuracy against cost per 1,000 questions", "pareto"), unknown
@@ -149,7 +150,7 @@ def outcome_chart(models: Models, order: list[str]) -> str | None:
     outcomes = _outcome_order(models, order)
     if not outcomes:
         return None
-    left, plot_w = _gutter(order), 520.0
+    left, plot_w = _gutter(order), 660.0
     items = [(OUTCOME_LABELS.get(o, o), OUTCOME_COLORS.get(o, OTHER_COLOR)) for o in outcomes]
     key, key_h = legend(items, left, 16, plot_w)
     top = 16 + key_h + 4
@@ -182,7 +183,7 @@ def retrieval_chart(models: Models, order: list[str]) -> str | None:
     rows = [m for m in order if isinstance(models[m].get("retrieval"), dict)]
     if not rows:
         return None
-    left, plot_w, row = _gutter(rows), 460.0, 44.0
+    left, plot_w, row = _gutter(rows), 600.0, 44.0
     key, _ = legend([("expected article retrieved", ACCENT), ("expected article missed", "#e57373")], left, 16, plot_w)
     top = 34.0
     xs = Scale(0, 1, left, left + plot_w)

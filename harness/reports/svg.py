@@ -117,8 +117,10 @@ class Scale:
 
     def ticks(self, count: int = 5) -> list[float]:
         if self.log:
-            return [10.0**e for e in range(math.floor(self.lo), math.ceil(self.hi) + 1)
-                    if self.lo - 1e-9 <= e <= self.hi + 1e-9]
+            # decades, plus 2x and 5x steps when the axis spans too few decades to read
+            steps = (1,) if self.hi - self.lo > 3 else (1, 2, 5)
+            return [m * 10.0**e for e in range(math.floor(self.lo), math.ceil(self.hi) + 1) for m in steps
+                    if self.lo - 1e-9 <= math.log10(m * 10.0**e) <= self.hi + 1e-9]
         span = self.hi - self.lo
         raw = span / max(count, 1)
         mag = 10 ** math.floor(math.log10(raw))

@@ -6,35 +6,53 @@ from pathlib import Path
 from typing import Any
 
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import COLUMNS, error_note, leaderboard_rows
+from harness.reports.leaderboard import COLUMNS, error_note, errors_text, leaderboard_rows
 
 _RIGHT = {"rank", "accuracy", "strict", "calibration", "invalid", "cost", "latency"}
 
 
-def leaderboard_table(inputs: ReportInputs) -> Any:
+def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     gold = inputs.report.get("gold") or {}
+    narrow = width < 140
     table = Table(
         title=f"grace leaderboard ({gold.get('n_questions', '?')} questions)",
         caption="Sig.: models sharing a letter are not significantly different (McNemar exact, Holm)",
+        box=None if narrow else box.HEAVY_HEAD, header_style="bold underline" if narrow else "bold",
+        show_edge=not narrow, pad_edge=not narrow,
     )
+    rows = leaderboard_rows(inputs.models, inputs.leaderboard)
     for key, header in COLUMNS:
-        table.add_column(header, justify="right" if key in _RIGHT else "left", no_wrap=key != "model")
-    for row in leaderboard_rows(inputs.models, inputs.leaderboard):
+        if narrow:  # a narrow terminal: two-line headers, the CI under the accuracy instead of beside it
+            header = "#" if key == "rank" else header.replace(" ", "\n", 1)
+        table.add_column(header, justify="right" if key in _RIGHT else "left", overflow="fold",
+                         min_width=_min_width(key, rows) if narrow else None)
+    if narrow:
+        for r in rows:
+            r.cells["accuracy"] = r.cells["accuracy"].replace(" [", "\n[")
+    for row in rows:
         # Text(), not markup: a model name like "[bold]x" must print as written
         cells = [Text(row.cells[key]) for key, _ in COLUMNS]
         if row.errors:
-            cells[1].append(f" ({row.errors} errors)", style="red")
+            cells[1].append(f" ({errors_text(row.errors)})", style="red")
         table.add_row(*cells)
     return table
+
+
+def _min_width(key: str, rows: list) -> int | None:
+    """Rich shrinks the widest columns first; keep model names and accuracies whole."""
+    if key == "model":
+        return min(max((len(r.model) for r in rows), default=5), 18)
+    return 12 if key == "accuracy" else None
 
 
 def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:
     from rich.text import Text
 
-    console.print(leaderboard_table(inputs))
+    console.print(leaderboard_table(inputs, console.width))
     note = error_note(leaderboard_rows(inputs.models, inputs.leaderboard))
     if note:
         console.print(Text(note, style="red"))

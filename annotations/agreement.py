@@ -1,0 +1,207 @@
+"""Inter-annotator agreement over gold labels (an article ID set, or ``REFUSE``).
+
+Cohen's kappa for two annotators, Fleiss' kappa for more, both from their
+formulas (no statsmodels). A label is ``REFUSE`` or the sorted ``;``-joined cited
+IDs, so two annotators who both chose articles 17 and 18 agree whatever order they
+clicked in; only questions every annotator labelled are compared.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from annotations.state import REFUSE, LabelRecord, read_labels
+from kb_builder.errors import GraceError
+from kb_builder.store import atomic_write_text
+
+
+def cohen_kappa(a: list[str], b: list[str]) -> float:
+    """(p_o - p_e) / (1 - p_e); NaN when both annotators used one and the same label throughout."""
+    if len(a) != len(b) or not a:
+        raise ValueError("cohen_kappa needs two equally long, non-empty label lists")
+    n = len(a)
+    p_o = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    ca, cb = Counter(a), Counter(b)
+    p_e = sum(ca[c] * cb[c] for c in ca) / (n * n)
+    return math.nan if p_e == 1 else (p_o - p_e) / (1 - p_e)
+
+
+def fleiss_kappa(counts: list[list[int]]) -> float:
+    """Fleiss (1971): ``counts[i][j]`` = raters who put subject i in category j (same raters per subject)."""
+    if not counts:
+        raise ValueError("fleiss_kappa needs at least one subject")
+    n = sum(counts[0])
+    if n < 2 or any(sum(row) != n for row in counts):
+        raise ValueError("fleiss_kappa needs the same number (two or more) of ratings for every subject")
+    big_n = len(counts)
+    k = len(counts[0])
+    p_j = [sum(row[j] for row in counts) / (big_n * n) for j in range(k)]
+    p_i = [(sum(x * x for x in row) - n) / (n * (n - 1)) for row in counts]
+    p_bar = sum(p_i) / big_n
+    p_e = sum(p * p for p in p_j)
+    return math.nan if p_e == 1 else (p_bar - p_e) / (1 - p_e)
+
+
+def fleiss_from_labels(rows: list[list[str]]) -> float:
+    cats = sorted({lab for row in rows for lab in row})
+    pos = {c: j for j, c in enumerate(cats)}
+    counts = []
+    for row in rows:
+        r = [0] * len(cats)
+        for lab in row:
+            r[pos[lab]] += 1
+        counts.append(r)
+    return fleiss_kappa(counts)
+
+
+def strength(kappa: float) -> str:
+    """Landis and Koch (1977), the usual words for a kappa."""
+    if math.isnan(kappa):
+        return "undefined"
+    for bound, word in ((0, "poor"), (0.2, "slight"), (0.4, "fair"), (0.6, "moderate"), (0.8, "substantial")):
+        if kappa <= bound:
+            return word
+    return "almost perfect"
+
+
+@dataclass
+class Comparison:
+    names: list[str]
+    files: list[Path]
+    records: list[dict[str, LabelRecord]]
+    compared: list[str]  # question IDs labelled by every annotator
+    labels: list[list[str]]  # per compared question, one label per annotator
+    order: list[str]  # every question ID, first file's order first
+    incomplete: int = 0
+    kappa: float = math.nan
+    kappa_name: str = "Cohen's kappa"
+    pairwise: list[tuple[str, str, float]] = field(default_factory=list)
+    raw_agreement: float = math.nan
+    disagreements: list[int] = field(default_factory=list)  # indexes into compared
+
+
+def _names(paths: list[Path], files: list[list[LabelRecord]]) -> list[str]:
+    names = []
+    for path, recs in zip(paths, files, strict=True):
+        who = Counter(r.annotator for r in recs if r.annotator and r.status == "labelled").most_common(1)
+        names.append(who[0][0] if who else path.stem)
+    if len(set(names)) < len(names):  # one person labelled twice (test-retest): tell files apart
+        names = [f"{n} ({p.name})" for n, p in zip(names, paths, strict=True)]
+    return names
+
+
+def compare_files(paths: list[Path]) -> Comparison:
+    paths = [Path(p) for p in paths]
+    files = [read_labels(p)[0] for p in paths]
+    records = [{r.question_id: r for r in recs} for recs in files]
+    order = list(dict.fromkeys(r.question_id for recs in files for r in recs))
+    compared = [q for q in order if all(q in recs and recs[q].status == "labelled" for recs in records)]
+    if not compared:
+        raise GraceError(
+            f"no question is labelled in all of {', '.join(str(p) for p in paths)}; "
+            "check that the files share question_ids"
+        )
+    labels = [[recs[q].label for recs in records] for q in compared]
+    res = Comparison(_names(paths, files), paths, records, compared, labels, order)
+    res.incomplete = len(order) - len(compared)
+    if len(paths) == 2:
+        res.kappa = cohen_kappa([r[0] for r in labels], [r[1] for r in labels])
+    else:
+        res.kappa_name = "Fleiss' kappa"
+        res.kappa = fleiss_from_labels(labels)
+        for i in range(len(paths)):
+            for j in range(i + 1, len(paths)):
+                k = cohen_kappa([r[i] for r in labels], [r[j] for r in labels])
+                res.pairwise.append((res.names[i], res.names[j], k))
+    res.disagreements = [i for i, row in enumerate(labels) if len(set(row)) > 1]
+    res.raw_agreement = 1 - len(res.disagreements) / len(compared)
+    return res
+
+
+def _kind(row: list[str]) -> str:
+    if REFUSE in row:
+        return "refuse vs answer"
+    sets = [set(lab.split(";")) for lab in row]
+    return "partial overlap" if set.intersection(*sets) else "different article"
+
+
+def _fmt(value: float) -> str:
+    return "undefined (every label is the same)" if math.isnan(value) else f"{value:.3f}"
+
+
+def _show(label: str, titles: dict[str, str]) -> str:
+    if label == REFUSE or not titles:
+        return label
+    return "; ".join(f"{i} {titles.get(i, '(not in KB)')}" for i in label.split(";"))
+
+
+def render(res: Comparison, titles: dict[str, str] | None = None, limit: int = 50) -> str:
+    titles = titles or {}
+    n = len(res.compared)
+    lines = [f"{len(res.names)} annotators: " + ", ".join(f"{a} ({p})" for a, p in zip(res.names, res.files, strict=True))]
+    lines.append(
+        f"compared {n} question(s) labelled by every annotator"
+        + (f"; {res.incomplete} not labelled by all (skipped, unlabelled or missing) left out" if res.incomplete else "")
+    )
+    lines.append(f"{res.kappa_name}: {_fmt(res.kappa)}" + ("" if math.isnan(res.kappa) else f" ({strength(res.kappa)})"))
+    for a, b, k in res.pairwise:
+        lines.append(f"  Cohen's kappa {a} vs {b}: {_fmt(k)}")
+    agree = n - len(res.disagreements)
+    lines.append(f"raw agreement: {res.raw_agreement:.3f} ({agree}/{n})")
+    kinds = Counter(_kind(res.labels[i]) for i in res.disagreements)
+    if res.disagreements:
+        lines.append(f"disagreements ({len(res.disagreements)}: " + ", ".join(f"{c} {k}" for k, c in kinds.items()) + "):")
+    width = max(len(x) for x in res.names)
+    shown = res.disagreements if limit <= 0 else res.disagreements[:limit]
+    for i in shown:
+        qid = res.compared[i]
+        lines.append(f"  {qid}  {res.records[0][qid].question}")
+        for name, lab in zip(res.names, res.labels[i], strict=True):
+            lines.append(f"      {name.ljust(width)}  {_show(lab, titles)}")
+    if len(shown) < len(res.disagreements):
+        lines.append(f"  ... and {len(res.disagreements) - len(shown)} more (--limit 0 lists all, --merge writes them)")
+    return "\n".join(lines)
+
+
+def write_merge(res: Comparison, path: Path, titles: dict[str, str] | None = None) -> None:
+    """One row per question, every annotator's label side by side; agreed labels pre-filled.
+
+    Open it with ``grace annotate KB --from-gold MERGED.csv --out FINAL.csv`` to
+    adjudicate: agreed rows arrive labelled, the rest unlabelled with each label shown.
+    """
+    titles = titles or {}
+    compared = {q: i for i, q in enumerate(res.compared)}
+    cols = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes", "status", "agreement"]
+    for name in res.names:
+        cols += [f"label_{name}", f"notes_{name}"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
+    w.writeheader()
+    for qid in res.order:
+        first = next(recs[qid] for recs in res.records if qid in recs)
+        row = {"question_id": qid, "question": first.question, "expected_answer": first.expected_answer}
+        i = compared.get(qid)
+        if i is not None and i not in res.disagreements:
+            lab = res.labels[i][0]
+            row.update(
+                agreement="agreed",
+                status="labelled",
+                must_refuse="true" if lab == REFUSE else "false",
+                expected_citations="" if lab == REFUSE else lab,
+            )
+        else:
+            row.update(
+                agreement="disagree" if i is not None else "incomplete", status="unlabelled", must_refuse="false"
+            )
+        for name, recs in zip(res.names, res.records, strict=True):
+            rec = recs.get(qid)
+            lab = (rec.label or rec.status) if rec else "missing"
+            row[f"label_{name}"] = _show(lab, titles) if rec and rec.label else lab
+            row[f"notes_{name}"] = rec.notes if rec else ""
+        w.writerow(row)
+    atomic_write_text(Path(path), buf.getvalue())

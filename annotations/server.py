@@ -1,0 +1,275 @@
+"""The local web app behind ``grace annotate``: a small JSON API plus three static files.
+
+Stdlib ``ThreadingHTTPServer`` only, so annotating needs no extra install and no
+network. The KB is untrusted text: the API returns it as JSON data and the page
+builds text nodes from it. Bound to 127.0.0.1 the server also checks the ``Host``
+header (a web page cannot reach it through DNS rebinding); bound anywhere else,
+every request must carry the ``?token=`` printed at start-up.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from annotations import passages
+from annotations.state import AnnotationSession, LabelRejected
+from kb_builder.retrieval import Hit
+
+STATIC = Path(__file__).parent / "static"
+LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1"}
+MAX_BODY = 1 << 20
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+)
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
+
+
+class AnnotationApp:
+    """What the API answers, independent of HTTP (the tests call it directly too)."""
+
+    def __init__(self, session: AnnotationSession, retriever, *, k: int = 10, search_retriever=None):
+        self.session, self.kb, self.k = session, session.kb, k
+        self.retriever = retriever
+        self.search_retriever = search_retriever or retriever
+        self._cache: dict[str, list[Hit]] = {}
+        self._cache_lock = threading.Lock()
+        texts = list(dict.fromkeys(r.question for r in session.records))
+        if texts:  # one batch: a dense retriever embeds all questions in a few calls, not one per click
+            for text, hits in zip(texts, self.retriever.search_many(texts, k), strict=True):
+                self._cache[text] = hits
+
+    # -- API ---------------------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        m = self.kb.manifest
+        return {
+            "progress": self.session.progress(),
+            "statuses": self.session.statuses(),
+            "question_ids": [r.question_id for r in self.session.records],
+            "annotator": self.session.annotator,
+            "out": str(self.session.out),
+            "kb": {"path": str(self.kb.path), "articles": len(self.kb.articles), "kb_hash": m.kb_hash},
+            "retriever": getattr(self.retriever, "name", "?"),
+            "k": self.k,
+        }
+
+    def question(self, i: int) -> dict:
+        records = self.session.records
+        if not 0 <= i < len(records):
+            raise LookupError(f"question index {i} out of range (0..{len(records) - 1})")
+        rec = records[i]
+        terms = passages.query_terms(rec.question)
+        hits = self._candidates(rec.question)
+        shown = {h.id for h in hits}
+        return {
+            "index": i,
+            "total": len(records),
+            "record": rec.to_json(),
+            "candidates": [self._card(h.id, h.score, terms) for h in hits],
+            # a current label retrieval missed is still shown, so a review can see and keep it
+            "chosen_elsewhere": [
+                self._card(c, None, terms) for c in rec.expected_citations if c not in shown and c in self.kb.by_id
+            ],
+        }
+
+    def search(self, query: str, k: int | None = None) -> dict:
+        query = query.strip()[:500]
+        k = max(1, min(k or self.k, 50))
+        if not query:
+            return {"query": query, "results": []}
+        terms = passages.query_terms(query)
+        hits = [h for h in self.search_retriever.search_many([query], k)[0] if h.score > 0]
+        if query in self.kb.by_id:  # typing an article ID jumps straight to it
+            hits = [Hit(query, float("inf"))] + [h for h in hits if h.id != query][: k - 1]
+        return {"query": query, "results": [self._card(h.id, h.score, terms) for h in hits]}
+
+    def article(self, article_id: str, query: str = "") -> dict:
+        art = self.kb.by_id.get(article_id)
+        if art is None:
+            raise LookupError(f"no article with id {article_id!r}")
+        return {
+            "id": art.id,
+            "title": art.title,
+            "breadcrumb": self._breadcrumb(art),
+            "source": art.source or "",
+            "segments": passages.article_segments(art.text, passages.query_terms(query)),
+        }
+
+    def label(self, body: dict) -> dict:
+        if not isinstance(body, dict) or not isinstance(body.get("question_id"), str):
+            raise LabelRejected("expected a JSON object with question_id")
+        cites = body.get("expected_citations") or []
+        if not isinstance(cites, list) or not all(isinstance(c, str) for c in cites):
+            raise LabelRejected("expected_citations must be a list of article IDs")
+        texts = {f: body.get(f) for f in ("question", "expected_answer", "notes")}
+        if any(v is not None and not isinstance(v, str) for v in texts.values()):
+            raise LabelRejected("question, expected_answer and notes must be strings")
+        rec = self.session.save(
+            body["question_id"],
+            status=str(body.get("status", "")),
+            expected_citations=cites,
+            must_refuse=bool(body.get("must_refuse", False)),
+            **texts,
+        )
+        return {"record": rec.to_json(), "progress": self.session.progress()}
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _candidates(self, text: str) -> list[Hit]:
+        with self._cache_lock:
+            hits = self._cache.get(text)
+        if hits is None:  # the annotator edited the question: retrieve for the new wording
+            hits = self.retriever.search_many([text], self.k)[0]
+            with self._cache_lock:
+                self._cache[text] = hits
+        return hits
+
+    @staticmethod
+    def _breadcrumb(art) -> list[str]:
+        """The headings above the article, minus those its title already spells out."""
+        return [p for p in (art.heading_path or []) if p and p not in art.title]
+
+    def _card(self, article_id: str, score: float | None, terms: frozenset[str]) -> dict:
+        art = self.kb.by_id[article_id]
+        return {
+            "id": art.id,
+            "title": art.title,
+            "breadcrumb": self._breadcrumb(art),
+            "source": art.source or "",
+            "score": None if score is None or score == float("inf") else round(score, 3),
+            "title_segments": passages.segments(art.title, terms),
+            "snippet": passages.passage_snippet(art.text, terms),
+        }
+
+
+def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "grace-annotate"
+        sys_version = ""
+
+        def log_message(self, fmt: str, *args) -> None:  # quiet: the terminal shows the URL only
+            pass
+
+        # -- guards --------------------------------------------------------------------------------
+
+        def _allowed(self, query: dict) -> bool:
+            if token is not None:
+                given = (query.get("token") or [""])[0]
+                return hmac.compare_digest(given.encode(), token.encode())
+            host = (self.headers.get("Host") or "").strip().lower()
+            name = re.sub(r":\d+$", "", host).strip("[]")
+            return name in LOCAL_HOSTS and host.endswith(f":{port_ref[0]}")
+
+        def _send(self, status: int, body: bytes, ctype: str, cache: bool = False) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Content-Security-Policy", CSP)
+            self.send_header("X-Content-Type-Options", "nosniff")
+            self.send_header("Referrer-Policy", "no-referrer")
+            self.send_header("Cache-Control", "max-age=60" if cache else "no-store")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def _json(self, status: int, data: dict) -> None:
+            self._send(status, json.dumps(data, ensure_ascii=False).encode("utf-8"), "application/json")
+
+        def _error(self, status: int, message: str) -> None:
+            self._json(status, {"error": message})
+
+        # -- routes --------------------------------------------------------------------------------
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            query = parse_qs(url.query)
+            if not self._allowed(query):
+                return self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
+            path = url.path
+            try:
+                if path in ("/", "/index.html"):
+                    return self._static("index.html")
+                if path.startswith("/static/"):
+                    return self._static(path.removeprefix("/static/"))
+                if path == "/api/state":
+                    return self._json(200, app.state())
+                if path.startswith("/api/question/"):
+                    return self._json(200, app.question(int(path.rsplit("/", 1)[1])))
+                if path == "/api/search":
+                    k = int((query.get("k") or ["0"])[0] or 0)
+                    return self._json(200, app.search((query.get("q") or [""])[0], k or None))
+                if path.startswith("/api/article/"):
+                    aid = unquote(path.removeprefix("/api/article/"))
+                    return self._json(200, app.article(aid, (query.get("q") or [""])[0]))
+                if path == "/favicon.ico":
+                    return self._send(204, b"", "image/x-icon")
+            except (LookupError, ValueError) as exc:
+                return self._error(HTTPStatus.NOT_FOUND, str(exc))
+            return self._error(HTTPStatus.NOT_FOUND, f"no such page: {path}")
+
+        def do_POST(self) -> None:
+            url = urlsplit(self.path)
+            if not self._allowed(parse_qs(url.query)):
+                return self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
+            if url.path != "/api/label":
+                return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: {url.path}")
+            # JSON only: a cross-site HTML form cannot send it without a CORS preflight we never grant
+            if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
+                return self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request too large")
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+                return self._json(200, app.label(body))
+            except json.JSONDecodeError:
+                return self._error(HTTPStatus.BAD_REQUEST, "body is not valid JSON")
+            except LabelRejected as exc:
+                return self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            except OSError as exc:  # the disk refused the write: say so, the page keeps the label
+                return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"could not save: {exc}")
+
+        def _static(self, name: str) -> None:
+            files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
+            if name not in files:  # a fixed list of names: no path from the URL reaches the disk
+                return self._error(HTTPStatus.NOT_FOUND, f"no such file: {name}")
+            p = files[name]
+            body = p.read_bytes()
+            if name == "index.html":
+                body = body.replace(b"__TOKEN_QUERY__", f"?token={token}".encode() if token else b"")
+            self._send(200, body, _TYPES.get(p.suffix, "application/octet-stream"), cache=name != "index.html")
+
+    return Handler
+
+
+def make_server(app: AnnotationApp, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
+    """A ready (not yet serving) server; ``server.server_address[1]`` is the port when 0 was asked."""
+    port_ref = [port]
+    cls = _ThreadingHTTPServer6 if ":" in host else ThreadingHTTPServer
+    server = cls((host, port), make_handler(app, token=token, port_ref=port_ref))
+    server.daemon_threads = True
+    port_ref[0] = server.server_address[1]
+    return server
+
+
+class _ThreadingHTTPServer6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
+def needs_token(host: str) -> bool:
+    return host not in LOCAL_HOSTS
+
+
+def url_for(host: str, port: int, token: str | None) -> str:
+    shown = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    shown = f"[{shown}]" if ":" in shown else shown
+    return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")

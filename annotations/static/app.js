@@ -1,0 +1,496 @@
+// grace annotate: one question at a time, keyboard first.
+// KB and question text is untrusted: it only ever reaches the page as text nodes
+// (textContent / createTextNode), never through innerHTML.
+"use strict";
+
+(() => {
+  const TOKEN = new URLSearchParams(location.search).get("token");
+  const $ = (id) => document.getElementById(id);
+
+  const S = {
+    state: null,        // /api/state
+    idx: 0,             // current question index (0-based)
+    q: null,            // /api/question/N response
+    list: [],           // cards shown with number keys (candidates or search results)
+    listKind: "candidates",
+    focus: -1,          // focused card in S.list
+    viewer: null,       // article shown in the viewer
+    saving: Promise.resolve(),
+    editTimer: null,
+  };
+
+  // ---------------------------------------------------------------- http
+
+  function url(path, params) {
+    const u = new URL(path, location.origin);
+    for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
+    if (TOKEN) u.searchParams.set("token", TOKEN);
+    return u.pathname + u.search;
+  }
+
+  async function getJSON(path, params) {
+    const r = await fetch(url(path, params), { cache: "no-store" });
+    const data = await r.json();
+    if (!r.ok) throw new Error(data.error || r.statusText);
+    return data;
+  }
+
+  async function postJSON(path, body) {
+    const r = await fetch(url(path), {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    const data = await r.json();
+    if (!r.ok) throw new Error(data.error || r.statusText);
+    return data;
+  }
+
+  // ---------------------------------------------------------------- dom helpers
+
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(props || {})) {
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c == null) continue;
+      node.append(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return node;
+  }
+
+  // segments: [text, isMatch, inPassage] from the server
+  function segmentsInto(node, segments) {
+    node.replaceChildren();
+    let passage = null;
+    for (const [text, match, inPassage] of segments) {
+      const piece = match ? el("mark", { text }) : document.createTextNode(text);
+      if (inPassage) {
+        if (!passage) { passage = el("span", { class: "passage" }); node.append(passage); }
+        passage.append(piece);
+      } else {
+        passage = null;
+        node.append(piece);
+      }
+    }
+    return node;
+  }
+
+  function showError(msg) {
+    $("error").textContent = msg || "";
+  }
+
+  function flash(msg) {
+    const s = $("saved");
+    s.textContent = msg;
+    s.classList.remove("fade");
+    void s.offsetWidth;
+    s.classList.add("fade");
+  }
+
+  // ---------------------------------------------------------------- state and progress
+
+  function renderProgress() {
+    const p = S.state.progress;
+    const share = (p.must_refuse_share * 100).toFixed(1);
+    $("progress").textContent =
+      `${p.labelled} / ${p.total} labelled · must_refuse ${p.must_refuse} (${share}%)` +
+      (p.skipped ? ` · skipped ${p.skipped}` : "");
+    $("bar-labelled").style.width = `${(100 * p.labelled) / Math.max(1, p.total)}%`;
+    $("bar-skipped").style.width = `${(100 * p.skipped) / Math.max(1, p.total)}%`;
+  }
+
+  async function refreshState() {
+    S.state = await getJSON("/api/state");
+    $("who").textContent = `${S.state.annotator} · KB ${S.state.kb.articles} articles`;
+    $("who").title = `${S.state.kb.path} (${S.state.kb.kb_hash}), saving to ${S.state.out}`;
+    renderProgress();
+  }
+
+  // ---------------------------------------------------------------- question
+
+  async function go(i) {
+    const total = S.state.progress.total;
+    if (!total) return;
+    i = Math.max(0, Math.min(total - 1, i));
+    await flushEdits();
+    showError("");
+    try {
+      S.q = await getJSON(`/api/question/${i}`);
+    } catch (e) { showError(e.message); return; }
+    S.idx = i;
+    history.replaceState(null, "", `${location.search}#${i + 1}`);
+    closeViewer();
+    closeSkip();
+    clearSearch(false);
+    renderQuestion();
+    setList("candidates", S.q.candidates);
+  }
+
+  function renderQuestion() {
+    const r = S.q.record;
+    $("qpos").textContent = `Question ${S.idx + 1} / ${S.q.total} · ${r.question_id}`;
+    $("qtext").value = r.question;
+    $("answer").value = r.expected_answer;
+    $("notes").value = r.notes;
+    $("original").hidden = !r.original_question;
+    $("original-text").textContent = r.original_question;
+    const extras = $("extras");
+    extras.replaceChildren();
+    for (const [k, v] of Object.entries(r.extra || {})) {
+      if (!v) continue;
+      extras.append(el("dt", { text: k }), el("dd", { text: v }));
+    }
+    renderLabel();
+    const elsewhere = S.q.chosen_elsewhere || [];
+    $("elsewhere").hidden = elsewhere.length === 0;
+    const list = $("elsewhere-list");
+    list.replaceChildren(...elsewhere.map((c) => card(c, null)));
+  }
+
+  function titleOf(id) {
+    const all = [...S.q.candidates, ...(S.q.chosen_elsewhere || []), ...S.list];
+    const c = all.find((x) => x.id === id);
+    return c ? c.title : "";
+  }
+
+  function renderLabel() {
+    const r = S.q.record;
+    const badge = $("status-badge");
+    let text = r.status;
+    if (r.status === "labelled") text = r.must_refuse ? "must_refuse" : `answered by ${r.expected_citations.length} article${r.expected_citations.length > 1 ? "s" : ""}`;
+    badge.textContent = text;
+    badge.className = `badge ${r.must_refuse ? "refuse" : r.status}`;
+    const chosen = $("chosen");
+    chosen.replaceChildren(...r.expected_citations.map((id) =>
+      el("li", { class: "chip" },
+        el("span", { class: "chip-id", text: `#${id}` }), " ",
+        el("span", { text: titleOf(id) }), " ",
+        el("button", { type: "button", class: "chip-x", title: "remove", "aria-label": `remove article ${id}`, onclick: () => toggleAlso(id) }, "×"))));
+    $("refuse").classList.toggle("on", r.must_refuse);
+    for (const li of document.querySelectorAll("#cands > li, #elsewhere-list > li")) {
+      li.classList.toggle("chosen", r.expected_citations.includes(li.dataset.id));
+    }
+  }
+
+  // ---------------------------------------------------------------- saving
+
+  function body(status, cites, mustRefuse, extra) {
+    const r = S.q.record;
+    return Object.assign({
+      question_id: r.question_id,
+      status,
+      expected_citations: cites,
+      must_refuse: mustRefuse,
+      question: $("qtext").value,
+      expected_answer: $("answer").value,
+      notes: $("notes").value,
+    }, extra || {});
+  }
+
+  // saves are chained so they reach the server in the order they were made
+  function save(payload, { advance = false } = {}) {
+    const qid = payload.question_id;
+    const idx = S.idx;
+    const oldText = S.q.record.question;
+    S.saving = S.saving.then(async () => {
+      try {
+        const res = await postJSON("/api/label", payload);
+        S.state.progress = res.progress;
+        if (S.state.statuses) S.state.statuses[idx] = res.record.status;
+        renderProgress();
+        if (S.q && S.q.record.question_id === qid) {
+          S.q.record = res.record;
+          renderLabel();
+          if (res.record.question !== oldText && !advance) {
+            const fresh = await getJSON(`/api/question/${idx}`);
+            if (S.q && S.q.record.question_id === qid) {
+              S.q = fresh;
+              renderQuestion();
+              if (S.listKind === "candidates") setList("candidates", S.q.candidates);
+            }
+          }
+        }
+        showError("");
+        flash(`saved ${qid}: ${describe(res.record)}`);
+        return true;
+      } catch (e) {
+        showError(`not saved: ${e.message}`);
+        return false;
+      }
+    });
+    return S.saving.then((ok) => {
+      if (ok && advance && $("auto-advance").checked && S.idx === idx) return go(idx + 1);
+      return undefined;
+    });
+  }
+
+  function describe(r) {
+    if (r.status !== "labelled") return r.status;
+    return r.must_refuse ? "must_refuse" : r.expected_citations.map((c) => `#${c}`).join(", ");
+  }
+
+  function choose(id) {
+    if (!S.q) return;
+    return save(body("labelled", [id], false), { advance: true });
+  }
+
+  function toggleAlso(id) {
+    const r = S.q.record;
+    const cites = r.must_refuse ? [] : r.expected_citations.slice();
+    const at = cites.indexOf(id);
+    if (at >= 0) cites.splice(at, 1); else cites.push(id);
+    return save(body(cites.length ? "labelled" : "unlabelled", cites, false));
+  }
+
+  function refuse() {
+    const r = S.q.record;
+    if (r.must_refuse) return save(body("unlabelled", [], false));
+    return save(body("labelled", [], true), { advance: true });
+  }
+
+  function openSkip() {
+    $("skip-box").hidden = false;
+    $("skip-note").value = "";
+    $("skip-note").focus();
+  }
+
+  function closeSkip() {
+    $("skip-box").hidden = true;
+  }
+
+  function confirmSkip() {
+    const note = $("skip-note").value.trim();
+    const notes = $("notes").value.trim();
+    const merged = note ? (notes ? `${notes}; skipped: ${note}` : `skipped: ${note}`) : notes;
+    $("notes").value = merged;
+    closeSkip();
+    return save(body("skipped", [], false, { notes: merged }), { advance: true });
+  }
+
+  function clearLabel() {
+    return save(body("unlabelled", [], false));
+  }
+
+  // text fields: saved when left, or after a pause in typing
+  function scheduleEdit() {
+    clearTimeout(S.editTimer);
+    S.editTimer = setTimeout(saveEdits, 800);
+  }
+
+  function editsPending() {
+    if (!S.q) return false;
+    const r = S.q.record;
+    return $("qtext").value.trim() !== r.question || $("answer").value.trim() !== r.expected_answer ||
+      $("notes").value.trim() !== r.notes;
+  }
+
+  function saveEdits() {
+    clearTimeout(S.editTimer);
+    if (!editsPending()) return S.saving;
+    const r = S.q.record;
+    if (!$("qtext").value.trim()) { showError("the question text cannot be empty"); return S.saving; }
+    return save(body(r.status, r.expected_citations, r.must_refuse));
+  }
+
+  async function flushEdits() {
+    await saveEdits();
+    await S.saving;
+  }
+
+  // ---------------------------------------------------------------- candidate / result cards
+
+  function card(c, n) {
+    const chosen = S.q && S.q.record.expected_citations.includes(c.id);
+    const title = segmentsInto(el("span", { class: "title" }), c.title_segments);
+    const snippet = segmentsInto(el("p", { class: "snippet" }), c.snippet.segments);
+    if (c.snippet.cut_before) snippet.prepend("… ");
+    if (c.snippet.cut_after) snippet.append(" …");
+    const crumb = [...c.breadcrumb].join(" › ");
+    const head = el("div", { class: "card-head" },
+      n != null ? el("kbd", { class: "num", text: String(n) }) : null,
+      title,
+      el("span", { class: "aid", text: `#${c.id}` }),
+      c.score != null ? el("span", { class: "score", title: "retrieval score", text: String(c.score) }) : null);
+    const li = el("li", { class: `card${chosen ? " chosen" : ""}`, "data-id": c.id },
+      head,
+      (crumb || c.source) ? el("div", { class: "crumb", text: [crumb, c.source].filter(Boolean).join(" · ") }) : null,
+      snippet,
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "choose", onclick: () => choose(c.id) }, n != null ? `choose ${n}` : "choose"),
+        el("button", { type: "button", class: "also", onclick: () => toggleAlso(c.id) }, n != null ? `also answers ⇧${n}` : "also answers"),
+        el("button", { type: "button", class: "view", onclick: () => openViewer(c.id) }, "full text")));
+    li.addEventListener("click", (e) => { if (!e.target.closest("button")) setFocus(S.list.findIndex((x) => x.id === c.id)); });
+    return li;
+  }
+
+  function setList(kind, items) {
+    S.listKind = kind;
+    S.list = items;
+    S.focus = -1;
+    $("list-title").textContent = kind === "candidates" ? `Top candidates (${S.state.retriever})` : `Search results (${items.length})`;
+    $("cands").replaceChildren(...items.map((c, i) => card(c, i < 10 ? (i + 1) % 10 : null)));
+  }
+
+  function setFocus(i) {
+    const items = document.querySelectorAll("#cands > li");
+    if (!items.length) return;
+    S.focus = Math.max(0, Math.min(items.length - 1, i));
+    items.forEach((li, j) => li.classList.toggle("focused", j === S.focus));
+    items[S.focus].scrollIntoView({ block: "nearest" });
+  }
+
+  // ---------------------------------------------------------------- search
+
+  let searchTimer = null;
+  let searchSeq = 0;
+
+  async function runSearch() {
+    const q = $("search").value.trim();
+    if (!q) { clearSearch(true); return; }
+    const seq = ++searchSeq;
+    const t0 = performance.now();
+    try {
+      const res = await getJSON("/api/search", { q });
+      if (seq !== searchSeq) return;
+      $("search-info").textContent = `${res.results.length} results in ${Math.round(performance.now() - t0)} ms`;
+      setList("search", res.results);
+    } catch (e) { showError(e.message); }
+  }
+
+  function clearSearch(showCandidates) {
+    $("search").value = "";
+    $("search-info").textContent = "";
+    searchSeq++;
+    if (showCandidates && S.q) setList("candidates", S.q.candidates);
+  }
+
+  // ---------------------------------------------------------------- viewer
+
+  async function openViewer(id) {
+    const q = S.listKind === "search" && $("search").value.trim() ? $("search").value.trim() : S.q.record.question;
+    let a;
+    try { a = await getJSON(`/api/article/${encodeURIComponent(id)}`, { q }); } catch (e) { showError(e.message); return; }
+    S.viewer = a;
+    $("v-title").textContent = `#${a.id} ${a.title}`;
+    $("v-crumb").textContent = [a.breadcrumb.join(" › "), a.source].filter(Boolean).join(" · ");
+    segmentsInto($("v-text"), a.segments);
+    $("viewer").hidden = false;
+    const p = document.querySelector("#v-text .passage");
+    if (p) p.scrollIntoView({ block: "center" }); else $("v-text").scrollTop = 0;
+  }
+
+  function closeViewer() {
+    $("viewer").hidden = true;
+    S.viewer = null;
+  }
+
+  // ---------------------------------------------------------------- keyboard
+
+  function numberKey(e) {
+    const m = /^Digit(\d)$/.exec(e.code) || /^Numpad(\d)$/.exec(e.code);
+    if (!m) return null;
+    const d = Number(m[1]);
+    return d === 0 ? 9 : d - 1;
+  }
+
+  function onKey(e) {
+    const t = e.target;
+    const typing = t instanceof HTMLElement && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type !== "checkbox"));
+    if (typing) {
+      if (t.id === "skip-note" && e.key === "Enter") { e.preventDefault(); confirmSkip(); return; }
+      if (t.id === "skip-note" && e.key === "Escape") { e.preventDefault(); closeSkip(); return; }
+      if (t.id === "search" && e.key === "Enter") { e.preventDefault(); clearTimeout(searchTimer); runSearch(); t.blur(); return; }
+      if (t.id === "search" && e.key === "Escape") { e.preventDefault(); clearSearch(true); t.blur(); return; }
+      if (t.id === "jump" && e.key === "Enter") { e.preventDefault(); const n = Number(t.value); t.value = ""; t.blur(); if (n) go(n - 1); return; }
+      if (e.key === "Escape" || (e.key === "Enter" && (e.ctrlKey || e.metaKey))) { e.preventDefault(); t.blur(); saveEdits(); }
+      return;
+    }
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!$("help").hidden) { if (e.key === "Escape" || e.key === "?") { $("help").hidden = true; e.preventDefault(); } return; }
+    const n = numberKey(e);
+    if (n != null) {
+      e.preventDefault();
+      const c = S.list[n];
+      if (!c) return;
+      if (e.shiftKey) toggleAlso(c.id); else choose(c.id);
+      return;
+    }
+    const key = e.key;
+    const actions = {
+      j: () => go(S.idx + 1),
+      k: () => go(S.idx - 1),
+      u: () => { const f = S.state.progress.first_unlabelled; if (f != null) go(f); else flash("no unlabelled question left"); },
+      r: () => refuse(),
+      s: () => openSkip(),
+      c: () => clearLabel(),
+      e: () => $("qtext").focus(),
+      a: () => $("answer").focus(),
+      n: () => $("notes").focus(),
+      "/": () => $("search").focus(),
+      "?": () => { $("help").hidden = false; },
+      o: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
+      Enter: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
+      ArrowDown: () => setFocus(S.focus + 1),
+      ArrowUp: () => setFocus(S.focus - 1),
+      Escape: () => {
+        if (!$("viewer").hidden) closeViewer();
+        else if (S.listKind === "search") clearSearch(true);
+      },
+    };
+    const f = actions[key.length === 1 ? key.toLowerCase() : key];
+    if (f) { e.preventDefault(); f(); }
+  }
+
+  // ---------------------------------------------------------------- wiring
+
+  function wire() {
+    document.addEventListener("keydown", onKey);
+    $("prev").addEventListener("click", () => go(S.idx - 1));
+    $("next").addEventListener("click", () => go(S.idx + 1));
+    $("first-unlabelled").addEventListener("click", () => {
+      const f = S.state.progress.first_unlabelled;
+      if (f != null) go(f); else flash("no unlabelled question left");
+    });
+    $("refuse").addEventListener("click", () => refuse());
+    $("skip").addEventListener("click", () => openSkip());
+    $("clear").addEventListener("click", () => clearLabel());
+    for (const id of ["qtext", "answer", "notes"]) {
+      $(id).addEventListener("input", scheduleEdit);
+      $(id).addEventListener("change", saveEdits);
+    }
+    $("search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(runSearch, 150); });
+    $("v-close").addEventListener("click", closeViewer);
+    $("v-choose").addEventListener("click", () => { if (S.viewer) choose(S.viewer.id); });
+    $("v-add").addEventListener("click", () => { if (S.viewer) toggleAlso(S.viewer.id); });
+    $("help-btn").addEventListener("click", () => { $("help").hidden = false; });
+    $("help-close").addEventListener("click", () => { $("help").hidden = true; });
+    const aa = localStorage.getItem("grace-auto-advance");
+    if (aa !== null) $("auto-advance").checked = aa === "1";
+    $("auto-advance").addEventListener("change", (e) => localStorage.setItem("grace-auto-advance", e.target.checked ? "1" : "0"));
+    // closing the tab mid-edit: keepalive lets the last edit reach the server after the page is gone
+    window.addEventListener("pagehide", () => {
+      if (!editsPending() || !$("qtext").value.trim()) return;
+      const r = S.q.record;
+      fetch(url("/api/label"), {
+        method: "POST", keepalive: true, headers: { "Content-Type": "application/json" },
+        body: JSON.stringify(body(r.status, r.expected_citations, r.must_refuse)),
+      });
+    });
+  }
+
+  async function start() {
+    wire();
+    try { await refreshState(); } catch (e) { showError(`cannot reach the grace server: ${e.message}`); return; }
+    const fromHash = Number(location.hash.slice(1));
+    const first = S.state.progress.first_unlabelled;
+    await go(fromHash ? fromHash - 1 : (first != null ? first : 0));
+    document.body.dataset.ready = "1";
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

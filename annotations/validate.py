@@ -1,0 +1,229 @@
+"""``grace annotations validate``: is a gold CSV right for its KB, and balanced enough to trust?
+
+Errors make the gold set unusable (an unknown article ID, a must_refuse row that
+cites, a duplicate question ID); warnings are judgement calls (near-duplicate
+questions, a must_refuse share outside the 10-30% seen in production grounded QA,
+questions whose gold article retrieval never surfaces). Every problem is collected,
+not just the first, so one run gives the whole to-do list.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from annotations.state import LabelRecord, read_rows, row_to_record
+from kb_builder.errors import GraceError, where
+from kb_builder.store import KB, load_kb
+
+REFUSE_SHARE_RANGE = (0.10, 0.30)
+NEAR_DUPLICATE = 0.9
+
+
+class Issue(BaseModel):
+    kind: str
+    message: str
+    line: int | None = None
+    question_id: str | None = None
+
+
+class RetiredCitation(BaseModel):
+    question_id: str
+    line: int
+    article_id: str
+    old_title: str | None = None
+    title_from: str | None = None
+
+
+class Unsurfaced(BaseModel):
+    question_id: str
+    question: str
+    gold: list[str]
+    best_rank: int | None  # rank of the best gold article within ``depth``; None: beyond it
+
+
+class ValidationReport(BaseModel):
+    schema_version: int = 1
+    gold: str
+    kb: str
+    kb_hash: str
+    questions: int = 0
+    labelled: int = 0
+    skipped: int = 0
+    unlabelled: int = 0
+    must_refuse: int = 0
+    must_refuse_share: float = 0.0
+    k: int = 10
+    depth: int = 50
+    retriever: str = ""
+    errors: list[Issue] = Field(default_factory=list)
+    warnings: list[Issue] = Field(default_factory=list)
+    retired: list[RetiredCitation] = Field(default_factory=list)
+    near_duplicates: list[tuple[str, str, float]] = Field(default_factory=list)
+    unsurfaced: list[Unsurfaced] = Field(default_factory=list)
+
+
+def _old_titles(kb: KB, old_kb: Path | None) -> tuple[dict[str, str], str]:
+    if old_kb is not None:
+        return {a.id: a.title for a in load_kb(old_kb, write_missing=False).articles}, f"old KB {old_kb}"
+    retired = kb.path / "retired.jsonl"
+    if not retired.exists():
+        return {}, ""
+    titles: dict[str, str] = {}
+    for n, raw in enumerate(retired.read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+            titles[str(data["id"])] = str(data.get("title", ""))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise GraceError(f"{where(retired, n)}: expected a JSON object with id and title") from None
+    return titles, str(retired)
+
+
+def validate_gold(
+    gold: str | Path, kb_dir: str | Path, *, old_kb: Path | None = None, k: int = 10, embedder: str | None = None
+) -> ValidationReport:
+    gold, kb = Path(gold), load_kb(kb_dir)
+    header, rows = read_rows(gold)
+    rep = ValidationReport(gold=str(gold), kb=str(kb.path), kb_hash=kb.kb_hash, k=k)
+
+    def err(kind: str, msg: str, line: int | None = None, qid: str | None = None) -> None:
+        rep.errors.append(Issue(kind=kind, message=msg, line=line, question_id=qid))
+
+    def warn(kind: str, msg: str, line: int | None = None, qid: str | None = None) -> None:
+        rep.warnings.append(Issue(kind=kind, message=msg, line=line, question_id=qid))
+
+    missing = [c for c in ("expected_citations", "must_refuse") if c not in header]
+    if missing:
+        err("columns", f"{where(gold, 1)}: missing gold column(s) {', '.join(missing)}", 1)
+    has_status = "status" in header
+    records: list[LabelRecord] = []
+    seen: dict[str, int] = {}
+    for line, row in rows:
+        try:
+            rec = row_to_record(gold, line, row)
+        except GraceError as exc:
+            err("row", str(exc), line, row.get("question_id", "").strip() or None)
+            continue
+        if rec.question_id in seen:
+            err("duplicate_id", f"{where(gold, line)}: duplicate question_id {rec.question_id!r} "
+                f"(first on line {seen[rec.question_id]})", line, rec.question_id)
+            continue
+        seen[rec.question_id] = line
+        if rec.status == "unlabelled" and not has_status:
+            err("row", f"{where(gold, line)}: question {rec.question_id!r} has no expected_citations and "
+                "must_refuse is false; give the answering article ID(s) or set must_refuse", line, rec.question_id)
+        records.append(rec)
+    labelled = [r for r in records if r.status == "labelled"]
+    rep.questions, rep.labelled = len(records), len(labelled)
+    rep.skipped = sum(r.status == "skipped" for r in records)
+    rep.unlabelled = sum(r.status == "unlabelled" for r in records) if has_status else 0
+    if rep.skipped or rep.unlabelled:
+        warn("not_labelled", f"{rep.skipped} skipped and {rep.unlabelled} unlabelled question(s) are left out of the gold set")
+
+    _check_ids(kb, labelled, gold, old_kb, rep)
+    rep.must_refuse = sum(r.must_refuse for r in labelled)
+    rep.must_refuse_share = round(rep.must_refuse / len(labelled), 4) if labelled else 0.0
+    lo, hi = REFUSE_SHARE_RANGE
+    if labelled and not lo <= rep.must_refuse_share <= hi:
+        warn("refuse_share", f"must_refuse share {rep.must_refuse_share:.1%} is outside {lo:.0%}-{hi:.0%}, the range "
+             "seen in production grounded QA: a benchmark with too few (or too many) refusals mis-ranks models")
+    rep.near_duplicates = near_duplicates(records)
+    for a, b, sim in rep.near_duplicates:
+        warn("near_duplicate", f"questions {a} and {b} are near-duplicates (similarity {sim:.2f})", qid=a)
+    _check_retrieval(kb, labelled, k, embedder, rep)
+    return rep
+
+
+def _check_ids(kb: KB, labelled: list[LabelRecord], gold: Path, old_kb: Path | None, rep: ValidationReport) -> None:
+    old, old_source = None, ""
+    manifest_retired = set(kb.manifest.retired_ids)
+    for rec in labelled:
+        unknown = [c for c in rec.expected_citations if c not in kb.by_id]
+        if not unknown:
+            continue
+        if old is None:
+            old, old_source = _old_titles(kb, old_kb)
+        for c in unknown:
+            title, source = old.get(c), old_source if c in old else None
+            if title is None and len(rec.expected_titles) == len(rec.expected_citations):
+                title, source = rec.expected_titles[rec.expected_citations.index(c)], "expected_titles column"
+            rc = RetiredCitation(question_id=rec.question_id, line=rec.line, article_id=c, old_title=title, title_from=source)
+            rep.retired.append(rc)
+            was = f", was {title!r} (from {source})" if title else ""
+            retired = " (retired in the KB manifest)" if c in manifest_retired else ""
+            rep.errors.append(Issue(
+                kind="unknown_id", line=rec.line, question_id=rec.question_id,
+                message=f"{where(gold, rec.line)}: question {rec.question_id!r} cites article {c}, not in the KB"
+                f"{retired}{was}; relabel it with 'grace annotate {kb.path} --from-gold {gold}'",
+            ))
+
+
+def near_duplicates(records: list[LabelRecord], threshold: float = NEAR_DUPLICATE) -> list[tuple[str, str, float]]:
+    """Pairs of questions with TF-IDF cosine >= threshold (word 1-2 grams); sparse, so thousands are quick."""
+    if len(records) < 2:
+        return []
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    texts = [" ".join(r.question.lower().split()) for r in records]
+    try:
+        m = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit_transform(texts)
+    except ValueError:  # every question is stop words or empty
+        return []
+    out: list[tuple[str, str, float]] = []
+    step = 512
+    for start in range(0, m.shape[0], step):
+        sims = (m[start : start + step] @ m.T).tocoo()
+        for i, j, v in zip(sims.row, sims.col, sims.data, strict=True):
+            i += start
+            if j > i and v >= threshold - 1e-9:
+                out.append((records[i].question_id, records[j].question_id, round(float(v), 3)))
+    return sorted(out, key=lambda t: -t[2])
+
+
+def _check_retrieval(kb: KB, labelled: list[LabelRecord], k: int, embedder: str | None, rep: ValidationReport) -> None:
+    answerable = [r for r in labelled if r.expected_citations and all(c in kb.by_id for c in r.expected_citations)]
+    if not answerable:
+        return
+    retriever = kb.retriever(embedder)
+    rep.retriever = getattr(retriever, "name", "?")
+    depth = rep.depth = min(len(kb.articles), max(50, k))
+    results = retriever.search_many([r.question for r in answerable], depth)
+    for rec, hits in zip(answerable, results, strict=True):
+        ids = [h.id for h in hits]
+        ranks = [ids.index(c) + 1 for c in rec.expected_citations if c in ids]
+        best = min(ranks) if ranks else None
+        if best is None or best > k:
+            rep.unsurfaced.append(Unsurfaced(question_id=rec.question_id, question=rec.question,
+                                             gold=rec.expected_citations, best_rank=best))
+    if rep.unsurfaced:
+        rep.warnings.append(Issue(kind="unsurfaced", message=f"{len(rep.unsurfaced)} of {len(answerable)} answerable "
+                                  f"question(s) never get their gold article in the top {k} of {rep.retriever}"))
+
+
+def render(rep: ValidationReport, limit: int = 30) -> str:
+    lines = [
+        f"{rep.gold}: {rep.questions} questions, {rep.labelled} labelled"
+        + (f", {rep.skipped} skipped" if rep.skipped else "") + (f", {rep.unlabelled} unlabelled" if rep.unlabelled else ""),
+        f"KB {rep.kb} ({rep.kb_hash})",
+        f"must_refuse: {rep.must_refuse} of {rep.labelled} labelled ({rep.must_refuse_share:.1%}; "
+        f"expected {REFUSE_SHARE_RANGE[0]:.0%}-{REFUSE_SHARE_RANGE[1]:.0%})",
+    ]
+    for title, items in (("errors", rep.errors), ("warnings", rep.warnings)):
+        if items:
+            lines.append(f"{title} ({len(items)}):")
+            lines += [f"  - {i.message}" for i in items[:limit]]
+            if len(items) > limit:
+                lines.append(f"  ... and {len(items) - limit} more (--json lists all)")
+    if rep.unsurfaced:
+        lines.append(f"gold article not in the top {rep.k} ({rep.retriever}):")
+        for u in rep.unsurfaced[:limit]:
+            where_ = f"rank {u.best_rank}" if u.best_rank else f"not in the top {rep.depth}"
+            lines.append(f"  {u.question_id}  gold {';'.join(u.gold)} at {where_}: {u.question}")
+        if len(rep.unsurfaced) > limit:
+            lines.append(f"  ... and {len(rep.unsurfaced) - limit} more (--json lists all)")
+    lines.append("OK: no errors" if not rep.errors else f"FAILED: {len(rep.errors)} error(s)")
+    return "\n".join(lines)

@@ -1,0 +1,158 @@
+"""``grace gate OUT_DIR/report.json``: pass/fail thresholds for CI (exit 1 on failure)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kb_builder.errors import GraceError
+
+REPORT_SCHEMA_VERSION = 1
+
+
+class Fraction(click.ParamType):
+    """0.85 or 85%."""
+
+    name = "fraction"
+
+    def convert(self, value: Any, param, ctx) -> float:
+        if isinstance(value, float):
+            return value
+        text = str(value).strip()
+        try:
+            x = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        except ValueError:
+            self.fail(f"{value!r} is not a fraction (give 0.85 or 85%)", param, ctx)
+        if not 0.0 <= x <= 1.0:
+            self.fail(f"{value!r} is outside 0..1 (give 0.85 or 85%)", param, ctx)
+        return x
+
+
+def load_report(path: Path) -> dict[str, Any]:
+    """Read a report.json written by ``grace score``; anything else is a GraceError (exit 2)."""
+    if path.is_dir():
+        path = path / "report.json"
+    if not path.exists():
+        raise GraceError(f"{path}: report not found; run 'grace score' first")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise GraceError(f"{path}: not valid JSON ({exc}); pass the report.json written by 'grace score'") from None
+    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+        raise GraceError(f"{path}: not a grace report (no 'models' object); pass the report.json from 'grace score'")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:
+        raise GraceError(f"{path}: report schema_version {version!r} is not one this grace reads "
+                         f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'")
+    for name, m in data["models"].items():
+        if not isinstance(m, dict) or not isinstance(m.get("accuracy"), int | float):
+            raise GraceError(f"{path}: model {name!r} has no accuracy; re-run 'grace score'")
+    return data
+
+
+def _pick(report: dict, path: Path, wanted: tuple[str, ...]) -> list[str]:
+    models = list(report.get("leaderboard") or report["models"])
+    for name in wanted:
+        if name not in report["models"]:
+            raise GraceError(f"{path}: no model {name!r} in the report; it has {', '.join(report['models']) or 'none'}")
+    return list(wanted) or models
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def check_model(
+    name: str, m: dict, min_accuracy: float | None, max_invalid: float | None, base: dict | None, max_drop: float
+) -> list[tuple[bool, str]]:
+    """Every check for one model as (passed, sentence); the sentences are what CI logs show."""
+    out: list[tuple[bool, str]] = []
+    acc = float(m["accuracy"])
+    if min_accuracy is not None:
+        ok = acc >= min_accuracy
+        out.append((ok, f"{name}: accuracy {_pct(acc)} {'>=' if ok else '<'} minimum {_pct(min_accuracy)}"))
+    if max_invalid is not None:
+        rate = float(m.get("invalid_citation_rate") or 0.0)
+        ok = rate <= max_invalid
+        out.append((ok, f"{name}: invalid-citation rate {_pct(rate)} {'<=' if ok else '>'} maximum {_pct(max_invalid)}"))
+    if base is not None:
+        old = float(base["accuracy"])
+        ci = base.get("accuracy_ci95")
+        drop = old - acc
+        beyond_drop = drop > max_drop
+        if ci:
+            below_ci = acc < float(ci[0])
+            noise = f"baseline 95% CI {_pct(ci[0])}-{_pct(ci[1])}"
+        else:
+            below_ci = True
+            noise = "baseline has no CI, so the drop alone decides"
+        regressed = beyond_drop and below_ci
+        if regressed:
+            msg = (f"{name}: regression: accuracy {_pct(acc)} vs baseline {_pct(old)} dropped {_pct(drop)} "
+                   f"(> allowed {_pct(max_drop)}) and is below the {noise}")
+        elif beyond_drop:
+            msg = (f"{name}: accuracy {_pct(acc)} vs baseline {_pct(old)} dropped {_pct(drop)}, within noise "
+                   f"({noise})")
+        else:
+            change = 100 * (acc - old) + 0.0
+            msg = f"{name}: accuracy {_pct(acc)} vs baseline {_pct(old)} (change {change:+.1f} points, allowed drop {_pct(max_drop)})"
+        out.append((not regressed, msg))
+    return out
+
+
+@click.command("gate")
+@click.argument("report_path", metavar="REPORT", type=click.Path(path_type=Path))
+@click.option("--min-accuracy", type=Fraction(), default=None, help="Fail below this accuracy (0.85 or 85%).")
+@click.option("--max-invalid-rate", type=Fraction(), default=None,
+              help="Fail above this share of invalid citations (IDs not in the KB).")
+@click.option("--baseline", type=click.Path(path_type=Path), default=None,
+              help="An earlier report.json to compare against (regression check).")
+@click.option("--max-drop", type=Fraction(), default=None,
+              help="Accuracy drop from the baseline tolerated before it counts (default 0; needs --baseline).")
+@click.option("--model", "models", multiple=True,
+              help="Check only this model (repeatable; default: every model in the report).")
+def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | None, max_drop, models: tuple[str, ...]) -> None:
+    """Fail (exit 1) when a scored run misses its thresholds; exit 0 when all checks pass.
+
+    REPORT is OUT_DIR/report.json (or OUT_DIR). Each selected model must have
+    accuracy >= --min-accuracy and invalid-citation rate <= --max-invalid-rate.
+
+    \b
+    Regression rule (with --baseline): a model fails only when its accuracy
+    is BOTH more than --max-drop below the baseline's accuracy AND below the
+    lower bound of the baseline's 95% bootstrap CI. A drop inside the
+    baseline's CI is noise and passes. Models absent from the baseline are
+    reported and skipped unless named with --model.
+
+    Exit codes: 0 all checks passed, 1 a check failed, 2 bad input (missing
+    file, not a grace report, unknown model).
+    """
+    if max_drop is not None and baseline is None:
+        raise GraceError("--max-drop needs --baseline OLD/report.json to compare against")
+    if min_accuracy is None and max_invalid_rate is None and baseline is None:
+        raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate and/or --baseline")
+    report = load_report(report_path)
+    names = _pick(report, report_path, models)
+    base_report = load_report(baseline) if baseline is not None else None
+    results: list[tuple[bool, str]] = []
+    for name in names:
+        base = None
+        if base_report is not None:
+            base = base_report["models"].get(name)
+            if base is None:
+                if name in models:
+                    raise GraceError(f"{baseline}: no model {name!r} in the baseline report; "
+                                     f"it has {', '.join(base_report['models']) or 'none'}")
+                click.echo(f"note  {name}: not in the baseline report; regression check skipped")
+        results += check_model(name, report["models"][name], min_accuracy, max_invalid_rate, base, max_drop or 0.0)
+    for ok, msg in results:
+        click.echo(f"{'PASS' if ok else 'FAIL'}  {msg}")
+    failed = [msg for ok, msg in results if not ok]
+    if failed:
+        click.echo(f"gate failed: {len(failed)} of {len(results)} check(s) failed", err=True)
+        sys.exit(1)  # not click's Exit: grace's main() runs click with standalone_mode=False
+    click.echo(f"gate passed: {len(results)} check(s)")

@@ -1,0 +1,78 @@
+"""``grace score RESPONSES.jsonl --gold GOLD.csv --kb KB_DIR --out OUT_DIR``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command("score")
+@click.argument("responses", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--gold", "gold_path", required=True, type=click.Path(path_type=Path, dir_okay=False),
+              help="Gold CSV: question_id, question, expected_citations, must_refuse.")
+@click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path),
+              help="KB folder (only articles.jsonl is needed).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+              help="Folder for scores.jsonl and report.json (default: the responses file's folder).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
+              help="Bootstrap resamples (of questions) for the 95% confidence intervals; 0 to skip.")
+def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, seed: int, n_bootstrap: int) -> None:
+    """Score a responses file against a gold set.
+
+    Each response is read twice: strictly (only the prompt's own format: [ID: x]
+    and the exact refusal sentence) and leniently (also [ID:x], (ID: x), [x] for
+    a KB ID, ID lists, JSON answers and refusal paraphrases), and judged as one
+    of: correct, correct_refusal, false_refusal, invalid_citation,
+    answered_unanswerable, no_citation, multiple_citations, wrong_citation,
+    error. Writes OUT_DIR/scores.jsonl (one line per response) and
+    OUT_DIR/report.json (accuracy with bootstrap CIs, per-article
+    precision/recall/F1, refusal calibration, retrieval vs model errors,
+    repeat agreement, McNemar significance, cost and latency).
+    """
+    from rich.console import Console
+
+    from harness.scoring import score_responses
+    from kb_builder.store import load_kb
+
+    console = Console()
+    out_dir = out_dir or responses.parent
+    kb = load_kb(kb_dir, write_missing=False)
+    start = time.perf_counter()
+    report = score_responses(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap)
+    took = time.perf_counter() - start
+    n = report["responses"]["n"]
+    console.print(f"scored {n:,} responses from {len(report['models'])} model(s) in {took:.1f}s -> {out_dir}",
+                  highlight=False)
+    for warning in report.get("warnings", []):
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+    try:
+        from harness.reports import write_reports
+    except ImportError as exc:
+        if exc.name not in ("harness.reports", None):
+            console.print(f"[yellow]reports unavailable ({exc}); showing a summary[/]")
+        _print_summary(report, console)
+        return
+    write_reports(out_dir, kb=kb, console=console)
+
+
+def _print_summary(report: dict, console) -> None:
+    from rich.table import Table
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}"
+
+    table = Table(title="grace leaderboard", title_justify="left")
+    for col in ("rank", "model", "group", "accuracy %", "95% CI", "strict %", "invalid %", "refusal calib. %", "n"):
+        table.add_column(col, justify="left" if col in ("model", "group") else "right")
+    for name in report["leaderboard"]:
+        m = report["models"][name]
+        ci = m.get("accuracy_ci95")
+        table.add_row(
+            str(m["rank"]), name, m["significance_group"], pct(m["accuracy"]),
+            f"{pct(ci[0])}-{pct(ci[1])}" if ci else "-", pct(m["strict_accuracy"]),
+            pct(m["invalid_citation_rate"]), pct(m["refusal"]["calibration"]), f"{m['n']:,}",
+        )
+    console.print(table)

@@ -1,0 +1,77 @@
+"""Versioned prompt templates (files, not strings in code) and their rendering.
+
+A template is a text file with ``=== system ===`` and ``=== user ===`` sections
+and ``{{articles}}``, ``{{question}}``, ``{{refusal}}`` placeholders. Its
+SHA-256 is recorded with every response and is part of the cache key, so editing
+a template can never be confused with the old one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb_builder.errors import GraceError
+from harness.providers.base import RetrievedArticle
+
+REFUSAL = "I don't have enough information to answer this question."
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+BUILTIN = {"inline": "grounded-inline.v1", "json": "grounded-json.v1"}
+_SECTION = re.compile(r"^=== (system|user) ===\s*$", re.M)
+
+JSON_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "string"}, "citation": {"type": ["string", "null"]}},
+    "required": ["answer", "citation"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    system: str
+    user: str
+    sha256: str
+    mode: str  # "inline" or "json": how the answer is expected, and whether JSON mode is requested
+
+    def render(self, question: str, articles: list[RetrievedArticle]) -> list[dict[str, str]]:
+        block = "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text}" for a in articles)
+        values = {"articles": block, "question": question, "refusal": REFUSAL}
+
+        def fill(text: str) -> str:
+            return re.sub(r"\{\{\s*(articles|question|refusal)\s*\}\}", lambda m: values[m.group(1)], text)
+
+        messages = []
+        if self.system.strip():
+            messages.append({"role": "system", "content": fill(self.system).strip()})
+        messages.append({"role": "user", "content": fill(self.user).strip()})
+        return messages
+
+
+def parse_template(text: str, name: str, mode: str) -> Template:
+    parts = _SECTION.split(text)
+    if len(parts) < 3:
+        raise GraceError(f"template {name}: needs '=== user ===' (and optionally '=== system ===') section lines")
+    sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    user = sections.get("user", "")
+    if "{{question}}" not in user.replace(" ", "") or "{{articles}}" not in (user + sections.get("system", "")).replace(" ", ""):
+        raise GraceError(f"template {name}: must contain {{{{question}}}} in the user section and {{{{articles}}}} somewhere")
+    return Template(name, sections.get("system", ""), user, hashlib.sha256(text.encode("utf-8")).hexdigest()[:16], mode)
+
+
+def load_template(spec: str | None, mode: str = "inline") -> Template:
+    """A built-in name (``inline``/``json``, or a file name in templates/) or a path to a file."""
+    if mode not in ("inline", "json"):
+        raise GraceError(f"output mode {mode!r}: use inline or json")
+    spec = spec or BUILTIN[mode]
+    path = Path(spec)
+    if not path.exists():
+        builtin = TEMPLATES_DIR / (BUILTIN.get(spec, spec) + ("" if spec.endswith(".txt") else ".txt"))
+        if not builtin.exists():
+            names = ", ".join(sorted(p.stem for p in TEMPLATES_DIR.glob("*.txt")))
+            raise GraceError(f"template {spec!r} not found (built-in: {names}; or give a file path)")
+        path = builtin
+    return parse_template(path.read_text(encoding="utf-8"), path.stem, mode)

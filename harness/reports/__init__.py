@@ -1,0 +1,40 @@
+"""Reports for a scored run: terminal leaderboard, ``leaderboard.md`` and ``report.html``.
+
+Everything is derived from ``OUT_DIR/report.json`` (plus ``scores.jsonl``, the
+responses file and the KB when present), so a report can be rewritten at any
+time without calling a model or re-scoring.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+LEADERBOARD_MD = "leaderboard.md"
+REPORT_HTML = "report.html"
+
+
+def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
+    """Write ``leaderboard.md`` and ``report.html`` into ``out_dir``; print the leaderboard if given a console.
+
+    ``kb`` is a loaded KB, a KB folder, or None (then the KB path recorded in
+    ``report.json`` is tried, for article titles).
+    """
+    from kb_builder.store import atomic_write_text
+    from harness.reports.inputs import load_inputs
+    from harness.reports.markdown import render_markdown
+    from harness.reports.page import render_html
+
+    out_dir = Path(out_dir)
+    inputs = load_inputs(out_dir, kb)
+    written = {"markdown": out_dir / LEADERBOARD_MD, "html": out_dir / REPORT_HTML}
+    atomic_write_text(written["markdown"], render_markdown(inputs))
+    atomic_write_text(written["html"], render_html(inputs))
+    if console is not None:
+        from harness.reports.terminal import print_leaderboard
+
+        print_leaderboard(inputs, console, written["html"])
+    return written
+
+
+__all__ = ["LEADERBOARD_MD", "REPORT_HTML", "write_reports"]

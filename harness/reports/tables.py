@@ -1,0 +1,188 @@
+"""The HTML tables of the report: leaderboard, per-model details, pairwise tests,
+per-article recall (weakest first) and the spot-check block.
+
+Every value from a file is escaped here; the page assembles these strings as-is.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from harness.reports.inputs import ReportInputs
+from harness.reports.leaderboard import (
+    COLUMNS, DASH, LEGEND, count, error_note, errors_text, leaderboard_rows, millis, number, pct, pct_ci, usd,
+)
+
+VISIBLE_ARTICLES = 25
+_NUMERIC = {"rank", "accuracy", "strict", "calibration", "invalid", "cost", "latency"}
+
+
+def table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), cls: str = "") -> str:
+    """Cells are already-escaped HTML."""
+    head = "".join(f'<th{" class=num" if i in numeric else ""}>{h}</th>' for i, h in enumerate(headers))
+    body = "".join(
+        "<tr>" + "".join(f'<td{" class=num" if i in numeric else ""}>{c}</td>' for i, c in enumerate(r)) + "</tr>"
+        for r in rows
+    )
+    return f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def leaderboard_table(inputs: ReportInputs) -> str:
+    rows = leaderboard_rows(inputs.models, inputs.leaderboard)
+    numeric = {i for i, (key, _) in enumerate(COLUMNS) if key in _NUMERIC}
+    cells = []
+    for row in rows:
+        values = [escape(row.cells[key]) for key, _ in COLUMNS]
+        values[1] = f"<strong>{values[1]}</strong>"
+        if row.errors:
+            values[1] += f' <span class="bad">({errors_text(row.errors)})</span>'
+        values[-1] = f'<span class="group">{values[-1]}</span>'
+        cells.append(values)
+    note = error_note(rows)
+    warning = f'<p class="warning">{escape(note)}</p>' if note else ""
+    legend = "".join(f"<li>{escape(item)}</li>" for item in LEGEND)
+    return (table([escape(h) for _, h in COLUMNS], cells, numeric, "leaderboard") + warning
+            + f'<ul class="legend">{legend}</ul>')
+
+
+def details_table(inputs: ReportInputs) -> str:
+    """Two tables (quality; cost and speed) so neither needs a horizontal scroll on a laptop."""
+    quality = ["Model", "n", "Questions", "Repeats", "Errors", "Macro F1", "Weighted F1", "Refusal recall",
+               "Answer rate", "Recall@k", "Repeat agreement", "Acc. std"]
+    spend = ["Model", "Total cost", "Cost / 1k Q", "Input tokens", "Output tokens", "p50 latency", "p95 latency"]
+    rows_q, rows_s = [], []
+    for name in inputs.leaderboard:
+        m = inputs.models[name]
+        refusal, retrieval = m.get("refusal") or {}, m.get("retrieval") or {}
+        repeats, cost, latency = m.get("repeat_stats") or {}, m.get("cost") or {}, m.get("latency") or {}
+        recall = pct(retrieval.get("recall_at_k"))
+        if recall != DASH and retrieval.get("k") is not None:
+            recall += f" (k={escape(str(retrieval.get('k')))})"
+        label = f"<strong>{escape(name)}</strong>"
+        rows_q.append([
+            label, count(m.get("n")), count(m.get("n_questions")), count(m.get("repeats")),
+            count(m.get("error_count")), pct(m.get("macro_f1")), pct(m.get("weighted_f1")),
+            pct(refusal.get("should_refuse_did")), pct(refusal.get("should_answer_did")), recall,
+            pct(repeats.get("question_agreement")), pct(repeats.get("accuracy_std"), 2),
+        ])
+        rows_s.append([
+            label, escape(usd(cost.get("total_usd"))), escape(usd(cost.get("per_1k_questions_usd"))),
+            count(cost.get("input_tokens")), count(cost.get("output_tokens")), millis(latency.get("p50_ms")),
+            millis(latency.get("p95_ms")),
+        ])
+    caption = ('<p class="caption">Refusal recall: share of must-refuse questions the model refused. Answer rate: '
+               "share of answerable questions it answered (not refused). Recall@k: share of answerable questions "
+               "whose expected article was retrieved. Repeat agreement: share of questions with the same outcome in "
+               "every repeat; Acc. std: spread of accuracy across repeats.</p>")
+    return (table(quality, rows_q, set(range(1, len(quality)))) + caption
+            + "<h3>Cost and speed</h3>" + table(spend, rows_s, set(range(1, len(spend)))))
+
+
+def pairwise_table(inputs: ReportInputs) -> str:
+    pairs = [p for p in inputs.report.get("pairwise") or [] if isinstance(p, dict)]
+    if not pairs:
+        return '<p class="muted">Only one model, so no pairwise tests.</p>'
+    rows = []
+    for p in pairs:
+        pv, adj = number(p.get("p_value")), number(p.get("p_adjusted"))
+        rows.append([
+            escape(str(p.get("a"))), escape(str(p.get("b"))), count(p.get("n")), count(p.get("a_only")),
+            count(p.get("b_only")), DASH if pv is None else f"{pv:.3g}", DASH if adj is None else f"{adj:.3g}",
+            '<span class="good">yes</span>' if p.get("significant") else "no",
+        ])
+    headers = ["Model A", "Model B", "Paired n", "Only A right", "Only B right", "p (McNemar exact)", "p (Holm)",
+               "Significant"]
+    return table(headers, rows, {2, 3, 4, 5, 6})
+
+
+def _recall_cell(value: float | None, support: Any) -> str:
+    if value is None:
+        return f'<td class="num">{DASH}</td>'
+    hue = round(120 * value)
+    tip = f' title="recall {value:.0%} of {count(support)}"'
+    return f'<td class="num" style="background:hsl({hue},55%,86%)"{tip}>{value:.0%}</td>'
+
+
+def article_rows(inputs: ReportInputs) -> list[tuple[str, float, int, list[float | None]]]:
+    """(label, mean recall, support, recall per model), weakest first; labels no gold question uses are skipped."""
+    out = []
+    labels: dict[str, int] = {}
+    for name in inputs.leaderboard:
+        for label, stats in (inputs.models[name].get("per_class") or {}).items():
+            support = number((stats or {}).get("support")) or 0
+            if support > 0:
+                labels[label] = max(labels.get(label, 0), int(support))
+    for label, support in labels.items():
+        recalls = [number(((inputs.models[m].get("per_class") or {}).get(label) or {}).get("recall"))
+                   for m in inputs.leaderboard]
+        known = [r for r in recalls if r is not None]
+        mean = sum(known) / len(known) if known else 0.0
+        out.append((label, mean, support, recalls))
+    out.sort(key=lambda r: (r[1], -r[2], r[0]))
+    return out
+
+
+def _breakable(name: str) -> str:
+    """Let a long model name wrap after ':' or '/' rather than mid-word in a narrow column header."""
+    return escape(name).replace(":", ":<wbr>").replace("/", "/<wbr>")
+
+
+def article_table(inputs: ReportInputs) -> str:
+    rows = article_rows(inputs)
+    if not rows:
+        return '<p class="muted">No per-article results in the report.</p>'
+    heads = (["Article", "Title", '<span class="num">Support</span>']
+             + [f'<span class="model" title="{escape(m)}">{_breakable(m)}</span>' for m in inputs.leaderboard] + ["Mean"])
+
+    def render(chunk: list[tuple[str, float, int, list[float | None]]]) -> str:
+        body = []
+        for label, mean, support, recalls in chunk:
+            title = "questions that must be refused" if label == "REFUSE" else inputs.title(label)
+            cells = [f"<td><code>{escape(label)}</code></td>", f'<td class="title">{escape(title) or DASH}</td>',
+                     f'<td class="num">{support:,}</td>']
+            cells += [_recall_cell(r, support) for r in recalls] + [_recall_cell(mean, support)]
+            body.append("<tr>" + "".join(cells) + "</tr>")
+        head = "".join(f"<th>{h}</th>" for h in heads)
+        return f'<div class="scroll"><table class="articles"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+    html = render(rows[:VISIBLE_ARTICLES])
+    if len(rows) > VISIBLE_ARTICLES:
+        rest = len(rows) - VISIBLE_ARTICLES
+        html += f"<details><summary>The other {rest:,} articles</summary>{render(rows[VISIBLE_ARTICLES:])}</details>"
+    return html
+
+
+def _rate(block: dict[str, Any], key: str) -> str:
+    return escape(pct_ci(block.get(key), block.get(f"{key}_ci95")))
+
+
+def spotcheck_section(inputs: ReportInputs) -> str:
+    """Renders ``report["spotcheck"]`` as written by ``grace spotcheck``; absent until that has run."""
+    spot = inputs.report.get("spotcheck")
+    if not isinstance(spot, dict):
+        return ('<p class="muted">No spot-check yet. <code>grace spotcheck</code> has a judge model fact-check a '
+                "sample of correctly cited answers for unsupported claims.</p>")
+    judge = spot.get("judge") or {}
+    kappa = number(judge.get("kappa"))
+    if judge.get("calibrated") is False:
+        mark = '<span class="badge warn-badge">judge not calibrated</span> treat these rates as rough.'
+    elif kappa is not None:
+        mark = f'<span class="badge ok-badge">judge calibrated</span> Cohen\'s kappa vs human labels {kappa:.2f}.'
+    else:
+        mark = '<span class="badge warn-badge">judge calibration unknown</span>'
+    head = f"<p>Judge: <code>{escape(str(judge.get('model', '?')))}</code> {mark}</p>"
+    per_model = spot.get("models") or spot.get("per_model") or {}
+    rows = []
+    for name in [m for m in inputs.leaderboard if m in per_model] + [m for m in per_model if m not in inputs.models]:
+        block = per_model[name] if isinstance(per_model[name], dict) else {}
+        rows.append([f"<strong>{escape(str(name))}</strong>", count(block.get("n")), _rate(block, "groundedness"),
+                     _rate(block, "hallucination_rate"), _rate(block, "hallucination_risk")])
+    headers = ["Model", "Checked", "Groundedness ± 95% CI", "Hallucination rate ± 95% CI", "Hallucination risk ± 95% CI"]
+    notes = spot.get("notes") or spot.get("explanation")
+    explain = ('<p class="caption">How to read: a judge model checks whether each claim in a correctly cited answer '
+               "is supported by the cited article. Groundedness is the share of checked answers fully supported; "
+               "the hallucination rate the share with an unsupported claim. Intervals are 95% CIs."
+               + (f" {escape(str(notes))}" if notes else "") + "</p>")
+    return head + (table(headers, rows, {1, 2, 3, 4}) if rows else '<p class="muted">No models checked.</p>') + explain
+

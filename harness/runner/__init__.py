@@ -1,0 +1,1 @@
+"""The runner: every (model, question, repeat) call, concurrent, cached, retried, resumable."""

@@ -1,0 +1,224 @@
+"""The async engine: per-model worker pools over (question, repeat) jobs.
+
+Each model gets ``concurrency`` workers pulling from its own queue, so a slow or
+rate-limited provider never holds up another. A finished call is written to the
+cache first and then appended to ``responses.jsonl`` and flushed, so a crash or
+Ctrl-C loses nothing that was paid for; the next run skips what is done and
+retries what failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.prompts import JSON_SCHEMA, Template
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RequestContext, RetrievedArticle
+from harness.runner.cache import ResponseCache, cache_key
+from harness.runner.limits import RateLimiter, backoff_delay
+from harness.runner.pricing import call_cost
+from harness.runner.records import CallError, ResponseRecord
+
+_BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+
+
+@dataclass
+class Job:
+    question_id: str
+    question: str
+    repeat: int
+    articles: list[RetrievedArticle]
+
+
+@dataclass
+class ModelStats:
+    total: int = 0
+    done: int = 0
+    cached: int = 0
+    errors: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+    aborted: str | None = None
+
+
+@dataclass
+class RunPlan:
+    spec: ModelSpec
+    provider: Provider
+    jobs: list[Job]
+    stats: ModelStats = field(default_factory=ModelStats)
+
+
+def prompt_hash(messages: list[dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
+def build_request(spec: ModelSpec, template: Template, job: Job) -> Request:
+    messages = template.render(job.question, job.articles)
+    return Request(
+        messages=messages,
+        params=dict(spec.params),
+        output_mode=template.mode,  # type: ignore[arg-type]
+        json_schema=JSON_SCHEMA if template.mode == "json" else None,
+        context=RequestContext(job.question_id, job.question, job.articles),
+    )
+
+
+def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Request, repeat: int) -> str:
+    env = _BASE_URL_ENV.get(spec.provider)
+    return cache_key({
+        "provider": spec.provider,
+        "model": spec.model,
+        "endpoint": spec.base_url or (os.environ.get(env) if env else None),
+        "messages": request.messages,
+        "params": request.params,
+        "output_mode": request.output_mode,
+        "json_schema": request.json_schema,
+        "options": spec.options,
+        "template": template.sha256,
+        "kb": kb_hash,
+        "repeat": repeat,
+    })
+
+
+class JsonlAppender:
+    """Append-only, flushed per line: what is written survives the process dying on the next line."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fh = path.open("a", encoding="utf-8")
+        self._last_sync = time.monotonic()
+
+    def write(self, row: dict[str, Any]) -> None:
+        self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self.fh.flush()
+        if time.monotonic() - self._last_sync > 1.0:
+            os.fsync(self.fh.fileno())
+            self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+
+
+class Engine:
+    def __init__(
+        self,
+        plans: list[RunPlan],
+        template: Template,
+        kb_hash: str,
+        out: JsonlAppender,
+        cache: ResponseCache | None,
+        *,
+        read_cache: bool = True,
+        concurrency: int = 8,
+        max_attempts: int = 6,
+        backoff_base: float = 1.0,
+        on_update: Callable[[RunPlan], None] | None = None,
+    ):
+        self.plans, self.template, self.kb_hash, self.out = plans, template, kb_hash, out
+        self.cache, self.read_cache = cache, read_cache
+        self.concurrency, self.max_attempts, self.backoff_base = concurrency, max_attempts, backoff_base
+        self.on_update = on_update or (lambda plan: None)
+
+    async def run(self) -> None:
+        try:
+            await asyncio.gather(*(self._run_model(p) for p in self.plans))
+        finally:
+            for p in self.plans:
+                await p.provider.aclose()
+
+    async def _run_model(self, plan: RunPlan) -> None:
+        queue: asyncio.Queue[Job] = asyncio.Queue()
+        for job in plan.jobs:
+            queue.put_nowait(job)
+        plan.stats.total = len(plan.jobs)
+        limiter = RateLimiter(plan.spec.rpm, plan.spec.tpm)
+        n = max(1, plan.spec.concurrency or self.concurrency)
+
+        async def worker() -> None:
+            while not queue.empty() and plan.stats.aborted is None:
+                job = queue.get_nowait()
+                await self._one(plan, job, limiter)
+
+        await asyncio.gather(*(worker() for _ in range(min(n, max(1, len(plan.jobs))))))
+
+    async def _one(self, plan: RunPlan, job: Job, limiter: RateLimiter) -> None:
+        spec, provider = plan.spec, plan.provider
+        request = build_request(spec, self.template, job)
+        use_cache = self.cache is not None and provider.needs_network
+        key = request_key(spec, self.template, self.kb_hash, request, job.repeat) if use_cache else None
+        row = ResponseRecord(
+            question_id=job.question_id,
+            model=spec.name,
+            repeat=job.repeat,
+            retrieved_ids=[a.id for a in job.articles],
+            retrieval_scores=[round(a.score, 6) for a in job.articles],
+            prompt_hash=prompt_hash(request.messages),
+            template_hash=self.template.sha256,
+        )
+        hit = self.cache.get(key) if use_cache and self.read_cache else None
+        if hit is not None:
+            comp, latency, attempts, err = Completion(**hit["completion"]), hit.get("latency_ms"), 0, None
+            row.cached = True
+        else:
+            comp, latency, attempts, err = await self._call(provider, request, limiter, spec)
+            if comp is not None and use_cache:
+                self.cache.put(key, spec.name, {"completion": comp.__dict__, "latency_ms": latency})
+        row.attempts = attempts
+        row.latency_ms = latency
+        row.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        st = plan.stats
+        if comp is not None:
+            row.response, row.finish_reason = comp.text, comp.finish_reason
+            row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
+            row.cost_usd = 0.0 if not provider.needs_network else call_cost(
+                comp.input_tokens, comp.output_tokens, spec.price_input_per_mtok, spec.price_output_per_mtok
+            )
+            st.input_tokens += comp.input_tokens or 0
+            st.output_tokens += comp.output_tokens or 0
+            if row.cost_usd is None:
+                st.cost_known = False
+            elif not row.cached:
+                st.cost_usd += row.cost_usd
+        else:
+            row.error = err
+            st.errors += 1
+            if err is not None and err.kind == "auth":
+                st.aborted = f"{spec.name}: {err.message} (stopping this model's remaining calls)"
+        st.done += 1
+        st.cached += int(row.cached)
+        self.out.write(row.model_dump(mode="json"))
+        self.on_update(plan)
+
+    async def _call(self, provider: Provider, request: Request, limiter: RateLimiter, spec: ModelSpec):
+        est_tokens = sum(len(m["content"]) for m in request.messages) // 4
+        attempt = 0
+        while True:
+            attempt += 1
+            await limiter.acquire(est_tokens)
+            t0 = time.perf_counter()
+            try:
+                comp = await asyncio.wait_for(provider.complete(request), timeout=spec.timeout_s * 1.5 + 1)
+                return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
+            except ProviderError as exc:
+                err = exc
+            except asyncio.TimeoutError:
+                err = ProviderError("timeout", f"no answer within {spec.timeout_s:.0f}s", retryable=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an SDK or provider bug must become an error row, not a crashed run
+                err = ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False)
+            if not err.retryable or attempt >= self.max_attempts:
+                return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
+            await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))

@@ -1,0 +1,193 @@
+"""Which KB articles a response cites, and whether it refuses.
+
+Every response is read twice and both readings are scored side by side, as
+lm-eval does with ``strict-match`` and ``flexible-extract``, so a team sees how
+much of a model's accuracy depends on forgiving its format:
+
+* **strict**: only what the prompt asks for: ``[ID: x]`` verbatim, the exact
+  refusal sentence, and (for the json template) a response that is exactly the
+  object ``{"answer": ..., "citation": "x" | null}``.
+* **lenient**: also what real models write instead: ``[ID:x]``, ``[id: x]``,
+  ``(ID: x)``, bold or punctuation around the ID, ``[ID: x, y]`` lists, a bare
+  ``[x]`` when ``x`` is a KB article ID, ``ID: x`` in prose when ``x`` is a KB ID,
+  JSON answers (bare, fenced or inside prose) and refusal paraphrases.
+
+A bare number is never a citation: only bracketed IDs, IDs after an ``ID``
+label, and JSON citation fields are read. Matching is exact (``uid-kb-5`` is not
+``uid-kb-50``); the same ID cited twice counts once. Both readers are pure
+functions of ``(text, kb_ids)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from typing import NamedTuple
+
+from harness.scoring.json_answer import citation_tokens, find_json_answer
+from harness.scoring.refusal import is_refusal, is_strict_refusal
+
+RULES = ("json", "inline", "lenient", "none")
+
+
+class Extraction(NamedTuple):
+    cited_ids: list[str]  # distinct, in order of first appearance
+    refused: bool
+    rule: str  # json | inline (canonical form only) | lenient | none
+
+
+_CANONICAL = re.compile(r"\[ID: ([^\[\]\n]+)\]")
+_BRACKETED = re.compile(r"[\[(\u3010\u3014]([^\[\]()\u3010\u3011\u3014\u3015\n]{1,300})[\])\u3011\u3015]")
+# "ID: x" outside brackets; only taken when x is a KB ID
+_LOOSE_ID = re.compile(r"\bIDs?\**\s*[:#]\s*\**([\w][\w\-./]*)", re.IGNORECASE)
+# "[ID: x]", "[Article ID 17]", "(source id# x)": sep is ":", "#" or "=", or a space before a digit-led ID
+_ID_LABEL = re.compile(
+    r"(?:(?:article|source|doc|document|kb|ref|reference|citation)[\s_-]*)?ids?\s*(?:([:#=])\s*|\s+(?=\S))(.*)",
+    re.IGNORECASE | re.S,
+)
+# "[Source: 17]", "[Article 17]", "[doc 3]": only when every listed ID is a KB ID
+_OTHER_LABEL = re.compile(
+    r"(?:article|source|doc|document|ref|reference|citation)s?\s*(?:[:#=]\s*|\s+)(.*)", re.IGNORECASE | re.S
+)
+_SPLIT = re.compile(r"\s*(?:[,;&]|\band\b)\s*", re.IGNORECASE)
+_ID_PREFIX = re.compile(r"ids?(?:\s*[:#=]\s*|\s+)", re.IGNORECASE)
+_WRAP = " \t*_`\"'\u201c\u201d\u2018\u2019"
+_TRAIL = ".,;:!?"
+_SEPARATORS = re.compile(r"[\s,;]")
+
+
+def _clean(token: str) -> str:
+    t = token.strip(_WRAP)
+    m = _ID_PREFIX.match(t)
+    if m and m.end() < len(t):
+        t = t[m.end():].strip(_WRAP)
+    t = t.rstrip(_TRAIL).strip(_WRAP)
+    return t.lstrip("#")
+
+
+def _add(out: list[str], value: str) -> None:
+    if value and value not in out:
+        out.append(value)
+
+
+def _bracket_ids(content: str, square: bool, kb_ids: Collection[str]) -> list[str]:
+    c = content.strip(_WRAP) if ("*" in content or "`" in content or "_" in content) else content.strip()
+    if c in kb_ids:
+        return [c] if square else []
+    m = _ID_LABEL.match(c)
+    if m:
+        rest = m.group(2).strip(_WRAP)
+        if rest in kb_ids:
+            return [rest]
+        ids = []
+        for part in _SPLIT.split(rest):
+            t = part.strip(_WRAP)
+            if t not in kb_ids:
+                t = _clean(part)
+            if not t:
+                continue
+            if t in kb_ids or (not _SEPARATORS.search(t) and (m.group(1) or t[0].isdigit())):
+                ids.append(t)
+        return ids
+    if not square:
+        return []
+    m = _OTHER_LABEL.match(c)
+    rest = m.group(1) if m else c
+    tokens = [t for t in (_clean(p) for p in _SPLIT.split(rest)) if t]
+    if tokens and all(t in kb_ids for t in tokens):
+        return tokens
+    return []
+
+
+def inline_ids_lenient(text: str, kb_ids: Collection[str]) -> list[str]:
+    """Every lenient inline citation form, in order of appearance."""
+    found: list[tuple[int, str]] = []
+    if "[" in text or "(" in text or "\u3010" in text or "\u3014" in text:
+        for m in _BRACKETED.finditer(text):
+            open_char = text[m.start()]
+            for i in _bracket_ids(m.group(1), open_char != "(", kb_ids):
+                found.append((m.start(), i))
+    if "d" in text or "D" in text:
+        for m in _LOOSE_ID.finditer(text):
+            t = m.group(1)
+            if t not in kb_ids:
+                t = t.rstrip(_TRAIL)
+            if t in kb_ids:
+                found.append((m.start(), t))
+    found.sort(key=lambda p: p[0])
+    out: list[str] = []
+    for _, i in found:
+        _add(out, i)
+    return out
+
+
+def canonical_ids(text: str, kb_ids: Collection[str]) -> list[str]:
+    """``[ID: x]`` verbatim; ``x`` must be a KB ID or a single token (so ``[ID: 1, 2]`` is not canonical)."""
+    out: list[str] = []
+    if "[ID: " not in text:
+        return out
+    for c in _CANONICAL.findall(text):
+        if c in kb_ids or not _SEPARATORS.search(c):
+            _add(out, c)
+    return out
+
+
+def _json_ids(values: list, kb_ids: Collection[str]) -> list[str]:
+    out: list[str] = []
+    for raw in values:
+        for tok in citation_tokens(raw):
+            if tok in kb_ids:
+                _add(out, tok)
+                continue
+            ids = inline_ids_lenient(tok, kb_ids)
+            if not ids:
+                ids = [t for t in (_clean(p.strip("[]()")) for p in _SPLIT.split(tok)) if t]
+            for i in ids:
+                _add(out, i)
+    return out
+
+
+def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extraction]:
+    """``(lenient, strict)`` in one pass: the scorer's hot path shares the JSON parse and canonical scan."""
+    if not text:
+        return Extraction([], False, "none"), Extraction([], False, "none")
+    canon = canonical_ids(text, kb_ids)
+    strict_refused = is_strict_refusal(text)
+    inline = inline_ids_lenient(text, kb_ids)
+    refused = strict_refused or is_refusal(text)
+    ans = find_json_answer(text) if "{" in text else None
+
+    if ans is not None and ans.exact:
+        strict_ids = list(canon)
+        cit = ans.data.get("citation")
+        if isinstance(cit, str) and cit.strip():
+            _add(strict_ids, cit.strip())
+        strict = Extraction(strict_ids, strict_refused, "json")
+    else:
+        strict = Extraction(canon, strict_refused, "inline" if canon or strict_refused else "none")
+
+    if ans is not None:
+        ids = _json_ids(ans.citations, kb_ids)
+        for i in inline:
+            _add(ids, i)
+        lenient = Extraction(ids, refused or ans.refused, "json")
+    elif not inline and not refused:
+        lenient = Extraction([], False, "none")
+    else:
+        same = refused == strict_refused and set(inline) == set(canon)
+        lenient = Extraction(inline, refused, "inline" if same else "lenient")
+    return lenient, strict
+
+
+def extract_strict(text: str, kb_ids: Collection[str]) -> Extraction:
+    return extract_both(text, kb_ids)[1]
+
+
+def extract_lenient(text: str, kb_ids: Collection[str]) -> Extraction:
+    return extract_both(text, kb_ids)[0]
+
+
+def extract(text: str, kb_ids: Collection[str], *, strict: bool = False) -> Extraction:
+    """Read one response; ``kb_ids`` should be a set (membership is tested often)."""
+    lenient, strict_reading = extract_both(text, kb_ids)
+    return strict_reading if strict else lenient

@@ -1,0 +1,138 @@
+"""Whole-run metrics for one model, computed once on integer-coded arrays.
+
+Labels are integer codes: ``0..A-1`` are KB articles in KB order, ``A`` is
+REFUSE and ``A+1`` is "none" (an answer that names no single KB article).
+scikit-learn gets the label list explicitly and ``zero_division=0``, so a class
+nobody predicted still appears with 0 instead of disappearing or warning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _r(x: float | None, nd: int = 6) -> float | None:
+    if x is None or not np.isfinite(x):
+        return None
+    return round(float(x), nd)
+
+
+def _mean(x: np.ndarray) -> float | None:
+    return _r(x.mean()) if x.size else None
+
+
+def class_metrics(y_true: np.ndarray, y_pred: np.ndarray, names: list[str]) -> dict[str, Any]:
+    """Per-class precision/recall/F1 over every article that is a true or predicted label (plus REFUSE).
+
+    Averages are taken over the same labels: macro is the plain mean of the
+    per-class scores, weighted is weighted by support (scikit-learn's definitions).
+    """
+    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
+
+    none_code = len(names) - 1
+    present = np.union1d(np.unique(y_true), np.unique(y_pred))
+    labels = [int(c) for c in present if c != none_code]
+    p, r, f, s = precision_recall_fscore_support(
+        y_true, y_pred, labels=labels, zero_division=0, average=None
+    )
+    per_class = {
+        names[c]: {"precision": _r(p[i]), "recall": _r(r[i]), "f1": _r(f[i]), "support": int(s[i])}
+        for i, c in enumerate(labels)
+    }
+    total = s.sum()
+    weights = s / total if total else np.zeros_like(p)
+    conf_labels = [c for c in labels if c < none_code - 1] + [none_code - 1, none_code]
+    matrix = confusion_matrix(y_true, y_pred, labels=conf_labels)
+    return {
+        "per_class": per_class,
+        "macro_precision": _r(p.mean()) or 0.0,
+        "macro_recall": _r(r.mean()) or 0.0,
+        "macro_f1": _r(f.mean()) or 0.0,
+        "weighted_precision": _r((p * weights).sum()) or 0.0,
+        "weighted_recall": _r((r * weights).sum()) or 0.0,
+        "weighted_f1": _r((f * weights).sum()) or 0.0,
+        "confusion": {"labels": [names[c] for c in conf_labels], "matrix": matrix.tolist()},
+    }
+
+
+def refusal_calibration(must_refuse: np.ndarray, refused: np.ndarray, valid: np.ndarray) -> dict[str, Any]:
+    """How often the model refuses when it should, and answers when it should; errors are left out."""
+    should = must_refuse & valid
+    answerable = ~must_refuse & valid
+    did = _mean(refused[should])
+    answered = _mean(~refused[answerable])
+    calib = _r((did + answered) / 2) if did is not None and answered is not None else None
+    return {"should_refuse_did": did, "should_answer_did": answered, "calibration": calib}
+
+
+def retrieval_split(
+    retrieved_len: np.ndarray, expected_retrieved: np.ndarray, hits: np.ndarray
+) -> dict[str, Any] | None:
+    """Retrieval recall@k and accuracy split by whether an expected article was retrieved.
+
+    ``expected_retrieved`` is 1/0 for answerable rows whose retrieved_ids are
+    known, -1 otherwise. High accuracy when retrieved but many misses means
+    retrieval is the bottleneck; low accuracy when retrieved means the model is.
+    """
+    known = retrieved_len >= 0
+    if not known.any():
+        return None
+    got, missed = expected_retrieved == 1, expected_retrieved == 0
+    n_got, n_missed = int(got.sum()), int(missed.sum())
+    return {
+        "k": int(retrieved_len[known].max()),
+        "recall_at_k": _r(n_got / (n_got + n_missed)) if n_got + n_missed else None,
+        "n_retrieved": n_got,
+        "n_missed": n_missed,
+        "accuracy_when_retrieved": _mean(hits[got]),
+        "accuracy_when_missed": _mean(hits[missed]),
+    }
+
+
+def repeat_stats(
+    q: np.ndarray, repeat: np.ndarray, hits: np.ndarray, answer: np.ndarray
+) -> dict[str, Any] | None:
+    """Agreement across repeats and the run-to-run spread of accuracy; None with a single repeat.
+
+    ``answer`` codes what the model did (outcome and predicted label); a
+    question's agreement is the share of its repeats giving its most common
+    answer, averaged over questions asked more than once.
+    """
+    values = np.unique(repeat)
+    if values.size < 2:
+        return None
+    per_repeat = [float(hits[repeat == v].mean()) for v in values]
+    width = int(answer.max()) + 1 if answer.size else 1
+    pairs, counts = np.unique(q.astype(np.int64) * width + answer, return_counts=True)
+    pair_q = pairs // width
+    starts = np.flatnonzero(np.r_[True, pair_q[1:] != pair_q[:-1]])
+    modal = np.maximum.reduceat(counts, starts)
+    totals = np.add.reduceat(counts, starts)
+    multi = totals > 1
+    agreement = _mean(modal[multi] / totals[multi])
+    return {
+        "n_repeats": int(values.size),
+        "question_agreement": agreement,
+        "accuracy_per_repeat": [_r(a) for a in per_repeat],
+        "accuracy_std": _r(np.std(per_repeat, ddof=1)),
+    }
+
+
+def cost_latency(
+    cost: np.ndarray, latency: np.ndarray, in_tokens: np.ndarray, out_tokens: np.ndarray
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Totals and per-1,000-questions cost over the rows that report a cost; latency percentiles."""
+    known_cost = cost[~np.isnan(cost)]
+    total = float(known_cost.sum()) if known_cost.size else None
+    per_1k = float(known_cost.mean() * 1000) if known_cost.size else None
+    lat = latency[~np.isnan(latency)]
+    p50, p95 = (np.percentile(lat, [50, 95]) if lat.size else (None, None))
+    cost_d = {
+        "total_usd": _r(total, 8),
+        "per_1k_questions_usd": _r(per_1k, 8),
+        "input_tokens": int(in_tokens[in_tokens >= 0].sum()),
+        "output_tokens": int(out_tokens[out_tokens >= 0].sum()),
+    }
+    return cost_d, {"p50_ms": _r(p50, 3), "p95_ms": _r(p95, 3)}

@@ -1,0 +1,76 @@
+"""Is a response a refusal?
+
+The prompt asks for one exact sentence (:data:`REFUSAL_SENTENCE`); the strict
+reading accepts only that. Real models paraphrase it ("the provided articles do
+not contain...", "I cannot find any information about X in the provided
+articles", "No document seems to precisely answer your question"), so the lenient
+reading also accepts the common paraphrases, with straight or curly apostrophes.
+
+The paraphrases are anchored on phrases about the *provided material* or on a
+first-person "I cannot find / answer", never on a bare "not" or "no", so an
+answer such as "you do not need a form [ID: 5]" is not taken for a refusal.
+All patterns are compiled once into one alternation; a cheap substring
+pre-check skips the regex for the many answers that contain no negation at all.
+"""
+
+from __future__ import annotations
+
+import re
+
+REFUSAL_SENTENCE = "I don't have enough information to answer this question."
+
+_A = "['\u2019\u2018\u02bc`]"  # an apostrophe, straight or curly
+_NOT = rf"(?:\s+not|n{_A}t)"
+_CANT = rf"(?:cannot|can\s+not|can{_A}t|could\s+not|couldn{_A}t|was\s+unable\s+to|am\s+unable\s+to|{_A}m\s+unable\s+to|am\s+not\s+able\s+to|{_A}m\s+not\s+able\s+to|was\s+not\s+able\s+to|did\s+not|didn{_A}t|do\s+not|don{_A}t)"
+_NOUN = r"(?:articles?|documents?|context|information|sources?|texts?|passages?|materials?|excerpts?|snippets?|knowledge\s+base|kb)"
+_SRC = (
+    r"(?:"
+    rf"(?:(?:the|these|those|any\s+of\s+the)\s+)?(?:provided|given|supplied|available|retrieved|above|attached|following|listed)\s+(?:\w+\s+)?{_NOUN}"
+    r"|(?:the|these|those|any\s+of\s+the)\s+(?:articles?|context|passages?|excerpts?|snippets?|knowledge\s+base|kb)"
+    r"|(?:the\s+)?(?:articles?|documents?|context|sources?|passages?)\s+(?:provided|given|supplied|above|listed)"
+    r")"
+)
+_VERB = r"(?:contain|include|provide|mention|cover|address|answer|specify|say|state|discuss|describe|give|offer|have|detail|explain|indicate|list)"
+_PART = r"(?:mentioned|covered|addressed|specified|provided|included|available|found|stated|discussed|described|given|listed|detailed|explained|answered)"
+_INFO = r"(?:information|details?|data|mention|reference|answer|evidence|content|context)"
+
+_PATTERNS = [
+    # I don't have enough / sufficient / any information (about X)
+    rf"\bI\s+(?:do{_NOT}|did{_NOT})\s+have\s+(?:enough|sufficient|adequate|any|the\s+(?:necessary|required|relevant)|relevant|specific)\s+(?:\w+\s+){{0,2}}?(?:information|context|details|data)",
+    rf"\bI\s+lack\s+(?:the\s+)?(?:enough|sufficient|necessary|required|relevant)?\s*(?:information|context|details)",
+    # there is not enough information / insufficient information to answer
+    r"\b(?:not\s+enough|insufficient)\s+(?:\w+\s+)?(?:information|context|details)\s+(?:\w+\s+){0,3}?(?:to\s+(?:answer|determine|respond|say)|in|within|provided)\b",
+    # the provided articles do not contain / don't mention ...
+    rf"{_SRC}\s+(?:\w+\s+)?(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_VERB}",
+    rf"{_SRC}\s+(?:contains?|includes?|provides?|has|have|offers?|gives?)\s+no\b",
+    # X is not mentioned in the provided articles
+    rf"\b(?:is|are|was|were){_NOT}\s+(?:\w+\s+)?{_PART}\s+(?:\w+\s+){{0,2}}?(?:in|by|within|from)\s+{_SRC}",
+    # I cannot find any information about X (in the provided articles)
+    rf"\bI\s+{_CANT}\s+(?:find|locate|identify|see)\s+(?:(?:any|the|specific|relevant|enough|clear|direct|explicit)\s+)*(?:\w+\s+)?{_INFO}",
+    # I cannot answer this question / I'm unable to determine
+    rf"\bI\s+{_CANT}\s+(?:\w+\s+)?(?:answer|determine|provide\s+(?:an?\s+|the\s+)?(?:answer|response))\b",
+    rf"\b(?:cannot|can{_A}t|could\s+not|couldn{_A}t)\s+be\s+(?:answered|determined)\b",
+    # No document seems to precisely answer your question / none of the articles address
+    r"\bno\s+(?:\w+\s+){0,2}?(?:documents?|articles?|sources?|passages?|excerpts?)\s+(?:\w+\s+){0,3}?(?:answers?|address(?:es)?|contains?|covers?|mentions?|provides?|seems?|appears?|match(?:es)?|discuss(?:es)?|specif(?:y|ies)|relates?|(?:is|are)\s+relevant)\b",
+    r"\bnone\s+of\s+(?:the|these|those)\s+(?:\w+\s+)?(?:articles?|documents?|sources?|passages?|excerpts?|snippets?)\s+(?:\w+\s+){0,2}?(?:answers?|address(?:es)?|contains?|covers?|mentions?|provides?|seems?|appears?|includes?|discuss(?:es)?|specif(?:y|ies)|is|are|has|have)\b",
+    # there is no information about X in the provided articles
+    rf"\bthere(?:\s+is|{_A}s)\s+no\s+(?:\w+\s+)?{_INFO}\s+(?:\w+\s+){{0,10}}?(?:in|within|from)\s+{_SRC}",
+]
+_REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
+# every pattern needs one of these (lower-cased) cues; most answers contain none and skip the regex
+_CUES = ("not", "n't", "n\u2019t", "n\u2018t", "n\u02bct", "n`t", "no ", "none", "lack", "insufficient", "unable")
+
+
+def is_strict_refusal(text: str) -> bool:
+    """The prompt's exact sentence, verbatim (straight apostrophe), anywhere in the response."""
+    return REFUSAL_SENTENCE in text
+
+
+def is_refusal(text: str) -> bool:
+    """The exact sentence or a common paraphrase of it."""
+    if REFUSAL_SENTENCE in text:
+        return True
+    low = text.lower()
+    if not any(cue in low for cue in _CUES):
+        return False
+    return _REFUSAL.search(text) is not None

@@ -1,0 +1,185 @@
+"""What each fake endpoint says: the scripted :class:`Reply` and the three APIs' JSON bodies.
+
+Kept apart from the HTTP plumbing in ``fake_api`` so the wire formats, which
+follow the vendors' documented responses, can be read (and corrected) alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+_ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
+                    404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+_GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                  429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+_ID_RE = re.compile(r"\[ID:\s*([^\]\s]+)\s*\]")
+
+
+@dataclass
+class Reply:
+    """One scripted answer. Build with the class methods; fields are the raw knobs."""
+
+    status: int = 200
+    text: str = "OK"
+    input_tokens: int | None = None  # default: a word count of the prompt
+    output_tokens: int | None = None  # default: a word count of the reply
+    finish_reason: str | None = None  # default: the API's own "normal stop" value
+    delay: float = 0.0  # seconds, on top of the server's fixed latency
+    headers: dict[str, str] = field(default_factory=dict)
+    raw_body: bytes | None = None  # sent verbatim (malformed replies)
+    message: str = ""  # error message for non-2xx replies
+    retry_delay_in_body: float | None = None  # Gemini-style google.rpc.RetryInfo
+
+    @classmethod
+    def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
+           finish_reason: str | None = None, delay: float = 0.0) -> Reply:
+        return cls(text=text, input_tokens=input_tokens, output_tokens=output_tokens,
+                   finish_reason=finish_reason, delay=delay)
+
+    @classmethod
+    def rate_limit(cls, retry_after: float | str | None = 1, *, ms: float | None = None, header: bool = True) -> Reply:
+        """429. ``retry_after`` in seconds or an HTTP date; ``header=False`` puts it only in a Gemini body."""
+        headers: dict[str, str] = {}
+        if header and retry_after is not None:
+            headers["retry-after"] = str(retry_after)
+        if ms is not None:
+            headers["retry-after-ms"] = str(ms)
+        body_delay = float(retry_after) if isinstance(retry_after, (int, float)) else None
+        return cls(status=429, headers=headers, message="rate limit exceeded", retry_delay_in_body=body_delay)
+
+    @classmethod
+    def error(cls, status: int = 500, message: str = "", *, retry_after: float | None = None) -> Reply:
+        headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+        return cls(status=status, headers=headers, message=message or f"fake error {status}")
+
+    @classmethod
+    def unauthorized(cls) -> Reply:
+        return cls(status=401, message="invalid api key")
+
+    @classmethod
+    def malformed(cls) -> Reply:
+        """A 200 whose JSON body is cut off mid-object."""
+        return cls(raw_body=b'{"id": "broken", "choices": [{"index": 0, "message": {"role": "assis')
+
+    @classmethod
+    def slow(cls, seconds: float, text: str = "OK") -> Reply:
+        return cls(text=text, delay=seconds)
+
+
+def prompt_text(body: Any) -> str:
+    """All prompt text in a request body of any of the three APIs, in order."""
+    if not isinstance(body, dict):
+        return ""
+    chunks: list[str] = []
+
+    def add(content: Any) -> None:
+        if isinstance(content, str):
+            chunks.append(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict):
+                    add(part.get("text") if "text" in part else part.get("content"))
+                else:
+                    add(part)
+        elif isinstance(content, dict):
+            add(content.get("parts") if "parts" in content else content.get("text"))
+
+    add(body.get("system"))
+    add(body.get("systemInstruction"))
+    for message in body.get("messages") or []:
+        add(message.get("content") if isinstance(message, dict) else None)
+    for content in body.get("contents") or []:
+        add(content)
+    add(body.get("input"))
+    return "\n".join(chunks)
+
+
+def cite_first_id(body: dict[str, Any]) -> str:
+    """A responder for benchmarks: answer from the first ``[ID: x]`` in the prompt, or refuse."""
+    match = _ID_RE.search(prompt_text(body))
+    if match is None:
+        return "I don't have enough information to answer this question."
+    return f"According to the article, this is answered there. [ID: {match.group(1)}]"
+
+
+def _words(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def _embedding(text: str, dims: int) -> list[float]:
+    """Hashed bag of words: deterministic, and texts sharing words come out similar."""
+    vec = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+        vec[int.from_bytes(digest[:4], "little") % dims] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec]
+
+
+def route(path: str) -> str:
+    if path.endswith("/chat/completions"):
+        return "openai"
+    if path.endswith("/embeddings"):
+        return "openai-embeddings"
+    if path.endswith("/messages"):
+        return "anthropic"
+    if re.search(r"/models/[^/]+:generateContent$", path):
+        return "google"
+    return "unknown"
+
+
+def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+    prompt = prompt_text(body)
+    tokens_in = reply.input_tokens if reply.input_tokens is not None else _words(prompt)
+    tokens_out = reply.output_tokens if reply.output_tokens is not None else _words(reply.text)
+    model = body.get("model") or path.rsplit("/", 1)[-1].split(":")[0]
+    if api == "openai":
+        return {
+            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
+                         "finish_reason": reply.finish_reason or "stop", "logprobs": None}],
+            "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
+        }
+    if api == "openai-embeddings":
+        inputs = body.get("input")
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs or [])
+        dims = int(body.get("dimensions") or 64)
+        return {
+            "object": "list", "model": model,
+            "data": [{"object": "embedding", "index": i, "embedding": _embedding(str(t), dims)} for i, t in enumerate(inputs)],
+            "usage": {"prompt_tokens": tokens_in, "total_tokens": tokens_in},
+        }
+    if api == "anthropic":
+        return {
+            "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": reply.text}],
+            "stop_reason": reply.finish_reason or "end_turn", "stop_sequence": None,
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+        }
+    return {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text}]},
+                        "finishReason": reply.finish_reason or "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": tokens_in, "candidatesTokenCount": tokens_out,
+                          "totalTokenCount": tokens_in + tokens_out},
+        "modelVersion": model,
+    }
+
+
+def error_body(api: str, reply: Reply) -> dict[str, Any]:
+    if api == "anthropic":
+        kind = _ANTHROPIC_TYPES.get(reply.status, "api_error" if reply.status >= 500 else "invalid_request_error")
+        return {"type": "error", "error": {"type": kind, "message": reply.message}}
+    if api == "google":
+        error: dict[str, Any] = {"code": reply.status, "message": reply.message,
+                                 "status": _GOOGLE_STATUS.get(reply.status, "UNKNOWN")}
+        if reply.retry_delay_in_body is not None:
+            error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                                 "retryDelay": f"{reply.retry_delay_in_body:g}s"}]
+        return {"error": error}
+    code = "rate_limit_exceeded" if reply.status == 429 else ("invalid_api_key" if reply.status == 401 else None)
+    return {"error": {"message": reply.message, "type": "fake_error", "param": None, "code": code}}

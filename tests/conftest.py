@@ -1,0 +1,83 @@
+"""Shared test helpers. Tests never touch the network: providers talk to harness.testing.fake_api."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+SAMPLE = ROOT / "benchmarks" / "sample"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(tmp_path_factory, monkeypatch):
+    """Every test gets its own response cache and no real API keys or endpoints."""
+    monkeypatch.setenv("GRACE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_internet(monkeypatch):
+    """Any connection to a non-loopback address fails the test: tests must never touch the internet."""
+    import ipaddress
+    import socket
+
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def allowed(address) -> bool:
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and host in ("localhost",) or not isinstance(host, str):
+            return True
+        try:
+            return ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            return False
+
+    def guard(real):
+        def connect(self, address):
+            if self.family in (socket.AF_INET, socket.AF_INET6) and not allowed(address):
+                raise ConnectionRefusedError(f"tests may not connect to {address!r} (network blocked in tests)")
+            return real(self, address)
+
+        return connect
+
+    monkeypatch.setattr(socket.socket, "connect", guard(real_connect))
+    monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
+
+
+def run_grace(*args: str) -> tuple[int, str]:
+    """Run the real ``grace`` entry point in-process; returns (exit code, stdout+stderr text)."""
+    import contextlib
+    import io
+
+    from harness.cli.app import main
+
+    buf = io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            main([str(a) for a in args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return code, buf.getvalue()
+
+
+def shared(name: str) -> Path:
+    path = SHARED_DATA / name
+    if not path.exists():
+        pytest.skip(f"{path} is absent (shared data set not available on this machine)")
+    return path
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+os.environ.setdefault("COLUMNS", "200")

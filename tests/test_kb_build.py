@@ -1,0 +1,161 @@
+"""Building, rebuilding (stable IDs), importing and reading KBs, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from kb_builder.store import load_kb
+from tests.conftest import run_grace, shared, write
+from tests.test_loaders import TOPICS, make_docx, make_pdf
+
+BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
+
+
+def handbook(root, extra: str = "", sick: str = "Ten days of paid sick leave per year."):
+    write(root / "leave.md", f"# Leave\n\n## Sick leave\n\n{sick} {BODY}\n\n## Parental leave\n\nSixteen weeks. {BODY}\n{extra}")
+    write(root / "travel.html", f"<h1>Travel</h1><h2>Booking</h2><p>Use the portal. {BODY}</p><h2>Per diem</h2><p>45 EUR a day. {BODY}</p>")
+    return root
+
+
+def articles(kb_dir):
+    return [json.loads(line) for line in (kb_dir / "articles.jsonl").read_text().splitlines()]
+
+
+def test_build_writes_contract_files(tmp_path):
+    code, out = run_grace("kb", "build", handbook(tmp_path / "src"), "--out", tmp_path / "kb")
+    assert code == 0, out
+    arts = articles(tmp_path / "kb")
+    assert [a["title"] for a in arts] == ["Leave > Sick leave", "Leave > Parental leave", "Travel > Booking", "Travel > Per diem"]
+    assert [a["id"] for a in arts] == ["1", "2", "3", "4"]
+    assert all(a["source"] in ("leave.md", "travel.html") and a["tokens"] > 0 for a in arts)
+    manifest = json.loads((tmp_path / "kb" / "manifest.json").read_text())
+    assert manifest["format_version"] == 1 and manifest["article_count"] == 4 and manifest["embedder"] == "bm25"
+    assert re.fullmatch(r"[0-9a-f]{16}", manifest["kb_hash"])
+    assert "4 articles from 2 document(s)" in out
+
+
+def test_rebuild_keeps_ids_reports_changes_and_never_reuses_removed(tmp_path):
+    src, kb = handbook(tmp_path / "src"), tmp_path / "kb"
+    run_grace("kb", "build", src, "--out", kb)
+    first = {a["title"]: a["id"] for a in articles(kb)}
+    hash1 = load_kb(kb).kb_hash
+    code, out = run_grace("kb", "build", src, "--out", kb)
+    assert {a["title"]: a["id"] for a in articles(kb)} == first and load_kb(kb).kb_hash == hash1
+    assert "0 added, 0 changed, 0 removed, 4 unchanged" in out
+    # edit one policy, add a section, remove the Per diem section
+    handbook(src, extra=f"\n## Bereavement leave\n\nFive days. {BODY}", sick="Twelve days of paid sick leave per year.")
+    write(src / "travel.html", f"<h1>Travel</h1><h2>Booking</h2><p>Use the portal. {BODY}</p>")
+    code, out = run_grace("kb", "build", src, "--out", kb)
+    now = {a["title"]: a["id"] for a in articles(kb)}
+    assert now["Leave > Sick leave"] == first["Leave > Sick leave"]
+    assert now["Travel > Booking"] == first["Travel > Booking"]
+    assert now["Leave > Bereavement leave"] == "5"
+    assert "1 added, 1 changed, 1 removed" in out
+    retired = json.loads((kb / "retired.jsonl").read_text().splitlines()[0])
+    assert retired["id"] == first["Travel > Per diem"] and retired["title"] == "Travel > Per diem"
+    # put Per diem back: it is a new article with a new ID, the old one stays retired
+    handbook(src, extra=f"\n## Bereavement leave\n\nFive days. {BODY}", sick="Twelve days of paid sick leave per year.")
+    run_grace("kb", "build", src, "--out", kb)
+    again = {a["title"]: a["id"] for a in articles(kb)}
+    assert again["Travel > Per diem"] == "6" and first["Travel > Per diem"] not in again.values()
+
+
+def test_single_long_pdf_and_docx_split_like_a_folder(tmp_path):
+    for maker, name in ((make_pdf, "manual.pdf"), (make_docx, "manual.docx")):
+        f = maker(tmp_path / name, TOPICS)
+        code, out = run_grace("kb", "build", f, "--out", tmp_path / f"kb-{name}")
+        assert code == 0, out
+        titles = [a["title"] for a in articles(tmp_path / f"kb-{name}")]
+        assert "Staff Manual > Sick leave" in titles and "Staff Manual > Travel booking" in titles
+        parental = next(a for a in articles(tmp_path / f"kb-{name}") if a["title"].endswith("Parental leave"))
+        assert "sixteen weeks" in parental["text"] and "ten days" not in parental["text"]
+
+
+def test_bad_inputs_exit_2_with_clear_messages(tmp_path):
+    (tmp_path / "empty").mkdir()
+    code, out = run_grace("kb", "build", tmp_path / "empty", "--out", tmp_path / "kb")
+    assert code == 2 and "no readable documents" in out and "Traceback" not in out
+    write(tmp_path / "bad.pdf", "garbage")
+    code, out = run_grace("kb", "build", tmp_path / "bad.pdf", "--out", tmp_path / "kb")
+    assert code == 2 and "bad.pdf: unreadable PDF" in out and "Traceback" not in out
+    # in a folder, one unreadable file is skipped and named; the rest builds
+    src = handbook(tmp_path / "mixed")
+    write(src / "broken.pdf", "garbage")
+    code, out = run_grace("kb", "build", src, "--out", tmp_path / "kb2")
+    assert code == 0 and "skipped" in out and "broken.pdf" in out
+    write(tmp_path / "hand" / "articles.jsonl", '{"id": "1", "title": "A", "text": "x"}\n{"id": "1", "title": "B"}\n')
+    code, out = run_grace("kb", "show", tmp_path / "hand")
+    assert code == 2 and "articles.jsonl:2" in out
+
+
+def test_hand_written_articles_jsonl_is_a_kb(tmp_path):
+    kb = tmp_path / "hand"
+    write(kb / "articles.jsonl", "\n".join(json.dumps(a) for a in [
+        {"id": "uid-kb-5", "title": "Sick leave", "text": "Ten days of sick leave."},
+        {"id": "uid-kb-50", "title": "Parental leave", "text": "Sixteen weeks of parental leave."},
+    ]) + "\n")
+    code, out = run_grace("kb", "search", kb, "parental leave weeks", "-k", "1")
+    assert code == 0 and "uid-kb-50" in out
+    assert (kb / "manifest.json").exists()
+    code, out = run_grace("kb", "index", kb)
+    assert code == 0 and "2 articles indexed with bm25" in out
+
+
+def test_search_queries_file_writes_ranked_jsonl(tmp_path):
+    run_grace("kb", "build", handbook(tmp_path / "src"), "--out", tmp_path / "kb")
+    q = write(tmp_path / "q.csv", "question_id,question,other\na,how much per diem per day,x\nb,how long is parental leave,y\n")
+    code, out = run_grace("kb", "search", tmp_path / "kb", "--queries", q, "-k", "2", "--out", tmp_path / "r.jsonl")
+    assert code == 0, out
+    rows = [json.loads(x) for x in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in rows] == ["a", "b"]
+    assert rows[0]["retrieved"][0]["id"] == "4" and rows[1]["retrieved"][0]["id"] == "2"
+    assert len(rows[0]["retrieved"]) == 2 and rows[0]["retrieved"][0]["score"] >= rows[0]["retrieved"][1]["score"]
+
+
+def test_eval_reports_recall_and_misses(tmp_path):
+    run_grace("kb", "build", handbook(tmp_path / "src"), "--out", tmp_path / "kb")
+    gold = write(tmp_path / "gold.csv", "question_id,question,expected_answer,expected_citations,must_refuse,notes\n"
+                 "q1,how much per diem do I get per day,45 EUR,4,false,\n"
+                 "q2,how many weeks off for a new baby,16,2,false,\n"
+                 "q3,what's the weather,,,true,\n")
+    code, out = run_grace("kb", "eval", tmp_path / "kb", "--gold", gold, "-k", "1,3")
+    assert code == 0, out
+    assert "recall@1" in out and "recall@3" in out and "2 answerable" in out
+
+
+def test_gold_csv_errors_name_the_line(tmp_path):
+    run_grace("kb", "build", handbook(tmp_path / "src"), "--out", tmp_path / "kb")
+    cases = {
+        "question_id,question\nq1,hi\n": "missing column(s) expected_citations, must_refuse",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,1,maybe\n": "gold.csv:2: column 'must_refuse' must be true or false",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,1,false\nq1,again,2,false\n": "gold.csv:3: duplicate question_id 'q1'",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,,false\n": "gold.csv:2: question 'q1' has no expected_citations",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,1,true\n": "gold.csv:2: question 'q1' is must_refuse but lists",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,99,false\n": "not in",
+    }
+    for content, message in cases.items():
+        gold = write(tmp_path / "gold.csv", content)
+        code, out = run_grace("kb", "eval", tmp_path / "kb", "--gold", gold)
+        assert code == 2 and message in out and "Traceback" not in out, (content, out)
+
+
+def test_tts_handbook_builds_clean_articles(tmp_path):
+    pages = shared("tts-handbook/pages")
+    code, out = run_grace("kb", "build", pages, "--out", tmp_path / "kb", "--max-tokens", "800")
+    assert code == 0, out
+    arts = articles(tmp_path / "kb")
+    assert len(arts) > 500
+    for a in arts:
+        assert not re.search(r"\{%|%\}|\{\{\s*[\w.]+\s*\}\}", a["text"]), a["title"]
+        assert not re.match(r"---\n(\w+:.*\n)+---", a["text"]), a["title"]  # no front-matter block
+        assert a["tokens"] <= 800 and a["tokens"] >= 40, (a["title"], a["tokens"])
+        assert a["text"].strip()
+
+
+def test_helvia_knowledge_map_imports_with_articles(tmp_path):
+    map_json = shared("helvia-playbook-rag/map.json")
+    code, out = run_grace("kb", "build", "--articles", map_json, "--out", tmp_path / "kb")
+    assert code == 0, out
+    arts = articles(tmp_path / "kb")
+    assert 50 <= len(arts) <= 70 and all(a["text"] and a["title"] for a in arts)

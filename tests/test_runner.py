@@ -1,0 +1,210 @@
+"""``grace run`` end to end: real SDK clients against the local fake API server, real cache, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.testing import FakeAPIServer, Reply, cite_first_id
+from tests.conftest import ROOT, run_grace, write
+
+BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
+FIELDS = {"question_id", "model", "repeat", "response", "retrieved_ids", "retrieval_scores", "prompt_hash", "input_tokens",
+          "output_tokens", "cost_usd", "latency_ms", "cached", "error", "finish_reason"}
+
+
+@pytest.fixture()
+def bench(tmp_path):
+    src = tmp_path / "src"
+    write(src / "leave.md", f"# Leave\n\n## Sick leave\n\nTen days of paid sick leave per year. {BODY}\n\n"
+          f"## Parental leave\n\nSixteen weeks of parental leave. {BODY}\n")
+    write(src / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the travel portal. {BODY}\n\n"
+          f"## Per diem\n\nThe meal per diem is 45 EUR a day. {BODY}\n")
+    code, out = run_grace("kb", "build", src, "--out", tmp_path / "kb")
+    assert code == 0, out
+    rows = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
+    qs = [("how many sick days do I get", "1"), ("how long is parental leave", "2"), ("where do I book flights", "3"),
+          ("what is the per diem for meals", "4")]
+    for i in range(10):
+        q, cid = qs[i % 4]
+        rows.append(f"q{i},{q} (variant {i}),,{cid},false,")
+    rows += ["r1,what is the capital of france,,,true,", "r2,can I bring my dog to work,,,true,"]
+    write(tmp_path / "gold.csv", "\n".join(rows) + "\n")
+    return tmp_path
+
+
+def responses(run_dir):
+    return [json.loads(x) for x in (run_dir / "responses.jsonl").read_text().splitlines()]
+
+
+def test_baselines_offline_write_the_response_contract(bench):
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "baseline:top1",
+                          "--model", "baseline:threshold", "--out", bench / "run", "--no-score")
+    assert code == 0, out
+    rows = responses(bench / "run")
+    top1 = [r for r in rows if r["model"] == "baseline:top1"]
+    assert len(top1) == 12 and all(FIELDS <= set(r) for r in rows)
+    assert all(r["response"].endswith(f"[ID: {r['retrieved_ids'][0]}]") for r in top1)
+    assert all(len(r["retrieved_ids"]) == 3 and r["error"] is None for r in rows)
+    info = json.loads((bench / "run" / "run.json").read_text())
+    thr = next(m for m in info["models"] if m["name"] == "baseline:threshold")
+    calib = set(thr["options"]["calibration_question_ids"])
+    assert len(calib) == 4 and "threshold" in thr["options"]
+    answered = {r["question_id"] for r in rows if r["model"] == "baseline:threshold"}
+    assert answered.isdisjoint(calib) and len(answered) == 8  # the calibration split is left out of its score
+    assert info["status"] == "finished" and info["kb"]["kb_hash"] and info["gold"]["hash"]
+
+
+def test_openai_compatible_server_by_base_url_with_cache_and_repeats(bench, monkeypatch):
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        args = ["run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:some-model",
+                "--concurrency", "20", "--no-score"]
+        code, out = run_grace(*args, "--out", bench / "run1", "--no-cache")
+        assert code == 0, out
+        assert len(srv.requests) == 12
+        first = srv.requests[0].body
+        assert first["model"] == "some-model" and first["messages"][0]["role"] == "system"
+        assert "[ID: 1]" in first["messages"][1]["content"] or "[ID: " in first["messages"][1]["content"]
+        rows = responses(bench / "run1")
+        assert all(r["cached"] is False and r["input_tokens"] and r["latency_ms"] is not None for r in rows)
+        # a new run directory re-uses the cache: no new calls, every row marked cached
+        code, out = run_grace(*args, "--out", bench / "run2")
+        assert code == 0 and len(srv.requests) == 12
+        assert all(r["cached"] for r in responses(bench / "run2"))
+        assert [r["response"] for r in responses(bench / "run2")] == [r["response"] for r in rows]
+        # repeats are distinct cache entries: repeat 0 is cached, repeat 1 is called
+        code, out = run_grace(*args, "--out", bench / "run3", "--repeats", "2")
+        assert code == 0 and len(srv.requests) == 24
+        rows3 = responses(bench / "run3")
+        assert sorted({r["repeat"] for r in rows3}) == [0, 1] and len(rows3) == 24
+
+
+def test_retry_after_then_success_and_500_then_success(bench, monkeypatch):
+    write(bench / "one.csv", "question_id,question,expected_citations,must_refuse\nq1,how many sick days,1,false\n")
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        srv.enqueue(Reply.rate_limit(retry_after=1), Reply.error(500), Reply.ok("Ten days. [ID: 1]"))
+        t0 = time.monotonic()
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "one.csv", "--model", "openai:m",
+                              "--out", bench / "run-ok", "--no-score", "--no-cache")
+        waited = time.monotonic() - t0
+        assert code == 0, out
+        (row,) = responses(bench / "run-ok")
+        assert row["response"] == "Ten days. [ID: 1]" and row["attempts"] == 3 and row["error"] is None
+        assert len(srv.requests) == 3 and waited >= 1.0  # Retry-After: 1 was honoured
+
+
+def test_failed_calls_become_error_rows_and_are_retried_next_run(bench, monkeypatch):
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        for _ in range(12):
+            srv.enqueue(Reply.error(400, "bad things"))
+        args = ["run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m", "--out", bench / "run",
+                "--no-score", "--concurrency", "1"]
+        code, out = run_grace(*args)
+        assert code == 0, out
+        rows = responses(bench / "run")
+        assert len(rows) == 12 and all(r["error"]["kind"] == "bad_request" and r["response"] is None for r in rows)
+        assert "12 call(s) failed" in out
+        code, out = run_grace(*args)
+        assert code == 0 and "12 failed call(s) to retry" in out
+        rows = responses(bench / "run")
+        assert len(rows) == 12 and all(r["error"] is None and r["response"] for r in rows)  # compacted: one row per call
+
+
+def test_auth_error_stops_the_model_early(bench, monkeypatch):
+    with FakeAPIServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "wrong")
+        srv.responder = lambda body: Reply.unauthorized()
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m",
+                              "--out", bench / "run", "--no-score", "--concurrency", "1")
+        assert code == 0 and "stopping this model's remaining calls" in out
+        assert len(srv.requests) == 1
+
+
+def test_missing_key_fails_before_any_call(bench):
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:gpt-4o-mini",
+                          "--out", bench / "run")
+    assert code == 2 and "OPENAI_API_KEY" in out and "Traceback" not in out
+    assert not (bench / "run" / "responses.jsonl").exists()
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "nope:x", "--out", bench / "r")
+    assert code == 2 and "unknown provider 'nope'" in out
+
+
+def test_dry_run_estimates_without_calling(bench, monkeypatch):
+    with FakeAPIServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:gpt-4o-mini",
+                              "--model", "openai:unpriced", "--out", bench / "run", "--dry-run", "--repeats", "2")
+        assert code == 0, out
+        assert len(srv.requests) == 0
+    line = next(ln for ln in out.splitlines() if "gpt-4o-mini" in ln)
+    cells = [c.strip() for c in line.split("│") if c.strip()]
+    assert cells[1] == "24" and cells[2] == "0" and int(cells[3].replace(",", "")) > 24 * 200
+    assert float(cells[5]) > 0
+    assert "unknown price" in out
+
+
+def test_leaderboard_config_with_base_url_key_env_and_prices(bench, monkeypatch):
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        monkeypatch.setenv("MY_LOCAL_KEY", "secret")
+        cfg = write(bench / "board.toml", f"""
+[run]
+k = 2
+[[models]]
+spec = "openai:llama-local"
+name = "llama"
+base_url = "{srv.openai_base_url}"
+api_key_env = "MY_LOCAL_KEY"
+temperature = 0
+max_tokens = 64
+price_input = 1.0
+price_output = 2.0
+""")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", cfg,
+                              "--out", bench / "run", "--no-score")
+        assert code == 0, out
+        assert srv.requests[0].headers["authorization"] == "Bearer secret"
+        assert srv.requests[0].body["temperature"] == 0 and srv.requests[0].body["max_tokens"] == 64
+    rows = responses(bench / "run")
+    assert all(r["model"] == "llama" and len(r["retrieved_ids"]) == 2 for r in rows)
+    r = rows[0]
+    assert r["cost_usd"] == pytest.approx((r["input_tokens"] * 1.0 + r["output_tokens"] * 2.0) / 1e6)
+
+
+def test_ctrl_c_keeps_finished_responses_and_resume_calls_only_the_rest(bench):
+    with FakeAPIServer(responder=cite_first_id, latency=0.4) as srv:
+        env = {**os.environ, "OPENAI_BASE_URL": srv.openai_base_url, "OPENAI_API_KEY": "x", "PYTHONUNBUFFERED": "1"}
+        cmd = [sys.executable, "-m", "harness.cli.app", "run", "--kb", str(bench / "kb"), "--gold", str(bench / "gold.csv"),
+               "--model", "openai:m", "--out", str(bench / "run"), "--no-score", "--concurrency", "2"]
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        path = bench / "run" / "responses.jsonl"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (not path.exists() or len(path.read_text().splitlines()) < 3):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 130, out.decode()
+        kept = responses(bench / "run")
+        assert 3 <= len(kept) < 12
+        info = json.loads((bench / "run" / "run.json").read_text())
+        assert info["status"] == "interrupted"
+        calls_before = len(srv.requests)
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        rows = responses(bench / "run")
+        assert len(rows) == 12 and len({(r["question_id"], r["repeat"]) for r in rows}) == 12
+        # only calls that had not finished were made again (in-flight ones at Ctrl-C may be repeated)
+        assert len(srv.requests) - calls_before <= 12 - len(kept) + 2
