@@ -105,8 +105,10 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     if path.is_dir():
         raise GraceError(f"{path}: is a folder, expected a CSV file")
     rows: list[tuple[int, dict[str, str]]] = []
+    last = 0
     with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
+        # strict: an unbalanced quote would otherwise swallow every later row into one field, silently
+        reader = csv.DictReader(fh, strict=True)
         try:
             header = [h.strip() for h in (reader.fieldnames or [])]
             if not header:
@@ -117,7 +119,9 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
                 raise GraceError(
                     f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
                 )
+            last = 1
             for row in reader:
+                last = reader.line_num
                 if None in row:
                     raise GraceError(
                         f"{where(path, reader.line_num)}: more fields than header columns (an unquoted comma?)"
@@ -126,7 +130,8 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
                     continue
                 rows.append((reader.line_num, {k: v or "" for k, v in row.items()}))
         except csv.Error as exc:
-            raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+            hint = "; an unclosed quote?" if "end of data" in str(exc) else ""
+            raise GraceError(f"{where(path, last + 1)}: unreadable CSV ({exc}{hint})") from None
         except UnicodeDecodeError:
             raise GraceError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
     return header, rows

@@ -32,6 +32,7 @@ class Node:
     heading: str
     body: str
     children: list[Node] = field(default_factory=list)
+    tokens: int | None = None  # memoised size of the rendered subtree
 
 
 @dataclass
@@ -64,7 +65,7 @@ def outline(doc: Document) -> Node:
         stack[-1].children.append(node)
         stack.append(node)
     # a page whose one top heading is its title: that heading is the root
-    while len(root.children) == 1 and root.children[0].heading.lower() == root.heading.lower():
+    while len(root.children) == 1 and (root.children[0].level == 1 or root.children[0].heading.lower() == root.heading.lower()):
         only = root.children[0]
         body = "\n\n".join(b for b in (root.body, only.body) if b)
         root = Node(0, doc.title, body, only.children)
@@ -98,13 +99,13 @@ class Splitter:
 
             raise GraceError(f"--max-tokens {max_tokens} is too small to hold an article; use 200 or more")
         self.max, self.min = max_tokens, min(min_tokens, max_tokens // 2)
-        self._cache: dict[int, int] = {}
 
-    def _tokens(self, node: Node) -> int:
-        key = id(node)
-        if key not in self._cache:
-            self._cache[key] = count_tokens(_render(node))
-        return self._cache[key]
+    @staticmethod
+    def _tokens(node: Node) -> int:
+        # memoised on the node itself: an id()-keyed cache would outlive freed nodes and hand their counts on
+        if node.tokens is None:
+            node.tokens = count_tokens(_render(node))
+        return node.tokens
 
     def split(self, doc: Document) -> list[Draft]:
         drafts: list[Draft] = []
@@ -135,9 +136,17 @@ class Splitter:
             self._emit(path, _render(node), out)
             return
         rest = Node(node.level, node.heading, node.body, [c for c in node.children if c not in big])
+        lead = ""
         if rest.body or rest.children:
-            self._emit(path, _render(rest), out)
+            text = _render(rest)
+            if count_tokens(text) >= STUB_TOKENS or is_navigation(path[-1], text):
+                self._emit(path, text, out)
+            else:
+                lead = text  # a short intro is context for the first sub-topic, not an article of its own
         for c in big:
+            if lead:
+                c = Node(c.level, c.heading, (lead + "\n\n" + c.body).strip(), c.children)
+                lead = ""
             child_path = path if c.heading.lower() == path[-1].lower() else [*path, c.heading]
             self._plan(c, child_path, out)
 

@@ -89,7 +89,7 @@ class Server:
         self.app = AnnotationApp(session, session.kb.retriever(), k=5)
         self.httpd = make_server(self.app, host, 0, token)
         self.host, self.port, self.token = host, self.httpd.server_address[1], token
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True)
         self.thread.start()
 
     def request(self, path, body=None, headers=None, method=None):

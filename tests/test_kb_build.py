@@ -159,3 +159,24 @@ def test_helvia_knowledge_map_imports_with_articles(tmp_path):
     assert code == 0, out
     arts = articles(tmp_path / "kb")
     assert 50 <= len(arts) <= 70 and all(a["text"] and a["title"] for a in arts)
+
+
+def test_sample_benchmark_gold_points_at_the_right_articles(tmp_path):
+    """The bundled gold labels are article IDs: a builder change that renumbers them must fail here."""
+    import csv
+
+    from tests.conftest import SAMPLE
+
+    for attempt in range(2):  # two builds: IDs must not depend on anything but the documents
+        code, out = run_grace("kb", "build", SAMPLE / "handbook", "--out", tmp_path / f"kb{attempt}")
+        assert code == 0, out
+    kb0, kb1 = articles(tmp_path / "kb0"), articles(tmp_path / "kb1")
+    assert [(a["id"], a["title"]) for a in kb0] == [(a["id"], a["title"]) for a in kb1]
+    titles = {a["id"]: a["title"] for a in kb0}
+    rows = list(csv.DictReader((SAMPLE / "gold.csv").open(encoding="utf-8")))
+    assert 60 <= len(rows) <= 100
+    refuse = sum(r["must_refuse"] == "true" for r in rows)
+    assert 0.15 <= refuse / len(rows) <= 0.25
+    for r in rows:
+        ids = [x for x in r["expected_citations"].split(";") if x]
+        assert [titles[i] for i in ids] == [t for t in r["expected_titles"].split(";") if t], r["question_id"]

@@ -286,7 +286,7 @@ def test_edge_cases_single_model_no_cost_no_retrieval_errors_only(tmp_path):
     written = write_reports(out, console=console)
     html = written["html"].read_text()
     assert "No model has a known cost" in html and "No retrieval information" in html
-    assert "KB not found" in html and "response text not available" in html
+    assert "KB not found" in html and "responses file not found" in html
     text = console.export_text()
     assert "local-llama" in text and "(11 errors)" in text and "report.html" in text
     assert [r[1] for r in _table_rows(written["markdown"].read_text())[2:]] == ["local-llama (1 error)", "empty",

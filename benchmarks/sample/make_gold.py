@@ -201,20 +201,23 @@ def main(kb_dir: str) -> None:
         by_heading.setdefault(r["heading_path"][-1] if r["heading_path"] else r["title"], []).append(r["id"])
     questions = list(Q)
     random.Random(7).shuffle(questions)  # mix topics; fixed seed keeps question IDs stable
+    rows_out = []
+    for i, (question, answer, cites, category, notes) in enumerate(questions, 1):
+        ids = []
+        if cites != R:
+            for heading in cites.split(" | "):
+                found = by_heading.get(heading, [])
+                if len(found) != 1:
+                    sys.exit(f"heading {heading!r} matches {len(found)} articles in {kb_dir}; "
+                             "fix the question list or the build (gold.csv left unchanged)")
+                ids.append(found[0])
+        rows_out.append([f"q{i:03d}", question, answer, ";".join(ids), "true" if cites == R else "false",
+                         notes, category, ";".join(title[x] for x in ids)])
     out = Path(__file__).with_name("gold.csv")
-    with out.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(COLUMNS)
-        for i, (question, answer, cites, category, notes) in enumerate(questions, 1):
-            ids = []
-            if cites != R:
-                for heading in cites.split(" | "):
-                    found = by_heading.get(heading, [])
-                    if len(found) != 1:
-                        sys.exit(f"heading {heading!r} matches {len(found)} articles in {kb_dir}; fix the question list")
-                    ids.append(found[0])
-            w.writerow([f"q{i:03d}", question, answer, ";".join(ids), "true" if cites == R else "false",
-                        notes, category, ";".join(title[x] for x in ids)])
+    tmp = out.with_suffix(".csv.tmp")
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows([COLUMNS, *rows_out])
+    tmp.replace(out)
     refuse = sum(1 for q in questions if q[2] == R)
     print(f"{out}: {len(questions)} questions, {refuse} must_refuse ({refuse / len(questions):.0%})")
 

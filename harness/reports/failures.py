@@ -96,8 +96,8 @@ def failure_card(inputs: ReportInputs, row: dict[str, Any]) -> str:
     if text is not None:
         shown = text if len(text) <= MAX_CHARS else text[:MAX_CHARS] + f"\n… ({len(text) - MAX_CHARS:,} more characters)"
         lines.append(f'<pre class="response">{escape(shown)}</pre>')
-    elif not error:
-        lines.append('<p class="muted">response text not available</p>')
+    elif not error and inputs.responses:  # with no responses file at all, the page says so once, at the top
+        lines.append('<p class="muted">response text not found in the responses file</p>')
     lines.append("</article>")
     return "\n".join(lines)
 

@@ -29,8 +29,11 @@ def top_labels(labels: list[str], matrix: list[list[float]], limit: int = MAX_LA
             if i != j and matrix[i][j]:
                 mass[i] += matrix[i][j]
                 mass[j] += matrix[i][j]
-    keep = sorted(range(n), key=lambda i: (-mass[i], i))[:limit]
-    return sorted(keep)
+    confused = [i for i in range(n) if mass[i] > 0]
+    if not confused:  # a perfect model: show the busiest labels instead
+        confused = [i for i in range(n) if any(matrix[i])]
+        return sorted(sorted(confused, key=lambda i: (-sum(matrix[i]), i))[:limit])
+    return sorted(sorted(confused, key=lambda i: (-mass[i], i))[:limit])
 
 
 def _mix(share: float, rgb: tuple[int, int, int]) -> str:
@@ -61,6 +64,8 @@ def confusion_heatmap(model: str, confusion: Any, title_of: Callable[[str], str]
         return None, "no responses"
     keep = top_labels(labels, matrix)
     note = "" if len(keep) == len(labels) else f"showing the {len(keep)} most confused of {len(labels)} labels"
+    if not keep:
+        return None, "no responses"
     # "none" is only ever predicted; its all-zero row would read as a label the model never got right
     rows_keep = [i for i in keep if labels[i] != "none" or any(matrix[i])]
     n, n_rows = len(keep), len(rows_keep)

@@ -53,6 +53,7 @@ def load_inputs(out_dir: Path, kb: Any = None) -> ReportInputs:
     out_dir = Path(out_dir)
     report = read_report(out_dir / REPORT)
     inputs = ReportInputs(out_dir=out_dir, report=report)
+    inputs.notes += [str(w) for w in report.get("warnings") or []]  # the scorer's own caveats come first
     inputs.scores = _read_jsonl(out_dir / SCORES, inputs.notes, required=False)
     _load_responses(inputs)
     _load_questions(inputs)

@@ -31,7 +31,8 @@ LEGEND = [
     "(lenient extraction); the interval is a 95% bootstrap CI.",
     "Strict acc.: the same with strict citation extraction only; a large gap means the model's citation format "
     "is sloppy.",
-    "Refusal calib.: how well the model refuses exactly the questions the KB cannot answer.",
+    "Refusal calib.: the mean of the share of must-refuse questions refused and the share of answerable questions "
+    "answered; 100% means the model refuses exactly the questions the KB cannot answer.",
     "Invalid cit.: share of responses citing an article ID that does not exist.",
     "Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call.",
     "Sig.: models sharing a letter are not significantly different (paired McNemar exact test, alpha 0.05, "

@@ -41,5 +41,8 @@ def render_markdown(inputs: ReportInputs) -> str:
     note = error_note(rows)
     if note:
         lines += [f"**Warning:** {cell(note)}", ""]
+    lines += [f"**Note:** {cell(str(w))}" for w in inputs.report.get("warnings") or []]
+    if inputs.report.get("warnings"):
+        lines.append("")
     lines += [f"- {item}" for item in LEGEND]
     return "\n".join(lines) + "\n"

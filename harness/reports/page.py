@@ -106,12 +106,13 @@ def render_html(inputs: ReportInputs) -> str:
     models, order = inputs.models, inputs.leaderboard
     pareto, unknown = pareto_chart(models, order)
     side = (f" <em>Not plotted, cost unknown: {escape(', '.join(unknown))}.</em>" if unknown and pareto else "")
+    no_cost = ("No model has a known cost (set prices in the model config to see this plot)." if len(unknown) == len(order)
+               else "Every model with a known cost costs $0 (baselines or local models): no trade-off to plot.")
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         _section("accuracy", "Accuracy with 95% confidence intervals",
                  _figure(accuracy_chart(models, order), CAPTIONS["accuracy"], "No accuracy to plot.")),
-        _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"],
-                 "No model has a known cost (set prices in the model config to see this plot).", side)),
+        _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
                  _figure(outcome_chart(models, order), CAPTIONS["outcomes"], "No outcomes recorded.")),
         _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models, order), CAPTIONS["retrieval"],

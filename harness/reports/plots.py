@@ -84,11 +84,15 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
 
 
 def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str]]:
-    """Returns the SVG and the models left out because their cost is unknown."""
+    """Returns the SVG and the models left out because their cost is unknown.
+
+    No plot when no model has a cost, or when every known cost is $0 (baselines, local models): there is no
+    trade-off to show, and the page says so instead.
+    """
     points = [(m, cost_per_1k(models[m]), number(models[m].get("accuracy"))) for m in order]
     known = [(m, c, a) for m, c, a in points if c is not None and a is not None]
     unknown = [m for m, c, a in points if c is None or a is None]
-    if not known:
+    if not known or max(c for _, c, _ in known) <= 0:
         return None, unknown
     front = set(pareto_front(known))
     positive = [c for _, c, _ in known if c > 0]

@@ -46,43 +46,63 @@ def leaderboard_table(inputs: ReportInputs) -> str:
             + f'<ul class="legend">{legend}</ul>')
 
 
+def _parsed_by(rules: Any) -> str:
+    if not isinstance(rules, dict):
+        return DASH
+    parts = [f"{escape(str(k))} {count(v)}" for k, v in rules.items() if number(v)]
+    return ", ".join(parts) or DASH
+
+
 def details_table(inputs: ReportInputs) -> str:
-    """Two tables (quality; cost and speed) so neither needs a horizontal scroll on a laptop."""
-    quality = ["Model", "n", "Questions", "Repeats", "Errors", "Macro F1", "Weighted F1", "Refusal recall",
-               "Answer rate", "Recall@k", "Repeat agreement", "Acc. std"]
+    """Small tables (quality; repeats; cost and speed) so none needs a horizontal scroll on a laptop."""
+    quality = ["Model", "n", "Questions", "Errors", "Macro F1", "Weighted F1", "Refusal recall", "Answer rate",
+               "Recall@k", "Parsed by"]
     spend = ["Model", "Total cost", "Cost / 1k Q", "Input tokens", "Output tokens", "p50 latency", "p95 latency"]
-    rows_q, rows_s = [], []
+    again = ["Model", "Repeats", "Agreement", "Accuracy per repeat", "Std"]
+    rows_q, rows_s, rows_r = [], [], []
     for name in inputs.leaderboard:
         m = inputs.models[name]
         refusal, retrieval = m.get("refusal") or {}, m.get("retrieval") or {}
-        repeats, cost, latency = m.get("repeat_stats") or {}, m.get("cost") or {}, m.get("latency") or {}
+        repeats, cost, latency = m.get("repeat_stats"), m.get("cost") or {}, m.get("latency") or {}
         recall = pct(retrieval.get("recall_at_k"))
         if recall != DASH and retrieval.get("k") is not None:
             recall += f" (k={escape(str(retrieval.get('k')))})"
         label = f"<strong>{escape(name)}</strong>"
         rows_q.append([
-            label, count(m.get("n")), count(m.get("n_questions")), count(m.get("repeats")),
-            count(m.get("error_count")), pct(m.get("macro_f1")), pct(m.get("weighted_f1")),
-            pct(refusal.get("should_refuse_did")), pct(refusal.get("should_answer_did")), recall,
-            pct(repeats.get("question_agreement")), pct(repeats.get("accuracy_std"), 2),
+            label, count(m.get("n")), count(m.get("n_questions")), count(m.get("error_count")),
+            pct(m.get("macro_f1")), pct(m.get("weighted_f1")), pct(refusal.get("should_refuse_did")),
+            pct(refusal.get("should_answer_did")), recall, _parsed_by(m.get("extraction_rules")),
         ])
         rows_s.append([
             label, escape(usd(cost.get("total_usd"))), escape(usd(cost.get("per_1k_questions_usd"))),
             count(cost.get("input_tokens")), count(cost.get("output_tokens")), millis(latency.get("p50_ms")),
             millis(latency.get("p95_ms")),
         ])
-    caption = ('<p class="caption">Refusal recall: share of must-refuse questions the model refused. Answer rate: '
-               "share of answerable questions it answered (not refused). Recall@k: share of answerable questions "
-               "whose expected article was retrieved. Repeat agreement: share of questions with the same outcome in "
-               "every repeat; Acc. std: spread of accuracy across repeats.</p>")
-    return (table(quality, rows_q, set(range(1, len(quality)))) + caption
-            + "<h3>Cost and speed</h3>" + table(spend, rows_s, set(range(1, len(spend)))))
+        if isinstance(repeats, dict):
+            per = repeats.get("accuracy_per_repeat")
+            per_text = ", ".join(pct(a) for a in per) if isinstance(per, list) else DASH
+            rows_r.append([label, count(repeats.get("n_repeats")), pct(repeats.get("question_agreement")), per_text,
+                           pct(repeats.get("accuracy_std"), 2)])
+    caption = ('<p class="caption">n: responses scored; Questions: distinct gold questions asked. Refusal recall: '
+               "share of must-refuse questions the model refused. Answer rate: share of answerable questions it "
+               "answered rather than refused. Recall@k: share of answerable questions whose expected article was "
+               "retrieved. Parsed by: how many responses each extraction rule read (inline: the prompt's own format; "
+               "json: a JSON answer; lenient: another citation style; none: nothing found).</p>")
+    html = table(quality, rows_q, set(range(1, len(quality) - 1))) + caption
+    if rows_r:
+        html += ("<h3>Repeats</h3>" + table(again, rows_r, {1, 2, 4})
+                 + '<p class="caption">Agreement: for each question asked more than once, the share of its repeats '
+                 "giving its most common answer, averaged over questions. Std: standard deviation of accuracy across "
+                 "repeats.</p>")
+    return html + "<h3>Cost and speed</h3>" + table(spend, rows_s, set(range(1, len(spend))))
 
 
 def pairwise_table(inputs: ReportInputs) -> str:
     pairs = [p for p in inputs.report.get("pairwise") or [] if isinstance(p, dict)]
     if not pairs:
-        return '<p class="muted">Only one model, so no pairwise tests.</p>'
+        if len(inputs.models) < 2:
+            return '<p class="muted">Only one model, so no pairwise tests.</p>'
+        return '<p class="muted">No pairwise tests in the report.</p>'
     rows = []
     for p in pairs:
         pv, adj = number(p.get("p_value")), number(p.get("p_adjusted"))
@@ -166,7 +186,8 @@ def spotcheck_section(inputs: ReportInputs) -> str:
     judge = spot.get("judge") or {}
     kappa = number(judge.get("kappa"))
     if judge.get("calibrated") is False:
-        mark = '<span class="badge warn-badge">judge not calibrated</span> treat these rates as rough.'
+        mark = ('<span class="badge warn-badge">judge not calibrated</span> The judge has not been checked against '
+                "human labels: treat these rates as rough.")
     elif kappa is not None:
         mark = f'<span class="badge ok-badge">judge calibrated</span> Cohen\'s kappa vs human labels {kappa:.2f}.'
     else:
@@ -180,7 +201,7 @@ def spotcheck_section(inputs: ReportInputs) -> str:
                      _rate(block, "hallucination_rate"), _rate(block, "hallucination_risk")])
     headers = ["Model", "Checked", "Groundedness ± 95% CI", "Hallucination rate ± 95% CI", "Hallucination risk ± 95% CI"]
     notes = spot.get("notes") or spot.get("explanation")
-    explain = ('<p class="caption">How to read: a judge model checks whether each claim in a correctly cited answer '
+    explain = ('<p class="caption"><strong>How to read:</strong> a judge model checks whether each claim in a correctly cited answer '
                "is supported by the cited article. Groundedness is the share of checked answers fully supported; "
                "the hallucination rate the share with an unsupported claim. Intervals are 95% CIs."
                + (f" {escape(str(notes))}" if notes else "") + "</p>")

@@ -25,14 +25,14 @@ def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
         show_edge=not narrow, pad_edge=not narrow,
     )
     rows = leaderboard_rows(inputs.models, inputs.leaderboard)
+    if narrow:
+        for r in rows:
+            r.cells["accuracy"] = r.cells["accuracy"].replace(" [", "\n[")
     for key, header in COLUMNS:
         if narrow:  # a narrow terminal: two-line headers, the CI under the accuracy instead of beside it
             header = "#" if key == "rank" else header.replace(" ", "\n", 1)
         table.add_column(header, justify="right" if key in _RIGHT else "left", overflow="fold",
                          min_width=_min_width(key, rows) if narrow else None)
-    if narrow:
-        for r in rows:
-            r.cells["accuracy"] = r.cells["accuracy"].replace(" [", "\n[")
     for row in rows:
         # Text(), not markup: a model name like "[bold]x" must print as written
         cells = [Text(row.cells[key]) for key, _ in COLUMNS]
@@ -43,10 +43,10 @@ def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
 
 
 def _min_width(key: str, rows: list) -> int | None:
-    """Rich shrinks the widest columns first; keep model names and accuracies whole."""
+    """Rich crops the last columns when it cannot shrink the others: pin every value's width, let names wrap."""
     if key == "model":
-        return min(max((len(r.model) for r in rows), default=5), 18)
-    return 12 if key == "accuracy" else None
+        return min(max((len(r.model) for r in rows), default=5), 12)
+    return max((len(line) for r in rows for line in r.cells[key].splitlines()), default=1)
 
 
 def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:

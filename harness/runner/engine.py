@@ -111,12 +111,31 @@ class JsonlAppender:
         self.fh.close()
 
 
+@dataclass
+class CallResult:
+    """What one job came to: a completion (maybe from the cache) or the error that ended its retries."""
+
+    completion: Completion | None
+    latency_ms: float | None
+    attempts: int
+    error: CallError | None
+    cached: bool
+    cost_usd: float | None
+
+
 class Engine:
+    """Generic over what a job is: ``build`` makes its request, ``record`` turns the result into a row.
+
+    ``grace run`` and the spot-check judge share this engine, and so share the
+    cache, retries, rate limits, concurrency and cost accounting.
+    """
+
     def __init__(
         self,
         plans: list[RunPlan],
-        template: Template,
-        kb_hash: str,
+        build: Callable[[ModelSpec, Any], Request],
+        key: Callable[[ModelSpec, Request, Any], str],
+        record: Callable[[RunPlan, Any, Request, CallResult], dict[str, Any]],
         out: JsonlAppender,
         cache: ResponseCache | None,
         *,
@@ -126,7 +145,7 @@ class Engine:
         backoff_base: float = 1.0,
         on_update: Callable[[RunPlan], None] | None = None,
     ):
-        self.plans, self.template, self.kb_hash, self.out = plans, template, kb_hash, out
+        self.plans, self.build, self.key, self.record, self.out = plans, build, key, record, out
         self.cache, self.read_cache = cache, read_cache
         self.concurrency, self.max_attempts, self.backoff_base = concurrency, max_attempts, backoff_base
         self.on_update = on_update or (lambda plan: None)
@@ -139,7 +158,7 @@ class Engine:
                 await p.provider.aclose()
 
     async def _run_model(self, plan: RunPlan) -> None:
-        queue: asyncio.Queue[Job] = asyncio.Queue()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
         for job in plan.jobs:
             queue.put_nowait(job)
         plan.stats.total = len(plan.jobs)
@@ -153,52 +172,38 @@ class Engine:
 
         await asyncio.gather(*(worker() for _ in range(min(n, max(1, len(plan.jobs))))))
 
-    async def _one(self, plan: RunPlan, job: Job, limiter: RateLimiter) -> None:
+    async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter) -> None:
         spec, provider = plan.spec, plan.provider
-        request = build_request(spec, self.template, job)
+        request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
-        key = request_key(spec, self.template, self.kb_hash, request, job.repeat) if use_cache else None
-        row = ResponseRecord(
-            question_id=job.question_id,
-            model=spec.name,
-            repeat=job.repeat,
-            retrieved_ids=[a.id for a in job.articles],
-            retrieval_scores=[round(a.score, 6) for a in job.articles],
-            prompt_hash=prompt_hash(request.messages),
-            template_hash=self.template.sha256,
-        )
+        key = self.key(spec, request, job) if use_cache else None
         hit = self.cache.get(key) if use_cache and self.read_cache else None
         if hit is not None:
-            comp, latency, attempts, err = Completion(**hit["completion"]), hit.get("latency_ms"), 0, None
-            row.cached = True
+            comp = Completion(**hit["completion"])
+            result = CallResult(comp, hit.get("latency_ms"), 0, None, True, None)
         else:
             comp, latency, attempts, err = await self._call(provider, request, limiter, spec)
             if comp is not None and use_cache:
                 self.cache.put(key, spec.name, {"completion": comp.__dict__, "latency_ms": latency})
-        row.attempts = attempts
-        row.latency_ms = latency
-        row.created_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            result = CallResult(comp, latency, attempts, err, False, None)
         st = plan.stats
         if comp is not None:
-            row.response, row.finish_reason = comp.text, comp.finish_reason
-            row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
-            row.cost_usd = 0.0 if not provider.needs_network else call_cost(
+            result.cost_usd = 0.0 if not provider.needs_network else call_cost(
                 comp.input_tokens, comp.output_tokens, spec.price_input_per_mtok, spec.price_output_per_mtok
             )
             st.input_tokens += comp.input_tokens or 0
             st.output_tokens += comp.output_tokens or 0
-            if row.cost_usd is None:
+            if result.cost_usd is None:
                 st.cost_known = False
-            elif not row.cached:
-                st.cost_usd += row.cost_usd
+            elif not result.cached:
+                st.cost_usd += result.cost_usd
         else:
-            row.error = err
             st.errors += 1
-            if err is not None and err.kind == "auth":
-                st.aborted = f"{spec.name}: {err.message} (stopping this model's remaining calls)"
+            if result.error is not None and result.error.kind == "auth":
+                st.aborted = f"{spec.name}: {result.error.message} (stopping this model's remaining calls)"
         st.done += 1
-        st.cached += int(row.cached)
-        self.out.write(row.model_dump(mode="json"))
+        st.cached += int(result.cached)
+        self.out.write(self.record(plan, job, request, result))
         self.on_update(plan)
 
     async def _call(self, provider: Provider, request: Request, limiter: RateLimiter, spec: ModelSpec):
@@ -222,3 +227,38 @@ class Engine:
             if not err.retryable or attempt >= self.max_attempts:
                 return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
+
+
+def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: JsonlAppender,
+                    cache: ResponseCache | None, **kwargs: Any) -> Engine:
+    """The engine for ``grace run``: gold questions in, ``responses.jsonl`` rows out."""
+
+    def build(spec: ModelSpec, job: Job) -> Request:
+        return build_request(spec, template, job)
+
+    def key(spec: ModelSpec, request: Request, job: Job) -> str:
+        return request_key(spec, template, kb_hash, request, job.repeat)
+
+    def record(plan: RunPlan, job: Job, request: Request, res: CallResult) -> dict[str, Any]:
+        comp = res.completion
+        row = ResponseRecord(
+            question_id=job.question_id,
+            model=plan.spec.name,
+            repeat=job.repeat,
+            retrieved_ids=[a.id for a in job.articles],
+            retrieval_scores=[round(a.score, 6) for a in job.articles],
+            prompt_hash=prompt_hash(request.messages),
+            template_hash=template.sha256,
+            cached=res.cached,
+            attempts=res.attempts,
+            latency_ms=res.latency_ms,
+            error=res.error,
+            cost_usd=res.cost_usd,
+            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        )
+        if comp is not None:
+            row.response, row.finish_reason = comp.text, comp.finish_reason
+            row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
+        return row.model_dump(mode="json")
+
+    return Engine(plans, build, key, record, out, cache, **kwargs)

@@ -18,7 +18,7 @@ from harness.prompts import Template
 from harness.providers import make_provider
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.runner.cache import ResponseCache
-from harness.runner.engine import Engine, Job, JsonlAppender, RunPlan, build_request, request_key
+from harness.runner.engine import Job, JsonlAppender, RunPlan, build_request, request_key, response_engine
 from harness.runner.records import RunInfo, latest_rows, read_response_lines
 from kb_builder import __version__
 from kb_builder.errors import GraceError
@@ -186,7 +186,7 @@ def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: Resp
 def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: Path, settings: RunSettings, on_update=None) -> None:
     cache = ResponseCache() if settings.use_cache else None
     writer = JsonlAppender(out / RESPONSES)
-    engine = Engine(plans, template, kb_hash, writer, cache, read_cache=settings.read_cache,
+    engine = response_engine(plans, template, kb_hash, writer, cache, read_cache=settings.read_cache,
                     concurrency=settings.concurrency, max_attempts=settings.max_attempts,
                     backoff_base=settings.backoff_base, on_update=on_update)
     try:

@@ -38,8 +38,10 @@ class Extraction(NamedTuple):
 
 _CANONICAL = re.compile(r"\[ID: ([^\[\]\n]+)\]")
 _BRACKETED = re.compile(r"[\[(\u3010\u3014]([^\[\]()\u3010\u3011\u3014\u3015\n]{1,300})[\])\u3011\u3015]")
-# "ID: x" outside brackets; only taken when x is a KB ID
-_LOOSE_ID = re.compile(r"\bIDs?\**\s*[:#]\s*\**([\w][\w\-./]*)", re.IGNORECASE)
+# "ID: x" outside brackets, only taken when x is a KB ID. Found from its ":" or "#" (a fast literal
+# scan) and then checked for the "ID" label just before it: an IGNORECASE "\bID" scan costs 5x more.
+_SEP_VALUE = re.compile(r"[:#]\s*\**([\w][\w\-./]*)")
+_ID_BEFORE = re.compile(r"\bIDs?\**\s*$", re.IGNORECASE)
 # "[ID: x]", "[Article ID 17]", "(source id# x)": sep is ":", "#" or "=", or a space before a digit-led ID
 _ID_LABEL = re.compile(
     r"(?:(?:article|source|doc|document|kb|ref|reference|citation)[\s_-]*)?ids?\s*(?:([:#=])\s*|\s+(?=\S))(.*)",
@@ -107,13 +109,16 @@ def inline_ids_lenient(text: str, kb_ids: Collection[str]) -> list[str]:
             open_char = text[m.start()]
             for i in _bracket_ids(m.group(1), open_char != "(", kb_ids):
                 found.append((m.start(), i))
-    if "d" in text or "D" in text:
-        for m in _LOOSE_ID.finditer(text):
+    if ":" in text or "#" in text:
+        for m in _SEP_VALUE.finditer(text):
+            start = m.start()
+            if not _ID_BEFORE.search(text, max(0, start - 12), start):
+                continue
             t = m.group(1)
             if t not in kb_ids:
                 t = t.rstrip(_TRAIL)
             if t in kb_ids:
-                found.append((m.start(), t))
+                found.append((start, t))
     found.sort(key=lambda p: p[0])
     out: list[str] = []
     for _, i in found:

@@ -115,7 +115,8 @@ def score_responses(
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    atomic_write_text(out_dir / REPORT, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    # no indent: the confusion matrices would put every number on its own line (and json's C encoder skips indent)
+    atomic_write_text(out_dir / REPORT, json.dumps(data, ensure_ascii=False) + "\n")
     return data
 
 
@@ -256,16 +257,22 @@ def _build_report(
     must_q = np.array([g.must_refuse for g in questions], dtype=bool)
     per_model: dict[str, dict[str, Any]] = {}
     majority: dict[str, np.ndarray] = {}
+    # models that answered the same questions are bootstrapped together, on the same resamples
+    same_questions: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         sel = np.flatnonzero(a["model"] == mi)
         m = _model_metrics(a, sel, must_q, names)
         answered, rate = per_question(a["q"][sel], m.pop("_hits").astype(np.float64), nq)
         _, strict_rate = per_question(a["q"][sel], m.pop("_strict_hits").astype(np.float64), nq)
-        m["accuracy_ci95"], m["strict_accuracy_ci95"] = bootstrap_cis([rate, strict_rate], bootstrap, seed)
+        same_questions.setdefault(answered.tobytes(), []).append((name, rate, strict_rate))
         vote = np.full(nq, -1, dtype=np.int8)
         vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
         majority[name] = vote
         per_model[name] = m
+    for group in same_questions.values():
+        cis = bootstrap_cis([s for _, rate, strict in group for s in (rate, strict)], bootstrap, seed)
+        for k, (name, _, _) in enumerate(group):
+            per_model[name]["accuracy_ci95"], per_model[name]["strict_accuracy_ci95"] = cis[2 * k], cis[2 * k + 1]
     board = sorted(models, key=lambda x: (-per_model[x]["accuracy"], -per_model[x]["strict_accuracy"], x))
     pairs = pairwise_tests(board, majority)
     letters = compact_letters(board, {frozenset((p["a"], p["b"])) for p in pairs if p["significant"]})

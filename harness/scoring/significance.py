@@ -43,14 +43,16 @@ def bootstrap_cis(
         return [None for _ in series]
     rng = np.random.default_rng(seed)
     stack = np.vstack([s.astype(np.float64) for s in series])  # (k, n)
-    means = np.empty((len(series), n_samples))
+    means = np.empty((n_samples, len(series)))
     chunk = max(1, _CHUNK_CELLS // n)
     for start in range(0, n_samples, chunk):
         b = min(chunk, n_samples - start)
         idx = rng.integers(0, n, size=(b, n))
-        for k in range(len(series)):
-            means[k, start:start + b] = stack[k][idx].mean(axis=1)
-    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=1)
+        # how often each question was drawn in each resample; one matrix product then serves every series
+        idx += np.arange(b)[:, None] * n
+        counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        means[start:start + b] = counts @ stack.T / n
+    lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
     return [[round(float(a), 6), round(float(b), 6)] for a, b in zip(lo, hi)]
 
 

@@ -1,0 +1,209 @@
+"""grace annotate in a real headless Chromium: label by keyboard and mouse, reload, search, escape."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from annotations.server import AnnotationApp, make_server, url_for
+from annotations.state import AnnotationSession
+from kb_builder.store import load_kb
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+
+EVIL_TITLE = '<img src=x onerror="window.__xss=1">Expense <b>policy</b>'
+EVIL_TEXT = "<script>window.__xss=2</script> Expense policy: reimbursements <img src=x onerror=window.__xss=3> in 30 days."
+ARTICLES = [
+    ("1", "Annual leave", "You earn annual leave every pay period. Carry over up to 240 hours into the next leave year."),
+    ("2", "Sick leave", "Sick leave covers illness, medical appointments and caring for a family member."),
+    ("3", "Laptops and equipment", "Your laptop is shipped to your home address before your first day."),
+    ("4", "Travel approval", "Your supervisor approves conference travel in the travel system before you book."),
+    ("5", "Slack etiquette", "Use threads in Slack channels and set your status when you are away."),
+    ("6", EVIL_TITLE, EVIL_TEXT),
+]
+QUESTIONS = [
+    ("q1", "How many hours of annual leave can I carry over?"),
+    ("q2", "Who approves my conference travel?"),
+    ("q3", "What is the capital of France?"),
+    ("q4", "Can I use sick leave to care for my child?"),
+    ("q5", "Is there a policy about lunch?"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def served(tmp_path):
+    kb_dir = tmp_path / "kb"
+    kb_dir.mkdir()
+    (kb_dir / "articles.jsonl").write_text(
+        "".join(json.dumps({"id": i, "title": t, "text": x, "heading_path": ["Handbook"]}) + "\n" for i, t, x in ARTICLES)
+    )
+    q = tmp_path / "q.csv"
+    with q.open("w", newline="") as fh:
+        csv.writer(fh).writerows([("question_id", "question"), *QUESTIONS])
+    kb = load_kb(kb_dir)
+    session = AnnotationSession.open(kb, tmp_path / "gold.csv", questions=q, annotator="tester")
+    servers = []
+
+    def start(host="127.0.0.1", token=None):
+        httpd = make_server(AnnotationApp(session, kb.retriever(), k=5), host, 0, token)
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(httpd)
+        return url_for(host, httpd.server_address[1], token)
+
+    yield start, tmp_path / "gold.csv"
+    for httpd in servers:
+        httpd.shutdown()
+        httpd.server_close()
+    session.close()
+
+
+def open_page(browser, url):
+    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='1']")
+    return page, errors
+
+
+def at_question(page, n: int) -> None:
+    page.wait_for_function(f"document.getElementById('qpos').textContent.startsWith('Question {n} /')")
+
+
+def rows(path: Path) -> dict[str, dict[str, str]]:
+    with path.open(newline="") as fh:
+        return {r["question_id"]: r for r in csv.DictReader(fh)}
+
+
+def test_label_by_keyboard_and_mouse_then_reload(browser, served):
+    start, gold = served
+    url = start()
+    page, errors = open_page(browser, url)
+    at_question(page, 1)
+
+    page.keyboard.press("1")  # keyboard: the top candidate answers q1; the page moves on
+    at_question(page, 2)
+    page.locator("#cands li[data-id='4'] button.choose").click()  # mouse
+    at_question(page, 3)
+    page.keyboard.press("r")  # must_refuse
+    at_question(page, 4)
+
+    # q4: two articles answer; the second is found with the search box
+    page.keyboard.press("Shift+Digit1")
+    page.wait_for_selector("#chosen li")
+    page.keyboard.press("/")
+    page.keyboard.type("carry over hours")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('list-title').textContent.startsWith('Search results')")
+    assert page.locator("#cands li").first.get_attribute("data-id") == "1"
+    assert page.locator("#cands li").first.locator("mark").count() >= 2
+    page.keyboard.press("Shift+Digit1")
+    page.wait_for_function("document.querySelectorAll('#chosen li').length === 2")
+    page.keyboard.press("n")
+    page.keyboard.type("two articles answer")
+    page.keyboard.press("Escape")
+    page.wait_for_function("document.getElementById('saved').textContent.includes('q4')")
+
+    # q5: edit the question, then skip with a note
+    page.keyboard.press("j")
+    at_question(page, 5)
+    page.keyboard.press("e")
+    page.keyboard.press("End")
+    page.keyboard.type(" At the office?")
+    page.keyboard.press("Escape")
+    page.keyboard.press("s")
+    page.keyboard.type("ambiguous")
+    page.keyboard.press("Enter")
+    page.wait_for_function("document.getElementById('progress').textContent.includes('skipped 1')")
+    assert page.locator("#progress").text_content() == "4 / 5 labelled · must_refuse 1 (25.0%) · skipped 1"
+
+    # what is on disk
+    r = rows(gold)
+    assert (r["q1"]["status"], r["q1"]["expected_citations"], r["q1"]["must_refuse"]) == ("labelled", "1", "false")
+    assert r["q2"]["expected_citations"] == "4"
+    assert (r["q3"]["must_refuse"], r["q3"]["expected_citations"]) == ("true", "")
+    assert r["q4"]["expected_citations"] == "2;1" and r["q4"]["notes"] == "two articles answer"
+    assert r["q5"]["status"] == "skipped" and r["q5"]["notes"] == "skipped: ambiguous"
+    assert r["q5"]["question"] == "Is there a policy about lunch? At the office?"
+    assert r["q5"]["original_question"] == "Is there a policy about lunch?"
+    assert {x["annotator"] for x in r.values()} == {"tester"}
+
+    # reload: everything is still there
+    page.goto(url + "#1")
+    page.wait_for_selector("body[data-ready='1']")
+    at_question(page, 1)
+    assert page.locator("#chosen .chip-id").all_text_contents() == ["#1"]
+    assert page.locator("#cands li[data-id='1']").get_attribute("class").split() == ["card", "chosen"]
+    page.keyboard.press("j")
+    at_question(page, 2)
+    assert page.locator("#chosen .chip-id").all_text_contents() == ["#4"]
+    page.keyboard.press("j")
+    at_question(page, 3)
+    assert page.locator("#status-badge").text_content() == "must_refuse"
+    page.keyboard.press("j")
+    at_question(page, 4)
+    assert page.locator("#chosen .chip-id").all_text_contents() == ["#2", "#1"]
+    assert page.locator("#notes").input_value() == "two articles answer"
+    page.keyboard.press("u")  # none left unlabelled: stays put and says so
+    page.wait_for_function("document.getElementById('saved').textContent.includes('no unlabelled')")
+    assert errors == []
+    page.close()
+
+
+def test_kb_text_is_shown_as_text_never_run(browser, served):
+    start, _ = served
+    page, errors = open_page(browser, start())
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    page.keyboard.press("/")
+    page.keyboard.type("expense reimbursements")
+    page.wait_for_function("document.getElementById('list-title').textContent.startsWith('Search results')")
+    card = page.locator("#cands li[data-id='6']")
+    assert card.locator(".title").text_content() == EVIL_TITLE
+    card.locator("button.view").click()
+    page.wait_for_selector("#viewer:not([hidden])")
+    assert page.locator("#v-text").text_content() == EVIL_TEXT
+    assert page.locator("#v-title").text_content() == f"#6 {EVIL_TITLE}"
+    assert page.locator("#v-text mark").count() >= 2
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#cands img, #viewer img, script:not([src])").count() == 0
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#viewer", state="hidden")
+    origin = page.url.split("/#")[0].rstrip("/")
+    assert requests and all(u.startswith(origin) for u in requests)  # no CDN, no network
+    assert errors == []
+    page.close()
+
+
+def test_remote_host_works_with_the_token_in_the_url(browser, served):
+    start, gold = served
+    url = start(host="127.0.0.2", token="tok-123")
+    page, errors = open_page(browser, url)
+    page.keyboard.press("3")  # third candidate, whatever it is, via the token-carrying API
+    at_question(page, 2)
+    assert rows(gold)["q1"]["status"] == "labelled"
+    denied = browser.new_page()
+    resp = denied.goto(url.split("?")[0])
+    assert resp.status == 403
+    denied.close()
+    assert errors == []
+    page.close()
