@@ -8,6 +8,7 @@ between Python code points and JavaScript UTF-16 units.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
 _WORD = re.compile(r"\w\w+")  # the token pattern BM25 indexes with
@@ -85,8 +86,10 @@ def best_passage(text: str, terms: frozenset[str], width: int = 320) -> tuple[in
     """The span with the most distinct query terms (then most hits, then earliest)."""
     spans = match_spans(text, terms)
     best, best_key = (0, min(len(text), width)), (0, 0)
+    starts = [a for a, _ in spans]
     for s, e in _units(text, width):
-        inside = [text[a:b] for a, b in spans if a >= s and b <= e]
+        lo, hi = bisect_left(starts, s), bisect_right(starts, e)
+        inside = [text[a:b] for a, b in spans[lo:hi] if b <= e]
         key = (len({stem(w) for w in inside}), len(inside))
         if key > best_key:
             best, best_key = (s, e), key

@@ -66,7 +66,7 @@ def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) 
     uncovered = [ArticleCount(id=a.id, title=a.title, questions=0) for a in kb.articles if a.id not in counts]
     by_section: dict[str, list[int]] = {}
     for a in kb.articles:
-        sec = (a.heading_path[0] if a.heading_path else "") or (a.source or "").split("/")[0] or "(none)"
+        sec = _section(a)
         tally = by_section.setdefault(sec, [0, 0])
         tally[0] += 1
         tally[1] += a.id in counts
@@ -84,11 +84,25 @@ def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) 
         per_article=per_article,
         uncovered=uncovered,
         unknown_ids=sorted(i for i in counts if i not in kb.by_id),
-        sections=[SectionCoverage(section=s, articles=t[0], covered=t[1]) for s, t in sorted(by_section.items())],
+        # least covered first: the gaps are the point
+        sections=[
+            SectionCoverage(section=s, articles=t[0], covered=t[1])
+            for s, t in sorted(by_section.items(), key=lambda kv: (kv[1][1] / kv[1][0], -kv[1][0], kv[0]))
+        ],
         category_column=column,
         categories=dict(Counter((r.extra.get(column) or "(empty)") for r in records).most_common()) if column else {},
         annotators=dict(Counter(r.annotator or "(unknown)" for r in labelled).most_common()),
     )
+
+
+def _section(article) -> str:
+    """Top folder of the source document, else the document, else the first heading."""
+    source = (article.source or "").replace("\\", "/").strip("/")
+    if "/" in source:
+        return source.split("/")[0]
+    if source:
+        return source
+    return (article.heading_path[0] if article.heading_path else "") or "(none)"
 
 
 def _pct(a: int, b: int) -> str:
@@ -116,8 +130,10 @@ def render(st: GoldStats, limit: int = 20) -> str:
     if len(st.uncovered) > len(cut(st.uncovered)):
         lines.append(f"  ... {len(st.uncovered) - limit} more (--limit 0 lists all)")
     if len(st.sections) > 1:
-        lines += ["", "coverage by section:"]
-        lines += [f"  {s.covered:4d}/{s.articles:<4d} {_pct(s.covered, s.articles):>6}  {s.section}" for s in st.sections]
+        lines += ["", "coverage by section (least covered first):"]
+        lines += [f"  {s.covered:4d}/{s.articles:<4d} {_pct(s.covered, s.articles):>6}  {s.section}" for s in cut(st.sections)]
+        if len(st.sections) > len(cut(st.sections)):
+            lines.append(f"  ... {len(st.sections) - limit} more sections (--limit 0 lists all)")
     if st.unknown_ids:
         lines += ["", f"cited IDs not in the KB: {', '.join(st.unknown_ids)} (run 'grace annotations validate')"]
     if st.category_column:

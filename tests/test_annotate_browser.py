@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import threading
 from pathlib import Path
 
@@ -21,6 +22,7 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 if not os.path.exists(CHROMIUM):
     pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+expect = sync_api.expect
 
 EVIL_TITLE = '<img src=x onerror="window.__xss=1">Expense <b>policy</b>'
 EVIL_TEXT = "<script>window.__xss=2</script> Expense policy: reimbursements <img src=x onerror=window.__xss=3> in 30 days."
@@ -80,13 +82,16 @@ def open_page(browser, url):
     page = browser.new_page(viewport={"width": 1300, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
+    page.requested = []
+    page.on("request", lambda req: page.requested.append(req.url))
     page.goto(url)
     page.wait_for_selector("body[data-ready='1']")
     return page, errors
 
 
 def at_question(page, n: int) -> None:
-    page.wait_for_function(f"document.getElementById('qpos').textContent.startsWith('Question {n} /')")
+    # locator waits, not wait_for_function: the page's CSP forbids the eval that one needs
+    expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))
 
 
 def rows(path: Path) -> dict[str, dict[str, str]]:
@@ -113,15 +118,15 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     page.keyboard.press("/")
     page.keyboard.type("carry over hours")
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('list-title').textContent.startsWith('Search results')")
+    expect(page.locator("#list-title")).to_have_text(re.compile("^Search results"))
     assert page.locator("#cands li").first.get_attribute("data-id") == "1"
     assert page.locator("#cands li").first.locator("mark").count() >= 2
     page.keyboard.press("Shift+Digit1")
-    page.wait_for_function("document.querySelectorAll('#chosen li').length === 2")
+    expect(page.locator("#chosen li")).to_have_count(2)
     page.keyboard.press("n")
     page.keyboard.type("two articles answer")
     page.keyboard.press("Escape")
-    page.wait_for_function("document.getElementById('saved').textContent.includes('q4')")
+    expect(page.locator("#saved")).to_contain_text("saved q4")
 
     # q5: edit the question, then skip with a note
     page.keyboard.press("j")
@@ -133,8 +138,7 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     page.keyboard.press("s")
     page.keyboard.type("ambiguous")
     page.keyboard.press("Enter")
-    page.wait_for_function("document.getElementById('progress').textContent.includes('skipped 1')")
-    assert page.locator("#progress").text_content() == "4 / 5 labelled · must_refuse 1 (25.0%) · skipped 1"
+    expect(page.locator("#progress")).to_have_text("4 / 5 labelled · must_refuse 1 (25.0%) · skipped 1")
 
     # what is on disk
     r = rows(gold)
@@ -148,7 +152,9 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     assert {x["annotator"] for x in r.values()} == {"tester"}
 
     # reload: everything is still there
-    page.goto(url + "#1")
+    page.goto(url + "#1")  # same document: only the hash changes (the page follows it) ...
+    at_question(page, 1)
+    page.reload()  # ... then a real reload
     page.wait_for_selector("body[data-ready='1']")
     at_question(page, 1)
     assert page.locator("#chosen .chip-id").all_text_contents() == ["#1"]
@@ -164,7 +170,7 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     assert page.locator("#chosen .chip-id").all_text_contents() == ["#2", "#1"]
     assert page.locator("#notes").input_value() == "two articles answer"
     page.keyboard.press("u")  # none left unlabelled: stays put and says so
-    page.wait_for_function("document.getElementById('saved').textContent.includes('no unlabelled')")
+    expect(page.locator("#saved")).to_contain_text("no unlabelled")
     assert errors == []
     page.close()
 
@@ -172,11 +178,9 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
 def test_kb_text_is_shown_as_text_never_run(browser, served):
     start, _ = served
     page, errors = open_page(browser, start())
-    requests: list[str] = []
-    page.on("request", lambda req: requests.append(req.url))
     page.keyboard.press("/")
     page.keyboard.type("expense reimbursements")
-    page.wait_for_function("document.getElementById('list-title').textContent.startsWith('Search results')")
+    expect(page.locator("#list-title")).to_have_text(re.compile("^Search results"))
     card = page.locator("#cands li[data-id='6']")
     assert card.locator(".title").text_content() == EVIL_TITLE
     card.locator("button.view").click()
@@ -188,8 +192,9 @@ def test_kb_text_is_shown_as_text_never_run(browser, served):
     assert page.locator("#cands img, #viewer img, script:not([src])").count() == 0
     page.keyboard.press("Escape")
     page.wait_for_selector("#viewer", state="hidden")
-    origin = page.url.split("/#")[0].rstrip("/")
-    assert requests and all(u.startswith(origin) for u in requests)  # no CDN, no network
+    origin = page.url.split("/#")[0].rstrip("/") + "/"
+    assert any(u.endswith("app.css") for u in page.requested)
+    assert all(u.startswith(origin) for u in page.requested)  # no CDN, no network
     assert errors == []
     page.close()
 

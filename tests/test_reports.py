@@ -14,7 +14,9 @@ from rich.console import Console
 from harness.cli.app import main
 from kb_builder.records import Article, kb_content_hash
 from harness.reports import write_reports
+from harness.reports.failures import sample_failures
 from harness.reports.heatmap import top_labels
+from harness.reports.inputs import load_inputs
 from harness.reports.plots import pareto_front
 
 XSS_SCRIPT = "<script>window.__pwned = 1</script>"
@@ -78,7 +80,7 @@ def _score_rows(kb_ids: set[str]) -> tuple[list[dict], list[dict]]:
                 label = wrong.get(qid, gold_label) if repeat == 0 or qid != "q9" else gold_label
                 text, cited, refused = _answer(qid, "none" if label == "ERROR" else label)
                 if (model, qid) == MALICIOUS:
-                    text = f"Delivery takes 3 days {XSS_SCRIPT} {XSS_IMG} [ID: {label}]"
+                    text = f"Delivery takes 3 days {XSS_SCRIPT} {XSS_IMG} \ud800 [ID: {label}]"  # + a lone surrogate
                 outcome = _outcome(expected, label, kb_ids)
                 retrieved = ["1", "2", "3"] if qid in ("q1", "q2", "q3", "q9") else ["4", "5", "6"]
                 cost = None if model == "local-llama" else (0.002 if model == "acme/large" else 0.0001)
@@ -87,7 +89,8 @@ def _score_rows(kb_ids: set[str]) -> tuple[list[dict], list[dict]]:
                     "cited_ids": cited, "refused": refused, "outcome": outcome, "extraction": "inline",
                     "strict_cited_ids": cited, "strict_refused": refused, "strict_outcome": outcome,
                     "must_refuse": expected is None, "expected_citations": [expected] if expected else [],
-                    "retrieved_ids": retrieved, "expected_retrieved": None if expected is None else expected in retrieved,
+                    "retrieved_ids": retrieved,
+                    "expected_retrieved": None if expected is None else expected in retrieved,
                     "cost_usd": cost, "latency_ms": None if model == "local-llama" else 900.0 + 10 * repeat,
                     "input_tokens": 500, "output_tokens": 40,
                     "_label": label,
@@ -95,7 +98,8 @@ def _score_rows(kb_ids: set[str]) -> tuple[list[dict], list[dict]]:
                 responses.append({
                     "schema_version": 1, "question_id": qid, "model": model, "repeat": repeat,
                     "response": None if label == "ERROR" else text, "retrieved_ids": retrieved,
-                    "error": {"kind": "timeout", "message": "no answer in 60 s", "attempts": 3} if label == "ERROR" else None,
+                    "error": ({"kind": "timeout", "message": "no answer in 60 s", "attempts": 3}
+                              if label == "ERROR" else None),
                 })
     return scores, responses
 
@@ -248,6 +252,10 @@ def test_failures_are_sampled_per_model_and_deterministic(run):
     assert "acme/large: 2 of 2 wrong responses" in section
     assert "local-llama: 5 of 5 wrong responses" in section
     assert "false refusal" in section and "invalid citation" in section
+    inputs = load_inputs(out, kb)
+    sample = sample_failures(inputs, "cheap-mini")  # 9 wrong responses over 2 repeats, 5 distinct questions
+    assert len(sample) == 6 and len({r["question_id"] for r in sample}) == 5
+    assert len({r["outcome"] for r in sample}) == 4  # every kind of failure it made shows up
 
 
 def test_spotcheck_block_shows_uncalibrated_judge(run):
@@ -310,8 +318,10 @@ def test_pareto_front_and_top_labels():
     for i in range(50):
         matrix[i][i] = 5
     matrix[3][7] = 2
-    keep = top_labels(labels, matrix, limit=4)
-    assert len(keep) == 4 and 3 in keep and 7 in keep
+    assert top_labels(labels, matrix, limit=4) == [3, 7]  # only labels involved in a confusion
+    matrix[10][11], matrix[12][13], matrix[14][15] = 3, 2, 1
+    assert top_labels(labels, matrix, limit=4) == [3, 7, 10, 11]  # the most confused first
+    assert top_labels(labels[:4], [row[:4] for row in matrix[:4]], limit=40) == [0, 1, 2, 3]  # small KB: all
 
 
 def test_cli_report_prints_leaderboard_and_rejects_missing_report(run, tmp_path, capsys):

@@ -146,10 +146,13 @@
       extras.append(el("dt", { text: k }), el("dd", { text: v }));
     }
     renderLabel();
+    renderElsewhere();
+  }
+
+  function renderElsewhere() {
     const elsewhere = S.q.chosen_elsewhere || [];
     $("elsewhere").hidden = elsewhere.length === 0;
-    const list = $("elsewhere-list");
-    list.replaceChildren(...elsewhere.map((c) => card(c, null)));
+    $("elsewhere-list").replaceChildren(...elsewhere.map((c) => card(c, null)));
   }
 
   function titleOf(id) {
@@ -208,10 +211,13 @@
           renderLabel();
           if (res.record.question !== oldText && !advance) {
             const fresh = await getJSON(`/api/question/${idx}`);
+            // new wording, new candidates; the text fields stay as typed (the user may be mid-edit)
             if (S.q && S.q.record.question_id === qid) {
-              S.q = fresh;
-              renderQuestion();
+              S.q.candidates = fresh.candidates;
+              S.q.chosen_elsewhere = fresh.chosen_elsewhere;
               if (S.listKind === "candidates") setList("candidates", S.q.candidates);
+              renderElsewhere();
+              renderLabel();
             }
           }
         }
@@ -472,6 +478,10 @@
     const aa = localStorage.getItem("grace-auto-advance");
     if (aa !== null) $("auto-advance").checked = aa === "1";
     $("auto-advance").addEventListener("change", (e) => localStorage.setItem("grace-auto-advance", e.target.checked ? "1" : "0"));
+    window.addEventListener("hashchange", () => {
+      const n = Number(location.hash.slice(1));
+      if (n && n - 1 !== S.idx) go(n - 1);
+    });
     // closing the tab mid-edit: keepalive lets the last edit reach the server after the page is gone
     window.addEventListener("pagehide", () => {
       if (!editsPending() || !$("qtext").value.trim()) return;

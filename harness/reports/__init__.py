@@ -28,13 +28,18 @@ def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[st
     out_dir = Path(out_dir)
     inputs = load_inputs(out_dir, kb)
     written = {"markdown": out_dir / LEADERBOARD_MD, "html": out_dir / REPORT_HTML}
-    atomic_write_text(written["markdown"], render_markdown(inputs))
-    atomic_write_text(written["html"], render_html(inputs))
+    atomic_write_text(written["markdown"], _encodable(render_markdown(inputs)))
+    atomic_write_text(written["html"], _encodable(render_html(inputs)))
     if console is not None:
         from harness.reports.terminal import print_leaderboard
 
         print_leaderboard(inputs, console, written["html"])
     return written
+
+
+def _encodable(text: str) -> str:
+    """JSON allows lone surrogates ("\\ud800") that UTF-8 cannot encode; bad bytes must not stop the report."""
+    return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
 __all__ = ["LEADERBOARD_MD", "REPORT_HTML", "write_reports"]

@@ -35,10 +35,19 @@ def sample_failures(inputs: ReportInputs, model: str, limit: int = PER_MODEL) ->
         rng.shuffle(rows)
         queues.append(rows)
     picked: list[dict[str, Any]] = []
-    while len(picked) < limit and any(queues):
-        for q in queues:
-            if q and len(picked) < limit:
-                picked.append(q.pop())
+    seen: set[str] = set()
+    for distinct in (True, False):  # different questions first; repeats of one only if nothing else is left
+        progress = True
+        while len(picked) < limit and progress:
+            progress = False
+            for q in queues:
+                for i in range(len(q) - 1, -1, -1):
+                    if len(picked) < limit and (not distinct or str(q[i].get("question_id")) not in seen):
+                        row = q.pop(i)
+                        picked.append(row)
+                        seen.add(str(row.get("question_id")))
+                        progress = True
+                        break
     return picked
 
 
@@ -88,13 +97,16 @@ def failure_card(inputs: ReportInputs, row: dict[str, Any]) -> str:
     lines.append(f"<dt>Expected</dt><dd>{expected}</dd>")
     lines.append(f"<dt>Cited</dt><dd>{'refused' if row.get('refused') else _ids(inputs, row.get('cited_ids'))}</dd>")
     if retrieved is not None:
-        lines.append(f"<dt>Retrieved</dt><dd>{'expected article was retrieved' if retrieved else 'expected article was <strong>not</strong> retrieved'}</dd>")
+        was = "was" if retrieved else "was <strong>not</strong>"
+        lines.append(f"<dt>Retrieved</dt><dd>expected article {was} retrieved</dd>")
     lines.append("</dl>")
     text, error = response_text(response), _error_text(response)
     if error:
         lines.append(f'<p class="error">call failed: {escape(error)}</p>')
     if text is not None:
-        shown = text if len(text) <= MAX_CHARS else text[:MAX_CHARS] + f"\n… ({len(text) - MAX_CHARS:,} more characters)"
+        shown = text
+        if len(text) > MAX_CHARS:
+            shown = text[:MAX_CHARS] + f"\n… ({len(text) - MAX_CHARS:,} more characters)"
         lines.append(f'<pre class="response">{escape(shown)}</pre>')
     elif not error and inputs.responses:  # with no responses file at all, the page says so once, at the top
         lines.append('<p class="muted">response text not found in the responses file</p>')

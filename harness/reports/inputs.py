@@ -96,7 +96,9 @@ def _read_jsonl(path: Path, notes: list[str], *, required: bool) -> list[dict[st
             try:
                 row = json.loads(raw)
             except json.JSONDecodeError as exc:
-                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it") from None
+                raise GraceError(
+                    f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it"
+                ) from None
             if isinstance(row, dict):
                 rows.append(row)
     return rows
@@ -163,7 +165,7 @@ def _load_questions(inputs: ReportInputs) -> None:
 
 
 def _load_titles(inputs: ReportInputs, kb: Any) -> None:
-    """Titles only: read ``articles.jsonl`` directly rather than ``load_kb``, which counts tokens and writes a manifest."""
+    """Titles only: read ``articles.jsonl`` directly; ``load_kb`` would count tokens and write a manifest."""
     from kb_builder.records import kb_content_hash
     from kb_builder.store import ARTICLES, read_articles
 

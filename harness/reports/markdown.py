@@ -16,6 +16,10 @@ def cell(text: str) -> str:
     return out
 
 
+def _code(value: object) -> str:
+    return str(value if value is not None else "?")[:12].replace("`", "'")
+
+
 def render_markdown(inputs: ReportInputs) -> str:
     report = inputs.report
     gold, kb = report.get("gold") or {}, report.get("kb") or {}
@@ -24,9 +28,10 @@ def render_markdown(inputs: ReportInputs) -> str:
         f"<!-- grace leaderboard.md schema_version {MARKDOWN_SCHEMA_VERSION} -->",
         "# grace leaderboard",
         "",
-        f"Gold: {gold.get('n_questions', '?')} questions ({gold.get('n_must_refuse', '?')} must refuse), "
-        f"hash `{str(gold.get('hash', '?'))[:12]}`; "
-        f"KB: {kb.get('n_articles', '?')} articles, hash `{str(kb.get('hash', '?'))[:12]}`; "
+        f"Gold: {cell(str(gold.get('n_questions', '?')))} questions "
+        f"({cell(str(gold.get('n_must_refuse', '?')))} must refuse), "
+        f"hash `{_code(gold.get('hash'))}`; "
+        f"KB: {cell(str(kb.get('n_articles', '?')))} articles, hash `{_code(kb.get('hash'))}`; "
         f"scored {cell(str(report.get('created_at', '?')))} with grace {cell(str(report.get('grace_version', '?')))}.",
         "",
         "| " + " | ".join(header for _, header in COLUMNS) + " |",

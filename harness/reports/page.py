@@ -106,8 +106,9 @@ def render_html(inputs: ReportInputs) -> str:
     models, order = inputs.models, inputs.leaderboard
     pareto, unknown = pareto_chart(models, order)
     side = (f" <em>Not plotted, cost unknown: {escape(', '.join(unknown))}.</em>" if unknown and pareto else "")
-    no_cost = ("No model has a known cost (set prices in the model config to see this plot)." if len(unknown) == len(order)
-               else "Every model with a known cost costs $0 (baselines or local models): no trade-off to plot.")
+    no_cost = "Every model with a known cost costs $0 (baselines or local models): no trade-off to plot."
+    if len(unknown) == len(order):
+        no_cost = "No model has a known cost (set prices in the model config to see this plot)."
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         _section("accuracy", "Accuracy with 95% confidence intervals",

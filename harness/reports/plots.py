@@ -76,7 +76,7 @@ def accuracy_chart(models: Models, order: list[str]) -> str | None:
 def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
     """Models no other model beats on both cost and accuracy (cheapest first)."""
     front, best = [], -1.0
-    for name, cost, acc in sorted(points, key=lambda p: (p[1], -p[2])):
+    for name, _cost, acc in sorted(points, key=lambda p: (p[1], -p[2])):
         if acc > best:
             front.append(name)
             best = acc
@@ -142,7 +142,8 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
         body.append(text(x + dx, y - 8, truncate(name, 34), anchor=anchor, size=11.5, hover=tip))
     key, _ = legend([("Pareto front", GOOD), ("dominated", MUTED)], left + 8, bottom + 56, plot_w, shape="circle")
     body.append(key)
-    return document(left + plot_w + 20, bottom + 70, body, "Accuracy against cost per 1,000 questions", "pareto"), unknown
+    svg = document(left + plot_w + 20, bottom + 70, body, "Accuracy against cost per 1,000 questions", "pareto")
+    return svg, unknown
 
 
 def _outcome_order(models: Models, order: list[str]) -> list[str]:
@@ -202,7 +203,8 @@ def retrieval_chart(models: Models, order: list[str]) -> str | None:
             if value is None:
                 body.append(text(left + 4, by + 11, f"– (n={n})", size=11, fill="#777"))
                 continue
-            tip = f"{name}: accuracy {value:.1%} when the expected article was {'retrieved' if j == 0 else 'missed'} (n={n})"
+            case = "retrieved" if j == 0 else "missed"
+            tip = f"{name}: accuracy {value:.1%} when the expected article was {case} (n={n})"
             body.append(rect(left, by, xs(value) - left, 14, color, hover=tip))
             body.append(text(xs(value) + 6, by + 11, f"{value:.0%} (n={n})", size=11))
     return document(left + plot_w + 90, top + row * len(rows) + 24, body,

@@ -133,7 +133,9 @@ class Scale:
         return out
 
 
-def legend(items: list[tuple[str, str]], x: float, y: float, max_width: float, *, shape: str = "rect") -> tuple[str, float]:
+def legend(
+    items: list[tuple[str, str]], x: float, y: float, max_width: float, *, shape: str = "rect"
+) -> tuple[str, float]:
     """A wrapping row of swatches; returns the SVG and the height it used."""
     parts, cx, cy = [], x, y
     for label, color in items:

@@ -153,7 +153,8 @@ def article_table(inputs: ReportInputs) -> str:
     if not rows:
         return '<p class="muted">No per-article results in the report.</p>'
     heads = (["Article", "Title", '<span class="num">Support</span>']
-             + [f'<span class="model" title="{escape(m)}">{_breakable(m)}</span>' for m in inputs.leaderboard] + ["Mean"])
+             + [f'<span class="model" title="{escape(m)}">{_breakable(m)}</span>' for m in inputs.leaderboard]
+             + ["Mean"])
 
     def render(chunk: list[tuple[str, float, int, list[float | None]]]) -> str:
         body = []
@@ -164,7 +165,8 @@ def article_table(inputs: ReportInputs) -> str:
             cells += [_recall_cell(r, support) for r in recalls] + [_recall_cell(mean, support)]
             body.append("<tr>" + "".join(cells) + "</tr>")
         head = "".join(f"<th>{h}</th>" for h in heads)
-        return f'<div class="scroll"><table class="articles"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+        return (f'<div class="scroll"><table class="articles"><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(body)}</tbody></table></div>')
 
     html = render(rows[:VISIBLE_ARTICLES])
     if len(rows) > VISIBLE_ARTICLES:
@@ -199,10 +201,12 @@ def spotcheck_section(inputs: ReportInputs) -> str:
         block = per_model[name] if isinstance(per_model[name], dict) else {}
         rows.append([f"<strong>{escape(str(name))}</strong>", count(block.get("n")), _rate(block, "groundedness"),
                      _rate(block, "hallucination_rate"), _rate(block, "hallucination_risk")])
-    headers = ["Model", "Checked", "Groundedness ± 95% CI", "Hallucination rate ± 95% CI", "Hallucination risk ± 95% CI"]
+    headers = ["Model", "Checked", "Groundedness ± 95% CI", "Hallucination rate ± 95% CI",
+               "Hallucination risk ± 95% CI"]
     notes = spot.get("notes") or spot.get("explanation")
-    explain = ('<p class="caption"><strong>How to read:</strong> a judge model checks whether each claim in a correctly cited answer '
-               "is supported by the cited article. Groundedness is the share of checked answers fully supported; "
+    explain = ('<p class="caption"><strong>How to read:</strong> a judge model checks whether each claim in a '
+               "correctly cited answer is supported by the cited article. Groundedness is the share of checked "
+               "answers fully supported; "
                "the hallucination rate the share with an unsupported claim. Intervals are 95% CIs."
                + (f" {escape(str(notes))}" if notes else "") + "</p>")
     return head + (table(headers, rows, {1, 2, 3, 4}) if rows else '<p class="muted">No models checked.</p>') + explain

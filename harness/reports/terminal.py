@@ -19,7 +19,7 @@ def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
     gold = inputs.report.get("gold") or {}
     narrow = width < 140
     table = Table(
-        title=f"grace leaderboard ({gold.get('n_questions', '?')} questions)",
+        title=Text(f"grace leaderboard ({gold.get('n_questions', '?')} questions)", style="bold"),
         caption="Sig.: models sharing a letter are not significantly different (McNemar exact, Holm)",
         box=None if narrow else box.HEAVY_HEAD, header_style="bold underline" if narrow else "bold",
         show_edge=not narrow, pad_edge=not narrow,

@@ -37,7 +37,7 @@ _INFO = r"(?:information|details?|data|mention|reference|answer|evidence|content
 _PATTERNS = [
     # I don't have enough / sufficient / any information (about X)
     rf"\bI\s+(?:do{_NOT}|did{_NOT})\s+have\s+(?:enough|sufficient|adequate|any|the\s+(?:necessary|required|relevant)|relevant|specific)\s+(?:\w+\s+){{0,2}}?(?:information|context|details|data)",
-    rf"\bI\s+lack\s+(?:the\s+)?(?:enough|sufficient|necessary|required|relevant)?\s*(?:information|context|details)",
+    r"\bI\s+lack\s+(?:the\s+)?(?:enough|sufficient|necessary|required|relevant)?\s*(?:information|context|details)",
     # there is not enough information / insufficient information to answer
     r"\b(?:not\s+enough|insufficient)\s+(?:\w+\s+)?(?:information|context|details)\s+(?:\w+\s+){0,3}?(?:to\s+(?:answer|determine|respond|say)|in|within|provided)\b",
     # the provided articles do not contain / don't mention ...
@@ -57,8 +57,6 @@ _PATTERNS = [
     rf"\bthere(?:\s+is|{_A}s)\s+no\s+(?:\w+\s+)?{_INFO}\s+(?:\w+\s+){{0,10}}?(?:in|within|from)\s+{_SRC}",
 ]
 _REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
-# every pattern needs one of these (lower-cased) cues; most answers contain none and skip the regex
-_CUES = ("not", "n't", "n\u2019t", "n\u2018t", "n\u02bct", "n`t", "no ", "none", "lack", "insufficient", "unable")
 
 
 def is_strict_refusal(text: str) -> bool:
@@ -71,6 +69,8 @@ def is_refusal(text: str) -> bool:
     if REFUSAL_SENTENCE in text:
         return True
     low = text.lower()
-    if not any(cue in low for cue in _CUES):
+    # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple
+    if not ("no" in low or "n't" in low or "n\u2019t" in low or "unable" in low or "lack" in low
+            or "insufficient" in low or "n\u2018t" in low or "n\u02bct" in low or "n`t" in low):
         return False
     return _REFUSAL.search(text) is not None

@@ -76,22 +76,55 @@ def _bad_field(row: dict, path: Path, n: int, gold_ids: Mapping[str, object]) ->
     return GraceError(f"{where(path, n)}: 'repeat' must be a whole number >= 0, got {rep!r}")
 
 
-def read_responses(path: str | Path, gold_ids: Mapping[str, object]) -> Iterator[ResponseRow]:
+def check_file(path: str | Path) -> Path:
     path = Path(path)
     if not path.exists():
         raise GraceError(f"{path}: responses file not found")
     if path.is_dir():
         raise GraceError(f"{path}: is a folder, expected a responses .jsonl file")
-    try:
-        yield from _rows(path, gold_ids)
-    except UnicodeDecodeError as exc:
-        raise GraceError(f"{path}: not UTF-8 text ({exc.reason}); save the file as UTF-8") from None
+    return path
 
 
-def _rows(path: Path, gold_ids: Mapping[str, object]) -> Iterator[ResponseRow]:
+def split_ranges(path: Path, parts: int) -> list[tuple[int, int]]:
+    """``parts`` byte ranges of the file, each starting at the beginning of a line."""
+    size = path.stat().st_size
+    bounds = [0]
+    with path.open("rb") as fh:
+        for i in range(1, parts):
+            fh.seek(max(bounds[-1], size * i // parts))
+            fh.readline()
+            bounds.append(min(fh.tell(), size))
+    bounds.append(size)
+    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+def _line_number_at(path: Path, offset: int) -> int:
+    """1-based number of the line starting at byte ``offset``."""
+    n, left = 1, offset
+    with path.open("rb") as fh:
+        while left > 0:
+            block = fh.read(min(left, 1 << 24))
+            if not block:
+                break
+            n += block.count(b"\n")
+            left -= len(block)
+    return n
+
+
+def read_responses(
+    path: str | Path, gold_ids: Mapping[str, object], start: int = 0, end: int | None = None
+) -> Iterator[ResponseRow]:
+    """Checked rows of the file, or of the lines in bytes ``[start, end)`` (a worker's share)."""
+    path = check_file(path)
+    first = _line_number_at(path, start) if start else 1
     loads = json.loads
-    with path.open(encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
+    with path.open("rb") as fh:
+        fh.seek(start)
+        pos = start
+        for n, raw in enumerate(fh, first):
+            if end is not None and pos >= end:
+                break
+            pos += len(raw)
             try:
                 row = loads(raw)
             except json.JSONDecodeError as exc:
@@ -101,7 +134,9 @@ def _rows(path: Path, gold_ids: Mapping[str, object]) -> Iterator[ResponseRow]:
                     f"{where(path, n)}: not valid JSON ({exc.msg} at column {exc.colno}); "
                     "each line must be one JSON object"
                 ) from None
-            if not isinstance(row, dict):
+            except UnicodeDecodeError:
+                raise GraceError(f"{where(path, n)}: not UTF-8 text; save the file as UTF-8") from None
+            if type(row) is not dict:
                 raise GraceError(f"{where(path, n)}: expected a JSON object with question_id, model and response")
             qid = row.get("question_id")
             model = row.get("model")
@@ -128,11 +163,17 @@ def _rows(path: Path, gold_ids: Mapping[str, object]) -> Iterator[ResponseRow]:
                 raise _bad_field(row, path, n, gold_ids)
             retrieved = row.get("retrieved_ids")
             if retrieved is not None:
-                if not isinstance(retrieved, list):
+                if type(retrieved) is not list:
                     raise GraceError(f"{where(path, n)}: 'retrieved_ids' must be a list of article IDs or null")
-                retrieved = [str(r) for r in retrieved]
-            yield ResponseRow(
-                n, qid, model, repeat, text, error, retrieved,
-                _number(row, "cost_usd", path, n), _number(row, "latency_ms", path, n),
-                _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n),
-            )
+                retrieved = [r if type(r) is str else str(r) for r in retrieved]
+            cost, latency = row.get("cost_usd"), row.get("latency_ms")
+            tin, tout = row.get("input_tokens"), row.get("output_tokens")
+            if not (
+                (cost is None or type(cost) is float or type(cost) is int)
+                and (latency is None or type(latency) is float or type(latency) is int)
+                and (tin is None or (type(tin) is int and tin >= 0))
+                and (tout is None or (type(tout) is int and tout >= 0))
+            ):
+                cost, latency = _number(row, "cost_usd", path, n), _number(row, "latency_ms", path, n)
+                tin, tout = _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n)
+            yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout)

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import tempfile
-from array import array
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.scoring.extraction import Extraction, extract_both
 from harness.scoring.metrics import class_metrics, cost_latency, refusal_calibration, repeat_stats, retrieval_split
-from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE, decide_outcome
-from harness.scoring.records import REPORT_SCHEMA_VERSION, SCORES_SCHEMA_VERSION, Report
-from harness.scoring.responses import read_responses
+from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
+from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
+from harness.scoring.row_pass import RULES, drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
 from kb_builder import __version__
 from kb_builder.errors import GraceError
@@ -34,25 +32,6 @@ from kb_builder.store import KB, atomic_write_text, load_kb
 
 SCORES = "scores.jsonl"
 REPORT = "report.json"
-RULE_CODE = {"json": 0, "inline": 1, "lenient": 2, "none": 3}
-RULES = list(RULE_CODE)
-_FLUSH_EVERY = 20_000
-_NOTHING = Extraction([], False, "none")
-
-
-class _Columns:
-    """One compact typed array per per-row fact: ~60 bytes a response instead of a dict."""
-
-    def __init__(self) -> None:
-        self.model, self.q, self.repeat = array("i"), array("i"), array("i")
-        self.outcome, self.strict, self.rule = array("b"), array("b"), array("b")
-        self.true, self.pred, self.refused = array("i"), array("i"), array("b")
-        self.expected_retrieved, self.retrieved_len = array("b"), array("i")
-        self.cost, self.latency = array("d"), array("d")
-        self.in_tokens, self.out_tokens = array("q"), array("q")
-
-    def numpy(self) -> dict[str, np.ndarray]:
-        return {k: np.frombuffer(v, dtype=v.typecode).copy() for k, v in vars(self).items()}
 
 
 def _load_gold(gold: str | Path | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
@@ -77,11 +56,15 @@ def score_responses(
     *,
     seed: int = 0,
     bootstrap: int = 2000,
+    workers: int | None = None,
 ) -> dict[str, Any]:
     """Score ``responses_path`` against ``gold`` and ``kb``; write scores.jsonl and report.json in ``out_dir``.
 
-    Returns the report as a dict (the content of report.json). Raises
-    ``GraceError`` naming the file and line of the first bad response.
+    ``gold`` is a gold CSV path or already-read questions; ``kb`` a KB folder or
+    a loaded KB. ``workers`` processes share a large file (default: one per
+    core, up to 8, for files over 32 MB). Returns the report as a dict (the
+    content of report.json). Raises ``GraceError`` naming the file and line of
+    the first bad response.
     """
     responses_path, out_dir = Path(responses_path), Path(out_dir)
     if bootstrap < 0:
@@ -95,14 +78,14 @@ def score_responses(
     names = article_ids + unknown + [REFUSE, NONE]
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{SCORES}.", dir=out_dir)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            cols, models = _score_rows(responses_path, questions, kb_ids, names[:-2], fh)
+        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers)
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
-        arrays, dropped = _drop_superseded(cols.numpy())
+        arrays, dropped = drop_superseded(arrays)
         if dropped.size:
-            _rewrite_without(Path(tmp_name), set(dropped.tolist()))
+            rewrite_without(Path(tmp_name), set(dropped.tolist()))
         report = _build_report(arrays, models, questions, names, seed, bootstrap)
         report["warnings"] = _warnings(report, len(questions), int(dropped.size), unknown)
         report.update(
@@ -118,103 +101,6 @@ def score_responses(
     # no indent: the confusion matrices would put every number on its own line (and json's C encoder skips indent)
     atomic_write_text(out_dir / REPORT, json.dumps(data, ensure_ascii=False) + "\n")
     return data
-
-
-def _score_rows(
-    path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], fh
-) -> tuple[_Columns, list[str]]:
-    """The hot loop: one pass over the responses, writing each scores line as it goes."""
-    code = {a: i for i, a in enumerate(label_ids)}
-    refuse_code, none_code = len(label_ids), len(label_ids) + 1
-    gold_index = {g.question_id: i for i, g in enumerate(questions)}
-    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
-    c = _Columns()
-    models: list[str] = []
-    model_index: dict[str, int] = {}
-    dumps, decide, nan = json.dumps, decide_outcome, float("nan")
-    buf: list[str] = []
-    for row in read_responses(path, gold_index):
-        qi = gold_index[row.question_id]
-        must, expected, expected_set = qinfo[qi]
-        mi = model_index.get(row.model)
-        if mi is None:
-            mi = model_index[row.model] = len(models)
-            models.append(row.model)
-        if row.error:
-            ext = strict = _NOTHING
-            outcome = strict_outcome = "error"
-        else:
-            ext, strict = extract_both(row.text, kb_ids)
-            outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids)
-            strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids)
-        cited = ext.cited_ids
-        if must:
-            true = refuse_code
-        else:
-            true = code[next((x for x in cited if x in expected_set), expected[0])]
-        if ext.refused:
-            pred = refuse_code
-        elif len(cited) == 1 and cited[0] in kb_ids:
-            pred = code[cited[0]]
-        else:
-            pred = none_code
-        retrieved = row.retrieved_ids
-        if retrieved is None or must:
-            er = None
-        else:
-            er = any(e in retrieved for e in expected)
-        buf.append(dumps({
-            "schema_version": SCORES_SCHEMA_VERSION, "question_id": row.question_id, "model": row.model,
-            "repeat": row.repeat, "cited_ids": cited, "refused": ext.refused, "outcome": outcome,
-            "extraction": ext.rule, "strict_cited_ids": strict.cited_ids, "strict_refused": strict.refused,
-            "strict_outcome": strict_outcome, "must_refuse": must, "expected_citations": expected,
-            "retrieved_ids": retrieved, "expected_retrieved": er, "cost_usd": row.cost_usd,
-            "latency_ms": row.latency_ms, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
-        }))
-        if len(buf) >= _FLUSH_EVERY:
-            fh.write("\n".join(buf) + "\n")
-            buf.clear()
-        c.model.append(mi)
-        c.q.append(qi)
-        c.repeat.append(row.repeat)
-        c.outcome.append(OUTCOME_CODE[outcome])
-        c.strict.append(OUTCOME_CODE[strict_outcome])
-        c.rule.append(RULE_CODE[ext.rule])
-        c.true.append(true)
-        c.pred.append(pred)
-        c.refused.append(ext.refused)
-        c.expected_retrieved.append(-1 if er is None else er)
-        c.retrieved_len.append(-1 if retrieved is None else len(retrieved))
-        c.cost.append(nan if row.cost_usd is None else row.cost_usd)
-        c.latency.append(nan if row.latency_ms is None else row.latency_ms)
-        c.in_tokens.append(-1 if row.input_tokens is None else row.input_tokens)
-        c.out_tokens.append(-1 if row.output_tokens is None else row.output_tokens)
-    if buf:
-        fh.write("\n".join(buf) + "\n")
-    return c, models
-
-
-def _drop_superseded(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Keep the last response per (model, question, repeat): a re-run appends its retry of a failed call."""
-    n = a["model"].size
-    order = np.lexsort((np.arange(n), a["repeat"], a["q"], a["model"]))
-    keys = np.stack([a["model"][order], a["q"][order], a["repeat"][order]])
-    last = np.r_[np.any(keys[:, 1:] != keys[:, :-1], axis=0), True]
-    dropped = np.sort(order[~last])
-    if not dropped.size:
-        return a, dropped
-    keep = np.ones(n, dtype=bool)
-    keep[dropped] = False
-    return {k: v[keep] for k, v in a.items()}, dropped
-
-
-def _rewrite_without(path: Path, skip: set[int]) -> None:
-    tmp = path.with_name(path.name + ".dedup")
-    with path.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8") as dst:
-        for i, line in enumerate(src):
-            if i not in skip:
-                dst.write(line)
-    os.replace(tmp, path)
 
 
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray, names: list[str]) -> dict[str, Any]:

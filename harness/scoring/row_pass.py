@@ -1,0 +1,198 @@
+"""The one pass over the responses: read, extract, judge, write a scores line, keep a few integers.
+
+This is the hot path (a million responses in well under a minute). Each row
+becomes one ``scores.jsonl`` line and ~60 bytes in compact typed arrays; the
+whole-run metrics are computed later from those arrays. A large file is split
+into byte ranges scored by worker processes (spawned, not forked, so calling
+this from a threaded ``grace run`` is safe) and merged in file order, so the
+output is identical whatever the number of workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from harness.scoring.extraction import Extraction, extract_both
+from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome
+from harness.scoring.records import SCORES_SCHEMA_VERSION
+from harness.scoring.responses import check_file, read_responses, split_ranges
+from kb_builder.gold import GoldQuestion
+
+RULE_CODE = {"json": 0, "inline": 1, "lenient": 2, "none": 3}
+RULES = list(RULE_CODE)
+PARALLEL_MIN_BYTES = 32 << 20  # below this, starting workers costs more than it saves
+_FLUSH_EVERY = 20_000
+_NOTHING = Extraction([], False, "none")
+
+
+class _Columns:
+    """One compact typed array per per-row fact, instead of a dict per response."""
+
+    def __init__(self) -> None:
+        self.model, self.q, self.repeat = array("i"), array("i"), array("i")
+        self.outcome, self.strict, self.rule = array("b"), array("b"), array("b")
+        self.true, self.pred, self.refused = array("i"), array("i"), array("b")
+        self.expected_retrieved, self.retrieved_len = array("b"), array("i")
+        self.cost, self.latency = array("d"), array("d")
+        self.in_tokens, self.out_tokens = array("q"), array("q")
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        return {k: np.frombuffer(v, dtype=v.typecode).copy() for k, v in vars(self).items()}
+
+
+def score_part(
+    path: Path, start: int, end: int | None, questions: list[GoldQuestion], kb_ids: frozenset[str],
+    label_ids: list[str], out_path: Path,
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``."""
+    code = {a: i for i, a in enumerate(label_ids)}
+    refuse_code, none_code = len(label_ids), len(label_ids) + 1
+    gold_index = {g.question_id: i for i, g in enumerate(questions)}
+    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
+    c = _Columns()
+    models: list[str] = []
+    model_index: dict[str, int] = {}
+    dumps, decide, nan = json.dumps, decide_outcome, float("nan")
+    buf: list[str] = []
+    with open(out_path, "w", encoding="utf-8") as fh:
+        for row in read_responses(path, gold_index, start, end):
+            qi = gold_index[row.question_id]
+            must, expected, expected_set = qinfo[qi]
+            mi = model_index.get(row.model)
+            if mi is None:
+                mi = model_index[row.model] = len(models)
+                models.append(row.model)
+            if row.error:
+                ext = strict = _NOTHING
+                outcome = strict_outcome = "error"
+            else:
+                ext, strict = extract_both(row.text, kb_ids)
+                outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids)
+                strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids)
+            cited = ext.cited_ids
+            # labels for the per-article metrics (see outcomes.true_label / predicted_label)
+            if must:
+                true = refuse_code
+            else:
+                true = code[next((x for x in cited if x in expected_set), expected[0])]
+            if ext.refused:
+                pred = refuse_code
+            elif len(cited) == 1 and cited[0] in kb_ids:
+                pred = code[cited[0]]
+            else:
+                pred = none_code
+            retrieved = row.retrieved_ids
+            er = None if retrieved is None or must else any(e in retrieved for e in expected)
+            buf.append(dumps({
+                "schema_version": SCORES_SCHEMA_VERSION, "question_id": row.question_id, "model": row.model,
+                "repeat": row.repeat, "cited_ids": cited, "refused": ext.refused, "outcome": outcome,
+                "extraction": ext.rule, "strict_cited_ids": strict.cited_ids, "strict_refused": strict.refused,
+                "strict_outcome": strict_outcome, "must_refuse": must, "expected_citations": expected,
+                "retrieved_ids": retrieved, "expected_retrieved": er, "cost_usd": row.cost_usd,
+                "latency_ms": row.latency_ms, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+            }))
+            if len(buf) >= _FLUSH_EVERY:
+                fh.write("\n".join(buf) + "\n")
+                buf.clear()
+            c.model.append(mi)
+            c.q.append(qi)
+            c.repeat.append(row.repeat)
+            c.outcome.append(OUTCOME_CODE[outcome])
+            c.strict.append(OUTCOME_CODE[strict_outcome])
+            c.rule.append(RULE_CODE[ext.rule])
+            c.true.append(true)
+            c.pred.append(pred)
+            c.refused.append(ext.refused)
+            c.expected_retrieved.append(-1 if er is None else er)
+            c.retrieved_len.append(-1 if retrieved is None else len(retrieved))
+            c.cost.append(nan if row.cost_usd is None else row.cost_usd)
+            c.latency.append(nan if row.latency_ms is None else row.latency_ms)
+            c.in_tokens.append(-1 if row.input_tokens is None else row.input_tokens)
+            c.out_tokens.append(-1 if row.output_tokens is None else row.output_tokens)
+        if buf:
+            fh.write("\n".join(buf) + "\n")
+    return c.numpy(), models
+
+
+def default_workers(path: Path) -> int:
+    if path.stat().st_size < PARALLEL_MIN_BYTES:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+def score_all(
+    path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
+    workers: int | None = None,
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Score the whole file into ``out_path``; returns the merged columns and the models in file order."""
+    path = check_file(path)
+    workers = default_workers(path) if workers is None else max(1, workers)
+    ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
+    if len(ranges) <= 1:
+        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    parts = [out_path.with_name(f"{out_path.name}.part{i}") for i in range(len(ranges))]
+    try:
+        with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part)
+                       for (a, b), part in zip(ranges, parts)]
+            results = [f.result() for f in futures]  # in file order, so the first bad line is reported
+        with open(out_path, "wb") as dst:
+            for part in parts:
+                with open(part, "rb") as src:
+                    shutil.copyfileobj(src, dst, 1 << 22)
+    finally:
+        for part in parts:
+            part.unlink(missing_ok=True)
+    return _merge(results)
+
+
+def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
+    models: list[str] = []
+    index: dict[str, int] = {}
+    pieces: dict[str, list[np.ndarray]] = {}
+    for arrays, names in results:
+        for name in names:
+            if name not in index:
+                index[name] = len(models)
+                models.append(name)
+        remap = np.array([index[n] for n in names] or [0], dtype=np.int32)
+        for key, values in arrays.items():
+            pieces.setdefault(key, []).append(remap[values] if key == "model" else values)
+    return {k: np.concatenate(v) for k, v in pieces.items()}, models
+
+
+def drop_superseded(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Keep the last response per (model, question, repeat): a re-run appends its retry of a failed call."""
+    n = a["model"].size
+    order = np.lexsort((np.arange(n), a["repeat"], a["q"], a["model"]))
+    keys = np.stack([a["model"][order], a["q"][order], a["repeat"][order]])
+    last = np.r_[np.any(keys[:, 1:] != keys[:, :-1], axis=0), True]
+    dropped = np.sort(order[~last])
+    if not dropped.size:
+        return a, dropped
+    keep = np.ones(n, dtype=bool)
+    keep[dropped] = False
+    return {k: v[keep] for k, v in a.items()}, dropped
+
+
+def rewrite_without(path: Path, skip: set[int]) -> None:
+    """Drop the scores lines (0-based) of superseded responses."""
+    tmp = path.with_name(path.name + ".dedup")
+    with path.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8") as dst:
+        for i, line in enumerate(src):
+            if i not in skip:
+                dst.write(line)
+    os.replace(tmp, path)
