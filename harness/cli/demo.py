@@ -27,20 +27,23 @@ def demo(out: Path, sample: Path) -> None:
     if not handbook.exists() or not gold.exists():
         raise GraceError(f"{sample}: sample benchmark not found (needs handbook/ and gold.csv); run from a grace checkout")
     ctx = click.get_current_context()
-    step = lambda title: click.secho(f"\n== {title}", bold=True)  # noqa: E731
+
+    def grace(*args: object) -> None:
+        """Run a grace command exactly as a user would type it."""
+        name, *rest = [str(a) for a in args]
+        cmd = cli.get_command(ctx, name)
+        cmd.main(args=rest, prog_name=f"grace {name}", standalone_mode=False)
+
+    def step(title: str) -> None:
+        click.secho(f"\n== {title}", bold=True)
+
     step(f"1/4 Build the KB from {handbook}")
-    ctx.invoke(cli.get_command(ctx, "kb").get_command(ctx, "build"), source=handbook, out=out / "kb", articles_file=None,
-               max_tokens=800, min_tokens=80, embedder="bm25")
+    grace("kb", "build", handbook, "--out", out / "kb")
     step("2/4 Retrieval quality on the gold set")
-    ctx.invoke(cli.get_command(ctx, "kb").get_command(ctx, "eval"), kb_dir=out / "kb", gold=gold, ks="1,3,5", embedder=None, show_misses=5)
+    grace("kb", "eval", out / "kb", "--gold", gold, "-k", "1,3,5", "--show-misses", "5")
     step("3/4 Run the offline baselines, score them, write the report")
-    run_cmd = cli.get_command(ctx, "run")
-    params = {p.name: p.get_default(ctx) for p in run_cmd.params}
-    params.update(kb_dir=out / "kb", gold_path=gold, models=("baseline:top1", "baseline:threshold"), out=out / "run")
-    ctx.invoke(run_cmd, **params)
-    spot = cli.get_command(ctx, "spotcheck")
-    if spot is not None:
+    grace("run", "--kb", out / "kb", "--gold", gold, "--model", "baseline:top1", "--model", "baseline:threshold", "--out", out / "run")
+    if "spotcheck" in cli.list_commands(ctx):
         step("4/4 Spot-check the hits for hallucination (offline lexical judge)")
-        args = ["run", str(out / "run"), "--kb", str(out / "kb"), "--judge", "baseline:lexical", "--sample", "20"]
-        spot.main(args=args, standalone_mode=False)
+        grace("spotcheck", "run", out / "run", "--kb", out / "kb", "--judge", "baseline:lexical", "--sample", "20")
     click.secho(f"\nDone. Open {out / 'run' / 'report.html'} in a browser.", bold=True)

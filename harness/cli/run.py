@@ -153,10 +153,11 @@ def _run_with_progress(plans, tmpl, kb_hash, out, settings, console) -> None:
 
     from harness.runner.session import run_engine
 
-    columns = [TextColumn("{task.description:<28}"), BarColumn(), MofNCompleteColumn(),
+    width = max(len(p.spec.name) for p in plans) if plans else 10
+    columns = [TextColumn(f"{{task.description:<{min(width, 30)}}}"), BarColumn(bar_width=16), MofNCompleteColumn(),
                TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
     with Progress(*columns, console=console, transient=False, disable=not plans) as bar:
-        tasks = {id(p): bar.add_task(p.spec.name[:28], total=len(p.jobs) or 1, completed=0 if p.jobs else 1, info="") for p in plans}
+        tasks = {id(p): bar.add_task(p.spec.name[:30], total=len(p.jobs) or 1, completed=0 if p.jobs else 1, info="") for p in plans}
 
         def update(plan) -> None:
             st = plan.stats

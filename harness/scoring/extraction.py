@@ -158,7 +158,19 @@ def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extrac
         return Extraction([], False, "none"), Extraction([], False, "none")
     canon = canonical_ids(text, kb_ids)
     strict_refused = is_strict_refusal(text)
-    inline = inline_ids_lenient(text, kb_ids)
+    if (
+        canon
+        and "(" not in text
+        and text.count("[") == len(canon)  # every bracket is a canonical citation (possibly repeated: slow path)
+        and text.count(":") == len(canon)
+        and "#" not in text
+        and "\u3010" not in text
+        and "\u3014" not in text
+        and all(c in kb_ids for c in canon)
+    ):
+        inline = list(canon)  # fast path: the prompt's own format and nothing else a lenient reader could find
+    else:
+        inline = inline_ids_lenient(text, kb_ids)
     refused = strict_refused or is_refusal(text)
     ans = find_json_answer(text) if "{" in text else None
 

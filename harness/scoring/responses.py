@@ -117,16 +117,18 @@ def read_responses(
     """Checked rows of the file, or of the lines in bytes ``[start, end)`` (a worker's share)."""
     path = check_file(path)
     first = _line_number_at(path, start) if start else 1
-    loads = json.loads
+    decode = json.JSONDecoder().decode  # on str: json.loads(bytes) would sniff the encoding of every line
     with path.open("rb") as fh:
         fh.seek(start)
-        pos = start
+        if start == 0 and fh.read(3) != b"\xef\xbb\xbf":  # skip a UTF-8 byte-order mark (Windows editors)
+            fh.seek(0)
+        pos = fh.tell()
         for n, raw in enumerate(fh, first):
             if end is not None and pos >= end:
                 break
             pos += len(raw)
             try:
-                row = loads(raw)
+                row = decode(raw.decode("utf-8"))
             except json.JSONDecodeError as exc:
                 if not raw.strip():
                     continue
