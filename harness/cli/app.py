@@ -60,7 +60,9 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        cli.main(args=argv, prog_name="grace", standalone_mode=False)
+        rc = cli.main(args=argv, prog_name="grace", standalone_mode=False)
+        if isinstance(rc, int) and rc:  # standalone_mode=False returns ctx.exit(n) codes instead of raising
+            sys.exit(rc)
     except GraceError as exc:
         click.echo(click.style("error: ", fg="red", bold=True) + str(exc), err=True)
         sys.exit(exc.exit_code)

@@ -19,7 +19,10 @@ import click
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
               help="Bootstrap resamples (of questions) for the 95% confidence intervals; 0 to skip.")
-def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, seed: int, n_bootstrap: int) -> None:
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Processes sharing a large responses file (default: one per core, up to 8, above 32 MB).")
+def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, seed: int, n_bootstrap: int,
+          workers: int | None) -> None:
     """Score a responses file against a gold set.
 
     Each response is read twice: strictly (only the prompt's own format: [ID: x]
@@ -41,7 +44,7 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     out_dir = out_dir or responses.parent
     kb = load_kb(kb_dir, write_missing=False)
     start = time.perf_counter()
-    report = score_responses(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap)
+    report = score_responses(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers)
     took = time.perf_counter() - start
     n = report["responses"]["n"]
     console.print(f"scored {n:,} responses from {len(report['models'])} model(s) in {took:.1f}s -> {out_dir}",

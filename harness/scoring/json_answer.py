@@ -93,7 +93,7 @@ def _read(data: dict[str, Any], exact: bool) -> JsonAnswer:
         if key in lower:
             out.citations.append(lower[key])
     out.refused = any(lower.get(k) is True for k in REFUSED_KEYS)
-    out.exact = exact and "answer" in lower and "citation" in lower
+    out.exact = exact and "answer" in data and "citation" in data  # the template's keys, verbatim
     return out
 
 

@@ -21,13 +21,14 @@ REFUSAL_SENTENCE = "I don't have enough information to answer this question."
 
 _A = "['\u2019\u2018\u02bc`]"  # an apostrophe, straight or curly
 _NOT = rf"(?:\s+not|n{_A}t)"
-_CANT = rf"(?:cannot|can\s+not|can{_A}t|could\s+not|couldn{_A}t|was\s+unable\s+to|am\s+unable\s+to|{_A}m\s+unable\s+to|am\s+not\s+able\s+to|{_A}m\s+not\s+able\s+to|was\s+not\s+able\s+to|did\s+not|didn{_A}t|do\s+not|don{_A}t)"
+_CANT = rf"(?:cannot|can\s+not|can{_A}t|could\s+not|couldn{_A}t|was\s+unable\s+to|am\s+unable\s+to|am\s+not\s+able\s+to|was\s+not\s+able\s+to|did\s+not|didn{_A}t|do\s+not|don{_A}t)"
+_I_CANT = rf"\bI(?:\s+{_CANT}|{_A}m\s+(?:unable|not\s+able)\s+to)"
 _NOUN = r"(?:articles?|documents?|context|information|sources?|texts?|passages?|materials?|excerpts?|snippets?|knowledge\s+base|kb)"
 _SRC = (
     r"(?:"
     rf"(?:(?:the|these|those|any\s+of\s+the)\s+)?(?:provided|given|supplied|available|retrieved|above|attached|following|listed)\s+(?:\w+\s+)?{_NOUN}"
     r"|(?:the|these|those|any\s+of\s+the)\s+(?:articles?|context|passages?|excerpts?|snippets?|knowledge\s+base|kb)"
-    r"|(?:the\s+)?(?:articles?|documents?|context|sources?|passages?)\s+(?:provided|given|supplied|above|listed)"
+    r"|(?:the\s+)?(?:articles?|documents?|context|information|sources?|passages?)\s+(?:provided|given|supplied|above|listed)"
     r")"
 )
 _VERB = r"(?:contain|include|provide|mention|cover|address|answer|specify|say|state|discuss|describe|give|offer|have|detail|explain|indicate|list)"
@@ -43,12 +44,13 @@ _PATTERNS = [
     # the provided articles do not contain / don't mention ...
     rf"{_SRC}\s+(?:\w+\s+)?(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_VERB}",
     rf"{_SRC}\s+(?:contains?|includes?|provides?|has|have|offers?|gives?)\s+no\b",
+    rf"{_SRC}\s+(?:is|are|was|were|seems?|appears?)\s+(?:to\s+be\s+)?(?:insufficient|not\s+sufficient|not\s+enough)\b",
     # X is not mentioned in the provided articles
     rf"\b(?:is|are|was|were){_NOT}\s+(?:\w+\s+)?{_PART}\s+(?:\w+\s+){{0,2}}?(?:in|by|within|from)\s+{_SRC}",
     # I cannot find any information about X (in the provided articles)
-    rf"\bI\s+{_CANT}\s+(?:find|locate|identify|see)\s+(?:(?:any|the|specific|relevant|enough|clear|direct|explicit)\s+)*(?:\w+\s+)?{_INFO}",
+    rf"{_I_CANT}\s+(?:find|locate|identify|see)\s+(?:(?:any|the|specific|relevant|enough|clear|direct|explicit)\s+)*(?:\w+\s+)?{_INFO}",
     # I cannot answer this question / I'm unable to determine
-    rf"\bI\s+{_CANT}\s+(?:\w+\s+)?(?:answer|determine|provide\s+(?:an?\s+|the\s+)?(?:answer|response))\b",
+    rf"{_I_CANT}\s+(?:\w+\s+)?(?:answer|determine|provide\s+(?:an?\s+|the\s+)?(?:answer|response))\b",
     rf"\b(?:cannot|can{_A}t|could\s+not|couldn{_A}t)\s+be\s+(?:answered|determined)\b",
     # No document seems to precisely answer your question / none of the articles address
     r"\bno\s+(?:\w+\s+){0,2}?(?:documents?|articles?|sources?|passages?|excerpts?)\s+(?:\w+\s+){0,3}?(?:answers?|address(?:es)?|contains?|covers?|mentions?|provides?|seems?|appears?|match(?:es)?|discuss(?:es)?|specif(?:y|ies)|relates?|(?:is|are)\s+relevant)\b",

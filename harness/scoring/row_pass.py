@@ -18,14 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.scoring.extraction import Extraction, extract_both
+from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome
 from harness.scoring.records import SCORES_SCHEMA_VERSION
 from harness.scoring.responses import check_file, read_responses, split_ranges
 from kb_builder.gold import GoldQuestion
 
-RULE_CODE = {"json": 0, "inline": 1, "lenient": 2, "none": 3}
-RULES = list(RULE_CODE)
+RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _FLUSH_EVERY = 20_000
 _NOTHING = Extraction([], False, "none")

@@ -23,7 +23,8 @@ import numpy as np
 from harness.scoring.metrics import class_metrics, cost_latency, refusal_calibration, repeat_stats, retrieval_split
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
-from harness.scoring.row_pass import RULES, drop_superseded, rewrite_without, score_all
+from harness.scoring.extraction import RULES
+from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
 from kb_builder import __version__
 from kb_builder.errors import GraceError
@@ -98,9 +99,28 @@ def score_responses(
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    # no indent: the confusion matrices would put every number on its own line (and json's C encoder skips indent)
-    atomic_write_text(out_dir / REPORT, json.dumps(data, ensure_ascii=False) + "\n")
+    atomic_write_text(out_dir / REPORT, report_json(data))
     return data
+
+
+def report_json(data: dict[str, Any]) -> str:
+    """Indented for people and diffs, but each confusion-matrix row on one line.
+
+    Plain ``indent`` would put each of a 500x500 matrix's numbers on its own
+    line (and json's fast C encoder does not indent), so the matrices are
+    swapped for placeholders, indented, then written back compactly.
+    """
+    rows: dict[str, str] = {}
+    models = {}
+    for name, m in data["models"].items():
+        conf = m["confusion"]
+        key = f"@@confusion-{len(rows)}@@"
+        rows[key] = "[" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in conf["matrix"]) + "]"
+        models[name] = {**m, "confusion": {**conf, "matrix": key}}
+    text = json.dumps({**data, "models": models}, indent=1, ensure_ascii=False)
+    for key, value in rows.items():
+        text = text.replace(json.dumps(key), value, 1)
+    return text + "\n"
 
 
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray, names: list[str]) -> dict[str, Any]:
@@ -191,6 +211,7 @@ def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str])
     for name, m in report["models"].items():
         if m["n_questions"] < nq:
             out.append(f"{name} answered {m['n_questions']} of {nq} gold questions; its accuracy is over those only")
-        if m["error_count"]:
-            out.append(f"{name}: {m['error_count']} failed call(s) scored as misses; run 'grace run' again to retry them")
+    failed = [f"{name} {m['error_count']}" for name, m in report["models"].items() if m["error_count"]]
+    if failed:
+        out.append(f"failed calls scored as misses ({', '.join(failed)}); run the same 'grace run' again to retry them")
     return out

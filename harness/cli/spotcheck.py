@@ -1,0 +1,171 @@
+"""``grace spotcheck``: fact-check correct-citation answers, calibrate the judge, test the judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kb_builder.errors import GraceError
+
+
+def _judge(spec_text: str, template: str | None, timeout: float | None, prices: Path | None):
+    from harness.runner.pricing import load_prices
+    from harness.spotcheck.judge import load_judge_template, make_judge
+    from harness.spotcheck.judging import Judge
+
+    spec, provider = make_judge(spec_text)
+    if timeout:
+        spec.timeout_s = timeout
+    table = load_prices(prices)
+    if spec.price_input_per_mtok is None and spec.model in table:
+        spec.price_input_per_mtok, spec.price_output_per_mtok = table[spec.model]
+    return Judge(spec, provider, load_judge_template(template))
+
+
+def _settings(concurrency: int, max_attempts: int, no_cache: bool):
+    from harness.spotcheck.judging import JudgeSettings
+
+    if concurrency < 1 or max_attempts < 1:
+        raise GraceError("--concurrency and --max-attempts must be 1 or more")
+    return JudgeSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=not no_cache)
+
+
+def _pct(x, ci=None) -> str:
+    if x is None:
+        return "-"
+    text = f"{100 * x:.1f}%"
+    return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+
+
+_judge_options = [
+    click.option("--judge", "judge_spec", required=True,
+                 help="Judge model PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., google:...), or baseline:lexical offline."),
+    click.option("--template", default=None, help="Judge prompt template: built-in name (judge.v1) or file path."),
+    click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel judge calls."),
+    click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per judge call (retries on 429/5xx)."),
+    click.option("--timeout", type=float, default=None, help="Seconds per judge call [default: 60]."),
+    click.option("--no-cache", is_flag=True, help="Do not read the response cache (verdicts are still recorded in it)."),
+    click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens."),
+]
+
+
+def judge_options(fn):
+    for opt in reversed(_judge_options):
+        fn = opt(fn)
+    return fn
+
+
+@click.group()
+def spotcheck() -> None:
+    """Fact-check correct-citation answers for hallucination, and measure how far the judge can be trusted."""
+
+
+@spotcheck.command("run")
+@click.argument("run_or_scores", type=click.Path(path_type=Path))
+@click.option("--kb", "kb_dir", type=click.Path(path_type=Path), default=None, help="KB folder [default: the one report.json names].")
+@judge_options
+@click.option("--sample", type=int, default=None, help="Hits checked per model, stratified by cited article [default: 50].")
+@click.option("--all", "take_all", is_flag=True, help="Check every hit instead of a sample.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for the sample and the bootstrap.")
+@click.option("--repeats", type=int, default=1, show_default=True, help="Judge passes, to measure the judge's run-to-run spread.")
+@click.option("--model", "-m", "models", multiple=True, help="Only these answering models (repeatable).")
+@click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
+def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attempts, timeout, no_cache, prices,
+            sample, take_all, seed, repeats, models, bootstrap) -> None:
+    """Sample correct-citation hits of RUN_OR_SCORES (a scored run folder) and fact-check each segment."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.spotcheck.pipeline import SpotcheckOptions, run_spotcheck
+
+    if take_all and sample is not None:
+        raise GraceError("give --sample N or --all, not both")
+    console = Console()
+    judge = _judge(judge_spec, template, timeout, prices)
+    opts = SpotcheckOptions(sample=None if take_all else (sample or 50), seed=seed, repeats=repeats,
+                            bootstrap=bootstrap, models=tuple(models))
+    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, _settings(concurrency, max_attempts, no_cache), console)
+    jb = spot["judge"]
+    mark = (f"[green]calibrated[/] (kappa {jb['kappa']:.2f}, n={jb['n']})" if jb["calibrated"] and jb.get("kappa") is not None
+            else "[yellow]judge not calibrated[/]")
+    console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}")
+    table = Table(title="Correct-citation answers, fact-checked (95% CIs)")
+    table.add_column("Model", no_wrap=True)
+    for name in ("Hits", "Checked", "Segments", "Groundedness", "Halluc. rate", "Halluc. risk"):
+        table.add_column(name, justify="right")
+    for m, v in spot["models"].items():
+        table.add_row(m, str(v["hits"]), str(v["n"]), str(v["n_segments"]),
+                      _pct(v["groundedness"], v["groundedness_ci95"]), _pct(v["hallucination_rate"], v["hallucination_rate_ci95"]),
+                      _pct(v["hallucination_risk"], v["hallucination_risk_ci95"]))
+    console.print(table)
+    if spot["variance"]["max_spread"] is not None:
+        console.print(f"judge run-to-run spread over {repeats} repeats: up to {100 * spot['variance']['max_spread']:.1f} "
+                      "points of groundedness; smaller differences between models are noise")
+    calls = spot["judge_calls"]
+    cost = "unknown" if calls["cost_usd"] is None else f"${calls['cost_usd']:.4f}"
+    console.print(f"judge calls: {calls['calls']} made, {calls['cached']} cached, {calls['reused_from_file']} reused, "
+                  f"{calls['decided_without_judge']} decided without the judge (quotes), {calls['errors']} failed; cost {cost}")
+    for w in spot["warnings"] + calls["aborted"]:
+        console.print(f"[yellow]{w}[/]")
+    run_dir = Path(spot["run"]["path"])
+    console.print(f"spotcheck -> {run_dir / 'spotcheck.json'}; for human labels: {run_dir / spot['review_csv']}")
+    if spot.get("_report_html"):
+        console.print(f"report: {spot['_report_html']}")
+
+
+@spotcheck.command("calibrate")
+@click.argument("human_csv", type=click.Path(path_type=Path))
+@click.argument("judge_json", type=click.Path(path_type=Path))
+@click.option("--show", type=int, default=10, show_default=True, help="Disagreements to print.")
+def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
+    """Compare the judge's verdicts (JUDGE_JSON = spotcheck.json) with human labels (HUMAN_CSV)."""
+    from rich.console import Console
+
+    from harness.spotcheck.calibration import calibrate
+
+    console = Console()
+    c = calibrate(human_csv, judge_json, console)
+    fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
+    console.print(f"judge {c['judge']} vs {c['n']} human labels: kappa {fmt(c['kappa'])}, agreement {fmt(c['agreement'])}, "
+                  f"precision(unsupported) {fmt(c['precision_unsupported'])}, recall(unsupported) {fmt(c['recall_unsupported'])}")
+    if c["n_unmatched"] or c["n_stale"]:
+        console.print(f"[yellow]{c['n_unmatched']} label(s) match no judged segment, {c['n_stale']} have changed text; left out[/]")
+    for d in c["disagreements"][:show]:
+        console.print(f"- {d['model']} {d['question_id']} #{d['segment_index']}: human {d['human']}, judge {d['judge']}: "
+                      f"{d['segment_text'][:120]!r}")
+    if len(c["disagreements"]) > show:
+        console.print(f"... {len(c['disagreements']) - show} more in calibration.json")
+    console.print(f"calibration -> {judge_json.parent / 'calibration.json'}")
+
+
+@spotcheck.command("meta-eval")
+@judge_options
+@click.option("--cases", type=click.Path(path_type=Path), default=None, help="Cases JSONL [default: the built-in set].")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the full result as JSON here.")
+@click.option("--show", type=int, default=5, show_default=True, help="Failed cases to print.")
+def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_cache, prices, cases, out, show) -> None:
+    """Run the judge on hand-written cases with known verdicts; report its pass rate per failure mode."""
+    import json
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.spotcheck.meta_eval import load_cases, run_meta_eval
+    from kb_builder.store import atomic_write_text
+
+    console = Console()
+    judge = _judge(judge_spec, template, timeout, prices)
+    result = run_meta_eval(judge, load_cases(cases), _settings(concurrency, max_attempts, no_cache))
+    table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate", title=f"Judge meta-eval: {judge.spec.name}")
+    for mode, v in result["per_mode"].items():
+        table.add_row(mode, "/".join(v["expected"]), str(v["cases"]), str(v["passed"]), _pct(v["pass_rate"]))
+    table.add_row("all", "", str(result["cases"]), str(result["passed"]), _pct(result["pass_rate"]), style="bold")
+    console.print(table)
+    console.print(f"unsupported caught {_pct(result['unsupported_caught'])}, supported accepted {_pct(result['supported_accepted'])}")
+    for f in result["failures"][:show]:
+        console.print(f"- {f['id']} ({f['failure_mode']}): expected {'supported' if f['expected_supported'] else 'unsupported'}, "
+                      f"got {f['supported']}: {f['explanation'][:140]}")
+    if out:
+        atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        console.print(f"meta-eval -> {out}")

@@ -1,0 +1,129 @@
+"""How far the judge can be trusted: its verdicts against human labels on the same segments.
+
+The positive class is "unsupported", the thing the spot-check hunts:
+precision says how many of the judge's alarms a human confirms, recall how
+many of the human-found hallucinations the judge caught, and Cohen's kappa the
+agreement beyond chance. Labels are matched on (model, question_id, repeat,
+segment_index); a label whose segment text no longer matches what was judged
+(the run changed since it was labelled) is stale and left out, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.spotcheck.passes import load_done
+from harness.spotcheck.publish import update_report
+from harness.spotcheck.records import CalibrationFile
+from harness.spotcheck.review import read_labels, same_text
+from kb_builder.errors import GraceError
+from kb_builder.gold import file_hash
+from kb_builder.store import atomic_write_text
+
+CALIBRATION_JSON = "calibration.json"
+
+
+def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
+    """Kappa of two binary raters; None when chance agreement is total (both raters constant and equal)."""
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    if pe == 1:
+        return None
+    return (po - pe) / (1 - pe)
+
+
+def agreement_stats(human_unsupported: list[bool], judge_unsupported: list[bool]) -> dict[str, Any]:
+    tp = sum(h and j for h, j in zip(human_unsupported, judge_unsupported))
+    fp = sum(j and not h for h, j in zip(human_unsupported, judge_unsupported))
+    fn = sum(h and not j for h, j in zip(human_unsupported, judge_unsupported))
+    tn = len(human_unsupported) - tp - fp - fn
+    n = len(human_unsupported)
+    r = lambda x: None if x is None else round(x, 6)  # noqa: E731
+    return {
+        "n": n,
+        "agreement": r((tp + tn) / n) if n else None,
+        "kappa": r(cohen_kappa(human_unsupported, judge_unsupported)),
+        "precision_unsupported": r(tp / (tp + fp)) if tp + fp else None,
+        "recall_unsupported": r(tp / (tp + fn)) if tp + fn else None,
+        "confusion": {"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+    }
+
+
+def _judge_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+    """The judge's verdict (repeat 0) per segment, from the judgements file spotcheck.json points to."""
+    rel = (spot.get("judgements") or {}).get("path")
+    if not rel:
+        raise GraceError(f"{spot_path}: no judgements path; is this a spotcheck.json written by 'grace spotcheck run'?")
+    path = spot_path.parent / rel
+    if not path.exists():
+        raise GraceError(f"{path}: judgements file not found (named by {spot_path})")
+    judge, template_hash = spot["judge"]["name"], spot["judge"]["template_hash"]
+    out: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for row in load_done(path).values():  # already the latest row per judgement
+        if row.get("judge") == judge and row.get("template_hash") == template_hash and row.get("judge_repeat") == 0:
+            out[(row["model"], row["question_id"], int(row["repeat"]), int(row["segment_index"]))] = row
+    return out
+
+
+def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[str, Any]:
+    """Compare, write ``calibration.json`` next to ``judge_json``, and mark the judge calibrated there and in the report."""
+    if not judge_json.exists():
+        raise GraceError(f"{judge_json}: file not found; give the spotcheck.json written by 'grace spotcheck run'")
+    try:
+        spot = json.loads(judge_json.read_text(encoding="utf-8"))
+        judge = spot["judge"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise GraceError(f"{judge_json}: not a spotcheck.json (no judge block)") from None
+    labels = read_labels(human_csv)
+    if not labels:
+        raise GraceError(f"{human_csv}: no labelled rows (fill the 'supported' column with true or false)")
+    verdicts = _judge_rows(spot, judge_json)
+    human, machine, disagreements = [], [], []
+    unmatched = stale = 0
+    for lab in labels:
+        row = verdicts.get(lab.key)
+        if row is None or row.get("supported") is None:
+            unmatched += 1
+            continue
+        if lab.segment_text is not None and lab.segment_text.strip() and not same_text(lab.segment_text, row["segment_text"]):
+            stale += 1
+            continue
+        human.append(not lab.supported)
+        machine.append(not row["supported"])
+        if lab.supported != row["supported"]:
+            disagreements.append({
+                "model": lab.model, "question_id": lab.question_id, "repeat": lab.repeat,
+                "segment_index": lab.segment_index, "segment_text": row["segment_text"],
+                "citations": row.get("citations"), "human": "supported" if lab.supported else "unsupported",
+                "judge": "supported" if row["supported"] else "unsupported",
+                "judge_explanation": row.get("explanation"), "judge_source": row.get("source"),
+                "note": lab.note, "reviewer": lab.reviewer, "line": lab.line,
+            })
+    if not human:
+        raise GraceError(f"{human_csv}: none of the {len(labels)} labelled rows matches a segment judged by "
+                         f"{judge['name']} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
+    stats = agreement_stats(human, machine)
+    calib = CalibrationFile(
+        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
+                   "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
+        judge=judge["name"], template_hash=judge["template_hash"], n_unmatched=unmatched, n_stale=stale,
+        disagreements=disagreements, **stats,
+    ).model_dump(mode="json")
+    out_dir = judge_json.parent
+    atomic_write_text(out_dir / CALIBRATION_JSON, json.dumps(calib, indent=2, ensure_ascii=False) + "\n")
+    judge.update(calibrated=True, kappa=stats["kappa"], precision_unsupported=stats["precision_unsupported"],
+                 recall_unsupported=stats["recall_unsupported"], n=stats["n"], calibration=CALIBRATION_JSON)
+    from harness.spotcheck.publish import notes_for
+
+    spot["notes"] = notes_for(spot)
+    atomic_write_text(judge_json, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
+    calib["_report_html"] = update_report(out_dir, spot, console)
+    return calib

@@ -1,0 +1,173 @@
+"""The judge: its versioned prompt template, its structured verdict, and which provider plays it.
+
+The verdict is ``{"explanation": ..., "supported": true|false}`` with the
+explanation first, so a model writing left to right reasons before it decides.
+Parsing is lenient (code fences, prose around the object, "true" as a string)
+because a verdict lost to formatting is a call paid for nothing; a reply with
+no readable verdict is kept as unjudged, never guessed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.providers.base import ModelSpec, Provider
+from kb_builder.errors import GraceError
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+DEFAULT_TEMPLATE = "judge.v1"
+SECTIONS = ("system", "cited", "uncited")
+_SECTION = re.compile(r"^=== (\w+) ===\s*$", re.M)
+_PLACEHOLDER = re.compile(r"\{\{\s*(article_id|article_title|article|supported_segments|segment)\s*\}\}")
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
+_BARE = re.compile(r'"?supported"?\s*[:=]\s*"?(true|false|yes|no)\b', re.IGNORECASE)
+_TRUE, _FALSE = {"true", "yes", "supported", "1"}, {"false", "no", "unsupported", "not supported", "0"}
+OFFLINE_JUDGES = {"lexical": "harness.spotcheck.lexical_judge:LexicalJudgeProvider"}
+
+JUDGE_SCHEMA = {
+    "title": "judgement",
+    "type": "object",
+    "properties": {"explanation": {"type": "string"}, "supported": {"type": "boolean"}},
+    "required": ["explanation", "supported"],
+    "additionalProperties": False,
+}
+
+
+@dataclass(frozen=True)
+class SourceArticle:
+    id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True)
+class JudgeTemplate:
+    name: str
+    sections: dict[str, str]
+    sha256: str
+
+    def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
+        fill = lambda text: _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), text).strip()  # noqa: E731
+        messages = [{"role": "system", "content": fill(self.sections["system"])}] if self.sections.get("system", "").strip() else []
+        return messages + [{"role": "user", "content": fill(self.sections[section])}]
+
+    def cited(self, claim: str, articles: Sequence[SourceArticle]) -> list[dict[str, str]]:
+        """Pass 1: a cited segment against its own cited article(s)."""
+        return self._messages("cited", {
+            "article_id": ", ".join(a.id for a in articles),
+            "article_title": " / ".join(a.title for a in articles),
+            "article": "\n\n".join(a.text.strip() for a in articles),
+            "segment": claim,
+        })
+
+    def uncited(self, claim: str, supported: Sequence[str]) -> list[dict[str, str]]:
+        """Pass 2: an uncited segment against the answer's segments judged supported."""
+        block = "\n".join(f"- {s}" for s in supported) if supported else "(nothing in this answer was verified)"
+        return self._messages("uncited", {"supported_segments": block, "segment": claim})
+
+
+def parse_judge_template(text: str, name: str) -> JudgeTemplate:
+    parts = _SECTION.split(text)
+    sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    missing = [s for s in ("cited", "uncited") if "{{segment}}" not in sections.get(s, "").replace(" ", "")]
+    if missing or "{{article}}" not in sections.get("cited", "").replace(" ", ""):
+        raise GraceError(f"judge template {name}: needs '=== cited ===' with {{{{article}}}} and {{{{segment}}}}, and "
+                         "'=== uncited ===' with {{supported_segments}} and {{segment}} (see templates/judge.v1.txt)")
+    unknown = sorted(set(sections) - set(SECTIONS))
+    if unknown:
+        raise GraceError(f"judge template {name}: unknown section(s) {', '.join(unknown)}; use {', '.join(SECTIONS)}")
+    return JudgeTemplate(name, sections, hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
+
+
+def load_judge_template(spec: str | None = None) -> JudgeTemplate:
+    """A built-in name (``judge.v1``) or a path to a template file."""
+    spec = spec or DEFAULT_TEMPLATE
+    path = Path(spec)
+    if not path.exists():
+        path = TEMPLATES_DIR / (spec if spec.endswith(".txt") else spec + ".txt")
+        if not path.exists():
+            names = ", ".join(sorted(p.stem for p in TEMPLATES_DIR.glob("*.txt")))
+            raise GraceError(f"judge template {spec!r} not found (built-in: {names}; or give a file path)")
+    return parse_judge_template(path.read_text(encoding="utf-8"), path.stem)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    supported: bool | None  # None: no readable verdict in the reply
+    explanation: str
+    parse_error: str | None = None
+
+
+def _as_bool(value: object) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        return True if v in _TRUE else False if v in _FALSE else None
+    return None
+
+
+def _objects(text: str):
+    for m in _FENCE.finditer(text):
+        yield m.group(1).strip()
+    yield text.strip()
+    decoder, start = json.JSONDecoder(), text.find("{")
+    while start != -1:
+        try:
+            yield decoder.raw_decode(text, start)[0]
+        except ValueError:
+            pass
+        start = text.find("{", start + 1)
+
+
+def parse_verdict(text: str | None) -> Verdict:
+    """The judge's reply -> a verdict; unreadable replies give ``supported=None`` and say why."""
+    if not text or not text.strip():
+        return Verdict(None, "", "empty reply")
+    for cand in _objects(text):
+        if isinstance(cand, str):
+            try:
+                cand = json.loads(cand)
+            except ValueError:
+                continue
+        if not isinstance(cand, dict):
+            continue
+        lower = {str(k).lower(): v for k, v in cand.items()}
+        supported = _as_bool(lower.get("supported"))
+        if supported is not None:
+            return Verdict(supported, str(lower.get("explanation") or lower.get("reasoning") or "").strip())
+    m = _BARE.search(text)
+    if m:
+        return Verdict(m.group(1).lower() in _TRUE, text.strip()[:1000])
+    return Verdict(None, text.strip()[:1000], 'no {"supported": true|false} in the reply')
+
+
+def make_judge(text: str) -> tuple[ModelSpec, Provider]:
+    """``PROVIDER:MODEL`` -> (spec, ready provider); ``baseline:lexical`` is the offline judge."""
+    import importlib
+
+    from harness.providers import make_provider, parse_model_spec
+
+    spec = parse_model_spec(text)
+    if spec.provider == "baseline":
+        if spec.model not in OFFLINE_JUDGES:
+            raise GraceError(f"judge {text!r}: baseline:{spec.model} is not a judge; "
+                             "the offline judge is baseline:lexical")
+        module, _, cls = OFFLINE_JUDGES[spec.model].partition(":")
+        provider: Provider = getattr(importlib.import_module(module), cls)(spec)
+    else:
+        provider = make_provider(spec)
+    provider.check_ready()
+    spec.params.setdefault("temperature", 0)
+    return spec, provider
+
+
+def is_offline_lexical(spec: ModelSpec) -> bool:
+    return spec.provider == "baseline" and spec.model == "lexical"

@@ -1,0 +1,100 @@
+"""``baseline:lexical``: an offline judge, so the spot-check pipeline runs without keys.
+
+A segment is "supported" when every content word (stemmed) and every number in
+it appears in the source. It is a deliberately cheap, clearly lower-quality
+judge: it catches changed numbers, new names and claims from world knowledge,
+but not a swapped pair of words that both occur in the source, a dropped
+condition, or a negation moved within the sentence, and it fails correct
+paraphrases that use other words. ``grace spotcheck meta-eval`` measures all of
+that. Words that can flip a claim's truth (not, never, all, only, ...) count as
+content words, never as stop words.
+
+It answers in the same JSON an LLM judge does and goes through the same parser
+and records, so nothing downstream knows it is not a model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from harness.providers.base import Completion, Provider, Request
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
+STOP = frozenset("""
+a an the of to in on at by for from with into onto about as than then and or but if so because while
+is are was were be been being am do does did done has have had having will would shall should can could
+may might must it its it's this that these those there here their they them he she his her him we us
+our you your i me my mine yours who whom whose which what when where why how also just very too
+up out over under again further once both each other such own same more most some per via etc
+s t re ve ll d st nd rd th get gets got
+""".split())
+
+
+def _stemmer():
+    try:
+        import Stemmer
+
+        return Stemmer.Stemmer("english").stemWord
+    except ImportError:  # PyStemmer is installed with grace; a crude fallback keeps the judge usable without it
+        return lambda w: re.sub(r"(ing|ed|es|s)$", "", w) if len(w) > 4 else w
+
+
+_STEM = _stemmer()
+
+
+def _numbers(text: str) -> set[str]:
+    out = set()
+    for n in _NUMBER.findall(text):
+        plain = n.replace(",", "") if re.fullmatch(r"\d{1,3}(,\d{3})+", n) else n
+        out.add(plain.rstrip("0").rstrip(".") if "." in plain else plain)
+    return out
+
+
+def _words(text: str) -> dict[str, str]:
+    """stem -> first surface form, for content words only."""
+    out: dict[str, str] = {}
+    for w in _WORD.findall(text.lower().replace("\u2019", "'")):
+        base = w.split("'")[0] if w.endswith("'s") else w
+        if base in STOP or len(base) < 2:
+            continue
+        out.setdefault(_STEM(base), w)
+    return out
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def lexical_verdict(claim: str, source: str) -> dict[str, object]:
+    words, numbers = _words(claim), _numbers(claim)
+    src_words, src_numbers = set(_words(source)), _numbers(source)
+    missing_w = [w for stem, w in words.items() if stem not in src_words]
+    missing_n = sorted(numbers - src_numbers)
+    if not words and not numbers:
+        return {"explanation": "No content words or numbers: nothing to check.", "supported": True}
+    if not missing_w and not missing_n:
+        return {"explanation": f"All {_plural(len(words), 'content word')} and {_plural(len(numbers), 'number')} "
+                               "appear in the source.",
+                "supported": True}
+    parts = []
+    if missing_n:
+        parts.append("numbers not in the source: " + ", ".join(missing_n))
+    if missing_w:
+        parts.append(f"{len(missing_w)} of {len(words)} content words not in the source: " + ", ".join(missing_w[:12]))
+    return {"explanation": "; ".join(parts).capitalize() + ".", "supported": False}
+
+
+class LexicalJudgeProvider(Provider):
+    """Reads the segment and its source from the request context, never from the prompt text."""
+
+    provider_name = "baseline"
+    needs_network = False
+
+    async def complete(self, request: Request) -> Completion:
+        ctx = request.context
+        claim = ctx.question if ctx else ""
+        source = "\n\n".join(a.text for a in ctx.articles) if ctx else ""
+        text = json.dumps(lexical_verdict(claim, source), ensure_ascii=False)
+        return Completion(text, finish_reason="stop")

@@ -1,0 +1,111 @@
+"""Unit tests for a judge, in the spirit of GroUSE: hand-written cases with a known verdict.
+
+Each case is a (segment, article, expected verdict) triple written to trip one
+failure mode: a changed number, a swapped entity, a widened scope, a flipped
+negation, a claim from world knowledge, a partly supported claim; correct
+paraphrases and exact restatements check that the judge does not cry wolf.
+The pass rate per failure mode lets a team pick a cheaper judge with evidence,
+and see what the one they use will miss. Calls go through the same engine and
+cache as the spot-check itself, with the same prompt (pass 1).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness.spotcheck.judge import SourceArticle, parse_verdict
+from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
+from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
+from kb_builder.errors import GraceError, where
+
+CASES = Path(__file__).parent / "cases.jsonl"
+MODES = ("number_changed", "entity_swapped", "scope_widened", "negation", "world_knowledge",
+         "partially_supported", "correct_paraphrase", "exact_restatement")
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    failure_mode: str
+    article_title: str
+    article: str
+    segment: str
+    expected_supported: bool
+    note: str = ""
+
+
+def load_cases(path: Path | None = None) -> list[Case]:
+    path = path or CASES
+    if not path.exists():
+        raise GraceError(f"{path}: cases file not found")
+    cases, seen = [], set()
+    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            d = json.loads(raw)
+            expected = {"supported": True, "unsupported": False}[d["expected"]]
+            case = Case(str(d["id"]), str(d["failure_mode"]), str(d.get("article_title") or ""), str(d["article"]),
+                        str(d["segment"]), expected, str(d.get("note") or ""))
+        except json.JSONDecodeError as exc:
+            raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg})") from None
+        except (KeyError, TypeError, AttributeError):
+            raise GraceError(f"{where(path, n)}: a case needs id, failure_mode, article, segment and "
+                             "expected ('supported' or 'unsupported')") from None
+        if case.id in seen:
+            raise GraceError(f"{where(path, n)}: case id {case.id!r} used twice")
+        seen.add(case.id)
+        cases.append(case)
+    if not cases:
+        raise GraceError(f"{path}: no cases")
+    return cases
+
+
+def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | None = None) -> dict[str, Any]:
+    settings = settings or JudgeSettings()
+    jobs = []
+    for c in cases:
+        source = SourceArticle(c.id, c.article_title, c.article)
+        jobs.append(JudgeJob(c.id, c.segment, judge.template.cited(c.segment, [source]), [source], 0, payload=c))
+    stats = CallStats()
+
+    def record(job: JudgeJob, request: Any, res: Any) -> dict[str, Any]:
+        case: Case = job.payload
+        comp = res.completion
+        verdict = parse_verdict(comp.text) if comp is not None else None
+        got = verdict.supported if verdict else None
+        return {"id": case.id, "failure_mode": case.failure_mode, "expected_supported": case.expected_supported,
+                "supported": got, "passed": got is not None and got == case.expected_supported,
+                "explanation": verdict.explanation if verdict else "",
+                "error": res.error.message if res.error else (verdict.parse_error if verdict else None),
+                "segment": case.segment, "cost_usd": res.cost_usd, "cached": res.cached}
+
+    rows = {r["id"]: r for r in run_jobs(judge, jobs, record, settings, stats)}
+    ordered = [rows[c.id] for c in cases]
+    modes = [m for m in MODES if any(c.failure_mode == m for c in cases)]
+    modes += sorted({c.failure_mode for c in cases} - set(modes))
+    per_mode = {}
+    for m in modes:
+        rs = [r for r in ordered if r["failure_mode"] == m]
+        passed = sum(r["passed"] for r in rs)
+        per_mode[m] = {"cases": len(rs), "passed": passed, "pass_rate": round(passed / len(rs), 6),
+                       "expected": sorted({"supported" if r["expected_supported"] else "unsupported" for r in rs})}
+    unsup = [r for r in ordered if not r["expected_supported"]]
+    sup = [r for r in ordered if r["expected_supported"]]
+    passed = sum(r["passed"] for r in ordered)
+    return {
+        "schema_version": META_EVAL_SCHEMA_VERSION,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "judge": judge.spec.name, "judge_kind": judge.kind,
+        "template": judge.template.name, "template_hash": judge.template.sha256,
+        "cases": len(ordered), "passed": passed, "pass_rate": round(passed / len(ordered), 6),
+        "unsupported_caught": round(sum(r["passed"] for r in unsup) / len(unsup), 6) if unsup else None,
+        "supported_accepted": round(sum(r["passed"] for r in sup) / len(sup), 6) if sup else None,
+        "per_mode": per_mode,
+        "failures": [r for r in ordered if not r["passed"]],
+        "calls": stats.as_dict(),
+    }

@@ -1,0 +1,105 @@
+"""Per-model spot-check rates with bootstrap confidence intervals.
+
+* groundedness: supported segments / segments, pooled over the checked answers;
+* hallucination rate among hits: answers with at least one unsupported segment;
+* hallucination risk: the share of questions NOT answered both correctly and
+  faithfully, ``1 - accuracy x (1 - hallucination rate)``. Accuracy also counts
+  correct refusals, which hold no claim to check, so the correction applies to
+  the correct-citation share only: ``1 - (refusals_ok + answers_ok x (1 - h))``;
+  with no must-refuse questions the two are the same.
+
+The bootstrap resamples answers (all segments of an answer go together, since
+they share a model's habits) and, independently, the run's outcome counts for
+accuracy; the risk interval carries both uncertainties. With judge repeats,
+each answer contributes its mean over repeats, and the per-repeat groundedness
+shows the judge's own run-to-run spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+RISK_FORMULA = ("1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucination_rate)); "
+                "equals 1 - accuracy x (1 - hallucination_rate) when no question must be refused")
+
+
+@dataclass
+class AnswerResult:
+    key: tuple[str, str, int]
+    n_segments: int
+    supported: list[int]  # per judge repeat: segments judged supported
+    hallucinated: list[bool]  # per judge repeat: at least one segment unsupported
+
+
+def _ci(values, alpha: float = 0.05) -> list[float] | None:
+    import numpy as np
+
+    if values is None or len(values) == 0:
+        return None
+    lo, hi = np.nanpercentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return [round(float(lo), 6), round(float(hi), 6)]
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
+def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_refusal: int,
+                  bootstrap: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """Point estimates and 95% CIs for one model; ``n`` and the counts are over all its scored responses."""
+    import numpy as np
+
+    k = len(answers)
+    pc = correct / n if n else None
+    pr = correct_refusal / n if n else None
+    seg = np.array([a.n_segments for a in answers], dtype=np.float64)
+    sup = np.array([np.mean(a.supported) for a in answers], dtype=np.float64) if k else np.zeros(0)
+    hal = np.array([np.mean(a.hallucinated) for a in answers], dtype=np.float64) if k else np.zeros(0)
+    g = float(sup.sum() / seg.sum()) if seg.sum() else None
+    h = float(hal.mean()) if k else None
+    risk = None
+    if pc is not None and pr is not None and (h is not None or correct == 0):
+        risk = 1 - (pr + pc * (1 - (h or 0.0)))
+    repeats = len(answers[0].supported) if k else 0
+    per_repeat = [_r(sum(a.supported[r] for a in answers) / seg.sum()) if seg.sum() else None for r in range(repeats)]
+    out: dict[str, Any] = {
+        "n": k, "n_segments": int(seg.sum()), "n_unsupported_segments": _r(float(seg.sum() - sup.sum())),
+        "accuracy": _r(None if pc is None else pc + pr), "correct_answer_rate": _r(pc),
+        "groundedness": _r(g), "groundedness_ci95": None,
+        "hallucination_rate": _r(h), "hallucination_rate_ci95": None,
+        "hallucination_risk": _r(risk), "hallucination_risk_ci95": None,
+        "groundedness_per_repeat": per_repeat,
+        "groundedness_spread": (_r(max(per_repeat) - min(per_repeat))  # type: ignore[type-var]
+                                if len(per_repeat) > 1 and None not in per_repeat else None),
+    }
+    if bootstrap <= 0 or not n:
+        return out
+    rng = np.random.default_rng(seed)
+    if k:
+        idx = rng.integers(0, k, size=(bootstrap, k))
+        seg_b = seg[idx].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g_b = np.where(seg_b > 0, sup[idx].sum(axis=1) / np.where(seg_b > 0, seg_b, 1), np.nan)
+        h_b = hal[idx].mean(axis=1)
+        out["groundedness_ci95"] = _ci(g_b) if g is not None else None
+        out["hallucination_rate_ci95"] = _ci(h_b)
+    else:
+        h_b = np.zeros(bootstrap)
+    if risk is not None:
+        draws = rng.multinomial(n, [pc, pr, max(0.0, 1 - pc - pr)], size=bootstrap) / n
+        out["hallucination_risk_ci95"] = _ci(1 - (draws[:, 1] + draws[:, 0] * (1 - h_b)))
+    return out
+
+
+def model_differences(groundedness: dict[str, float | None], spread: dict[str, float | None]) -> list[dict[str, Any]]:
+    """Every pair's groundedness difference next to the larger judge spread of the two: smaller is noise."""
+    names = [m for m, g in groundedness.items() if g is not None]
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            diff = abs(groundedness[a] - groundedness[b])  # type: ignore[operator]
+            noise = max((s for s in (spread.get(a), spread.get(b)) if s is not None), default=None)
+            out.append({"a": a, "b": b, "groundedness_difference": round(diff, 6), "judge_spread": noise,
+                        "within_judge_noise": None if noise is None else diff <= noise})
+    return out

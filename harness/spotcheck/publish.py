@@ -1,0 +1,78 @@
+"""Putting spot-check results where the report reads them: ``report.json["spotcheck"]``, then re-render.
+
+The report block is a compact copy of ``spotcheck.json`` (per-model rates with
+CIs, the judge block with its calibration mark, the judge's run-to-run spread),
+so the HTML report needs no second file. ``spotcheck.json`` stays the full record.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from kb_builder.store import atomic_write_text
+
+SPOTCHECK_JSON = "spotcheck.json"
+_MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
+               "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread")
+
+
+def report_block(spot: dict[str, Any]) -> dict[str, Any]:
+    judge = dict(spot["judge"])
+    return {
+        "schema_version": spot["schema_version"],
+        "path": SPOTCHECK_JSON,
+        "created_at": spot["created_at"],
+        "judge": judge,
+        "sample": {"per_model": spot["sample"].get("per_model"), "seed": spot["seed"],
+                   "strategy": spot["sample"].get("strategy")},
+        "repeats": spot["variance"].get("repeats"),
+        "max_judge_spread": spot["variance"].get("max_spread"),
+        "models": {m: {k: v.get(k) for k in _MODEL_KEYS} for m, v in spot["models"].items()},
+        "notes": spot.get("notes"),
+    }
+
+
+def notes_for(spot: dict[str, Any]) -> str:
+    judge, variance = spot["judge"], spot["variance"]
+    parts = []
+    if judge.get("kind") == "lexical":
+        parts.append("Judge baseline:lexical is an offline word-overlap check (every content word and number of a "
+                     "segment must appear in its article), not an LLM: a cheap, lower-quality judge that misses "
+                     "swapped entities and dropped conditions and fails correct paraphrases.")
+    if not judge.get("calibrated"):
+        parts.append("Judge not calibrated against human labels (grace spotcheck calibrate).")
+    if (variance.get("repeats") or 1) > 1 and variance.get("max_spread") is not None:
+        parts.append(f"Judge run-to-run spread over {variance['repeats']} repeats: up to "
+                     f"{100 * variance['max_spread']:.1f} points of groundedness; smaller differences between "
+                     "models are noise.")
+    else:
+        parts.append("Run-to-run spread of the judge not measured (use --repeats 3).")
+    parts.append("Groundedness here is supported segments / segments; hallucination rate is the share of checked "
+                 "hits with an unsupported segment; hallucination risk = 1 - accuracy x (1 - hallucination rate), "
+                 "with correct refusals counted as safe.")
+    return " ".join(parts)
+
+
+def update_report(run_dir: Path, spot: dict[str, Any], console: Any = None) -> Path | None:
+    """Write the block into ``run_dir/report.json`` (if there is one) and re-render the HTML; returns report.html."""
+    path = run_dir / "report.json"
+    if not path.exists():
+        return None
+    report = json.loads(path.read_text(encoding="utf-8"))
+    report["spotcheck"] = report_block(spot)
+    atomic_write_text(path, json.dumps(report, ensure_ascii=False) + "\n")
+    try:
+        from harness.reports import write_reports
+    except ImportError:
+        return None
+    from kb_builder.errors import GraceError
+
+    try:
+        written = write_reports(run_dir)
+    except GraceError as exc:  # the spot-check is saved; only the page is stale
+        if console is not None:
+            console.print(f"[yellow]report not re-rendered: {exc}[/]")
+        return None
+    return written.get("html")

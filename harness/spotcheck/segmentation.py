@@ -1,0 +1,157 @@
+"""Split an answer the way a careful human reviewer reads it, without an LLM.
+
+The answer is cut into paragraphs (blank lines, with markdown headers dropped:
+a header makes no claim), then each paragraph is cut after every citation
+marker, so a segment carries the citation that closes it: in "A. B [ID: 4]. C
+[ID: 7]." the claims A and B are checked against article 4, C against 7. Text
+after a paragraph's last citation, and paragraphs without one (introductions,
+conclusions), are uncited segments, checked later against what was supported.
+
+One exception follows the grounded prompt's own format, which asks for a single
+citation at the end of the answer: when the only citation closes the whole
+answer (or a JSON answer carries its citation in a field), it covers every
+paragraph, which is how a reviewer reads such an answer.
+
+Citation markers are read with the scorer's lenient rules, so a segment
+boundary is exactly where the scorer saw a citation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from harness.scoring.extraction import inline_ids_lenient
+from harness.scoring.json_answer import citation_tokens, find_json_answer
+
+_MARKER = re.compile(r"[\[(\u3010\u3014][^\[\]()\u3010\u3011\u3014\u3015\n]{1,300}[\])\u3011\u3015]")
+_PROSE_ID = re.compile(r"\bIDs?\s*[:#]\s*\**([\w][\w\-./]*)", re.IGNORECASE)
+_ATX_HEADER = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_BOLD_LINE = re.compile(r"^\s*(\*\*|__)[^*_\n]+(\*\*|__)\s*:?\s*$")
+_RULE = re.compile(r"^\s{0,3}([-*_=])(\s*\1){2,}\s*$")
+_SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+_BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
+_EMPHASIS = re.compile(r"\*\*|__|`")
+_TRAILING = re.compile(r"[\s.,;:!?)\]*_]*")
+_WORDY = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int  # position in the answer, from 0
+    paragraph: int
+    text: str  # as written, citation marker included: what a reviewer reads
+    claim: str  # what the judge checks: markers, bullets and emphasis removed
+    citations: tuple[str, ...]  # article IDs of the marker that closes it; () when uncited
+
+    @property
+    def cited(self) -> bool:
+        return bool(self.citations)
+
+
+def _markers(text: str, kb_ids: Collection[str] | None) -> list[tuple[int, int, list[str]]]:
+    """(start, end, ids) of every citation marker in a paragraph, in order."""
+    ids_known = kb_ids if kb_ids is not None else _AnyId()
+    found = []
+    for m in _MARKER.finditer(text):
+        ids = inline_ids_lenient(m.group(0), ids_known)
+        if ids:
+            found.append((m.start(), m.end(), ids))
+    for m in _PROSE_ID.finditer(text):
+        if any(s <= m.start() < e for s, e, _ in found):
+            continue
+        value = m.group(1).rstrip(".,;:!?")
+        if value in ids_known:
+            found.append((m.start(), m.end(), [value]))
+    found.sort()
+    return found
+
+
+class _AnyId:
+    """Without a KB every ID-looking token counts (the scorer's rules still demand an ID label)."""
+
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, str) and bool(item) and not re.search(r"\s", item)
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blank-line separated blocks, headers and horizontal rules dropped."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    blocks: list[list[str]] = [[]]
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        title = (
+            _ATX_HEADER.match(line)
+            or (_BOLD_LINE.match(line) and not _markers(line, None))
+            or (nxt.strip() and _SETEXT.match(nxt) and not _BULLET.match(line))  # underlined title
+        )
+        if not line.strip() or _RULE.match(line) or _SETEXT.match(line) or title:
+            blocks.append([])
+        else:
+            blocks[-1].append(line)
+    return ["\n".join(b).strip() for b in blocks if any(x.strip() for x in b)]
+
+
+def clean_claim(text: str) -> str:
+    """The checkable words of a segment: no citation markers, bullets or emphasis."""
+    out = []
+    for line in text.split("\n"):
+        line = _BULLET.sub("", line)
+        line = _EMPHASIS.sub("", line)
+        line = re.sub(r"\s+", " ", line).strip()
+        if line:
+            out.append(line)
+    return "\n".join(out)
+
+
+def _strip_markers(text: str, kb_ids: Collection[str] | None) -> str:
+    for start, end, _ in reversed(_markers(text, kb_ids)):
+        text = text[:start].rstrip() + text[end:]
+    return text
+
+
+def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[str, tuple[str, ...]]]:
+    """(raw text, citations) pieces: each cited piece ends with its marker (and the punctuation after it)."""
+    pieces: list[tuple[str, list[str]]] = []
+    pos = 0
+    for start, end, ids in _markers(para, kb_ids):
+        if start < pos:
+            continue
+        tail = _TRAILING.match(para, end)
+        stop = tail.end() if tail else end
+        body = para[pos:start]
+        if pieces and not _WORDY.search(body):  # "[ID: 4][ID: 7]" or "[ID: 4], [ID: 7]": one claim, two sources
+            text, cites = pieces[-1]
+            pieces[-1] = (text + para[pos:stop], cites + [i for i in ids if i not in cites])
+        else:
+            pieces.append((para[pos:stop], list(ids)))
+        pos = stop
+    rest = para[pos:]
+    if _WORDY.search(rest):
+        pieces.append((rest, []))
+    return [(t.strip(), tuple(c)) for t, c in pieces]
+
+
+def segment_answer(text: str, kb_ids: Collection[str] | None = None) -> list[Segment]:
+    """Segments of one answer, in reading order; ``kb_ids`` lets bare ``[17]`` markers count."""
+    body, field_ids = text or "", ()
+    if "{" in body:
+        ans = find_json_answer(body)
+        if ans is not None and ans.answer:
+            body = ans.answer
+            field_ids = tuple(dict.fromkeys(t for v in ans.citations for t in citation_tokens(v)))
+    paras = paragraphs(body)
+    split = [_split_paragraph(p, kb_ids) for p in paras]
+    cover: tuple[str, ...] = field_ids
+    markers = [piece for pieces in split for piece in pieces if piece[1]]
+    if not cover and len(markers) == 1 and split and split[-1] and split[-1][-1][1]:
+        cover = split[-1][-1][1]  # one citation, closing the answer: it covers every paragraph
+    segments: list[Segment] = []
+    for p, pieces in enumerate(split):
+        for raw, cites in pieces:
+            claim = clean_claim(_strip_markers(raw, kb_ids))
+            if not _WORDY.search(claim):
+                continue
+            segments.append(Segment(len(segments), p, raw, claim, cites or cover))
+    return segments

@@ -1,0 +1,215 @@
+"""Citation and refusal extraction, strict and lenient, on hand-written responses in every form."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.scoring import REFUSAL_SENTENCE, decide_outcome, extract, extract_both, is_refusal
+from harness.scoring.outcomes import NONE, REFUSE, predicted_label, true_label
+
+KB = frozenset({"5", "17", "18", "50", "uid-kb-5", "uid-kb-50"})
+
+
+def lenient(text: str):
+    return extract(text, KB)
+
+
+def strict(text: str):
+    return extract(text, KB, strict=True)
+
+
+# (response, lenient cited IDs, lenient rule, strict cited IDs)
+CITATIONS = [
+    ("Annual leave is 25 days. [ID: 17]", ["17"], "inline", ["17"]),
+    ("Annual leave is 25 days [ID:17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days [id: 17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days (ID: 17)", ["17"], "lenient", []),
+    ("Annual leave is 25 days (id:17).", ["17"], "lenient", []),
+    ("Annual leave is 25 days **[ID: 17]**", ["17"], "inline", ["17"]),
+    ("Annual leave is 25 days [ID: 17].", ["17"], "inline", ["17"]),
+    ("Annual leave is 25 days [ID: **17**]", ["17"], "lenient", ["**17**"]),
+    ("Annual leave is 25 days [**ID: 17**]", ["17"], "lenient", []),
+    ("Annual leave is 25 days [ID: 17.]", ["17"], "lenient", ["17."]),
+    ("Annual leave is 25 days [ID 17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days [Article ID: 17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days [17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days [Source: 17]", ["17"], "lenient", []),
+    ("Annual leave is 25 days. Source: ID: 17", ["17"], "lenient", []),
+    ("Annual leave is 25 days [ID: 17, 18]", ["17", "18"], "lenient", []),
+    ("Annual leave is 25 days [ID: 17; ID: 18]", ["17", "18"], "lenient", []),
+    ("Annual leave is 25 days [IDs: 17 and 18]", ["17", "18"], "lenient", []),
+    ("Annual leave is 25 days [17, 18]", ["17", "18"], "lenient", []),
+    ("Annual leave [ID: 17] is 25 days [ID: 18]", ["17", "18"], "inline", ["17", "18"]),
+    ("Leave is 25 days [ID: 17]. As [ID: 17] says, plan ahead.", ["17"], "inline", ["17"]),
+    # lenient forms that only repeat a canonical citation do not change the reading: still "inline"
+    ("Leave is 25 days [ID: 17] (ID: 17) [17]", ["17"], "inline", ["17"]),
+    ("See the policy [ID: uid-kb-5]", ["uid-kb-5"], "inline", ["uid-kb-5"]),
+    ("See the policy [ID: uid-kb-50]", ["uid-kb-50"], "inline", ["uid-kb-50"]),
+    ("See the policy [uid-kb-5]", ["uid-kb-5"], "lenient", []),
+    ("See the policy [ID: 999]", ["999"], "inline", ["999"]),
+    ("See the policy (ID: uid-kb-7)", ["uid-kb-7"], "lenient", []),
+    # not citations
+    ("Annual leave is 25 days and 17 forms are needed.", [], "none", []),
+    ("Annual leave is 25 days (17 in Ireland).", [], "none", []),
+    ("Annual leave is 25 days (see section 5).", [], "none", []),
+    ("Annual leave is 25 days [99]", [], "none", []),
+    ("Annual leave is 25 days [uid-kb-500]", [], "none", []),
+    ("See [the handbook](https://example.com/5) for details.", [], "none", []),
+    ("Your employee ID: 4411 is on the badge.", [], "none", []),
+    ("Its validity: 17 days.", [], "none", []),
+    ("", [], "none", []),
+]
+
+
+@pytest.mark.parametrize(("text", "cited", "rule", "strict_cited"), CITATIONS)
+def test_citation_forms(text, cited, rule, strict_cited):
+    got = lenient(text)
+    assert got.cited_ids == cited
+    assert got.rule == rule
+    assert got.refused is False
+    assert strict(text).cited_ids == strict_cited
+
+
+def test_matching_is_exact_not_prefix():
+    assert lenient("[ID: uid-kb-5]").cited_ids == ["uid-kb-5"]
+    assert lenient("[uid-kb-50]").cited_ids == ["uid-kb-50"]
+    assert lenient("[ID: uid-kb-5]").cited_ids != ["uid-kb-50"]
+    assert lenient("[1]").cited_ids == []  # "1" is a prefix of "17" but not a KB ID
+    assert decide_outcome(["uid-kb-50"], False, False, {"uid-kb-5"}, KB) == "wrong_citation"
+
+
+# (response, lenient cited, strict cited, strict rule is json)
+JSON_ANSWERS = [
+    ('{"answer": "Annual leave is 25 days.", "citation": "17"}', ["17"], ["17"], True),
+    ('{"answer": "Annual leave is 25 days.", "citation": 17}', ["17"], [], True),
+    ('{"answer": "Annual leave is 25 days.", "citation": 17.0}', ["17"], [], True),
+    ('{"answer": "Policy.", "citation": "uid-kb-5"}', ["uid-kb-5"], ["uid-kb-5"], True),
+    ('{"answer": "Annual leave is 25 days.", "citation": "[ID: 17]"}', ["17"], ["17", "[ID: 17]"], True),
+    ('{"answer": "Annual leave is 25 days.", "citation": "999"}', ["999"], ["999"], True),
+    ('{"answer": "Annual leave is 25 days.", "citation": null}', [], [], True),
+    ('{"answer": "Annual leave is 25 days.", "citations": [17, 18]}', ["17", "18"], [], False),
+    ('```json\n{"answer": "Annual leave is 25 days.", "citation": "17"}\n```', ["17"], [], False),
+    ('Here is my answer:\n```json\n{"answer": "25 days", "citation": 18}\n```\nHope it helps.', ["18"], [], False),
+    ('Sure. {"answer": "25 days", "citation": "18"} Let me know.', ["18"], [], False),
+    ('{"Answer": "25 days", "Citation": "5"}', ["5"], [], False),
+]
+
+
+@pytest.mark.parametrize(("text", "cited", "strict_cited", "strict_json"), JSON_ANSWERS)
+def test_json_answers(text, cited, strict_cited, strict_json):
+    got = lenient(text)
+    assert got.rule == "json"
+    assert got.cited_ids == cited
+    s = strict(text)
+    assert s.cited_ids == strict_cited
+    assert (s.rule == "json") is strict_json
+
+
+def test_json_refusal_and_braces_that_are_not_json():
+    text = '{"answer": "' + REFUSAL_SENTENCE + '", "citation": null}'
+    assert lenient(text) == ([], True, "json")
+    assert strict(text).refused is True
+    assert lenient("Use the {placeholder} form [ID: 5]").cited_ids == ["5"]
+    assert lenient("Use the {placeholder} form [ID: 5]").rule == "inline"
+    assert lenient('{"note": "x"} [ID: 5]').rule == "inline"  # JSON without answer/citation keys is not an answer
+
+
+PARAPHRASES = [
+    "I don\u2019t have enough information to answer this question.",
+    "I don't have enough information to answer that.",
+    "The provided articles do not contain information about parking.",
+    "The provided articles don\u2019t mention a pet policy.",
+    "I cannot find any information about parking in the provided articles.",
+    "I couldn't find any details about parking.",
+    "No document seems to precisely answer your question.",
+    "None of the provided articles address parking.",
+    "Unfortunately, the given context does not specify the deadline.",
+    "There is no information about parking in the provided articles.",
+    "The parking policy is not mentioned in the provided articles.",
+    "I'm unable to answer this question based on the articles.",
+    "I am not able to answer this from the provided documents.",
+    "This question cannot be answered from the articles provided.",
+    "The information provided is insufficient to answer the question.",
+    "Based on the articles, I do not have sufficient information to determine this.",
+]
+
+
+@pytest.mark.parametrize("text", PARAPHRASES)
+def test_refusal_paraphrases_are_lenient_refusals(text):
+    assert lenient(text) == ([], True, "lenient")
+    assert strict(text) == ([], False, "none")
+
+
+def test_exact_refusal_sentence_is_strict_and_lenient():
+    assert strict(REFUSAL_SENTENCE) == ([], True, "inline")
+    assert lenient(REFUSAL_SENTENCE) == ([], True, "inline")
+    curly = REFUSAL_SENTENCE.replace("'", "\u2019")
+    assert strict(curly).refused is False and lenient(curly).refused is True
+
+
+def test_refusal_that_also_cites_is_a_refusal():
+    text = f"{REFUSAL_SENTENCE} The closest article is [ID: 17]."
+    got = lenient(text)
+    assert got.refused is True and got.cited_ids == ["17"]
+    assert decide_outcome(got.cited_ids, got.refused, True, set(), KB) == "correct_refusal"
+    assert decide_outcome(got.cited_ids, got.refused, False, {"17"}, KB) == "false_refusal"
+    para = "The provided articles do not contain the parking rules, though [ID: 18] covers travel."
+    assert lenient(para).refused is True and lenient(para).cited_ids == ["18"]
+
+
+NOT_REFUSALS = [
+    "You do not need a form; submit it online [ID: 5].",
+    "There is no limit on annual leave carry-over [ID: 17].",
+    "No receipt is needed for expenses under 25 dollars [ID: 18].",
+    "If HR cannot find your record, call them [ID: 5].",
+    "The documents do not need to be notarised [ID: 5].",
+    "Employees cannot carry over more than 5 days [ID: 17].",
+    "If you don't have a receipt, submit a declaration [ID: 18].",
+    "This is not covered by the travel policy; use the expense form instead [ID: 18].",
+]
+
+
+@pytest.mark.parametrize("text", NOT_REFUSALS)
+def test_answers_with_negations_are_not_refusals(text):
+    assert is_refusal(text) is False
+    assert lenient(text).refused is False
+
+
+def test_extract_both_matches_single_readings():
+    for text, *_ in CITATIONS + JSON_ANSWERS:
+        both = extract_both(text, KB)
+        assert both == (lenient(text), strict(text))
+
+
+# (cited, refused, must_refuse, expected, error) -> outcome, in the order of precedence
+OUTCOME_CASES = [
+    ([], True, True, [], False, "correct_refusal"),
+    (["999"], True, True, [], False, "correct_refusal"),  # refusal is judged before an invalid ID
+    ([], True, False, ["17"], False, "false_refusal"),
+    (["17"], True, False, ["17"], False, "false_refusal"),
+    (["999"], False, True, [], False, "invalid_citation"),  # invalid before answered_unanswerable
+    (["17", "999"], False, False, ["17"], False, "invalid_citation"),  # invalid before multiple
+    (["17"], False, True, [], False, "answered_unanswerable"),
+    ([], False, True, [], False, "answered_unanswerable"),
+    ([], False, False, ["17"], False, "no_citation"),
+    (["17", "18"], False, False, ["17", "18"], False, "multiple_citations"),
+    (["18"], False, False, ["17", "18"], False, "correct"),
+    (["5"], False, False, ["17"], False, "wrong_citation"),
+    (["17"], False, False, ["17"], True, "error"),
+]
+
+
+@pytest.mark.parametrize(("cited", "refused", "must", "expected", "error", "outcome"), OUTCOME_CASES)
+def test_outcome_precedence(cited, refused, must, expected, error, outcome):
+    assert decide_outcome(cited, refused, must, set(expected), KB, error=error) == outcome
+
+
+def test_labels():
+    assert true_label([], True, []) == REFUSE
+    assert true_label(["18"], False, ["17", "18"]) == "18"  # the cited one when it is expected
+    assert true_label(["5"], False, ["17", "18"]) == "17"  # else the first expected
+    assert predicted_label(["5"], True, KB) == REFUSE
+    assert predicted_label(["5"], False, KB) == "5"
+    assert predicted_label(["5", "17"], False, KB) == NONE
+    assert predicted_label(["999"], False, KB) == NONE
+    assert predicted_label([], False, KB) == NONE

@@ -1,0 +1,136 @@
+"""``grace gate``: thresholds and regressions beyond noise, for CI (exit 0 pass, 1 fail, 2 bad input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_grace, write
+
+
+def model(accuracy: float, ci: list[float] | None = None, invalid: float = 0.0) -> dict:
+    return {"accuracy": accuracy, "accuracy_ci95": ci, "invalid_citation_rate": invalid}
+
+
+def report(path: Path, models: dict[str, dict]) -> Path:
+    board = sorted(models, key=lambda m: -models[m]["accuracy"])
+    return write(path, json.dumps({"schema_version": 1, "leaderboard": board, "models": models}))
+
+
+@pytest.fixture
+def new(tmp_path):
+    return report(tmp_path / "new" / "report.json",
+                  {"gpt": model(0.82, [0.78, 0.86], 0.01), "claude": model(0.74, [0.70, 0.78], 0.04)})
+
+
+def test_all_checks_pass(new):
+    code, out = run_grace("gate", new, "--min-accuracy", "0.7", "--max-invalid-rate", "0.05")
+    assert code == 0, out
+    assert out.count("PASS") == 4
+    assert "gpt: accuracy 82.0% >= minimum 70.0%" in out
+    assert "gate passed: 4 check(s)" in out
+
+
+def test_accuracy_below_minimum_fails(new):
+    code, out = run_grace("gate", new, "--min-accuracy", "80%")
+    assert code == 1
+    assert "FAIL  claude: accuracy 74.0% < minimum 80.0%" in out
+    assert "PASS  gpt" in out
+    assert "gate failed: 1 of 2 check(s) failed" in out
+
+
+def test_invalid_rate_above_maximum_fails(new):
+    code, out = run_grace("gate", new, "--max-invalid-rate", "0.02", "--model", "claude")
+    assert code == 1
+    assert "claude: invalid-citation rate 4.0% > maximum 2.0%" in out
+    assert "gpt" not in out  # --model restricts the checks
+
+
+def test_model_filter_passes_when_that_model_passes(new):
+    code, out = run_grace("gate", new, "--min-accuracy", "0.8", "--model", "gpt")
+    assert code == 0, out
+
+
+def test_regression_beyond_noise_fails(tmp_path, new):
+    old = report(tmp_path / "old" / "report.json", {"gpt": model(0.92, [0.88, 0.95])})
+    code, out = run_grace("gate", new, "--baseline", old, "--max-drop", "0.05", "--model", "gpt")
+    assert code == 1
+    assert "regression" in out and "below the baseline 95% CI 88.0%-95.0%" in out
+
+
+def test_drop_within_the_baselines_noise_passes(tmp_path, new):
+    old = report(tmp_path / "old" / "report.json", {"gpt": model(0.90, [0.80, 0.97])})
+    code, out = run_grace("gate", new, "--baseline", old, "--max-drop", "0.05", "--model", "gpt")
+    assert code == 0, out  # dropped 8 points (> 5) but 82% is inside the old CI: noise
+    assert "within noise" in out
+
+
+def test_small_drop_below_the_ci_passes(tmp_path, new):
+    old = report(tmp_path / "old" / "report.json", {"gpt": model(0.84, [0.83, 0.85])})
+    code, out = run_grace("gate", new, "--baseline", old, "--max-drop", "0.05", "--model", "gpt")
+    assert code == 0, out  # below the CI but only 2 points down, within --max-drop
+
+
+def test_baseline_without_model_is_skipped_unless_named(tmp_path, new):
+    old = report(tmp_path / "old" / "report.json", {"gpt": model(0.80, [0.75, 0.85])})
+    code, out = run_grace("gate", new, "--baseline", old)
+    assert code == 0, out
+    assert "claude: not in the baseline report; regression check skipped" in out
+    code, out = run_grace("gate", new, "--baseline", old, "--model", "claude")
+    assert code == 2 and "no model 'claude' in the baseline report" in out
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "report not found"),
+        ("{not json", "not valid JSON"),
+        ('{"schema_version": 1}', "not a grace report"),
+        ('{"schema_version": 99, "models": {}}', "schema_version 99"),
+        ('{"schema_version": 1, "models": {"gpt": {}}}', "has no accuracy"),
+    ],
+)
+def test_bad_report_is_a_user_error(tmp_path, content, message):
+    path = tmp_path / "report.json"
+    if content is not None:
+        write(path, content)
+    code, out = run_grace("gate", path, "--min-accuracy", "0.5")
+    assert code == 2
+    assert message in out
+
+
+def test_unknown_model_and_nothing_to_check(new):
+    code, out = run_grace("gate", new, "--min-accuracy", "0.5", "--model", "llama")
+    assert code == 2 and "no model 'llama' in the report; it has gpt, claude" in out
+    code, out = run_grace("gate", new)
+    assert code == 2 and "nothing to check" in out
+    code, out = run_grace("gate", new, "--max-drop", "0.1")
+    assert code == 2 and "--max-drop needs --baseline" in out
+    code, out = run_grace("gate", new, "--min-accuracy", "1.5")
+    assert code == 2 and "outside 0..1" in out
+
+
+def test_help_documents_the_regression_rule():
+    code, out = run_grace("gate", "--help")
+    assert code == 0
+    text = " ".join(out.split())
+    assert "more than --max-drop below the baseline's accuracy AND below the lower bound of the baseline's 95% bootstrap CI" in text
+
+
+def test_gate_on_a_real_scored_report(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRACE_TOKENIZER", "approx")
+    from harness.scoring import score_responses
+
+    write(tmp_path / "kb" / "articles.jsonl",
+          "".join(json.dumps({"id": str(i), "title": f"A{i}", "text": f"text {i}"}) + "\n" for i in range(1, 5)))
+    gold = write(tmp_path / "gold.csv", "question_id,question,expected_citations,must_refuse\n"
+                 + "".join(f"q{i},Q{i}?,{i},false\n" for i in range(1, 5)))
+    rows = [{"question_id": f"q{i}", "model": "m", "response": f"Answer [ID: {i if i < 4 else 9}]"} for i in range(1, 5)]
+    responses = write(tmp_path / "r.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    score_responses(responses, gold, tmp_path / "kb", tmp_path / "out", bootstrap=200)
+    code, out = run_grace("gate", tmp_path / "out", "--min-accuracy", "0.7", "--max-invalid-rate", "0.2")
+    assert code == 1, out  # accuracy 75% passes; 25% invalid citations fail
+    assert "PASS  m: accuracy 75.0% >= minimum 70.0%" in out
+    assert "FAIL  m: invalid-citation rate 25.0% > maximum 20.0%" in out
