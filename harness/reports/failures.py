@@ -52,7 +52,7 @@ def sample_failures(inputs: ReportInputs, model: str, limit: int = PER_MODEL) ->
 
 
 def count_failures(inputs: ReportInputs, model: str) -> int:
-    return sum(1 for r in inputs.scores if r.get("model") == model and r.get("outcome") not in CORRECT)
+    return inputs.failure_counts.get(model, 0)
 
 
 def _ids(inputs: ReportInputs, ids: Any) -> str:
@@ -115,7 +115,7 @@ def failure_card(inputs: ReportInputs, row: dict[str, Any]) -> str:
 
 
 def failures_section(inputs: ReportInputs) -> str:
-    if not inputs.scores:
+    if not inputs.scores and not (inputs.out_dir / "scores.jsonl").exists():
         return '<p class="muted">No scores.jsonl in this folder, so no failures to show.</p>'
     out = []
     for model in inputs.leaderboard:

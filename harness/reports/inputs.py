@@ -28,7 +28,8 @@ RowKey = tuple[str, str, int]  # (model, question_id, repeat)
 class ReportInputs:
     out_dir: Path
     report: dict[str, Any]
-    scores: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)  # failed rows only, a bounded sample
+    failure_counts: dict[str, int] = field(default_factory=dict)
     responses: dict[RowKey, dict[str, Any]] = field(default_factory=dict)
     responses_path: Path | None = None
     questions: dict[str, str] = field(default_factory=dict)
@@ -54,7 +55,7 @@ def load_inputs(out_dir: Path, kb: Any = None) -> ReportInputs:
     report = read_report(out_dir / REPORT)
     inputs = ReportInputs(out_dir=out_dir, report=report)
     inputs.notes += [str(w) for w in report.get("warnings") or []]  # the scorer's own caveats come first
-    inputs.scores = _read_jsonl(out_dir / SCORES, inputs.notes, required=False)
+    inputs.scores, inputs.failure_counts = _read_failures(out_dir / SCORES, inputs.notes, report.get("seed", 0))
     _load_responses(inputs)
     _load_questions(inputs)
     _load_titles(inputs, kb)
@@ -82,7 +83,50 @@ def read_report(path: Path) -> dict[str, Any]:
     return data
 
 
-def _read_jsonl(path: Path, notes: list[str], *, required: bool) -> list[dict[str, Any]]:
+CORRECT = {"correct", "correct_refusal"}
+KEEP_PER_KIND = 200
+
+
+def _read_failures(path: Path, notes: list[str], seed: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Wrong rows only, at most ``KEEP_PER_KIND`` per (model, outcome), plus every model's failure count.
+
+    A million-row ``scores.jsonl`` must not be held in memory to pick six examples per
+    model: each failure gets a seeded pseudo-random priority and only the lowest ones are kept,
+    so the choice is the same on every render.
+    """
+    import hashlib
+    import heapq
+
+    if not path.exists():
+        notes.append(f"{path.name} not found: no failure samples.")
+        return [], {}
+    heaps: dict[tuple[str, str], list[tuple[int, int, dict[str, Any]]]] = {}
+    counts: dict[str, int] = {}
+    with path.open(encoding="utf-8") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip() or '"outcome": "correct' in raw or '"outcome":"correct' in raw:
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it") from None
+            if not isinstance(row, dict) or row.get("outcome") in CORRECT:
+                continue
+            model = str(row.get("model"))
+            counts[model] = counts.get(model, 0) + 1
+            key = f"{seed}:{model}:{row.get('question_id')}:{row.get('repeat')}".encode()
+            prio = -int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+            heap = heaps.setdefault((model, str(row.get("outcome"))), [])
+            item = (prio, n, row)
+            if len(heap) < KEEP_PER_KIND:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+    rows = [item[2] for heap in heaps.values() for item in sorted(heap, key=lambda t: t[1])]
+    return rows, counts
+
+
+def _read_jsonl(path: Path, notes: list[str], *, required: bool, keep: set | None = None) -> list[dict[str, Any]]:
     if not path.exists():
         if required:
             raise GraceError(f"{path}: not found")
@@ -99,7 +143,7 @@ def _read_jsonl(path: Path, notes: list[str], *, required: bool) -> list[dict[st
                 raise GraceError(
                     f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it"
                 ) from None
-            if isinstance(row, dict):
+            if isinstance(row, dict) and (keep is None or row_key(row) in keep):
                 rows.append(row)
     return rows
 
@@ -131,7 +175,8 @@ def _load_responses(inputs: ReportInputs) -> None:
             inputs.notes.append("responses file not found: failure samples show no response text.")
         return
     inputs.responses_path = path
-    for row in _read_jsonl(path, inputs.notes, required=True):
+    wanted = {row_key(r) for r in inputs.scores}  # only the text of failures that may be shown
+    for row in _read_jsonl(path, inputs.notes, required=True, keep=wanted):
         inputs.responses[row_key(row)] = row
 
 
