@@ -15,7 +15,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotations.state import REFUSE, LabelRecord, read_labels
+from annotations.labels import REFUSE, LabelRecord, read_labels
 from kb_builder.errors import GraceError
 from kb_builder.store import atomic_write_text
 

@@ -19,7 +19,7 @@ _path = click.Path(path_type=Path)
 @click.option("--from-gold", type=_path, help="Review or correct an existing gold CSV (shows its labels).")
 @click.option("--out", "-o", type=_path, help="Gold CSV to write (and resume). Default with --from-gold: that file.")
 @click.option("--annotator", help="Name recorded on every label (default: $GRACE_ANNOTATOR or $USER).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Anything else than localhost requires a token.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Any other address than localhost requires the printed token.")
 @click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
 @click.option("--no-browser", is_flag=True, help="Print the URL only.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Candidates shown.")
@@ -62,7 +62,10 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         )
         click.echo(f"saving every label to {out}")
         if token:
-            click.echo(f"listening on {host}: anyone with this URL (it holds the token) can label")
+            click.echo(
+                f"listening on {host}: anyone with this URL (it holds the token) can label; "
+                "from another machine use this host's name or address in it"
+            )
         click.echo(f"open {url}   (Ctrl-C to stop)")
         sys.stdout.flush()
         if not no_browser:
@@ -88,7 +91,12 @@ def _interrupt(signum, frame) -> None:
 
 def _retrievers(kb, embedder: str | None):
     """The KB's retriever for candidates; BM25 for the search box (instant, exact words)."""
-    retriever = kb.retriever(embedder)
+    try:
+        retriever = kb.retriever(embedder)
+    except GraceError as exc:
+        if (embedder or kb.manifest.embedder) == "bm25":
+            raise
+        raise GraceError(f"{exc}\n(or pass --embedder bm25 to label with lexical candidates)") from None
     if getattr(retriever, "name", "") == "bm25":
         return retriever, retriever
     from kb_builder.retrieval.lexical import BM25Retriever
@@ -142,11 +150,13 @@ def validate(gold, kb_dir, old_kb, k, embedder, as_json) -> None:
 @click.option("--kb", "kb_dir", required=True, type=_path, help="The KB, to find articles no question cites.")
 @click.option("--by", "column", help="Category column to count (default: 'category' if present).")
 @click.option("--limit", default=20, show_default=True, help="Rows per table (0 = all).")
-def stats(gold, kb_dir, column, limit) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the statistics as JSON.")
+def stats(gold, kb_dir, column, limit, as_json) -> None:
     """Questions per article, coverage gaps, and category counts."""
     from annotations import stats as s
 
-    click.echo(s.render(s.gold_stats(gold, kb_dir, column=column), limit=limit))
+    st = s.gold_stats(gold, kb_dir, column=column)
+    click.echo(st.model_dump_json(indent=2) if as_json else s.render(st, limit=limit))
 
 
 def _titles(kb_dir: Path | None) -> dict[str, str]:

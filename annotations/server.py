@@ -45,7 +45,7 @@ class AnnotationApp:
         texts = list(dict.fromkeys(r.question for r in session.records))
         if texts:  # one batch: a dense retriever embeds all questions in a few calls, not one per click
             for text, hits in zip(texts, self.retriever.search_many(texts, k), strict=True):
-                self._cache[text] = hits
+                self._cache[text] = self._useful(hits)
 
     # -- API ---------------------------------------------------------------------------------------
 
@@ -63,16 +63,16 @@ class AnnotationApp:
         }
 
     def question(self, i: int) -> dict:
-        records = self.session.records
-        if not 0 <= i < len(records):
-            raise LookupError(f"question index {i} out of range (0..{len(records) - 1})")
-        rec = records[i]
+        total = len(self.session.records)
+        if not 0 <= i < total:
+            raise LookupError(f"question index {i} out of range (0..{total - 1})")
+        rec = self.session.record(i)
         terms = passages.query_terms(rec.question)
         hits = self._candidates(rec.question)
         shown = {h.id for h in hits}
         return {
             "index": i,
-            "total": len(records),
+            "total": total,
             "record": rec.to_json(),
             "candidates": [self._card(h.id, h.score, terms) for h in hits],
             # a current label retrieval missed is still shown, so a review can see and keep it
@@ -128,9 +128,15 @@ class AnnotationApp:
         with self._cache_lock:
             hits = self._cache.get(text)
         if hits is None:  # the annotator edited the question: retrieve for the new wording
-            hits = self.retriever.search_many([text], self.k)[0]
+            hits = self._useful(self.retriever.search_many([text], self.k)[0])
             with self._cache_lock:
                 self._cache[text] = hits
+        return hits
+
+    def _useful(self, hits: list[Hit]) -> list[Hit]:
+        """BM25 pads a query sharing no word with the KB with score-0 articles: not candidates."""
+        if getattr(self.retriever, "name", "") == "bm25":
+            return [h for h in hits if h.score > 0]
         return hits
 
     @staticmethod

@@ -1,211 +1,32 @@
-"""The annotation file: the gold CSV contract plus the labeller's bookkeeping.
+"""One annotation session: every question, its label, and the file saved after each change.
 
-Columns are ``GOLD_COLUMNS`` then ``status, annotator, labelled_at, expected_titles,
-original_question``, then any extra columns the questions came with (a ``category``,
-say). Every question is written, labelled or not, so the file *is* the task:
-reopening resumes it, and ``read_gold`` ignores rows whose ``status`` is
-``skipped`` or ``unlabelled``. ``expected_titles`` keeps the cited articles' titles
-at labelling time, so a later KB rebuild can still say which article was meant.
+A threading lock serialises saves, and each save rewrites the whole file with
+write-then-rename, so a killed server leaves the last complete file behind; an
+advisory lock on ``.OUT.lock`` stops a second server from overwriting the first.
+The file format lives in :mod:`annotations.labels`.
 """
 
 from __future__ import annotations
 
-import csv
-import io
+import copy
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
 from kb_builder.errors import GraceError, where
-from kb_builder.gold import GOLD_COLUMNS, parse_bool, read_questions, split_ids
+from kb_builder.gold import read_questions, split_ids
 from kb_builder.store import atomic_write_text
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
 
-STATUSES = ("labelled", "skipped", "unlabelled")
-BOOK_COLUMNS = ["status", "annotator", "labelled_at", "expected_titles", "original_question"]
-OUT_COLUMNS = GOLD_COLUMNS + BOOK_COLUMNS
-TITLE_SEP = " | "
-REFUSE = "REFUSE"
-
 
 class LabelRejected(ValueError):
     """A save the server refuses (unknown article, refuse plus citations): the page shows why."""
-
-
-@dataclass
-class LabelRecord:
-    question_id: str
-    question: str
-    expected_citations: list[str] = field(default_factory=list)
-    must_refuse: bool = False
-    expected_answer: str = ""
-    notes: str = ""
-    status: str = "unlabelled"
-    annotator: str = ""
-    labelled_at: str = ""
-    expected_titles: list[str] = field(default_factory=list)
-    original_question: str = ""
-    line: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def label(self) -> str | None:
-        """``REFUSE`` or the cited IDs (sorted, ``;``-joined); ``None`` when not labelled."""
-        if self.status != "labelled":
-            return None
-        return REFUSE if self.must_refuse else ";".join(sorted(self.expected_citations))
-
-    def to_row(self) -> dict[str, str]:
-        return {
-            "question_id": self.question_id,
-            "question": self.question,
-            "expected_answer": self.expected_answer,
-            "expected_citations": ";".join(self.expected_citations),
-            "must_refuse": "true" if self.must_refuse else "false",
-            "notes": self.notes,
-            "status": self.status,
-            "annotator": self.annotator,
-            "labelled_at": self.labelled_at,
-            "expected_titles": TITLE_SEP.join(self.expected_titles),
-            "original_question": self.original_question,
-            **self.extra,
-        }
-
-    def to_json(self) -> dict:
-        return {
-            "question_id": self.question_id,
-            "question": self.question,
-            "expected_citations": list(self.expected_citations),
-            "must_refuse": self.must_refuse,
-            "expected_answer": self.expected_answer,
-            "notes": self.notes,
-            "status": self.status,
-            "annotator": self.annotator,
-            "labelled_at": self.labelled_at,
-            "original_question": self.original_question,
-            "extra": dict(self.extra),
-        }
-
-
-def split_titles(value: str) -> list[str]:
-    sep = "|" if "|" in (value or "") else ";"
-    return [t.strip() for t in (value or "").split(sep) if t.strip()]
-
-
-def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Header and non-blank rows of a label CSV; structural problems raise ``GraceError``."""
-    if not path.exists():
-        raise GraceError(f"{path}: file not found")
-    if path.is_dir():
-        raise GraceError(f"{path}: is a folder, expected a CSV file")
-    rows: list[tuple[int, dict[str, str]]] = []
-    last = 0
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        # strict: an unbalanced quote would otherwise swallow every later row into one field, silently
-        reader = csv.DictReader(fh, strict=True)
-        try:
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            if not header:
-                raise GraceError(f"{path}: the file is empty; expected a header with question_id, question")
-            reader.fieldnames = header
-            missing = [c for c in ("question_id", "question") if c not in header]
-            if missing:
-                raise GraceError(
-                    f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
-                )
-            last = 1
-            for row in reader:
-                last = reader.line_num
-                if None in row:
-                    raise GraceError(
-                        f"{where(path, reader.line_num)}: more fields than header columns (an unquoted comma?)"
-                    )
-                if all(not (v or "").strip() for v in row.values()):
-                    continue
-                rows.append((reader.line_num, {k: v or "" for k, v in row.items()}))
-        except csv.Error as exc:
-            hint = "; an unclosed quote?" if "end of data" in str(exc) else ""
-            raise GraceError(f"{where(path, last + 1)}: unreadable CSV ({exc}{hint})") from None
-        except UnicodeDecodeError:
-            raise GraceError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
-    return header, rows
-
-
-def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
-    """One row as a record; a value that cannot be right raises ``GraceError`` naming the line."""
-    qid = row.get("question_id", "").strip()
-    question = row.get("question", "").strip()
-    if not qid:
-        raise GraceError(f"{where(path, line)}: empty question_id")
-    if not question:
-        raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
-    must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
-    cites = split_ids(row.get("expected_citations", ""))
-    status = row.get("status", "").strip().lower()
-    if status and status not in STATUSES:
-        raise GraceError(f"{where(path, line)}: status must be one of {', '.join(STATUSES)}, got {status!r}")
-    if not status:
-        status = "labelled" if (must_refuse or cites) else "unlabelled"
-    if status == "labelled" and must_refuse and cites:
-        raise GraceError(
-            f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
-            f"{';'.join(cites)}; clear one of the two"
-        )
-    if status == "labelled" and not must_refuse and not cites:
-        raise GraceError(
-            f"{where(path, line)}: question {qid!r} is marked labelled but has no expected_citations "
-            "and must_refuse is false"
-        )
-    known = set(OUT_COLUMNS)
-    return LabelRecord(
-        question_id=qid,
-        question=question,
-        expected_citations=cites if status == "labelled" else [],
-        must_refuse=must_refuse if status == "labelled" else False,
-        expected_answer=row.get("expected_answer", "").strip(),
-        notes=row.get("notes", "").strip(),
-        status=status,
-        annotator=row.get("annotator", "").strip(),
-        labelled_at=row.get("labelled_at", "").strip(),
-        expected_titles=split_titles(row.get("expected_titles", "")),
-        original_question=row.get("original_question", "").strip(),
-        line=line,
-        extra={k: v for k, v in row.items() if k not in known},
-    )
-
-
-def read_labels(path: str | Path) -> tuple[list[LabelRecord], list[str]]:
-    """All rows of a gold or annotation CSV (labelled or not) and its extra columns, strictly."""
-    path = Path(path)
-    header, rows = read_rows(path)
-    out: list[LabelRecord] = []
-    seen: dict[str, int] = {}
-    for line, row in rows:
-        rec = row_to_record(path, line, row)
-        if rec.question_id in seen:
-            raise GraceError(
-                f"{where(path, line)}: duplicate question_id {rec.question_id!r} (first on line {seen[rec.question_id]})"
-            )
-        seen[rec.question_id] = line
-        out.append(rec)
-    if not out:
-        raise GraceError(f"{path}: no questions found")
-    return out, [h for h in header if h not in OUT_COLUMNS]
-
-
-def render_csv(records: list[LabelRecord], extra_columns: list[str]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=OUT_COLUMNS + extra_columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow(rec.to_row())
-    return buf.getvalue()
 
 
 def check_known_ids(records: list[LabelRecord], kb: KB, path: Path) -> None:
@@ -360,6 +181,11 @@ class AnnotationSession:
                 "multi_article": sum(len(r.expected_citations) > 1 for r in labelled),
                 "first_unlabelled": first,
             }
+
+    def record(self, i: int) -> LabelRecord:
+        """A copy, so a page being built never sees a save half-applied."""
+        with self._lock:
+            return copy.deepcopy(self.records[i])
 
     def statuses(self) -> list[str]:
         with self._lock:

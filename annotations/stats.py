@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from annotations.state import read_labels
+from annotations.labels import read_labels
 from kb_builder.errors import GraceError
 from kb_builder.store import load_kb
 

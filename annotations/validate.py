@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from annotations.state import LabelRecord, read_rows, row_to_record
+from annotations.labels import LabelRecord, read_rows, row_to_record
 from kb_builder.errors import GraceError, where
 from kb_builder.store import KB, load_kb
 

@@ -2,7 +2,9 @@
 
 Columns: ``question_id, question, expected_answer, expected_citations, must_refuse,
 notes`` (extra columns are kept in ``extra``). ``expected_citations`` holds article
-IDs separated by ``;``. Every reader of gold files goes through here so a bad row
+IDs separated by ``;``. Rows whose optional ``status`` column says ``skipped`` or ``unlabelled`` (a file
+still being labelled in ``grace annotate``) are not gold yet and are left out.
+Every reader of gold files goes through here so a bad row
 gets the same clear message (file, line, what to fix) wherever it is read.
 """
 
@@ -17,6 +19,7 @@ from kb_builder.errors import GraceError, where
 
 GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
 REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
+SKIP_STATUSES = {"skipped", "unlabelled", "unlabeled"}
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f", ""}
 
@@ -99,6 +102,8 @@ def read_gold(path: str | Path) -> list[GoldQuestion]:
                 raise GraceError(f"{where(path, line)}: more fields than header columns (an unquoted comma?)")
             if all(not (v or "").strip() for v in row.values()):
                 continue
+            if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
+                continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
             qid = (row.get("question_id") or "").strip()
             question = (row.get("question") or "").strip()
             if not qid:

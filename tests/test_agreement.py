@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from sklearn.metrics import cohen_kappa_score
 
 from annotations.agreement import cohen_kappa, compare_files, fleiss_kappa
-from annotations.state import read_labels
+from annotations.labels import read_labels
 from harness.cli.app import cli
 from kb_builder.errors import GraceError
 

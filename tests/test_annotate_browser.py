@@ -109,6 +109,7 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     at_question(page, 2)
     page.locator("#cands li[data-id='4'] button.choose").click()  # mouse
     at_question(page, 3)
+    expect(page.locator("#cands li.empty")).to_contain_text("no article sharing a word")
     page.keyboard.press("r")  # must_refuse
     at_question(page, 4)
 
@@ -203,12 +204,25 @@ def test_remote_host_works_with_the_token_in_the_url(browser, served):
     start, gold = served
     url = start(host="127.0.0.2", token="tok-123")
     page, errors = open_page(browser, url)
-    page.keyboard.press("3")  # third candidate, whatever it is, via the token-carrying API
+    page.keyboard.press("1")  # through the token-carrying API
     at_question(page, 2)
     assert rows(gold)["q1"]["status"] == "labelled"
     denied = browser.new_page()
     resp = denied.goto(url.split("?")[0])
     assert resp.status == 403
     denied.close()
+    assert errors == []
+    page.close()
+
+
+def test_shift_digits_pick_several_articles_in_a_row(browser, served):
+    start, gold = served
+    page, errors = open_page(browser, start())
+    at_question(page, 1)
+    page.keyboard.press("Shift+Digit1")  # no wait between: the second adds to the first
+    page.keyboard.press("Shift+Digit2")
+    expect(page.locator("#chosen li")).to_have_count(2)
+    expect(page.locator("#saved")).to_contain_text(re.compile(r"saved q1: #\d+, #\d+"))
+    assert len(rows(gold)["q1"]["expected_citations"].split(";")) == 2
     assert errors == []
     page.close()

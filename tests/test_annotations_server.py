@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from annotations.server import AnnotationApp, make_server
-from annotations.state import AnnotationSession, read_labels
+from annotations.labels import LabelRecord, read_labels
+from annotations.state import AnnotationSession, LabelRejected
 from harness.cli.app import cli
 from kb_builder.errors import GraceError
 from kb_builder.gold import read_gold
@@ -166,9 +167,21 @@ def test_labels_are_saved_and_resumed(session, kb, tmp_path):
         again.close()
 
 
+def test_resume_with_a_changed_questions_file_keeps_saved_work(session, kb, tmp_path):
+    session.save("q3", status="labelled", must_refuse=True)
+    session.close()
+    q = tmp_path / "q2.csv"
+    q.write_text("question_id,question\nq1,How many hours of annual leave can I carry over?\nq9,Where is my laptop?\n")
+    s = AnnotationSession.open(kb, tmp_path / "gold.csv", questions=q)
+    try:  # the new question joins; q3, labelled earlier but gone from the file, is kept at the end
+        assert [r.question_id for r in s.records] == ["q1", "q9", "q2", "q3", "q4"]
+        assert s.records[s.index["q3"]].must_refuse
+    finally:
+        s.close()
+
+
 def test_rejected_saves_change_nothing(session, tmp_path):
     before = (tmp_path / "gold.csv").read_text()
-    from annotations.state import LabelRejected
 
     for kwargs in (
         dict(status="labelled", expected_citations=["99"]),
@@ -227,6 +240,18 @@ def test_cli_errors_are_clear(tmp_path):
     assert isinstance(res.exception, GraceError) and "--out" in str(res.exception)
 
 
+def test_a_kb_whose_index_cannot_be_built_says_how_to_go_on(tmp_path, monkeypatch):
+    kb = make_kb(tmp_path)
+    load_kb(kb)
+    manifest = json.loads((kb / "manifest.json").read_text())
+    (kb / "manifest.json").write_text(json.dumps({**manifest, "embedder": "openai"}))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    q = write_questions(tmp_path / "q.csv")
+    res = CliRunner().invoke(cli, ["annotate", str(kb), "-q", str(q), "-o", str(tmp_path / "o.csv"), "--no-browser"])
+    assert isinstance(res.exception, GraceError)
+    assert "OPENAI_API_KEY" in str(res.exception) and "--embedder bm25" in str(res.exception)
+
+
 def test_a_second_server_on_the_same_file_is_refused(session, kb, tmp_path):
     with pytest.raises(GraceError, match="already writing"):
         AnnotationSession.open(kb, tmp_path / "gold.csv", questions=tmp_path / "q.csv")
@@ -245,6 +270,9 @@ def test_api_question_search_article_and_label(server, tmp_path):
     matched = [t for t, m in [(s[0], s[1]) for s in top["snippet"]["segments"]] if m]
     assert {"annual", "leave", "hours", "carry"} <= {w.lower() for w in matched}
     assert top["breadcrumb"] == ["Handbook"]
+
+    _, q3 = server.json("/api/question/2")  # "capital of France": no word in the KB, so no fake candidates
+    assert q3["candidates"] == []
 
     _, res = server.json("/api/search?q=slack%20threads")
     assert res["results"][0]["id"] == "7"
@@ -309,8 +337,6 @@ def test_other_hosts_need_the_token(session):
 def test_concurrent_saves_all_land(server, session, tmp_path):
     extra = [f"Question number {i} about leave?" for i in range(40)]
     # more questions so many threads write different rows at once
-    from annotations.state import LabelRecord
-
     with session._lock:
         for i, text in enumerate(extra):
             session.records.append(LabelRecord(f"x{i}", text))
@@ -382,8 +408,10 @@ def test_killed_server_loses_no_acknowledged_label(tmp_path):
 
     t = threading.Thread(target=hammer)
     t.start()
-    while len(acked) < 40:
+    deadline = time.time() + 30
+    while len(acked) < 40 and t.is_alive() and time.time() < deadline:
         time.sleep(0.005)
+    assert len(acked) >= 40, "the server stopped acknowledging saves"
     proc.send_signal(signal.SIGKILL)  # no cleanup at all, mid-stream of writes
     proc.wait()
     stop.set()

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from annotations.stats import gold_stats
 from annotations.validate import near_duplicates, validate_gold
-from annotations.state import LabelRecord
+from annotations.labels import LabelRecord
 from harness.cli.app import cli
 from kb_builder.errors import GraceError
 

@@ -68,6 +68,14 @@ def test_text_after_the_last_citation_of_a_paragraph_is_uncited():
     assert cites(segs) == [("Claim A.", ("1",)), ("Claim B without a source.", ()), ("Claim C", ("2",))]
 
 
+def test_a_citation_inside_a_sentence_closes_that_sentence():
+    segs = segment_answer("Under the policy [ID: 1], you get 25 days per year. Enjoy them.", IDS)
+    assert cites(segs) == [("Under the policy, you get 25 days per year.", ("1",)), ("Enjoy them.", ())]
+    # unless the sentence has another citation first: then each clause keeps its own
+    segs = segment_answer("Lisbon gets 25 days [ID: 1] and Toronto gets 20 [ID: 2].", IDS)
+    assert cites(segs) == [("Lisbon gets 25 days", ("1",)), ("and Toronto gets 20.", ("2",))]
+
+
 def test_one_citation_closing_the_answer_covers_every_paragraph():
     # the grounded prompt asks for exactly this: one citation at the very end
     segs = segment_answer("Here is what the policy says.\n\nYou get 25 days.\n\nFive carry over. [ID: 17]", IDS)

@@ -195,11 +195,21 @@
     }, extra || {});
   }
 
-  // saves are chained so they reach the server in the order they were made
+  // saves are chained so they reach the server in the order they were made, and applied to the
+  // page at once, so a second quick key press builds on the first rather than on stale state
   function save(payload, { advance = false } = {}) {
     const qid = payload.question_id;
     const idx = S.idx;
     const oldText = S.q.record.question;
+    S.q.record = Object.assign({}, S.q.record, {
+      status: payload.status,
+      expected_citations: payload.status === "labelled" ? payload.expected_citations.slice() : [],
+      must_refuse: payload.status === "labelled" && payload.must_refuse,
+      question: payload.question.trim(),
+      expected_answer: payload.expected_answer.trim(),
+      notes: payload.notes.trim(),
+    });
+    renderLabel();
     S.saving = S.saving.then(async () => {
       try {
         const res = await postJSON("/api/label", payload);
@@ -226,6 +236,9 @@
         return true;
       } catch (e) {
         showError(`not saved: ${e.message}`);
+        if (S.q && S.q.record.question_id === qid) {  // show what the server really holds
+          try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* offline */ }
+        }
         return false;
       }
     });
@@ -340,6 +353,10 @@
     S.focus = -1;
     $("list-title").textContent = kind === "candidates" ? `Top candidates (${S.state.retriever})` : `Search results (${items.length})`;
     $("cands").replaceChildren(...items.map((c, i) => card(c, i < 10 ? (i + 1) % 10 : null)));
+    if (!items.length) {
+      const why = kind === "candidates" ? "Retrieval found no article sharing a word with this question." : "No article matches.";
+      $("cands").append(el("li", { class: "empty" }, `${why} Search the KB with /, or mark must_refuse with r.`));
+    }
   }
 
   function setFocus(i) {

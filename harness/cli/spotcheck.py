@@ -23,12 +23,17 @@ def _judge(spec_text: str, template: str | None, timeout: float | None, prices: 
     return Judge(spec, provider, load_judge_template(template))
 
 
-def _settings(concurrency: int, max_attempts: int, no_cache: bool):
+def _settings(concurrency: int, max_attempts: int, no_cache: bool, console=None):
     from harness.spotcheck.judging import JudgeSettings
 
     if concurrency < 1 or max_attempts < 1:
         raise GraceError("--concurrency and --max-attempts must be 1 or more")
-    return JudgeSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=not no_cache)
+    def show(label: str, done: int, total: int) -> None:
+        console.file.write(f"\r{label}: {done}/{total} judge calls" + ("\n" if done == total else ""))
+        console.file.flush()
+
+    progress = show if console is not None and console.is_terminal else None
+    return JudgeSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=not no_cache, progress=progress)
 
 
 def _pct(x, ci=None) -> str:
@@ -45,7 +50,8 @@ _judge_options = [
     click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel judge calls."),
     click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per judge call (retries on 429/5xx)."),
     click.option("--timeout", type=float, default=None, help="Seconds per judge call [default: 60]."),
-    click.option("--no-cache", is_flag=True, help="Do not read the response cache (verdicts are still recorded in it)."),
+    click.option("--no-cache", is_flag=True, help="Do not read the response cache (verdicts are still recorded in it; "
+                 "judgements already in RUN/spotcheck/ are reused)."),
     click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens."),
 ]
 
@@ -85,14 +91,14 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attemp
     judge = _judge(judge_spec, template, timeout, prices)
     opts = SpotcheckOptions(sample=None if take_all else (sample or 50), seed=seed, repeats=repeats,
                             bootstrap=bootstrap, models=tuple(models))
-    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, _settings(concurrency, max_attempts, no_cache), console)
+    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, _settings(concurrency, max_attempts, no_cache, console), console)
     jb = spot["judge"]
     mark = (f"[green]calibrated[/] (kappa {jb['kappa']:.2f}, n={jb['n']})" if jb["calibrated"] and jb.get("kappa") is not None
             else "[yellow]judge not calibrated[/]")
     console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}")
     table = Table(title="Correct-citation answers, fact-checked (95% CIs)")
     table.add_column("Model", no_wrap=True)
-    for name in ("Hits", "Checked", "Segments", "Groundedness", "Halluc. rate", "Halluc. risk"):
+    for name in ("Hits", "Checked", "Segs", "Groundedness", "Halluc. rate", "Halluc. risk"):
         table.add_column(name, justify="right")
     for m, v in spot["models"].items():
         table.add_row(m, str(v["hits"]), str(v["n"]), str(v["n_segments"]),
@@ -156,7 +162,7 @@ def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_c
 
     console = Console()
     judge = _judge(judge_spec, template, timeout, prices)
-    result = run_meta_eval(judge, load_cases(cases), _settings(concurrency, max_attempts, no_cache))
+    result = run_meta_eval(judge, load_cases(cases), _settings(concurrency, max_attempts, no_cache, console))
     table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate", title=f"Judge meta-eval: {judge.spec.name}")
     for mode, v in result["per_mode"].items():
         table.add_row(mode, "/".join(v["expected"]), str(v["cases"]), str(v["passed"]), _pct(v["pass_rate"]))

@@ -206,8 +206,12 @@ def spotcheck_section(inputs: ReportInputs) -> str:
     notes = spot.get("notes") or spot.get("explanation")
     explain = ('<p class="caption"><strong>How to read:</strong> a judge model checks whether each claim in a '
                "correctly cited answer is supported by the cited article. Groundedness is the share of checked "
-               "answers fully supported; "
-               "the hallucination rate the share with an unsupported claim. Intervals are 95% CIs."
+               "segments (claims) that are supported; the hallucination rate is the share of checked answers with "
+               "at least one unsupported segment; hallucination risk = 1 − accuracy × (1 − hallucination rate), "
+               "the chance an answer is wrong or unfaithful. Intervals are 95% CIs."
+               + (f" The judge's own run-to-run spread of groundedness is {100 * float(spot['max_judge_spread']):.1f} "
+                  "points: differences between models smaller than that are noise."
+                  if isinstance(spot.get("max_judge_spread"), int | float) else "")
                + (f" {escape(str(notes))}" if notes else "") + "</p>")
     return head + (table(headers, rows, {1, 2, 3, 4}) if rows else '<p class="muted">No models checked.</p>') + explain
 

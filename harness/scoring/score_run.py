@@ -99,8 +99,31 @@ def score_responses(
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    data["spotcheck"] = _earlier_spotcheck(out_dir, data)
     atomic_write_text(out_dir / REPORT, report_json(data))
     return data
+
+
+def _earlier_spotcheck(out_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+    """Keep the last ``grace spotcheck run`` in the report when responses are re-scored.
+
+    Re-scoring (a resumed ``grace run``, ``grace score``) must not silently drop a
+    paid-for judge pass; the block says it predates this scoring so nobody mistakes
+    it for a check of new answers.
+    """
+    path = out_dir / "spotcheck.json"
+    if not path.exists():
+        return None
+    try:
+        from harness.spotcheck.publish import report_block
+
+        block = report_block(json.loads(path.read_text(encoding="utf-8")))
+    except (ImportError, OSError, ValueError, KeyError, TypeError):
+        data.setdefault("warnings", []).append(f"{path} could not be read; the spot-check is not shown")
+        return None
+    block["notes"] = ((block.get("notes") or "") + " Spot-check from an earlier scoring of this run folder; "
+                      "run 'grace spotcheck run' again if the responses changed.").strip()
+    return block
 
 
 def report_json(data: dict[str, Any]) -> str:

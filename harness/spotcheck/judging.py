@@ -29,6 +29,7 @@ class JudgeSettings:
     backoff_base: float = 1.0
     use_cache: bool = True
     read_cache: bool = True
+    progress: Callable[[str, int, int], None] | None = None  # (label, done, total), after every call
 
 
 @dataclass
@@ -141,12 +142,14 @@ def open_cache(settings: JudgeSettings) -> ResponseCache | None:
 
 
 def run_jobs(judge: Judge, jobs: list[JudgeJob], record: Callable[[JudgeJob, Request, CallResult], dict[str, Any]],
-             settings: JudgeSettings, stats: CallStats, out: Any = None) -> list[dict[str, Any]]:
+             settings: JudgeSettings, stats: CallStats, out: Any = None, label: str = "judging") -> list[dict[str, Any]]:
     """One batch of judge calls, start to finish; returns the recorded rows in completion order."""
     sink = Collector()
     cache = open_cache(settings)
+    progress = settings.progress
+    on_update = (lambda plan: progress(label, plan.stats.done, plan.stats.total)) if progress else None
     try:
-        engine, plan = judge_engine(judge, jobs, record, _Tee(sink, out), cache, settings)
+        engine, plan = judge_engine(judge, jobs, record, _Tee(sink, out), cache, settings, on_update)
         asyncio.run(engine.run())
         stats.add(plan)
     finally:

@@ -154,7 +154,7 @@ def judge_hits(judge: Judge, hits: list[Hit], kb: Any, repeats: int, out_path: P
                 for r in range(repeats):
                     first.slot(hit, seg, r, "cited", None, sources, messages, text, missing)
         if first.jobs:
-            run_jobs(judge, first.jobs, first.record, settings, result.stats, out)
+            run_jobs(judge, first.jobs, first.record, settings, result.stats, out, "pass 1: cited segments")
         second = _Pass(judge, done, out, result)
         for hit in hits:
             segs = result.segments[hit.key]
@@ -175,7 +175,7 @@ def judge_hits(judge: Judge, hits: list[Hit], kb: Any, repeats: int, out_path: P
                     second.slot(hit, seg, r, "uncited", ctx, [source], judge.template.uncited(seg.claim, context),
                                 articles_text, [])
         if second.jobs:
-            run_jobs(judge, second.jobs, second.record, settings, result.stats, out)
+            run_jobs(judge, second.jobs, second.record, settings, result.stats, out, "pass 2: uncited segments")
     finally:
         out.close()
     return result

@@ -3,7 +3,8 @@
 The answer is cut into paragraphs (blank lines, with markdown headers dropped:
 a header makes no claim), then each paragraph is cut after every citation
 marker, so a segment carries the citation that closes it: in "A. B [ID: 4]. C
-[ID: 7]." the claims A and B are checked against article 4, C against 7. Text
+[ID: 7]." the claims A and B are checked against article 4, C against 7; a
+marker inside a sentence closes that sentence ("Under [ID: 4], you get X."). Text
 after a paragraph's last citation, and paragraphs without one (introductions,
 conclusions), are uncited segments, checked later against what was supported.
 
@@ -35,6 +36,8 @@ _BULLET = re.compile(r"^\s*(?:[-*+\u2022]|\d{1,3}[.)])\s+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
 _TRAILING = re.compile(r"[\s.,;:!?)\]*_]*")
 _WORDY = re.compile(r"\w")
+_TERMINATOR = re.compile(r"[.!?\n]")
+_SENTENCE_END = re.compile(r"[.!?](?=[\s\"'\u201d)]|$)|\n")
 
 
 @dataclass(frozen=True)
@@ -112,14 +115,23 @@ def _strip_markers(text: str, kb_ids: Collection[str] | None) -> str:
 
 
 def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[str, tuple[str, ...]]]:
-    """(raw text, citations) pieces: each cited piece ends with its marker (and the punctuation after it)."""
+    """(raw text, citations) pieces: each cited piece ends with its marker (and the punctuation after it).
+
+    A marker inside a sentence ("Under the policy [ID: 4], you get 25 days.") closes the whole
+    sentence, unless another marker comes first in it: then each claim keeps its own source.
+    """
+    markers = _markers(para, kb_ids)
     pieces: list[tuple[str, list[str]]] = []
     pos = 0
-    for start, end, ids in _markers(para, kb_ids):
+    for n, (start, end, ids) in enumerate(markers):
         if start < pos:
             continue
-        tail = _TRAILING.match(para, end)
-        stop = tail.end() if tail else end
+        stop = _TRAILING.match(para, end).end()  # type: ignore[union-attr]
+        if stop < len(para) and not _TERMINATOR.search(para[end:stop]):
+            found = _SENTENCE_END.search(para, stop)
+            sentence_end = found.end() if found else len(para)
+            if n + 1 == len(markers) or sentence_end <= markers[n + 1][0]:
+                stop = sentence_end
         body = para[pos:start]
         if pieces and not _WORDY.search(body):  # "[ID: 4][ID: 7]" or "[ID: 4], [ID: 7]": one claim, two sources
             text, cites = pieces[-1]
