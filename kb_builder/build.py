@@ -15,7 +15,7 @@ from kb_builder.errors import GraceError
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
-from kb_builder.store import ARTICLES, KB, finish_articles, load_kb, make_manifest, read_articles, write_kb
+from kb_builder.store import ARTICLES, KB, finish_articles, load_kb, make_manifest, write_kb
 
 
 @dataclass

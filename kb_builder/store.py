@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from kb_builder import __version__
 from kb_builder.errors import GraceError, where
+from kb_builder.jsonl_files import iter_jsonl
 from kb_builder.records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
 from kb_builder.tokens import count_tokens
 
@@ -67,31 +68,22 @@ def read_articles(path: Path) -> list[Article]:
         raise GraceError(f"{path}: not found; a KB folder needs an {ARTICLES} (run 'grace kb build' first)")
     articles: list[Article] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                data = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(data, dict):
-                raise GraceError(f"{where(path, n)}: expected a JSON object with id, title, text")
-            if "id" in data and isinstance(data["id"], int | float):
-                data["id"] = str(data["id"])
-            try:
-                art = Article.model_validate(data)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                field_name = ".".join(str(p) for p in first["loc"]) or "?"
-                raise GraceError(f"{where(path, n)}: field '{field_name}': {first['msg']}") from None
-            art.id = art.id.strip()
-            if not art.id:
-                raise GraceError(f"{where(path, n)}: empty article id")
-            if art.id in seen:
-                raise GraceError(f"{where(path, n)}: duplicate article id {art.id!r} (first on line {seen[art.id]})")
-            seen[art.id] = n
-            articles.append(art)
+    for n, data in iter_jsonl(path):
+        if "id" in data and isinstance(data["id"], int | float):
+            data["id"] = str(data["id"])
+        try:
+            art = Article.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field_name = ".".join(str(p) for p in first["loc"]) or "?"
+            raise GraceError(f"{where(path, n)}: field '{field_name}': {first['msg']}") from None
+        art.id = art.id.strip()
+        if not art.id:
+            raise GraceError(f"{where(path, n)}: empty article id")
+        if art.id in seen:
+            raise GraceError(f"{where(path, n)}: duplicate article id {art.id!r} (first on line {seen[art.id]})")
+        seen[art.id] = n
+        articles.append(art)
     if not articles:
         raise GraceError(f"{path}: no articles in the file")
     return articles

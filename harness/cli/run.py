@@ -45,7 +45,7 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
     from harness.runner.pricing import load_prices
     from harness.runner.session import (
         RESPONSES, RunSettings, calibrate_threshold, check_same_run, compact_responses, estimate,
-        finished_keys, new_run_info, plan_jobs, retrieve_all, run_engine, write_run_info,
+        finished_keys, new_run_info, plan_jobs, retrieve_all, write_run_info,
     )
     from kb_builder.gold import read_gold
     from kb_builder.store import load_kb

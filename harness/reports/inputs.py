@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb_builder.jsonl_files import iter_jsonl
 from kb_builder.errors import GraceError, where
 
 REPORT_SCHEMA_VERSION = 1
@@ -132,20 +133,8 @@ def _read_jsonl(path: Path, notes: list[str], *, required: bool, keep: set | Non
             raise GraceError(f"{path}: not found")
         notes.append(f"{path.name} not found: no failure samples.")
         return []
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise GraceError(
-                    f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it"
-                ) from None
-            if isinstance(row, dict) and (keep is None or row_key(row) in keep):
-                rows.append(row)
-    return rows
+    return [row for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; re-run the step that wrote it")
+            if keep is None or row_key(row) in keep]
 
 
 def _existing(candidate: Any, out_dir: Path) -> Path | None:

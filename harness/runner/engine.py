@@ -73,7 +73,8 @@ def build_request(spec: ModelSpec, template: Template, job: Job) -> Request:
     )
 
 
-def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Request, repeat: int) -> str:
+def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int, **salt: Any) -> str:
+    """The cache key of one call: what determines the answer, never timeouts or concurrency."""
     env = _BASE_URL_ENV.get(spec.provider)
     return cache_key({
         "provider": spec.provider,
@@ -84,10 +85,14 @@ def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Requ
         "output_mode": request.output_mode,
         "json_schema": request.json_schema,
         "options": spec.options,
-        "template": template.sha256,
-        "kb": kb_hash,
+        "template": template_hash,
         "repeat": repeat,
+        **salt,
     })
+
+
+def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Request, repeat: int) -> str:
+    return call_key(spec, request, template.sha256, repeat, kb=kb_hash)
 
 
 class JsonlAppender:

@@ -8,13 +8,12 @@ cache, and the error if the call failed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb_builder.errors import GraceError, where
+from kb_builder.jsonl_files import iter_jsonl
 
 RESPONSES_SCHEMA_VERSION = 1
 
@@ -71,24 +70,9 @@ def read_response_lines(path: Path) -> list[dict[str, Any]]:
     A half-written last line (the process was killed mid-write) is dropped with
     no error: it was never a finished response, and the next run redoes it.
     """
-    rows: list[dict[str, Any]] = []
     if not path.exists():
-        return rows
-    with path.open(encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for n, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if n == len(lines) and not raw.endswith("\n"):
-                continue
-            raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg}); fix or delete the line") from None
-        if not isinstance(data, dict):
-            raise GraceError(f"{where(path, n)}: expected a JSON object")
-        rows.append(data)
-    return rows
+        return []
+    return [row for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; fix or delete the line")]
 
 
 def latest_rows(rows: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:

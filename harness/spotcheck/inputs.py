@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kb_builder.jsonl_files import iter_jsonl
 from kb_builder.errors import GraceError, where
 
 SCORES, RESPONSES, REPORT = "scores.jsonl", "responses.jsonl", "report.json"
@@ -69,20 +70,6 @@ def run_folder(path: Path) -> Path:
     return path
 
 
-def _read_jsonl(path: Path):
-    with path.open(encoding="utf-8") as fh:
-        for n, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg})") from None
-            if not isinstance(row, dict):
-                raise GraceError(f"{where(path, n)}: expected a JSON object")
-            yield n, row
-
-
 def _responses_path(run_dir: Path, report: dict[str, Any] | None) -> Path:
     local = run_dir / RESPONSES
     if local.exists():
@@ -105,7 +92,7 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
     scores_path = run_dir / SCORES
     counts: dict[str, Counts] = {}
     wanted: dict[tuple[str, str, int], tuple[str, ...]] = {}
-    for n, row in _read_jsonl(scores_path):
+    for n, row in iter_jsonl(scores_path):
         try:
             model, qid, rep, outcome = str(row["model"]), str(row["question_id"]), int(row.get("repeat") or 0), row["outcome"]
         except (KeyError, TypeError, ValueError):
@@ -124,7 +111,7 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
             raise GraceError(f"{scores_path}: no responses from {', '.join(unknown)}; models here: {', '.join(counts)}")
     responses_path = _responses_path(run_dir, report)
     texts: dict[tuple[str, str, int], str] = {}
-    for _, row in _read_jsonl(responses_path):
+    for _, row in iter_jsonl(responses_path, torn_tail_ok=True):
         key = (str(row.get("model")), str(row.get("question_id")), int(row.get("repeat") or 0))
         if key in wanted and isinstance(row.get("response"), str) and not row.get("error"):
             texts[key] = row["response"]  # the last row wins, as in the scorer

@@ -10,16 +10,14 @@ the judge repeat (so ``--repeats`` makes fresh calls, not cache hits).
 from __future__ import annotations
 
 import asyncio
-import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.providers.base import ModelSpec, Provider, Request, RequestContext, RetrievedArticle
-from harness.runner.cache import ResponseCache, cache_key
-from harness.runner.engine import CallResult, Engine, RunPlan
+from harness.runner.cache import ResponseCache
+from harness.runner.engine import CallResult, Engine, RunPlan, call_key
 from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle
 
-_BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 @dataclass
@@ -93,20 +91,7 @@ def judge_request(spec: ModelSpec, job: JudgeJob) -> Request:
 
 
 def judge_key(spec: ModelSpec, template: JudgeTemplate, request: Request, judge_repeat: int) -> str:
-    env = _BASE_URL_ENV.get(spec.provider)
-    return cache_key({
-        "kind": "grace-spotcheck-judge",
-        "provider": spec.provider,
-        "model": spec.model,
-        "endpoint": spec.base_url or (os.environ.get(env) if env else None),
-        "messages": request.messages,
-        "params": request.params,
-        "output_mode": request.output_mode,
-        "json_schema": request.json_schema,
-        "options": spec.options,
-        "template": template.sha256,
-        "repeat": judge_repeat,
-    })
+    return call_key(spec, request, template.sha256, judge_repeat, kind="grace-spotcheck-judge")
 
 
 class Collector:
