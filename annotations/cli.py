@@ -30,9 +30,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
     Every label is written to OUT at once (write-then-rename), so closing the browser
     or stopping the server loses nothing; running the same command again resumes.
     """
-    import secrets
-
-    from annotations.server import AnnotationApp, make_server, needs_token, url_for
+    from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
     from kb_builder.store import load_kb
 
@@ -48,41 +46,54 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         kb, out, questions=questions, from_gold=from_gold, annotator=annotator or default_annotator()
     )
     try:
-        app = AnnotationApp(session, retriever, k=k, search_retriever=search_retriever)
-        token = secrets.token_urlsafe(18) if needs_token(host) else None
-        try:
-            server = make_server(app, host, port, token)
-        except OSError as exc:
-            raise GraceError(f"cannot listen on {host}:{port} ({exc.strerror}); try --port 0") from None
-        url = url_for(host, server.server_address[1], token)
+        server, url, token = _listen(AnnotationApp(session, retriever, k=k, search_retriever=search_retriever), host, port)
         p = session.progress()
         click.echo(
             f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped); "
             f"KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(retriever, 'name', '?')})"
         )
         click.echo(f"saving every label to {out}")
-        if token:
-            click.echo(
-                f"listening on {host}: anyone with this URL (it holds the token) can label; "
-                "from another machine use this host's name or address in it"
-            )
-        click.echo(f"open {url}   (Ctrl-C to stop)")
-        sys.stdout.flush()
-        if not no_browser:
-            import webbrowser
-
-            webbrowser.open(url)
-        signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it like Ctrl-C: labels are already saved
-        try:
-            server.serve_forever(poll_interval=0.25)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            server.server_close()
+        _serve(server, url, host if token else None, no_browser)
         p = session.progress()
         click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled, saved in {out}")
     finally:
         session.close()
+
+
+def _listen(app, host: str, port: int):
+    """A server for ``app``, its URL, and the token it demands (bound beyond localhost)."""
+    import secrets
+
+    from annotations.server import make_server, needs_token, url_for
+
+    token = secrets.token_urlsafe(18) if needs_token(host) else None
+    try:
+        server = make_server(app, host, port, token)
+    except OSError as exc:
+        raise GraceError(f"cannot listen on {host}:{port} ({exc.strerror}); try --port 0") from None
+    return server, url_for(host, server.server_address[1], token), token
+
+
+def _serve(server, url: str, open_host: str | None, no_browser: bool) -> None:
+    """Print the URL, open it, and serve until Ctrl-C or ``kill`` (every change is already saved)."""
+    if open_host:
+        click.echo(
+            f"listening on {open_host}: anyone with this URL (it holds the token) can label; "
+            "from another machine use this host's name or address in it"
+        )
+    click.echo(f"open {url}   (Ctrl-C to stop)")
+    sys.stdout.flush()
+    if not no_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it like Ctrl-C: labels are already saved
+    try:
+        server.serve_forever(poll_interval=0.25)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def _interrupt(signum, frame) -> None:
@@ -106,7 +117,56 @@ def _retrievers(kb, embedder: str | None):
 
 @click.group("annotations")
 def annotations() -> None:
-    """Check, compare and summarise gold labels."""
+    """Check, compare and summarise gold labels; review a spot-check by hand."""
+
+
+@annotations.command("review")
+@click.argument("run_dir", type=_path)
+@click.option("--kb", "kb_dir", type=_path, help="KB the answers cite (default: the one the spot-check used).")
+@click.option("--gold", type=_path, help="Gold CSV, for the question text (default: the one the run names).")
+@click.option("--out", "-o", type=_path, help="CSV to save labels to (default: RUN_DIR/spotcheck_review.csv, "
+              "which 'grace spotcheck calibrate' reads); another file keeps a second reviewer's labels apart.")
+@click.option("--reviewer", help="Name recorded on every label (default: $GRACE_ANNOTATOR or $USER).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Any other address than localhost requires the printed token.")
+@click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--no-browser", is_flag=True, help="Print the URL only.")
+def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None:
+    """Review a spot-check by hand: mark each answer segment supported or not by its cited article.
+
+    Shows the question, the answer with its segments highlighted and the cited article
+    beside it, the best-matching passage marked; not the judge's verdict. Every mark is
+    written to the CSV at once (write-then-rename); running the command again resumes.
+    Then measure the judge against the labels:
+
+    \b
+      grace spotcheck calibrate RUN_DIR/spotcheck_review.csv RUN_DIR/spotcheck.json
+    """
+    from annotations.review_app import ReviewApp
+    from annotations.review_session import ReviewSession
+    from annotations.review_sources import RunSources
+    from annotations.state import default_annotator
+    from kb_builder.store import load_kb
+
+    sources = RunSources.find(run_dir, kb_dir=kb_dir, gold=gold)
+    kb = load_kb(sources.kb_dir, write_missing=False)
+    out = out or sources.review_csv
+    session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
+    try:
+        app = ReviewApp(session, sources, kb)
+        server, url, token = _listen(app, host, port)
+        p = session.progress()
+        click.echo(f"{p['answers']} answers, {p['segments']} segments ({p['reviewed']} reviewed); "
+                   f"KB {kb.path} ({len(kb.articles)} articles)")
+        for w in app.warnings:
+            click.echo(f"warning: {w}", err=True)
+        click.echo(f"saving every mark to {out}")
+        _serve(server, url, host if token else None, no_browser)
+        p = session.progress()
+        click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, saved in {out}")
+        if p["reviewed"]:
+            click.echo(f"next: grace spotcheck calibrate {out} {sources.run_dir / 'spotcheck.json'}")
+    finally:
+        session.close()
 
 
 @annotations.command("agree")

@@ -34,7 +34,15 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=
 
 
 class AnnotationApp:
-    """What the API answers, independent of HTTP (the tests call it directly too)."""
+    """What the API answers, independent of HTTP (the tests call it directly too).
+
+    The handler is shared with the spot-check review (:mod:`annotations.review_app`): an app
+    names its page, answers ``get(path, query)`` and ``post(path, body)`` (``None``: no such
+    route), and lists ``post_paths`` so a bad POST is refused before its body is read.
+    """
+
+    page = "index.html"
+    post_paths = ("/api/label",)
 
     def __init__(self, session: AnnotationSession, retriever, *, k: int = 10, search_retriever=None):
         self.session, self.kb, self.k = session, session.kb, k
@@ -46,6 +54,23 @@ class AnnotationApp:
         if texts:  # one batch: a dense retriever embeds all questions in a few calls, not one per click
             for text, hits in zip(texts, self.retriever.search_many(texts, k), strict=True):
                 self._cache[text] = self._useful(hits)
+
+    # -- routes ------------------------------------------------------------------------------------
+
+    def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
+        if path == "/api/state":
+            return self.state()
+        if path.startswith("/api/question/"):
+            return self.question(int(path.rsplit("/", 1)[1]))
+        if path == "/api/search":
+            k = int((query.get("k") or ["0"])[0] or 0)
+            return self.search((query.get("q") or [""])[0], k or None)
+        if path.startswith("/api/article/"):
+            return self.article(unquote(path.removeprefix("/api/article/")), (query.get("q") or [""])[0])
+        return None
+
+    def post(self, path: str, body) -> dict | None:
+        return self.label(body) if path == "/api/label" else None
 
     # -- API ---------------------------------------------------------------------------------------
 
@@ -157,7 +182,7 @@ class AnnotationApp:
         }
 
 
-def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
+def make_handler(app, *, token: str | None, port_ref: list[int]):
     class Handler(BaseHTTPRequestHandler):
         server_version = "grace-annotate"
         sys_version = ""
@@ -202,22 +227,15 @@ def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
                 return self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
             path = url.path
             try:
-                if path in ("/", "/index.html"):
-                    return self._static("index.html")
+                if path in ("/", f"/{app.page}"):
+                    return self._static(app.page)
                 if path.startswith("/static/"):
                     return self._static(path.removeprefix("/static/"))
-                if path == "/api/state":
-                    return self._json(200, app.state())
-                if path.startswith("/api/question/"):
-                    return self._json(200, app.question(int(path.rsplit("/", 1)[1])))
-                if path == "/api/search":
-                    k = int((query.get("k") or ["0"])[0] or 0)
-                    return self._json(200, app.search((query.get("q") or [""])[0], k or None))
-                if path.startswith("/api/article/"):
-                    aid = unquote(path.removeprefix("/api/article/"))
-                    return self._json(200, app.article(aid, (query.get("q") or [""])[0]))
                 if path == "/favicon.ico":
                     return self._send(204, b"", "image/x-icon")
+                data = app.get(path, query)
+                if data is not None:
+                    return self._json(200, data)
             except (LookupError, ValueError) as exc:
                 return self._error(HTTPStatus.NOT_FOUND, str(exc))
             return self._error(HTTPStatus.NOT_FOUND, f"no such page: {path}")
@@ -226,7 +244,7 @@ def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
             url = urlsplit(self.path)
             if not self._allowed(parse_qs(url.query)):
                 return self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
-            if url.path != "/api/label":
+            if url.path not in app.post_paths:
                 return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: {url.path}")
             # JSON only: a cross-site HTML form cannot send it without a CORS preflight we never grant
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
@@ -236,11 +254,11 @@ def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
                 return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request too large")
             try:
                 body = json.loads(self.rfile.read(length) or b"{}")
-                return self._json(200, app.label(body))
+                return self._json(200, app.post(url.path, body))
             except json.JSONDecodeError:
                 return self._error(HTTPStatus.BAD_REQUEST, "body is not valid JSON")
-            except LabelRejected as exc:
-                return self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            except LabelRejected as exc:  # a subclass may carry its own status (409: the file changed)
+                return self._error(getattr(exc, "status", HTTPStatus.BAD_REQUEST), str(exc))
             except OSError as exc:  # the disk refused the write: say so, the page keeps the label
                 return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"could not save: {exc}")
 
@@ -250,14 +268,15 @@ def make_handler(app: AnnotationApp, *, token: str | None, port_ref: list[int]):
                 return self._error(HTTPStatus.NOT_FOUND, f"no such file: {name}")
             p = files[name]
             body = p.read_bytes()
-            if name == "index.html":
+            page = p.suffix == ".html"
+            if page:
                 body = body.replace(b"__TOKEN_QUERY__", f"?token={token}".encode() if token else b"")
-            self._send(200, body, _TYPES.get(p.suffix, "application/octet-stream"), cache=name != "index.html")
+            self._send(200, body, _TYPES.get(p.suffix, "application/octet-stream"), cache=not page)
 
     return Handler
 
 
-def make_server(app: AnnotationApp, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
+def make_server(app, host: str = "127.0.0.1", port: int = 0, token: str | None = None):
     """A ready (not yet serving) server; ``server.server_address[1]`` is the port when 0 was asked."""
     port_ref = [port]
     cls = _ThreadingHTTPServer6 if ":" in host else ThreadingHTTPServer

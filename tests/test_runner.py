@@ -208,3 +208,26 @@ def test_ctrl_c_keeps_finished_responses_and_resume_calls_only_the_rest(bench):
         assert len(rows) == 12 and len({(r["question_id"], r["repeat"]) for r in rows}) == 12
         # only calls that had not finished were made again (in-flight ones at Ctrl-C may be repeated)
         assert len(srv.requests) - calls_before <= 12 - len(kept) + 2
+
+
+def test_json_mode_and_a_user_template_are_recorded_and_scored(bench, monkeypatch):
+    tmpl = write(bench / "my-template.txt", "=== system ===\nAnswer from the articles. Refusal: {{refusal}}\n"
+                 "=== user ===\n{{articles}}\n\nQ: {{question}}\n")
+    with FakeAPIServer(responder=lambda body: '{"answer": "Ten days.", "citation": "1"}') as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m",
+                              "--output-mode", "json", "--template", tmpl, "--out", bench / "run")
+        assert code == 0, out
+        body = srv.requests[0].body
+        assert body["response_format"]["type"] == "json_schema"
+        assert any(r.body["messages"][1]["content"].endswith("Q: how many sick days do I get (variant 0)") for r in srv.requests)
+    info = json.loads((bench / "run" / "run.json").read_text())
+    (name, sha), = info["templates"].items()
+    assert name == "my-template" and info["config"]["output_mode"] == "json"
+    assert all(r["template_hash"] == sha for r in responses(bench / "run"))
+    scores = [json.loads(x) for x in (bench / "run" / "scores.jsonl").read_text().splitlines()]
+    assert {s["extraction"] for s in scores} == {"json"} and all(s["cited_ids"] == ["1"] for s in scores)
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m",
+                          "--template", write(bench / "bad.txt", "no sections here"), "--out", bench / "run2")
+    assert code == 2 and "=== user ===" in out

@@ -1,0 +1,123 @@
+"""The spot-check review page's API: one answer at a time, its segments, and the articles they cite.
+
+Served by the same handler as ``grace annotate`` (:func:`annotations.server.make_server`:
+token and Host checks, CSP, static files). Answer and article text are untrusted; they
+leave here as JSON strings cut into pieces, and the page builds text nodes from them.
+The judge's verdict is never sent: a reviewer who sees it anchors on it.
+"""
+
+from __future__ import annotations
+
+from annotations import passages
+from annotations.review_session import ReviewSession
+from annotations.review_sources import RunSources, answer_pieces, locate
+from annotations.state import LabelRejected
+
+_IDWORDS = frozenset({passages.stem("id"), passages.stem("ids")})
+
+
+class ReviewApp:
+    page = "review.html"
+    post_paths = ("/api/review/label",)
+
+    def __init__(self, session: ReviewSession, sources: RunSources, kb):
+        self.session, self.sources, self.kb = session, sources, kb
+        sources.load_answers({rows[0].key[:3] for rows in session.answers})
+        self.warnings = list(sources.warnings)
+        if sources.kb_hash and sources.kb_hash != kb.manifest.kb_hash:
+            self.warnings.append(f"KB {kb.path} is not the one the segments were judged against "
+                                 f"(hash {kb.manifest.kb_hash}, judged on {sources.kb_hash})")
+
+    # -- routes ------------------------------------------------------------------------------------
+
+    def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
+        if path == "/api/review/state":
+            return self.state()
+        if path.startswith("/api/review/item/"):
+            return self.item(int(path.rsplit("/", 1)[1]))
+        if path == "/api/review/article":
+            one = lambda name: (query.get(name) or [""])[0]  # noqa: E731
+            return self.article(int(one("item")), int(one("seg")), one("id"))
+        return None
+
+    def post(self, path: str, body) -> dict | None:
+        return self.label(body) if path == "/api/review/label" else None
+
+    # -- API ---------------------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {
+            "progress": self.session.progress(),
+            "reviewer": self.session.reviewer,
+            "out": str(self.session.out),
+            "run": str(self.sources.run_dir),
+            "kb": {"path": str(self.kb.path), "articles": len(self.kb.articles), "kb_hash": self.kb.manifest.kb_hash},
+            "warnings": self.warnings,
+        }
+
+    def item(self, i: int) -> dict:
+        total = len(self.session.answers)
+        if not 0 <= i < total:
+            raise LookupError(f"answer index {i} out of range (0..{total - 1})")
+        segs = self.session.answer(i)
+        model, qid, rep = self.session.answers[i][0].key[:3]
+        answer = self.sources.answers.get((model, qid, rep))
+        spans = locate(answer, [s["text"] for s in segs]) if answer is not None else [None] * len(segs)
+        for s, span in zip(segs, spans):
+            s["located"] = span is not None
+        cited = list(dict.fromkeys(c for s in segs for c in s["citations"]))
+        return {
+            "index": i,
+            "total": total,
+            "model": model,
+            "question_id": qid,
+            "repeat": rep,
+            "question": self.sources.questions.get(qid),
+            "answer": None if answer is None else answer_pieces(answer, spans),
+            "segments": segs,
+            "articles": [self._head(a) for a in cited],
+            "status": self.session.status(i),
+        }
+
+    def article(self, i: int, seg: int, article_id: str) -> dict:
+        """The article in full, with the passage that best matches segment ``seg`` of answer ``i`` flagged."""
+        if not 0 <= i < len(self.session.answers):
+            raise LookupError(f"answer index {i} out of range")
+        rows = self.session.answers[i]
+        if not 0 <= seg < len(rows):
+            raise LookupError(f"segment {seg} out of range (0..{len(rows) - 1})")
+        art = self.kb.by_id.get(article_id)
+        if art is None:
+            raise LookupError(f"article {article_id!r} is not in the KB {self.kb.path}")
+        text = rows[seg].values.get("segment_text", "")
+        terms = passages.query_terms(text) - _IDWORDS - {passages.stem(article_id)}
+        return {**self._head(article_id), "segments": passages.article_segments(art.text, terms)}
+
+    def label(self, body: dict) -> dict:
+        if not isinstance(body, dict):
+            raise LabelRejected("expected a JSON object")
+        try:
+            key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
+        except (KeyError, TypeError, ValueError):
+            raise LabelRejected("expected model, question_id, repeat and segment_index") from None
+        if not isinstance(key[0], str) or not isinstance(key[1], str):
+            raise LabelRejected("model and question_id must be strings")
+        supported = body.get("supported")
+        if supported is not None and not isinstance(supported, bool):
+            raise LabelRejected("supported must be true, false or null")
+        note = body.get("note")
+        if note is not None and not isinstance(note, str):
+            raise LabelRejected("note must be a string")
+        if note is not None and len(note) > 5000:
+            raise LabelRejected("note is too long (5000 characters at most)")
+        seg = self.session.save(key, supported=supported, note=note)
+        return {"segment": seg, "progress": self.session.progress()}
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _head(self, article_id: str) -> dict:
+        art = self.kb.by_id.get(article_id)
+        if art is None:
+            return {"id": article_id, "in_kb": False, "title": "", "breadcrumb": [], "source": ""}
+        crumb = [p for p in (art.heading_path or []) if p and p not in art.title]
+        return {"id": art.id, "in_kb": True, "title": art.title, "breadcrumb": crumb, "source": art.source or ""}

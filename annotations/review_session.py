@@ -1,0 +1,243 @@
+"""The spot-check review file: every segment's human verdict, saved after each mark.
+
+The file is the one ``grace spotcheck run`` writes (``spotcheck_review.csv``, columns
+``REVIEW_COLUMNS``) and ``grace spotcheck calibrate`` reads, so the app keeps every
+row and column it found, in order, and only fills ``supported``, ``note`` and
+``reviewer``. Each mark rewrites the whole file write-then-rename under a lock, so a
+killed server leaves the last complete file; reopening shows the marks already in it.
+
+Two guards against losing work: an advisory lock on ``.NAME.lock`` refuses a second
+server on the same file, and a save refuses to overwrite a file that changed on disk
+since this server last read or wrote it (a re-run of ``grace spotcheck run``, a
+spreadsheet): restarting the app picks the new file up, labels included.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotations.state import LabelRejected
+from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
+from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
+from kb_builder.errors import GraceError, where
+from kb_builder.store import atomic_write_text
+
+AnswerKey = tuple[str, str, int]  # model, question_id, repeat
+SegmentKey = tuple[str, str, int, int]  # ... and segment_index
+
+
+class SaveConflict(LabelRejected):
+    """The file changed under the server: saving would overwrite someone else's rows."""
+
+    status = 409
+
+
+@dataclass
+class ReviewRow:
+    key: SegmentKey
+    values: dict[str, str]  # every column, as read (and as written back)
+    line: int
+
+    @property
+    def supported(self) -> bool | None:
+        return parse_supported(self.values.get("supported", ""), Path("review"), self.line)  # checked on reading
+
+    def to_json(self) -> dict:
+        citation = self.values.get("citation", "")
+        return {
+            "segment_index": self.key[3],
+            "citation": citation,
+            "citations": [c.strip() for c in citation.replace(";", ",").split(",") if c.strip()],
+            "text": self.values.get("segment_text", ""),
+            "supported": self.supported,
+            "note": self.values.get("note", ""),
+            "reviewer": self.values.get("reviewer", ""),
+        }
+
+
+def read_review_rows(path: Path) -> tuple[list[str], list[ReviewRow]]:
+    """Header and rows of a review CSV, strictly: a bad value names its line."""
+    if not path.exists():
+        raise GraceError(f"{path}: file not found")
+    rows: list[ReviewRow] = []
+    seen: dict[SegmentKey, int] = {}
+    with path.open(encoding="utf-8-sig", newline="") as fh:
+        reader = csv.DictReader(fh, strict=True)
+        try:
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            reader.fieldnames = header
+            missing = [c for c in REQUIRED_REVIEW_COLUMNS if c not in header]
+            if missing:
+                raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
+                                 f"expected {', '.join(REVIEW_COLUMNS)}")
+            for row in reader:
+                n = reader.line_num
+                if None in row:
+                    raise GraceError(f"{where(path, n)}: more fields than header columns (an unquoted comma?)")
+                values = {k: v or "" for k, v in row.items()}
+                if not any(v.strip() for v in values.values()):
+                    continue
+                try:
+                    key = (values["model"], values["question_id"], int(values["repeat"] or 0), int(values["segment_index"]))
+                except ValueError:
+                    raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
+                parse_supported(values["supported"], path, n)
+                if key in seen:
+                    raise GraceError(f"{where(path, n)}: segment {key[3]} of {key[0]}/{key[1]}/repeat {key[2]} "
+                                     f"is listed twice (first on line {seen[key]})")
+                seen[key] = n
+                rows.append(ReviewRow(key, values, n))
+        except csv.Error as exc:
+            raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+        except UnicodeDecodeError:
+            raise GraceError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
+    return header, rows
+
+
+class ReviewSession:
+    """All segments to review, grouped by answer, and the file every mark is saved to."""
+
+    def __init__(self, source: Path, out: Path, header: list[str], rows: list[ReviewRow], reviewer: str):
+        self.source, self.out, self.reviewer = source, out, reviewer
+        self.header = header + [c for c in ("note", "reviewer") if c not in header]
+        self.rows = rows
+        self.by_key = {r.key: r for r in rows}
+        answers: dict[AnswerKey, list[ReviewRow]] = {}
+        for r in rows:
+            answers.setdefault(r.key[:3], []).append(r)
+        self.answers = [sorted(v, key=lambda r: r.key[3]) for v in answers.values()]
+        self._lock = threading.Lock()
+        self._lock_fh = None
+        self._seen: tuple[int, int] | None = None
+
+    @classmethod
+    def open(cls, source: str | Path, out: str | Path | None = None, *, reviewer: str = "") -> ReviewSession:
+        """Rows of ``source``; with a separate ``out``, the labels it already holds are laid over them (resume)."""
+        source = Path(source)
+        out = Path(out) if out is not None else source
+        header, rows = read_review_rows(source)
+        if not rows:
+            raise GraceError(f"{source}: no segments to review (the spot-check sampled no correct answer)")
+        session = cls(source, out, header, rows, reviewer)
+        session._acquire_writer_lock()
+        try:
+            if out.resolve() != source.resolve() and out.exists():
+                session._overlay(*read_review_rows(out))
+            session._remove_stale_temp_files()
+            session._seen = _stamp(out)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _overlay(self, header: list[str], saved: list[ReviewRow]) -> None:
+        """Labels already in ``out`` win for the same, unchanged segment; others stay, at the end."""
+        self.header += [c for c in header if c not in self.header]
+        for old in saved:
+            row = self.by_key.get(old.key)
+            if row is None:
+                self.rows.append(old)
+                self.by_key[old.key] = old
+            elif same_text(row.values.get("segment_text"), old.values.get("segment_text")):
+                row.values.update({f: old.values.get(f, "") for f in HUMAN_FIELDS})
+
+    # -- saving ------------------------------------------------------------------------------------
+
+    def save(self, key: SegmentKey, *, supported: bool | None, note: str | None = None) -> dict:
+        """Set one segment's verdict (``None`` clears it) and note, and rewrite the file before returning."""
+        row = self.by_key.get(key)
+        if row is None:
+            raise LabelRejected(f"no segment {key[3]} of {key[0]}/{key[1]}/repeat {key[2]} in {self.out.name}")
+        with self._lock:
+            if _stamp(self.out) != self._seen:
+                raise SaveConflict(f"{self.out} changed on disk since the review app read it (another program wrote "
+                                   "it); not saved. Restart the review app to load the new file, then mark again")
+            before = dict(row.values)
+            row.values["supported"] = "" if supported is None else ("true" if supported else "false")
+            if note is not None:
+                row.values["note"] = note.strip()
+            touched = row.values["supported"] or row.values.get("note", "")
+            row.values["reviewer"] = self.reviewer if touched else ""
+            try:
+                atomic_write_text(self.out, self.render())
+            except OSError:
+                row.values = before  # the page is told; memory keeps matching the file
+                raise
+            self._seen = _stamp(self.out)
+            return row.to_json()
+
+    def render(self) -> str:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=self.header, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for r in self.rows:
+            writer.writerow({c: r.values.get(c, "") for c in self.header})
+        return buf.getvalue()
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def answer(self, i: int) -> list[dict]:
+        with self._lock:
+            return [r.to_json() for r in self.answers[i]]
+
+    def status(self, i: int) -> str:
+        done = sum(r.supported is not None for r in self.answers[i])
+        return "done" if done == len(self.answers[i]) else ("partial" if done else "todo")
+
+    def progress(self) -> dict:
+        with self._lock:
+            verdicts = [r.supported for a in self.answers for r in a]
+            statuses = [self.status(i) for i in range(len(self.answers))]
+            return {
+                "segments": len(verdicts),
+                "reviewed": sum(v is not None for v in verdicts),
+                "supported": sum(v is True for v in verdicts),
+                "unsupported": sum(v is False for v in verdicts),
+                "answers": len(self.answers),
+                "answers_done": statuses.count("done"),
+                "first_unreviewed": next((i for i, s in enumerate(statuses) if s != "done"), None),
+                "statuses": statuses,
+            }
+
+    # -- the one-writer rule -----------------------------------------------------------------------
+
+    def _acquire_writer_lock(self) -> None:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory lock, single use assumed
+            return
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        fh = (self.out.parent / f".{self.out.name}.lock").open("a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise GraceError(f"{self.out}: another review app is already writing this file; "
+                             "close it first or choose another --out") from None
+        self._lock_fh = fh
+
+    def _remove_stale_temp_files(self) -> None:
+        """A server killed mid-write leaves its temp file; the real file is intact, so drop it."""
+        cutoff = time.time() - 60
+        for tmp in self.out.parent.glob(f".{self.out.name}.*"):
+            if tmp.suffix != ".lock" and tmp.stat().st_mtime < cutoff:
+                tmp.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._lock_fh is not None:
+            self._lock_fh.close()
+            self._lock_fh = None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
