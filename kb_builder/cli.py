@@ -57,8 +57,9 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     ts = m.token_stats
     console.print(
         f"[bold]{m.article_count}[/] articles from {result.documents} document(s) in {result.seconds:.2f}s -> {out}\n"
-        f"tokens per article: min {ts.get('min')}, median {ts.get('median')}, p95 {ts.get('p95')}, max {ts.get('max')}  "
-        f"(budget {max_tokens})\n"
+        f"tokens per article: min {ts.get('min')}, median {ts.get('median')}, p95 {ts.get('p95')}, max {ts.get('max')}"
+        + (f"  (budget {max_tokens})\n" if articles_file is None else "  (pre-split: no budget applied)\n")
+        +
         f"changes: {len(result.changes.added)} added, {len(result.changes.changed)} changed, "
         f"{len(result.changes.removed)} removed, {result.changes.unchanged} unchanged"
     )

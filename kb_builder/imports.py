@@ -1,8 +1,8 @@
 """Pre-split articles a team curated itself: JSONL, CSV or JSON (``--articles``).
 
 JSON may be a list of articles or any nesting of objects holding them (a
-knowledge map with topics that hold articles): every object with a title and a
-text/body is an article. Articles without an ``id`` are numbered in file order.
+knowledge map with topics that hold articles): every object in an array with a
+title and a text/body is an article, and one filed twice counts once. Articles without an ``id`` are numbered in file order.
 """
 
 from __future__ import annotations
@@ -24,19 +24,25 @@ def _from_json(path: Path) -> list[Article]:
     except json.JSONDecodeError as exc:
         raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg})") from None
     found: list[dict] = []
+    seen: set[tuple[str, str]] = set()
 
-    def walk(x):
+    def walk(x, in_list: bool):
         if isinstance(x, dict):
-            if "title" in x and any(isinstance(x.get(k), str) and x.get(k).strip() for k in _TEXT_KEYS):
-                found.append(x)
+            # articles live in arrays; a lone object with title/body is schema or metadata (a column map)
+            if in_list and "title" in x and any(isinstance(x.get(k), str) and x.get(k).strip() for k in _TEXT_KEYS):
+                text = next(x[k] for k in _TEXT_KEYS if isinstance(x.get(k), str) and x[k].strip())
+                key = (str(x["title"]).strip(), text.strip())
+                if key not in seen:  # one article filed under two topics is still one article
+                    seen.add(key)
+                    found.append(x)
                 return
             for v in x.values():
-                walk(v)
+                walk(v, False)
         elif isinstance(x, list):
             for v in x:
-                walk(v)
+                walk(v, True)
 
-    walk(data)
+    walk(data, isinstance(data, list))
     if not found:
         raise GraceError(f"{path}: no articles found (objects with 'title' and 'text' or 'body')")
     use_ids = all("id" in f for f in found) and len({str(f["id"]) for f in found}) == len(found)
