@@ -162,7 +162,8 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
         click.echo(f"saving every mark to {out}")
         _serve(server, url, host if token else None, no_browser)
         p = session.progress()
-        click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, saved in {out}")
+        where = f"saved in {out}" if out.exists() else f"nothing marked, {out} not written"
+        click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, {where}")
         if p["reviewed"]:
             click.echo(f"next: grace spotcheck calibrate {out} {sources.run_dir / 'spotcheck.json'}")
     finally:

@@ -91,7 +91,11 @@ class ReviewApp:
             raise LookupError(f"article {article_id!r} is not in the KB {self.kb.path}")
         text = rows[seg].values.get("segment_text", "")
         terms = passages.query_terms(text) - _IDWORDS - {passages.stem(article_id)}
-        return {**self._head(article_id), "segments": passages.article_segments(art.text, terms)}
+        if not passages.match_spans(art.text, terms):  # no shared word: flag no passage rather than the first lines
+            terms = frozenset()
+        # words marked inside the passage only: across a whole article a long claim's words are noise
+        pieces = [[t, m if inside else 0, inside] for t, m, inside in passages.article_segments(art.text, terms)]
+        return {**self._head(article_id), "segments": pieces}
 
     def label(self, body: dict) -> dict:
         if not isinstance(body, dict):
