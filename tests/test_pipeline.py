@@ -37,3 +37,51 @@ def test_gold_rows_still_being_labelled_are_not_gold(tmp_path):
     gold = write(tmp_path / "gold.csv", "question_id,question,expected_citations,must_refuse,status\n"
                  "q1,a,1,false,labelled\nq2,b,,false,unlabelled\nq3,c,,false,skipped\nq4,d,,true,\n")
     assert [q.question_id for q in read_gold(gold)] == ["q1", "q4"]
+
+
+def test_ten_labels_from_the_annotation_server_make_a_gold_set_eval_and_score_accept(tmp_path):
+    """Issue 5's acceptance on the sample benchmark, through the app's HTTP API (the browser tests drive the page)."""
+    import csv
+    import threading
+    import urllib.request
+
+    from annotations.server import AnnotationApp, make_server
+    from annotations.state import AnnotationSession
+    from kb_builder.store import load_kb
+
+    kb_dir = tmp_path / "kb"
+    assert run_grace("kb", "build", SAMPLE / "handbook", "--out", kb_dir)[0] == 0
+    truth = {q.question_id: q for q in read_gold(SAMPLE / "gold.csv")}
+    questions = write(tmp_path / "questions.csv", "question_id,question\n" + "".join(
+        f'{q.question_id},"{q.question}"\n' for q in list(truth.values())[:25]))
+    kb = load_kb(kb_dir)
+    session = AnnotationSession.open(kb, tmp_path / "gold.csv", questions=questions, annotator="new-user")
+    app = AnnotationApp(session, kb.retriever())
+    server = make_server(app, port=0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        for qid in list(truth)[:10]:
+            q = truth[qid]
+            body = {"question_id": qid, "status": "labelled", "must_refuse": q.must_refuse,
+                    "expected_citations": [] if q.must_refuse else q.expected_citations[:1]}
+            req = urllib.request.Request(f"{base}/api/label", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+            with urllib.request.urlopen(req) as resp:
+                assert resp.status == 200
+    finally:
+        server.shutdown()
+        session.close()
+    with (tmp_path / "gold.csv").open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert sum(r["status"] == "labelled" for r in rows) == 10 and {r["annotator"] for r in rows if r["status"] == "labelled"} == {"new-user"}
+    gold = read_gold(tmp_path / "gold.csv")
+    assert len(gold) == 10  # the 15 questions not labelled yet are not gold
+    code, out = run_grace("kb", "eval", kb_dir, "--gold", tmp_path / "gold.csv")
+    assert code == 0 and "recall@1" in out, out
+    code, out = run_grace("run", "--kb", kb_dir, "--gold", tmp_path / "gold.csv", "--model", "baseline:top1",
+                          "--out", tmp_path / "run")
+    assert code == 0, out
+    assert json.loads((tmp_path / "run" / "report.json").read_text())["models"]["baseline:top1"]["n"] == 10
+    code, out = run_grace("annotations", "validate", tmp_path / "gold.csv", "--kb", kb_dir)
+    assert code == 0 and "OK: no errors" in out and "15 unlabelled" in out, out
