@@ -37,13 +37,13 @@ def demo(out: Path, sample: Path) -> None:
     def step(title: str) -> None:
         click.secho(f"\n== {title}", bold=True)
 
-    step(f"1/4 Build the KB from {handbook}")
+    step(f"1/5 Build the KB from {handbook}")
     grace("kb", "build", handbook, "--out", out / "kb")
-    step("2/4 Retrieval quality on the gold set")
+    step("2/5 Retrieval quality on the gold set")
     grace("kb", "eval", out / "kb", "--gold", gold, "-k", "1,3,5", "--show-misses", "5")
-    step("3/4 Run the offline baselines, score them, write the report")
+    step("3/5 Run the offline baselines and score them")
     grace("run", "--kb", out / "kb", "--gold", gold, "--model", "baseline:top1", "--model", "baseline:threshold", "--out", out / "run")
-    if "spotcheck" in cli.list_commands(ctx):
-        step("4/4 Spot-check the hits for hallucination (offline lexical judge)")
-        grace("spotcheck", "run", out / "run", "--kb", out / "kb", "--judge", "baseline:lexical", "--sample", "20")
-    click.secho(f"\nDone. Open {out / 'run' / 'report.html'} in a browser.", bold=True)
+    step("4/5 Spot-check the hits for hallucination (offline lexical judge)")
+    grace("spotcheck", "run", out / "run", "--kb", out / "kb", "--judge", "baseline:lexical", "--sample", "20")
+    step("5/5 Leaderboard and report")
+    grace("report", out / "run", "--kb", out / "kb")

@@ -18,6 +18,7 @@ from kb_builder.errors import GraceError
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+_EMPHASIS = re.compile(r"\*\*|__|`")
 _STOP = frozenset("a an the of to in on for and or is are do does i my me we our you your can how what when who which with be it at by as from if not".split())
 
 
@@ -25,7 +26,7 @@ def best_sentence(question: str, text: str) -> str:
     q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
     best, best_score = "", -1.0
     for s in _SENT.split(text):
-        s = s.strip().lstrip("#-* ").strip()
+        s = _EMPHASIS.sub("", s).strip().lstrip("#-*> ").strip()
         if len(s) < 15:
             continue
         words = set(_WORD.findall(s.lower()))

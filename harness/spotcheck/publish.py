@@ -49,9 +49,7 @@ def notes_for(spot: dict[str, Any]) -> str:
                      "models are noise.")
     else:
         parts.append("Run-to-run spread of the judge not measured (use --repeats 3).")
-    parts.append("Groundedness here is supported segments / segments; hallucination rate is the share of checked "
-                 "hits with an unsupported segment; hallucination risk = 1 - accuracy x (1 - hallucination rate), "
-                 "with correct refusals counted as safe.")
+    parts.append("Correct refusals count as safe in the hallucination risk.")
     return " ".join(parts)
 
 
