@@ -28,11 +28,19 @@ def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
     if narrow:
         for r in rows:
             r.cells["accuracy"] = r.cells["accuracy"].replace(" [", "\n[")
+    widths = {key: _min_width(key, rows) for key, _ in COLUMNS}
+    if narrow:  # give the model name whatever the other columns leave, so names wrap only when they must
+        heads = {key: max(len(x) for x in ("#" if key == "rank" else h.replace(" ", "\n", 1)).splitlines())
+                 for key, h in COLUMNS}
+        others = sum(max(widths[k] or 0, heads[k]) for k, _ in COLUMNS if k != "model")
+        spare = width - others - 2 * (len(COLUMNS) - 1)
+        longest = max((len(r.model) for r in rows), default=5)
+        widths["model"] = max(min(longest, spare), min(longest, 12))
     for key, header in COLUMNS:
         if narrow:  # a narrow terminal: two-line headers, the CI under the accuracy instead of beside it
             header = "#" if key == "rank" else header.replace(" ", "\n", 1)
         table.add_column(header, justify="right" if key in _RIGHT else "left", overflow="fold",
-                         min_width=_min_width(key, rows) if narrow else None)
+                         min_width=widths[key] if narrow else None)
     for row in rows:
         # Text(), not markup: a model name like "[bold]x" must print as written
         cells = [Text(row.cells[key]) for key, _ in COLUMNS]
