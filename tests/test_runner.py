@@ -233,3 +233,31 @@ def test_json_mode_and_a_user_template_are_recorded_and_scored(bench, monkeypatc
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m",
                           "--template", write(bench / "bad.txt", "no sections here"), "--out", bench / "run2")
     assert code == 2 and "=== user ===" in out
+
+
+def test_one_leaderboard_across_openai_anthropic_and_google(bench, monkeypatch):
+    """Three vendors' real SDKs in one run, each against the local server in its own wire format."""
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+            monkeypatch.setenv(var, "k")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
+        cfg = write(bench / "board.toml", f"""
+[[models]]
+spec = "openai:gpt-4o-mini"
+base_url = "{srv.openai_base_url}"
+[[models]]
+spec = "anthropic:claude-haiku-4-5"
+[[models]]
+spec = "google:gemini-2.0-flash"
+base_url = "{srv.google_base_url}"
+""")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", cfg,
+                              "--out", bench / "run")
+        assert code == 0, out
+        apis = {r.api for r in srv.requests}
+        assert apis == {"openai", "anthropic", "google"} and len(srv.requests) == 36
+    report = json.loads((bench / "run" / "report.json").read_text())
+    assert set(report["leaderboard"]) == {"openai:gpt-4o-mini", "anthropic:claude-haiku-4-5", "google:gemini-2.0-flash"}
+    for name, m in report["models"].items():
+        assert m["n"] == 12 and m["error_count"] == 0, name
+        assert m["cost"]["total_usd"] is not None and m["cost"]["total_usd"] > 0  # list prices known for all three
