@@ -140,6 +140,9 @@ def test_missing_key_fails_before_any_call(bench):
     assert not (bench / "run" / "responses.jsonl").exists()
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "nope:x", "--out", bench / "r")
     assert code == 2 and "unknown provider 'nope'" in out
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "baseline:top1",
+                          "--out", bench / "r", "--k", "0")
+    assert code == 2 and "must be 1 or more" in out  # 0 is refused, not silently replaced by the default
 
 
 def test_dry_run_estimates_without_calling(bench, monkeypatch):

@@ -59,16 +59,19 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise GraceError(f"model(s) named twice: {', '.join(sorted(dupes))}; give each a distinct name in the config")
+    def pick(flag, key: str, default: int) -> int:
+        return flag if flag is not None else run_cfg.get(key, default)  # 0 is a value, not "unset"
+
     settings = RunSettings(
-        k=k or run_cfg.get("k", 3),
-        repeats=repeats or run_cfg.get("repeats", 1),
-        concurrency=concurrency or run_cfg.get("concurrency", 8),
+        k=pick(k, "k", 3),
+        repeats=pick(repeats, "repeats", 1),
+        concurrency=pick(concurrency, "concurrency", 8),
         read_cache=not no_cache,
-        max_attempts=max_attempts or run_cfg.get("max_attempts", 6),
+        max_attempts=pick(max_attempts, "max_attempts", 6),
         seed=seed,
     )
-    if settings.k < 1 or settings.repeats < 1 or settings.concurrency < 1:
-        raise GraceError("--k, --repeats and --concurrency must be 1 or more")
+    if min(settings.k, settings.repeats, settings.concurrency, settings.max_attempts) < 1:
+        raise GraceError("--k, --repeats, --concurrency and --max-attempts must be 1 or more")
     price_table = load_prices(prices)
     for s in specs:
         if temperature is not None:
