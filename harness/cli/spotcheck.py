@@ -89,7 +89,7 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attemp
         raise GraceError("give --sample N or --all, not both")
     console = Console()
     judge = _judge(judge_spec, template, timeout, prices)
-    opts = SpotcheckOptions(sample=None if take_all else (sample or 50), seed=seed, repeats=repeats,
+    opts = SpotcheckOptions(sample=None if take_all else (50 if sample is None else sample), seed=seed, repeats=repeats,
                             bootstrap=bootstrap, models=tuple(models))
     spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, _settings(concurrency, max_attempts, no_cache, console), console)
     jb = spot["judge"]
