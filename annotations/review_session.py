@@ -18,13 +18,13 @@ import csv
 import io
 import os
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from annotations.state import LabelRejected
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
+from annotations.single_writer import SingleWriter
 from kb_builder.errors import GraceError, where
 from kb_builder.store import atomic_write_text
 
@@ -113,7 +113,7 @@ class ReviewSession:
             answers.setdefault(r.key[:3], []).append(r)
         self.answers = [sorted(v, key=lambda r: r.key[3]) for v in answers.values()]
         self._lock = threading.Lock()
-        self._lock_fh = None
+        self._writer = SingleWriter(self.out, "review app")
         self._seen: tuple[int, int] | None = None
 
     @classmethod
@@ -125,11 +125,11 @@ class ReviewSession:
         if not rows:
             raise GraceError(f"{source}: no segments to review (the spot-check sampled no correct answer)")
         session = cls(source, out, header, rows, reviewer)
-        session._acquire_writer_lock()
+        session._writer.acquire()
         try:
             if out.resolve() != source.resolve() and out.exists():
                 session._overlay(*read_review_rows(out))
-            session._remove_stale_temp_files()
+            session._writer.remove_stale_temp_files()
             session._seen = _stamp(out)
         except BaseException:
             session.close()
@@ -205,34 +205,8 @@ class ReviewSession:
                 "statuses": statuses,
             }
 
-    # -- the one-writer rule -----------------------------------------------------------------------
-
-    def _acquire_writer_lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock, single use assumed
-            return
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        fh = (self.out.parent / f".{self.out.name}.lock").open("a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            raise GraceError(f"{self.out}: another review app is already writing this file; "
-                             "close it first or choose another --out") from None
-        self._lock_fh = fh
-
-    def _remove_stale_temp_files(self) -> None:
-        """A server killed mid-write leaves its temp file; the real file is intact, so drop it."""
-        cutoff = time.time() - 60
-        for tmp in self.out.parent.glob(f".{self.out.name}.*"):
-            if tmp.suffix != ".lock" and tmp.stat().st_mtime < cutoff:
-                tmp.unlink(missing_ok=True)
-
     def close(self) -> None:
-        if self._lock_fh is not None:
-            self._lock_fh.close()
-            self._lock_fh = None
+        self._writer.release()
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import copy
 import os
 import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
+from annotations.single_writer import SingleWriter
 from kb_builder.errors import GraceError, where
 from kb_builder.gold import read_questions, split_ids
 from kb_builder.store import atomic_write_text
@@ -61,7 +61,7 @@ class AnnotationSession:
         self.extra_columns = extra_columns
         self.index = {r.question_id: i for i, r in enumerate(records)}
         self._lock = threading.Lock()
-        self._lock_fh = None
+        self._writer = SingleWriter(self.out, "'grace annotate'")
 
     @classmethod
     def open(
@@ -93,7 +93,7 @@ class AnnotationSession:
                 if q.question_id not in have
             ]
         session = cls(out, [], annotator, kb, extra_cols)
-        session._acquire_writer_lock()
+        session._writer.acquire()
         try:
             if out.exists() and (from_gold is None or out.resolve() != Path(from_gold).resolve()):
                 saved, saved_cols = read_labels(out)
@@ -102,7 +102,7 @@ class AnnotationSession:
                 extra_cols += [c for c in saved_cols if c not in extra_cols]
             session.records, session.extra_columns = base, extra_cols
             session.index = {r.question_id: i for i, r in enumerate(base)}
-            session._remove_stale_temp_files()
+            session._writer.remove_stale_temp_files()
             session.write()
         except BaseException:
             session.close()
@@ -191,37 +191,8 @@ class AnnotationSession:
         with self._lock:
             return [r.status for r in self.records]
 
-    # -- the one-writer rule -----------------------------------------------------------------------
-
-    def _acquire_writer_lock(self) -> None:
-        """Two servers on one file would overwrite each other's labels; refuse the second."""
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock, single use assumed
-            return
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        fh = (self.out.parent / f".{self.out.name}.lock").open("a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            raise GraceError(
-                f"{self.out}: another 'grace annotate' is already writing this file; "
-                "close it first or choose another --out"
-            ) from None
-        self._lock_fh = fh
-
-    def _remove_stale_temp_files(self) -> None:
-        """A server killed mid-write leaves its temp file; the real file is intact, so drop it."""
-        cutoff = time.time() - 60
-        for tmp in self.out.parent.glob(f".{self.out.name}.*"):
-            if tmp.suffix != ".lock" and tmp.stat().st_mtime < cutoff:
-                tmp.unlink(missing_ok=True)
-
     def close(self) -> None:
-        if self._lock_fh is not None:
-            self._lock_fh.close()
-            self._lock_fh = None
+        self._writer.release()
 
 
 def _overlay(base: list[LabelRecord], saved: list[LabelRecord]) -> list[LabelRecord]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import threading
 from pathlib import Path
@@ -14,14 +13,9 @@ import pytest
 from annotations.server import AnnotationApp, make_server, url_for
 from annotations.state import AnnotationSession
 from kb_builder.store import load_kb
+from tests.browser import launch, open_page, sync_api_or_skip
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = sync_api_or_skip()
 expect = sync_api.expect
 
 EVIL_TITLE = '<img src=x onerror="window.__xss=1">Expense <b>policy</b>'
@@ -46,7 +40,7 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def browser():
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = launch(p)
         yield b
         b.close()
 
@@ -76,17 +70,6 @@ def served(tmp_path):
         httpd.shutdown()
         httpd.server_close()
     session.close()
-
-
-def open_page(browser, url):
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.requested = []
-    page.on("request", lambda req: page.requested.append(req.url))
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='1']")
-    return page, errors
 
 
 def at_question(page, n: int) -> None:

@@ -8,9 +8,8 @@ import pytest
 
 from harness.reports import write_reports
 
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+from tests.browser import CHROMIUM, launch
+
 PLOTS = ["accuracy", "pareto", "outcomes", "retrieval", "confusion"]
 
 try:
@@ -29,14 +28,14 @@ except ImportError:  # tests/ is not a package: pytest puts the folder itself on
 def page_report(tmp_path_factory):
     if sync_playwright is None:
         pytest.skip(f"playwright is not importable ({_IMPORT_ERROR})")
-    if not CHROMIUM.exists():
+    if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found; install Debian's chromium to run the browser test")
     root = tmp_path_factory.mktemp("browser")
     out, kb = build_run(root)
     html = write_reports(out, kb=kb)["html"]
     console, page_errors, requests = [], [], []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = launch(p)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("console", lambda m: console.append((m.type, m.text)))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
 import shutil
 import threading
@@ -16,16 +15,11 @@ from annotations.review_session import ReviewSession
 from annotations.review_sources import RunSources
 from annotations.server import make_server, url_for
 from kb_builder.store import load_kb
+from tests.browser import launch, open_page, sync_api_or_skip
 from tests.conftest import run_grace
 from tests.test_annotations_review import WRITER, build_run
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-if not os.path.exists(CHROMIUM):
-    pytest.skip(f"{CHROMIUM} is not installed (apt install chromium)", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+sync_api = sync_api_or_skip()
 expect = sync_api.expect
 
 
@@ -37,7 +31,7 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser(built):  # after the run is built: `grace run` needs asyncio, which Playwright's loop would block
     with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        b = launch(p)
         yield b
         b.close()
 
@@ -55,17 +49,6 @@ def served(built, browser, tmp_path):
     httpd.shutdown()
     httpd.server_close()
     session.close()
-
-
-def open_page(browser, url):
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.requested = []
-    page.on("request", lambda req: page.requested.append(req.url))
-    page.goto(url)
-    page.wait_for_selector("body[data-ready='1']")
-    return page, errors
 
 
 def index_of(app: ReviewApp, model: str, qid: str) -> int:

@@ -4,8 +4,7 @@
 "use strict";
 
 (() => {
-  const TOKEN = new URLSearchParams(location.search).get("token");
-  const $ = (id) => document.getElementById(id);
+  const { $, url, getJSON, postJSON, el, showError } = window.graceUI;
 
   const S = {
     state: null,      // /api/review/state
@@ -19,49 +18,7 @@
     busy: false,      // moving to another answer: marks are ignored meanwhile
   };
 
-  // ---------------------------------------------------------------- http
-
-  function url(path, params) {
-    const u = new URL(path, location.origin);
-    for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
-    if (TOKEN) u.searchParams.set("token", TOKEN);
-    return u.pathname + u.search;
-  }
-
-  async function getJSON(path, params) {
-    const r = await fetch(url(path, params), { cache: "no-store" });
-    const data = await r.json();
-    if (!r.ok) throw new Error(data.error || r.statusText);
-    return data;
-  }
-
-  async function postJSON(path, body) {
-    const r = await fetch(url(path), {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-    });
-    const data = await r.json();
-    if (!r.ok) throw new Error(data.error || r.statusText);
-    return data;
-  }
-
   // ---------------------------------------------------------------- dom helpers
-
-  function el(tag, props, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(props || {})) {
-      if (k === "class") node.className = v;
-      else if (k === "text") node.textContent = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v);
-    }
-    for (const c of children) {
-      if (c == null) continue;
-      node.append(typeof c === "string" ? document.createTextNode(c) : c);
-    }
-    return node;
-  }
-
-  function showError(msg) { $("error").textContent = msg || ""; }
 
   let flashTimer = null;
   function flash(msg) {
