@@ -67,6 +67,31 @@ def run_grace(*args: str) -> tuple[int, str]:
     return code, buf.getvalue()
 
 
+BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
+_QS = [("how many sick days do I get", "1"), ("how long is parental leave", "2"), ("where do I book flights", "3"),
+       ("what is the per diem for meals", "4")]
+
+
+def small_bench(root: Path, answerable: int, refusals: list[str]) -> Path:
+    """A four-article handbook built into ``root/kb`` and a gold set in ``root/gold.csv``.
+
+    Answerable questions cycle through the four articles (q0, q1, ...); refusals
+    become r1, r2, ... with must_refuse true.
+    """
+    src = root / "src"
+    write(src / "leave.md", f"# Leave\n\n## Sick leave\n\nTen days of paid sick leave per year. {BODY}\n\n"
+          f"## Parental leave\n\nSixteen weeks of parental leave. {BODY}\n")
+    write(src / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the travel portal. {BODY}\n\n"
+          f"## Per diem\n\nThe meal per diem is 45 EUR a day. {BODY}\n")
+    code, out = run_grace("kb", "build", src, "--out", root / "kb")
+    assert code == 0, out
+    rows = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
+    rows += [f"q{i},{_QS[i % 4][0]} (variant {i}),,{_QS[i % 4][1]},false," for i in range(answerable)]
+    rows += [f"r{i},{q},,,true," for i, q in enumerate(refusals, 1)]
+    write(root / "gold.csv", "\n".join(rows) + "\n")
+    return root
+
+
 def shared(name: str) -> Path:
     path = SHARED_DATA / name
     if not path.exists():

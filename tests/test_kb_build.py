@@ -6,10 +6,9 @@ import json
 import re
 
 from kb_builder.store import load_kb
-from tests.conftest import run_grace, shared, write
+from tests.conftest import BODY, run_grace, shared, write
 from tests.test_loaders import TOPICS, make_docx, make_pdf
 
-BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
 
 
 def handbook(root, extra: str = "", sick: str = "Ten days of paid sick leave per year."):

@@ -12,31 +12,15 @@ import time
 import pytest
 
 from harness.testing import FakeAPIServer, Reply, cite_first_id
-from tests.conftest import ROOT, run_grace, write
+from tests.conftest import ROOT, run_grace, small_bench, write
 
-BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
 FIELDS = {"question_id", "model", "repeat", "response", "retrieved_ids", "retrieval_scores", "prompt_hash", "input_tokens",
           "output_tokens", "cost_usd", "latency_ms", "cached", "error", "finish_reason"}
 
 
 @pytest.fixture()
 def bench(tmp_path):
-    src = tmp_path / "src"
-    write(src / "leave.md", f"# Leave\n\n## Sick leave\n\nTen days of paid sick leave per year. {BODY}\n\n"
-          f"## Parental leave\n\nSixteen weeks of parental leave. {BODY}\n")
-    write(src / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the travel portal. {BODY}\n\n"
-          f"## Per diem\n\nThe meal per diem is 45 EUR a day. {BODY}\n")
-    code, out = run_grace("kb", "build", src, "--out", tmp_path / "kb")
-    assert code == 0, out
-    rows = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
-    qs = [("how many sick days do I get", "1"), ("how long is parental leave", "2"), ("where do I book flights", "3"),
-          ("what is the per diem for meals", "4")]
-    for i in range(10):
-        q, cid = qs[i % 4]
-        rows.append(f"q{i},{q} (variant {i}),,{cid},false,")
-    rows += ["r1,what is the capital of france,,,true,", "r2,can I bring my dog to work,,,true,"]
-    write(tmp_path / "gold.csv", "\n".join(rows) + "\n")
-    return tmp_path
+    return small_bench(tmp_path, 10, ["what is the capital of france", "can I bring my dog to work"])
 
 
 def responses(run_dir):

@@ -7,27 +7,11 @@ import shutil
 
 import pytest
 
-from tests.conftest import run_grace, write
-
-BODY = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3
-
+from tests.conftest import run_grace, small_bench
 
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
-    root = tmp_path_factory.mktemp("spot")
-    src = root / "src"
-    write(src / "leave.md", f"# Leave\n\n## Sick leave\n\nTen days of paid sick leave per year. {BODY}\n\n"
-          f"## Parental leave\n\nSixteen weeks of parental leave. {BODY}\n")
-    write(src / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the travel portal. {BODY}\n\n"
-          f"## Per diem\n\nThe meal per diem is 45 EUR a day. {BODY}\n")
-    code, out = run_grace("kb", "build", src, "--out", root / "kb")
-    assert code == 0, out
-    rows = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
-    qs = [("how many sick days do I get", "1"), ("how long is parental leave", "2"), ("where do I book flights", "3"),
-          ("what is the per diem for meals", "4")]
-    rows += [f"q{i},{qs[i % 4][0]} (variant {i}),,{qs[i % 4][1]},false," for i in range(12)]
-    rows += ["r1,what is the capital of france,,,true,"]
-    write(root / "gold.csv", "\n".join(rows) + "\n")
+    root = small_bench(tmp_path_factory.mktemp("spot"), 12, ["what is the capital of france"])
     code, out = run_grace("run", "--kb", root / "kb", "--gold", root / "gold.csv", "--model", "baseline:top1",
                           "--out", root / "run")
     assert code == 0, out

@@ -117,6 +117,24 @@ class JsonlAppender:
 
 
 @dataclass
+class EngineSettings:
+    """How calls are made; shared by ``grace run`` and the spot-check judge, never part of a cache key."""
+
+    concurrency: int = 8
+    max_attempts: int = 6
+    backoff_base: float = 1.0
+    use_cache: bool = True
+    read_cache: bool = True
+
+    def open_cache(self) -> ResponseCache | None:
+        return ResponseCache() if self.use_cache else None
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        return {"read_cache": self.read_cache, "concurrency": self.concurrency,
+                "max_attempts": self.max_attempts, "backoff_base": self.backoff_base}
+
+
+@dataclass
 class CallResult:
     """What one job came to: a completion (maybe from the cache) or the error that ended its retries."""
 

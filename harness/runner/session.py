@@ -18,7 +18,7 @@ from harness.prompts import Template
 from harness.providers import make_provider
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.runner.cache import ResponseCache
-from harness.runner.engine import Job, JsonlAppender, RunPlan, build_request, request_key, response_engine
+from harness.runner.engine import EngineSettings, Job, JsonlAppender, RunPlan, build_request, request_key, response_engine
 from harness.runner.records import RunInfo, latest_rows, read_response_lines
 from kb_builder import __version__
 from kb_builder.errors import GraceError
@@ -29,14 +29,9 @@ RESPONSES = "responses.jsonl"
 
 
 @dataclass
-class RunSettings:
+class RunSettings(EngineSettings):
     k: int = 3
     repeats: int = 1
-    concurrency: int = 8
-    use_cache: bool = True
-    read_cache: bool = True
-    max_attempts: int = 6
-    backoff_base: float = 1.0
     seed: int = 0
     calibration_share: float = 0.3
     extra: dict[str, Any] = field(default_factory=dict)
@@ -184,11 +179,9 @@ def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: Resp
 
 
 def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: Path, settings: RunSettings, on_update=None) -> None:
-    cache = ResponseCache() if settings.use_cache else None
+    cache = settings.open_cache()
     writer = JsonlAppender(out / RESPONSES)
-    engine = response_engine(plans, template, kb_hash, writer, cache, read_cache=settings.read_cache,
-                    concurrency=settings.concurrency, max_attempts=settings.max_attempts,
-                    backoff_base=settings.backoff_base, on_update=on_update)
+    engine = response_engine(plans, template, kb_hash, writer, cache, on_update=on_update, **settings.engine_kwargs())
     try:
         asyncio.run(engine.run())
     finally:

@@ -15,18 +15,13 @@ from typing import Any, Callable
 
 from harness.providers.base import ModelSpec, Provider, Request, RequestContext, RetrievedArticle
 from harness.runner.cache import ResponseCache
-from harness.runner.engine import CallResult, Engine, RunPlan, call_key
+from harness.runner.engine import CallResult, Engine, EngineSettings, RunPlan, call_key
 from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle
 
 
 
 @dataclass
-class JudgeSettings:
-    concurrency: int = 8
-    max_attempts: int = 6
-    backoff_base: float = 1.0
-    use_cache: bool = True
-    read_cache: bool = True
+class JudgeSettings(EngineSettings):
     progress: Callable[[str, int, int], None] | None = None  # (label, done, total), after every call
 
 
@@ -116,21 +111,16 @@ def judge_engine(judge: Judge, jobs: list[JudgeJob], record: Callable[[JudgeJob,
         build=lambda spec, job: judge_request(spec, job),
         key=lambda spec, request, job: judge_key(spec, judge.template, request, job.judge_repeat),
         record=lambda plan, job, request, result: record(job, request, result),
-        out=out, cache=cache, read_cache=settings.read_cache, concurrency=settings.concurrency,
-        max_attempts=settings.max_attempts, backoff_base=settings.backoff_base, on_update=on_update,
+        out=out, cache=cache, on_update=on_update, **settings.engine_kwargs(),
     )
     return engine, plan
-
-
-def open_cache(settings: JudgeSettings) -> ResponseCache | None:
-    return ResponseCache() if settings.use_cache else None
 
 
 def run_jobs(judge: Judge, jobs: list[JudgeJob], record: Callable[[JudgeJob, Request, CallResult], dict[str, Any]],
              settings: JudgeSettings, stats: CallStats, out: Any = None, label: str = "judging") -> list[dict[str, Any]]:
     """One batch of judge calls, start to finish; returns the recorded rows in completion order."""
     sink = Collector()
-    cache = open_cache(settings)
+    cache = settings.open_cache()
     progress = settings.progress
     on_update = (lambda plan: progress(label, plan.stats.done, plan.stats.total)) if progress else None
     try:
