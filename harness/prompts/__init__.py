@@ -8,12 +8,12 @@ a template can never be confused with the old one.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kb_builder.errors import GraceError
+from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import RetrievedArticle
 
 REFUSAL = "I don't have enough information to answer this question."
@@ -52,26 +52,18 @@ class Template:
 
 
 def parse_template(text: str, name: str, mode: str) -> Template:
-    parts = _SECTION.split(text)
-    if len(parts) < 3:
+    sections = split_sections(text, _SECTION)
+    if not sections:
         raise GraceError(f"template {name}: needs '=== user ===' (and optionally '=== system ===') section lines")
-    sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
     user = sections.get("user", "")
     if "{{question}}" not in user.replace(" ", "") or "{{articles}}" not in (user + sections.get("system", "")).replace(" ", ""):
         raise GraceError(f"template {name}: must contain {{{{question}}}} in the user section and {{{{articles}}}} somewhere")
-    return Template(name, sections.get("system", ""), user, hashlib.sha256(text.encode("utf-8")).hexdigest()[:16], mode)
+    return Template(name, sections.get("system", ""), user, template_sha(text), mode)
 
 
 def load_template(spec: str | None, mode: str = "inline") -> Template:
     """A built-in name (``inline``/``json``, or a file name in templates/) or a path to a file."""
     if mode not in ("inline", "json"):
         raise GraceError(f"output mode {mode!r}: use inline or json")
-    spec = spec or BUILTIN[mode]
-    path = Path(spec)
-    if not path.exists():
-        builtin = TEMPLATES_DIR / (BUILTIN.get(spec, spec) + ("" if spec.endswith(".txt") else ".txt"))
-        if not builtin.exists():
-            names = ", ".join(sorted(p.stem for p in TEMPLATES_DIR.glob("*.txt")))
-            raise GraceError(f"template {spec!r} not found (built-in: {names}; or give a file path)")
-        path = builtin
+    path = find_template(spec or BUILTIN[mode], TEMPLATES_DIR, "template", BUILTIN)
     return parse_template(path.read_text(encoding="utf-8"), path.stem, mode)

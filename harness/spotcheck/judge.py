@@ -9,13 +9,13 @@ no readable verdict is kept as unjudged, never guessed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
 from kb_builder.errors import GraceError
 
@@ -72,8 +72,7 @@ class JudgeTemplate:
 
 
 def parse_judge_template(text: str, name: str) -> JudgeTemplate:
-    parts = _SECTION.split(text)
-    sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    sections = split_sections(text, _SECTION)
     missing = [s for s in ("cited", "uncited") if "{{segment}}" not in sections.get(s, "").replace(" ", "")]
     if missing or "{{article}}" not in sections.get("cited", "").replace(" ", ""):
         raise GraceError(f"judge template {name}: needs '=== cited ===' with {{{{article}}}} and {{{{segment}}}}, and "
@@ -81,18 +80,12 @@ def parse_judge_template(text: str, name: str) -> JudgeTemplate:
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         raise GraceError(f"judge template {name}: unknown section(s) {', '.join(unknown)}; use {', '.join(SECTIONS)}")
-    return JudgeTemplate(name, sections, hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
+    return JudgeTemplate(name, sections, template_sha(text))
 
 
 def load_judge_template(spec: str | None = None) -> JudgeTemplate:
     """A built-in name (``judge.v1``) or a path to a template file."""
-    spec = spec or DEFAULT_TEMPLATE
-    path = Path(spec)
-    if not path.exists():
-        path = TEMPLATES_DIR / (spec if spec.endswith(".txt") else spec + ".txt")
-        if not path.exists():
-            names = ", ".join(sorted(p.stem for p in TEMPLATES_DIR.glob("*.txt")))
-            raise GraceError(f"judge template {spec!r} not found (built-in: {names}; or give a file path)")
+    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "judge template")
     return parse_judge_template(path.read_text(encoding="utf-8"), path.stem)
 
 

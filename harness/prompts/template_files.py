@@ -1,0 +1,36 @@
+"""What the answer prompt and the judge prompt have in common: template files.
+
+Both are text files with ``=== name ===`` section lines, found by built-in name
+or by path, and named in records by the SHA-256 of their text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+from kb_builder.errors import GraceError
+
+
+def template_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def split_sections(text: str, section_line: re.Pattern[str]) -> dict[str, str]:
+    """``{name: body}`` for each ``=== name ===`` line that ``section_line`` accepts."""
+    parts = section_line.split(text)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+
+
+def find_template(spec: str, directory: Path, what: str, aliases: dict[str, str] | None = None) -> Path:
+    """A path to a file, or a built-in name (``x`` or ``x.txt``) in ``directory``."""
+    path = Path(spec)
+    if path.exists():
+        return path
+    name = (aliases or {}).get(spec, spec)
+    builtin = directory / (name if name.endswith(".txt") else name + ".txt")
+    if not builtin.exists():
+        names = ", ".join(sorted(p.stem for p in directory.glob("*.txt")))
+        raise GraceError(f"{what} {spec!r} not found (built-in: {names}; or give a file path)")
+    return builtin
