@@ -145,7 +145,7 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
     if not no_score:
         from harness.scoring import score_responses
 
-        score_responses(out / RESPONSES, gold_path, kb_dir, out, seed=seed)
+        score_responses(out / RESPONSES, gold_path, kb, out, seed=seed)  # the KB loaded above, not read again
         from harness.reports import write_reports
 
         write_reports(out, kb=kb, console=console)
