@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from annotations.labels import REFUSE, LabelRecord, read_labels
-from kb_builder.errors import GraceError
-from kb_builder.store import atomic_write_text
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 _path = click.Path(path_type=Path)
 

@@ -15,7 +15,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 from kb_builder.gold import GOLD_COLUMNS, parse_bool, split_ids
 
 STATUSES = ("labelled", "skipped", "unlabelled")

@@ -25,8 +25,8 @@ from annotations.state import LabelRejected
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
 from annotations.single_writer import SingleWriter
-from kb_builder.errors import GraceError, where
-from kb_builder.store import atomic_write_text
+from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
 
 AnswerKey = tuple[str, str, int]  # model, question_id, repeat
 SegmentKey = tuple[str, str, int, int]  # ... and segment_index

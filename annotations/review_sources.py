@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 REVIEW_CSV = "spotcheck_review.csv"
 RESPONSES = "responses.jsonl"

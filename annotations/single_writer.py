@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import IO
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 class SingleWriter:

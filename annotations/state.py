@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
 from annotations.single_writer import SingleWriter
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 from kb_builder.gold import read_questions, split_ids
-from kb_builder.store import atomic_write_text
+from harness.core.files import atomic_write_text
 
 if TYPE_CHECKING:
     from kb_builder.store import KB

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from annotations.labels import read_labels
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.store import load_kb
 
 CATEGORY_COLUMNS = ("category", "case", "topic", "type")

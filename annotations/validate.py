@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from annotations.labels import LabelRecord, read_rows, row_to_record
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 from kb_builder.store import KB, load_kb
 
 REFUSE_SHARE_RANGE = (0.10, 0.30)

@@ -3,5 +3,3 @@
 Everything else in grace (the harness, the scorer, the annotation app) reads a KB
 through :func:`kb_builder.store.load_kb`, so the on-disk contract lives here.
 """
-
-__version__ = "0.1.0"

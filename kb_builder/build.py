@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kb_builder.documents import discover, load_file
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter

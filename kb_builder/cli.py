@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 def _console():
@@ -75,7 +75,8 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
 def index(kb_dir: Path, embedder: str | None) -> None:
     """Create a missing manifest and embeddings for a KB folder (e.g. a hand-written articles.jsonl)."""
     from kb_builder.retrieval import canonical_embedder
-    from kb_builder.store import atomic_write_text, load_kb
+    from kb_builder.store import load_kb
+    from harness.core.files import atomic_write_text
 
     kb_ = load_kb(kb_dir)
     if embedder:
@@ -144,7 +145,7 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
         for q, hits in zip(qs, results)
     ]
     if out:
-        from kb_builder.store import atomic_write_text
+        from harness.core.files import atomic_write_text
 
         atomic_write_text(out, "\n".join(lines) + "\n")
         console.print(f"{len(lines)} questions searched (k={k}) -> {out}")

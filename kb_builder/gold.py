@@ -11,11 +11,10 @@ gets the same clear message (file, line, what to fix) wherever it is read.
 from __future__ import annotations
 
 import csv
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 
 GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
 REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
@@ -182,6 +181,3 @@ def read_questions(path: str | Path) -> list[Question]:
         raise GraceError(f"{path}: no questions found")
     return out
 
-
-def file_hash(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

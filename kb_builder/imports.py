@@ -11,7 +11,7 @@ import csv
 import json
 from pathlib import Path
 
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 from kb_builder.records import Article
 from kb_builder.store import read_articles
 

@@ -95,7 +95,7 @@ def is_navigation(heading: str, text: str) -> bool:
 class Splitter:
     def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS):
         if max_tokens < 50:
-            from kb_builder.errors import GraceError
+            from harness.core.errors import GraceError
 
             raise GraceError(f"--max-tokens {max_tokens} is too small to hold an article; use 200 or more")
         self.max, self.min = max_tokens, min(min_tokens, max_tokens // 2)

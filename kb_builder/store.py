@@ -8,18 +8,17 @@ valid KB: :func:`load_kb` fills in what is missing on first use.
 from __future__ import annotations
 
 import json
-import os
 import statistics
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from kb_builder import __version__
-from kb_builder.errors import GraceError, where
-from kb_builder.jsonl_files import iter_jsonl
+from harness.core.files import atomic_write_text
+from harness.core.version import __version__
+from harness.core.errors import GraceError, where
+from harness.core.jsonl import iter_jsonl
 from kb_builder.records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
 from kb_builder.tokens import count_tokens
 
@@ -46,21 +45,6 @@ class KB:
         from kb_builder.retrieval import make_retriever
 
         return make_retriever(self, embedder or self.manifest.embedder)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write-then-rename so a crash never leaves a half-written file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_articles(path: Path) -> list[Article]:

@@ -15,7 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 from annotations.agreement import cohen_kappa, compare_files, fleiss_kappa
 from annotations.labels import read_labels
 from harness.cli.app import cli
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 # Fleiss (1971) as worked on Wikipedia's "Fleiss' kappa" page: 10 subjects, 14 raters, 5 categories.
 FLEISS_TABLE = [

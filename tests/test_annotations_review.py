@@ -25,7 +25,7 @@ from annotations.review_session import ReviewSession, SaveConflict
 from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import make_server
 from annotations.state import LabelRejected
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.store import load_kb
 from tests.conftest import run_grace, write
 

@@ -22,7 +22,7 @@ from annotations.server import AnnotationApp, make_server
 from annotations.labels import LabelRecord, read_labels
 from annotations.state import AnnotationSession, LabelRejected
 from harness.cli.app import cli
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
 from kb_builder.store import load_kb
 

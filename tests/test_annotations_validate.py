@@ -12,7 +12,7 @@ from annotations.stats import gold_stats
 from annotations.validate import near_duplicates, validate_gold
 from annotations.labels import LabelRecord
 from harness.cli.app import cli
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 ARTICLES = [
     ("1", "Annual leave", "You earn annual leave every pay period and can carry over 240 hours.", ["Leave"]),

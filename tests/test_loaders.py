@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kb_builder.documents import discover, load_file
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from tests.conftest import write
 
 MD = """---

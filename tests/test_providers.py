@@ -15,7 +15,7 @@ from harness.providers import make_provider
 from harness.providers.base import Completion, ModelSpec, ProviderError, Request
 from harness.providers.http_errors import from_status, parse_retry_after
 from harness.testing import FakeAPIServer, Reply, cite_first_id
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 PROVIDERS = ["openai", "anthropic", "google"]
 ENV_VARS = [

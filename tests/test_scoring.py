@@ -11,7 +11,7 @@ import pytest
 from harness.scoring import REFUSAL_SENTENCE, score_responses
 from harness.scoring.records import Report, ScoreLine
 from harness.scoring.significance import bootstrap_cis, compact_letters, holm, mcnemar_exact
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from tests.conftest import run_grace, write
 
 ARTICLES = ["5", "17", "18", "50", "uid-kb-5", "uid-kb-50"]

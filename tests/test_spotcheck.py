@@ -16,7 +16,7 @@ from harness.spotcheck.passes import judge_hits
 from harness.spotcheck.quotes import find_quotes, missing_quotes, quote_in
 from harness.spotcheck.sampling import allocate, sample_hits
 from harness.spotcheck.segmentation import paragraphs, segment_answer
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.store import load_kb
 from tests.conftest import write
 

@@ -14,8 +14,8 @@ import sys
 
 import click
 
-from kb_builder import __version__
-from kb_builder.errors import GraceError
+from harness.core.version import __version__
+from harness.core.errors import GraceError
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "kb": ("kb_builder.cli:kb", "Build, index, search and evaluate a knowledge base."),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 SAMPLE = Path(__file__).resolve().parents[2] / "benchmarks" / "sample"
 

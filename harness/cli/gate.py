@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 REPORT_SCHEMA_VERSION = 1
 

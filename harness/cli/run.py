@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 @click.command()

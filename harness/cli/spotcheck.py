@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 def _judge(spec_text: str, template: str | None, timeout: float | None, prices: Path | None):
@@ -158,7 +158,7 @@ def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_c
     from rich.table import Table
 
     from harness.spotcheck.meta_eval import load_cases, run_meta_eval
-    from kb_builder.store import atomic_write_text
+    from harness.core.files import atomic_write_text
 
     console = Console()
     judge = _judge(judge_spec, template, timeout, prices)

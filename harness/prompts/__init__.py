@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import RetrievedArticle
 

@@ -10,7 +10,7 @@ import hashlib
 import re
 from pathlib import Path
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 def template_sha(text: str) -> str:

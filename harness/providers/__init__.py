@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec, Provider
 
 PROVIDERS: dict[str, str] = {

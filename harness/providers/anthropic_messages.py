@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from harness.providers import http_errors
 from harness.providers.sdk_params import split_for_sdk
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk

@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 OutputMode = Literal["inline", "json"]
 

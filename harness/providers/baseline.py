@@ -14,7 +14,7 @@ import re
 
 from harness.prompts import REFUSAL
 from harness.providers.base import Completion, Provider, Request
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")

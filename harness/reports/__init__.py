@@ -20,7 +20,7 @@ def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[st
     ``kb`` is a loaded KB, a KB folder, or None (then the KB path recorded in
     ``report.json`` is tried, for article titles).
     """
-    from kb_builder.store import atomic_write_text
+    from harness.core.files import atomic_write_text
     from harness.reports.inputs import load_inputs
     from harness.reports.markdown import render_markdown
     from harness.reports.page import render_html

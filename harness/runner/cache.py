@@ -8,13 +8,14 @@ plain JSON, inspectable with the ``sqlite3`` shell; never pickle.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
+
+from harness.core.hashing import json_hash
 
 
 def default_cache_dir() -> Path:
@@ -25,8 +26,7 @@ def default_cache_dir() -> Path:
 
 
 def cache_key(fields: dict[str, Any]) -> str:
-    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return json_hash(fields)
 
 
 class ResponseCache:

@@ -25,7 +25,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from harness.providers import parse_model_spec
 from harness.providers.base import ModelSpec
 

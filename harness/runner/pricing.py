@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 PRICES: dict[str, tuple[float, float]] = {
     "gpt-4o": (2.50, 10.00),

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kb_builder.jsonl_files import iter_jsonl
+from harness.core.jsonl import iter_jsonl
 
 RESPONSES_SCHEMA_VERSION = 1
 

@@ -20,10 +20,12 @@ from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import EngineSettings, Job, JsonlAppender, RunPlan, build_request, request_key, response_engine
 from harness.runner.records import RunInfo, latest_rows, read_response_lines
-from kb_builder import __version__
-from kb_builder.errors import GraceError
-from kb_builder.gold import GoldQuestion, file_hash
-from kb_builder.store import KB, atomic_write_text
+from harness.core.version import __version__
+from harness.core.errors import GraceError
+from kb_builder.gold import GoldQuestion
+from harness.core.hashing import file_hash
+from kb_builder.store import KB
+from harness.core.files import atomic_write_text
 
 RESPONSES = "responses.jsonl"
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 
 REQUIRED = ("question_id", "model", "response")
 

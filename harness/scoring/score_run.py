@@ -26,10 +26,12 @@ from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
 from harness.scoring.extraction import RULES
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
-from kb_builder import __version__
-from kb_builder.errors import GraceError
-from kb_builder.gold import GoldQuestion, file_hash, read_gold
-from kb_builder.store import KB, atomic_write_text, load_kb
+from harness.core.version import __version__
+from harness.core.errors import GraceError
+from kb_builder.gold import GoldQuestion, read_gold
+from harness.core.hashing import file_hash
+from kb_builder.store import KB, load_kb
+from harness.core.files import atomic_write_text
 
 SCORES = "scores.jsonl"
 REPORT = "report.json"

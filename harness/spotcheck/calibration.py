@@ -19,9 +19,9 @@ from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
 from harness.spotcheck.records import CalibrationFile
 from harness.spotcheck.review import read_labels, same_text
-from kb_builder.errors import GraceError
-from kb_builder.gold import file_hash
-from kb_builder.store import atomic_write_text
+from harness.core.errors import GraceError
+from harness.core.hashing import file_hash
+from harness.core.files import atomic_write_text
 
 CALIBRATION_JSON = "calibration.json"
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb_builder.jsonl_files import iter_jsonl
-from kb_builder.errors import GraceError, where
+from harness.core.jsonl import iter_jsonl
+from harness.core.errors import GraceError, where
 
 SCORES, RESPONSES, REPORT = "scores.jsonl", "responses.jsonl", "report.json"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "judge.v1"

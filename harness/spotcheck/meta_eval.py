@@ -20,7 +20,7 @@ from typing import Any
 from harness.spotcheck.judge import SourceArticle, parse_verdict
 from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
 from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 
 CASES = Path(__file__).parent / "cases.jsonl"
 MODES = ("number_changed", "entity_swapped", "scope_widened", "negation", "world_knowledge",

@@ -21,9 +21,10 @@ from harness.spotcheck.publish import SPOTCHECK_JSON, notes_for, update_report
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
-from kb_builder import __version__
-from kb_builder.errors import GraceError
-from kb_builder.store import atomic_write_text, load_kb
+from harness.core.version import __version__
+from harness.core.errors import GraceError
+from kb_builder.store import load_kb
+from harness.core.files import atomic_write_text
 
 JUDGEMENTS = Path("spotcheck") / "judgements.jsonl"
 REVIEW_CSV = "spotcheck_review.csv"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kb_builder.store import atomic_write_text
+from harness.core.files import atomic_write_text
 
 SPOTCHECK_JSON = "spotcheck.json"
 _MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
@@ -65,7 +65,7 @@ def update_report(run_dir: Path, spot: dict[str, Any], console: Any = None) -> P
         from harness.reports import write_reports
     except ImportError:
         return None
-    from kb_builder.errors import GraceError
+    from harness.core.errors import GraceError
 
     try:
         written = write_reports(run_dir)

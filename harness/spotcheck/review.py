@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
-from kb_builder.errors import GraceError, where
-from kb_builder.store import atomic_write_text
+from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
 
 _TRUE = {"true", "t", "yes", "y", "1", "supported"}
 _FALSE = {"false", "f", "no", "n", "0", "unsupported", "not supported"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 @dataclass

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import tidy
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 _HEADING = re.compile(r"^heading\s*(\d)$", re.I)
 

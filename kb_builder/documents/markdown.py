@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import clean_markdown, strip_templates
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n?", re.S)
 

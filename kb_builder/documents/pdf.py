@@ -14,7 +14,7 @@ from pathlib import Path
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import tidy
 from kb_builder.documents.text import text_sections
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 
 def _lines(page) -> list[tuple[str, float, float]]:

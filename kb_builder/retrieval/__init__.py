@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 
 if TYPE_CHECKING:
     from kb_builder.store import KB

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from kb_builder.errors import GraceError
+from harness.core.errors import GraceError
 from kb_builder.retrieval import Hit
 
 if TYPE_CHECKING:

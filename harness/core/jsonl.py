@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kb_builder.errors import GraceError, where
+from harness.core.errors import GraceError, where
 
 
 def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
@@ -22,11 +22,20 @@ def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Ite
     parse: an append-only file whose writer was killed mid-line; that line was
     never a finished record.
     """
-    with path.open(encoding="utf-8") as fh:
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise GraceError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise GraceError(f"{path}: is a folder, expected a .jsonl file") from None
+    with fh:
         for n, raw in enumerate(fh, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
             if not raw.strip():
                 continue
-            if torn_tail_ok and not raw.endswith("\n"):  # only the last line can lack its newline
+            if torn_tail_ok and not raw.endswith(b"\n"):  # only the last line can lack its newline
                 try:
                     yield n, _parse(path, n, raw, hint)
                 except GraceError:
@@ -35,9 +44,14 @@ def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Ite
             yield n, _parse(path, n, raw, hint)
 
 
-def _parse(path: Path, n: int, raw: str, hint: str) -> dict[str, Any]:
+def _parse(path: Path, n: int, raw: bytes, hint: str) -> dict[str, Any]:
     try:
-        data = json.loads(raw)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GraceError(f"{where(path, n)}: not UTF-8 text (byte {exc.start + 1} of the line); "
+                         f"save the file as UTF-8{hint}") from None
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg} at column {exc.colno}){hint}") from None
     if not isinstance(data, dict):

@@ -1,0 +1,171 @@
+"""Writing files so that a crash, a kill or a full disk never leaves a broken one.
+
+Whole files are written to a temp file and renamed over the old one; append-only
+JSONL files are flushed per line and repaired on open: a half-written last line
+(the writer died mid-line) is moved to a side file, never appended onto.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+
+log = logging.getLogger("grace")
+
+_DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def disk_error(path: Path | str, exc: OSError) -> GraceError:
+    """An OSError while writing, as a message that names the file and the fix."""
+    if exc.errno in _DISK_ERRNOS:
+        return GraceError(f"{path}: disk full ({exc.strerror}); free some space and run the same command "
+                          "again: finished answers are kept in the cache and the folder is left consistent")
+    return GraceError(f"{path}: cannot write ({exc.strerror or exc})")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write-then-rename so a crash never leaves a half-written file behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise disk_error(path, exc) from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def temp_path_for(path: Path) -> Path:
+    """A temp file beside ``path`` that :func:`remove_temp_files` recognises as debris if left behind."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    return Path(tmp)
+
+
+def remove_temp_files(folder: Path, older_than_s: float = 0.0) -> list[Path]:
+    """Delete temp files a killed writer left in ``folder``; call only while holding the folder's lock."""
+    cutoff = time.time() - older_than_s
+    removed = []
+    for tmp in Path(folder).glob(".*.tmp"):
+        try:
+            if tmp.is_file() and tmp.stat().st_mtime <= cutoff:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:
+            pass
+    return removed
+
+
+def repair_torn_tail(path: Path, side_file: Path) -> str | None:
+    """Make ``path`` end with a whole line before anything is appended to it.
+
+    A last line without its newline that is a complete JSON value just gets its
+    newline; one that does not parse (a writer killed mid-line, a full disk) is
+    moved to ``side_file`` and cut off. Returns a notice when something was moved.
+    """
+    if not path.is_file():
+        return None
+    with path.open("rb+") as fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+        start = max(0, size - (1 << 16))
+        while True:  # find the start of the last line, reading backwards in blocks
+            fh.seek(start)
+            block = fh.read(size - start)
+            cut = block.rfind(b"\n")
+            if cut >= 0 or start == 0:
+                cut = start + cut + 1 if cut >= 0 else 0
+                break
+            start = max(0, start - (1 << 16))
+        fh.seek(cut)
+        tail = fh.read()
+        try:
+            json.loads(tail.decode("utf-8"))
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
+            return None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            pass
+        with side_file.open("ab") as side:
+            side.write(tail + b"\n")
+        fh.truncate(cut)
+    return (f"{path}: its last line was cut off mid-write (a crash or full disk); moved it to {side_file.name} "
+            "and will ask that call again")
+
+
+class JsonlAppender:
+    """Append-only, flushed per line: what is written survives the process dying on the next line.
+
+    Opening repairs a torn last line first, so an interrupted file is never
+    appended onto (which would join two records into one unreadable line).
+    """
+
+    def __init__(self, path: Path, side_file: Path | None = None):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        notice = repair_torn_tail(self.path, side_file or self.path.with_name(self.path.stem + ".torn.jsonl"))
+        if notice:
+            log.warning(notice)
+        try:
+            self.fh = self.path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise disk_error(self.path, exc) from None
+        self._last_sync = time.monotonic()
+
+    def write(self, row: dict[str, Any]) -> None:
+        try:
+            self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.fh.flush()
+            if time.monotonic() - self._last_sync > 1.0:
+                os.fsync(self.fh.fileno())
+                self._last_sync = time.monotonic()
+        except OSError as exc:
+            raise disk_error(self.path, exc) from None
+
+    def close(self) -> None:
+        try:
+            self.fh.flush()
+            os.fsync(self.fh.fileno())
+        except OSError:
+            pass  # the write that failed already raised; a torn tail is repaired on the next open
+        finally:
+            try:
+                self.fh.close()
+            except OSError:
+                pass
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """OWASP's CSV-injection advice: a cell that a spreadsheet would run as a formula is prefixed with ``'``."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def spreadsheet_unsafe(value: str | None) -> str | None:
+    """The reverse of :func:`spreadsheet_safe`, for grace reading back a CSV it wrote."""
+    if value and value.startswith("'") and value[1:2] and value[1:].startswith(_FORMULA_START):
+        return value[1:]
+    return value
