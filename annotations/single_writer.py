@@ -10,30 +10,18 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import IO
 
-from harness.core.errors import GraceError
+from harness.core.locks import FileLock
 
 
 class SingleWriter:
     def __init__(self, out: Path, who: str):
         self.out, self.who = out, who
-        self._fh: IO[str] | None = None
+        self._lock = FileLock(out.parent / f".{out.name}.lock", f"{out}: another {who} is already writing this file",
+                              "close it first or choose another --out")
 
     def acquire(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory lock, single use assumed
-            return
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        fh = (self.out.parent / f".{self.out.name}.lock").open("a+")
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            raise GraceError(f"{self.out}: another {self.who} is already writing this file; "
-                             "close it first or choose another --out") from None
-        self._fh = fh
+        self._lock.acquire()
 
     def remove_stale_temp_files(self, older_than_s: float = 60) -> None:
         cutoff = time.time() - older_than_s
@@ -42,6 +30,4 @@ class SingleWriter:
                 tmp.unlink(missing_ok=True)
 
     def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self._lock.release()

@@ -112,9 +112,16 @@ def test_auth_error_stops_the_model_early(bench, monkeypatch):
         monkeypatch.setenv("OPENAI_API_KEY", "wrong")
         srv.responder = lambda body: Reply.unauthorized()
         code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m",
-                              "--out", bench / "run", "--no-score", "--concurrency", "1")
-        assert code == 0 and "stopping this model's remaining calls" in out
+                              "--model", "baseline:top1", "--out", bench / "run", "--concurrency", "1")
+        assert code == 1 and "the key was refused; stopping this model" in out  # exits non-zero (was 0)
         assert len(srv.requests) == 1
+        rows = [r for r in responses(bench / "run") if r["model"] == "openai:m"]
+        kinds = sorted(r["error"]["kind"] for r in rows)
+        assert len(rows) == 12 and kinds == ["auth"] + ["not_tried"] * 11  # untried calls on file, retried next run
+        report = json.loads((bench / "run" / "report.json").read_text())
+        assert report["leaderboard"] == ["baseline:top1"]  # listed as failed, never ranked "0.0% [0, 0]"
+        assert "openai:m" in report["failed_models"] and "openai:m" not in report["models"]
+        assert "not ranked: openai:m" in out
 
 
 def test_missing_key_fails_before_any_call(bench):

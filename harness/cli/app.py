@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import sys
 
 import click
@@ -58,7 +59,32 @@ def cli() -> None:
     """grace: benchmark LLMs on grounded question answering by their citations."""
 
 
+class _Notices(logging.Handler):
+    """Notices from the ``grace`` logger (a repaired file, a resumed run) as one yellow line each on stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        colour = "yellow" if record.levelno >= logging.WARNING else None
+        click.echo(click.style(record.getMessage(), fg=colour) if colour else record.getMessage(), err=True)
+
+
+def _show_notices() -> logging.Handler:
+    logger = logging.getLogger("grace")
+    handler = _Notices(logging.INFO)
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return handler
+
+
 def main(argv: list[str] | None = None) -> None:
+    handler = _show_notices()
+    try:
+        _main(argv)
+    finally:
+        logging.getLogger("grace").removeHandler(handler)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         rc = cli.main(args=argv, prog_name="grace", standalone_mode=False)
         if isinstance(rc, int) and rc:  # standalone_mode=False returns ctx.exit(n) codes instead of raising
@@ -77,6 +103,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a full disk, a read-only folder, a missing permission: the user's to fix
+        from harness.core.files import disk_error
+
+        err = disk_error(exc.filename or "a file grace was writing", exc)
+        click.echo(click.style("error: ", fg="red", bold=True) + str(err), err=True)
+        sys.exit(err.exit_code)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,6 @@ def report(out_dir: Path, kb_dir: Path | None) -> None:
     """
     from rich.console import Console
 
-    from harness.reports import write_reports
+    from harness import api
 
-    write_reports(out_dir, kb=kb_dir, console=Console())
+    api.report(out_dir, kb=kb_dir, console=Console())

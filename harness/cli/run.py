@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from harness.core.errors import GraceError
 
 
 @click.command()
@@ -35,137 +34,38 @@ from harness.core.errors import GraceError
 @click.option("--no-score", is_flag=True, help="Only collect responses; do not score or report.")
 def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rpm, tpm, timeout, max_attempts,
         no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, seed, dry_run, no_score) -> None:
-    """Retrieve the top-k articles for every gold question and ask each model to answer with one citation."""
+    """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
+
+    Exits 1 when a model was stopped early (key refused, endpoint unreachable);
+    its untried calls are on file as error rows and are asked again next time.
+    """
     from rich.console import Console
     from rich.table import Table
 
-    from harness.prompts import load_template
-    from harness.providers import parse_model_spec
-    from harness.runner.config import load_config
-    from harness.runner.pricing import load_prices
-    from harness.runner.session import (
-        RESPONSES, RunSettings, calibrate_threshold, check_same_run, compact_responses, estimate,
-        finished_keys, new_run_info, plan_jobs, retrieve_all, write_run_info,
-    )
-    from kb_builder.gold import read_gold
-    from kb_builder.store import load_kb
+    from harness import api
 
     console = Console(stderr=False)
-    specs, run_cfg = load_config(config_path) if config_path else ([], {})
-    specs += [parse_model_spec(m) for m in models]
-    if not specs:
-        raise GraceError("no models: give --model PROVIDER:MODEL (e.g. baseline:top1) or --config leaderboard.toml")
-    names = [s.name for s in specs]
-    dupes = {n for n in names if names.count(n) > 1}
-    if dupes:
-        raise GraceError(f"model(s) named twice: {', '.join(sorted(dupes))}; give each a distinct name in the config")
-    def pick(flag, key: str, default: int) -> int:
-        return flag if flag is not None else run_cfg.get(key, default)  # 0 is a value, not "unset"
-
-    settings = RunSettings(
-        k=pick(k, "k", 3),
-        repeats=pick(repeats, "repeats", 1),
-        concurrency=pick(concurrency, "concurrency", 8),
-        read_cache=not no_cache,
-        max_attempts=pick(max_attempts, "max_attempts", 6),
-        seed=seed,
+    result = api.run(
+        kb_dir, gold_path, models, out=out, config=config_path, k=k, repeats=repeats, concurrency=concurrency,
+        max_attempts=max_attempts, rpm=rpm, tpm=tpm, timeout=timeout, read_cache=not no_cache, template=template,
+        output_mode=output_mode, temperature=temperature, max_tokens=max_tokens, threshold=threshold, prices=prices,
+        embedder=embedder, seed=seed, score=not no_score, dry_run=dry_run, progress=True, console=console,
     )
-    if min(settings.k, settings.repeats, settings.concurrency, settings.max_attempts) < 1:
-        raise GraceError("--k, --repeats, --concurrency and --max-attempts must be 1 or more")
-    price_table = load_prices(prices)
-    for s in specs:
-        if temperature is not None:
-            s.params.setdefault("temperature", temperature)
-        if max_tokens is not None:
-            s.params.setdefault("max_tokens", max_tokens)
-        s.rpm, s.tpm = s.rpm or rpm, s.tpm or tpm
-        if timeout:
-            s.timeout_s = timeout
-        if s.price_input_per_mtok is None and s.model in price_table:
-            s.price_input_per_mtok, s.price_output_per_mtok = price_table[s.model]
-        if s.provider == "baseline" and s.model == "threshold" and threshold is not None:
-            s.options.setdefault("threshold", threshold)
-    tmpl = load_template(template or run_cfg.get("template"), output_mode or run_cfg.get("output_mode", "inline"))
-    kb = load_kb(kb_dir)
-    questions = read_gold(gold_path)
-    unknown = sorted({c for q in questions for c in q.expected_citations if c not in kb.by_id})
-    if unknown:
-        raise GraceError(f"{gold_path}: expected_citations name article(s) not in the KB: {', '.join(unknown[:10])}")
-    retrieved = retrieve_all(kb, questions, settings.k, embedder)
-    for s in specs:
-        if s.provider == "baseline" and s.model == "threshold":
-            calibrate_threshold(s, questions, retrieved, settings)
-    out.mkdir(parents=True, exist_ok=True)
-    info = new_run_info(kb, gold_path, questions, tmpl, specs, settings, embedder)
-    check_same_run(out, info)
-    done, failed_before = finished_keys(out / RESPONSES)
-    plans = plan_jobs(specs, questions, retrieved, done, settings)
-
     if dry_run:
-        from harness.runner.cache import ResponseCache
-
-        cache = ResponseCache() if settings.use_cache else None
-        rows = estimate(plans, tmpl, kb.kb_hash, cache, settings.read_cache)
-        table = Table("model", "calls", "cached", "input tokens", "output tokens (est.)", "cost USD (est.)", title="Dry run: no calls made")
-        for r in rows:
+        table = Table("model", "calls", "cached", "input tokens", "output tokens (est.)", "cost USD (est.)",
+                      title="Dry run: no calls made")
+        for r in result.estimates or []:
             cost = "unknown price" if r["cost_usd_est"] is None else f"{r['cost_usd_est']:.4f}"
-            table.add_row(r["model"], str(r["calls"]), str(r["cached"]), f"{r['input_tokens']:,}", f"{r['output_tokens_est']:,}", cost)
+            table.add_row(r["model"], str(r["calls"]), str(r["cached"]), f"{r['input_tokens']:,}",
+                          f"{r['output_tokens_est']:,}", cost)
         console.print(table)
-        return
-
-    write_run_info(out, info)
-    todo = sum(len(p.jobs) for p in plans)
-    if done or failed_before:
-        console.print(f"resuming {out}: {len(done)} responses already done, {failed_before} failed call(s) to retry, {todo} to do")
-    interrupted = False
-    try:
-        _run_with_progress(plans, tmpl, kb.kb_hash, out, settings, console)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        from datetime import datetime, timezone
-
-        order = [s.name for s in specs]
-        compact_responses(out / RESPONSES, order, [q.question_id for q in questions])
-        info.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        info.status = "interrupted" if interrupted else "finished"
-        info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
-                                     "errors": p.stats.errors, "aborted": p.stats.aborted} for p in plans}
-        write_run_info(out, info)
-    if interrupted:
-        raise KeyboardInterrupt
-    for p in plans:
-        if p.stats.aborted:
-            console.print(f"[red]{p.stats.aborted}[/]")
-    errors = sum(p.stats.errors for p in plans)
-    if errors:
-        console.print(f"[yellow]{errors} call(s) failed after retries; they are recorded as error rows and "
+        return 0
+    for reason in result.stopped.values():
+        console.print(f"[red]{reason}[/]", highlight=False)
+    if result.errors:
+        console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]")
-    console.print(f"responses -> {out / RESPONSES}")
-    if not no_score:
-        from harness.scoring import score_responses
+    from harness.rundir import RunDir
 
-        score_responses(out / RESPONSES, gold_path, kb, out, seed=seed)  # the KB loaded above, not read again
-        from harness.reports import write_reports
-
-        write_reports(out, kb=kb, console=console)
-
-
-def _run_with_progress(plans, tmpl, kb_hash, out, settings, console) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from harness.runner.session import run_engine
-
-    width = max(len(p.spec.name) for p in plans) if plans else 10
-    columns = [TextColumn(f"{{task.description:<{min(width, 30)}}}"), BarColumn(bar_width=16), MofNCompleteColumn(),
-               TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
-    with Progress(*columns, console=console, transient=False, disable=not plans) as bar:
-        tasks = {id(p): bar.add_task(p.spec.name[:30], total=len(p.jobs) or 1, completed=0 if p.jobs else 1, info="") for p in plans}
-
-        def update(plan) -> None:
-            st = plan.stats
-            cost = f"${st.cost_usd:.4f}" + ("" if st.cost_known else "+?")
-            info = f"err {st.errors}  cached {st.cached}  tok {st.input_tokens + st.output_tokens:,}  {cost}"
-            bar.update(tasks[id(plan)], completed=st.done, info=info)
-
-        run_engine(plans, tmpl, kb_hash, out, settings, on_update=update)
+    console.print(f"responses -> {RunDir(out).responses}" if no_score else f"run folder -> {out}", highlight=False)
+    return 0 if result.ok else 1

@@ -37,14 +37,14 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     """
     from rich.console import Console
 
-    from harness.scoring import score_responses
+    from harness import api
     from kb_builder.store import load_kb
 
     console = Console()
     out_dir = out_dir or responses.parent
     kb = load_kb(kb_dir, write_missing=False)
     start = time.perf_counter()
-    report = score_responses(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers)
+    report = api.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers).report
     took = time.perf_counter() - start
     n = report["responses"]["n"]
     console.print(f"scored {n:,} responses from {len(report['models'])} model(s) in {took:.1f}s -> {out_dir}",
@@ -52,13 +52,13 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     for warning in report.get("warnings", []):
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
     try:
-        from harness.reports import write_reports
+        import harness.reports  # noqa: F401 - an install without the report writers still prints a summary
     except ImportError as exc:
         if exc.name not in ("harness.reports", None):
             console.print(f"[yellow]reports unavailable ({exc}); showing a summary[/]")
         _print_summary(report, console)
         return
-    write_reports(out_dir, kb=kb, console=console)
+    api.report(out_dir, kb=kb, console=console)
 
 
 def _print_summary(report: dict, console) -> None:

@@ -57,17 +57,18 @@ def temp_path_for(path: Path) -> Path:
     return Path(tmp)
 
 
-def remove_temp_files(folder: Path, older_than_s: float = 0.0) -> list[Path]:
-    """Delete temp files a killed writer left in ``folder``; call only while holding the folder's lock."""
-    cutoff = time.time() - older_than_s
+def remove_temp_files(folder: Path, names: list[str]) -> list[Path]:
+    """Delete the temp files a killed writer of ``names`` left in ``folder``; only while holding their lock."""
     removed = []
-    for tmp in Path(folder).glob(".*.tmp"):
-        try:
-            if tmp.is_file() and tmp.stat().st_mtime <= cutoff:
+    for name in names:
+        for tmp in Path(folder).glob(f".{name}.*"):
+            if tmp.suffix == ".lock":
+                continue
+            try:
                 tmp.unlink()
                 removed.append(tmp)
-        except OSError:
-            pass
+            except OSError:
+                pass
     return removed
 
 

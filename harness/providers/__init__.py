@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 
 from harness.core.errors import GraceError
+from harness.core.hashing import normalise_url
 from harness.providers.base import ModelSpec, Provider
 
 PROVIDERS: dict[str, str] = {
@@ -28,10 +29,20 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(provider=provider, model=model)
 
 
-def make_provider(spec: ModelSpec) -> Provider:
+def provider_class(spec: ModelSpec) -> type[Provider]:
+    """The provider's class; its module imports no SDK (they are imported on the first call)."""
     try:
         target = PROVIDERS[spec.provider]
     except KeyError:
         raise GraceError(f"unknown provider {spec.provider!r}; known: {', '.join(sorted(PROVIDERS))}") from None
     module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)(spec)
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_provider(spec: ModelSpec) -> Provider:
+    return provider_class(spec)(spec)
+
+
+def endpoint_of(spec: ModelSpec) -> str | None:
+    """The endpoint a spec's calls go to, normalised (``.../v1/`` and ``.../v1`` are one endpoint)."""
+    return normalise_url(provider_class(spec).endpoint(spec))

@@ -36,6 +36,7 @@ _UNSUPPORTED = ("seed", "frequency_penalty", "presence_penalty", "n", "logprobs"
 
 class AnthropicProvider(Provider):
     provider_name = "anthropic"
+    base_url_env = "ANTHROPIC_BASE_URL"
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)

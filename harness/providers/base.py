@@ -61,6 +61,16 @@ class RetrievedArticle:
 
 
 @dataclass
+class RunContext:
+    """What a provider may look at before a run: the questions and their retrieved articles."""
+
+    questions: list[Any]  # GoldQuestion
+    retrieved: dict[str, list[RetrievedArticle]]
+    seed: int = 0
+    options: dict[str, Any] = field(default_factory=dict)  # run-wide provider options (e.g. a baseline threshold)
+
+
+@dataclass
 class RequestContext:
     """What the prompt was built from. Never sent to an API; baselines and scripted models read it."""
 
@@ -111,6 +121,17 @@ class Provider(ABC):
 
     provider_name: ClassVar[str]
     needs_network: ClassVar[bool] = True
+    base_url_env: ClassVar[str | None] = None  # the variable the SDK reads its endpoint from, if any
+
+    @classmethod
+    def endpoint(cls, spec: ModelSpec) -> str | None:
+        """Where calls go: part of every cache key, so two servers never share answers."""
+        if spec.base_url:
+            return spec.base_url
+        return os.environ.get(cls.base_url_env) if cls.base_url_env else None
+
+    def prepare_run(self, context: RunContext) -> None:
+        """Called once before any call, with the run's questions and retrieval (baselines fit on them)."""
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec

@@ -13,7 +13,7 @@ import json
 import re
 
 from harness.prompts import REFUSAL
-from harness.providers.base import Completion, Provider, Request
+from harness.providers.base import Completion, Provider, Request, RunContext
 from harness.core.errors import GraceError
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -52,6 +52,29 @@ class BaselineProvider(Provider):
             raise GraceError(f"baseline:{self.spec.model}: unknown baseline; use baseline:top1 or baseline:threshold")
         if self.spec.model == "threshold" and self.spec.options.get("threshold") is None:
             raise GraceError("baseline:threshold needs a threshold (--threshold X, or let grace run fit one)")
+
+    def prepare_run(self, context: RunContext) -> None:
+        """``baseline:threshold`` fits its cut on a seeded calibration split, which it then does not answer."""
+        opts = self.spec.options
+        if self.spec.model != "threshold" or opts.get("threshold") is not None:
+            return
+        if context.options.get("threshold") is not None:
+            opts["threshold"] = float(context.options["threshold"])
+            return
+        import random
+
+        share = float(context.options.get("calibration_share", 0.3))
+        ids = sorted(q.question_id for q in context.questions)
+        n = max(1, min(len(ids) - 1, round(len(ids) * share)))
+        calib = set(random.Random(context.seed).sample(ids, n))
+        scored = []
+        for q in context.questions:
+            if q.question_id in calib:
+                arts = context.retrieved[q.question_id]
+                top = arts[0] if arts else None
+                scored.append((top.score if top else 0.0, q.must_refuse, bool(top and top.id in q.expected_citations)))
+        opts["threshold"] = round(fit_threshold(scored), 6)
+        opts["calibration_question_ids"] = sorted(calib)
 
     async def complete(self, request: Request) -> Completion:
         ctx = request.context

@@ -30,6 +30,7 @@ def _schema_name(schema: dict[str, Any]) -> str:
 
 class OpenAIChatProvider(Provider):
     provider_name = "openai"
+    base_url_env = "OPENAI_BASE_URL"
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)

@@ -10,10 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-LEADERBOARD_MD = "leaderboard.md"
-REPORT_HTML = "report.html"
-
-
 def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
     """Write ``leaderboard.md`` and ``report.html`` into ``out_dir``; print the leaderboard if given a console.
 
@@ -24,12 +20,14 @@ def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[st
     from harness.reports.inputs import load_inputs
     from harness.reports.markdown import render_markdown
     from harness.reports.page import render_html
+    from harness.rundir import RunDir
 
-    out_dir = Path(out_dir)
-    inputs = load_inputs(out_dir, kb)
-    written = {"markdown": out_dir / LEADERBOARD_MD, "html": out_dir / REPORT_HTML}
-    atomic_write_text(written["markdown"], _encodable(render_markdown(inputs)))
-    atomic_write_text(written["html"], _encodable(render_html(inputs)))
+    run = RunDir(out_dir)
+    with run.lock():
+        inputs = load_inputs(run.path, kb)
+        written = {"markdown": run.leaderboard_md, "html": run.report_html}
+        atomic_write_text(written["markdown"], _encodable(render_markdown(inputs)))
+        atomic_write_text(written["html"], _encodable(render_html(inputs)))
     if console is not None:
         from harness.reports.terminal import print_leaderboard
 
@@ -42,4 +40,4 @@ def _encodable(text: str) -> str:
     return text.encode("utf-8", errors="replace").decode("utf-8")
 
 
-__all__ = ["LEADERBOARD_MD", "REPORT_HTML", "write_reports"]
+__all__ = ["write_reports"]

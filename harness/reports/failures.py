@@ -16,6 +16,7 @@ from html import escape
 from typing import Any
 
 from harness.reports.inputs import ReportInputs, response_text, row_key
+from harness.rundir import RunDir
 from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS, OTHER_COLOR
 
 PER_MODEL = 6
@@ -115,7 +116,7 @@ def failure_card(inputs: ReportInputs, row: dict[str, Any]) -> str:
 
 
 def failures_section(inputs: ReportInputs) -> str:
-    if not inputs.scores and not (inputs.out_dir / "scores.jsonl").exists():
+    if not inputs.scores and not RunDir(inputs.out_dir).scores.exists():
         return '<p class="muted">No scores.jsonl in this folder, so no failures to show.</p>'
     out = []
     for model in inputs.leaderboard:

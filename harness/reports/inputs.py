@@ -14,15 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.jsonl import iter_jsonl
 from harness.core.errors import GraceError, where
-
-REPORT_SCHEMA_VERSION = 1
-SCORES = "scores.jsonl"
-RESPONSES = "responses.jsonl"
-REPORT = "report.json"
-
-RowKey = tuple[str, str, int]  # (model, question_id, repeat)
+from harness.rundir import RunDir
+from harness.rundir.responses import RowKey, read_response_lines
 
 
 @dataclass
@@ -52,36 +46,15 @@ class ReportInputs:
 
 
 def load_inputs(out_dir: Path, kb: Any = None) -> ReportInputs:
-    out_dir = Path(out_dir)
-    report = read_report(out_dir / REPORT)
-    inputs = ReportInputs(out_dir=out_dir, report=report)
+    run = RunDir(out_dir)
+    report = run.read_report()
+    inputs = ReportInputs(out_dir=run.path, report=report)
     inputs.notes += [str(w) for w in report.get("warnings") or []]  # the scorer's own caveats come first
-    inputs.scores, inputs.failure_counts = _read_failures(out_dir / SCORES, inputs.notes, report.get("seed", 0))
+    inputs.scores, inputs.failure_counts = _read_failures(run.scores, inputs.notes, report.get("seed", 0))
     _load_responses(inputs)
     _load_questions(inputs)
     _load_titles(inputs, kb)
     return inputs
-
-
-def read_report(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise GraceError(f"{path}: not found; run 'grace score' on this folder first")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); re-run 'grace score'") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        raise GraceError(f"{path}: not a grace report (no 'models' object); re-run 'grace score'")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:
-        raise GraceError(
-            f"{path}: report schema_version {version!r} is not one this grace reads "
-            f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'"
-        )
-    for name, model in data["models"].items():
-        if not isinstance(model, dict):
-            raise GraceError(f"{path}: models[{name!r}] must be an object; re-run 'grace score'")
-    return data
 
 
 CORRECT = {"correct", "correct_refusal"}
@@ -127,16 +100,6 @@ def _read_failures(path: Path, notes: list[str], seed: Any) -> tuple[list[dict[s
     return rows, counts
 
 
-def _read_jsonl(path: Path, notes: list[str], *, required: bool, keep: set | None = None) -> list[dict[str, Any]]:
-    if not path.exists():
-        if required:
-            raise GraceError(f"{path}: not found")
-        notes.append(f"{path.name} not found: no failure samples.")
-        return []
-    return [row for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; re-run the step that wrote it")
-            if keep is None or row_key(row) in keep]
-
-
 def _existing(candidate: Any, out_dir: Path) -> Path | None:
     """A recorded path may be relative to where the run was started or to OUT_DIR; try both."""
     if not candidate:
@@ -158,15 +121,16 @@ def row_key(row: dict[str, Any]) -> RowKey:
 
 def _load_responses(inputs: ReportInputs) -> None:
     recorded = (inputs.report.get("responses") or {}).get("path")
-    path = _existing(RESPONSES, inputs.out_dir) or _existing(recorded, inputs.out_dir)
+    path = _existing(RunDir(inputs.out_dir).responses, inputs.out_dir) or _existing(recorded, inputs.out_dir)
     if path is None:
         if inputs.scores:
             inputs.notes.append("responses file not found: failure samples show no response text.")
         return
     inputs.responses_path = path
     wanted = {row_key(r) for r in inputs.scores}  # only the text of failures that may be shown
-    for row in _read_jsonl(path, inputs.notes, required=True, keep=wanted):
-        inputs.responses[row_key(row)] = row
+    for row in read_response_lines(path, hint="; re-run the step that wrote it"):
+        if row_key(row) in wanted:
+            inputs.responses[row_key(row)] = row
 
 
 def response_text(row: dict[str, Any] | None) -> str | None:

@@ -64,5 +64,7 @@ def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None
     note = error_note(leaderboard_rows(inputs.models, inputs.leaderboard))
     if note:
         console.print(Text(note, style="red"))
+    for name, failed in (inputs.report.get("failed_models") or {}).items():
+        console.print(Text(f"not ranked: {name}: {failed.get('reason')}", style="red"))
     if html_path is not None:
         console.print(Text("report: ") + Text(str(html_path), style="bold"))

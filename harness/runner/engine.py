@@ -5,6 +5,11 @@ rate-limited provider never holds up another. A finished call is written to the
 cache first and then appended to ``responses.jsonl`` and flushed, so a crash or
 Ctrl-C loses nothing that was paid for; the next run skips what is done and
 retries what failed.
+
+A model stops early, with one clear reason, when its endpoint refuses the key
+(401/403) or cannot be reached ``BREAKER_AFTER`` times in a row: retrying a dead
+server to the limit would take minutes per call. Its untried calls are written
+as error rows, so the next run asks them again.
 """
 
 from __future__ import annotations
@@ -12,21 +17,23 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.core.files import JsonlAppender
+from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
+from harness.providers import endpoint_of
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RequestContext, RetrievedArticle
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
-from harness.runner.records import CallError, ResponseRecord
+from harness.rundir.records import CallError, ResponseRecord
 
-_BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
 
 
 @dataclass
@@ -48,6 +55,8 @@ class ModelStats:
     cost_usd: float = 0.0
     cost_known: bool = True
     aborted: str | None = None
+    not_tried: int = 0
+    connection_failures_in_a_row: int = 0
 
 
 @dataclass
@@ -74,12 +83,15 @@ def build_request(spec: ModelSpec, template: Template, job: Job) -> Request:
 
 
 def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int, **salt: Any) -> str:
-    """The cache key of one call: what determines the answer, never timeouts or concurrency."""
-    env = _BASE_URL_ENV.get(spec.provider)
+    """The cache key of one call: what determines the answer, never timeouts or concurrency.
+
+    It is also the response row's ``fingerprint``: a resumed run counts a row
+    as done only if asking now would send exactly this.
+    """
     return cache_key({
         "provider": spec.provider,
         "model": spec.model,
-        "endpoint": spec.base_url or (os.environ.get(env) if env else None),
+        "endpoint": endpoint_of(spec),
         "messages": request.messages,
         "params": request.params,
         "output_mode": request.output_mode,
@@ -93,27 +105,6 @@ def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int,
 
 def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Request, repeat: int) -> str:
     return call_key(spec, request, template.sha256, repeat, kb=kb_hash)
-
-
-class JsonlAppender:
-    """Append-only, flushed per line: what is written survives the process dying on the next line."""
-
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fh = path.open("a", encoding="utf-8")
-        self._last_sync = time.monotonic()
-
-    def write(self, row: dict[str, Any]) -> None:
-        self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        self.fh.flush()
-        if time.monotonic() - self._last_sync > 1.0:
-            os.fsync(self.fh.fileno())
-            self._last_sync = time.monotonic()
-
-    def close(self) -> None:
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
 
 
 @dataclass
@@ -144,6 +135,7 @@ class CallResult:
     error: CallError | None
     cached: bool
     cost_usd: float | None
+    key: str | None = None  # the call's cache key, which is also its row's fingerprint
 
 
 class Engine:
@@ -189,26 +181,40 @@ class Engine:
         n = max(1, plan.spec.concurrency or self.concurrency)
 
         async def worker() -> None:
-            while not queue.empty() and plan.stats.aborted is None:
+            while not queue.empty():
                 job = queue.get_nowait()
-                await self._one(plan, job, limiter)
+                if plan.stats.aborted is None:
+                    await self._one(plan, job, limiter)
+                else:
+                    self._not_tried(plan, job)
 
         await asyncio.gather(*(worker() for _ in range(min(n, max(1, len(plan.jobs))))))
+
+    def _not_tried(self, plan: RunPlan, job: Any) -> None:
+        """A job left when its model was stopped: an error row, so the next run asks it again."""
+        request = self.build(plan.spec, job)
+        error = CallError(kind="not_tried", message=f"not tried: {plan.stats.aborted}", attempts=0)
+        plan.stats.done += 1
+        plan.stats.errors += 1
+        plan.stats.not_tried += 1
+        key = self.key(plan.spec, request, job)
+        self.out.write(self.record(plan, job, request, CallResult(None, None, 0, error, False, None, key)))
+        self.on_update(plan)
 
     async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter) -> None:
         spec, provider = plan.spec, plan.provider
         request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
-        key = self.key(spec, request, job) if use_cache else None
+        key = self.key(spec, request, job)
         hit = self.cache.get(key) if use_cache and self.read_cache else None
         if hit is not None:
             comp = Completion(**hit["completion"])
-            result = CallResult(comp, hit.get("latency_ms"), 0, None, True, None)
+            result = CallResult(comp, hit.get("latency_ms"), 0, None, True, None, key)
         else:
-            comp, latency, attempts, err = await self._call(provider, request, limiter, spec)
+            comp, latency, attempts, err = await self._call(plan, request, limiter)
             if comp is not None and use_cache:
                 self.cache.put(key, spec.name, {"completion": comp.__dict__, "latency_ms": latency})
-            result = CallResult(comp, latency, attempts, err, False, None)
+            result = CallResult(comp, latency, attempts, err, False, None, key)
         st = plan.stats
         if comp is not None:
             result.cost_usd = 0.0 if not provider.needs_network else call_cost(
@@ -222,14 +228,15 @@ class Engine:
                 st.cost_usd += result.cost_usd
         else:
             st.errors += 1
-            if result.error is not None and result.error.kind == "auth":
-                st.aborted = f"{spec.name}: {result.error.message} (stopping this model's remaining calls)"
+            if result.error is not None and result.error.kind == "auth" and st.aborted is None:
+                st.aborted = f"{spec.name}: {result.error.message} (the key was refused; stopping this model)"
         st.done += 1
         st.cached += int(result.cached)
         self.out.write(self.record(plan, job, request, result))
         self.on_update(plan)
 
-    async def _call(self, provider: Provider, request: Request, limiter: RateLimiter, spec: ModelSpec):
+    async def _call(self, plan: RunPlan, request: Request, limiter: RateLimiter):
+        spec, provider, st = plan.spec, plan.provider, plan.stats
         est_tokens = sum(len(m["content"]) for m in request.messages) // 4
         attempt = 0
         while True:
@@ -238,6 +245,7 @@ class Engine:
             t0 = time.perf_counter()
             try:
                 comp = await asyncio.wait_for(provider.complete(request), timeout=spec.timeout_s * 1.5 + 1)
+                st.connection_failures_in_a_row = 0
                 return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
             except ProviderError as exc:
                 err = exc
@@ -247,9 +255,17 @@ class Engine:
                 raise
             except Exception as exc:  # an SDK or provider bug must become an error row, not a crashed run
                 err = ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False)
-            if not err.retryable or attempt >= self.max_attempts:
+            if err.kind == "connection":
+                st.connection_failures_in_a_row += 1
+                if st.connection_failures_in_a_row >= BREAKER_AFTER and st.aborted is None:
+                    where = endpoint_of(spec) or spec.provider
+                    st.aborted = (f"{spec.name}: {st.connection_failures_in_a_row} connection failures in a row "
+                                  f"to {where} ({err.message[:200]}); is the server running? Stopping this model")
+            if not err.retryable or attempt >= self.max_attempts or st.aborted is not None:
                 return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
+            if st.aborted is not None:
+                return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
 
 
 def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: JsonlAppender,
@@ -272,6 +288,9 @@ def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out:
             retrieval_scores=[round(a.score, 6) for a in job.articles],
             prompt_hash=prompt_hash(request.messages),
             template_hash=template.sha256,
+            fingerprint=res.key,
+            question_hash=text_hash(job.question),
+            params=normalise(request.params),
             cached=res.cached,
             attempts=res.attempts,
             latency_ms=res.latency_ms,

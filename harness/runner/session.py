@@ -1,33 +1,38 @@
-"""One ``grace run``: plan the calls, resume what is done, run, record, score.
+"""One ``grace run``: plan the calls, resume what is truly done, run, record.
 
 Retrieval runs once per question and is shared by every model, so models are
 compared on exactly the same prompts.
+
+Resuming is by fingerprint, not by key: a row on file counts as done only if
+its ``fingerprint`` (the hash of question text, retrieved articles, model,
+parameters, template, output mode, KB and repeat) equals what would be asked
+now. Anything else (an edited question, another temperature, a row from an
+older grace) is asked again; the cache still answers what it already has, so
+nothing is paid twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import random
+import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
-from harness.prompts import Template
-from harness.providers import make_provider
-from harness.providers.base import ModelSpec, RetrievedArticle
-from harness.runner.cache import ResponseCache
-from harness.runner.engine import EngineSettings, Job, JsonlAppender, RunPlan, build_request, request_key, response_engine
-from harness.runner.records import RunInfo, latest_rows, read_response_lines
-from harness.core.version import __version__
 from harness.core.errors import GraceError
+from harness.core.hashing import file_hash, normalise, text_hash
+from harness.core.version import __version__
+from harness.prompts import Template
+from harness.providers import endpoint_of, make_provider
+from harness.providers.base import ModelSpec, RetrievedArticle, RunContext
+from harness.rundir import RunDir, RunInfo
+from harness.runner.cache import ResponseCache
+from harness.runner.engine import EngineSettings, Job, RunPlan, build_request, request_key, response_engine
 from kb_builder.gold import GoldQuestion
-from harness.core.hashing import file_hash
 from kb_builder.store import KB
-from harness.core.files import atomic_write_text
 
-RESPONSES = "responses.jsonl"
+log = logging.getLogger("grace")
 
 
 @dataclass
@@ -36,85 +41,77 @@ class RunSettings(EngineSettings):
     repeats: int = 1
     seed: int = 0
     calibration_share: float = 0.3
+    threshold: float | None = None  # a fixed cut for baseline:threshold instead of a fitted one
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Resume:
+    """What the folder already holds for the planned calls."""
+
+    done: int = 0
+    failed: int = 0  # error rows, asked again
+    stale: int = 0  # answers to different inputs, asked again
+    stale_models: dict[str, int] = field(default_factory=dict)
 
 
 def retrieve_all(kb: KB, questions: list[GoldQuestion], k: int, embedder: str | None = None) -> dict[str, list[RetrievedArticle]]:
     retriever = kb.retriever(embedder)
     hits = retriever.search_many([q.question for q in questions], k)
     out = {}
-    for q, hs in zip(questions, hits):
+    for q, hs in zip(questions, hits, strict=True):
         out[q.question_id] = [RetrievedArticle(h.id, kb.by_id[h.id].title, kb.by_id[h.id].text, h.score) for h in hs]
     return out
-
-
-def calibrate_threshold(spec: ModelSpec, questions: list[GoldQuestion], retrieved: dict[str, list[RetrievedArticle]], settings: RunSettings) -> None:
-    """Fit ``baseline:threshold`` on a seeded calibration split, which it then does not answer."""
-    from harness.providers.baseline import fit_threshold
-
-    if spec.options.get("threshold") is not None:
-        return
-    rng = random.Random(settings.seed)
-    ids = sorted(q.question_id for q in questions)
-    n = max(1, min(len(ids) - 1, round(len(ids) * settings.calibration_share)))
-    calib = set(rng.sample(ids, n))
-    scored = []
-    for q in questions:
-        if q.question_id in calib:
-            arts = retrieved[q.question_id]
-            top = arts[0] if arts else None
-            scored.append((top.score if top else 0.0, q.must_refuse, bool(top and top.id in q.expected_citations)))
-    spec.options["threshold"] = round(fit_threshold(scored), 6)
-    spec.options["calibration_question_ids"] = sorted(calib)
 
 
 def plan_jobs(
     specs: list[ModelSpec],
     questions: list[GoldQuestion],
     retrieved: dict[str, list[RetrievedArticle]],
-    done: set[tuple[str, str, int]],
+    on_file: dict[tuple[str, str, int], dict[str, Any]],
+    template: Template,
+    kb_hash: str,
     settings: RunSettings,
-) -> list[RunPlan]:
-    plans = []
+) -> tuple[list[RunPlan], Resume]:
+    """One plan per model with the calls still to make; a row on file is done only if its fingerprint matches."""
+    context = RunContext(questions, retrieved, settings.seed,
+                         {"threshold": settings.threshold, "calibration_share": settings.calibration_share})
+    plans, resume = [], Resume()
     for spec in specs:
         provider = make_provider(spec)
+        provider.prepare_run(context)
         provider.check_ready()
-        skip = set(spec.options.get("calibration_question_ids", []))
-        jobs = [
-            Job(q.question_id, q.question, r, retrieved[q.question_id])
-            for r in range(settings.repeats)
-            for q in questions
-            if q.question_id not in skip and (spec.name, q.question_id, r) not in done
-        ]
+        skip = set(spec.options.get("calibration_question_ids", []))  # set aside by the provider, not answered
+        jobs = []
+        for r in range(settings.repeats):
+            for q in questions:
+                if q.question_id in skip:
+                    continue
+                job = Job(q.question_id, q.question, r, retrieved[q.question_id])
+                row = on_file.get((spec.name, q.question_id, r))
+                if row is not None:
+                    if row.get("error"):
+                        resume.failed += 1
+                    elif row.get("fingerprint") == request_key(spec, template, kb_hash, build_request(spec, template, job), r):
+                        resume.done += 1
+                        continue
+                    else:
+                        resume.stale += 1
+                        resume.stale_models[spec.name] = resume.stale_models.get(spec.name, 0) + 1
+                jobs.append(job)
         plans.append(RunPlan(spec, provider, jobs))
-    return plans
+    return plans, resume
 
 
-def finished_keys(path: Path) -> tuple[set[tuple[str, str, int]], int]:
-    """Keys already answered (error rows are not: they are retried), and how many rows failed."""
-    rows = latest_rows(read_response_lines(path))
-    done = {k for k, r in rows.items() if not r.get("error")}
-    return done, len(rows) - len(done)
+def model_entry(spec: ModelSpec) -> dict[str, Any]:
+    return {"name": spec.name, "provider": spec.provider, "model": spec.model, "params": normalise(spec.params),
+            "endpoint": endpoint_of(spec), "price_input_per_mtok": spec.price_input_per_mtok,
+            "price_output_per_mtok": spec.price_output_per_mtok,
+            "options": {k: v for k, v in spec.options.items() if k != "responses"}}
 
 
-def compact_responses(path: Path, order: list[str], question_order: list[str]) -> int:
-    """Rewrite ``responses.jsonl`` with one (the latest) row per call, in a stable order."""
-    rows = read_response_lines(path)
-    latest = latest_rows(rows)
-    if len(latest) == len(rows):
-        return 0
-    qpos = {q: i for i, q in enumerate(question_order)}
-    mpos = {m: i for i, m in enumerate(order)}
-    keys = sorted(latest, key=lambda k: (mpos.get(k[0], 1e9), k[2], qpos.get(k[1], 1e9), k[1]))
-    atomic_write_text(path, "".join(json.dumps(latest[k], ensure_ascii=False) + "\n" for k in keys))
-    return len(rows) - len(latest)
-
-
-def write_run_info(out: Path, info: RunInfo) -> None:
-    atomic_write_text(out / "run.json", info.model_dump_json(indent=2) + "\n")
-
-
-def new_run_info(kb: KB, gold_path: Path, questions: list[GoldQuestion], template: Template, specs: list[ModelSpec], settings: RunSettings, embedder: str | None) -> RunInfo:
+def new_run_info(kb: KB, gold_path: Any, questions: list[GoldQuestion], template: Template, specs: list[ModelSpec],
+                 settings: RunSettings, embedder: str | None) -> RunInfo:
     return RunInfo(
         grace_version=__version__,
         started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -125,29 +122,56 @@ def new_run_info(kb: KB, gold_path: Path, questions: list[GoldQuestion], templat
         config={"k": settings.k, "repeats": settings.repeats, "concurrency": settings.concurrency,
                 "cache": settings.use_cache, "read_cache": settings.read_cache, "max_attempts": settings.max_attempts,
                 "seed": settings.seed, "output_mode": template.mode, **settings.extra},
-        models=[{"name": s.name, "provider": s.provider, "model": s.model, "params": s.params, "base_url": s.base_url,
-                 "price_input_per_mtok": s.price_input_per_mtok, "price_output_per_mtok": s.price_output_per_mtok,
-                 "options": {k: v for k, v in s.options.items() if k != "responses"}} for s in specs],
+        models=[model_entry(s) for s in specs],
     )
 
 
-def check_same_run(out: Path, info: RunInfo) -> None:
-    """Refuse to mix answers to a different KB, gold set or prompt into one responses file."""
-    path = out / "run.json"
-    if not path.exists() or not (out / RESPONSES).exists():
-        return
-    try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+def check_same_run(run: RunDir, info: RunInfo) -> None:
+    """Refuse to mix answers to a different KB, prompt or k into one folder: every other model's rows would go stale."""
+    old = run.read_run_info()
+    if old is None or not run.responses.exists():
         return
     for label, a, b in (
-        ("KB", old.get("kb", {}).get("kb_hash"), info.kb["kb_hash"]),
-        ("prompt template", sorted(old.get("templates", {}).values()), sorted(info.templates.values())),
-        ("k", old.get("config", {}).get("k"), info.config["k"]),
+        ("KB", old.kb.get("kb_hash"), info.kb["kb_hash"]),
+        ("prompt template", sorted(old.templates.values()), sorted(info.templates.values())),
+        ("k", old.config.get("k"), info.config["k"]),
     ):
         if a is not None and a != b:
-            raise GraceError(f"{out} holds a run with a different {label}; use a new --out folder (answers are cached, "
-                             "so nothing is paid twice)")
+            raise GraceError(f"{run.path} holds a run with a different {label}; use a new --out folder (answers are "
+                             "cached, so nothing is paid twice)")
+
+
+def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None, questions: list[GoldQuestion]) -> None:
+    """Make ``run.json`` say what ``responses.jsonl`` holds: every model on file, its rows and parameters.
+
+    Models from earlier commands on the same folder keep their entry; rows that
+    answer an earlier text of a question are counted as ``stale`` and warned about.
+    """
+    current = {q.question_id: text_hash(q.question) for q in questions}
+    per_model: dict[str, dict[str, Any]] = {}
+    params: dict[str, Counter] = {}
+    for (model, qid, _), row in run.latest_responses().items():
+        m = per_model.setdefault(model, {"rows": 0, "answered": 0, "errors": 0, "stale": 0})
+        m["rows"] += 1
+        if row.get("error"):
+            m["errors"] += 1
+        else:
+            m["answered"] += 1
+        qh = row.get("question_hash")
+        if qid not in current or (qh is not None and qh != current[qid]):
+            m["stale"] += 1
+        params.setdefault(model, Counter())[repr(sorted((row.get("params") or {}).items()))] += 1
+    for model, m in per_model.items():
+        m["params_variants"] = len(params[model])
+    info.rows = per_model
+    known = {e["name"] for e in info.models}
+    for entry in previous.models if previous else []:
+        if entry.get("name") in per_model and entry.get("name") not in known:
+            info.models.append(entry)
+    for model, m in per_model.items():
+        if m["stale"] and model not in known:
+            log.warning(f"{model}: {m['stale']} answer(s) on file in {run.path} were given to questions that have "
+                        f"since changed or left the gold set; run {model} again on this folder to refresh them")
 
 
 def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool) -> list[dict[str, Any]]:
@@ -180,9 +204,9 @@ def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: Resp
     return rows
 
 
-def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: Path, settings: RunSettings, on_update=None) -> None:
+def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings, on_update=None) -> None:
     cache = settings.open_cache()
-    writer = JsonlAppender(out / RESPONSES)
+    writer = run.responses_appender()
     engine = response_engine(plans, template, kb_hash, writer, cache, on_update=on_update, **settings.engine_kwargs())
     try:
         asyncio.run(engine.run())

@@ -8,10 +8,10 @@ rules, exposed for tests and for tools that judge a single answer.
 from harness.scoring.extraction import Extraction, extract, extract_both, extract_lenient, extract_strict
 from harness.scoring.outcomes import HITS, OUTCOMES, decide_outcome
 from harness.scoring.refusal import REFUSAL_SENTENCE, is_refusal, is_strict_refusal
-from harness.scoring.score_run import REPORT, SCORES, score_responses
+from harness.scoring.score_run import score_responses
 
 __all__ = [
     "Extraction", "extract", "extract_both", "extract_lenient", "extract_strict",
     "HITS", "OUTCOMES", "decide_outcome", "REFUSAL_SENTENCE", "is_refusal", "is_strict_refusal",
-    "REPORT", "SCORES", "score_responses",
+    "score_responses",
 ]

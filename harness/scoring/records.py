@@ -13,8 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCORES_SCHEMA_VERSION = 1
-REPORT_SCHEMA_VERSION = 1
+from harness.rundir.report import REPORT_SCHEMA_VERSION, SCORES_SCHEMA_VERSION
 
 Outcome = Literal[
     "correct", "correct_refusal", "false_refusal", "invalid_citation", "answered_unanswerable",
@@ -125,6 +124,12 @@ class ModelReport(BaseModel):
     latency: Latency
 
 
+class FailedModel(BaseModel):
+    n: int
+    error_count: int
+    reason: str
+
+
 class Pair(BaseModel):
     a: str
     b: str
@@ -152,3 +157,4 @@ class Report(BaseModel):
     pairwise: list[Pair]
     spotcheck: dict | None = None
     warnings: list[str] = Field(default_factory=list)
+    failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked

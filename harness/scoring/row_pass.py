@@ -21,7 +21,7 @@ import numpy as np
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome
 from harness.scoring.records import SCORES_SCHEMA_VERSION
-from harness.scoring.responses import check_file, read_responses, split_ranges
+from harness.rundir.responses import check_file, read_responses, split_ranges
 from kb_builder.gold import GoldQuestion
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}

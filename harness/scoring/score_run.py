@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -31,10 +30,7 @@ from harness.core.errors import GraceError
 from kb_builder.gold import GoldQuestion, read_gold
 from harness.core.hashing import file_hash
 from kb_builder.store import KB, load_kb
-from harness.core.files import atomic_write_text
-
-SCORES = "scores.jsonl"
-REPORT = "report.json"
+from harness.rundir import RunDir
 
 
 def _load_gold(gold: str | Path | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
@@ -69,7 +65,13 @@ def score_responses(
     content of report.json). Raises ``GraceError`` naming the file and line of
     the first bad response.
     """
-    responses_path, out_dir = Path(responses_path), Path(out_dir)
+    responses_path, run = Path(responses_path), RunDir(out_dir)
+    with run.lock():
+        return _score(responses_path, gold, kb, run, seed, bootstrap, workers)
+
+
+def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: str | Path | KB, run: RunDir,
+           seed: int, bootstrap: int, workers: int | None) -> dict[str, Any]:
     if bootstrap < 0:
         raise GraceError(f"--bootstrap must be 0 or more, got {bootstrap}")
     questions, gold_info = _load_gold(gold)
@@ -79,9 +81,7 @@ def score_responses(
     # expected IDs missing from the KB can never be cited correctly, but still need a label
     unknown = sorted({e for g in questions for e in g.expected_citations} - kb_ids)
     names = article_ids + unknown + [REFUSE, NONE]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{SCORES}.", dir=out_dir)
-    os.close(fd)
+    tmp_name = run.temp_file(run.scores)
     try:
         arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers)
         if not models:
@@ -97,23 +97,23 @@ def score_responses(
             responses={"path": str(responses_path), "n": int(arrays["model"].size)},
         )
         data = Report.model_validate(report).model_dump(mode="json")
-        os.replace(tmp_name, out_dir / SCORES)
+        os.replace(tmp_name, run.scores)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    data["spotcheck"] = _earlier_spotcheck(out_dir, data)
-    atomic_write_text(out_dir / REPORT, report_json(data))
+    data["spotcheck"] = _earlier_spotcheck(run, data)
+    run.write_report(data)
     return data
 
 
-def _earlier_spotcheck(out_dir: Path, data: dict[str, Any]) -> dict[str, Any] | None:
+def _earlier_spotcheck(run: RunDir, data: dict[str, Any]) -> dict[str, Any] | None:
     """Keep the last ``grace spotcheck run`` in the report when responses are re-scored.
 
     Re-scoring (a resumed ``grace run``, ``grace score``) must not silently drop a
     paid-for judge pass; the block says it predates this scoring so nobody mistakes
     it for a check of new answers.
     """
-    path = out_dir / "spotcheck.json"
+    path = run.spotcheck
     if not path.exists():
         return None
     try:
@@ -126,26 +126,6 @@ def _earlier_spotcheck(out_dir: Path, data: dict[str, Any]) -> dict[str, Any] | 
     block["notes"] = ((block.get("notes") or "") + " Spot-check from an earlier scoring of this run folder; "
                       "run 'grace spotcheck run' again if the responses changed.").strip()
     return block
-
-
-def report_json(data: dict[str, Any]) -> str:
-    """Indented for people and diffs, but each confusion-matrix row on one line.
-
-    Plain ``indent`` would put each of a 500x500 matrix's numbers on its own
-    line (and json's fast C encoder does not indent), so the matrices are
-    swapped for placeholders, indented, then written back compactly.
-    """
-    rows: dict[str, str] = {}
-    models = {}
-    for name, m in data["models"].items():
-        conf = m["confusion"]
-        key = f"@@confusion-{len(rows)}@@"
-        rows[key] = "[" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in conf["matrix"]) + "]"
-        models[name] = {**m, "confusion": {**conf, "matrix": key}}
-    text = json.dumps({**data, "models": models}, indent=1, ensure_ascii=False)
-    for key, value in rows.items():
-        text = text.replace(json.dumps(key), value, 1)
-    return text + "\n"
 
 
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray, names: list[str]) -> dict[str, Any]:
@@ -204,7 +184,11 @@ def _build_report(
         cis = bootstrap_cis([s for _, rate, strict in group for s in (rate, strict)], bootstrap, seed)
         for k, (name, _, _) in enumerate(group):
             per_model[name]["accuracy_ci95"], per_model[name]["strict_accuracy_ci95"] = cis[2 * k], cis[2 * k + 1]
-    board = sorted(models, key=lambda x: (-per_model[x]["accuracy"], -per_model[x]["strict_accuracy"], x))
+    failed = {name: {"n": m["n"], "error_count": m["error_count"],
+                     "reason": f"all {m['n']} calls failed; see the error rows in the responses file and run again"}
+              for name, m in per_model.items() if m["error_count"] == m["n"]}
+    board = sorted((m for m in models if m not in failed),
+                   key=lambda x: (-per_model[x]["accuracy"], -per_model[x]["strict_accuracy"], x))
     pairs = pairwise_tests(board, majority)
     letters = compact_letters(board, {frozenset((p["a"], p["b"])) for p in pairs if p["significant"]})
     for name in board:
@@ -221,6 +205,7 @@ def _build_report(
         "models": {name: per_model[name] for name in board},
         "pairwise": pairs,
         "spotcheck": None,
+        "failed_models": failed,
     }
 
 
@@ -236,6 +221,8 @@ def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str])
     for name, m in report["models"].items():
         if m["n_questions"] < nq:
             out.append(f"{name} answered {m['n_questions']} of {nq} gold questions; its accuracy is over those only")
+    for name, f in report["failed_models"].items():
+        out.append(f"{name} is not ranked: {f['reason']}")
     failed = [f"{name} {m['error_count']}" for name, m in report["models"].items() if m["error_count"]]
     if failed:
         out.append(f"failed calls scored as misses ({', '.join(failed)}); run the same 'grace run' again to retry them")

@@ -22,8 +22,8 @@ from harness.spotcheck.review import read_labels, same_text
 from harness.core.errors import GraceError
 from harness.core.hashing import file_hash
 from harness.core.files import atomic_write_text
+from harness.rundir import CALIBRATION, RunDir
 
-CALIBRATION_JSON = "calibration.json"
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
@@ -118,9 +118,15 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
         disagreements=disagreements, **stats,
     ).model_dump(mode="json")
     out_dir = judge_json.parent
-    atomic_write_text(out_dir / CALIBRATION_JSON, json.dumps(calib, indent=2, ensure_ascii=False) + "\n")
+    with RunDir(out_dir).lock():
+        return _write_calibration(out_dir, judge_json, spot, judge, calib, stats, console)
+
+
+def _write_calibration(out_dir: Path, judge_json: Path, spot: dict[str, Any], judge: dict[str, Any],
+                       calib: dict[str, Any], stats: dict[str, Any], console: Any) -> dict[str, Any]:
+    atomic_write_text(RunDir(out_dir).calibration, json.dumps(calib, indent=2, ensure_ascii=False) + "\n")
     judge.update(calibrated=True, kappa=stats["kappa"], precision_unsupported=stats["precision_unsupported"],
-                 recall_unsupported=stats["recall_unsupported"], n=stats["n"], calibration=CALIBRATION_JSON)
+                 recall_unsupported=stats["recall_unsupported"], n=stats["n"], calibration=CALIBRATION)
     from harness.spotcheck.publish import notes_for
 
     spot["notes"] = notes_for(spot)

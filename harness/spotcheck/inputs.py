@@ -9,15 +9,13 @@ not a skip: a silently smaller sample would bias every rate.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.jsonl import iter_jsonl
-from harness.core.errors import GraceError, where
-
-SCORES, RESPONSES, REPORT = "scores.jsonl", "responses.jsonl", "report.json"
+from harness.core.errors import GraceError
+from harness.rundir import RESPONSES, SCORES, RunDir
+from harness.rundir.responses import read_response_lines
 
 
 @dataclass(frozen=True)
@@ -65,13 +63,13 @@ def run_folder(path: Path) -> Path:
     path = Path(path)
     if path.is_file():
         path = path.parent
-    if not (path / SCORES).exists():
+    if not RunDir(path).scores.exists():
         raise GraceError(f"{path}: no {SCORES} here; give a run folder scored by 'grace run' or 'grace score'")
     return path
 
 
 def _responses_path(run_dir: Path, report: dict[str, Any] | None) -> Path:
-    local = run_dir / RESPONSES
+    local = RunDir(run_dir).responses
     if local.exists():
         return local
     recorded = ((report or {}).get("responses") or {}).get("path")
@@ -83,20 +81,13 @@ def _responses_path(run_dir: Path, report: dict[str, Any] | None) -> Path:
 
 def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
     run_dir = run_folder(path)
-    report = None
-    if (run_dir / REPORT).exists():
-        try:
-            report = json.loads((run_dir / REPORT).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise GraceError(f"{run_dir / REPORT}: not valid JSON ({exc.msg}); run 'grace score' again") from None
-    scores_path = run_dir / SCORES
+    files = RunDir(run_dir)
+    report = files.read_report() if files.report.exists() else None
+    scores_path = files.scores
     counts: dict[str, Counts] = {}
     wanted: dict[tuple[str, str, int], tuple[str, ...]] = {}
-    for n, row in iter_jsonl(scores_path):
-        try:
-            model, qid, rep, outcome = str(row["model"]), str(row["question_id"]), int(row.get("repeat") or 0), row["outcome"]
-        except (KeyError, TypeError, ValueError):
-            raise GraceError(f"{where(scores_path, n)}: a scores line needs model, question_id, repeat and outcome") from None
+    for _, row in files.iter_scores():
+        model, qid, rep, outcome = row["model"], row["question_id"], row["repeat"], row["outcome"]
         if models and model not in models:
             continue
         c = counts.setdefault(model, Counts())
@@ -111,8 +102,8 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
             raise GraceError(f"{scores_path}: no responses from {', '.join(unknown)}; models here: {', '.join(counts)}")
     responses_path = _responses_path(run_dir, report)
     texts: dict[tuple[str, str, int], str] = {}
-    for _, row in iter_jsonl(responses_path, torn_tail_ok=True):
-        key = (str(row.get("model")), str(row.get("question_id")), int(row.get("repeat") or 0))
+    for row in read_response_lines(responses_path):
+        key = (row["model"], row["question_id"], row["repeat"])
         if key in wanted and isinstance(row.get("response"), str) and not row.get("error"):
             texts[key] = row["response"]  # the last row wins, as in the scorer
     missing = [k for k in wanted if k not in texts]

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.providers.base import Request
-from harness.runner.engine import CallResult, JsonlAppender, prompt_hash
-from harness.runner.records import read_response_lines
+from harness.core.files import JsonlAppender
+from harness.core.jsonl import iter_jsonl
+from harness.runner.engine import CallResult, prompt_hash
 from harness.spotcheck.inputs import Hit
 from harness.spotcheck.judge import SourceArticle, parse_verdict
 from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
@@ -124,7 +125,9 @@ class _Pass:
 def load_done(path: Path) -> dict[tuple, dict[str, Any]]:
     """Finished judgements in the file, the latest per identity; failed calls are left out to be retried."""
     done: dict[tuple, dict[str, Any]] = {}
-    for row in read_response_lines(path):
+    if not path.exists():
+        return done
+    for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; fix or delete the line"):
         ident = _row_ident(row)
         if row.get("error"):
             done.pop(ident, None)

@@ -17,7 +17,7 @@ from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judging import Judge, JudgeSettings
 from harness.spotcheck.metrics import RISK_FORMULA, AnswerResult, model_differences, model_metrics
 from harness.spotcheck.passes import Judged, judge_hits
-from harness.spotcheck.publish import SPOTCHECK_JSON, notes_for, update_report
+from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
@@ -25,10 +25,7 @@ from harness.core.version import __version__
 from harness.core.errors import GraceError
 from kb_builder.store import load_kb
 from harness.core.files import atomic_write_text
-
-JUDGEMENTS = Path("spotcheck") / "judgements.jsonl"
-REVIEW_CSV = "spotcheck_review.csv"
-CALIBRATION_JSON = "calibration.json"
+from harness.rundir import JUDGEMENTS, REVIEW_CSV, RunDir
 LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judge)",
           "scripted": "scripted judge (tests and rehearsals only)", "llm": "LLM judge"}
 
@@ -46,7 +43,7 @@ def judge_block(judge: Judge, repeats: int, run_dir: Path) -> JudgeBlock:
     block = JudgeBlock(name=judge.spec.name, model=judge.spec.name, provider=judge.spec.provider, kind=judge.kind,
                        label=LABELS[judge.kind], template=judge.template.name, template_hash=judge.template.sha256,
                        params=dict(judge.spec.params), repeats=repeats)
-    calib = run_dir / CALIBRATION_JSON
+    calib = RunDir(run_dir).calibration
     if calib.exists():  # a calibration of this very judge and template still holds
         try:
             data = json.loads(calib.read_text(encoding="utf-8"))
@@ -104,6 +101,12 @@ def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: Spotc
     if opts.repeats < 1 or (opts.sample is not None and opts.sample < 1):
         raise GraceError("--sample and --repeats must be 1 or more")
     inputs = load_run(run_path, opts.models)
+    with RunDir(inputs.run_dir).lock():
+        return _run_spotcheck(inputs, kb_dir, judge, opts, settings, console)
+
+
+def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: SpotcheckOptions,
+                   settings: JudgeSettings, console: Any) -> dict[str, Any]:
     kb = load_kb(_kb_dir(kb_dir, inputs), write_missing=False)
     warnings = []
     run_kb = ((inputs.report or {}).get("kb") or {}).get("hash")
@@ -112,8 +115,8 @@ def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: Spotc
                         "segments are judged against the articles as they are now")
     samples = sample_hits(inputs.hits, opts.sample, opts.seed)
     chosen = [h for m in inputs.models if m in samples for h in samples[m].chosen]
-    run_dir = inputs.run_dir
-    judged = judge_hits(judge, chosen, kb, opts.repeats, run_dir / JUDGEMENTS, settings)
+    run_dir, files = inputs.run_dir, RunDir(inputs.run_dir)
+    judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings)
 
     models: dict[str, Any] = {}
     for i, m in enumerate(inputs.models):
@@ -152,12 +155,12 @@ def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: Spotc
         seed=opts.seed, bootstrap_samples=opts.bootstrap, models=models, variance=variance,
         judge_calls={**judged.stats.as_dict(), "reused_from_file": judged.reused,
                      "decided_without_judge": judged.decided_without_judge},
-        judgements={"path": str(JUDGEMENTS), "n": len(rows),
+        judgements={"path": JUDGEMENTS, "n": len(rows),
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
         review_csv=REVIEW_CSV, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
     ).model_dump(mode="json")
     spot["notes"] = notes_for(spot)
-    write_review_csv(run_dir / REVIEW_CSV, review_rows(judged, [h.key for h in chosen]))
-    atomic_write_text(run_dir / SPOTCHECK_JSON, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
+    write_review_csv(files.review_csv, review_rows(judged, [h.key for h in chosen]))
+    atomic_write_text(files.spotcheck, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
     spot["_report_html"] = update_report(run_dir, spot, console)
     return spot

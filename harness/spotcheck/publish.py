@@ -11,9 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.core.files import atomic_write_text
-
-SPOTCHECK_JSON = "spotcheck.json"
+from harness.rundir import SPOTCHECK, RunDir
 _MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
                "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread")
 
@@ -22,7 +20,7 @@ def report_block(spot: dict[str, Any]) -> dict[str, Any]:
     judge = dict(spot["judge"])
     return {
         "schema_version": spot["schema_version"],
-        "path": SPOTCHECK_JSON,
+        "path": SPOTCHECK,
         "created_at": spot["created_at"],
         "judge": judge,
         "sample": {"per_model": spot["sample"].get("per_model"), "seed": spot["seed"],
@@ -55,12 +53,12 @@ def notes_for(spot: dict[str, Any]) -> str:
 
 def update_report(run_dir: Path, spot: dict[str, Any], console: Any = None) -> Path | None:
     """Write the block into ``run_dir/report.json`` (if there is one) and re-render the HTML; returns report.html."""
-    path = run_dir / "report.json"
-    if not path.exists():
+    run = RunDir(run_dir)
+    if not run.report.exists():
         return None
-    report = json.loads(path.read_text(encoding="utf-8"))
+    report = run.read_report()
     report["spotcheck"] = report_block(spot)
-    atomic_write_text(path, json.dumps(report, ensure_ascii=False) + "\n")
+    run.write_report(report)
     try:
         from harness.reports import write_reports
     except ImportError:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.runner.records import CallError
+from harness.rundir.records import CallError
 
 JUDGEMENTS_SCHEMA_VERSION = 1
 SPOTCHECK_SCHEMA_VERSION = 1

@@ -1,6 +1,8 @@
-"""Reading a responses file (``grace run`` output, or hand-written) line by line.
+"""The responses file (``grace run`` output, or hand-written): its readers and its compaction.
 
-Every line is checked as it is read and the first bad one stops the run with
+Two readers, one format: :func:`read_responses` is the scorer's fast, checked
+pass (plain tuples); :func:`read_response_lines` gives whole rows for resuming
+and reports. Both name the file and line of a bad row. Every line is checked as it is read and the first bad one stops the run with
 its file:line and what to fix, because a silently skipped response would shift
 every accuracy on the leaderboard. Rows are yielded as plain tuples: a million
 pydantic objects would cost more than the whole scoring.
@@ -11,9 +13,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
+from harness.core.jsonl import iter_jsonl
 
 REQUIRED = ("question_id", "model", "response")
 
@@ -179,3 +183,61 @@ def read_responses(
                 cost, latency = _number(row, "cost_usd", path, n), _number(row, "latency_ms", path, n)
                 tin, tout = _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n)
             yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout)
+
+
+RowKey = tuple[str, str, int]  # (model, question_id, repeat)
+
+
+def row_key(row: dict[str, Any]) -> RowKey:
+    """The key of a row already checked by :func:`read_response_lines`."""
+    return (row["model"], str(row["question_id"]), row.get("repeat") or 0)
+
+
+def read_response_lines(path: Path, hint: str = "; fix or delete the line") -> list[dict[str, Any]]:
+    """Whole response rows, each checked for what resuming and joining rely on (model, question_id, repeat).
+
+    A half-written last line (the process was killed mid-write) is skipped:
+    it was never a finished response, and the next run asks that call again.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows = []
+    for n, row in iter_jsonl(path, torn_tail_ok=True, hint=hint):
+        qid, model, repeat = row.get("question_id"), row.get("model"), row.get("repeat", 0)
+        if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
+            raise GraceError(f"{where(path, n)}: 'question_id' must be a non-empty string, got {qid!r}{hint}")
+        if not isinstance(model, str) or not model:
+            raise GraceError(f"{where(path, n)}: 'model' must be a non-empty string, got {model!r}{hint}")
+        if repeat is None:
+            repeat = 0
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+            raise GraceError(f"{where(path, n)}: 'repeat' must be a whole number >= 0, got {repeat!r}{hint}")
+        row["question_id"], row["repeat"] = str(qid).strip(), repeat
+        rows.append(row)
+    return rows
+
+
+def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
+    """The last row per (model, question_id, repeat): a retried call supersedes its error row."""
+    return {row_key(r): r for r in rows}
+
+
+def compact_responses(path: Path, model_order: list[str], question_order: list[str]) -> int:
+    """Rewrite the file with one (the latest) row per call, in a stable order; returns rows dropped.
+
+    The order (models as given, then repeat, then gold order) makes the file,
+    and so ``scores.jsonl``, the same whether a run was resumed or done at once,
+    whatever order concurrent answers arrived in. Atomic (write, then rename):
+    a kill during the rewrite leaves the old file whole and only a temp file,
+    which the next command under the folder's lock removes.
+    """
+    rows = read_response_lines(path)
+    latest = latest_rows(rows)
+    qpos = {q: i for i, q in enumerate(question_order)}
+    mpos = {m: i for i, m in enumerate(model_order)}
+    keys = sorted(latest, key=lambda k: (mpos.get(k[0], 1e9), k[0], k[2], qpos.get(k[1], 1e9), k[1]))
+    if len(latest) == len(rows) and keys == [row_key(r) for r in rows]:
+        return 0
+    atomic_write_text(path, "".join(json.dumps(latest[k], ensure_ascii=False) + "\n" for k in keys))
+    return len(rows) - len(latest)

@@ -1,21 +1,21 @@
-"""Typed records of a run: one ``ResponseRecord`` per line of ``responses.jsonl``, and ``run.json``.
+"""Typed records of a run folder: one ``ResponseRecord`` per line of ``responses.jsonl``, and ``run.json``.
 
 The response line is a contract (the scorer and users' own tools read it): it
 carries the raw text plus everything needed to audit it later: what was
 retrieved, which prompt (hash), tokens, cost, latency, whether it came from the
-cache, and the error if the call failed.
+cache, the error if the call failed, and the ``fingerprint`` of everything that
+determined it, so a resumed run can tell a row that still answers today's
+question from a stale one.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.core.jsonl import iter_jsonl
-
-RESPONSES_SCHEMA_VERSION = 1
+RESPONSES_SCHEMA_VERSION = 2  # 2: fingerprint, question_hash and params on every row
+RUN_INFO_SCHEMA_VERSION = 2  # 2: "rows" describes what is on file
 
 
 class CallError(BaseModel):
@@ -37,6 +37,9 @@ class ResponseRecord(BaseModel):
     retrieval_scores: list[float] = Field(default_factory=list)
     prompt_hash: str | None = None
     template_hash: str | None = None
+    fingerprint: str | None = None  # hash of question, retrieved articles, model, params, template, mode, KB, repeat
+    question_hash: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
@@ -49,35 +52,19 @@ class ResponseRecord(BaseModel):
 
 
 class RunInfo(BaseModel):
+    """``run.json``: what the rows on file were asked with, not only the last command line."""
+
     model_config = ConfigDict(extra="allow")
 
-    schema_version: int = 1
+    schema_version: int = RUN_INFO_SCHEMA_VERSION
     grace_version: str
     started_at: str
     finished_at: str | None = None
-    status: str = "running"  # running | finished | interrupted
+    status: str = "running"  # running | finished | interrupted | failed
     kb: dict[str, Any]
     gold: dict[str, Any]
     templates: dict[str, str]  # name -> sha256
     config: dict[str, Any]
     models: list[dict[str, Any]]
-    counts: dict[str, Any] = Field(default_factory=dict)
-
-
-def read_response_lines(path: Path) -> list[dict[str, Any]]:
-    """Raw response dicts, naming the line of anything that is not a JSON object.
-
-    A half-written last line (the process was killed mid-write) is dropped with
-    no error: it was never a finished response, and the next run redoes it.
-    """
-    if not path.exists():
-        return []
-    return [row for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; fix or delete the line")]
-
-
-def latest_rows(rows: list[dict[str, Any]]) -> dict[tuple[str, str, int], dict[str, Any]]:
-    """The last row per (model, question_id, repeat): a retried call supersedes its error row."""
-    out: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for r in rows:
-        out[(str(r.get("model")), str(r.get("question_id")), int(r.get("repeat") or 0))] = r
-    return out
+    counts: dict[str, Any] = Field(default_factory=dict)  # this command's calls per model
+    rows: dict[str, Any] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command

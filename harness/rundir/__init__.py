@@ -1,0 +1,160 @@
+"""The run folder: the one owner of its file names, its readers and writers, and its lock.
+
+A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
+``grace spotcheck`` write::
+
+    run.json              what the rows on file were asked with (RunInfo)
+    responses.jsonl       one row per call (ResponseRecord), appended as answers arrive
+    scores.jsonl          one line per response, read strictly and leniently
+    report.json           whole-run metrics; the reports are rendered from it
+    leaderboard.md, report.html
+    spotcheck.json, spotcheck/judgements.jsonl, spotcheck_review.csv
+
+Every other module asks a :class:`RunDir` for these paths, so each name is
+spelled here only. Writers hold :meth:`RunDir.lock`: one process writes a
+folder at a time, and debris a killed writer left (temp files) is removed
+when the next one takes the lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from harness.core.errors import GraceError
+from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
+from harness.core.locks import FileLock
+from harness.rundir.records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
+from harness.rundir.report import iter_scores, read_report, write_report
+from harness.rundir.responses import compact_responses, latest_rows, read_response_lines
+
+log = logging.getLogger("grace")
+
+RESPONSES = "responses.jsonl"
+TORN_RESPONSES = "responses.torn.jsonl"
+SCORES = "scores.jsonl"
+REPORT = "report.json"
+RUN_INFO = "run.json"
+LEADERBOARD_MD = "leaderboard.md"
+REPORT_HTML = "report.html"
+SPOTCHECK = "spotcheck.json"
+JUDGEMENTS = "spotcheck/judgements.jsonl"
+REVIEW_CSV = "spotcheck_review.csv"
+CALIBRATION = "calibration.json"
+LOCK = ".grace.lock"
+
+
+class RunDir:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # -- names ---------------------------------------------------------------
+    @property
+    def responses(self) -> Path:
+        return self.path / RESPONSES
+
+    @property
+    def scores(self) -> Path:
+        return self.path / SCORES
+
+    @property
+    def report(self) -> Path:
+        return self.path / REPORT
+
+    @property
+    def run_info(self) -> Path:
+        return self.path / RUN_INFO
+
+    @property
+    def leaderboard_md(self) -> Path:
+        return self.path / LEADERBOARD_MD
+
+    @property
+    def report_html(self) -> Path:
+        return self.path / REPORT_HTML
+
+    @property
+    def spotcheck(self) -> Path:
+        return self.path / SPOTCHECK
+
+    @property
+    def judgements(self) -> Path:
+        return self.path / JUDGEMENTS
+
+    @property
+    def review_csv(self) -> Path:
+        return self.path / REVIEW_CSV
+
+    @property
+    def calibration(self) -> Path:
+        return self.path / CALIBRATION
+
+    # -- one writer ------------------------------------------------------------
+    def lock(self) -> FileLock:
+        """Hold while writing; a second process gets a ``GraceError`` naming the folder and the holder."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        return _FolderLock(self)
+
+    def temp_file(self, final: Path) -> Path:
+        return temp_path_for(final)
+
+    # -- run.json --------------------------------------------------------------
+    def read_run_info(self) -> RunInfo | None:
+        if not self.run_info.exists():
+            return None
+        try:
+            info = RunInfo.model_validate_json(self.run_info.read_bytes())
+        except ValueError:
+            log.warning(f"{self.run_info}: unreadable; it is rewritten from the rows on file")
+            return None
+        if info.schema_version > RUN_INFO_SCHEMA_VERSION:
+            raise GraceError(f"{self.run_info}: written by a newer grace (schema {info.schema_version}); upgrade grace")
+        return info
+
+    def write_run_info(self, info: RunInfo) -> None:
+        atomic_write_text(self.run_info, info.model_dump_json(indent=2) + "\n")
+
+    # -- responses.jsonl -------------------------------------------------------
+    def response_rows(self) -> list[dict]:
+        return read_response_lines(self.responses)
+
+    def latest_responses(self) -> dict[tuple[str, str, int], dict]:
+        return latest_rows(self.response_rows())
+
+    def responses_appender(self) -> JsonlAppender:
+        return JsonlAppender(self.responses, self.path / TORN_RESPONSES)
+
+    def compact_responses(self, model_order: list[str], question_order: list[str]) -> int:
+        return compact_responses(self.responses, model_order, question_order)
+
+    # -- report.json, scores.jsonl ---------------------------------------------
+    def read_report(self) -> dict:
+        return read_report(self.report)
+
+    def write_report(self, data: dict) -> None:
+        write_report(self.report, data)
+
+    def iter_scores(self):
+        return iter_scores(self.scores)
+
+
+class _FolderLock(FileLock):
+    def __init__(self, run: RunDir):
+        super().__init__(run.path / LOCK, f"{run.path} is being written by another grace process",
+                         "wait for it to finish, or use another --out folder", reentrant=True)
+        self.run = run
+
+    def acquire(self) -> None:
+        super().acquire()
+        owned = [RESPONSES, SCORES, REPORT, RUN_INFO, LEADERBOARD_MD, REPORT_HTML, SPOTCHECK, CALIBRATION]
+        for tmp in remove_temp_files(self.run.path, owned) + remove_temp_files(self.run.judgements.parent, ["*"]):
+            log.info(f"removed {tmp.name}, left by an interrupted writer")
+
+
+__all__ = [
+    "CALIBRATION", "JUDGEMENTS", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
+    "SPOTCHECK", "CallError", "ResponseRecord", "RunDir", "RunInfo",
+]

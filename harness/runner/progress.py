@@ -1,0 +1,30 @@
+"""The run's progress bar: one line per model with calls done, errors, cache hits, tokens and cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.prompts import Template
+from harness.rundir import RunDir
+from harness.runner.engine import RunPlan
+from harness.runner.session import RunSettings, run_engine
+
+
+def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings,
+                      console: Any = None) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    width = max(len(p.spec.name) for p in plans) if plans else 10
+    columns = [TextColumn(f"{{task.description:<{min(width, 30)}}}"), BarColumn(bar_width=16), MofNCompleteColumn(),
+               TextColumn("{task.fields[info]}"), TimeElapsedColumn()]
+    with Progress(*columns, console=console, transient=False, disable=not plans) as bar:
+        tasks = {id(p): bar.add_task(p.spec.name[:30], total=len(p.jobs) or 1, completed=0 if p.jobs else 1, info="")
+                 for p in plans}
+
+        def update(plan: RunPlan) -> None:
+            st = plan.stats
+            cost = f"${st.cost_usd:.4f}" + ("" if st.cost_known else "+?")
+            info = f"err {st.errors}  cached {st.cached}  tok {st.input_tokens + st.output_tokens:,}  {cost}"
+            bar.update(tasks[id(plan)], completed=st.done, info=info)
+
+        run_engine(plans, template, kb_hash, run, settings, on_update=update)
