@@ -300,7 +300,7 @@ def run(
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            folder.compact_responses([s.name for s in specs], [q.question_id for q in questions])
+            folder.compact_responses([q.question_id for q in questions])
             info.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
             stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
             info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")

@@ -127,8 +127,8 @@ class RunDir:
     def responses_appender(self) -> JsonlAppender:
         return JsonlAppender(self.responses, self.path / TORN_RESPONSES)
 
-    def compact_responses(self, model_order: list[str], question_order: list[str]) -> int:
-        return compact_responses(self.responses, model_order, question_order)
+    def compact_responses(self, question_order: list[str]) -> int:
+        return compact_responses(self.responses, question_order)
 
     # -- report.json, scores.jsonl ---------------------------------------------
     def read_report(self) -> dict:

@@ -223,10 +223,10 @@ def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
     return {row_key(r): r for r in rows}
 
 
-def compact_responses(path: Path, model_order: list[str], question_order: list[str]) -> int:
+def compact_responses(path: Path, question_order: list[str]) -> int:
     """Rewrite the file with one (the latest) row per call, in a stable order; returns rows dropped.
 
-    The order (models as given, then repeat, then gold order) makes the file,
+    The order (models by name, then repeat, then gold order) makes the file,
     and so ``scores.jsonl``, the same whether a run was resumed or done at once,
     whatever order concurrent answers arrived in. Atomic (write, then rename):
     a kill during the rewrite leaves the old file whole and only a temp file,
@@ -235,8 +235,7 @@ def compact_responses(path: Path, model_order: list[str], question_order: list[s
     rows = read_response_lines(path)
     latest = latest_rows(rows)
     qpos = {q: i for i, q in enumerate(question_order)}
-    mpos = {m: i for i, m in enumerate(model_order)}
-    keys = sorted(latest, key=lambda k: (mpos.get(k[0], 1e9), k[0], k[2], qpos.get(k[1], 1e9), k[1]))
+    keys = sorted(latest, key=lambda k: (k[0], k[2], qpos.get(k[1], 1e9), k[1]))
     if len(latest) == len(rows) and keys == [row_key(r) for r in rows]:
         return 0
     atomic_write_text(path, "".join(json.dumps(latest[k], ensure_ascii=False) + "\n" for k in keys))
