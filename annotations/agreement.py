@@ -17,7 +17,7 @@ from pathlib import Path
 
 from annotations.labels import REFUSE, LabelRecord, read_labels
 from harness.core.errors import GraceError
-from harness.core.files import atomic_write_text
+from harness.core.files import atomic_write_text, spreadsheet_safe
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float:
@@ -203,5 +203,5 @@ def write_merge(res: Comparison, path: Path, titles: dict[str, str] | None = Non
             lab = (rec.label or rec.status) if rec else "missing"
             row[f"label_{name}"] = _show(lab, titles) if rec and rec.label else lab
             row[f"notes_{name}"] = rec.notes if rec else ""
-        w.writerow(row)
+        w.writerow({k: spreadsheet_safe(v) for k, v in row.items()})  # read back by read_labels, which unescapes
     atomic_write_text(Path(path), buf.getvalue())

@@ -6,6 +6,8 @@ say). Every question is written, labelled or not, so the file *is* the task:
 reopening resumes it, and ``read_gold`` ignores rows whose ``status`` is
 ``skipped`` or ``unlabelled``. ``expected_titles`` keeps the cited articles' titles
 at labelling time, so a later KB rebuild can still say which article was meant.
+Cells that a spreadsheet would run as a formula (a question starting with ``=``,
+``+``, ``-`` or ``@``) are written with a leading ``'`` and read back without it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError, where
+from harness.core.files import spreadsheet_safe, spreadsheet_unsafe
 from kb_builder.gold import GOLD_COLUMNS, parse_bool, split_ids
 
 STATUSES = ("labelled", "skipped", "unlabelled")
@@ -115,7 +118,7 @@ def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
                     )
                 if all(not (v or "").strip() for v in row.values()):
                     continue
-                rows.append((reader.line_num, {k: v or "" for k, v in row.items()}))
+                rows.append((reader.line_num, {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}))
         except csv.Error as exc:
             hint = "; an unclosed quote?" if "end of data" in str(exc) else ""
             raise GraceError(f"{where(path, last + 1)}: unreadable CSV ({exc}{hint})") from None
@@ -191,5 +194,5 @@ def render_csv(records: list[LabelRecord], extra_columns: list[str]) -> str:
     writer = csv.DictWriter(buf, fieldnames=OUT_COLUMNS + extra_columns, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for rec in records:
-        writer.writerow(rec.to_row())
+        writer.writerow({k: spreadsheet_safe(v) for k, v in rec.to_row().items()})
     return buf.getvalue()

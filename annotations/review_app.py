@@ -63,7 +63,7 @@ class ReviewApp:
         model, qid, rep = self.session.answers[i][0].key[:3]
         answer = self.sources.answers.get((model, qid, rep))
         spans = locate(answer, [s["text"] for s in segs]) if answer is not None else [None] * len(segs)
-        for s, span in zip(segs, spans):
+        for s, span in zip(segs, spans, strict=True):
             s["located"] = span is not None
         cited = list(dict.fromkeys(c for s in segs for c in s["citations"]))
         return {

@@ -21,12 +21,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from annotations.single_writer import SingleWriter
 from annotations.state import LabelRejected
+from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text, spreadsheet_safe, spreadsheet_unsafe
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
-from annotations.single_writer import SingleWriter
-from harness.core.errors import GraceError, where
-from harness.core.files import atomic_write_text
 
 AnswerKey = tuple[str, str, int]  # model, question_id, repeat
 SegmentKey = tuple[str, str, int, int]  # ... and segment_index
@@ -80,7 +80,7 @@ def read_review_rows(path: Path) -> tuple[list[str], list[ReviewRow]]:
                 n = reader.line_num
                 if None in row:
                     raise GraceError(f"{where(path, n)}: more fields than header columns (an unquoted comma?)")
-                values = {k: v or "" for k, v in row.items()}
+                values = {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}  # escaped by the writer
                 if not any(v.strip() for v in values.values()):
                     continue
                 try:
@@ -177,7 +177,7 @@ class ReviewSession:
         writer = csv.DictWriter(buf, fieldnames=self.header, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         for r in self.rows:
-            writer.writerow({c: r.values.get(c, "") for c in self.header})
+            writer.writerow({c: spreadsheet_safe(r.values.get(c, "")) for c in self.header})
         return buf.getvalue()
 
     # -- reading -----------------------------------------------------------------------------------

@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError
-
-REVIEW_CSV = "spotcheck_review.csv"
-RESPONSES = "responses.jsonl"
+from harness.core.files import spreadsheet_unsafe
+from harness.rundir import REPORT, RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK
 
 
 def _read_json(path: Path) -> dict:
@@ -65,9 +64,9 @@ class RunSources:
         if not review_csv.exists():
             raise GraceError(f"{review_csv}: not found; run 'grace spotcheck run {run_dir} --kb KB_DIR --judge MODEL' "
                              "first, it writes the segments to review")
-        report = _read_json(run_dir / "report.json")
-        runinfo = _read_json(run_dir / "run.json")
-        spot = _read_json(run_dir / "spotcheck.json")
+        report = _read_json(run_dir / REPORT)
+        runinfo = _read_json(run_dir / RUN_INFO)
+        spot = _read_json(run_dir / SPOTCHECK)
         warnings: list[str] = []
         if kb_dir is None:
             kb_dir = _recorded(run_dir, [((spot.get("run") or {}).get("kb") or {}).get("path"),
@@ -118,12 +117,13 @@ def locate(answer: str, segments: list[str]) -> list[tuple[int, int] | None]:
     """Where each segment sits in the answer, in reading order (``None``: not found verbatim).
 
     Segments are cut from the answer as written, so an exact search from the end of the
-    previous one finds them; whitespace is matched loosely in case the cut re-flowed it.
+    previous one finds them; whitespace is matched loosely in case the cut re-flowed it. A segment as
+    stored in the review CSV (``'=...``, escaped against spreadsheet formulas) is matched as the model wrote it.
     """
     out: list[tuple[int, int] | None] = []
     pos = 0
     for text in segments:
-        text = text.strip()
+        text = (spreadsheet_unsafe(text) or "").strip()
         span = None
         if text:
             at = answer.find(text, pos)

@@ -11,15 +11,15 @@ from __future__ import annotations
 import copy
 import os
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
 from annotations.single_writer import SingleWriter
 from harness.core.errors import GraceError, where
-from kb_builder.gold import read_questions, split_ids
 from harness.core.files import atomic_write_text
+from kb_builder.gold import read_questions, split_ids
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
@@ -50,7 +50,7 @@ def _question_extras(path: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class AnnotationSession:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +238,14 @@ def run(
     """
     from harness.prompts import load_template
     from harness.runner.session import (
-        RunSettings, check_same_run, describe_rows, estimate, new_run_info, plan_jobs, retrieve_all, run_engine,
+        RunSettings,
+        check_same_run,
+        describe_rows,
+        estimate,
+        new_run_info,
+        plan_jobs,
+        retrieve_all,
+        run_engine,
     )
     from kb_builder.gold import read_gold
     from kb_builder.store import load_kb as _load_kb
@@ -301,7 +308,7 @@ def run(
             interrupted = True
         finally:
             folder.compact_responses([q.question_id for q in questions])
-            info.finished_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            info.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
             stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
             info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")
             info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 
-from kb_builder.documents import discover, load_file
 from harness.core.errors import GraceError
+from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
@@ -125,9 +126,9 @@ def _hash(old: list[Article] | None, aid: str) -> str | None:
 def _record_retired(out: Path, gone: list[Article]) -> None:
     """Keep removed articles' titles so a stale gold label can be explained later."""
     import json
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
     with (out / "retired.jsonl").open("a", encoding="utf-8") as fh:
         for a in gone:
             fh.write(json.dumps({"id": a.id, "title": a.title, "source": a.source, "retired_at": stamp}, ensure_ascii=False) + "\n")

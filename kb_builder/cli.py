@@ -74,9 +74,9 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
 @click.option("--embedder", default=None, help="Re-index with this embedder (default: the manifest's).")
 def index(kb_dir: Path, embedder: str | None) -> None:
     """Create a missing manifest and embeddings for a KB folder (e.g. a hand-written articles.jsonl)."""
+    from harness.core.files import atomic_write_text
     from kb_builder.retrieval import canonical_embedder
     from kb_builder.store import load_kb
-    from harness.core.files import atomic_write_text
 
     kb_ = load_kb(kb_dir)
     if embedder:
@@ -142,7 +142,7 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
     results = retriever.search_many([q.question for q in qs], k)
     lines = [
         json.dumps({"question_id": q.question_id, "retrieved": [{"id": h.id, "score": round(h.score, 6)} for h in hits]}, ensure_ascii=False)
-        for q, hits in zip(qs, results)
+        for q, hits in zip(qs, results, strict=True)
     ]
     if out:
         from harness.core.files import atomic_write_text

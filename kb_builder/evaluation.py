@@ -31,7 +31,7 @@ def evaluate_retrieval(retriever: Retriever, gold: list[GoldQuestion], ks: list[
     ranks: dict[str, int | None] = {}
     misses = []
     rr = 0.0
-    for g, found in zip(answerable, hits):
+    for g, found in zip(answerable, hits, strict=True):
         ids = [h.id for h in found]
         rank = next((i + 1 for i, x in enumerate(ids) if x in g.expected_citations), None)
         ranks[g.question_id] = rank

@@ -11,10 +11,12 @@ gets the same clear message (file, line, what to fix) wherever it is read.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError, where
+from harness.core.files import read_text_checked, spreadsheet_unsafe
 
 GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
 REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
@@ -66,12 +68,13 @@ def split_ids(value: str) -> list[str]:
     return seen
 
 
+def _unescaped(row: dict[str, str]) -> dict[str, str]:
+    """Cells as typed: ``grace annotate`` writes ``'=...`` so a spreadsheet does not run them as formulas."""
+    return {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}
+
+
 def _open_csv(path: Path, required: list[str]) -> tuple[csv.DictReader, object]:
-    if not path.exists():
-        raise GraceError(f"{path}: file not found")
-    if path.is_dir():
-        raise GraceError(f"{path}: is a folder, expected a CSV file")
-    fh = path.open(newline="", encoding="utf-8-sig")
+    fh = io.StringIO(read_text_checked(path), newline="")
     reader = csv.DictReader(fh)
     header = reader.fieldnames
     if not header:
@@ -99,6 +102,7 @@ def read_gold(path: str | Path) -> list[GoldQuestion]:
             line = reader.line_num
             if None in row:
                 raise GraceError(f"{where(path, line)}: more fields than header columns (an unquoted comma?)")
+            row = _unescaped(row)
             if all(not (v or "").strip() for v in row.values()):
                 continue
             if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
@@ -150,9 +154,7 @@ def read_questions(path: str | Path) -> list[Question]:
     """Questions to search or label: a CSV with ``question_id, question`` or a text file, one per line."""
     path = Path(path)
     if path.suffix.lower() not in {".csv", ".tsv"}:
-        if not path.exists():
-            raise GraceError(f"{path}: file not found")
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_text_checked(path).splitlines()
         qs = [Question(f"q{i}", t.strip(), i) for i, t in enumerate(lines, 1) if t.strip()]
         if not qs:
             raise GraceError(f"{path}: no questions found")
@@ -163,8 +165,8 @@ def read_questions(path: str | Path) -> list[Question]:
     try:
         for row in reader:
             line = reader.line_num
-            qid = (row.get("question_id") or "").strip()
-            text = (row.get("question") or "").strip()
+            qid = (spreadsheet_unsafe(row.get("question_id")) or "").strip()
+            text = (spreadsheet_unsafe(row.get("question")) or "").strip()
             if not qid and not text:
                 continue
             if not qid or not text:

@@ -8,10 +8,12 @@ title and a text/body is an article, and one filed twice counts once. Articles w
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
 from harness.core.errors import GraceError, where
+from harness.core.files import read_text_checked
 from kb_builder.records import Article
 from kb_builder.store import read_articles
 
@@ -20,7 +22,7 @@ _TEXT_KEYS = ("text", "body", "content")
 
 def _from_json(path: Path) -> list[Article]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text_checked(path))
     except json.JSONDecodeError as exc:
         raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg})") from None
     found: list[dict] = []
@@ -55,7 +57,7 @@ def _from_json(path: Path) -> list[Article]:
 
 
 def _from_csv(path: Path) -> list[Article]:
-    with path.open(newline="", encoding="utf-8-sig") as fh:
+    with io.StringIO(read_text_checked(path), newline="") as fh:
         reader = csv.DictReader(fh)
         cols = [c.strip() for c in reader.fieldnames or []]
         reader.fieldnames = cols

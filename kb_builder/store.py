@@ -10,15 +10,15 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from harness.core.files import atomic_write_text
-from harness.core.version import __version__
 from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
+from harness.core.version import __version__
 from kb_builder.records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
 from kb_builder.tokens import count_tokens
 
@@ -77,7 +77,8 @@ def token_stats(articles: list[Article]) -> dict[str, float]:
     counts = sorted(a.tokens or 0 for a in articles)
     if not counts:
         return {}
-    q = statistics.quantiles(counts, n=20) if len(counts) > 1 else [counts[0]] * 19
+    # inclusive: the default (exclusive) method extrapolates past the data for small KBs (p95 > max)
+    q = statistics.quantiles(counts, n=20, method="inclusive") if len(counts) > 1 else [counts[0]] * 19
     return {
         "min": counts[0],
         "p5": round(q[0], 1),
@@ -105,7 +106,7 @@ def make_manifest(articles: list[Article], embedder: str, **extra) -> Manifest:
         article_count=len(articles),
         token_stats=token_stats(articles),
         built_with=f"grace {__version__}",
-        built_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
         **extra,
     )
 

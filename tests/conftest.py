@@ -50,6 +50,17 @@ def _no_internet(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
 
 
+@pytest.fixture()
+def openai_server(monkeypatch):
+    """The fake API server, answering each question by citing its first article, as the OpenAI endpoint."""
+    from harness.testing.fake_api import FakeAPIServer, cite_first_id
+
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        yield srv
+
+
 def run_grace(*args: str) -> tuple[int, str]:
     """Run the real ``grace`` entry point in-process; returns (exit code, stdout+stderr text)."""
     import contextlib

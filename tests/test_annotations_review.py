@@ -181,14 +181,14 @@ def test_marks_rewrite_the_file_keeping_every_row_and_column_and_resume(run, bui
     after_header, after = csv_rows(csv_path)
     assert after_header == before_header == [*header, "priority"]
     assert len(after) == len(before)
-    changed = {(r["model"], r["question_id"], r["segment_index"]): r for r, b in zip(after, before) if r != b}
+    changed = {(r["model"], r["question_id"], r["segment_index"]): r for r, b in zip(after, before, strict=True) if r != b}
     assert set(changed) == {(WRITER, "q1", "0"), (WRITER, "q1", "1"), (WRITER, "q1", "2")}
     assert changed[(WRITER, "q1", "0")]["supported"] == "true"
     assert changed[(WRITER, "q1", "1")]["supported"] == "false"
     assert changed[(WRITER, "q1", "1")]["note"] == "the article says unused days lapse"
     assert changed[(WRITER, "q1", "2")]["supported"] == "" and changed[(WRITER, "q1", "2")]["note"] == "pleasantry"
     assert all(r["reviewer"] == "rita" for r in changed.values())
-    assert all(a["segment_text"] == b["segment_text"] and a["priority"] == b["priority"] for a, b in zip(after, before))
+    assert all(a["segment_text"] == b["segment_text"] and a["priority"] == b["priority"] for a, b in zip(after, before, strict=True))
     assert after[0]["supported"] == "yes" and after[0]["reviewer"] == "sheet"
     assert not [p for p in run.iterdir() if p.name.startswith(".spotcheck_review.csv.") and p.suffix != ".lock"]
     session.close()

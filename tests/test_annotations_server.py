@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from annotations.server import AnnotationApp, make_server
 from annotations.labels import LabelRecord, read_labels
+from annotations.server import AnnotationApp, make_server
 from annotations.state import AnnotationSession, LabelRejected
 from harness.cli.app import cli
 from harness.core.errors import GraceError

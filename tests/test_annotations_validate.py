@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from annotations.labels import LabelRecord
 from annotations.stats import gold_stats
 from annotations.validate import near_duplicates, validate_gold
-from annotations.labels import LabelRecord
 from harness.cli.app import cli
 from harness.core.errors import GraceError
 

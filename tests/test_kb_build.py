@@ -10,7 +10,6 @@ from tests.conftest import BODY, run_grace, shared, write
 from tests.test_loaders import TOPICS, make_docx, make_pdf
 
 
-
 def handbook(root, extra: str = "", sick: str = "Ten days of paid sick leave per year."):
     write(root / "leave.md", f"# Leave\n\n## Sick leave\n\n{sick} {BODY}\n\n## Parental leave\n\nSixteen weeks. {BODY}\n{extra}")
     write(root / "travel.html", f"<h1>Travel</h1><h2>Booking</h2><p>Use the portal. {BODY}</p><h2>Per diem</h2><p>45 EUR a day. {BODY}</p>")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kb_builder.documents import discover, load_file
 from harness.core.errors import GraceError
+from kb_builder.documents import discover, load_file
 from tests.conftest import write
 
 MD = """---

@@ -11,11 +11,11 @@ from email.utils import formatdate
 
 import pytest
 
+from harness.core.errors import GraceError
 from harness.providers import make_provider
 from harness.providers.base import Completion, ModelSpec, ProviderError, Request
 from harness.providers.http_errors import from_status, parse_retry_after
 from harness.testing import FakeAPIServer, Reply, cite_first_id
-from harness.core.errors import GraceError
 
 PROVIDERS = ["openai", "anthropic", "google"]
 ENV_VARS = [
@@ -387,7 +387,7 @@ def test_fake_embeddings_endpoint(srv):
 
     vecs = [d.embedding for d in asyncio.run(go()).data]
     assert [len(v) for v in vecs] == [32, 32, 32]
-    dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731
     assert dot(vecs[0], vecs[1]) > dot(vecs[0], vecs[2])
     assert srv.requests[0].api == "openai-embeddings"
 

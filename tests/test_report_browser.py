@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from harness.reports import write_reports
-
 from tests.browser import CHROMIUM, launch
 
 PLOTS = ["accuracy", "pareto", "outcomes", "retrieval", "confusion"]

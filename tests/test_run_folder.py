@@ -31,11 +31,8 @@ def bench(tmp_path):
 
 
 @pytest.fixture()
-def server(monkeypatch):
-    with FakeAPIServer(responder=cite_first_id) as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "x")
-        yield srv
+def server(openai_server):
+    return openai_server
 
 
 def rows(run: Path) -> list[dict]:

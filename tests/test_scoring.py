@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.core.errors import GraceError
 from harness.scoring import REFUSAL_SENTENCE, score_responses
 from harness.scoring.records import Report, ScoreLine
 from harness.scoring.significance import bootstrap_cis, compact_letters, holm, mcnemar_exact
-from harness.core.errors import GraceError
 from tests.conftest import run_grace, write
 
 ARTICLES = ["5", "17", "18", "50", "uid-kb-5", "uid-kb-50"]

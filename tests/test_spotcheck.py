@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from harness.core.errors import GraceError
 from harness.spotcheck.inputs import Hit
 from harness.spotcheck.judge import load_judge_template, make_judge, parse_verdict
 from harness.spotcheck.judging import Judge, JudgeSettings
@@ -16,7 +17,6 @@ from harness.spotcheck.passes import judge_hits
 from harness.spotcheck.quotes import find_quotes, missing_quotes, quote_in
 from harness.spotcheck.sampling import allocate, sample_hits
 from harness.spotcheck.segmentation import paragraphs, segment_answer
-from harness.core.errors import GraceError
 from kb_builder.store import load_kb
 from tests.conftest import write
 

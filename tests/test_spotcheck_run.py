@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import run_grace, small_bench
 
+
 @pytest.fixture(scope="module")
 def real_run(tmp_path_factory):
     root = small_bench(tmp_path_factory.mktemp("spot"), 12, ["what is the capital of france"])

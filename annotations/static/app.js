@@ -67,15 +67,21 @@
 
   // ---------------------------------------------------------------- question
 
+  let navSeq = 0;  // the latest go() wins: an earlier one still waiting on the server must not overwrite it
+
   async function go(i) {
     const total = S.state.progress.total;
     if (!total) return;
     i = Math.max(0, Math.min(total - 1, i));
+    const seq = ++navSeq;
     await flushEdits();
     showError("");
+    let q;
     try {
-      S.q = await getJSON(`/api/question/${i}`);
-    } catch (e) { showError(e.message); return; }
+      q = await getJSON(`/api/question/${i}`);
+    } catch (e) { if (seq === navSeq) showError(e.message); return; }
+    if (seq !== navSeq) return;
+    S.q = q;
     S.idx = i;
     history.replaceState(null, "", `${location.search}#${i + 1}`);
     closeViewer();

@@ -16,6 +16,7 @@
     saving: Promise.resolve(),
     noteTimer: null,
     busy: false,      // moving to another answer: marks are ignored meanwhile
+    moving: 0,        // go() calls waiting on the server (marks are ignored meanwhile too)
   };
 
   // ---------------------------------------------------------------- dom helpers
@@ -61,18 +62,21 @@
 
   // ---------------------------------------------------------------- answer
 
+  let navSeq = 0;  // the latest go() wins: an earlier one still waiting on the server must not overwrite it
+
   async function go(i, focus) {
     const total = S.state.progress.answers;
     if (!total) return;
     i = Math.max(0, Math.min(total - 1, i));
-    const wasBusy = S.busy;
-    S.busy = true;  // marks wait: until the new answer is shown they would land on the old one
+    S.moving += 1;  // marks wait: until the new answer is shown they would land on the old one
+    const seq = ++navSeq;
     let item;
     try {
       await flushNote();
       showError("");
       item = await getJSON(`/api/review/item/${i}`);
-    } catch (e) { showError(e.message); return; } finally { S.busy = wasBusy; }
+    } catch (e) { if (seq === navSeq) showError(e.message); return; } finally { S.moving -= 1; }
+    if (seq !== navSeq) return;
     S.idx = i;
     S.item = item;
     history.replaceState(null, "", `${location.search}#${i + 1}`);
@@ -293,7 +297,7 @@
   // the next segment is chosen from the marks already on the page, at once, so a quick second key
   // press lands on it; moving to the next answer waits for the save, and keys wait for the move
   async function mark(n, supported) {
-    if (S.busy) return;
+    if (S.busy || S.moving) return;
     clearTimeout(S.noteTimer);
     const idx = S.idx;
     const saved = save(n, supported);
@@ -345,7 +349,7 @@
     const actions = {
       s: () => mark(S.focus, true),
       u: () => mark(S.focus, false),
-      c: () => { if (!S.busy) save(S.focus, null); },
+      c: () => { if (!S.busy && !S.moving) save(S.focus, null); },
       j: () => setFocus(S.focus + 1),
       k: () => setFocus(S.focus - 1),
       ArrowDown: () => setFocus(S.focus + 1),

@@ -101,7 +101,7 @@ def make_responses(path: Path, ids: list[str], gold, n_responses: int, rng: rand
             skill = 0.5 + 0.04 * m
             for r in range(repeats):
                 lines = []
-                for qid, must, expected in gold:
+                for qid, _must, expected in gold:
                     if written >= n_responses:
                         break
                     answer = " ".join(rng.choices(WORDS, k=rng.randint(20, 60))).capitalize() + "."

@@ -15,8 +15,8 @@ import sys
 
 import click
 
-from harness.core.version import __version__
 from harness.core.errors import GraceError
+from harness.core.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "kb": ("kb_builder.cli:kb", "Build, index, search and evaluate a knowledge base."),
@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "annotate": ("annotations.cli:annotate", "Label gold questions in a local web app."),
     "annotations": ("annotations.cli:annotations", "Check, compare and summarise gold labels."),
     "spotcheck": ("harness.cli.spotcheck:spotcheck", "Fact-check correct-citation answers for hallucination."),
+    "cache": ("harness.cli.cache:cache", "Show, check or clear the response cache shared by all runs."),
     "demo": ("harness.cli.demo:demo", "Run the offline demo on the bundled sample benchmark."),
 }
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 
-
 @click.command()
 @click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
 @click.option("--gold", "gold_path", required=True, type=click.Path(path_type=Path), help="Gold CSV.")

@@ -157,8 +157,8 @@ def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_c
     from rich.console import Console
     from rich.table import Table
 
-    from harness.spotcheck.meta_eval import load_cases, run_meta_eval
     from harness.core.files import atomic_write_text
+    from harness.spotcheck.meta_eval import load_cases, run_meta_eval
 
     console = Console()
     judge = _judge(judge_spec, template, timeout, prices)

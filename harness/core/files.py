@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import GraceError
+from harness.core.errors import GraceError, where
 
 log = logging.getLogger("grace")
 
@@ -158,15 +158,53 @@ class JsonlAppender:
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+def _formula_like(value: str) -> bool:
+    """Starts like a formula once any leading quotes are set aside (``=1``, ``'=1``, ``''+1``)."""
+    return value.lstrip("'").startswith(_FORMULA_START)
+
+
 def spreadsheet_safe(value: Any) -> Any:
-    """OWASP's CSV-injection advice: a cell that a spreadsheet would run as a formula is prefixed with ``'``."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """OWASP's CSV-injection advice: a cell that a spreadsheet would run as a formula is prefixed with ``'``.
+
+    A value that already starts with quotes before a formula character gets one
+    more, so :func:`spreadsheet_unsafe` gives back exactly what was written.
+    """
+    if isinstance(value, str) and _formula_like(value):
         return "'" + value
     return value
 
 
 def spreadsheet_unsafe(value: str | None) -> str | None:
-    """The reverse of :func:`spreadsheet_safe`, for grace reading back a CSV it wrote."""
-    if value and value.startswith("'") and value[1:2] and value[1:].startswith(_FORMULA_START):
+    """The exact reverse of :func:`spreadsheet_safe`, for grace reading back a CSV it wrote."""
+    if value and value.startswith("'") and _formula_like(value[1:]):
         return value[1:]
     return value
+
+
+def read_text_checked(path: Path) -> str:
+    """The whole file as text, refusing bytes that would otherwise pass as data.
+
+    Checked up front, on the raw bytes, so the message can name the physical line:
+    a file saved in a legacy encoding (cp1252, UTF-16) fails half-way through
+    ``csv`` with a bare ``UnicodeDecodeError``, and a NUL byte (often a UTF-16 file,
+    or binary pasted into a cell) would otherwise become part of a question sent to a model.
+    """
+    if not path.exists():
+        raise GraceError(f"{path}: file not found")
+    if path.is_dir():
+        raise GraceError(f"{path}: is a folder, expected a text file")
+    raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")  # the BOM Excel's "CSV UTF-8" writes
+
+    def line_of(offset: int) -> int:
+        return raw.count(b"\n", 0, offset) + 1
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise GraceError(f"{where(path, line_of(exc.start))}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); "
+                         "save the file as UTF-8 (in a spreadsheet: CSV UTF-8)") from None
+    nul = raw.find(b"\x00")
+    if nul >= 0:
+        raise GraceError(f"{where(path, line_of(nul))}: contains a NUL byte (\\x00); remove it, "
+                         "or if the file is UTF-16, save it as UTF-8")
+    return text

@@ -22,8 +22,8 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.providers import http_errors
-from harness.providers.sdk_params import split_for_sdk
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+from harness.providers.sdk_params import split_for_sdk
 
 KEY_ENVS = ["ANTHROPIC_API_KEY"]
 JSON_MODES = ("structured", "prefill", "prompt")

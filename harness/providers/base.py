@@ -130,19 +130,19 @@ class Provider(ABC):
             return spec.base_url
         return os.environ.get(cls.base_url_env) if cls.base_url_env else None
 
-    def prepare_run(self, context: RunContext) -> None:
+    def prepare_run(self, context: RunContext) -> None:  # noqa: B027 (an optional hook: most providers need none)
         """Called once before any call, with the run's questions and retrieval (baselines fit on them)."""
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
 
-    def check_ready(self) -> None:
+    def check_ready(self) -> None:  # noqa: B027 (an optional hook)
         """Raise ``GraceError`` (missing SDK, missing key) before any call is made."""
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion: ...
 
-    async def aclose(self) -> None:
+    async def aclose(self) -> None:  # noqa: B027 (an optional hook)
         """Release network clients; called once when the run ends."""
 
 

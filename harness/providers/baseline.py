@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 
+from harness.core.errors import GraceError
 from harness.prompts import REFUSAL
 from harness.providers.base import Completion, Provider, Request, RunContext
-from harness.core.errors import GraceError
 
 _WORD = re.compile(r"[a-z0-9]+")
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+
 def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
     """Write ``leaderboard.md`` and ``report.html`` into ``out_dir``; print the leaderboard if given a console.
 

@@ -16,8 +16,8 @@ from html import escape
 from typing import Any
 
 from harness.reports.inputs import ReportInputs, response_text, row_key
+from harness.reports.svg import OTHER_COLOR, OUTCOME_COLORS, OUTCOME_LABELS
 from harness.rundir import RunDir
-from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS, OTHER_COLOR
 
 PER_MODEL = 6
 MAX_CHARS = 3000

@@ -17,7 +17,11 @@ from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import number
 from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
-    article_table, details_table, leaderboard_table, pairwise_table, spotcheck_section,
+    article_table,
+    details_table,
+    leaderboard_table,
+    pairwise_table,
+    spotcheck_section,
 )
 
 HTML_SCHEMA_VERSION = 1

@@ -13,8 +13,24 @@ from typing import Any
 
 from harness.reports.leaderboard import ci, cost_per_1k, number, usd
 from harness.reports.svg import (
-    ACCENT, GOOD, GRID, INK, MUTED, OTHER_COLOR, OUTCOME_COLORS, OUTCOME_LABELS, Scale, document, esc, fmt,
-    label_width, legend, line, rect, text, truncate,
+    ACCENT,
+    GOOD,
+    GRID,
+    INK,
+    MUTED,
+    OTHER_COLOR,
+    OUTCOME_COLORS,
+    OUTCOME_LABELS,
+    Scale,
+    document,
+    esc,
+    fmt,
+    label_width,
+    legend,
+    line,
+    rect,
+    text,
+    truncate,
 )
 
 Models = dict[str, dict[str, Any]]

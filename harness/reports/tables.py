@@ -11,7 +11,18 @@ from typing import Any
 
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
-    COLUMNS, DASH, LEGEND, count, error_note, errors_text, leaderboard_rows, millis, number, pct, pct_ci, usd,
+    COLUMNS,
+    DASH,
+    LEGEND,
+    count,
+    error_note,
+    errors_text,
+    leaderboard_rows,
+    millis,
+    number,
+    pct,
+    pct_ci,
+    usd,
 )
 
 VISIBLE_ARTICLES = 25

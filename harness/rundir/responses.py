@@ -10,6 +10,7 @@ pydantic objects would cost more than the whole scoring.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -99,7 +100,7 @@ def split_ranges(path: Path, parts: int) -> list[tuple[int, int]]:
             fh.readline()
             bounds.append(min(fh.tell(), size))
     bounds.append(size)
-    return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def _line_number_at(path: Path, offset: int) -> int:

@@ -18,20 +18,28 @@ import asyncio
 import hashlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
 from harness.providers import endpoint_of
-from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RequestContext, RetrievedArticle
+from harness.providers.base import (
+    Completion,
+    ModelSpec,
+    Provider,
+    ProviderError,
+    Request,
+    RequestContext,
+    RetrievedArticle,
+)
+from harness.rundir.records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
-from harness.rundir.records import CallError, ResponseRecord
 
 BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
 
@@ -251,7 +259,7 @@ class Engine:
                 return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
             except ProviderError as exc:
                 err = exc
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 err = ProviderError("timeout", f"no answer within {spec.timeout_s:.0f}s", retryable=True)
             except asyncio.CancelledError:
                 raise
@@ -298,7 +306,7 @@ def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out:
             latency_ms=res.latency_ms,
             error=res.error,
             cost_usd=res.cost_usd,
-            created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         if comp is not None:
             row.response, row.finish_reason = comp.text, comp.finish_reason

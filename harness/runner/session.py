@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from harness.core.errors import GraceError
@@ -114,7 +114,7 @@ def new_run_info(kb: KB, gold_path: Any, questions: list[GoldQuestion], template
                  settings: RunSettings, embedder: str | None) -> RunInfo:
     return RunInfo(
         grace_version=__version__,
-        started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         kb={"path": str(kb.path), "kb_hash": kb.kb_hash, "articles": len(kb.articles), "embedder": embedder or kb.manifest.embedder},
         gold={"path": str(gold_path), "hash": file_hash(gold_path), "questions": len(questions),
               "must_refuse": sum(q.must_refuse for q in questions)},

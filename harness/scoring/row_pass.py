@@ -18,10 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.rundir.responses import check_file, read_responses, split_ranges
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome
 from harness.scoring.records import SCORES_SCHEMA_VERSION
-from harness.rundir.responses import check_file, read_responses, split_ranges
 from kb_builder.gold import GoldQuestion
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
@@ -146,7 +146,7 @@ def score_all(
     try:
         with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part)
-                       for (a, b), part in zip(ranges, parts)]
+                       for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "wb") as dst:
             for part in parts:

@@ -13,24 +13,24 @@ import hashlib
 import json
 import os
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from harness.core.errors import GraceError
+from harness.core.hashing import file_hash
+from harness.core.version import __version__
+from harness.rundir import RunDir
+from harness.scoring.extraction import RULES
 from harness.scoring.metrics import class_metrics, cost_latency, refusal_calibration, repeat_stats, retrieval_split
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
-from harness.scoring.extraction import RULES
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
-from harness.core.version import __version__
-from harness.core.errors import GraceError
 from kb_builder.gold import GoldQuestion, read_gold
-from harness.core.hashing import file_hash
 from kb_builder.store import KB, load_kb
-from harness.rundir import RunDir
 
 
 def _load_gold(gold: str | Path | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
@@ -145,11 +145,11 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
         "repeats": repeats,
         "accuracy": round(float(hits.mean()), 6),
         "strict_accuracy": round(float(shits.mean()), 6),
-        "outcomes": {name: int(x) for name, x in zip(OUTCOMES, counts)},
-        "strict_outcomes": {name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)))},
+        "outcomes": {name: int(x) for name, x in zip(OUTCOMES, counts, strict=True)},
+        "strict_outcomes": {name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
         "invalid_citation_rate": round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
         "error_count": int(counts[OUTCOME_CODE["error"]]),
-        "extraction_rules": {r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)))},
+        "extraction_rules": {r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
         **class_metrics(a["true"][sel], a["pred"][sel], names),
         "refusal": refusal_calibration(must, a["refused"][sel] == 1, valid),
         "retrieval": retrieval_split(a["retrieved_len"][sel], a["expected_retrieved"][sel], hits),
@@ -197,7 +197,7 @@ def _build_report(
         per_model[name]["significance_group"] = letters[name]
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "grace_version": __version__,
         "seed": seed,
         "bootstrap_samples": bootstrap,

@@ -53,7 +53,7 @@ def bootstrap_cis(
         counts = np.bincount(idx.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
         means[start:start + b] = counts @ stack.T / n
     lo, hi = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
-    return [[round(float(a), 6), round(float(b), 6)] for a, b in zip(lo, hi)]
+    return [[round(float(a), 6), round(float(b), 6)] for a, b in zip(lo, hi, strict=True)]
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -94,7 +94,7 @@ def pairwise_tests(
         a_only, b_only = int((ha & ~hb).sum()), int((hb & ~ha).sum())
         rows.append({"a": a, "b": b, "n": int(both.sum()), "a_only": a_only, "b_only": b_only,
                      "p_value": mcnemar_exact(a_only, b_only)})
-    for row, adj in zip(rows, holm([r["p_value"] for r in rows])):
+    for row, adj in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_value"] = round(row["p_value"], 8)
         row["p_adjusted"] = round(adj, 8)
         row["significant"] = adj < alpha

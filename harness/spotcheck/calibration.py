@@ -11,19 +11,18 @@ segment_index); a label whose segment text no longer matches what was judged
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text
+from harness.core.hashing import file_hash
+from harness.rundir import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
 from harness.spotcheck.records import CalibrationFile
 from harness.spotcheck.review import read_labels, same_text
-from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
-from harness.core.files import atomic_write_text
-from harness.rundir import CALIBRATION, RunDir
-
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
@@ -31,7 +30,7 @@ def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
     n = len(a)
     if n == 0:
         return None
-    po = sum(x == y for x, y in zip(a, b)) / n
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
     pa, pb = sum(a) / n, sum(b) / n
     pe = pa * pb + (1 - pa) * (1 - pb)
     if pe == 1:
@@ -40,9 +39,9 @@ def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
 
 
 def agreement_stats(human_unsupported: list[bool], judge_unsupported: list[bool]) -> dict[str, Any]:
-    tp = sum(h and j for h, j in zip(human_unsupported, judge_unsupported))
-    fp = sum(j and not h for h, j in zip(human_unsupported, judge_unsupported))
-    fn = sum(h and not j for h, j in zip(human_unsupported, judge_unsupported))
+    tp = sum(h and j for h, j in zip(human_unsupported, judge_unsupported, strict=True))
+    fp = sum(j and not h for h, j in zip(human_unsupported, judge_unsupported, strict=True))
+    fn = sum(h and not j for h, j in zip(human_unsupported, judge_unsupported, strict=True))
     tn = len(human_unsupported) - tp - fp - fn
     n = len(human_unsupported)
     r = lambda x: None if x is None else round(x, 6)  # noqa: E731
@@ -111,7 +110,7 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
                          f"{judge['name']} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
     stats = agreement_stats(human, machine)
     calib = CalibrationFile(
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
                    "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
         judge=judge["name"], template_hash=judge["template_hash"], n_unmatched=unmatched, n_stale=stale,

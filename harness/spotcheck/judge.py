@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core.errors import GraceError
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
-from harness.core.errors import GraceError
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "judge.v1"

@@ -10,14 +10,14 @@ the judge repeat (so ``--repeats`` makes fresh calls, not cache hits).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from harness.providers.base import ModelSpec, Provider, Request, RequestContext, RetrievedArticle
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import CallResult, Engine, EngineSettings, RunPlan, call_key
 from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle
-
 
 
 @dataclass

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import GraceError, where
 from harness.spotcheck.judge import SourceArticle, parse_verdict
 from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
 from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
-from harness.core.errors import GraceError, where
 
 CASES = Path(__file__).parent / "cases.jsonl"
 MODES = ("number_changed", "entity_swapped", "scope_widened", "negation", "world_knowledge",
@@ -99,7 +99,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
     passed = sum(r["passed"] for r in ordered)
     return {
         "schema_version": META_EVAL_SCHEMA_VERSION,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "judge": judge.spec.name, "judge_kind": judge.kind,
         "template": judge.template.name, "template_hash": judge.template.sha256,
         "cases": len(ordered), "passed": passed, "pass_rate": round(passed / len(ordered), 6),

@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.providers.base import Request
 from harness.core.files import JsonlAppender
 from harness.core.jsonl import iter_jsonl
+from harness.providers.base import Request
 from harness.runner.engine import CallResult, prompt_hash
 from harness.spotcheck.inputs import Hit
 from harness.spotcheck.judge import SourceArticle, parse_verdict
@@ -46,7 +46,7 @@ class Judged:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _ident(judge: Judge, model: str, qid: str, rep: int, jrep: int, seg: int, answer_hash: str, ctx: str | None) -> tuple:

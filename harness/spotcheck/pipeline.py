@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text
+from harness.core.version import __version__
+from harness.rundir import JUDGEMENTS, REVIEW_CSV, RunDir
 from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judging import Judge, JudgeSettings
 from harness.spotcheck.metrics import RISK_FORMULA, AnswerResult, model_differences, model_metrics
@@ -21,11 +25,8 @@ from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
-from harness.core.version import __version__
-from harness.core.errors import GraceError
 from kb_builder.store import load_kb
-from harness.core.files import atomic_write_text
-from harness.rundir import JUDGEMENTS, REVIEW_CSV, RunDir
+
 LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judge)",
           "scripted": "scripted judge (tests and rehearsals only)", "llm": "LLM judge"}
 
@@ -144,7 +145,7 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
     rows = list(judged.rows.values())
     costs = [r.get("cost_usd") for r in rows if r.get("source") == "judge"]
     spot = SpotcheckFile(
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         grace_version=__version__,
         run={"path": str(run_dir), "scores": str(inputs.scores_path), "responses": str(inputs.responses_path),
              "kb": {"path": str(kb.path), "hash": kb.kb_hash}},

@@ -7,11 +7,11 @@ so the HTML report needs no second file. ``spotcheck.json`` stays the full recor
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from harness.rundir import SPOTCHECK, RunDir
+
 _MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
                "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread")
 

@@ -6,6 +6,10 @@ judge's own verdict is deliberately not in the file: a reviewer who sees it
 anchors on it, and the calibration would measure agreement with the judge's
 suggestion instead of with the article. Re-running the spot-check merges: a
 label already typed is never overwritten.
+
+Segments are model output, opened in spreadsheets: a cell that would run as a
+formula (``=HYPERLINK(...)``) is written with a leading ``'`` and read back
+without it, so calibration still compares the exact segment text.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.core.errors import GraceError, where
-from harness.core.files import atomic_write_text
+from harness.core.files import atomic_write_text, spreadsheet_safe, spreadsheet_unsafe
+from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 
 _TRUE = {"true", "t", "yes", "y", "1", "supported"}
 _FALSE = {"false", "f", "no", "n", "0", "unsupported", "not supported"}
@@ -53,6 +57,10 @@ def _key(row: dict[str, Any]) -> tuple[str, str, str, str]:
             str(row.get("segment_index", "")))
 
 
+def _unescaped(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: spreadsheet_unsafe(v) if isinstance(v, str) else v for k, v in row.items()}
+
+
 def write_review_csv(path: Path, rows: list[dict[str, Any]]) -> int:
     """Write ``rows`` (REVIEW_COLUMNS), keeping labels already in ``path`` for the same, unchanged segment.
 
@@ -61,7 +69,7 @@ def write_review_csv(path: Path, rows: list[dict[str, Any]]) -> int:
     kept: dict[tuple[str, str, str, str], dict[str, str]] = {}
     if path.exists():
         with path.open(encoding="utf-8-sig", newline="") as fh:
-            for old in csv.DictReader(fh):
+            for old in map(_unescaped, csv.DictReader(fh)):
                 if any((old.get(f) or "").strip() for f in HUMAN_FIELDS):
                     kept[_key(old)] = old
     buf = io.StringIO()
@@ -76,10 +84,10 @@ def write_review_csv(path: Path, rows: list[dict[str, Any]]) -> int:
             out.update({f: old.get(f) or "" for f in HUMAN_FIELDS})
             reused += 1
         seen.add(_key(out))
-        writer.writerow(out)
+        writer.writerow({c: spreadsheet_safe(v) for c, v in out.items()})
     for key, old in kept.items():  # labels of segments no longer sampled stay in the file, at the end
         if key not in seen:
-            writer.writerow({c: old.get(c, "") for c in REVIEW_COLUMNS})
+            writer.writerow({c: spreadsheet_safe(old.get(c, "")) for c in REVIEW_COLUMNS})
     atomic_write_text(path, buf.getvalue())
     return reused
 
@@ -106,7 +114,7 @@ def read_labels(path: Path) -> list[HumanLabel]:
             raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
                              f"expected {', '.join(REVIEW_COLUMNS)}")
         out = []
-        for n, row in enumerate(reader, 2):
+        for n, row in enumerate(map(_unescaped, reader), 2):
             supported = parse_supported(row.get("supported") or "", path, n)
             if supported is None:
                 continue

@@ -50,7 +50,7 @@ class RecordedRequest:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
     disable_nagle_algorithm = True  # headers and body go out as two writes; no 40 ms delayed-ACK stall
-    server: "_Server"
+    server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
@@ -100,7 +100,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a handler still sleeping never blocks shutdown
     request_queue_size = 256  # listen backlog: a burst of new connections is accepted, not refused
-    owner: "FakeAPIServer"
+    owner: FakeAPIServer
 
 
 class FakeAPIServer:

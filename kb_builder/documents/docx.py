@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import tidy
-from harness.core.errors import GraceError
 
 _HEADING = re.compile(r"^heading\s*(\d)$", re.I)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
+from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import strip_templates, tidy
-from harness.core.errors import GraceError
 
 _SKIP = {"script", "style", "nav", "footer", "header", "noscript", "form", "template", "svg", "button", "aside"}
 _BLOCK = {"p", "div", "section", "article", "main", "br", "tr", "table", "ul", "ol", "dl", "blockquote", "pre", "hr", "dt", "dd", "figure"}

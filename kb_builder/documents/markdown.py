@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import clean_markdown, strip_templates
-from harness.core.errors import GraceError
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n?", re.S)
 

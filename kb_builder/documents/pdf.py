@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
 from kb_builder.documents.cleanup import tidy
 from kb_builder.documents.text import text_sections
-from harness.core.errors import GraceError
 
 
 def _lines(page) -> list[tuple[str, float, float]]:

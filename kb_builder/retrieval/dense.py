@@ -117,12 +117,12 @@ def embed_articles(kb: KB, embedder: Embedder) -> tuple[np.ndarray, int]:
     cached: dict[str, np.ndarray] = {}
     if cache_path.exists():
         data = np.load(cache_path, allow_pickle=False)
-        cached = dict(zip(data["hashes"].tolist(), data["vectors"]))
+        cached = dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
     hashes = [a.content_hash or a.compute_hash() for a in kb.articles]
     todo = [i for i, h in enumerate(hashes) if h not in cached]
     if todo:
         vecs = embedder.embed_batch([f"{kb.articles[i].title}\n{kb.articles[i].text}" for i in todo])
-        for i, v in zip(todo, vecs):
+        for i, v in zip(todo, vecs, strict=True):
             cached[hashes[i]] = v
         cache_path.parent.mkdir(parents=True, exist_ok=True)
         keep = np.array(hashes)
