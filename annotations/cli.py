@@ -145,6 +145,7 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     from annotations.review_session import ReviewSession
     from annotations.review_sources import RunSources
     from annotations.state import default_annotator
+    from harness.rundir import RunDir
     from kb_builder.store import load_kb
 
     sources = RunSources.find(run_dir, kb_dir=kb_dir, gold=gold)
@@ -165,7 +166,7 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
         where = f"saved in {out}" if out.exists() else f"nothing marked, {out} not written"
         click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, {where}")
         if p["reviewed"]:
-            click.echo(f"next: grace spotcheck calibrate {out} {sources.run_dir / 'spotcheck.json'}")
+            click.echo(f"next: grace spotcheck calibrate {out} {RunDir(sources.run_dir).spotcheck}")
     finally:
         session.close()
 

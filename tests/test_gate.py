@@ -85,7 +85,7 @@ def test_baseline_without_model_is_skipped_unless_named(tmp_path, new):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (None, "report not found"),
+        (None, "report.json: not found; run 'grace score'"),
         ("{not json", "not valid JSON"),
         ('{"schema_version": 1}', "not a grace report"),
         ('{"schema_version": 99, "models": {}}', "schema_version 99"),

@@ -160,6 +160,7 @@
   function save(payload, { advance = false } = {}) {
     const qid = payload.question_id;
     const idx = S.idx;
+    const nav = navSeq;  // a move started meanwhile (a click, the address bar) cancels the auto-advance
     const oldText = S.q.record.question;
     S.q.record = Object.assign({}, S.q.record, {
       status: payload.status,
@@ -203,7 +204,8 @@
       }
     });
     return S.saving.then((ok) => {
-      if (ok && advance && $("auto-advance").checked && S.idx === idx) return go(idx + 1);
+      const last = idx + 1 >= S.state.progress.total;
+      if (ok && advance && $("auto-advance").checked && S.idx === idx && navSeq === nav && !last) return go(idx + 1);
       return undefined;
     });
   }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,8 +9,6 @@ from typing import Any
 import click
 
 from harness.core.errors import GraceError
-
-REPORT_SCHEMA_VERSION = 1
 
 
 class Fraction(click.ParamType):
@@ -33,23 +30,14 @@ class Fraction(click.ParamType):
 
 
 def load_report(path: Path) -> dict[str, Any]:
-    """Read a report.json written by ``grace score``; anything else is a GraceError (exit 2)."""
-    if path.is_dir():
-        path = path / "report.json"
-    if not path.exists():
-        raise GraceError(f"{path}: report not found; run 'grace score' first")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise GraceError(f"{path}: not valid JSON ({exc}); pass the report.json written by 'grace score'") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
-        raise GraceError(f"{path}: not a grace report (no 'models' object); pass the report.json from 'grace score'")
-    version = data.get("schema_version")
-    if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:
-        raise GraceError(f"{path}: report schema_version {version!r} is not one this grace reads "
-                         f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'")
+    """A report.json (or the folder holding it) read by its owner; gate also needs every model's accuracy."""
+    from harness.rundir import RunDir
+    from harness.rundir.report import read_report
+
+    path = RunDir(path).report if path.is_dir() else path
+    data = read_report(path)
     for name, m in data["models"].items():
-        if not isinstance(m, dict) or not isinstance(m.get("accuracy"), int | float):
+        if not isinstance(m.get("accuracy"), int | float):
             raise GraceError(f"{path}: model {name!r} has no accuracy; re-run 'grace score'")
     return data
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.core.errors import GraceError
+from harness.rundir import RunDir
 
 
 def _judge(spec_text: str, template: str | None, timeout: float | None, prices: Path | None):
@@ -114,8 +115,8 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attemp
                   f"{calls['decided_without_judge']} decided without the judge (quotes), {calls['errors']} failed; cost {cost}")
     for w in spot["warnings"] + calls["aborted"]:
         console.print(f"[yellow]{w}[/]")
-    run_dir = Path(spot["run"]["path"])
-    console.print(f"spotcheck -> {run_dir / 'spotcheck.json'}; for human labels: {run_dir / spot['review_csv']}")
+    run_dir = RunDir(spot["run"]["path"])
+    console.print(f"spotcheck -> {run_dir.spotcheck}; for human labels: {run_dir.review_csv}")
     if spot.get("_report_html"):
         console.print(f"report: {spot['_report_html']}")
 
@@ -141,8 +142,8 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
         console.print(f"- {d['model']} {d['question_id']} #{d['segment_index']}: human {d['human']}, judge {d['judge']}: "
                       f"{d['segment_text'][:120]!r}")
     if len(c["disagreements"]) > show:
-        console.print(f"... {len(c['disagreements']) - show} more in calibration.json")
-    console.print(f"calibration -> {judge_json.parent / 'calibration.json'}")
+        console.print(f"... {len(c['disagreements']) - show} more in {RunDir(judge_json.parent).calibration.name}")
+    console.print(f"calibration -> {RunDir(judge_json.parent).calibration}")
 
 
 @spotcheck.command("meta-eval")
