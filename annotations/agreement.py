@@ -4,6 +4,12 @@ Cohen's kappa for two annotators, Fleiss' kappa for more, both from their
 formulas (no statsmodels). A label is ``REFUSE`` or the sorted ``;``-joined cited
 IDs, so two annotators who both chose articles 17 and 18 agree whatever order they
 clicked in; only questions every annotator labelled are compared.
+
+Files written with suggestions (``grace annotate --suggestions/--run``, drafts) also
+measure the suggester: over every labelled row with a ``suggested`` label, per
+``suggestion_source``, the share of suggestions people accepted and Cohen's kappa
+between the suggestion and the saved label. That is the number to check before
+trusting a suggester's unreviewed labels.
 """
 
 from __future__ import annotations
@@ -121,6 +127,41 @@ def compare_files(paths: list[Path]) -> Comparison:
     res.disagreements = [i for i, row in enumerate(labels) if len(set(row)) > 1]
     res.raw_agreement = 1 - len(res.disagreements) / len(compared)
     return res
+
+
+@dataclass
+class SuggesterAgreement:
+    source: str  # a suggestion_source, or "all"
+    rows: int  # labelled rows that were shown a suggestion from it
+    accepted: int  # ... whose saved label is the suggestion
+    kappa: float
+
+
+def suggester_agreement(paths: list[Path]) -> list[SuggesterAgreement]:
+    """The suggester against the people, per source (most rows first), then ``all`` when several; [] when none."""
+    pairs: dict[str, list[tuple[str, str]]] = {}
+    for path in paths:
+        for rec in read_labels(path)[0]:
+            if rec.label is not None and rec.suggested:
+                pairs.setdefault(rec.suggestion_source or "(unknown)", []).append((_spelled(rec.suggested), rec.label))
+    groups = sorted(pairs.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    if len(groups) > 1:
+        groups.append(("all", [p for _, ps in groups for p in ps]))
+    return [SuggesterAgreement(source, len(ps), sum(a == b for a, b in ps), cohen_kappa([a for a, _ in ps], [b for _, b in ps]))
+            for source, ps in groups]
+
+
+def _spelled(label: str) -> str:
+    return REFUSE if label.strip().upper() == REFUSE else ";".join(sorted({x.strip() for x in label.split(";") if x.strip()}))
+
+
+def render_suggester(rows: list[SuggesterAgreement]) -> str:
+    lines = ["suggester vs people (labelled rows that showed a suggestion):"]
+    for r in rows:
+        kappa = _fmt(r.kappa) + ("" if math.isnan(r.kappa) else f" ({strength(r.kappa)})")
+        lines.append(f"  {r.source}: {r.rows} row(s), accepted {r.accepted} ({r.accepted / r.rows:.1%}), "
+                     f"Cohen's kappa {kappa}")
+    return "\n".join(lines)
 
 
 def _kind(row: list[str]) -> str:

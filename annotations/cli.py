@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -24,15 +25,30 @@ _path = click.Path(path_type=Path)
 @click.option("--no-browser", is_flag=True, help="Print the URL only.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Candidates shown.")
 @click.option("--embedder", help="Retriever for candidates (default: the KB's own, e.g. bm25).")
-def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browser, k, embedder) -> None:
+@click.option("--suggestions", "suggestions_csv", type=_path,
+              help="Suggestions CSV ('grace annotations suggest'): shown per question, accepted with the y key.")
+@click.option("--run", "run", type=_path, help="A run folder or responses file: suggest its models' consensus "
+              "(at least 2 voting models, 60% of them on one label).")
+@click.option("--order", type=click.Choice(["file", "informative"]), default="file", show_default=True,
+              help="informative: the weakest suggestions (models split, low support) first.")
+@click.option("--only", "only", type=_path,
+              help="Suspects CSV ('grace annotations audit'): open just the questions it lists, with its reasons.")
+def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browser, k, embedder, suggestions_csv, run,
+             order, only) -> None:
     """Label questions with the KB article that answers them, in a local web app.
 
     Every label is written to OUT at once (write-then-rename), so closing the browser
     or stopping the server loses nothing; running the same command again resumes.
+    With --suggestions or --run each question shows a suggested label that the y key
+    accepts; every label records its provenance (human, accepted_suggestion,
+    changed_suggestion). Draft rows ('grace gold generate') are suggested the same way.
     """
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
     from kb_builder.store import load_kb
+
+    if suggestions_csv and run:
+        raise GraceError("give --suggestions FILE or --run RUN, not both")
 
     if out is None:
         if from_gold is None:
@@ -46,18 +62,48 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         kb, out, questions=questions, from_gold=from_gold, annotator=annotator or default_annotator()
     )
     try:
+        _focus(session, kb, suggestions_csv, run, only, order)
         server, url, token = _listen(AnnotationApp(session, retriever, k=k, search_retriever=search_retriever), host, port)
         p = session.progress()
         click.echo(
-            f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped); "
-            f"KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(retriever, 'name', '?')})"
+            f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped"
+            + (f", {p['draft']} drafts" if p["draft"] else "")
+            + (f", {p['suggested']} with a suggestion: y accepts" if p["suggested"] else "")
+            + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(retriever, 'name', '?')})"
         )
-        click.echo(f"saving every label to {out}")
+        click.echo(f"saving every label to {out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
         _serve(server, url, host if token else None, no_browser)
         p = session.progress()
-        click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled, saved in {out}")
+        prov = p["provenance"]
+        click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled"
+                   + (f" ({p['reviewed']} reviewed)" if only else "")
+                   + (f", {prov.get('accepted_suggestion', 0)} suggestions accepted, "
+                      f"{prov.get('changed_suggestion', 0)} changed" if p["suggested"] else "")
+                   + f", saved in {out}")
     finally:
         session.close()
+
+
+def _focus(session, kb, suggestions_csv: Path | None, run: Path | None, only: Path | None, order: str) -> None:
+    """Suggestions, the --only subset and the order, onto an open session (it closes on error)."""
+    if suggestions_csv:
+        from annotations.suggestions import read_suggestions
+
+        n = session.use_suggestions(read_suggestions(suggestions_csv), suggestions_csv)
+        click.echo(f"suggestions from {suggestions_csv} for {n} of {len(session.records)} questions")
+    if run:
+        from annotations.suggest import suggest_from_run
+
+        found, models = suggest_from_run(session.records, run, kb.by_id)
+        n = session.use_suggestions({s.question_id: s for s in found}, run)
+        usable = sum(s.usable for s in found)
+        click.echo(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {n} questions")
+        if len(models) < 3:
+            click.echo("warning: fewer than 3 models voted; look before accepting", err=True)
+    if only:
+        n = session.only(only)
+        click.echo(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
+    session.order_by(order)
 
 
 def _listen(app, host: str, port: int):
@@ -177,14 +223,26 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
 @click.option("--kb", "kb_dir", type=_path, help="KB to show article titles in the disagreement list.")
 @click.option("--limit", default=50, show_default=True, help="Disagreements listed (0 = all).")
 def agree(files, merge, kb_dir, limit) -> None:
-    """Agreement between annotators: Cohen's kappa (two) or Fleiss' kappa (three or more)."""
+    """Agreement between annotators: Cohen's kappa (two) or Fleiss' kappa (three or more).
+
+    Files whose labels were made with suggestions also get the suggester's agreement
+    with the people (per suggestion source: share accepted, Cohen's kappa); one such
+    file alone gives just that.
+    """
     from annotations import agreement
 
+    suggester = agreement.suggester_agreement(list(files))
     if len(files) < 2:
-        raise GraceError("give two or more annotation CSVs to compare")
+        if not suggester:
+            raise GraceError("give two or more annotation CSVs to compare (or one whose labels carry suggestions)")
+        click.echo(agreement.render_suggester(suggester))
+        return
     titles = _titles(kb_dir)
     result = agreement.compare_files(list(files))
     click.echo(agreement.render(result, titles, limit=limit))
+    if suggester:
+        click.echo(agreement.render_suggester(suggester))
+        click.echo("  (people shown the same suggestion are anchored by it: their agreement overstates independent labels)")
     if merge:
         agreement.write_merge(result, merge, titles)
         click.echo(f"adjudication sheet: {merge} ({len(result.disagreements)} to adjudicate)")
@@ -227,3 +285,109 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
     from kb_builder.store import load_kb
 
     return {a.id: a.title for a in load_kb(kb_dir).articles}
+
+
+@annotations.command("suggest")
+@click.argument("questions", type=_path)
+@click.option("--kb", "kb_dir", required=True, type=_path, help="The KB the labels cite.")
+@click.option("--run", "run", type=_path, help="A run folder or responses file: suggest the models' consensus citation.")
+@click.option("--labeler", help="PROVIDER:MODEL that reads each question with its top-k articles and picks the answer. "
+              "With --run too, it is asked only where the models do not agree enough.")
+@click.option("--out", "-o", required=True, type=_path, help="Suggestions CSV to write.")
+@click.option("--min-agreement", default=0.6, show_default=True, type=click.FloatRange(0.5, 1.0),
+              help="Share of voting models that must agree on one label (consensus rule).")
+@click.option("--min-models", default=2, show_default=True, type=click.IntRange(1, None),
+              help="Voting models needed before a consensus counts.")
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Articles the labeler sees.")
+@click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel labeler calls.")
+@click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per labeler call (429/5xx retried).")
+@click.option("--timeout", type=float, default=None, help="Seconds per labeler call.")
+@click.option("--prices", type=_path, default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
+@click.option("--no-cache", is_flag=True, help="Do not read the response cache (answers are still saved in it).")
+def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, concurrency, max_attempts,
+            timeout, prices, no_cache) -> None:
+    """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
+
+    Writes one row per question: suggested (article IDs joined by ';', or REFUSE;
+    empty when there is none), support, source, votes and a reason. Open it with
+    `grace annotate KB --questions QUESTIONS --suggestions OUT` to accept each with one key.
+    """
+    from rich.console import Console
+
+    from annotations.suggest import suggest_from_run
+    from annotations.suggestions import write_suggestions
+    from kb_builder.gold import read_questions
+    from kb_builder.store import load_kb
+
+    if not run and not labeler:
+        raise GraceError("give --run RUN (a run folder or responses file) and/or --labeler PROVIDER:MODEL")
+    kb = load_kb(kb_dir)
+    qs = read_questions(questions)
+    console = Console(stderr=True)
+    suggestions = []
+    if run:
+        suggestions, models = suggest_from_run(qs, run, kb.by_id, min_agreement=min_agreement, min_voters=min_models)
+        usable = sum(s.usable for s in suggestions)
+        if len(models) < 3:
+            click.echo(f"warning: only {len(models)} model(s) voted; consensus from 3+ different LLMs is what makes "
+                       "a suggestion worth accepting with one key", err=True)
+        click.echo(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {len(qs)} questions "
+                   f"(rule: >= {min_models} voting models, >= {min_agreement:.0%} of them on one label)")
+    if labeler:
+        from annotations.labeler import suggest_with_labeler
+
+        todo = [q for q, s in zip(qs, suggestions, strict=True) if not s.usable] if suggestions else qs
+        if suggestions and not todo:
+            click.echo("every question has a consensus suggestion; the labeler is not asked")
+        else:
+            labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=concurrency,
+                                            max_attempts=max_attempts, timeout=timeout, prices=prices,
+                                            read_cache=not no_cache, console=console)
+            if labelled is None:  # the dry run printed its estimate
+                return
+            by_id = {s.question_id: s for s in labelled}
+            suggestions = [by_id.get(q.question_id) or s for q, s in zip(qs, suggestions, strict=True)] \
+                if suggestions else labelled
+    elif dry_run:
+        click.echo("--dry-run: a consensus needs no calls")
+    write_suggestions(out, suggestions)
+    flags = Counter(s.flag or "suggested" for s in suggestions)
+    click.echo(f"{len(suggestions)} rows -> {out} ({', '.join(f'{k} {n}' for k, n in flags.most_common())})")
+    click.echo(f"next: grace annotate {kb_dir} --questions {questions} --suggestions {out} --order informative")
+
+
+@annotations.command("audit")
+@click.argument("gold", type=_path)
+@click.option("--kb", "kb_dir", required=True, type=_path, help="The KB the gold set cites.")
+@click.option("--run", "run", required=True, type=_path, help="A run folder or responses file with several models.")
+@click.option("--out", "-o", required=True, type=_path, help="Suspects CSV to write.")
+@click.option("--min-models", default=2, show_default=True, type=click.IntRange(1, None),
+              help="Voting models a rule needs before it flags a label.")
+@click.option("--min-swaps", default=2, show_default=True, type=click.IntRange(1, None),
+              help="Questions each way before two articles count as near-duplicates.")
+@click.option("--limit", default=20, show_default=True, help="Suspects printed (0 = all; the file has all).")
+def audit(gold, kb_dir, run, out, min_models, min_swaps, limit) -> None:
+    """List the gold labels a run's models contradict, most likely wrong first.
+
+    Rules: most models cite one other article; a must_refuse question most models
+    answer from one article; an answerable question every model refuses; two
+    articles the models swap both ways (near-duplicates). Review them with
+    `grace annotate KB --from-gold GOLD --only OUT`.
+    """
+    from annotations.audit import audit_gold
+    from kb_builder.store import load_kb
+
+    kb = load_kb(kb_dir)
+    result = audit_gold(gold, kb, run, out, min_voters=min_models, min_swaps=min_swaps)
+    kinds = Counter(s.kind for s in result.suspects)
+    if len(result.models) < 3:
+        click.echo(f"warning: only {len(result.models)} model(s) voted; a flag is only as good as the models' "
+                   "independence (two retrieval baselines are one opinion): audit a run of 3+ different LLMs", err=True)
+    click.echo(f"{len(result.suspects)} suspect(s) among {result.questions} voted question(s), from "
+               f"{len(result.models)} model(s): " + (", ".join(f"{k} {n}" for k, n in kinds.most_common()) or "none"))
+    for s in result.suspects[: limit or None]:
+        click.echo(f"- {s.question_id} [{s.kind}] gold {s.gold} -> {s.suggested}: {s.reason}")
+    if limit and len(result.suspects) > limit:
+        click.echo(f"... {len(result.suspects) - limit} more in {out}")
+    click.echo(f"suspects -> {out}; review: grace annotate {kb_dir} --from-gold {gold} --only {out}")

@@ -1,10 +1,16 @@
 """The annotation file format: the gold CSV contract plus the labeller's bookkeeping.
 
 Columns are ``GOLD_COLUMNS`` then ``status, annotator, labelled_at, expected_titles,
-original_question``, then any extra columns the questions came with (a ``category``,
-say). Every question is written, labelled or not, so the file *is* the task:
-reopening resumes it, and ``read_gold`` ignores rows whose ``status`` is
-``skipped`` or ``unlabelled``. ``expected_titles`` keeps the cited articles' titles
+original_question, provenance, suggested, suggestion_source``, then any extra columns the
+questions came with (a ``category``, say). Every question is written, labelled or not, so
+the file *is* the task: reopening resumes it, and ``read_gold`` ignores rows whose
+``status`` is ``skipped``, ``unlabelled`` or ``draft``. A ``draft`` row (from ``grace gold
+generate``) carries a proposed label that counts only once a person accepts it.
+
+``provenance`` says where a saved label came from: ``human`` (no suggestion was shown),
+``accepted_suggestion`` or ``changed_suggestion``; ``suggested`` and ``suggestion_source``
+keep what was suggested and by whom, so agreement between the suggester and people can be
+measured later (``grace annotations agree``). ``expected_titles`` keeps the cited articles' titles
 at labelling time, so a later KB rebuild can still say which article was meant.
 Cells that a spreadsheet would run as a formula (a question starting with ``=``,
 ``+``, ``-`` or ``@``) are written with a leading ``'`` and read back without it.
@@ -13,16 +19,17 @@ Cells that a spreadsheet would run as a formula (a question starting with ``=``,
 from __future__ import annotations
 
 import csv
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError, where
-from harness.core.files import spreadsheet_safe, spreadsheet_unsafe
+from harness.core.files import csv_text, spreadsheet_unsafe
 from kb_builder.gold import GOLD_COLUMNS, parse_bool, split_ids
 
-STATUSES = ("labelled", "skipped", "unlabelled")
-BOOK_COLUMNS = ["status", "annotator", "labelled_at", "expected_titles", "original_question"]
+STATUSES = ("labelled", "skipped", "unlabelled", "draft")
+PROVENANCES = ("human", "accepted_suggestion", "changed_suggestion")
+BOOK_COLUMNS = ["status", "annotator", "labelled_at", "expected_titles", "original_question", "provenance", "suggested",
+                "suggestion_source"]
 OUT_COLUMNS = GOLD_COLUMNS + BOOK_COLUMNS
 TITLE_SEP = " | "
 REFUSE = "REFUSE"
@@ -41,6 +48,9 @@ class LabelRecord:
     labelled_at: str = ""
     expected_titles: list[str] = field(default_factory=list)
     original_question: str = ""
+    provenance: str = ""
+    suggested: str = ""  # a label string (``17;18`` or ``REFUSE``), as suggested when the label was saved
+    suggestion_source: str = ""
     line: int = 0
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -49,7 +59,14 @@ class LabelRecord:
         """``REFUSE`` or the cited IDs (sorted, ``;``-joined); ``None`` when not labelled."""
         if self.status != "labelled":
             return None
-        return REFUSE if self.must_refuse else ";".join(sorted(self.expected_citations))
+        return self.proposed
+
+    @property
+    def proposed(self) -> str | None:
+        """The label the row carries, labelled or draft: ``REFUSE``, the sorted IDs, or ``None``."""
+        if self.must_refuse:
+            return REFUSE
+        return ";".join(sorted(self.expected_citations)) or None
 
     def to_row(self) -> dict[str, str]:
         return {
@@ -64,6 +81,9 @@ class LabelRecord:
             "labelled_at": self.labelled_at,
             "expected_titles": TITLE_SEP.join(self.expected_titles),
             "original_question": self.original_question,
+            "provenance": self.provenance,
+            "suggested": self.suggested,
+            "suggestion_source": self.suggestion_source,
             **self.extra,
         }
 
@@ -79,6 +99,9 @@ class LabelRecord:
             "annotator": self.annotator,
             "labelled_at": self.labelled_at,
             "original_question": self.original_question,
+            "provenance": self.provenance,
+            "suggested": self.suggested,
+            "suggestion_source": self.suggestion_source,
             "extra": dict(self.extra),
         }
 
@@ -142,7 +165,7 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
         raise GraceError(f"{where(path, line)}: status must be one of {', '.join(STATUSES)}, got {status!r}")
     if not status:
         status = "labelled" if (must_refuse or cites) else "unlabelled"
-    if status == "labelled" and must_refuse and cites:
+    if status in ("labelled", "draft") and must_refuse and cites:
         raise GraceError(
             f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
             f"{';'.join(cites)}; clear one of the two"
@@ -152,12 +175,15 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
             f"{where(path, line)}: question {qid!r} is marked labelled but has no expected_citations "
             "and must_refuse is false"
         )
+    provenance = row.get("provenance", "").strip().lower()
+    if provenance and provenance not in PROVENANCES:
+        raise GraceError(f"{where(path, line)}: provenance must be one of {', '.join(PROVENANCES)}, got {provenance!r}")
     known = set(OUT_COLUMNS)
     return LabelRecord(
         question_id=qid,
         question=question,
-        expected_citations=cites if status == "labelled" else [],
-        must_refuse=must_refuse if status == "labelled" else False,
+        expected_citations=cites if status in ("labelled", "draft") else [],
+        must_refuse=must_refuse if status in ("labelled", "draft") else False,
         expected_answer=row.get("expected_answer", "").strip(),
         notes=row.get("notes", "").strip(),
         status=status,
@@ -165,6 +191,9 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
         labelled_at=row.get("labelled_at", "").strip(),
         expected_titles=split_titles(row.get("expected_titles", "")),
         original_question=row.get("original_question", "").strip(),
+        provenance=provenance,
+        suggested=row.get("suggested", "").strip(),
+        suggestion_source=row.get("suggestion_source", "").strip(),
         line=line,
         extra={k: v for k, v in row.items() if k not in known},
     )
@@ -190,9 +219,4 @@ def read_labels(path: str | Path) -> tuple[list[LabelRecord], list[str]]:
 
 
 def render_csv(records: list[LabelRecord], extra_columns: list[str]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=OUT_COLUMNS + extra_columns, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for rec in records:
-        writer.writerow({k: spreadsheet_safe(v) for k, v in rec.to_row().items()})
-    return buf.getvalue()
+    return csv_text(OUT_COLUMNS + extra_columns, (rec.to_row() for rec in records))

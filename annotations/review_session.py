@@ -15,7 +15,6 @@ spreadsheet): restarting the app picks the new file up, labels included.
 from __future__ import annotations
 
 import csv
-import io
 import os
 import threading
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from pathlib import Path
 from annotations.single_writer import SingleWriter
 from annotations.state import LabelRejected
 from harness.core.errors import GraceError, where
-from harness.core.files import atomic_write_text, spreadsheet_safe, spreadsheet_unsafe
+from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
 
@@ -173,12 +172,7 @@ class ReviewSession:
             return row.to_json()
 
     def render(self) -> str:
-        buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=self.header, extrasaction="ignore", lineterminator="\n")
-        writer.writeheader()
-        for r in self.rows:
-            writer.writerow({c: spreadsheet_safe(r.values.get(c, "")) for c in self.header})
-        return buf.getvalue()
+        return csv_text(self.header, ({c: r.values.get(c, "") for c in self.header} for r in self.rows))
 
     # -- reading -----------------------------------------------------------------------------------
 

@@ -5,6 +5,11 @@ network. The KB is untrusted text: the API returns it as JSON data and the page
 builds text nodes from it. Bound to 127.0.0.1 the server also checks the ``Host``
 header (a web page cannot reach it through DNS rebinding); bound anywhere else,
 every request must carry the ``?token=`` printed at start-up.
+
+Questions are addressed by their place in the session's walk (all questions, or the
+``--only`` subset, in ``--order``). Each question comes with its suggestion, if any
+(label, support, votes, source, flag, reason, and the suggested articles' titles);
+saving a label needs nothing more from the page: the session decides its provenance.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ class AnnotationApp:
         self.search_retriever = search_retriever or retriever
         self._cache: dict[str, list[Hit]] = {}
         self._cache_lock = threading.Lock()
-        texts = list(dict.fromkeys(r.question for r in session.records))
+        walk = set(session.view_ids())
+        texts = list(dict.fromkeys(r.question for r in session.records if r.question_id in walk))
         if texts:  # one batch: a dense retriever embeds all questions in a few calls, not one per click
             for text, hits in zip(texts, self.retriever.search_many(texts, k), strict=True):
                 self._cache[text] = self._useful(hits)
@@ -79,7 +85,8 @@ class AnnotationApp:
         return {
             "progress": self.session.progress(),
             "statuses": self.session.statuses(),
-            "question_ids": [r.question_id for r in self.session.records],
+            "question_ids": self.session.view_ids(),
+            "review": bool(self.session.audit),  # --only: an audit's list, not the whole file
             "annotator": self.session.annotator,
             "out": str(self.session.out),
             "kb": {"path": str(self.kb.path), "articles": len(self.kb.articles), "kb_hash": m.kb_hash},
@@ -88,17 +95,16 @@ class AnnotationApp:
         }
 
     def question(self, i: int) -> dict:
-        total = len(self.session.records)
-        if not 0 <= i < total:
-            raise LookupError(f"question index {i} out of range (0..{total - 1})")
-        rec = self.session.record(i)
+        rec = self.session.record(i)  # LookupError when out of range
         terms = passages.query_terms(rec.question)
         hits = self._candidates(rec.question)
         shown = {h.id for h in hits}
         return {
             "index": i,
-            "total": total,
+            "total": len(self.session.view_ids()),
             "record": rec.to_json(),
+            "suggestion": self._suggestion(rec.question_id, terms),
+            "audit": list(self.session.audit.get(rec.question_id, [])),
             "candidates": [self._card(h.id, h.score, terms) for h in hits],
             # a current label retrieval missed is still shown, so a review can see and keep it
             "chosen_elsewhere": [
@@ -148,6 +154,16 @@ class AnnotationApp:
         return {"record": rec.to_json(), "progress": self.session.progress()}
 
     # -- helpers -----------------------------------------------------------------------------------
+
+    def _suggestion(self, question_id: str, terms: frozenset[str]) -> dict | None:
+        s = self.session.suggestion(question_id)
+        if s is None:
+            return None
+        return s.to_json() | {
+            "citations": s.citations,
+            "must_refuse": s.must_refuse,
+            "articles": [self._card(c, None, terms) for c in s.citations if c in self.kb.by_id],
+        }
 
     def _candidates(self, text: str) -> list[Hit]:
         with self._cache_lock:

@@ -50,6 +50,8 @@ class GoldStats(BaseModel):
     category_column: str | None = None
     categories: dict[str, int] = Field(default_factory=dict)
     annotators: dict[str, int] = Field(default_factory=dict)
+    draft: int = 0
+    provenance: dict[str, int] = Field(default_factory=dict)  # labelled rows by where the label came from
 
 
 def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) -> GoldStats:
@@ -92,6 +94,8 @@ def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) 
         category_column=column,
         categories=dict(Counter((r.extra.get(column) or "(empty)") for r in records).most_common()) if column else {},
         annotators=dict(Counter(r.annotator or "(unknown)" for r in labelled).most_common()),
+        draft=sum(r.status == "draft" for r in records),
+        provenance=dict(Counter(r.provenance for r in labelled if r.provenance).most_common()),
     )
 
 
@@ -114,7 +118,8 @@ def render(st: GoldStats, limit: int = 20) -> str:
     lines = [
         f"{st.gold}: {st.questions} questions, {st.labelled} labelled "
         f"({st.must_refuse} must_refuse = {_pct(st.must_refuse, st.labelled)}, {st.multi_article} with several articles)"
-        + (f", {st.skipped} skipped" if st.skipped else "") + (f", {st.unlabelled} unlabelled" if st.unlabelled else ""),
+        + (f", {st.skipped} skipped" if st.skipped else "") + (f", {st.unlabelled} unlabelled" if st.unlabelled else "")
+        + (f", {st.draft} drafts not yet accepted" if st.draft else ""),
         f"KB {st.kb}: {st.covered} of {st.articles} articles have a question ({_pct(st.covered, st.articles)})",
         "",
         "questions per article (most asked first):",
@@ -139,6 +144,11 @@ def render(st: GoldStats, limit: int = 20) -> str:
     if st.category_column:
         lines += ["", f"questions by {st.category_column}:"]
         lines += [f"  {n:4d}  {c}" for c, n in st.categories.items()]
+    if st.provenance:
+        lines += ["", "labels by provenance:"] + [f"  {n:4d}  {p}" for p, n in st.provenance.items()]
+        unknown = st.labelled - sum(st.provenance.values())
+        if unknown:
+            lines.append(f"  {unknown:4d}  (not recorded)")
     if len(st.annotators) > 1:
         lines += ["", "labels by annotator:"] + [f"  {n:4d}  {a}" for a, n in st.annotators.items()]
     return "\n".join(lines)

@@ -53,6 +53,7 @@ class ValidationReport(BaseModel):
     labelled: int = 0
     skipped: int = 0
     unlabelled: int = 0
+    drafts: int = 0  # proposed by `grace gold generate`: checked like labels, but not gold yet
     must_refuse: int = 0
     must_refuse_share: float = 0.0
     k: int = 10
@@ -123,8 +124,12 @@ def validate_gold(
     rep.unlabelled = sum(r.status == "unlabelled" for r in records) if has_status else 0
     if rep.skipped or rep.unlabelled:
         warn("not_labelled", f"{rep.skipped} skipped and {rep.unlabelled} unlabelled question(s) are left out of the gold set")
+    drafts = [r for r in records if r.status == "draft"]
+    rep.drafts = len(drafts)
+    if drafts:
+        warn("draft", f"{rep.drafts} draft question(s) are not gold until accepted in grace annotate")
 
-    _check_ids(kb, labelled, gold, old_kb, rep)
+    _check_ids(kb, labelled + drafts, gold, old_kb, rep)
     rep.must_refuse = sum(r.must_refuse for r in labelled)
     rep.must_refuse_share = round(rep.must_refuse / len(labelled), 4) if labelled else 0.0
     lo, hi = REFUSE_SHARE_RANGE
@@ -134,7 +139,7 @@ def validate_gold(
     rep.near_duplicates = near_duplicates(records)
     for a, b, sim in rep.near_duplicates:
         warn("near_duplicate", f"questions {a} and {b} are near-duplicates (similarity {sim:.2f})", qid=a)
-    _check_retrieval(kb, labelled, k, embedder, rep)
+    _check_retrieval(kb, labelled + drafts, k, embedder, rep)
     return rep
 
 
@@ -207,7 +212,8 @@ def _check_retrieval(kb: KB, labelled: list[LabelRecord], k: int, embedder: str 
 def render(rep: ValidationReport, limit: int = 30) -> str:
     lines = [
         f"{rep.gold}: {rep.questions} questions, {rep.labelled} labelled"
-        + (f", {rep.skipped} skipped" if rep.skipped else "") + (f", {rep.unlabelled} unlabelled" if rep.unlabelled else ""),
+        + (f", {rep.skipped} skipped" if rep.skipped else "") + (f", {rep.unlabelled} unlabelled" if rep.unlabelled else "")
+        + (f", {rep.drafts} draft" if rep.drafts else ""),
         f"KB {rep.kb} ({rep.kb_hash})",
         f"must_refuse: {rep.must_refuse} of {rep.labelled} labelled ({rep.must_refuse_share:.1%}; "
         f"expected {REFUSE_SHARE_RANGE[0]:.0%}-{REFUSE_SHARE_RANGE[1]:.0%})",

@@ -2,8 +2,9 @@
 
 Columns: ``question_id, question, expected_answer, expected_citations, must_refuse,
 notes`` (extra columns are kept in ``extra``). ``expected_citations`` holds article
-IDs separated by ``;``. Rows whose optional ``status`` column says ``skipped`` or ``unlabelled`` (a file
-still being labelled in ``grace annotate``) are not gold yet and are left out.
+IDs separated by ``;``. Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
+``draft`` (a file still being labelled in ``grace annotate``, or questions ``grace gold generate``
+proposed that no person has accepted yet) are not gold yet and are left out.
 Every reader of gold files goes through here so a bad row
 gets the same clear message (file, line, what to fix) wherever it is read.
 """
@@ -20,7 +21,7 @@ from harness.core.files import read_text_checked, spreadsheet_unsafe
 
 GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
 REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
-SKIP_STATUSES = {"skipped", "unlabelled", "unlabeled"}
+SKIP_STATUSES = {"skipped", "unlabelled", "unlabeled", "draft"}
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f", ""}
 

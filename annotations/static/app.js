@@ -51,9 +51,13 @@
   function renderProgress() {
     const p = S.state.progress;
     const share = (p.must_refuse_share * 100).toFixed(1);
+    const prov = p.provenance || {};
     $("progress").textContent =
       `${p.labelled} / ${p.total} labelled · must_refuse ${p.must_refuse} (${share}%)` +
-      (p.skipped ? ` · skipped ${p.skipped}` : "");
+      (p.skipped ? ` · skipped ${p.skipped}` : "") +
+      (p.draft ? ` · drafts ${p.draft}` : "") +
+      (S.state.review ? ` · reviewed ${p.reviewed} / ${p.total}` : "") +
+      (p.suggested ? ` · suggestions accepted ${prov.accepted_suggestion || 0}, changed ${prov.changed_suggestion || 0}` : "");
     $("bar-labelled").style.width = `${(100 * p.labelled) / Math.max(1, p.total)}%`;
     $("bar-skipped").style.width = `${(100 * p.skipped) / Math.max(1, p.total)}%`;
   }
@@ -105,8 +109,65 @@
       if (!v) continue;
       extras.append(el("dt", { text: k }), el("dd", { text: v }));
     }
+    renderSuggestion();
+    renderAudit();
     renderLabel();
     renderElsewhere();
+  }
+
+  // ---------------------------------------------------------------- suggestion and audit
+
+  function labelString(cites, mustRefuse) {
+    return mustRefuse ? "REFUSE" : [...new Set(cites)].sort().join(";");
+  }
+
+  function renderSuggestion() {
+    const s = S.q.suggestion;
+    $("suggest-box").hidden = !s;
+    if (!s) return;
+    $("suggest-box").classList.toggle("unusable", !s.usable);
+    const flag = $("s-flag");
+    flag.textContent = s.usable ? (s.flag || "") : `none: ${s.flag || "no label"}`;
+    flag.className = `badge ${s.flag ? "weak" : ""}`;
+    flag.hidden = !flag.textContent;
+    const items = s.must_refuse ? [el("li", { class: "chip refuse-chip", text: "must_refuse" })]
+      : s.citations.map((id) => {
+        const a = (s.articles || []).find((x) => x.id === id);
+        return el("li", { class: "chip" },
+          el("span", { class: "chip-id", text: `#${id}` }), " ",
+          el("span", { text: a ? a.title : "(not in the KB)" }), " ",
+          a ? el("button", { type: "button", class: "chip-view", title: "full text", onclick: () => openViewer(id) }, "full text") : null);
+      });
+    $("s-label").replaceChildren(...(s.usable ? items : []));
+    const meta = [];
+    if (s.support != null) meta.push(`support ${Math.round(s.support * 100)}%`);
+    if (s.voters) meta.push(`${s.voters} voter${s.voters > 1 ? "s" : ""}`);
+    if (s.votes) meta.push(`votes ${s.votes}`);
+    if (s.source) meta.push(s.source);
+    $("s-meta").textContent = meta.join(" · ");
+    $("s-reason").textContent = s.reason || "";
+    $("accept").hidden = !s.usable;
+  }
+
+  function renderAudit() {
+    const rows = S.q.audit || [];
+    $("audit-box").hidden = rows.length === 0;
+    $("audit-list").replaceChildren(...rows.map((a) => el("li", {},
+      el("strong", { text: a.kind || "suspect" }), " ",
+      el("span", { class: "muted", text: `gold ${a.gold || "?"} → ${a.suggested || "?"}` }), " ",
+      el("span", { text: a.reason || "" }),
+      a.check ? el("span", { class: "muted", text: ` (check ${a.check})` }) : null)));
+  }
+
+  function firstTodo() {
+    const f = S.state.progress.first_todo;
+    if (f != null) go(f); else flash(S.state.review ? "every listed question is reviewed" : "no unlabelled question left");
+  }
+
+  function acceptSuggestion() {
+    const s = S.q && S.q.suggestion;
+    if (!s || !s.usable) { flash("no suggestion to accept here"); return undefined; }
+    return save(body("labelled", s.must_refuse ? [] : s.citations.slice(), s.must_refuse), { advance: true });
   }
 
   function renderElsewhere() {
@@ -116,7 +177,7 @@
   }
 
   function titleOf(id) {
-    const all = [...S.q.candidates, ...(S.q.chosen_elsewhere || []), ...S.list];
+    const all = [...S.q.candidates, ...(S.q.chosen_elsewhere || []), ...((S.q.suggestion || {}).articles || []), ...S.list];
     const c = all.find((x) => x.id === id);
     return c ? c.title : "";
   }
@@ -126,8 +187,14 @@
     const badge = $("status-badge");
     let text = r.status;
     if (r.status === "labelled") text = r.must_refuse ? "must_refuse" : `answered by ${r.expected_citations.length} article${r.expected_citations.length > 1 ? "s" : ""}`;
+    if (r.status === "draft") text = "draft: not gold until accepted";
     badge.textContent = text;
-    badge.className = `badge ${r.must_refuse ? "refuse" : r.status}`;
+    badge.className = `badge ${r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
+    const prov = { accepted_suggestion: "accepted suggestion", changed_suggestion: "changed the suggestion" };
+    $("provenance").textContent = r.status === "labelled" ? (prov[r.provenance] || "") : "";
+    const s = S.q.suggestion;
+    const same = s && s.usable && r.status === "labelled" && labelString(r.expected_citations, r.must_refuse) === s.suggested;
+    $("suggest-box").classList.toggle("taken", Boolean(same));
     const chosen = $("chosen");
     chosen.replaceChildren(...r.expected_citations.map((id) =>
       el("li", { class: "chip" },
@@ -162,10 +229,11 @@
     const idx = S.idx;
     const nav = navSeq;  // a move started meanwhile (a click, the address bar) cancels the auto-advance
     const oldText = S.q.record.question;
+    const keeps = payload.status === "labelled" || payload.status === "draft";  // a draft keeps its proposal
     S.q.record = Object.assign({}, S.q.record, {
       status: payload.status,
-      expected_citations: payload.status === "labelled" ? payload.expected_citations.slice() : [],
-      must_refuse: payload.status === "labelled" && payload.must_refuse,
+      expected_citations: keeps ? payload.expected_citations.slice() : [],
+      must_refuse: keeps && payload.must_refuse,
       question: payload.question.trim(),
       expected_answer: payload.expected_answer.trim(),
       notes: payload.notes.trim(),
@@ -230,7 +298,7 @@
 
   function refuse() {
     const r = S.q.record;
-    if (r.must_refuse) return save(body("unlabelled", [], false));
+    if (r.must_refuse && r.status === "labelled") return save(body("unlabelled", [], false));
     return save(body("labelled", [], true), { advance: true });
   }
 
@@ -287,6 +355,8 @@
 
   function card(c, n) {
     const chosen = S.q && S.q.record.expected_citations.includes(c.id);
+    const sug = S.q && S.q.suggestion;
+    const suggested = sug && sug.usable && sug.citations.includes(c.id);
     const title = segmentsInto(el("span", { class: "title" }), c.title_segments);
     const snippet = segmentsInto(el("p", { class: "snippet" }), c.snippet.segments);
     if (c.snippet.cut_before) snippet.prepend("… ");
@@ -295,6 +365,7 @@
     const head = el("div", { class: "card-head" },
       n != null ? el("kbd", { class: "num", text: String(n) }) : null,
       title,
+      suggested ? el("span", { class: "sug-tag", title: "the suggested label (y accepts)", text: "suggested" }) : null,
       el("span", { class: "aid", text: `#${c.id}` }),
       c.score != null ? el("span", { class: "score", title: "retrieval score", text: String(c.score) }) : null);
     const li = el("li", { class: `card${chosen ? " chosen" : ""}`, "data-id": c.id },
@@ -409,8 +480,9 @@
     const actions = {
       j: () => go(S.idx + 1),
       k: () => go(S.idx - 1),
-      u: () => { const f = S.state.progress.first_unlabelled; if (f != null) go(f); else flash("no unlabelled question left"); },
+      u: () => firstTodo(),
       r: () => refuse(),
+      y: () => acceptSuggestion(),
       s: () => openSkip(),
       c: () => clearLabel(),
       e: () => $("qtext").focus(),
@@ -437,11 +509,9 @@
     document.addEventListener("keydown", onKey);
     $("prev").addEventListener("click", () => go(S.idx - 1));
     $("next").addEventListener("click", () => go(S.idx + 1));
-    $("first-unlabelled").addEventListener("click", () => {
-      const f = S.state.progress.first_unlabelled;
-      if (f != null) go(f); else flash("no unlabelled question left");
-    });
+    $("first-unlabelled").addEventListener("click", () => firstTodo());
     $("refuse").addEventListener("click", () => refuse());
+    $("accept").addEventListener("click", () => acceptSuggestion());
     $("skip").addEventListener("click", () => openSkip());
     $("clear").addEventListener("click", () => clearLabel());
     for (const id of ["qtext", "answer", "notes"]) {
@@ -476,7 +546,7 @@
     wire();
     try { await refreshState(); } catch (e) { showError(`cannot reach the grace server: ${e.message}`); return; }
     const fromHash = Number(location.hash.slice(1));
-    const first = S.state.progress.first_unlabelled;
+    const first = S.state.progress.first_todo;
     await go(fromHash ? fromHash - 1 : (first != null ? first : 0));
     document.body.dataset.ready = "1";
   }

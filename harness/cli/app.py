@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gate": ("harness.cli.gate:gate", "Fail (exit 1) when a report misses thresholds; for CI."),
     "annotate": ("annotations.cli:annotate", "Label gold questions in a local web app."),
     "annotations": ("annotations.cli:annotations", "Check, compare and summarise gold labels."),
+    "gold": ("annotations.gold_cli:gold", "Draft a gold set from the KB: generated questions to review."),
     "spotcheck": ("harness.cli.spotcheck:spotcheck", "Fact-check correct-citation answers for hallucination."),
     "cache": ("harness.cli.cache:cache", "Show, check or clear the response cache shared by all runs."),
     "demo": ("harness.cli.demo:demo", "Run the offline demo on the bundled sample benchmark."),

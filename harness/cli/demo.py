@@ -1,8 +1,10 @@
 """``grace demo``: the whole pipeline offline on the bundled sample benchmark.
 
 Build the sample KB from its mixed documents, evaluate retrieval, run the
-offline baselines, score them and write the leaderboard and HTML report, and
-spot-check the hits with the lexical judge. No key, no network.
+offline baselines, score them and write the leaderboard and HTML report,
+spot-check the hits with the lexical judge, and turn the run back on the gold
+set: pre-labels from the models' consensus and an audit of the labels. No key,
+no network.
 """
 
 from __future__ import annotations
@@ -37,13 +39,17 @@ def demo(out: Path, sample: Path) -> None:
     def step(title: str) -> None:
         click.secho(f"\n== {title}", bold=True)
 
-    step(f"1/5 Build the KB from {handbook}")
+    step(f"1/6 Build the KB from {handbook}")
     grace("kb", "build", handbook, "--out", out / "kb")
-    step("2/5 Retrieval quality on the gold set")
+    step("2/6 Retrieval quality on the gold set")
     grace("kb", "eval", out / "kb", "--gold", gold, "-k", "1,3,5", "--show-misses", "5")
-    step("3/5 Run the offline baselines and score them")
+    step("3/6 Run the offline baselines and score them")
     grace("run", "--kb", out / "kb", "--gold", gold, "--model", "baseline:top1", "--model", "baseline:threshold", "--out", out / "run")
-    step("4/5 Spot-check the hits for hallucination (offline lexical judge)")
+    step("4/6 Spot-check the hits for hallucination (offline lexical judge)")
     grace("spotcheck", "run", out / "run", "--kb", out / "kb", "--judge", "baseline:lexical", "--sample", "20")
-    step("5/5 Leaderboard and report")
+    step("5/6 Gold labels from the run: the models' consensus as pre-labels, and the labels they contradict")
+    grace("annotations", "suggest", gold, "--kb", out / "kb", "--run", out / "run", "--out", out / "suggestions.csv")
+    grace("annotations", "audit", gold, "--kb", out / "kb", "--run", out / "run", "--out", out / "suspects.csv",
+          "--limit", "5")
+    step("6/6 Leaderboard and report")
     grace("report", out / "run", "--kb", out / "kb")

@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,16 @@ def read_text_checked(path: Path) -> str:
         raise GraceError(f"{where(path, line_of(nul))}: contains a NUL byte (\\x00); remove it, "
                          "or if the file is UTF-16, save it as UTF-8")
     return text
+
+
+def csv_text(columns: list[str], rows: Iterable[dict[str, Any]]) -> str:
+    """A whole CSV file as text, every cell spreadsheet-safe: the one way grace renders a CSV a person may open."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    return buf.getvalue()

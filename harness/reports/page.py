@@ -19,6 +19,7 @@ from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, r
 from harness.reports.tables import (
     article_table,
     details_table,
+    label_suspects_section,
     leaderboard_table,
     pairwise_table,
     spotcheck_section,
@@ -84,7 +85,9 @@ def _header(inputs: ReportInputs) -> str:
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
         ("leaderboard", "Leaderboard"), ("accuracy", "Accuracy"), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
-        ("failures", "Failures"), ("spotcheck", "Spot-check"), ("significance", "Significance")])
+        ("failures", "Failures"), ("spotcheck", "Spot-check"),
+        *([("labels", "Labels to check")] if (r.get("label_suspects") or {}).get("n") else []),
+        ("significance", "Significance")])
     notes = "".join(f"<p>{escape(n)}</p>" for n in inputs.notes)
     return (f"<header><h1>grace report</h1><p class=\"subtitle\">{escape(subtitle)}</p>"
             f'<dl class="meta">{meta}</dl><nav class="toc">{toc}</nav></header>'
@@ -113,6 +116,7 @@ def render_html(inputs: ReportInputs) -> str:
     no_cost = "Every model with a known cost costs $0 (baselines or local models): no trade-off to plot."
     if len(unknown) == len(order):
         no_cost = "No model has a known cost (set prices in the model config to see this plot)."
+    suspects = label_suspects_section(inputs)
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         _section("accuracy", "Accuracy with 95% confidence intervals",
@@ -132,6 +136,7 @@ def render_html(inputs: ReportInputs) -> str:
                  '<p class="caption">A fixed, seeded sample per model, cycling through the kinds of failure. '
                  "The response is shown exactly as the model wrote it, as plain text.</p>" + failures_section(inputs)),
         _section("spotcheck", "Spot-check: hallucination in correctly cited answers", spotcheck_section(inputs)),
+        *([_section("labels", "Labels to check", suspects)] if suspects else []),
         _section("significance", "Significance",
                  "<p>Models sharing a letter in the <em>Sig.</em> column are not significantly different. Each pair "
                  "of models is compared on the same questions with an exact McNemar test (only the questions exactly "

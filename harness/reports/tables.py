@@ -226,3 +226,29 @@ def spotcheck_section(inputs: ReportInputs) -> str:
                + (f" {escape(str(notes))}" if notes else "") + "</p>")
     return head + (table(headers, rows, {1, 2, 3, 4}) if rows else '<p class="muted">No models checked.</p>') + explain
 
+
+
+def label_suspects_section(inputs: ReportInputs) -> str:
+    """A short list of gold labels most models contradict: a wrong label reads as every model's error."""
+    block = inputs.report.get("label_suspects") or {}
+    top = block.get("top") or []
+    if not top:
+        return ""
+    gold_path = (inputs.report.get("gold") or {}).get("path", "GOLD.csv")
+    kb_path = (inputs.report.get("kb") or {}).get("path", "KB")
+    rows = []
+    for s in top:
+        qids = str(s.get("question_id", ""))
+        question = inputs.questions.get(qids, "") if ";" not in qids else ""
+        rows.append([escape(qids), escape(question or str(s.get("question", ""))), escape(str(s.get("gold", ""))),
+                     escape(str(s.get("suggested", ""))), escape(str(s.get("kind", ""))), escape(str(s.get("reason", "")))])
+    more = block.get("n", len(top)) - len(top)
+    kinds = ", ".join(f"{escape(str(k))} {int(n)}" for k, n in (block.get("by_kind") or {}).items())
+    cmd = (f"grace annotations audit {gold_path} --kb {kb_path} --run {inputs.out_dir} --out suspects.csv && "
+           f"grace annotate {kb_path} --from-gold {gold_path} --only suspects.csv")
+    return ('<p class="caption">Gold labels that most models contradict. A wrong label is read as a model error by '
+            "every row of this report, so check these before trusting small differences. "
+            f"{int(block.get('n', len(top)))} in all ({kinds}).</p>"
+            + table(["Question", "Text", "Gold", "Models say", "Rule", "Why"], rows)
+            + (f'<p class="muted">{more} more.</p>' if more > 0 else "")
+            + f"<p>Review them: <code>{escape(cmd)}</code></p>")

@@ -158,3 +158,4 @@ class Report(BaseModel):
     spotcheck: dict | None = None
     warnings: list[str] = Field(default_factory=list)
     failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked
+    label_suspects: dict | None = None  # gold labels the models contradict (harness.scoring.label_audit)

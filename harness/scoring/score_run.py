@@ -90,6 +90,7 @@ def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: 
         if dropped.size:
             rewrite_without(Path(tmp_name), set(dropped.tolist()))
         report = _build_report(arrays, models, questions, names, seed, bootstrap)
+        report["label_suspects"] = _label_suspects(arrays, models, questions, names, kb_obj)
         report["warnings"] = _warnings(report, len(questions), int(dropped.size), unknown)
         report.update(
             gold=gold_info,
@@ -209,6 +210,28 @@ def _build_report(
     }
 
 
+SUSPECTS_IN_REPORT = 10
+
+
+def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
+                    kb: KB) -> dict[str, Any] | None:
+    """The gold labels the run's models contradict (see label_audit), for the report's "labels to check"."""
+    if len(models) < 2:
+        return None
+    from harness.scoring.label_audit import audit
+    from harness.scoring.votes import collect
+
+    qids = [g.question_id for g in questions]
+    labels = [None if n == NONE else n for n in names]
+    votes = collect((qids[q], models[m], labels[p], None)
+                    for q, m, p in zip(a["q"].tolist(), a["model"].tolist(), a["pred"].tolist(), strict=True))
+    suspects = audit(questions, votes, {x.id: x.title for x in kb.articles})
+    kinds: dict[str, int] = {}
+    for s in suspects:
+        kinds[s.kind] = kinds.get(s.kind, 0) + 1
+    return {"n": len(suspects), "by_kind": kinds, "top": [s.to_json() for s in suspects[:SUSPECTS_IN_REPORT]]}
+
+
 def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str]) -> list[str]:
     out = []
     if unknown:
@@ -223,6 +246,10 @@ def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str])
             out.append(f"{name} answered {m['n_questions']} of {nq} gold questions; its accuracy is over those only")
     for name, f in report["failed_models"].items():
         out.append(f"{name} is not ranked: {f['reason']}")
+    suspects = report.get("label_suspects") or {}
+    if suspects.get("n"):
+        out.append(f"{suspects['n']} gold label(s) are contradicted by most models (a wrong label reads as a model "
+                   "error): list them with 'grace annotations audit GOLD --kb KB --run RUN --out SUSPECTS.csv'")
     failed = [f"{name} {m['error_count']}" for name, m in report["models"].items() if m["error_count"]]
     if failed:
         out.append(f"failed calls scored as misses ({', '.join(failed)}); run the same 'grace run' again to retry them")

@@ -9,13 +9,13 @@ no readable verdict is kept as unjudged, never guessed.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import GraceError
+from harness.core.json_text import json_objects
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
 
@@ -24,7 +24,6 @@ DEFAULT_TEMPLATE = "judge.v1"
 SECTIONS = ("system", "cited", "uncited")
 _SECTION = re.compile(r"^=== (\w+) ===\s*$", re.M)
 _PLACEHOLDER = re.compile(r"\{\{\s*(article_id|article_title|article|supported_segments|segment)\s*\}\}")
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _BARE = re.compile(r'"?supported"?\s*[:=]\s*"?(true|false|yes|no)\b', re.IGNORECASE)
 _TRUE, _FALSE = {"true", "yes", "supported", "1"}, {"false", "no", "unsupported", "not supported", "0"}
 OFFLINE_JUDGES = {"lexical": "harness.spotcheck.lexical_judge:LexicalJudgeProvider"}
@@ -107,31 +106,11 @@ def _as_bool(value: object) -> bool | None:
     return None
 
 
-def _objects(text: str):
-    for m in _FENCE.finditer(text):
-        yield m.group(1).strip()
-    yield text.strip()
-    decoder, start = json.JSONDecoder(), text.find("{")
-    while start != -1:
-        try:
-            yield decoder.raw_decode(text, start)[0]
-        except ValueError:
-            pass
-        start = text.find("{", start + 1)
-
-
 def parse_verdict(text: str | None) -> Verdict:
     """The judge's reply -> a verdict; unreadable replies give ``supported=None`` and say why."""
     if not text or not text.strip():
         return Verdict(None, "", "empty reply")
-    for cand in _objects(text):
-        if isinstance(cand, str):
-            try:
-                cand = json.loads(cand)
-            except ValueError:
-                continue
-        if not isinstance(cand, dict):
-            continue
+    for cand in json_objects(text):
         lower = {str(k).lower(): v for k, v in cand.items()}
         supported = _as_bool(lower.get("supported"))
         if supported is not None:

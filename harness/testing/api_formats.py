@@ -1,4 +1,5 @@
-"""What each fake endpoint says: the scripted :class:`Reply` and the three APIs' JSON bodies.
+"""What each fake endpoint says: the scripted :class:`Reply`, the three APIs' JSON bodies, and
+responders that answer grace's own prompts (the gold labeler's and the question generator's) sensibly.
 
 Kept apart from the HTTP plumbing in ``fake_api`` so the wire formats, which
 follow the vendors' documented responses, can be read (and corrected) alone.
@@ -7,6 +8,7 @@ follow the vendors' documented responses, can be read (and corrected) alone.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import re
 import time
@@ -105,6 +107,81 @@ def cite_first_id(body: dict[str, Any]) -> str:
     if match is None:
         return "I don't have enough information to answer this question."
     return f"According to the article, this is answered there. [ID: {match.group(1)}]"
+
+
+# --- grace's own gold prompts (labeler.v1, generator.v1), answered sensibly and deterministically --------------
+_FILLER = frozenset("""a an the of to in on at by for from with into about as and or but if so is are was were be been
+do does did has have had it its this that these those there here i me my we our you your he she they them who what
+when where why how which can could may might must should would will shall get gets any some much many per not no
+please tell know like someone something work works here applies apply question company employee employees
+staff join""".split())
+_TOPIC_TEMPLATES = ("Could you explain how {t} works for me?", "Who do I talk to about {t}?",
+                    "I have a question on {t}: what applies in my case?", "Quick one about {t}, what should I know?")
+_OFF_TOPIC = ("Can I bring my dog to the office on Fridays?", "Is there a company choir I can join?",
+              "How do I enrol in the employee stock purchase plan?", "What is the dress code for client visits?",
+              "Can I get a standing desk for my home office?", "How do I nominate a colleague for the annual award?",
+              "Does the company pay for a gym membership?", "Can I rent a company car for a weekend trip?")
+
+
+def _stems(text: str) -> set[str]:
+    out = set()
+    for w in re.findall(r"[a-z0-9]+", text.lower()):
+        if w not in _FILLER:
+            out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def label_by_overlap(body: dict[str, Any]) -> str:
+    """A labeler (``labeler.v1`` prompts): the shown article(s) sharing most words with the question; ties give
+    several, and no shared word gives ``none``. Words every shown article has do not count. Other prompts are
+    answered by :func:`cite_first_id`."""
+    text = prompt_text(body)
+    if '"article_ids"' not in text or "\nQuestion:" not in text:
+        return cite_first_id(body)
+    head, _, question = text.rpartition("\nQuestion:")
+    parts = _ID_RE.split(head)
+    articles = {parts[i]: _stems(parts[i + 1]) for i in range(1, len(parts) - 1, 2)}
+    common = set.intersection(*articles.values()) if len(articles) > 1 else set()
+    asked = _stems(question)
+    scores = {aid: len((asked & words) - common) for aid, words in articles.items()}
+    best = max(scores.values(), default=0)
+    ids = sorted(aid for aid, n in scores.items() if n == best) if best else []
+    reason = (f"the question shares {best} word(s) with article(s) {', '.join(ids)}" if ids
+              else "no shown article shares a word with the question")
+    return json.dumps({"reason": reason, "article_ids": ids, "none": not ids})
+
+
+def _first_sentence(text: str) -> str:
+    for line in text.splitlines():
+        for sentence in re.split(r"(?<=[.!?])\s+", line.strip()):
+            if len(sentence.split()) >= 6 and not sentence.startswith(("#", "-", "*", "|")):
+                return sentence.rstrip(".!? ")
+    return text.strip().split("\n")[0][:200]
+
+
+def generate_questions(body: dict[str, Any], *, copy: bool = False) -> str:
+    """A question writer (``generator.v1`` prompts): paraphrases about the article's topic, in other words;
+    with ``copy`` the first question copies the article's first sentence (for the copy filter). Refusal
+    prompts get workplace questions whose words no listed title has. Other prompts (the labeler's) go to
+    :func:`label_by_overlap`, so one server plays both parts of ``grace gold generate``."""
+    text = prompt_text(body)
+    wanted = re.search(r"Write (\d+) different questions", text)
+    if wanted is None or '{"questions"' not in text:
+        return label_by_overlap(body)
+    n = int(wanted.group(1))
+    titles = re.search(r"<titles>\n(.*?)\n</titles>", text, re.S)
+    if titles is not None:
+        taken = _stems(titles.group(1))
+        pool = [q for q in _OFF_TOPIC if not _stems(q) & taken]
+        return json.dumps({"questions": [{"question": q, "topic": " ".join(sorted(_stems(q)))} for q in pool[:n]]})
+    title = re.search(r"Article \[ID: [^\]]+\] (.*)", text)
+    article = re.search(r"<article>\n(.*?)\n</article>", text, re.S)
+    topic = (title.group(1) if title else "this").split(">")[-1].strip().lower()
+    answer = _first_sentence(article.group(1) if article else "")
+    questions = [_TOPIC_TEMPLATES[i % len(_TOPIC_TEMPLATES)].format(t=topic) for i in range(n)]
+    if copy and questions:
+        questions[0] = f"Is it true that {answer[:1].lower() + answer[1:]}?"
+    return json.dumps({"questions": [{"question": q, "answer": answer} for q in questions]})
 
 
 def _words(text: str) -> int:

@@ -1,0 +1,64 @@
+"""``grace gold generate``: draft a gold set from the KB for a person to review (see :mod:`annotations.generate`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+_path = click.Path(path_type=Path)
+
+
+@click.group("gold")
+def gold() -> None:
+    """Draft gold questions from the KB; a person accepts them in `grace annotate`."""
+
+
+@gold.command("generate")
+@click.argument("kb_dir", type=_path)
+@click.option("--model", "-m", required=True, help="PROVIDER:MODEL that writes the questions (openai:..., anthropic:..., google:...).")
+@click.option("--per-article", default=3, show_default=True, type=click.IntRange(1, 20), help="Questions asked for per article.")
+@click.option("--out", "-o", required=True, type=_path, help="Draft CSV to write (status=draft; not gold until accepted).")
+@click.option("--refusals", default=0, show_default=True, type=click.IntRange(0, 200),
+              help="must_refuse questions to ask for: workplace topics no article covers.")
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50),
+              help="Retrieved articles the labeler checks each question against.")
+@click.option("--labeler", help="PROVIDER:MODEL that checks each question against its neighbours [default: --model]; "
+              "baseline:top1 checks offline against the top retrieved article only.")
+@click.option("--template", default=None, help="Generator template: built-in name (generator.v1) or file path.")
+@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
+@click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel calls.")
+@click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per call (429/5xx retried).")
+@click.option("--timeout", type=float, default=None, help="Seconds per call [default: 60].")
+@click.option("--prices", type=_path, default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
+@click.option("--no-cache", is_flag=True, help="Do not read the response cache (answers are still saved in it).")
+@click.option("--seed", type=int, default=0, show_default=True,
+              help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
+def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, concurrency, max_attempts,
+             timeout, prices, no_cache, seed) -> None:
+    """Write N questions per article (and M refusals) with an LLM, check them, and save a draft to review.
+
+    Questions that copy their article's wording are rejected; each other one is
+    checked by the labeler against its top-k retrieved articles: kept citing its
+    source (plus any article that answers it equally), or dropped as ambiguous.
+    Then review the draft (nothing in it is gold until accepted):
+
+    \b
+      grace annotations validate DRAFT.csv --kb KB
+      grace annotate KB --from-gold DRAFT.csv
+    """
+    from rich.console import Console
+
+    from annotations.generate import generate_draft
+    from kb_builder.store import load_kb
+
+    kb = load_kb(kb_dir)
+    result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
+                            dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, timeout=timeout,
+                            prices=prices, read_cache=not no_cache, seed=seed, template=template,
+                            console=Console(stderr=True))
+    if result is None:
+        return
+    kept = len(result.records)
+    click.echo(f"{kept} draft question(s) -> {out}" + ("" if kept else " (nothing kept: see the counts above)"))
+    click.echo(f"next: grace annotations validate {out} --kb {kb_dir}; grace annotate {kb_dir} --from-gold {out}")

@@ -1,0 +1,137 @@
+"""What the models of a run say answers each question: one vote per model.
+
+GRACE turns answers into citations, so a run of several models is also a panel
+of annotators: where most of them cite one article, that article probably
+answers the question. Suggestions (``grace annotations suggest --run``) and the
+gold audit (``grace annotations audit``, the report's "labels to check") both
+start from these votes.
+
+A model's vote is the article it cites (exactly one ID that is in the KB) or
+``REFUSE``; a failed call, no citation or several citations is no vote. With
+repeats, a model votes its most frequent answer, and abstains on a tie, so a
+model asked five times still counts once.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+
+REFUSE = "REFUSE"
+
+
+@dataclass
+class QuestionVotes:
+    question_id: str
+    by_model: dict[str, str] = field(default_factory=dict)  # model -> article ID or REFUSE
+    asked: set[str] = field(default_factory=set)  # models with a row for this question, voting or not
+    top_score: float | None = None  # the best retrieval score the run saw for this question
+
+    @property
+    def counts(self) -> Counter[str]:
+        return Counter(self.by_model.values())
+
+    @property
+    def voters(self) -> int:
+        return len(self.by_model)
+
+    def top(self) -> tuple[str | None, int]:
+        """The most voted label and its votes; ``None`` on a tie for first place."""
+        ranked = self.counts.most_common(2)
+        if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+            return None, ranked[0][1] if ranked else 0
+        return ranked[0]
+
+    def tally(self) -> str:
+        """``17:4 REFUSE:1``: every label's votes, most first, for a CSV cell a person can read."""
+        return " ".join(f"{label}:{n}" for label, n in sorted(self.counts.items(), key=lambda x: (-x[1], x[0])))
+
+
+def row_vote(cited_ids: list[str], refused: bool, kb_ids: Collection[str]) -> str | None:
+    if refused:
+        return REFUSE
+    if len(cited_ids) == 1 and cited_ids[0] in kb_ids:
+        return cited_ids[0]
+    return None
+
+
+def _majority(labels: list[str | None]) -> str | None:
+    ranked = Counter(x for x in labels if x is not None).most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[0][1] == ranked[1][1]):
+        return None
+    return ranked[0][0]
+
+
+def collect(rows: Iterable[tuple[str, str, str | None, float | None]]) -> dict[str, QuestionVotes]:
+    """``(question_id, model, vote, top retrieval score)`` per answer -> votes per question."""
+    per: dict[tuple[str, str], list[str | None]] = {}
+    out: dict[str, QuestionVotes] = {}
+    for qid, model, vote, score in rows:
+        q = out.get(qid) or out.setdefault(qid, QuestionVotes(qid))
+        q.asked.add(model)
+        if score is not None and (q.top_score is None or score > q.top_score):
+            q.top_score = score
+        per.setdefault((qid, model), []).append(vote)
+    for (qid, model), labels in per.items():
+        label = _majority(labels)
+        if label is not None:
+            out[qid].by_model[model] = label
+    return out
+
+
+def votes_from_responses(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[str]) -> dict[str, QuestionVotes]:
+    """Votes from ``responses.jsonl`` rows (the latest per call), reading citations as the scorer does."""
+    from harness.scoring.extraction import extract
+
+    kb_ids = frozenset(kb_ids)
+
+    def each():
+        for r in rows:
+            scores = r.get("retrieval_scores") or []
+            top = float(scores[0]) if scores and isinstance(scores[0], int | float) else None
+            if r.get("error") or not isinstance(r.get("response"), str):
+                yield str(r["question_id"]), str(r["model"]), None, top
+                continue
+            ext = extract(r["response"], kb_ids)
+            yield str(r["question_id"]), str(r["model"]), row_vote(ext.cited_ids, ext.refused, kb_ids), top
+
+    return collect(each())
+
+
+def votes_from_scores(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[str]) -> dict[str, QuestionVotes]:
+    """Votes from ``scores.jsonl`` rows: the citations are already read."""
+    kb_ids = frozenset(kb_ids)
+    return collect((str(r["question_id"]), str(r["model"]),
+                    None if r.get("outcome") == "error" else row_vote(r.get("cited_ids") or [], bool(r.get("refused")), kb_ids),
+                    None) for r in rows)
+
+
+def load_votes(source: str | Path, kb_ids: Collection[str]) -> tuple[dict[str, QuestionVotes], list[str]]:
+    """Votes from a run folder or any responses file, and the models that voted.
+
+    A run folder is read through its owner (:class:`harness.rundir.RunDir`), which
+    keeps the latest row per call, so a retried error never counts twice.
+    """
+    from harness.rundir import RunDir
+    from harness.rundir.responses import latest_rows, read_response_lines
+
+    source = Path(source)
+    if source.is_dir():
+        rows = list(RunDir(source).latest_responses().values())
+        if not rows:
+            raise GraceError(f"{source}: no responses in this run folder; give a folder `grace run` wrote, "
+                             "or a responses .jsonl file")
+    elif source.exists():
+        rows = list(latest_rows(read_response_lines(source)).values())
+        if not rows:
+            raise GraceError(f"{source}: no responses in the file")
+    else:
+        raise GraceError(f"{source}: not found; give a run folder or a responses .jsonl file")
+    votes = votes_from_responses(rows, kb_ids)
+    models = sorted({str(r["model"]) for r in rows})
+    return votes, models
