@@ -1,6 +1,6 @@
 """What ``grace gold generate`` asks the model, and how its answer is read.
 
-The prompt is a versioned template file (``harness/prompts/templates/generator.v1.txt``)
+The prompt is a versioned template file (``annotations/templates/generator.v1.txt``)
 with one section per kind of question: ``article`` (questions one article answers)
 and ``refusals`` (questions no article answers, written from the list of titles).
 Its hash is in the cache key. Answers are JSON lists, schema-enforced where the
@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from annotations.labeler import json_object
 from harness.core.errors import GraceError
-from harness.prompts import TEMPLATES_DIR
 from harness.prompts.template_files import find_template, split_sections, template_sha
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
 DEFAULT_TEMPLATE = "generator.v1"
 KIND = "grace-generator"  # in the cache key: a generator's answer never serves another caller's prompt
@@ -64,7 +66,7 @@ def load_generator_template(spec: str | None = None) -> GeneratorTemplate:
     art, ref = (sections.get(s, "").replace(" ", "") for s in ("article", "refusals"))
     if not all(p in art for p in ("{{n}}", "{{article}}")) or not all(p in ref for p in ("{{m}}", "{{titles}}")):
         raise GraceError(f"generator template {path}: needs '=== article ===' with {{{{n}}}} and {{{{article}}}}, and "
-                         "'=== refusals ===' with {{m}} and {{titles}} (see harness/prompts/templates/generator.v1.txt)")
+                         "'=== refusals ===' with {{m}} and {{titles}} (see annotations/templates/generator.v1.txt)")
     return GeneratorTemplate(path.stem, sections, template_sha(text))
 
 

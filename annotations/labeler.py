@@ -2,7 +2,7 @@
 
 It is one more way to pre-label gold questions (``grace annotations suggest
 --labeler``) and the check on generated questions (``grace gold generate``).
-The prompt is a versioned template file (``harness/prompts/templates/labeler.v1.txt``)
+The prompt is a versioned template file (``annotations/templates/labeler.v1.txt``)
 whose hash is in the cache key; the answer is JSON, schema-enforced where the
 API can (``{"reason": ..., "article_ids": [...], "none": ...}``, reason first
 so a model writing left to right reasons before it decides).
@@ -32,11 +32,12 @@ from annotations.suggest import HasQuestion
 from annotations.suggestions import Suggestion, label_of
 from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
-from harness.prompts import TEMPLATES_DIR
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
 from harness.runner.engine import CallResult
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
 DEFAULT_TEMPLATE = "labeler.v1"
 KIND = "grace-labeler"  # in the cache key: a labeler's answer never serves another caller's prompt
@@ -81,7 +82,7 @@ def load_labeler_template(spec: str | None = None) -> LabelerTemplate:
     both = sections.get("system", "") + sections.get("user", "")
     if "{{question}}" not in both.replace(" ", "") or "{{articles}}" not in both.replace(" ", ""):
         raise GraceError(f"labeler template {path}: needs '=== user ===' (and optionally '=== system ===') with "
-                         "{{question}} and {{articles}} (see harness/prompts/templates/labeler.v1.txt)")
+                         "{{question}} and {{articles}} (see annotations/templates/labeler.v1.txt)")
     return LabelerTemplate(path.stem, sections.get("system", ""), sections.get("user", ""), template_sha(text))
 
 
