@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.call_options import call_options
 from harness.core.errors import GraceError
 
 _path = click.Path(path_type=Path)
@@ -300,11 +301,7 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
               help="Voting models needed before a consensus counts.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Articles the labeler sees.")
 @click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel labeler calls.")
-@click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per labeler call (429/5xx retried).")
-@click.option("--timeout", type=float, default=None, help="Seconds per labeler call.")
-@click.option("--prices", type=_path, default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
-@click.option("--no-cache", is_flag=True, help="Do not read the response cache (answers are still saved in it).")
+@call_options("labeler calls")
 def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, concurrency, max_attempts,
             timeout, prices, no_cache) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.

@@ -17,7 +17,7 @@ from typing import Any
 
 from annotations.labeler import json_object
 from harness.core.errors import GraceError
-from harness.prompts.template_files import find_template, split_sections, template_sha
+from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
@@ -46,10 +46,7 @@ class GeneratorTemplate:
     sha256: str
 
     def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
-        fill = lambda text: _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), text).strip()  # noqa: E731
-        system = self.sections.get("system", "")
-        return ([{"role": "system", "content": fill(system)}] if system.strip() else []) + \
-            [{"role": "user", "content": fill(self.sections[section])}]
+        return chat_messages(self.sections.get("system", ""), self.sections[section], values, _PLACEHOLDER)
 
     def article(self, n: int, art: Any) -> list[dict[str, str]]:
         return self._messages("article", {"n": str(n), "article_id": art.id, "article_title": art.title,

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from harness.cli.call_options import call_options
+
 _path = click.Path(path_type=Path)
 
 
@@ -27,11 +29,7 @@ def gold() -> None:
               "baseline:top1 checks offline against the top retrieved article only.")
 @click.option("--template", default=None, help="Generator template: built-in name (generator.v1) or file path.")
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
-@click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel calls.")
-@click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per call (429/5xx retried).")
-@click.option("--timeout", type=float, default=None, help="Seconds per call [default: 60].")
-@click.option("--prices", type=_path, default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
-@click.option("--no-cache", is_flag=True, help="Do not read the response cache (answers are still saved in it).")
+@call_options("calls")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
 def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, concurrency, max_attempts,

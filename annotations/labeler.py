@@ -32,7 +32,7 @@ from annotations.suggest import HasQuestion
 from annotations.suggestions import Suggestion, label_of
 from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
-from harness.prompts.template_files import find_template, split_sections, template_sha
+from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
 from harness.runner.engine import CallResult
@@ -69,9 +69,7 @@ class LabelerTemplate:
     def render(self, question: str, articles: Sequence[RetrievedArticle]) -> list[dict[str, str]]:
         values = {"question": question,
                   "articles": "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text.strip()}" for a in articles)}
-        fill = lambda text: _PLACEHOLDER.sub(lambda m: values[m.group(1)], text).strip()  # noqa: E731
-        messages = [{"role": "system", "content": fill(self.system)}] if self.system.strip() else []
-        return messages + [{"role": "user", "content": fill(self.user)}]
+        return chat_messages(self.system, self.user, values, _PLACEHOLDER)
 
 
 def load_labeler_template(spec: str | None = None) -> LabelerTemplate:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
 from annotations.single_writer import SingleWriter
-from annotations.suggestions import REFUSE, Suggestion, informative_order, label_of
+from annotations.suggestions import Suggestion, informative_order, label_of, normal_label
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from kb_builder.gold import read_questions, split_ids
@@ -173,7 +173,7 @@ class AnnotationSession:
                 if row.suggested and qid not in found:  # the strongest row (listed first) suggests
                     support = round(row.agree / row.voters, 4) if row.voters and row.agree <= row.voters else None
                     found[qid] = Suggestion(
-                        question_id=qid, question=row.question, suggested=_normal(row.suggested), support=support,
+                        question_id=qid, question=row.question, suggested=normal_label(row.suggested), support=support,
                         source=f"audit:{path}", voters=row.voters, reason=row.reason, line=row.line,
                     )
         for sug in found.values():
@@ -339,11 +339,6 @@ class AnnotationSession:
         self._writer.release()
 
 
-def _normal(label: str) -> str:
-    """A label string as suggestions spell it: ``REFUSE`` or the sorted IDs joined by ``;``."""
-    return REFUSE if label.strip().upper() == REFUSE else label_of(split_ids(label), False)
-
-
 def _carried_suggestions(records: list[LabelRecord], kb: KB) -> dict[str, Suggestion]:
     """What the file itself suggests: a draft's proposed label, else what a saved label was judged against."""
     out: dict[str, Suggestion] = {}
@@ -354,7 +349,7 @@ def _carried_suggestions(records: list[LabelRecord], kb: KB) -> dict[str, Sugges
                 source=r.suggestion_source or "draft", reason="a drafted label: not gold until a person accepts it",
             )
         elif r.suggested:
-            s = Suggestion(question_id=r.question_id, question=r.question, suggested=_normal(r.suggested),
+            s = Suggestion(question_id=r.question_id, question=r.question, suggested=normal_label(r.suggested),
                            source=r.suggestion_source, reason="the suggestion shown when this question was labelled")
             if all(c in kb.by_id for c in s.citations):  # one retired since is dropped, not offered
                 out[r.question_id] = s

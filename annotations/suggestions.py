@@ -81,6 +81,12 @@ def label_of(citations: Iterable[str], must_refuse: bool) -> str:
     return REFUSE if must_refuse else ";".join(sorted(set(citations)))
 
 
+def normal_label(text: str) -> str:
+    """A label as typed (``refuse``, ``18;17``) spelled the one way suggestions compare it: ``REFUSE`` or sorted IDs."""
+    text = text.strip()
+    return REFUSE if text.upper() == REFUSE else label_of(split_ids(text), False)
+
+
 def render(suggestions: Iterable[Suggestion]) -> str:
     return csv_text(COLUMNS, (s.to_row() for s in suggestions))
 
@@ -126,11 +132,7 @@ def read_suggestions(path: str | Path) -> dict[str, Suggestion]:
                 raise GraceError(f"{where(path, n)}: empty question_id")
             if qid in out:
                 raise GraceError(f"{where(path, n)}: question {qid!r} is listed twice (first on line {out[qid].line})")
-            suggested = cells.get("suggested", "")
-            if suggested.upper() == REFUSE:
-                suggested = REFUSE
-            elif suggested:
-                suggested = ";".join(sorted(split_ids(suggested)))
+            suggested = normal_label(cells.get("suggested", ""))
             flag = cells.get("flag", "")
             if flag not in FLAGS:
                 raise GraceError(f"{where(path, n)}: flag must be empty or one of {', '.join(f for f in FLAGS if f)}, "

@@ -37,3 +37,15 @@ def open_page(browser, url: str, ready: str = "body[data-ready='1']"):
     page.goto(url)
     page.wait_for_selector(ready)
     return page, errors
+
+
+def at_question(page, n: int) -> None:
+    """Wait until the annotation page shows question ``n``.
+
+    A locator wait, not wait_for_function: the page's CSP forbids the eval that one needs.
+    """
+    import re
+
+    from playwright.sync_api import expect
+
+    expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))

@@ -6,14 +6,14 @@ import csv
 import json
 import re
 import threading
-from pathlib import Path
 
 import pytest
 
 from annotations.server import AnnotationApp, make_server, url_for
 from annotations.state import AnnotationSession
 from kb_builder.store import load_kb
-from tests.browser import launch, open_page, sync_api_or_skip
+from tests.browser import at_question, launch, open_page, sync_api_or_skip
+from tests.test_annotate_suggestions import rows_by_id
 
 sync_api = sync_api_or_skip()
 expect = sync_api.expect
@@ -72,16 +72,6 @@ def served(tmp_path):
     session.close()
 
 
-def at_question(page, n: int) -> None:
-    # locator waits, not wait_for_function: the page's CSP forbids the eval that one needs
-    expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))
-
-
-def rows(path: Path) -> dict[str, dict[str, str]]:
-    with path.open(newline="") as fh:
-        return {r["question_id"]: r for r in csv.DictReader(fh)}
-
-
 def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     start, gold = served
     url = start()
@@ -125,7 +115,7 @@ def test_label_by_keyboard_and_mouse_then_reload(browser, served):
     expect(page.locator("#progress")).to_have_text("4 / 5 labelled · must_refuse 1 (25.0%) · skipped 1")
 
     # what is on disk
-    r = rows(gold)
+    r = rows_by_id(gold)
     assert (r["q1"]["status"], r["q1"]["expected_citations"], r["q1"]["must_refuse"]) == ("labelled", "1", "false")
     assert r["q2"]["expected_citations"] == "4"
     assert (r["q3"]["must_refuse"], r["q3"]["expected_citations"]) == ("true", "")
@@ -189,7 +179,7 @@ def test_remote_host_works_with_the_token_in_the_url(browser, served):
     page, errors = open_page(browser, url)
     page.keyboard.press("1")  # through the token-carrying API
     at_question(page, 2)
-    assert rows(gold)["q1"]["status"] == "labelled"
+    assert rows_by_id(gold)["q1"]["status"] == "labelled"
     denied = browser.new_page()
     resp = denied.goto(url.split("?")[0])
     assert resp.status == 403
@@ -206,6 +196,6 @@ def test_shift_digits_pick_several_articles_in_a_row(browser, served):
     page.keyboard.press("Shift+Digit2")
     expect(page.locator("#chosen li")).to_have_count(2)
     expect(page.locator("#saved")).to_contain_text(re.compile(r"saved q1: #\d+, #\d+"))
-    assert len(rows(gold)["q1"]["expected_citations"].split(";")) == 2
+    assert len(rows_by_id(gold)["q1"]["expected_citations"].split(";")) == 2
     assert errors == []
     page.close()

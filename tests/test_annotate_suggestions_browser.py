@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import re
 import threading
 from pathlib import Path
@@ -14,20 +13,15 @@ from annotations.server import AnnotationApp, make_server, url_for
 from annotations.state import AnnotationSession
 from annotations.suggestions import Suggestion
 from kb_builder.store import load_kb
-from tests.browser import launch, open_page, sync_api_or_skip
+from tests.browser import at_question, launch, open_page, sync_api_or_skip
+from tests.test_annotate_suggestions import rows_by_id
+from tests.test_annotations_server import make_kb
 
 sync_api = sync_api_or_skip()
 expect = sync_api.expect
 
-ARTICLES = [
-    ("1", "Annual leave", "You earn annual leave every pay period. Carry over up to 240 hours into the next leave year."),
-    ("2", "Sick leave", "Sick leave covers illness, medical appointments and caring for a family member."),
-    ("3", "Laptops and equipment", "Your laptop is shipped to your home address before your first day."),
-    ("4", "Travel approval", "Your supervisor approves conference travel in the travel system before you book."),
-    ("5", "Expense claims", "Submit receipts for expense claims within 30 days of the trip ending."),
-    ("6", "Remote work abroad", "Working remotely from another country needs approval from security and HR."),
-    ("7", "Slack etiquette", "Use threads in Slack channels and set your status when you are away."),
-    ("8", "Security training", "Complete annual security awareness training by the end of October."),
+# the server tests' eight articles, and twelve more so that twenty questions each have their own
+EXTRA_ARTICLES = [
     ("9", "Parental leave", "Parents get 16 weeks of paid parental leave after a birth or adoption."),
     ("10", "Payroll dates", "Salaries are paid on the last working day of each month."),
     ("11", "Health insurance", "Enrol in the health insurance plan within 30 days of joining; dependants can be added."),
@@ -75,15 +69,6 @@ def browser():
         b.close()
 
 
-def make_kb(root: Path) -> Path:
-    kb_dir = root / "kb"
-    kb_dir.mkdir()
-    (kb_dir / "articles.jsonl").write_text(
-        "".join(json.dumps({"id": i, "title": t, "text": x, "heading_path": ["Handbook"]}) + "\n" for i, t, x in ARTICLES)
-    )
-    return kb_dir
-
-
 def suggestion(qid: str, label: str, reason: str = "3 of 3 models agree") -> Suggestion:
     return Suggestion(qid, suggested=label, support=1.0, source="run:panel", votes=f"{label}:3", voters=3, reason=reason)
 
@@ -91,7 +76,7 @@ def suggestion(qid: str, label: str, reason: str = "3 of 3 models agree") -> Sug
 @pytest.fixture
 def serve(tmp_path):
     """start(suggestions, from_gold=None, only=None) -> (url, gold path); servers and sessions closed after."""
-    kb = load_kb(make_kb(tmp_path))
+    kb = load_kb(make_kb(tmp_path, EXTRA_ARTICLES))
     q = tmp_path / "q.csv"
     with q.open("w", newline="") as fh:
         csv.writer(fh).writerows([("question_id", "question"), *[(i, t) for i, t, _ in QUESTIONS]])
@@ -135,15 +120,6 @@ class Keys:
         self.count += len(text)
 
 
-def at_question(page, n: int) -> None:
-    expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))
-
-
-def rows(path: Path) -> dict[str, dict[str, str]]:
-    with path.open(newline="") as fh:
-        return {r["question_id"]: r for r in csv.DictReader(fh)}
-
-
 def test_twenty_correct_suggestions_take_one_key_each(browser, serve):
     url, gold = serve({qid: suggestion(qid, lab) for qid, _, lab in QUESTIONS})
     page, errors = open_page(browser, url)
@@ -160,7 +136,7 @@ def test_twenty_correct_suggestions_take_one_key_each(browser, serve):
     expect(page.locator("#progress")).to_contain_text("20 / 20 labelled")
     expect(page.locator("#provenance")).to_have_text("accepted suggestion")
     assert keys.count == 20 <= 25
-    saved = rows(gold)
+    saved = rows_by_id(gold)
     assert {r["provenance"] for r in saved.values()} == {"accepted_suggestion"}
     assert {q: (r["expected_citations"] if r["must_refuse"] == "false" else "REFUSE") for q, r in saved.items()} == {
         q: ";".join(sorted(lab.split(";"))) if lab != "REFUSE" else lab for q, _, lab in QUESTIONS}
@@ -199,7 +175,7 @@ def test_the_same_twenty_without_suggestions_need_more_keys(browser, serve):
         if len(ids) > 1:
             keys.press("j")  # adding articles does not advance
     expect(page.locator("#progress")).to_contain_text("20 / 20 labelled")
-    saved = rows(gold)
+    saved = rows_by_id(gold)
     assert {r["provenance"] for r in saved.values()} == {"human"}
     assert all(r["suggested"] == "" for r in saved.values())
     print(f"\n20 questions without suggestions: {keys.count} key presses (with suggestions: 20)")
@@ -226,12 +202,12 @@ def test_an_overridden_suggestion_records_changed_and_reasons_stay_text(browser,
     page.keyboard.press("k")
     at_question(page, 4)
     expect(page.locator("#provenance")).to_have_text("changed the suggestion")
-    r = rows(gold)
+    r = rows_by_id(gold)
     assert (r["q4"]["expected_citations"], r["q4"]["provenance"], r["q4"]["suggested"]) == ("4", "changed_suggestion", "5")
     assert r["q5"]["status"] == "unlabelled"
     page.keyboard.press("y")  # accepting after all: the server re-decides
     at_question(page, 5)
-    assert rows(gold)["q4"]["provenance"] == "accepted_suggestion"
+    assert rows_by_id(gold)["q4"]["provenance"] == "accepted_suggestion"
     assert errors == []
     page.close()
 
@@ -264,7 +240,7 @@ def test_review_of_suspects_shows_gold_beside_the_suggestion_and_drafts_accept_w
     assert page.locator("#s-meta").text_content().endswith("generated:fake:m")
     page.keyboard.press("y")
     expect(page.locator("#progress")).to_contain_text("reviewed 2 / 2")
-    r = rows(out)
+    r = rows_by_id(out)
     assert list(r) == ["q1", "q4", "q9"] and r["q1"]["expected_citations"] == "1"
     assert (r["q4"]["expected_citations"], r["q4"]["provenance"]) == ("4", "accepted_suggestion")
     assert (r["q9"]["status"], r["q9"]["provenance"], r["q9"]["suggestion_source"]) == (

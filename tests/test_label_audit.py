@@ -195,3 +195,17 @@ def test_suggest_and_audit_errors_are_clear(sample, tmp_path):
 
     with pytest.raises(GraceError, match=r"bad.csv:2: agree must be a whole number"):
         read_suspects(tmp_path / "bad.csv")
+
+
+def test_the_scorers_numpy_votes_equal_the_plain_rule():
+    import random
+
+    from harness.scoring.votes import votes_from_codes
+
+    rng = random.Random(1)
+    qids, models, labels = [f"q{i}" for i in range(30)], ["a", "b", "c"], ["1", "2", "REFUSE", None]
+    for _ in range(100):
+        rows = [(rng.randrange(30), rng.randrange(3), rng.randrange(4)) for _ in range(rng.randrange(1, 300))]
+        plain = collect((qids[qi], models[mi], labels[p], None) for qi, mi, p in rows)
+        fast = votes_from_codes(*zip(*rows, strict=True), qids, models, labels)
+        assert {k: (v.by_model, v.asked) for k, v in fast.items()} == {k: (v.by_model, v.asked) for k, v in plain.items()}

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from annotations.labeler import parse_label, suggest_with_labeler
 from annotations.suggestions import read_suggestions
-from harness.testing import FakeAPIServer, Reply, label_by_overlap, prompt_text
+from harness.testing import Reply, label_by_overlap, prompt_text
 from kb_builder.gold import Question
 from kb_builder.store import load_kb
 from tests.conftest import run_grace, write
@@ -40,11 +40,9 @@ def kb(tmp_path):
 
 
 @pytest.fixture()
-def srv(monkeypatch):
-    with FakeAPIServer(responder=label_by_overlap) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "x")
-        yield server
+def srv(openai_server):
+    openai_server.responder = label_by_overlap
+    return openai_server
 
 
 def label(kb, model=MODEL, **kwargs):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from harness.cli.call_options import call_options
 from harness.core.errors import GraceError
 from harness.rundir import RunDir
 
@@ -44,23 +45,13 @@ def _pct(x, ci=None) -> str:
     return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
 
 
-_judge_options = [
-    click.option("--judge", "judge_spec", required=True,
-                 help="Judge model PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., google:...), or baseline:lexical offline."),
-    click.option("--template", default=None, help="Judge prompt template: built-in name (judge.v1) or file path."),
-    click.option("--concurrency", type=int, default=8, show_default=True, help="Parallel judge calls."),
-    click.option("--max-attempts", type=int, default=6, show_default=True, help="Attempts per judge call (retries on 429/5xx)."),
-    click.option("--timeout", type=float, default=None, help="Seconds per judge call [default: 60]."),
-    click.option("--no-cache", is_flag=True, help="Do not read the response cache (verdicts are still recorded in it; "
-                 "judgements already in RUN/spotcheck/ are reused)."),
-    click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens."),
-]
-
-
 def judge_options(fn):
-    for opt in reversed(_judge_options):
-        fn = opt(fn)
-    return fn
+    fn = call_options("judge calls", "Do not read the response cache (verdicts are still recorded in it; "
+                      "judgements already in RUN/spotcheck/ are reused).")(fn)
+    fn = click.option("--template", default=None, help="Judge prompt template: built-in name (judge.v1) or file path.")(fn)
+    return click.option("--judge", "judge_spec", required=True,
+                        help="Judge model PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., google:...), or "
+                        "baseline:lexical offline.")(fn)
 
 
 @click.group()

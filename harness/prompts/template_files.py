@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.core.errors import GraceError
@@ -34,3 +35,15 @@ def find_template(spec: str, directory: Path, what: str, aliases: dict[str, str]
         names = ", ".join(sorted(p.stem for p in directory.glob("*.txt")))
         raise GraceError(f"{what} {spec!r} not found (built-in: {names}; or give a file path)")
     return builtin
+
+
+def chat_messages(system: str, user: str, values: Mapping[str, str], placeholder: re.Pattern[str]) -> list[dict[str, str]]:
+    """The system message (left out when the template has none) and the user message, placeholders filled.
+
+    ``placeholder`` names the template's own ``{{name}}`` fields, so any other
+    double-brace text in a template stays as written.
+    """
+    def fill(text: str) -> str:
+        return placeholder.sub(lambda m: values.get(m.group(1), ""), text).strip()
+
+    return ([{"role": "system", "content": fill(system)}] if system.strip() else []) + [{"role": "user", "content": fill(user)}]

@@ -219,12 +219,10 @@ def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list
     if len(models) < 2:
         return None
     from harness.scoring.label_audit import audit
-    from harness.scoring.votes import collect
+    from harness.scoring.votes import votes_from_codes
 
-    qids = [g.question_id for g in questions]
-    labels = [None if n == NONE else n for n in names]
-    votes = collect((qids[q], models[m], labels[p], None)
-                    for q, m, p in zip(a["q"].tolist(), a["model"].tolist(), a["pred"].tolist(), strict=True))
+    votes = votes_from_codes(a["q"], a["model"], a["pred"], [g.question_id for g in questions], models,
+                             [None if n == NONE else n for n in names])
     suspects = audit(questions, votes, {x.id: x.title for x in kb.articles})
     kinds: dict[str, int] = {}
     for s in suspects:

@@ -15,7 +15,7 @@ model asked five times still counts once.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,6 +81,42 @@ def collect(rows: Iterable[tuple[str, str, str | None, float | None]]) -> dict[s
         label = _majority(labels)
         if label is not None:
             out[qid].by_model[model] = label
+    return out
+
+
+def votes_from_codes(q: Any, m: Any, pred: Any, qids: Sequence[str], models: Sequence[str],
+                     labels: Sequence[str | None]) -> dict[str, QuestionVotes]:
+    """:func:`collect` over the scorer's integer columns, in numpy: a million rows are not a million tuples.
+
+    ``q``, ``m`` and ``pred`` index ``qids``, ``models`` and ``labels`` (a ``None``
+    label is no vote). Same rule as :func:`collect`: one vote per model, its most
+    frequent label over repeats, none on a tie.
+    """
+    import numpy as np
+
+    q, m, pred = (np.asarray(x, dtype=np.int64) for x in (q, m, pred))
+    n_models, n_labels = max(1, len(models)), max(1, len(labels))
+    out: dict[str, QuestionVotes] = {}
+    asked = np.unique(q * n_models + m)
+    for key in asked.tolist():
+        qid = qids[key // n_models]
+        (out.get(qid) or out.setdefault(qid, QuestionVotes(qid))).asked.add(models[key % n_models])
+    voting = np.array([lab is not None for lab in labels], dtype=bool)[pred]
+    if not voting.any():
+        return out
+    pairs, counts = np.unique((q[voting] * n_models + m[voting]) * n_labels + pred[voting], return_counts=True)
+    keys, codes = pairs // n_labels, pairs % n_labels
+    order = np.lexsort((-counts, keys))  # by (question, model), most frequent label first
+    keys, codes, counts = keys[order], codes[order], counts[order]
+    first = np.ones(keys.size, dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    tie = np.zeros(keys.size, dtype=bool)
+    starts = np.flatnonzero(first)
+    has_second = starts + 1 < keys.size
+    second = starts[has_second] + 1
+    tie[starts[has_second]] = (keys[second] == keys[starts[has_second]]) & (counts[second] == counts[starts[has_second]])
+    for key, code in zip(keys[starts[~tie[starts]]].tolist(), codes[starts[~tie[starts]]].tolist(), strict=True):
+        out[qids[key // n_models]].by_model[models[key % n_models]] = labels[code]
     return out
 
 

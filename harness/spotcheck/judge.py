@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.prompts.template_files import find_template, split_sections, template_sha
+from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
@@ -51,9 +51,7 @@ class JudgeTemplate:
     sha256: str
 
     def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
-        fill = lambda text: _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), text).strip()  # noqa: E731
-        messages = [{"role": "system", "content": fill(self.sections["system"])}] if self.sections.get("system", "").strip() else []
-        return messages + [{"role": "user", "content": fill(self.sections[section])}]
+        return chat_messages(self.sections.get("system", ""), self.sections[section], values, _PLACEHOLDER)
 
     def cited(self, claim: str, articles: Sequence[SourceArticle]) -> list[dict[str, str]]:
         """Pass 1: a cited segment against its own cited article(s)."""
