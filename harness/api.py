@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.providers.base import ModelSpec
+from harness.providers.base import DEFAULT_MAX_TOKENS, ModelSpec
 from harness.rundir import RunDir, RunInfo
 
 log = logging.getLogger("grace")
@@ -188,7 +188,7 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
         raise GraceError(f"model(s) named twice: {', '.join(sorted(dupes))}; give each a distinct name in the config")
     price_table = load_prices(Path(prices) if prices else None)
     temperature = temperature if temperature is not None else run_cfg.get("temperature")
-    max_tokens = max_tokens if max_tokens is not None else run_cfg.get("max_tokens")
+    max_tokens = max_tokens if max_tokens is not None else run_cfg.get("max_tokens", DEFAULT_MAX_TOKENS)
     timeout = timeout if timeout is not None else run_cfg.get("timeout")
     for s in specs:
         if temperature is not None:
@@ -196,7 +196,7 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
         if max_tokens is not None:
             s.params.setdefault("max_tokens", max_tokens)
         s.rpm, s.tpm = s.rpm or rpm or run_cfg.get("rpm"), s.tpm or tpm or run_cfg.get("tpm")
-        if timeout and s.timeout_s == ModelSpec.timeout_s:
+        if timeout and s.timeout_s is None:
             s.timeout_s = float(timeout)
         if s.price_input_per_mtok is None and s.model in price_table:
             s.price_input_per_mtok, s.price_output_per_mtok = price_table[s.model]
@@ -313,7 +313,13 @@ def run(
             info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")
             info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
                                          "errors": p.stats.errors, "not_tried": p.stats.not_tried,
+                                         "retries": p.stats.retries, "timeouts": p.stats.timeouts,
+                                         "in_flight_limit": p.stats.in_flight_limit,
                                          "stopped": p.stats.aborted} for p in plans}
+            before = {e.get("name"): e for e in (previous.models if previous else [])}
+            for entry, p in zip(info.models, plans, strict=False):
+                kept = {k: v for k, v in before.get(entry["name"], {}).items() if k.startswith("json_mode")}
+                entry.update(p.provider.learned() or kept)
             describe_rows(folder, info, previous, questions)
             folder.write_run_info(info)
         if interrupted:

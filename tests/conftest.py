@@ -18,6 +18,9 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("GRACE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    from harness.providers import openai_chat
+
+    openai_chat.forget_json_modes()  # a fake server's port can be reused by the next test's server
 
 
 @pytest.fixture(autouse=True)

@@ -92,13 +92,13 @@ def test_failed_calls_become_error_rows_and_are_retried_next_run(bench, monkeypa
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "x")
         for _ in range(12):
-            srv.enqueue(Reply.error(400, "bad things"))
+            srv.enqueue(Reply.error(503, "busy"))
         args = ["run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m", "--out", bench / "run",
-                "--no-score", "--concurrency", "1"]
+                "--no-score", "--concurrency", "1", "--max-attempts", "1"]
         code, out = run_grace(*args)
         assert code == 0, out
         rows = responses(bench / "run")
-        assert len(rows) == 12 and all(r["error"]["kind"] == "bad_request" and r["response"] is None for r in rows)
+        assert len(rows) == 12 and all(r["error"]["kind"] == "server" and r["response"] is None for r in rows)
         assert "12 call(s) failed" in out
         code, out = run_grace(*args)
         assert code == 0 and "12 failed call(s) to retry" in out

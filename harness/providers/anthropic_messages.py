@@ -22,12 +22,20 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.providers import http_errors
-from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+from harness.providers.base import (
+    DEFAULT_MAX_TOKENS,
+    Completion,
+    ModelSpec,
+    Provider,
+    ProviderError,
+    Request,
+    missing_key,
+    require_sdk,
+)
 from harness.providers.sdk_params import split_for_sdk
 
 KEY_ENVS = ["ANTHROPIC_API_KEY"]
 JSON_MODES = ("structured", "prefill", "prompt")
-DEFAULT_MAX_TOKENS = 1024  # the Messages API requires max_tokens
 # Chat-completions names for the same knobs, so one leaderboard config can drive every provider.
 _RENAMES = {"stop": "stop_sequences"}
 # Accepted by other providers, rejected by the Messages API with a 400 ("extra inputs are not permitted").
@@ -57,7 +65,7 @@ class AnthropicProvider(Provider):
             kwargs: dict[str, Any] = {
                 "api_key": self.spec.resolve_key(KEY_ENVS),
                 "max_retries": 0,  # the runner retries, honouring Retry-After
-                "timeout": self.spec.timeout_s,
+                "timeout": self.timeout_s,
             }
             if self.spec.base_url:  # else the SDK reads ANTHROPIC_BASE_URL itself
                 kwargs["base_url"] = self.spec.base_url
@@ -107,7 +115,7 @@ class AnthropicProvider(Provider):
                 exc.status_code, getattr(exc, "api_message", None) or exc.message, headers=exc.response.headers, body=exc.body
             ) from exc
         except anthropic.APITimeoutError as exc:
-            raise ProviderError("timeout", f"request timed out after {self.spec.timeout_s}s", retryable=True) from exc
+            raise ProviderError("timeout", f"request timed out after {self.timeout_s}s", retryable=True) from exc
         except anthropic.APIConnectionError as exc:
             raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
         except (anthropic.APIResponseValidationError, json.JSONDecodeError) as exc:

@@ -10,14 +10,24 @@ by the runner, honouring ``Retry-After``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from harness.core.errors import GraceError
 
 OutputMode = Literal["inline", "json"]
+DEFAULT_TIMEOUT_S = 60.0
+# Output tokens per call unless a model or run says otherwise: a grounded answer with one citation needs a
+# few hundred, and without a cap one rambling answer (8,000 tokens, 10 minutes on a small local server)
+# stalls a single-slot server. Recorded in every row's params; raise it for reasoning models.
+DEFAULT_MAX_TOKENS = 1024
+# A self-hosted server on a laptop or a small GPU answers one long prompt in tens of seconds and queues the
+# rest; 60 s would time requests out while they wait their turn, and each retry joins the back of the queue.
+LOCAL_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -36,7 +46,7 @@ class ModelSpec:
     concurrency: int | None = None
     rpm: float | None = None
     tpm: float | None = None
-    timeout_s: float = 60.0
+    timeout_s: float | None = None  # None: 60 s, or 600 s for a server on this machine or network
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific (e.g. baseline threshold)
 
     def __post_init__(self) -> None:
@@ -94,9 +104,27 @@ class Completion:
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
+    json_mode: str | None = None  # how JSON was asked for, when the server made us fall back from a schema
 
 
-ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request", "other"]
+ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",
+                    "invalid_request", "context_length", "unknown_model", "other"]
+# Failures that will repeat on every call of a model, whatever the question: stop the model at once.
+MODEL_FATAL = frozenset({"auth", "unknown_model"})
+
+
+def is_local_url(url: str | None) -> bool:
+    """A server on this machine or a private network: self-hosted, so slow and queueing rather than broken."""
+    if not url:
+        return False
+    host = (urlsplit(url if "//" in url else f"//{url}").hostname or "").lower()
+    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost", ".internal", ".lan")):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_unspecified or ip.is_link_local
 
 
 class ProviderError(Exception):
@@ -135,6 +163,22 @@ class Provider(ABC):
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
+
+    def learned(self) -> dict[str, Any]:
+        """What the run taught us about the endpoint (e.g. the JSON mode it fell back to, and why);
+        recorded with the model in run.json and shown in the report."""
+        return {}
+
+    @property
+    def timeout_s(self) -> float:
+        """Seconds per call: the spec's, else 60, or 600 for a self-hosted server (see LOCAL_TIMEOUT_S)."""
+        if self.spec.timeout_s is not None:
+            return float(self.spec.timeout_s)
+        return LOCAL_TIMEOUT_S if is_local_url(type(self).endpoint(self.spec)) else DEFAULT_TIMEOUT_S
+
+    async def parallel_slots(self) -> int | None:
+        """How many requests the server works on at once, where it says so (llama.cpp ``/props``); else None."""
+        return None
 
     def check_ready(self) -> None:  # noqa: B027 (an optional hook)
         """Raise ``GraceError`` (missing SDK, missing key) before any call is made."""

@@ -50,7 +50,7 @@ class GoogleProvider(Provider):
             genai = _sdk()
             types = require_sdk("google.genai.types", "google-genai", "google")
             http_options = types.HttpOptions(
-                timeout=int(self.spec.timeout_s * 1000),
+                timeout=int(self.timeout_s * 1000),
                 retry_options=types.HttpRetryOptions(attempts=1),
             )
             if self.spec.base_url:

@@ -1,10 +1,13 @@
-"""One place that turns an HTTP failure into a :class:`ProviderError`.
+"""One place that turns an HTTP failure into a :class:`ProviderError`, transient or permanent.
 
 The three SDKs raise different exception classes for the same HTTP facts (a
 status code, a ``Retry-After`` header, a body that does not parse). Each
 provider unpacks its SDK's exception into those facts and hands them here, so a
 429 means the same thing — and is retried after the same delay — whichever API
-produced it.
+produced it. A failure is permanent when retrying cannot help: a 4xx, or any
+status whose body says the request is invalid, too long for the context, or
+names a model the server does not have; those fail the call at once with the
+server's own message instead of six times.
 """
 
 from __future__ import annotations
@@ -95,6 +98,52 @@ def error_code(body: Any) -> str | None:
     return None
 
 
+# What a server says when the request itself is wrong: it will fail the same way on every attempt, so it is
+# never retried, whatever the status (llama.cpp's Python server answers a rejected field with HTTP 500).
+_CONTEXT_LENGTH = re.compile(
+    r"context[ _-]?length|context[ _-]?window|maximum context|n_ctx|exceeds? (?:the )?(?:model'?s? )?(?:maximum|max|context)"
+    r"|too many tokens|prompt is too long|input is too long|too long for (?:the )?(?:model|context)|max_model_len",
+    re.IGNORECASE,
+)
+_UNKNOWN_MODEL = re.compile(
+    r"model[_ ]not[_ ]found|unknown model|no such model|model\b[^.\n]{0,80}\b(?:not found|does not exist|is not available"
+    r"|not supported|isn't available|doesn't exist)|(?:not found|does not exist)[^.\n]{0,40}\bmodel\b",
+    re.IGNORECASE,
+)
+_VALIDATION = re.compile(
+    r"validation error|validationerror|input should be|extra (?:inputs|fields) (?:are )?not permitted|field required"
+    r"|unprocessable|invalid[_ ]request|invalid (?:value|type|parameter|argument|schema)|unrecognized (?:request )?argument"
+    r"|unexpected keyword|(?:is|are) not supported|unsupported (?:parameter|value|field|response_format|type)"
+    r"|must be one of|not a valid",
+    re.IGNORECASE,
+)
+
+
+def _body_text(body: Any) -> str:
+    if body is None:
+        return ""
+    if isinstance(body, bytes):
+        return body.decode("utf-8", "replace")
+    if isinstance(body, str):
+        return body
+    try:
+        return json.dumps(body, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(body)
+
+
+def permanent_kind(status: int, text: str) -> str | None:
+    """``context_length``, ``unknown_model`` or ``invalid_request`` when the server's words say the request
+    itself cannot succeed; None when nothing in them does (a bare 500 is taken as transient)."""
+    if _CONTEXT_LENGTH.search(text):
+        return "context_length"
+    if (status in (400, 404, 422) or status >= 500) and _UNKNOWN_MODEL.search(text):
+        return "unknown_model"
+    if _VALIDATION.search(text):
+        return "invalid_request"
+    return None
+
+
 def from_status(
     status: int,
     message: str,
@@ -114,10 +163,16 @@ def from_status(
         return ProviderError("rate_limit", text, retryable=True, retry_after=retry_after, status=status)
     if status == 408:
         return ProviderError("timeout", text, retryable=True, retry_after=retry_after, status=status)
-    if status >= 500:  # includes Anthropic's 529 "overloaded"
-        return ProviderError("server", text, retryable=True, retry_after=retry_after, status=status)
     if status in (401, 403):
         return ProviderError("auth", text, retryable=False, status=status)
+    said = f"{message} {_body_text(body)}"
+    permanent = permanent_kind(status, said) if status >= 400 and status not in (502, 503, 504, 529) else None
+    if permanent == "invalid_request" and status < 500:
+        permanent = "bad_request"  # every other 4xx is one already
+    if permanent is not None:
+        return ProviderError(permanent, text, retryable=False, status=status)  # type: ignore[arg-type]
+    if status >= 500:  # includes Anthropic's 529 "overloaded"
+        return ProviderError("server", text, retryable=True, retry_after=retry_after, status=status)
     if 400 <= status < 500:
         return ProviderError("bad_request", text, retryable=False, status=status)
     return ProviderError("other", text, retryable=False, status=status)

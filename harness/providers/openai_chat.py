@@ -1,13 +1,23 @@
-"""OpenAI Chat Completions, and every server that speaks it (vLLM, Ollama, LM Studio...).
+"""OpenAI Chat Completions, and every server that speaks it (vLLM, Ollama, LM Studio, llama.cpp, TGI...).
 
 The SDK reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` itself; we only pass a
 base URL when the model spec names one, so the environment keeps working
 exactly as the SDK documents. The key is resolved here too, so a missing key
 fails in :meth:`check_ready`, before any question is sent.
+
+JSON mode (``options.json_mode``): ``auto`` (the default) asks for the answer's
+JSON schema (``response_format`` ``json_schema``); servers that reject that
+(llama.cpp's Python server accepts only ``text`` and ``json_object``) get
+``json_object``, and servers that reject both get the prompt's own instructions
+only. The answer is parsed the same way whichever was used. The first rejection
+decides for the endpoint and model, once per process: the other calls wait for
+that first one instead of each being rejected. ``json_schema``,
+``json_object`` and ``prompt`` force a mode.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -19,13 +29,49 @@ from harness.providers.base import Completion, ModelSpec, Provider, ProviderErro
 from harness.providers.sdk_params import split_for_sdk
 
 KEY_ENVS = ["OPENAI_API_KEY"]
-JSON_MODES = ("json_schema", "json_object", "none")
+JSON_MODES = ("auto", "json_schema", "json_object", "prompt", "none")  # none: the old name of prompt
+_FALLBACK = ("json_schema", "json_object", "prompt")
+_FORMAT_WORDS = re.compile(r"response_format|json_schema|json_object|schema|grammar|\bjson\b", re.IGNORECASE)
+# (endpoint, model) -> (mode, why); shared by every provider object of the process, so the spot-check judge
+# and the answering model learn it once
+_DECIDED: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def forget_json_modes() -> None:
+    """Forget what endpoints taught this process (tests reuse ports)."""
+    _DECIDED.clear()
+
+
+def _rejects_format(exc: ProviderError) -> bool:
+    """A permanent error that names the response format: the server does not support it, nothing else is wrong."""
+    return exc.kind in ("invalid_request", "bad_request") and bool(_FORMAT_WORDS.search(exc.message))
 
 
 def _schema_name(schema: dict[str, Any]) -> str:
     """The API wants ``^[a-zA-Z0-9_-]{1,64}$`` as the schema's name."""
     raw = str(schema.get("title") or "answer")
     return (re.sub(r"[^a-zA-Z0-9_-]+", "_", raw).strip("_") or "answer")[:64]
+
+
+def _get_json(url: str, key: str) -> Any:
+    import urllib.request
+
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}", "Accept": "application/json"})
+    with urllib.request.urlopen(request, timeout=3) as resp:  # noqa: S310 - the user's own endpoint
+        return json.loads(resp.read(1_000_000))
+
+
+def _slots_of(root: str, key: str) -> int | None:
+    """``/props`` ``total_slots``, else the length of ``/slots``; None when the server says neither."""
+    for path in ("/props", "/slots"):
+        try:
+            data = _get_json(root + path, key)
+        except (OSError, ValueError):  # URLError and HTTPError are OSErrors
+            continue
+        value = data.get("total_slots") if isinstance(data, dict) else (len(data) if isinstance(data, list) else None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
 
 
 class OpenAIChatProvider(Provider):
@@ -35,6 +81,7 @@ class OpenAIChatProvider(Provider):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self._client: Any = None
+        self._probe: asyncio.Lock | None = None
 
     def _key_envs(self) -> list[str]:
         return [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS
@@ -43,7 +90,7 @@ class OpenAIChatProvider(Provider):
         require_sdk("openai", "openai", self.provider_name)
         if not self.spec.resolve_key(KEY_ENVS):
             raise missing_key(self.spec.name, self._key_envs())
-        mode = self.spec.options.get("json_mode", "json_schema")
+        mode = self.spec.options.get("json_mode", "auto")
         if mode not in JSON_MODES:
             raise GraceError(f"{self.spec.name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
 
@@ -54,7 +101,7 @@ class OpenAIChatProvider(Provider):
             kwargs: dict[str, Any] = {
                 "api_key": self.spec.resolve_key(KEY_ENVS),
                 "max_retries": 0,  # the runner retries, honouring Retry-After
-                "timeout": self.spec.timeout_s,
+                "timeout": self.timeout_s,
             }
             if self.spec.base_url:
                 kwargs["base_url"] = self.spec.base_url
@@ -64,7 +111,19 @@ class OpenAIChatProvider(Provider):
     def _official_api(self) -> bool:
         return not (self.spec.base_url or os.environ.get("OPENAI_BASE_URL"))
 
-    def build_kwargs(self, request: Request) -> dict[str, Any]:
+    def _format_key(self) -> tuple[str, str]:
+        return (str(type(self).endpoint(self.spec) or "https://api.openai.com/v1"), self.spec.model)
+
+    def json_mode(self) -> str:
+        """The JSON mode calls use now: forced by the spec, decided for the endpoint, or the first to try."""
+        mode = self.spec.options.get("json_mode", "auto")
+        if mode == "none":
+            return "prompt"
+        if mode != "auto":
+            return mode
+        return _DECIDED.get(self._format_key(), ("json_schema", ""))[0]
+
+    def build_kwargs(self, request: Request, mode: str | None = None) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments; public so a dry run can show them."""
         params = {**self.spec.params, **request.params}
         if "max_tokens" in params and self._official_api() and "max_completion_tokens" not in params:
@@ -74,28 +133,70 @@ class OpenAIChatProvider(Provider):
             params["max_completion_tokens"] = params.pop("max_tokens")
         kwargs: dict[str, Any] = {"model": self.spec.model, "messages": list(request.messages), **params}
         if request.output_mode == "json":
-            mode = self.spec.options.get("json_mode", "json_schema")
+            mode = mode or self.json_mode()
             if mode == "json_schema" and request.json_schema is not None:
                 kwargs["response_format"] = {
                     "type": "json_schema",
                     "json_schema": {"name": _schema_name(request.json_schema), "schema": request.json_schema, "strict": True},
                 }
-            elif mode != "none":
+            elif mode in ("json_schema", "json_object"):
                 kwargs["response_format"] = {"type": "json_object"}
         return kwargs
 
     async def complete(self, request: Request) -> Completion:
+        auto = self.spec.options.get("json_mode", "auto") == "auto"
+        if request.output_mode != "json" or not auto or self._format_key() in _DECIDED:
+            return await self._send(request, self.json_mode() if request.output_mode == "json" else None)
+        if self._probe is None:
+            self._probe = asyncio.Lock()
+        async with self._probe:  # the first JSON call finds out what the server takes; the others wait for it
+            if self._format_key() in _DECIDED:
+                return await self._send(request, self.json_mode())
+            return await self._find_json_mode(request)
+
+    async def _find_json_mode(self, request: Request) -> Completion:
+        rejected: list[str] = []
+        first: ProviderError | None = None
+        for mode in _FALLBACK:
+            try:
+                completion = await self._send(request, mode)
+            except ProviderError as exc:
+                if not _rejects_format(exc):
+                    raise
+                rejected.append(mode)
+                first = first or exc
+                continue
+            why = f"server rejected {' and '.join(rejected)}: {first.message[:300]}" if first else ""
+            _DECIDED[self._format_key()] = (mode, why)
+            return completion
+        raise first  # type: ignore[misc]  # every mode rejected: the error was not about the format after all
+
+    def learned(self) -> dict[str, Any]:
+        mode, why = _DECIDED.get(self._format_key(), (None, ""))
+        return {"json_mode": mode, "json_mode_reason": why} if why else {}
+
+    async def parallel_slots(self) -> int | None:
+        """llama.cpp's server says how many requests it works on at once (``/props`` ``total_slots``, or the
+        length of ``/slots``); hosted APIs and servers that do not say give None."""
+        endpoint = type(self).endpoint(self.spec)
+        if not endpoint:
+            return None
+        root = re.sub(r"/v1/?$", "", endpoint.rstrip("/"))
+        key = self.spec.resolve_key(KEY_ENVS) or ""
+        return await asyncio.to_thread(_slots_of, root, key)
+
+    async def _send(self, request: Request, mode: str | None) -> Completion:
         client = self._get_client()
         openai = require_sdk("openai", "openai", self.provider_name)
         try:
-            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request))
+            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request, mode))
             resp = await client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
             raise http_errors.from_status(
                 exc.status_code, exc.message, headers=exc.response.headers, body=exc.body
             ) from exc
         except openai.APITimeoutError as exc:
-            raise ProviderError("timeout", f"request timed out after {self.spec.timeout_s}s", retryable=True) from exc
+            raise ProviderError("timeout", f"request timed out after {self.timeout_s}s", retryable=True) from exc
         except openai.APIConnectionError as exc:
             raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
         except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
@@ -105,7 +206,10 @@ class OpenAIChatProvider(Provider):
             if mapped is None:
                 raise
             raise mapped from exc
-        return self._to_completion(resp)
+        completion = self._to_completion(resp)
+        if request.output_mode == "json" and mode != "json_schema":
+            completion.json_mode = mode
+        return completion
 
     @staticmethod
     def _to_completion(resp: Any) -> Completion:
@@ -119,6 +223,8 @@ class OpenAIChatProvider(Provider):
         if text is None and getattr(message, "refusal", None):
             # A safety refusal is the model's answer; retrying would only repeat it.
             text, finish = message.refusal, finish or "refusal"
+        if text is None and finish == "length":
+            text = ""  # the limit cut it off before any text (a reasoning model's budget): an answer, not a fault
         if text is None:
             raise http_errors.bad_response(f"response message has no content (finish_reason={finish!r})")
         usage = getattr(resp, "usage", None)

@@ -23,6 +23,7 @@ class CallError(BaseModel):
     message: str
     attempts: int
     status: int | None = None
+    retryable: bool | None = None  # False: the server said the request itself is wrong (asking again cannot help)
 
 
 class ResponseRecord(BaseModel):
@@ -46,7 +47,8 @@ class ResponseRecord(BaseModel):
     latency_ms: float | None = None
     cached: bool = False
     error: CallError | None = None
-    finish_reason: str | None = None
+    finish_reason: str | None = None  # "length" (or max_tokens / MAX_TOKENS): the output limit cut the answer off
+    json_mode: str | None = None  # set when the server made us ask for JSON another way than the schema
     attempts: int = 0
     created_at: str | None = None
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.providers.base import ModelSpec, Provider, Request, RequestContext, RetrievedArticle
+from harness.providers.base import Completion, ModelSpec, Provider, Request, RequestContext, RetrievedArticle
 from harness.runner.engine import CallResult, Engine, EngineSettings, RunPlan, call_key
 
 
@@ -75,6 +75,7 @@ class Prompted:
     kind: str  # names the caller in the cache key: a judge verdict never answers a labeler's prompt
     template_hash: str
     json_schema: dict[str, Any] | None = None
+    accept: Callable[[Completion], bool] | None = None  # False: the reply is recorded but never cached
 
     def request(self, job: PromptJob) -> Request:
         return Request(messages=job.messages, params=dict(self.spec.params),
@@ -122,7 +123,8 @@ def run_prompts(who: Prompted, jobs: list[PromptJob], record: Callable[[PromptJo
     try:
         engine = Engine([plan], build=lambda spec, job: who.request(job), key=lambda spec, request, job: who.key(request, job),
                         record=lambda plan, job, request, result: record(job, request, result),
-                        out=_Tee(sink, out), cache=cache, on_update=on_update, **settings.engine_kwargs())
+                        out=_Tee(sink, out), cache=cache, on_update=on_update,
+                        accept=(lambda job, comp: who.accept(comp)) if who.accept else None, **settings.engine_kwargs())
         asyncio.run(engine.run())
         stats.add(plan)
     finally:

@@ -7,9 +7,16 @@ Ctrl-C loses nothing that was paid for; the next run skips what is done and
 retries what failed.
 
 A model stops early, with one clear reason, when its endpoint refuses the key
-(401/403) or cannot be reached ``BREAKER_AFTER`` times in a row: retrying a dead
+(401/403) or does not know the model, when its first ``PERMANENT_AFTER`` calls
+all fail permanently (an invalid request fails the same way every time), or
+when it cannot be reached ``BREAKER_AFTER`` times in a row: retrying a dead
 server to the limit would take minutes per call. Its untried calls are written
 as error rows, so the next run asks them again.
+
+Self-hosted servers queue what they cannot work on yet: where the server says
+how many requests it serves at once (llama.cpp's slots), no more are sent; when
+``TIMEOUT_CLUSTER`` calls in a row time out with several in flight, the model
+goes on one call at a time and says so once, instead of retrying into the queue.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +36,7 @@ from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
 from harness.providers import endpoint_of
 from harness.providers.base import (
+    MODEL_FATAL,
     Completion,
     ModelSpec,
     Provider,
@@ -42,6 +51,9 @@ from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
 
 BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
+PERMANENT_AFTER = 3  # permanent failures, before any success, that stop a model
+TIMEOUT_CLUSTER = 3  # timeouts in a row (no success between) that send one call at a time
+log = logging.getLogger("grace")
 
 
 @dataclass
@@ -65,6 +77,30 @@ class ModelStats:
     aborted: str | None = None
     not_tried: int = 0
     connection_failures_in_a_row: int = 0
+    answered: int = 0  # calls the endpoint answered (not from the cache)
+    permanent_failures: int = 0  # before the first answer
+    timeouts_in_a_row: int = 0
+    retries: int = 0  # attempts beyond the first, over all calls
+    timeouts: int = 0  # attempts that timed out
+    in_flight_limit: int | None = None  # lowered from the worker count by the server's slots or a timeout cluster
+
+
+class InFlight:
+    """At most ``limit`` calls in flight; the limit can drop while calls run (timeouts cluster)."""
+
+    def __init__(self, limit: int):
+        self.limit, self.active = limit, 0
+        self._changed = asyncio.Condition()
+
+    async def __aenter__(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        async with self._changed:
+            self.active -= 1
+            self._changed.notify_all()
 
 
 @dataclass
@@ -167,8 +203,12 @@ class Engine:
         max_attempts: int = 6,
         backoff_base: float = 1.0,
         on_update: Callable[[RunPlan], None] | None = None,
+        accept: Callable[[Any, Completion], bool] | None = None,
     ):
         self.plans, self.build, self.key, self.record, self.out = plans, build, key, record, out
+        # accept(job, completion) -> False keeps a reply out of the cache (an unreadable verdict is asked
+        # again next time instead of being answered from the cache forever); the row is still recorded
+        self.accept = accept
         self.cache, self.read_cache = cache, read_cache
         self.concurrency, self.max_attempts, self.backoff_base = concurrency, max_attempts, backoff_base
         self.on_update = on_update or (lambda plan: None)
@@ -186,17 +226,24 @@ class Engine:
             queue.put_nowait(job)
         plan.stats.total = len(plan.jobs)
         limiter = RateLimiter(plan.spec.rpm, plan.spec.tpm)
-        n = max(1, plan.spec.concurrency or self.concurrency)
+        n = min(max(1, plan.spec.concurrency or self.concurrency), max(1, len(plan.jobs)))
+        if plan.jobs and plan.provider.needs_network and n > 1:
+            slots = await plan.provider.parallel_slots()
+            if slots is not None and slots < n:
+                log.warning(f"{plan.spec.name}: the server works on {slots} request(s) at a time; sending {slots} "
+                            f"at a time instead of {n} (more would only wait in its queue and time out)")
+                n = plan.stats.in_flight_limit = slots
+        gate = InFlight(n)
 
         async def worker() -> None:
             while not queue.empty():
                 job = queue.get_nowait()
                 if plan.stats.aborted is None:
-                    await self._one(plan, job, limiter)
+                    await self._one(plan, job, limiter, gate)
                 else:
                     self._not_tried(plan, job)
 
-        await asyncio.gather(*(worker() for _ in range(min(n, max(1, len(plan.jobs))))))
+        await asyncio.gather(*(worker() for _ in range(n)))
 
     def _not_tried(self, plan: RunPlan, job: Any) -> None:
         """A job left when its model was stopped: an error row, so the next run asks it again."""
@@ -209,7 +256,7 @@ class Engine:
         self.out.write(self.record(plan, job, request, CallResult(None, None, 0, error, False, None, key)))
         self.on_update(plan)
 
-    async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter) -> None:
+    async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter, gate: InFlight) -> None:
         spec, provider = plan.spec, plan.provider
         request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
@@ -219,10 +266,10 @@ class Engine:
             comp = Completion(**hit["completion"])
             result = CallResult(comp, hit.get("latency_ms"), 0, None, True, None, key)
         else:
-            comp, latency, attempts, err = await self._call(plan, request, limiter)
+            comp, latency, attempts, err = await self._call(plan, request, limiter, gate)
             if not provider.needs_network:
                 latency = None  # an offline baseline's "latency" is event-loop noise, not a figure to compare
-            if comp is not None and use_cache:
+            if comp is not None and use_cache and (self.accept is None or self.accept(job, comp)):
                 self.cache.put(key, spec.name, {"completion": comp.__dict__, "latency_ms": latency})
             result = CallResult(comp, latency, attempts, err, False, None, key)
         st = plan.stats
@@ -238,33 +285,53 @@ class Engine:
                 st.cost_usd += result.cost_usd
         else:
             st.errors += 1
-            if result.error is not None and result.error.kind == "auth" and st.aborted is None:
-                st.aborted = f"{spec.name}: {result.error.message} (the key was refused; stopping this model)"
+            kind = result.error.kind if result.error is not None else None
+            if kind in MODEL_FATAL and st.aborted is None:
+                why = "the key was refused" if kind == "auth" else "the endpoint does not serve this model"
+                st.aborted = f"{spec.name}: {result.error.message} ({why}; stopping this model)"
+            elif result.error is not None and not result.error.retryable and st.answered == 0:
+                st.permanent_failures += 1
+                if st.permanent_failures >= PERMANENT_AFTER and st.aborted is None:
+                    st.aborted = (f"{spec.name}: its first {st.permanent_failures} calls all failed and would fail the "
+                                  f"same way again ({result.error.message[:300]}); stopping this model")
         st.done += 1
         st.cached += int(result.cached)
         self.out.write(self.record(plan, job, request, result))
         self.on_update(plan)
 
-    async def _call(self, plan: RunPlan, request: Request, limiter: RateLimiter):
+    async def _call(self, plan: RunPlan, request: Request, limiter: RateLimiter, gate: InFlight):
         spec, provider, st = plan.spec, plan.provider, plan.stats
         est_tokens = sum(len(m["content"]) for m in request.messages) // 4
+        timeout = provider.timeout_s
         attempt = 0
         while True:
             attempt += 1
+            st.retries += attempt > 1
             await limiter.acquire(est_tokens)
-            t0 = time.perf_counter()
             try:
-                comp = await asyncio.wait_for(provider.complete(request), timeout=spec.timeout_s * 1.5 + 1)
-                st.connection_failures_in_a_row = 0
+                async with gate:
+                    t0 = time.perf_counter()
+                    comp = await asyncio.wait_for(provider.complete(request), timeout=timeout * 1.5 + 1)
+                st.connection_failures_in_a_row = st.timeouts_in_a_row = 0
+                st.answered += 1
                 return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
             except ProviderError as exc:
                 err = exc
             except TimeoutError:
-                err = ProviderError("timeout", f"no answer within {spec.timeout_s:.0f}s", retryable=True)
+                err = ProviderError("timeout", f"no answer within {timeout:g}s", retryable=True)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # an SDK or provider bug must become an error row, not a crashed run
                 err = ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False)
+            if err.kind == "timeout":
+                st.timeouts += 1
+                st.timeouts_in_a_row += 1
+                if st.timeouts_in_a_row >= TIMEOUT_CLUSTER and gate.limit > 1:
+                    log.warning(f"{spec.name}: {st.timeouts_in_a_row} calls in a row timed out after {timeout:g}s with "
+                                f"up to {gate.limit} in flight: the server seems to answer one request at a time and "
+                                "the rest wait in its queue; going on one call at a time (next time: --concurrency 1 "
+                                "or a longer --timeout)")
+                    gate.limit = st.in_flight_limit = 1
             if err.kind == "connection":
                 st.connection_failures_in_a_row += 1
                 if st.connection_failures_in_a_row >= BREAKER_AFTER and st.aborted is None:
@@ -272,10 +339,15 @@ class Engine:
                     st.aborted = (f"{spec.name}: {st.connection_failures_in_a_row} connection failures in a row "
                                   f"to {where} ({err.message[:200]}); is the server running? Stopping this model")
             if not err.retryable or attempt >= self.max_attempts or st.aborted is not None:
-                return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
+                return None, None, attempt, _call_error(err, attempt)
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
             if st.aborted is not None:
-                return None, None, attempt, CallError(kind=err.kind, message=err.message[:500], attempts=attempt, status=err.status)
+                return None, None, attempt, _call_error(err, attempt)
+
+
+def _call_error(err: ProviderError, attempts: int) -> CallError:
+    return CallError(kind=err.kind, message=err.message[:500], attempts=attempts, status=err.status,
+                     retryable=err.retryable)
 
 
 def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: JsonlAppender,
@@ -311,6 +383,7 @@ def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out:
         if comp is not None:
             row.response, row.finish_reason = comp.text, comp.finish_reason
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
+            row.json_mode = comp.json_mode
         return row.model_dump(mode="json")
 
     return Engine(plans, build, key, record, out, cache, **kwargs)

@@ -184,6 +184,43 @@ def generate_questions(body: dict[str, Any], *, copy: bool = False) -> str:
     return json.dumps({"questions": [{"question": q, "answer": answer} for q in questions]})
 
 
+_LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "n_predict")
+_LENGTH = {"openai": "length", "anthropic": "max_tokens", "google": "MAX_TOKENS"}
+
+
+def output_limit(body: dict[str, Any]) -> int | None:
+    """The request's cap on output tokens, in any of the three APIs' spellings."""
+    for key in _LIMIT_KEYS:
+        if isinstance(body.get(key), int):
+            return body[key]
+    config = body.get("generationConfig")
+    if isinstance(config, dict) and isinstance(config.get("maxOutputTokens"), int):
+        return config["maxOutputTokens"]
+    return None
+
+
+def limit_reply(reply: Reply, body: dict[str, Any]) -> Reply:
+    """A reply longer than the request's output limit, cut to it (one word, one token) with finish reason length."""
+    limit = output_limit(body)
+    words = reply.text.split(" ")
+    if reply.status != 200 or reply.raw_body is not None or limit is None or len(words) <= limit:
+        return reply
+    api = "anthropic" if "anthropic-version" in body or "system" in body else (
+        "google" if "contents" in body else "openai")
+    return Reply(text=" ".join(words[:limit]), input_tokens=reply.input_tokens, output_tokens=limit,
+                 finish_reason=reply.finish_reason or _LENGTH[api], delay=reply.delay, headers=reply.headers)
+
+
+def rejected_json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """llama-cpp-python's answer to ``response_format`` ``json_schema`` (it takes only text and json_object)."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") in (None, "text", "json_object"):
+        return None
+    message = ("1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "
+               f"'json_object' [type=literal_error, input_value='{fmt.get('type')}', input_type=str]")
+    return {"error": {"message": message, "type": "internal_server_error", "param": None, "code": None}}
+
+
 def _words(text: str) -> int:
     return max(1, len(text.split()))
 

@@ -17,22 +17,43 @@ Usage::
 
 Replies are taken from the queue in order, whatever the endpoint; once it is
 empty, ``responder(body)`` answers (a ``str`` or a :class:`Reply`), and without
-one every call gets ``Reply.ok("OK")``.
+one every call gets ``Reply.ok("OK")``. Every API honours the request's output
+limit (``max_tokens`` and its aliases): a longer reply is cut to that many words
+and ends with the API's "length" finish reason, as real servers do.
+
+``FakeAPIServer(local=LocalServer())`` behaves like a self-hosted llama.cpp
+server on a small machine: it works on ``slots`` requests at a time and queues
+the rest (a client that gave up while queued is counted in ``dropped``, as
+llama.cpp logs "disconnected before llm invoked"), rejects ``response_format``
+``json_schema`` with HTTP 500 and a validation error as llama-cpp-python's
+server does, and, with ``props=True``, answers ``GET /props`` and ``/slots`` like
+the C++ ``llama-server``.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.testing.api_formats import Reply, cite_first_id, error_body, prompt_text, route, success_body
+from harness.testing.api_formats import (
+    Reply,
+    cite_first_id,
+    error_body,
+    limit_reply,
+    prompt_text,
+    rejected_json_schema,
+    route,
+    success_body,
+)
 
-__all__ = ["FakeAPIServer", "RecordedRequest", "Reply", "cite_first_id", "prompt_text"]
+__all__ = ["FakeAPIServer", "LocalServer", "RecordedRequest", "Reply", "cite_first_id", "prompt_text"]
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
 
@@ -47,6 +68,29 @@ class RecordedRequest:
     api: str  # "openai" | "openai-embeddings" | "anthropic" | "google" | "unknown"
 
 
+@dataclass
+class LocalServer:
+    """How a self-hosted llama.cpp server differs from a hosted API (see the module docstring)."""
+
+    slots: int = 1  # requests worked on at once; the others wait their turn
+    props: bool = False  # answer GET /props and /slots (llama-server does; llama-cpp-python's server does not)
+    reject_json_schema: bool = True
+    seconds_per_word: float = 0.0  # generation time on top of the server's latency, per word of the reply
+    _gate: threading.Semaphore = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._gate = threading.Semaphore(self.slots)
+
+
+def _client_gone(sock: socket.socket) -> bool:
+    """The client closed the connection (its timeout) while the request waited: readable with no data."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
     disable_nagle_algorithm = True  # headers and body go out as two writes; no 40 ms delayed-ACK stall
@@ -56,7 +100,17 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
-        self._send(404, {"error": {"message": f"no route for GET {self.path}"}})
+        owner = self.server.owner
+        path = self.path.partition("?")[0]
+        owner.gets.append(path)  # kept apart from .requests, which tests count as model calls
+        local = owner.local
+        if local is not None and local.props and path == "/props":
+            self._send(200, {"total_slots": local.slots, "model_path": "/models/fake.gguf",
+                             "default_generation_settings": {"n_ctx": 4096}})
+        elif local is not None and local.props and path == "/slots":
+            self._send(200, [{"id": i, "n_ctx": 4096, "is_processing": False} for i in range(local.slots)])
+        else:
+            self._send(404, {"error": {"message": f"no route for GET {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
@@ -69,10 +123,29 @@ class _Handler(BaseHTTPRequestHandler):
         api = route(path)
         owner = self.server.owner
         owner._record(RecordedRequest("POST", path, query, {k.lower(): v for k, v in self.headers.items()}, body, api))
-        reply = owner._next_reply(body if isinstance(body, dict) else {})
-        wait = owner.latency + reply.delay
-        if wait > 0 and owner._stopping.wait(wait):
-            return  # server shutting down: drop the reply
+        request = body if isinstance(body, dict) else {}
+        local = owner.local
+        if local is not None and api == "openai" and local.reject_json_schema and rejected_json_schema(request):
+            owner.rejected += 1
+            self._send(500, rejected_json_schema(request))
+            return
+        reply = limit_reply(owner._next_reply(request), request)
+        if local is not None:
+            local._gate.acquire()  # one at a time (per slot): the rest queue here, as on a llama.cpp server
+            try:
+                if _client_gone(self.connection):
+                    owner.dropped += 1
+                    self.close_connection = True
+                    return
+                wait = owner.latency + reply.delay + local.seconds_per_word * len(reply.text.split())
+                if wait > 0 and owner._stopping.wait(wait):
+                    return
+            finally:
+                local._gate.release()
+        else:
+            wait = owner.latency + reply.delay
+            if wait > 0 and owner._stopping.wait(wait):
+                return  # server shutting down: drop the reply
         if api == "unknown":
             self._send(404, {"error": {"message": f"no route for POST {path}"}})
             return
@@ -106,10 +179,14 @@ class _Server(ThreadingHTTPServer):
 class FakeAPIServer:
     """The server, on 127.0.0.1 and a free port, in a background thread."""
 
-    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None):
+    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None, local: LocalServer | None = None):
         self.latency = latency
         self.responder = responder
+        self.local = local
+        self.rejected = 0  # requests refused for their response_format (local mode)
+        self.dropped = 0  # requests whose client had gone before their turn came (local mode)
         self.requests: list[RecordedRequest] = []
+        self.gets: list[str] = []  # GET paths asked (/props, /slots)
         self._queue: deque[Reply] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
