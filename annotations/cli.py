@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options
+from harness.cli.call_options import call_options, model_options
 from harness.core.errors import GraceError
 
 _path = click.Path(path_type=Path)
@@ -303,7 +303,7 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
 @click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
 @call_options("labeler calls")
 def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, concurrency, max_attempts,
-            timeout, prices, no_cache) -> None:
+            prices, no_cache, **model) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
 
     Writes one row per question: suggested (article IDs joined by ';', or REFUSE;
@@ -339,8 +339,8 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
             click.echo("every question has a consensus suggestion; the labeler is not asked")
         else:
             labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=concurrency,
-                                            max_attempts=max_attempts, timeout=timeout, prices=prices,
-                                            read_cache=not no_cache, console=console)
+                                            max_attempts=max_attempts, prices=prices, read_cache=not no_cache,
+                                            console=console, options=model_options(model))
             if labelled is None:  # the dry run printed its estimate
                 return
             by_id = {s.question_id: s for s in labelled}

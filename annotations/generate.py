@@ -55,6 +55,7 @@ from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallStats, Prompted, PromptJob, run_prompts
+from harness.runner.model_options import ModelOptions
 
 COPY_NGRAM = 3
 COPY_SHARE = 0.5
@@ -178,16 +179,20 @@ def _norm(question: str) -> str:
 def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
                    labeler: str | None = None, dry_run: bool = False, concurrency: int = 8, max_attempts: int = 6,
                    timeout: float | None = None, prices: Path | None = None, read_cache: bool = True, seed: int = 0,
-                   template: str | None = None, console: Any = None) -> GenerateResult | None:
-    """Write a draft gold CSV to ``out``; with ``dry_run``, print the estimate and return ``None``."""
+                   template: str | None = None, console: Any = None,
+                   options: ModelOptions | None = None) -> GenerateResult | None:
+    """Write a draft gold CSV to ``out``; with ``dry_run``, print the estimate and return ``None``.
+
+    ``options`` (the model options of ``grace run``) apply to the generator and the labeler alike.
+    """
     if per_article < 1 or refusals < 0 or k < 1:
         raise GraceError("--per-article and --k must be 1 or more, --refusals 0 or more")
     out = Path(out)
     if not dry_run:
         _check_out(out)
     tmpl = load_generator_template(template)
-    spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices)
-    lab = make_labeler(labeler or model, timeout=timeout, prices=prices)
+    spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices, options=options)
+    lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options)
     settings = call_settings(concurrency, max_attempts, read_cache)
     articles = list(kb.articles)
     gen = Prompted(spec, provider, kind=KIND, template_hash=tmpl.sha256, json_schema=QUESTIONS_SCHEMA)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options
+from harness.cli.call_options import call_options, model_options
 
 _path = click.Path(path_type=Path)
 
@@ -33,12 +33,14 @@ def gold() -> None:
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
 def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, concurrency, max_attempts,
-             timeout, prices, no_cache, seed) -> None:
+             prices, no_cache, seed, **model_opts) -> None:
     """Write N questions per article (and M refusals) with an LLM, check them, and save a draft to review.
 
     Questions that copy their article's wording are rejected; each other one is
     checked by the labeler against its top-k retrieved articles: kept citing its
     source (plus any article that answers it equally), or dropped as ambiguous.
+    The model options (--max-tokens, --json-mode, --timeout, --base-url,
+    --api-key-env) apply to --model and --labeler alike.
     Then review the draft (nothing in it is gold until accepted):
 
     \b
@@ -52,9 +54,9 @@ def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dr
 
     kb = load_kb(kb_dir)
     result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
-                            dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, timeout=timeout,
-                            prices=prices, read_cache=not no_cache, seed=seed, template=template,
-                            console=Console(stderr=True))
+                            dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, prices=prices,
+                            read_cache=not no_cache, seed=seed, template=template, console=Console(stderr=True),
+                            options=model_options(model_opts))
     if result is None:
         return
     kept = len(result.records)

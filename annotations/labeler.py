@@ -36,6 +36,7 @@ from harness.prompts.template_files import chat_messages, find_template, split_s
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
 from harness.runner.engine import CallResult
+from harness.runner.model_options import ModelOptions
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
@@ -195,8 +196,9 @@ class Labeler:
 
 
 def make_labeler(text: str, *, timeout: float | None = None, prices: Path | None = None,
-                 template: str | None = None) -> Labeler:
-    spec, provider = make_model(text, role="labeler", timeout=timeout, prices=prices, offline=OFFLINE_LABELERS)
+                 template: str | None = None, options: ModelOptions | None = None) -> Labeler:
+    spec, provider = make_model(text, role="labeler", timeout=timeout, prices=prices, offline=OFFLINE_LABELERS,
+                                options=options)
     return Labeler(spec, provider, load_labeler_template(template))
 
 
@@ -248,16 +250,18 @@ def to_suggestion(question: HasQuestion, res: LabelResult, source: str) -> Sugge
 
 def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, k: int = 10, dry_run: bool = False,
                          concurrency: int = 8, max_attempts: int = 6, timeout: float | None = None,
-                         prices: Path | None = None, read_cache: bool = True, console=None) -> list[Suggestion] | None:
+                         prices: Path | None = None, read_cache: bool = True, console=None,
+                         options: ModelOptions | None = None) -> list[Suggestion] | None:
     """One suggestion per question, in order, from ``labeler`` (``PROVIDER:MODEL``) reading its top-``k`` articles.
 
     With ``dry_run`` it prints what the calls would cost and returns ``None``
     without calling. Failed calls come back flagged ``labeler_error`` (and are
-    not cached, so the same command asks them again).
+    not cached, so the same command asks them again). ``options`` are the
+    model options of ``grace run`` (:class:`~harness.runner.model_options.ModelOptions`).
     """
     if k < 1:
         raise GraceError("--k must be 1 or more")
-    lab = make_labeler(labeler, timeout=timeout, prices=prices)
+    lab = make_labeler(labeler, timeout=timeout, prices=prices, options=options)
     settings = call_settings(concurrency, max_attempts, read_cache)
     questions = list(questions)
     retrieved = retrieve(kb, [q.question for q in questions], k)

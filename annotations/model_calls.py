@@ -11,42 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec, Provider
 from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob
+from harness.runner.model_options import ModelOptions
 
 
 def make_model(text: str, *, role: str, timeout: float | None = None, prices: Path | None = None,
-               offline: dict[str, Callable[[ModelSpec], Provider]] | None = None) -> tuple[ModelSpec, Provider]:
+               offline: dict[str, Callable[[ModelSpec], Provider]] | None = None,
+               options: ModelOptions | None = None) -> tuple[ModelSpec, Provider]:
     """``PROVIDER:MODEL`` -> (spec, ready provider), priced, at temperature 0 unless the spec says otherwise.
 
-    ``baseline:*`` models answer grace's own prompt, not this one, so only the
-    offline stand-ins a caller names in ``offline`` may play ``role``.
+    ``options`` are the model options of ``grace run`` (``--max-tokens
+    --json-mode --timeout --base-url --api-key-env``), applied by
+    :func:`harness.runner.model_options.ready_model`; ``timeout`` is the older
+    spelling of ``options.timeout``. ``baseline:*`` models answer grace's own
+    prompt, not this one, so only the offline stand-ins a caller names in
+    ``offline`` may play ``role``.
     """
-    from harness.providers import make_provider, parse_model_spec
-    from harness.runner.pricing import load_prices
+    from harness.runner.model_options import ready_model
 
-    spec = parse_model_spec(text)
-    if spec.provider == "baseline":
-        if spec.model not in (offline or {}):
-            known = ", ".join(f"baseline:{m}" for m in offline or {})
-            raise GraceError(f"{role} {text!r}: baseline:{spec.model} cannot be the {role}; use an LLM "
-                             "(openai:..., anthropic:..., google:...)" + (f" or {known} offline" if known else ""))
-        provider = offline[spec.model](spec)  # type: ignore[index]
-    else:
-        provider = make_provider(spec)
-    provider.check_ready()
-    spec.params.setdefault("temperature", 0)  # a label or a draft is a measurement: the same prompt, the same answer
-    if timeout:
-        spec.timeout_s = float(timeout)
-    table = load_prices(Path(prices) if prices else None)
-    if spec.price_input_per_mtok is None and spec.model in table:
-        spec.price_input_per_mtok, spec.price_output_per_mtok = table[spec.model]
-    return spec, provider
+    opts = options or ModelOptions()
+    if timeout and opts.timeout is None:
+        opts = replace(opts, timeout=float(timeout))
+    return ready_model(text, role=role, options=opts, prices=prices, offline=offline)
 
 
 def call_settings(concurrency: int, max_attempts: int, read_cache: bool) -> CallSettings:

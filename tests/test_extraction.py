@@ -213,3 +213,192 @@ def test_labels():
     assert predicted_label(["5", "17"], False, KB) == NONE
     assert predicted_label(["999"], False, KB) == NONE
     assert predicted_label([], False, KB) == NONE
+
+
+# JSON citation fields: only the documented keys, at the top level or inside the answer object, parsed or not.
+# (response, lenient cited IDs)
+JSON_FIELDS = [
+    # an object the model made up is not a citation, whatever its "id"
+    ('{"id": 18, "title": "Premises"}', []),
+    ('```json\n{"answer": {"id": 50, "name": "Olivia", "role": "HR"}, "citation": null}\n```', []),
+    ('{"answer": "Olivia runs HR.", "people": [{"id": 50, "name": "Olivia"}]}', []),
+    ('{"answer": "x", "ids": [17, 18]}', []),
+    # the documented aliases
+    ('{"answer": "x", "citation_id": "17"}', ["17"]),
+    ('{"answer": "x", "cited_ids": [17, 18]}', ["17", "18"]),
+    ('{"answer": "x", "source_id": 5}', ["5"]),
+    ('{"answer": "x", "article_ids": ["uid-kb-5"]}', ["uid-kb-5"]),
+    ('{"answer": "x", "doc_id": "18"}', ["18"]),
+    ('{"answer": "x", "Document_ID": "18"}', ["18"]),
+    ('{"answer": "x", "citation": {"id": 18, "title": "Premises"}}', ["18"]),  # a citation field's object: its id
+    # source(s) / reference(s): only KB IDs or labelled IDs, never titles
+    ('{"answer": "x", "source": 17}', ["17"]),
+    ('{"answer": "x", "sources": ["Employee handbook", "ID: 18"]}', ["18"]),
+    ('{"answer": "x", "reference": "Employee handbook, 2023 edition"}', []),
+    ('{"answer": "x", "source": "999"}', []),
+    # nested in the answer object, parsed or cut off
+    ('{"answer": {"citation_id": "17", "text": "Leave is 25 days."}}', ["17"]),
+    ('{"answer": {"citation_id": "17", "text": "Leave is 25 da', ["17"]),
+    ('Here you go:\n```json\n{"answer": {"text": "Leave is 25 days.", "citation_ids": ["17"]', ["17"]),
+    ('{"response": {"text": "Leave is 25 days.", "citation": "17"}}', ["17"]),
+    # deeper than the answer object is not read
+    ('{"answer": {"details": {"citation": "17"}}}', []),
+    # lists: split on list syntax, never inside a title
+    ('{"answer": "x", "citation": ["Part 3: Conduct and ethics", "ID: 17"]}', ["17"]),
+    ('{"answer": "x", "citation": "Part 3: Conduct and ethics"}', []),
+    ('{"answer": "x", "citation": "17, 18"}', ["17", "18"]),
+    ('{"answer": "x", "citation": "17; 18"}', ["17", "18"]),
+    ('{"answer": "x", "citation": "17 and 18"}', ["17", "18"]),  # "and" between IDs
+    ('{"answer": "x", "citation": "Article 17"}', ["17"]),
+    ('{"answer": "x", "citation": "[ID: 17]"}', ["17"]),
+    # a value that is not a KB ID counts (invalid) only when it looks like an ID
+    ('{"answer": "x", "citation": "999"}', ["999"]),
+    ('{"answer": "x", "citation": "uid-kb-7"}', ["uid-kb-7"]),
+    ('{"answer": "x", "citation": "Premises"}', []),
+    ('{"answer": "x", "citation": "Conduct and ethics"}', []),
+    # not quite JSON
+    ("{'answer': 'Leave is 25 days.', 'citation': '17',}", ["17"]),
+    ('{"answer": "He said "yes" to it", "citation": "17"}', ["17"]),
+]
+
+
+@pytest.mark.parametrize(("text", "cited"), JSON_FIELDS)
+def test_json_citation_fields(text, cited):
+    got = lenient(text)
+    assert got.cited_ids == cited
+    assert got.refused is False
+
+
+JSON_TO_CUT = [
+    '{"answer": {"citation_id": "17", "text": "Annual leave is 25 days, and up to 5 days carry over."}}',
+    '{"citation": ["Part 3: Conduct and ethics", "ID: 18"], "answer": "Report misconduct to HR within 7 days."}',
+    'Sure!\n```json\n{"citations": [17], "answer": {"text": "Claims need receipts.", "refused": false}}\n```\nDone.',
+    '{"answer": "Parking is free.", "citation": "uid-kb-50", "confidence": 0.9, "notes": "see the handbook"}',
+]
+
+
+@pytest.mark.parametrize("text", JSON_TO_CUT)
+def test_a_cut_off_json_answer_gives_the_citations_of_the_whole_one(text):
+    whole = lenient(text)
+    assert whole.rule == "json" and len(whole.cited_ids) == 1
+    value = text.index(whole.cited_ids[0]) + len(whole.cited_ids[0]) + 2  # past the ID's closing quote or bracket
+    for end in range(value, len(text)):
+        cut = lenient(text[:end])
+        assert (cut.cited_ids, cut.rule) == (whole.cited_ids, "json"), text[:end]
+    # cut inside the ID itself: nothing is guessed from half a value
+    start = text.index(whole.cited_ids[0])
+    assert lenient(text[:start + 1]).cited_ids == []
+
+
+INLINE_LISTS = [
+    ("Report it to HR [Source: Conduct and ethics].", []),
+    ("Report it to HR [ID: Conduct and ethics].", []),
+    ("Report it to HR [Sources: 17 and 18].", ["17", "18"]),
+    ("Leave is 25 days [ID: 17 & 18]", ["17", "18"]),
+    ("Leave is 25 days [ID: 3 and 4]", ["3", "4"]),  # labelled IDs, invalid ones
+    ("Leave is 25 days [ID: 17, 18]", ["17", "18"]),
+    ("See [Part 3: Conduct and ethics, ID: 17].", ["17"]),
+]
+
+
+@pytest.mark.parametrize(("text", "cited"), INLINE_LISTS)
+def test_inline_lists_split_on_list_syntax_not_on_words(text, cited):
+    assert lenient(text).cited_ids == cited
+
+
+GENERIC_DECLINES = [
+    "As an AI assistant, I don't have the ability to verify your current leave balance.",
+    "As an AI language model I cannot browse the internet for today's weather.",
+    "As an AI, I'm not able to give legal advice about your contract.",
+    "I don't have the ability to access your payroll records.",
+    "I do not have access to real-time information such as the weather.",
+    "I'm not able to provide medical advice.",
+    "I am unable to help with that request.",
+    "I\u2019m sorry, but I can\u2019t help with booking flights.",
+    "I have no way of knowing who the CEO will be next year.",
+    "I don't know.",
+    "I do not know who the CEO will be next year",
+]
+
+
+@pytest.mark.parametrize("text", GENERIC_DECLINES)
+def test_generic_declines_are_lenient_refusals_when_nothing_is_cited(text):
+    assert is_refusal(text) is True
+    assert lenient(text) == ([], True, "lenient")
+    assert strict(text) == ([], False, "none")
+
+
+GENERIC_DECLINE_NOT_REFUSALS = [
+    # a decline of something else, followed by an answer from an article: an answer
+    "As an AI assistant, I don't have the ability to verify your balance, but new staff get 25 days [ID: 17].",
+    "I can't see your records; the policy gives 25 days of leave [ID: 17].",
+    '{"answer": "I am unable to check your claim, but receipts are needed over 25 dollars.", "citation": "18"}',
+    # answers with "cannot", "don't have to", "not able" about someone else
+    "You don't have to fill in a form; just tell your manager.",
+    "You cannot carry over more than 5 days.",
+    "Employees are not able to provide their own laptops.",
+    "Managers do not have the ability to approve more than 10 days.",
+    "As an AI assistant, I can help: annual leave is 25 days.",
+    "If you don't know your manager, ask HR.",
+    "I don't know the exact date, but leave resets every January.",
+]
+
+
+@pytest.mark.parametrize("text", GENERIC_DECLINE_NOT_REFUSALS)
+def test_real_answers_are_not_generic_declines(text):
+    assert lenient(text).refused is False
+
+
+def test_generic_declines_count_only_without_a_citation():
+    text = "As an AI assistant, I don't have the ability to verify that."
+    assert is_refusal(text) is True and is_refusal(text, cites=True) is False
+    # a refusal about the articles stays a refusal even when the response also cites one
+    para = "The provided articles do not mention parking."
+    assert is_refusal(para, cites=True) is True
+
+
+# (cited, refused, must_refuse, expected, shown) -> outcome: unshown_citation sits between invalid and unanswerable
+UNSHOWN_CASES = [
+    (["17"], False, False, ["17"], ["5", "18"], "unshown_citation"),  # the right article, but never shown
+    (["17"], False, False, ["17"], ["17", "5"], "correct"),
+    (["17"], False, False, ["17"], None, "correct"),  # nothing says what was shown: not checked
+    (["17"], False, False, ["17"], [], "correct"),
+    (["999"], False, False, ["17"], ["5"], "invalid_citation"),  # invalid before unshown
+    (["17", "5"], False, False, ["17"], ["17"], "unshown_citation"),  # unshown before multiple
+    (["5"], False, True, [], ["18"], "unshown_citation"),  # unshown before answered_unanswerable
+    (["5"], False, True, [], ["5"], "answered_unanswerable"),
+    (["5"], True, True, [], ["18"], "correct_refusal"),  # a refusal is judged first
+    ([], False, False, ["17"], ["18"], "no_citation"),
+]
+
+
+@pytest.mark.parametrize(("cited", "refused", "must", "expected", "shown", "outcome"), UNSHOWN_CASES)
+def test_unshown_citation_precedence(cited, refused, must, expected, shown, outcome):
+    assert decide_outcome(cited, refused, must, set(expected), KB, shown=shown) == outcome
+
+
+def test_unshown_citation_names_no_article():
+    assert predicted_label(["17"], False, KB, shown=["5"]) == NONE
+    assert predicted_label(["17"], False, KB, shown=["17"]) == "17"
+    assert predicted_label(["17"], False, KB, shown=None) == "17"
+
+
+def test_outcome_lists_agree():
+    from typing import get_args
+
+    from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS
+    from harness.scoring.outcomes import OUTCOMES
+    from harness.scoring.records import Outcome
+
+    assert get_args(Outcome) == OUTCOMES
+    assert set(OUTCOME_COLORS) == set(OUTCOMES) == set(OUTCOME_LABELS)
+
+
+@pytest.mark.parametrize(("reason", "cut"), [
+    ("length", True), ("max_tokens", True), ("MAX_TOKENS", True), ("FinishReason.MAX_TOKENS", True),
+    ("stop", False), ("end_turn", False), ("STOP", False), (None, False), ("content_filter", False),
+])
+def test_cut_off_finish_reasons(reason, cut):
+    from harness.scoring.outcomes import is_cut_off
+
+    assert is_cut_off(reason) is cut

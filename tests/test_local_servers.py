@@ -15,7 +15,7 @@ import pytest
 from harness.providers import make_provider
 from harness.providers.base import ModelSpec
 from harness.providers.http_errors import from_status
-from harness.testing import FakeAPIServer, Reply, cite_first_id
+from harness.testing import FakeAPIServer, Reply, cite_first_id, prompt_text
 from harness.testing.fake_api import LocalServer
 from tests.conftest import run_grace, small_bench, write
 
@@ -222,3 +222,34 @@ def test_an_empty_answer_cut_off_by_the_limit_is_an_answer_not_an_error(bench, l
         assert code == 0, out
         rows = rows_of(bench / "run")
         assert len(srv.requests) == 12 and all(r["response"] == "" and r["finish_reason"] == "length" for r in rows)
+
+
+# --- the whole loop against a llama.cpp-like server: JSON answers, then that server as judge ---------------------------
+def judge_or_answer(body):
+    text = prompt_text(body)
+    if "<segment>" in text:
+        return json.dumps({"explanation": "the article says so", "supported": True})
+    return json_answer(body)
+
+
+def test_json_answers_and_a_local_judge_complete_with_one_rejected_call_each(bench, local_env):
+    with FakeAPIServer(responder=judge_or_answer, local=LocalServer(slots=1)) as srv:
+        local_env(srv)
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:smollm2",
+                              "--out", bench / "run", "--output-mode", "json", "--concurrency", "4")
+        assert code == 0, out
+        assert srv.rejected == 1 and not any(r["error"] for r in rows_of(bench / "run"))
+        report = json.loads((bench / "run" / "report.json").read_text())
+        assert report["models"]["openai:smollm2"]["json_mode"]["used"] == "json_object"
+        assert "json_object (server rejected json_schema)" in (bench / "run" / "leaderboard.md").read_text()
+        calls = len(srv.requests)
+        code, out = run_grace("spotcheck", "run", bench / "run", "--kb", bench / "kb", "--judge", "openai:smollm2",
+                              "--concurrency", "4")
+        assert code == 0, out
+        judged = srv.requests[calls:]
+        # in one process the judge knows the endpoint already; a new process pays at most one rejected call
+        assert judged and srv.rejected <= 2
+        assert sum(r.body.get("response_format", {}).get("type") == "json_schema" for r in judged) <= 1
+        assert all(r.body.get("response_format", {}).get("type") == "json_object" for r in judged[1:])
+        checked = json.loads((bench / "run" / "spotcheck.json").read_text())["models"]["openai:smollm2"]
+        assert checked["n_verdicts"] > 0 and checked["n_unreadable"] == 0 and checked["n_failed_calls"] == 0

@@ -21,8 +21,8 @@ from kb_builder.records import Article, kb_content_hash
 
 XSS_SCRIPT = "<script>window.__pwned = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__pwned = 1">'
-OUTCOMES = ["correct", "correct_refusal", "false_refusal", "invalid_citation", "answered_unanswerable",
-            "no_citation", "multiple_citations", "wrong_citation", "error"]
+OUTCOMES = ["correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation",
+            "answered_unanswerable", "no_citation", "multiple_citations", "wrong_citation", "error"]
 
 ARTICLES = {
     "1": "Opening hours", "2": "Refund policy", "3": "Shipping times", "4": "Password reset",
@@ -197,8 +197,10 @@ def run(tmp_path: Path) -> tuple[Path, Path]:
     return build_run(tmp_path)
 
 
-def _table_rows(md: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split(" | ")] for line in md.splitlines() if line.startswith("| ")]
+def _table_rows(md: str, section: int = 0) -> list[list[str]]:
+    """The rows of the leaderboard table (section 0) or of the Details table (section 1)."""
+    part = md.split("## Details")[section]
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in part.splitlines() if line.startswith("| ")]
 
 
 def test_writes_markdown_and_html_with_every_model(run):
@@ -211,7 +213,7 @@ def test_writes_markdown_and_html_with_every_model(run):
     body = rows[2:]
     assert [r[1].split(" (")[0] for r in body] == ["acme/large", "cheap-mini", "local-llama"]
     assert body[0][0] == "1" and body[0][2].startswith("81.8% [")
-    assert body[2][6] == "–" and body[2][7] == "–"  # local model: no cost, no latency
+    assert body[2][7] == "–" and body[2][8] == "–"  # local model: no cost, no latency
     assert "(1 error)" in body[2][1] and "Warning" in md
     assert "McNemar" in md and "`abababababab`" in md  # the gold hash, shortened
 
@@ -299,6 +301,46 @@ def test_edge_cases_single_model_no_cost_no_retrieval_errors_only(tmp_path):
     assert "local-llama" in text and "(11 errors)" in text and "report.html" in text
     assert [r[1] for r in _table_rows(written["markdown"].read_text())[2:]] == ["local-llama (1 error)", "empty",
                                                                                  "down (11 errors)"]
+
+
+def test_unshown_citations_and_cut_off_answers_are_shown_escaped(run):
+    out, kb = run
+    report = json.loads((out / "report.json").read_text())
+    hostile = f"local {XSS_IMG}"
+    models = report["models"]
+    models[hostile] = models.pop("local-llama")
+    report["leaderboard"] = [hostile if m == "local-llama" else m for m in report["leaderboard"]]
+    m = models[hostile]
+    m["outcomes"]["unshown_citation"] = 2
+    m.update(unshown_citation_rate=2 / 11, truncated={"n": 4, "share": 4 / 11, "no_citation": 3, "max_tokens": 400})
+    models["acme/large"].update(unshown_citation_rate=0.0,
+                                truncated={"n": 0, "share": 0.0, "no_citation": 0, "max_tokens": 1024})
+    (out / "report.json").write_text(json.dumps(report))
+    console = Console(file=io.StringIO(), width=100, record=True)
+    written = write_reports(out, kb=kb, console=console)
+    note = "4 of 11 answers (36%) were cut off by max_tokens (400) before finishing, 3 of them before any citation"
+    printed = console.export_text()
+    assert f"warning: local {XSS_IMG}: {note}" in " ".join(printed.split())  # printed as written, not as markup
+    md = written["markdown"].read_text()
+    assert note.replace("max_tokens", "max\\_tokens") in md
+    board = {r[1].split(" (")[0]: r for r in _table_rows(md)[2:]}
+    assert board["acme/large"][6] == "0.0%" and board["cheap-mini"][6] == "–"  # an older report: no figure
+    details = {r[0]: r for r in _table_rows(md, 1)[2:]}
+    assert details["acme/large"][5:] == ["0.0% (0)", "0", "1,024", "–"]  # no JSON-mode fallback
+    assert details["cheap-mini"][5:] == ["–", "–", "–", "–"]
+    assert [c for c in details.values() if c[0].startswith("local")][0][4:] == ["18.2%", "36.4% (4)", "3", "400", "–"]
+    html = written["html"].read_text()
+    assert not re.search(r"<img", html, re.I)
+    assert f"local {escape_html(XSS_IMG)}: {note}" in html
+    section = html.split('id="details"')[1].split("</section>")[0]
+    assert "Answer format" in section and "36.4% (4)" in section and "18.2%" in section
+    assert "unshown citation" in html.split('id="outcomes"')[1].split("</section>")[0]
+
+
+def escape_html(text: str) -> str:
+    from html import escape
+
+    return escape(text)
 
 
 def test_titles_from_a_different_kb_are_flagged(run):

@@ -100,7 +100,7 @@ def test_a_changed_parameter_is_asked_again_and_run_json_describes_the_rows(benc
     assert "12 answer(s) asked with different inputs" in out
     assert {r["params"]["temperature"] for r in rows(bench / "run")} == {0.9}
     info = json.loads((bench / "run" / "run.json").read_text())
-    assert info["models"][0]["params"] == {"temperature": 0.9}
+    assert info["models"][0]["params"] == {"temperature": 0.9, "max_tokens": 1024}  # the default limit is recorded too
     assert info["rows"]["openai:m"] == {"rows": 12, "answered": 12, "errors": 0, "stale": 0, "params_variants": 1}
     code, out = grace_run(bench, bench / "run", "--model", "openai:m", "--temperature", "0.9")
     assert code == 0 and len(server.requests) == 24  # now truly done: nothing asked

@@ -190,10 +190,11 @@ def test_retrieval_decomposition_cost_and_latency(bench):
     assert scores["q_refuse"]["expected_retrieved"] is None  # must_refuse: nothing to retrieve
     assert scores["q_wrong"]["expected_retrieved"] is None
     assert scores["q_lenient"]["retrieved_ids"] == ["18", "50"]
-    # answerable rows with retrieval: q_correct (hit, retrieved), q_nocite (hit, missed),
-    # q_multi (miss, retrieved), q_lenient (hit, retrieved)
+    # answerable rows with retrieval: q_correct (hit, retrieved), q_nocite (missed: it cites 17, which it was
+    # not shown, so unshown_citation, a miss), q_multi (miss, retrieved), q_lenient (hit, retrieved)
+    assert scores["q_nocite"]["outcome"] == "unshown_citation"
     assert m["retrieval"] == {"k": 2, "recall_at_k": 0.75, "n_retrieved": 3, "n_missed": 1,
-                              "accuracy_when_retrieved": round(2 / 3, 6), "accuracy_when_missed": 1.0}
+                              "accuracy_when_retrieved": round(2 / 3, 6), "accuracy_when_missed": 0.0}
     assert m["cost"] == {"total_usd": 0.006, "per_1k_questions_usd": 3.0, "input_tokens": 2000, "output_tokens": 60}
     assert m["latency"] == {"p50_ms": 200.0, "p95_ms": 290.0}
 

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
 from harness.core.errors import GraceError
 from harness.spotcheck.inputs import Hit
-from harness.spotcheck.judge import load_judge_template, make_judge, parse_verdict
+from harness.spotcheck.judge import STRICT_INSTRUCTION, load_judge_template, make_judge, parse_verdict, strict_messages
 from harness.spotcheck.judging import Judge, JudgeSettings
 from harness.spotcheck.lexical_judge import lexical_verdict
-from harness.spotcheck.metrics import AnswerResult, model_metrics
-from harness.spotcheck.passes import judge_hits
+from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI, AnswerResult, figure, model_metrics
+from harness.spotcheck.passes import judge_hits, load_done
 from harness.spotcheck.quotes import find_quotes, missing_quotes, quote_in
 from harness.spotcheck.sampling import allocate, sample_hits
-from harness.spotcheck.segmentation import paragraphs, segment_answer
+from harness.spotcheck.segmentation import answer_body, paragraphs, segment_answer
 from kb_builder.store import load_kb
 from tests.conftest import write
 
@@ -98,6 +99,32 @@ def test_json_answers_take_their_citation_field():
     assert cites(segs) == [("You get 25 days.", ("1",)), ("Five carry over.", ("1",))]
 
 
+@pytest.mark.parametrize("text, body, ids", [
+    ('{"answer": "You get \\"25 days\\" of leave.", "citation": "1"}', 'You get "25 days" of leave.', ("1",)),
+    ('```json\n{"answer": "You get 25 days.", "citation": 1}\n```', "You get 25 days.", ("1",)),
+    ('{"answer": "You get 25 days.", "citation": "1",}', "You get 25 days.", ("1",)),  # trailing comma
+    ('{"answer": "You get 25 days.", "citation": ["1", 2', "You get 25 days.", ("1",)),  # cut off: "2" may be "20"
+    ('{"citation": "1", "reason": "The article says 25 days."}', "The article says 25 days.", ("1",)),
+    ('{"answer": "", "citation": "1"}', "", ("1",)),
+    ('You get 25 days. {"citation": "1"}', "You get 25 days. ", ("1",)),
+    ("You get 25 days [ID: 1].", "You get 25 days [ID: 1].", ()),
+])
+def test_a_json_answer_is_its_answer_text_never_its_keys(text, body, ids):
+    got_body, got_ids = answer_body(text, IDS)
+    assert (got_body, got_ids) == (body, ids)
+    assert not any(re.search(r'"\w+"\s*:', s.text) for s in segment_answer(text, IDS))  # no field name is text
+
+
+def test_json_field_names_are_never_quotes():
+    raw = '{"answer": "Lisbon staff get 25 days.", "citation": "1", "confidence": "high"'
+    assert find_quotes(raw) == ["Lisbon staff get 25 days."]  # a value may be; "answer", "citation" never are
+    assert find_quotes('Set it in ["alpha beta", "gamma"]') == ["alpha beta", "gamma"]
+    # a quotation followed by a colon in prose is still a quotation
+    assert find_quotes('The rule, "within 24 hours": that is all.') == ["within 24 hours"]
+    # the guard on its own: the article has the value, and no field name is asked of it
+    assert missing_quotes('{"answer": "Lisbon gets 25 days", "citation_id": "1"}', "Lisbon gets 25 days") == []
+
+
 def test_paragraphs_drop_rules_and_bold_titles_but_keep_bold_claims():
     text = "Intro\n\n---\n\n**Note:**\n\n**25 days** of leave [ID: 1]"
     assert paragraphs(text) == ["Intro", "**25 days** of leave [ID: 1]"]
@@ -165,6 +192,29 @@ def test_unreadable_verdicts_are_unjudged_not_guessed(reply):
     assert v.supported is None and v.parse_error
 
 
+def test_the_stricter_retry_prompt_appends_to_the_last_user_turn():
+    msgs = [{"role": "system", "content": "Judge."}, {"role": "user", "content": "Segment: x\n"}]
+    strict = strict_messages(msgs)
+    assert [m["role"] for m in strict] == ["system", "user"] and strict[0] == msgs[0]
+    assert strict[1]["content"] == "Segment: x\n\n" + STRICT_INSTRUCTION
+    assert msgs[1]["content"] == "Segment: x\n"  # the original is untouched
+    assert '"supported": true' in STRICT_INSTRUCTION and '"supported": false' in STRICT_INSTRUCTION
+
+
+def test_unreadable_or_failed_judgements_in_the_file_are_not_reused(tmp_path):
+    base = {"judge": "j", "template_hash": "t", "model": "m", "repeat": 0, "judge_repeat": 0, "answer_hash": "a",
+            "context_hash": None, "source": "judge"}
+    rows = [dict(base, question_id="ok", segment_index=0, supported=True),
+            dict(base, question_id="garbage", segment_index=0, supported=None, parse_error="no verdict"),
+            dict(base, question_id="failed", segment_index=0, supported=None, error={"kind": "server", "message": "x"}),
+            dict(base, question_id="fixed", segment_index=0, supported=None, parse_error="no verdict"),
+            dict(base, question_id="fixed", segment_index=0, supported=False, retry=True),
+            dict(base, question_id="broke", segment_index=0, supported=True),
+            dict(base, question_id="broke", segment_index=0, supported=None, parse_error="no verdict")]
+    path = write(tmp_path / "judgements.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    assert sorted(ident[3] for ident in load_done(path)) == ["fixed", "ok"]
+
+
 def test_judge_template_is_versioned_and_renders_both_passes():
     t = load_judge_template()
     assert t.name == "judge.v1" and len(t.sha256) == 16
@@ -216,6 +266,7 @@ def test_allocation_uses_largest_remainders():
 def test_metrics_point_estimates_and_risk_with_correct_refusals():
     answers = [AnswerResult(("m", "q1", 0), 2, [2], [False]), AnswerResult(("m", "q2", 0), 3, [1], [True]),
                AnswerResult(("m", "q3", 0), 1, [1], [False]), AnswerResult(("m", "q4", 0), 2, [1], [True])]
+    answers = answers * 3  # 12 checked answers: enough for intervals (MIN_ANSWERS_FOR_CI)
     m = model_metrics(answers, n=20, correct=10, correct_refusal=2, bootstrap=500, seed=1)
     assert m["groundedness"] == pytest.approx(5 / 8)
     assert m["hallucination_rate"] == pytest.approx(0.5)
@@ -229,6 +280,25 @@ def test_metrics_point_estimates_and_risk_with_correct_refusals():
     no_refusals = model_metrics(answers, n=20, correct=12, correct_refusal=0, bootstrap=0)
     assert no_refusals["hallucination_risk"] == pytest.approx(1 - 0.6 * (1 - 0.5))  # the formula
     assert no_refusals["groundedness_ci95"] is None and no_refusals["groundedness_spread"] is None
+
+
+def test_too_few_checked_answers_give_no_interval_and_say_so():
+    assert MIN_ANSWERS_FOR_CI == 10
+    one = [AnswerResult(("m", "q1", 0), 1, [1], [False])]
+    m = model_metrics(one, n=10, correct=1, correct_refusal=0, bootstrap=500)
+    assert m["groundedness"] == 1.0 and m["n"] == 1
+    assert (m["groundedness_ci95"], m["hallucination_rate_ci95"], m["hallucination_risk_ci95"]) == (None, None, None)
+    assert m["display"]["groundedness"] == "100.0% (n=1, too few for an interval)"
+    assert all("(n=1, too few for an interval)" in v for v in m["display"].values())
+    assert m["ci_note"] == "1 checked answer: too few for an interval (at least 10 needed)"
+    nine = [AnswerResult(("m", f"q{i}", 0), 1, [1], [False]) for i in range(MIN_ANSWERS_FOR_CI - 1)]
+    assert model_metrics(nine, 20, 9, 0, bootstrap=500)["groundedness_ci95"] is None
+    ten = nine + [AnswerResult(("m", "q9", 0), 2, [1], [True])]
+    m = model_metrics(ten, 20, 10, 0, bootstrap=500)
+    assert m["groundedness_ci95"] and m["hallucination_rate_ci95"] and m["hallucination_risk_ci95"]
+    assert m["ci_note"] is None and m["display"]["groundedness"].endswith("(n=10)") and "[" in m["display"]["groundedness"]
+    assert figure(None, None, 0) == "- (n=0)" and figure(0.5, None, 12) == "50.0% (n=12)"
+    assert figure(0.75, [0.6, 0.9], 40) == "75.0% [60.0, 90.0] (n=40)"
 
 
 def test_metrics_with_judge_repeats_show_the_spread():

@@ -14,9 +14,10 @@ import pytest
 
 from harness.providers.base import ModelSpec
 from harness.providers.openai_chat import OpenAIChatProvider
-from harness.spotcheck.judge import load_judge_template
+from harness.spotcheck.judge import STRICT_INSTRUCTION, load_judge_template
 from harness.spotcheck.judging import Judge, JudgeSettings
 from harness.spotcheck.meta_eval import load_cases, run_meta_eval
+from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI
 from harness.testing import FakeAPIServer, Reply, prompt_text
 from tests.conftest import run_grace, write
 
@@ -152,3 +153,171 @@ def test_meta_eval_through_the_openai_sdk_in_json_object_mode(tmp_path, srv):
     assert result["passed"] == 3 and result["pass_rate"] == 1.0
     again = run_meta_eval(Judge(spec, OpenAIChatProvider(spec), load_judge_template()), cases, JudgeSettings())
     assert again["calls"]["cached"] == 3 and len(srv.requests) == 3
+
+
+# --- unreadable verdicts: not cached, asked again once with a stricter prompt, counted --------------------------------
+
+def judgements(run) -> list[dict]:
+    return [json.loads(x) for x in (run / "run" / "spotcheck" / "judgements.jsonl").read_text().splitlines()]
+
+
+def test_a_garbage_verdict_is_asked_again_strictly_and_never_cached(run, srv):
+    # a weak judge: rambles unless told to reply with only the JSON object
+    srv.responder = lambda body: judge_reply(body) if STRICT_INSTRUCTION in prompt_text(body) else "Well, it depends."
+    spot, out = spotcheck(run)
+    assert len(srv.requests) == 4 + 4  # every first reply unreadable, every one asked again
+    strict = [STRICT_INSTRUCTION in prompt_text(r.body) for r in srv.requests]
+    assert strict == [False] * 3 + [True] * 3 + [False, True]  # pass 1 and its retries, then pass 2 and its retry
+    firsts = [r for r, s in zip(srv.requests, strict, strict=True) if not s]
+    retries = [r for r, s in zip(srv.requests, strict, strict=True) if s]
+    assert all(prompt_text(r.body).rstrip().endswith(STRICT_INSTRUCTION) for r in retries)
+    assert {segment_of(r.body) for r in firsts} == {segment_of(r.body) for r in retries}  # the same segments
+    rows = judgements(run)
+    assert [r["retry"] for r in rows] == [False] * 3 + [True] * 3 + [False, True]  # pass 1, its retries, pass 2
+    assert all(r["supported"] is None and r["parse_error"] for r in rows if not r["retry"])
+    assert all(r["supported"] is not None for r in rows if r["retry"])
+    assert len({r["prompt_hash"] for r in rows}) == 8  # the retry is another prompt, so another cache key
+    m = spot["models"]["m"]
+    assert (m["n"], m["n_verdicts"], m["n_unreadable"], m["n_retried"], m["n_retry_recovered"]) == (3, 4, 0, 4, 4)
+    assert m["groundedness"] == pytest.approx(3 / 4) and spot["judge_calls"]["retried"] == 4
+    assert "4 asked again for an unreadable verdict" in out
+    # the file holds readable verdicts now: reused, nothing asked
+    spot, _ = spotcheck(run)
+    assert len(srv.requests) == 8 and spot["judge_calls"]["reused_from_file"] == 4
+    # without the file, the unreadable first replies were never cached: asked again; the retries come from the cache
+    shutil.rmtree(run / "run" / "spotcheck")
+    spot, _ = spotcheck(run)
+    assert len(srv.requests) == 8 + 4 and spot["judge_calls"]["cached"] == 4 and spot["judge_calls"]["calls"] == 4
+
+
+def test_verdicts_unreadable_even_asked_again_are_counted_shown_and_asked_again_next_run(run, srv):
+    srv.responder = lambda body: "Sorry, I cannot tell." if "99" in segment_of(body) else judge_reply(body)
+    spot, out = spotcheck(run)
+    assert len(srv.requests) == 4 + 1  # q2's segment asked twice
+    m = spot["models"]["m"]
+    assert (m["n"], m["n_incomplete"], m["n_verdicts"], m["n_unreadable"], m["n_retried"]) == (2, 1, 4, 1, 1)
+    assert "m: 1 of 4 verdicts unreadable" in " ".join(out.split())
+    assert any("1 of 4 verdicts unreadable" in w for w in spot["warnings"])
+    assert spot["judge_calls"]["unreadable"] == 1
+    q2 = [r for r in judgements(run) if r["question_id"] == "q2"]
+    assert [(r["retry"], r["supported"]) for r in q2] == [(False, None), (True, None)]
+    spot, _ = spotcheck(run)  # not reused from the file, not in the cache: both prompts asked again
+    assert len(srv.requests) == 5 + 2 and spot["judge_calls"]["reused_from_file"] == 3
+    assert {STRICT_INSTRUCTION in prompt_text(r.body) for r in srv.requests[5:]} == {False, True}
+
+
+def test_a_handful_of_answers_gets_no_interval_and_every_figure_shows_its_n(run, srv):
+    spot, out = spotcheck(run)
+    m = spot["models"]["m"]
+    assert m["n"] == 3 < MIN_ANSWERS_FOR_CI and spot["min_answers_for_ci"] == MIN_ANSWERS_FOR_CI
+    assert m["groundedness_ci95"] is None and m["hallucination_rate_ci95"] is None and m["hallucination_risk_ci95"] is None
+    assert m["display"]["groundedness"] == "75.0% (n=3, too few for an interval)"
+    assert m["groundedness_n"] == m["hallucination_rate_n"] == m["hallucination_risk_n"] == 3
+    assert "too few for an interval" in m["ci_note"]
+    flat = " ".join(out.split())
+    assert "(n=3, too few" in flat and "[" not in flat.split("Halluc. risk")[-1].split("judge calls")[0]
+    assert "No interval is given from fewer than 10 checked answers" in spot["notes"]
+
+
+def test_truncated_answers_are_skipped_and_counted(run, srv):
+    path = run / "run" / "responses.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in rows:
+        r["finish_reason"] = "length" if r["question_id"] == "q1" else "stop"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    spot, out = spotcheck(run)
+    m = spot["models"]["m"]
+    assert (m["hits"], m["truncated_skipped"], m["n"]) == (3, 1, 2)
+    assert len(srv.requests) == 3 and not any("Lisbon staff get 25 days of paid" in segment_of(r.body)
+                                              for r in srv.requests)
+    assert "m: 1 truncated answer skipped (cut off by max_tokens)" in " ".join(out.split())
+    assert spot["sample"]["models"]["m"]["hits"] == 2  # the sample is drawn from the answers not cut off
+    for reason in ("max_tokens", "MAX_TOKENS", "FinishReason.MAX_TOKENS"):  # Anthropic's and Gemini's words for it
+        rows[0]["finish_reason"] = reason
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        assert spotcheck(run)[0]["models"]["m"]["truncated_skipped"] == 1
+    # the scorer's own flag counts too (a score row with "truncated": true)
+    rows[0]["finish_reason"] = "stop"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    scores = run / "run" / "scores.jsonl"
+    srows = [json.loads(x) for x in scores.read_text().splitlines()]
+    scores.write_text("".join(json.dumps(dict(r, truncated=r["question_id"] == "q2")) + "\n" for r in srows))
+    m = spotcheck(run)[0]["models"]["m"]
+    assert (m["truncated_skipped"], m["n"], m["hits"]) == (1, 2, 3)
+
+
+def test_json_answers_are_checked_by_their_answer_text_not_their_keys(tmp_path, srv):
+    write(tmp_path / "kb" / "articles.jsonl", "".join(json.dumps(a) + "\n" for a in ARTICLES))
+    answers = {  # a trailing comma and a quote: the field names must not be asked of the article as quotes
+        "j1": '{"answer": "Lisbon staff get \\"25 working days\\" of paid time off.", "citation": "1",}',
+        "j2": '```json\n{"answer": "The bonus target is 10% of base salary.", "citation": 2}\n```',
+        "j3": '{"citation": "1", "explanation": "Lisbon staff get 25 working days."}',
+    }
+    write(tmp_path / "run" / "responses.jsonl", "".join(json.dumps(
+        {"schema_version": 1, "question_id": q, "model": "m", "repeat": 0, "response": t, "error": None}) + "\n"
+        for q, t in answers.items()))
+    write(tmp_path / "run" / "scores.jsonl", "".join(json.dumps(score_row(q, "correct", ["1" if q != "j2" else "2"]))
+                                                     + "\n" for q in answers))
+    spot, _ = spotcheck(tmp_path)
+    rows = judgements(tmp_path)
+    assert not [r for r in rows if r["source"] == "quote"] and spot["models"]["m"]["quote_failures"] == 0
+    assert {r["question_id"]: r["segment_text"] for r in rows} == {
+        "j1": 'Lisbon staff get "25 working days" of paid time off.',
+        "j2": "The bonus target is 10% of base salary.",
+        "j3": "Lisbon staff get 25 working days."}
+    assert sorted(segment_of(r.body) for r in srv.requests) == sorted(r["claim"] for r in rows)
+    assert spot["models"]["m"]["groundedness"] == 1.0
+
+
+# --- the model options of grace run -----------------------------------------------------------------------------------
+
+def test_max_tokens_defaults_to_1024_is_recorded_and_is_part_of_the_cache_key(run, srv):
+    spot, out = spotcheck(run)
+    assert {r.body["max_tokens"] for r in srv.requests} == {1024}
+    assert spot["judge"]["max_tokens"] == 1024 and spot["judge"]["params"]["max_tokens"] == 1024
+    assert "max_tokens 1024" in out
+    shutil.rmtree(run / "run" / "spotcheck")
+    spot, _ = spotcheck(run, "--max-tokens", "300")
+    assert len(srv.requests) == 8 and {r.body["max_tokens"] for r in srv.requests[4:]} == {300}  # not cache hits
+    assert spot["judge"]["max_tokens"] == 300 and spot["judge_calls"]["cached"] == 0
+
+
+def test_json_mode_timeout_base_url_and_api_key_env_reach_the_judge(run, srv, monkeypatch):
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("MY_JUDGE_KEY", "secret-123")
+    spot, _ = spotcheck(run, "--json-mode", "json_object", "--timeout", "7.5", "--base-url", srv.openai_base_url,
+                        "--api-key-env", "MY_JUDGE_KEY", "--max-tokens", "64")
+    body = srv.requests[0].body
+    assert body["response_format"] == {"type": "json_object"} and body["max_tokens"] == 64
+    assert srv.requests[0].headers["authorization"] == "Bearer secret-123"
+    j = spot["judge"]
+    assert (j["options"], j["timeout_s"], j["base_url"]) == ({"json_mode": "json_object"}, 7.5, srv.openai_base_url)
+    assert "secret-123" not in (run / "run" / "spotcheck.json").read_text()
+
+
+def test_the_provider_judges_the_json_mode_and_the_limit_is_checked(run, srv):
+    code, out = run_grace("spotcheck", "run", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
+                          "--json-mode", "yaml")
+    assert code == 2 and "json_mode must be one of" in out and not srv.requests
+    code, out = run_grace("spotcheck", "run", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
+                          "--max-tokens", "0")
+    assert code == 2 and "--max-tokens" in out and not srv.requests
+
+
+def test_meta_eval_takes_the_same_options_and_retries_unreadable_verdicts(tmp_path, srv):
+    cases = tmp_path / "cases.jsonl"
+    write(cases, "".join(json.dumps(c) + "\n" for c in [
+        {"id": "a", "failure_mode": "number_changed", "article": "Staff get 25 days.", "segment": "Staff get 30 days.",
+         "expected": "unsupported"},
+        {"id": "b", "failure_mode": "exact_restatement", "article": "Staff get 25 days.", "segment": "Staff get 25 days.",
+         "expected": "supported"}]))
+    srv.responder = lambda body: ("no idea" if STRICT_INSTRUCTION not in prompt_text(body)
+                                  else json.dumps({"explanation": "x", "supported": "30" not in segment_of(body)}))
+    code, out = run_grace("spotcheck", "meta-eval", "--judge", "openai:judge-mini", "--cases", cases,
+                          "--max-tokens", "128", "--out", tmp_path / "m.json")
+    assert code == 0, out
+    assert len(srv.requests) == 4 and {r.body["max_tokens"] for r in srv.requests} == {128}
+    result = json.loads((tmp_path / "m.json").read_text())
+    assert result["passed"] == 2 and result["retried"] == 2 and result["unreadable"] == 0
+    assert "100.0% (n=2)" in out

@@ -56,6 +56,19 @@ def test_lexical_spotcheck_of_baseline_hits_lands_in_the_report(bench):
     assert spot["schema_version"] == 1 and spot["sample"]["per_model"] == 20
 
 
+def test_a_small_sample_reports_no_interval_in_the_report_either(bench):
+    root, run = bench
+    code, out = run_grace("spotcheck", "run", run, "--kb", root / "kb", "--judge", "baseline:lexical", "--sample", "3")
+    assert code == 0, out
+    block = json.loads((run / "report.json").read_text())["spotcheck"]
+    m = block["models"]["baseline:top1"]
+    assert m["n"] == 3 and m["groundedness_ci95"] is None and m["hallucination_risk_ci95"] is None
+    assert m["display"]["groundedness"].endswith("(n=3, too few for an interval)")
+    assert block["min_answers_for_ci"] == 10 and "No interval is given from fewer than 10" in block["notes"]
+    html = (run / "report.html").read_text()
+    assert "too few for an interval" in html and "(n=3" in html
+
+
 def test_scores_folder_reads_answers_from_the_path_report_json_records(bench, tmp_path):
     root, run = bench
     scores_dir = tmp_path / "scores-only"

@@ -2,24 +2,47 @@
 
 The judge (``grace spotcheck``), the labeler (``grace annotations suggest``) and
 the question generator (``grace gold generate``) all go through the same engine,
-so they take the same knobs with the same defaults.
+so they take the same knobs with the same defaults, and the same model options
+as ``grace run`` (``--max-tokens --json-mode --timeout --base-url
+--api-key-env``), turned into a spec by :func:`harness.runner.model_options.apply_model_options`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
+MODEL_OPTION_NAMES = ("max_tokens", "json_mode", "timeout", "base_url", "api_key_env")
 
-def call_options(what: str, no_cache_help: str = "Do not read the response cache (answers are still saved in it).") -> Callable:
-    """``--concurrency --max-attempts --timeout --prices --no-cache``; ``what`` names the calls in the help."""
+
+def call_options(what: str, no_cache_help: str = "Do not read the response cache (answers are still saved in it).",
+                 *, max_tokens_default: int | None = None, max_tokens_none: str = "the provider's own") -> Callable:
+    """``--concurrency --max-attempts --prices --no-cache`` and the model options; ``what`` names the calls in the help.
+
+    The command receives ``max_tokens, json_mode, timeout, base_url, api_key_env``
+    as keyword arguments; :func:`model_options` gathers them. ``max_tokens_default``
+    is the output limit sent when ``--max-tokens`` is not given (``None``: send
+    none, so ``max_tokens_none`` applies).
+    """
+    one = what.removesuffix("s")
+    limit = f"{max_tokens_default}" if max_tokens_default is not None else max_tokens_none
     options = [
         click.option("--concurrency", type=int, default=8, show_default=True, help=f"Parallel {what}."),
         click.option("--max-attempts", type=int, default=6, show_default=True,
-                     help=f"Attempts per {what.removesuffix('s')} (429/5xx retried)."),
-        click.option("--timeout", type=float, default=None, help=f"Seconds per {what.removesuffix('s')} [default: 60]."),
+                     help=f"Attempts per {one} (429/5xx retried)."),
+        click.option("--timeout", type=float, default=None,
+                     help=f"Seconds per {one} [default: 60, or 600 for a server on this machine or network]."),
+        click.option("--max-tokens", type=click.IntRange(min=1), default=max_tokens_default,
+                     help=f"Output limit per {one}, sent with every call and part of the cache key [default: {limit}]."),
+        click.option("--json-mode", default=None, metavar="MODE",
+                     help="How to ask for JSON (options.json_mode); the provider checks the value. openai and "
+                     "openai-compatible servers: auto, json_schema, json_object, prompt [default: auto]."),
+        click.option("--base-url", default=None, metavar="URL",
+                     help="API base URL (an openai-compatible server such as llama.cpp, Ollama, vLLM, or a proxy)."),
+        click.option("--api-key-env", default=None, metavar="VAR", help="Read the API key from this variable."),
         click.option("--prices", type=click.Path(path_type=Path), default=None,
                      help="JSON {model: [input, output]} USD per 1M tokens."),
         click.option("--no-cache", is_flag=True, help=no_cache_help),
@@ -31,3 +54,10 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
         return fn
 
     return apply
+
+
+def model_options(kwargs: dict[str, Any]) -> Any:
+    """Pop the model options out of a command's ``kwargs`` into a :class:`~harness.runner.model_options.ModelOptions`."""
+    from harness.runner.model_options import ModelOptions
+
+    return ModelOptions(**{name: kwargs.pop(name, None) for name in MODEL_OPTION_NAMES})

@@ -9,19 +9,16 @@ import click
 from harness.cli.call_options import call_options
 from harness.core.errors import GraceError
 from harness.rundir import RunDir
+from harness.spotcheck.judge import DEFAULT_MAX_TOKENS
 
 
-def _judge(spec_text: str, template: str | None, timeout: float | None, prices: Path | None):
-    from harness.runner.pricing import load_prices
+def _judge(spec_text: str, template: str | None, call: dict):
+    """The judge from the command's options (see :func:`harness.runner.model_options.ready_model`)."""
+    from harness.cli.call_options import model_options
     from harness.spotcheck.judge import load_judge_template, make_judge
     from harness.spotcheck.judging import Judge
 
-    spec, provider = make_judge(spec_text)
-    if timeout:
-        spec.timeout_s = timeout
-    table = load_prices(prices)
-    if spec.price_input_per_mtok is None and spec.model in table:
-        spec.price_input_per_mtok, spec.price_output_per_mtok = table[spec.model]
+    spec, provider = make_judge(spec_text, model_options(call), call.get("prices"))
     return Judge(spec, provider, load_judge_template(template))
 
 
@@ -38,16 +35,15 @@ def _settings(concurrency: int, max_attempts: int, no_cache: bool, console=None)
     return JudgeSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=not no_cache, progress=progress)
 
 
-def _pct(x, ci=None) -> str:
+def _pct(x, n: int | None = None) -> str:
     if x is None:
         return "-"
-    text = f"{100 * x:.1f}%"
-    return text + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+    return f"{100 * x:.1f}%" + (f" (n={n})" if n is not None else "")
 
 
 def judge_options(fn):
     fn = call_options("judge calls", "Do not read the response cache (verdicts are still recorded in it; "
-                      "judgements already in RUN/spotcheck/ are reused).")(fn)
+                      "judgements already in RUN/spotcheck/ are reused).", max_tokens_default=DEFAULT_MAX_TOKENS)(fn)
     fn = click.option("--template", default=None, help="Judge prompt template: built-in name (judge.v1) or file path.")(fn)
     return click.option("--judge", "judge_spec", required=True,
                         help="Judge model PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., google:...), or "
@@ -69,33 +65,36 @@ def spotcheck() -> None:
 @click.option("--repeats", type=int, default=1, show_default=True, help="Judge passes, to measure the judge's run-to-run spread.")
 @click.option("--model", "-m", "models", multiple=True, help="Only these answering models (repeatable).")
 @click.option("--bootstrap", type=int, default=2000, show_default=True, help="Bootstrap resamples for the 95% CIs.")
-def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attempts, timeout, no_cache, prices,
-            sample, take_all, seed, repeats, models, bootstrap) -> None:
+def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed, repeats, models, bootstrap,
+            **call) -> None:
     """Sample correct-citation hits of RUN_OR_SCORES (a scored run folder) and fact-check each segment."""
     from rich.console import Console
     from rich.table import Table
 
+    from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI
     from harness.spotcheck.pipeline import SpotcheckOptions, run_spotcheck
 
     if take_all and sample is not None:
         raise GraceError("give --sample N or --all, not both")
     console = Console()
-    judge = _judge(judge_spec, template, timeout, prices)
+    judge = _judge(judge_spec, template, call)
     opts = SpotcheckOptions(sample=None if take_all else (50 if sample is None else sample), seed=seed, repeats=repeats,
                             bootstrap=bootstrap, models=tuple(models))
-    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, _settings(concurrency, max_attempts, no_cache, console), console)
+    settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console)
+    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, settings, console)
     jb = spot["judge"]
     mark = (f"[green]calibrated[/] (kappa {jb['kappa']:.2f}, n={jb['n']})" if jb["calibrated"] and jb.get("kappa") is not None
             else "[yellow]judge not calibrated[/]")
-    console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}")
-    table = Table(title="Correct-citation answers, fact-checked (95% CIs)")
+    console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}; max_tokens {jb.get('max_tokens')}")
+    table = Table(title="Correct-citation answers, fact-checked (95% CIs; n = checked answers; "
+                        f"no interval below n={MIN_ANSWERS_FOR_CI})")
     table.add_column("Model", no_wrap=True)
     for name in ("Hits", "Checked", "Segs", "Groundedness", "Halluc. rate", "Halluc. risk"):
         table.add_column(name, justify="right")
     for m, v in spot["models"].items():
-        table.add_row(m, str(v["hits"]), str(v["n"]), str(v["n_segments"]),
-                      _pct(v["groundedness"], v["groundedness_ci95"]), _pct(v["hallucination_rate"], v["hallucination_rate_ci95"]),
-                      _pct(v["hallucination_risk"], v["hallucination_risk_ci95"]))
+        shown = v["display"]
+        table.add_row(m, str(v["hits"]), str(v["n"]), str(v["n_segments"]), shown["groundedness"],
+                      shown["hallucination_rate"], shown["hallucination_risk"])
     console.print(table)
     if spot["variance"]["max_spread"] is not None:
         console.print(f"judge run-to-run spread over {repeats} repeats: up to {100 * spot['variance']['max_spread']:.1f} "
@@ -103,7 +102,8 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, concurrency, max_attemp
     calls = spot["judge_calls"]
     cost = "unknown" if calls["cost_usd"] is None else f"${calls['cost_usd']:.4f}"
     console.print(f"judge calls: {calls['calls']} made, {calls['cached']} cached, {calls['reused_from_file']} reused, "
-                  f"{calls['decided_without_judge']} decided without the judge (quotes), {calls['errors']} failed; cost {cost}")
+                  f"{calls['decided_without_judge']} decided without the judge (quotes), {calls['errors']} failed, "
+                  f"{calls['retried']} asked again for an unreadable verdict; cost {cost}")
     for w in spot["warnings"] + calls["aborted"]:
         console.print(f"[yellow]{w}[/]")
     run_dir = RunDir(spot["run"]["path"])
@@ -142,7 +142,7 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
 @click.option("--cases", type=click.Path(path_type=Path), default=None, help="Cases JSONL [default: the built-in set].")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the full result as JSON here.")
 @click.option("--show", type=int, default=5, show_default=True, help="Failed cases to print.")
-def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_cache, prices, cases, out, show) -> None:
+def meta_eval_cmd(judge_spec, template, cases, out, show, **call) -> None:
     """Run the judge on hand-written cases with known verdicts; report its pass rate per failure mode."""
     import json
 
@@ -153,14 +153,20 @@ def meta_eval_cmd(judge_spec, template, concurrency, max_attempts, timeout, no_c
     from harness.spotcheck.meta_eval import load_cases, run_meta_eval
 
     console = Console()
-    judge = _judge(judge_spec, template, timeout, prices)
-    result = run_meta_eval(judge, load_cases(cases), _settings(concurrency, max_attempts, no_cache, console))
+    judge = _judge(judge_spec, template, call)
+    settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console)
+    result = run_meta_eval(judge, load_cases(cases), settings)
     table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate", title=f"Judge meta-eval: {judge.spec.name}")
     for mode, v in result["per_mode"].items():
-        table.add_row(mode, "/".join(v["expected"]), str(v["cases"]), str(v["passed"]), _pct(v["pass_rate"]))
-    table.add_row("all", "", str(result["cases"]), str(result["passed"]), _pct(result["pass_rate"]), style="bold")
+        table.add_row(mode, "/".join(v["expected"]), str(v["cases"]), str(v["passed"]), _pct(v["pass_rate"], v["cases"]))
+    table.add_row("all", "", str(result["cases"]), str(result["passed"]), _pct(result["pass_rate"], result["cases"]),
+                  style="bold")
     console.print(table)
-    console.print(f"unsupported caught {_pct(result['unsupported_caught'])}, supported accepted {_pct(result['supported_accepted'])}")
+    console.print(f"unsupported caught {_pct(result['unsupported_caught'], result['n_unsupported'])}, "
+                  f"supported accepted {_pct(result['supported_accepted'], result['n_supported'])}")
+    if result["unreadable"]:
+        console.print(f"[yellow]{result['unreadable']} of {result['cases']} verdicts unreadable, even asked again with a "
+                      "stricter instruction; they count as failed cases[/]")
     for f in result["failures"][:show]:
         console.print(f"- {f['id']} ({f['failure_mode']}): expected {'supported' if f['expected_supported'] else 'unsupported'}, "
                       f"got {f['supported']}: {f['explanation'][:140]}")

@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import COLUMNS, LEGEND, error_note, errors_text, leaderboard_rows
+from harness.reports.leaderboard import (
+    COLUMNS,
+    DETAIL_COLUMNS,
+    DETAIL_LEGEND,
+    LEGEND,
+    detail_rows,
+    error_note,
+    errors_text,
+    leaderboard_rows,
+    truncation_notes,
+)
 
-MARKDOWN_SCHEMA_VERSION = 1
+MARKDOWN_SCHEMA_VERSION = 2  # 2: the Unshown cit. column and the Details table
 
 
 def cell(text: str) -> str:
@@ -46,8 +56,17 @@ def render_markdown(inputs: ReportInputs) -> str:
     note = error_note(rows)
     if note:
         lines += [f"**Warning:** {cell(note)}", ""]
+    cut = truncation_notes(inputs.models, inputs.leaderboard)
+    lines += [f"**Warning:** {cell(c)}" for c in cut] + ([""] if cut else [])
     lines += [f"**Note:** {cell(str(w))}" for w in inputs.report.get("warnings") or []]
     if inputs.report.get("warnings"):
         lines.append("")
     lines += [f"- {item}" for item in LEGEND]
+    lines += ["", "## Details", "",
+              "| " + " | ".join(header for _, header in DETAIL_COLUMNS) + " |",
+              "| " + " | ".join("---" if key == "model" else "---:" for key, _ in DETAIL_COLUMNS) + " |"]
+    for detail in detail_rows(inputs.models, inputs.leaderboard):
+        lines.append("| " + " | ".join(cell(detail[key]) if key == "model" else detail[key]
+                                       for key, _ in DETAIL_COLUMNS) + " |")
+    lines += ["", f"- {DETAIL_LEGEND}"]
     return "\n".join(lines) + "\n"

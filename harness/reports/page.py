@@ -38,8 +38,9 @@ CAPTIONS = {
     "outcomes": "Each bar splits a model's responses by outcome. Green is right (cited the expected article, or "
     "refused a question the KB cannot answer). False refusal: refused an answerable question. Answered "
     "unanswerable: answered a question it should have refused. Wrong citation: cited another real article. Invalid "
-    "citation: cited an ID that is not in the KB. No / multiple citations: broke the answer format. Hover a segment "
-    "for counts.",
+    "citation: cited an ID that is not in the KB. Unshown citation: cited a KB article that was not among the "
+    "articles shown to the model, so it cannot have read the answer there. No / multiple citations: broke the "
+    "answer format. Hover a segment for counts.",
     "retrieval": "For answerable questions: accuracy when retrieval put the expected article in the model's top-k "
     "(blue) and when it did not (red). A model cannot cite what it was not shown, so red is usually near zero; a low "
     "blue bar means the model fails even with the right article in front of it, while many misses (the red n) mean "

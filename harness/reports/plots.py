@@ -194,7 +194,7 @@ def outcome_chart(models: Models, order: list[str]) -> str | None:
             body.append(rect(x, y + 5, w, ROW - 10, OUTCOME_COLORS.get(o, OTHER_COLOR), hover=tip,
                              extra=' stroke="white" stroke-width="0.5"'))
             if w > 34:
-                ink = "white" if o in ("correct", "wrong_citation", "invalid_citation", "error") else INK
+                ink = "white" if o in ("correct", "wrong_citation", "invalid_citation", "unshown_citation", "error") else INK
                 body.append(text(x + w / 2, y + ROW / 2 + 4, f"{share:.0%}", anchor="middle", size=11, fill=ink))
             start += share
     return document(left + plot_w + 20, top + ROW * len(order) + 24, body, "Outcome breakdown per model", "outcomes")

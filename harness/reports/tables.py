@@ -13,8 +13,11 @@ from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
     COLUMNS,
     DASH,
+    DETAIL_COLUMNS,
+    DETAIL_LEGEND,
     LEGEND,
     count,
+    detail_rows,
     error_note,
     errors_text,
     leaderboard_rows,
@@ -22,11 +25,12 @@ from harness.reports.leaderboard import (
     number,
     pct,
     pct_ci,
+    truncation_notes,
     usd,
 )
 
 VISIBLE_ARTICLES = 25
-_NUMERIC = {"rank", "accuracy", "strict", "calibration", "invalid", "cost", "latency"}
+_NUMERIC = {"rank", "accuracy", "strict", "calibration", "invalid", "unshown", "cost", "latency"}
 
 
 def table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozenset(), cls: str = "") -> str:
@@ -52,6 +56,8 @@ def leaderboard_table(inputs: ReportInputs) -> str:
         cells.append(values)
     note = error_note(rows)
     warning = f'<p class="warning">{escape(note)}</p>' if note else ""
+    warning += "".join(f'<p class="warning">{escape(cut)}</p>'
+                       for cut in truncation_notes(inputs.models, inputs.leaderboard))
     legend = "".join(f"<li>{escape(item)}</li>" for item in LEGEND)
     return (table([escape(h) for _, h in COLUMNS], cells, numeric, "leaderboard") + warning
             + f'<ul class="legend">{legend}</ul>')
@@ -100,6 +106,13 @@ def details_table(inputs: ReportInputs) -> str:
                "retrieved. Parsed by: how many responses each extraction rule read (inline: the prompt's own format; "
                "json: a JSON answer; lenient: another citation style; none: nothing found).</p>")
     html = table(quality, rows_q, set(range(1, len(quality) - 1))) + caption
+    details = detail_rows(inputs.models, inputs.leaderboard)
+    html += ("<h3>Answer format</h3>"
+             + table([escape(h) for _, h in DETAIL_COLUMNS],
+                     [[f"<strong>{escape(d['model'])}</strong>"] + [escape(d[k]) for k, _ in DETAIL_COLUMNS[1:]]
+                      for d in details], set(range(1, len(DETAIL_COLUMNS))))
+             + '<p class="caption">No citation, Invalid cit., Unshown cit.: shares of responses with that outcome. '
+             f"{escape(DETAIL_LEGEND)}</p>")
     if rows_r:
         html += ("<h3>Repeats</h3>" + table(again, rows_r, {1, 2, 4})
                  + '<p class="caption">Agreement: for each question asked more than once, the share of its repeats '
@@ -187,7 +200,9 @@ def article_table(inputs: ReportInputs) -> str:
 
 
 def _rate(block: dict[str, Any], key: str) -> str:
-    return escape(pct_ci(block.get(key), block.get(f"{key}_ci95")))
+    """The spot-check's own wording ("100.0% (n=3, too few for an interval)") where it gave one."""
+    shown = (block.get("display") or {}).get(key) if isinstance(block.get("display"), dict) else None
+    return escape(str(shown) if isinstance(shown, str) else pct_ci(block.get(key), block.get(f"{key}_ci95")))
 
 
 def spotcheck_section(inputs: ReportInputs) -> str:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import COLUMNS, error_note, errors_text, leaderboard_rows
+from harness.reports.leaderboard import COLUMNS, error_note, errors_text, leaderboard_rows, truncation_notes
 
-_RIGHT = {"rank", "accuracy", "strict", "calibration", "invalid", "cost", "latency"}
+_RIGHT = {"rank", "accuracy", "strict", "calibration", "invalid", "unshown", "cost", "latency"}
 
 
 def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
@@ -64,6 +64,8 @@ def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None
     note = error_note(leaderboard_rows(inputs.models, inputs.leaderboard))
     if note:
         console.print(Text(note, style="red"))
+    for cut in truncation_notes(inputs.models, inputs.leaderboard):
+        console.print(Text("warning: ", style="yellow") + Text(cut))  # Text: a model name is not markup
     for name, failed in (inputs.report.get("failed_models") or {}).items():
         console.print(Text(f"not ranked: {name}: {failed.get('reason')}", style="red"))
     if html_path is not None:

@@ -11,8 +11,8 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
 
-REPORT_SCHEMA_VERSION = 1
-SCORES_SCHEMA_VERSION = 1
+REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
+SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
 
 
 def read_report(path: Path) -> dict[str, Any]:

@@ -35,6 +35,18 @@ class ResponseRow(NamedTuple):
     latency_ms: float | None
     input_tokens: int | None
     output_tokens: int | None
+    finish_reason: str | None  # as the API gave it: "length" / "max_tokens" / "MAX_TOKENS" mean the limit cut it off
+    max_tokens: int | None  # the output limit the call was made with (params.max_tokens), if recorded
+
+
+def _max_tokens(params: Any) -> int | None:
+    if type(params) is not dict:
+        return None
+    for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+        v = params.get(key)
+        if type(v) is int:
+            return v
+    return None
 
 
 def _number(row: dict, key: str, path: Path, n: int) -> float | None:
@@ -183,7 +195,10 @@ def read_responses(
             ):
                 cost, latency = _number(row, "cost_usd", path, n), _number(row, "latency_ms", path, n)
                 tin, tout = _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n)
-            yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout)
+            finish = row.get("finish_reason")
+            params = row.get("params")
+            yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout,
+                              finish if type(finish) is str else None, None if params is None else _max_tokens(params))
 
 
 RowKey = tuple[str, str, int]  # (model, question_id, repeat)

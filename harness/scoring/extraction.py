@@ -10,10 +10,19 @@ much of a model's accuracy depends on forgiving its format:
 * **lenient**: also what real models write instead: ``[ID:x]``, ``[id: x]``,
   ``(ID: x)``, bold or punctuation around the ID, ``[ID: x, y]`` lists, a bare
   ``[x]`` when ``x`` is a KB article ID, ``ID: x`` in prose when ``x`` is a KB ID,
-  JSON answers (bare, fenced or inside prose) and refusal paraphrases.
+  JSON answers (bare, fenced, inside prose or cut off; only the citation fields
+  listed in :mod:`harness.scoring.json_answer`), refusal paraphrases and, when
+  the response cites nothing, generic declines (see :mod:`harness.scoring.refusal`).
 
 A bare number is never a citation: only bracketed IDs, IDs after an ``ID``
-label, and JSON citation fields are read. Matching is exact (``uid-kb-5`` is not
+label, and JSON citation fields are read (a JSON array is not a bracketed
+citation: ``"ids": [17, 18]`` counts only if its key is a citation field).
+Lists are split on list syntax (JSON arrays, commas, semicolons), and on
+"and"/"&" only between items that look like IDs (``[IDs: 17 and 18]``), never
+inside a title (``"Part 3: Conduct and ethics"`` gives nothing). In a JSON
+citation field, an item that is not a KB ID counts (as an invalid ID) only when
+it looks like an ID: one token with a digit, ``-`` or ``_`` in it, or an ``ID:``
+label; a title or a word does not. Matching is exact (``uid-kb-5`` is not
 ``uid-kb-50``); the same ID cited twice counts once. Both readers are pure
 functions of ``(text, kb_ids)``.
 """
@@ -24,7 +33,7 @@ import re
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.scoring.json_answer import citation_tokens, find_json_answer
+from harness.scoring.json_answer import JsonAnswer, citation_tokens, find_json_answer
 from harness.scoring.refusal import is_refusal, is_strict_refusal
 
 RULES = ("json", "inline", "lenient", "none")
@@ -51,7 +60,9 @@ _ID_LABEL = re.compile(
 _OTHER_LABEL = re.compile(
     r"(?:article|source|doc|document|ref|reference|citation)s?\s*(?:[:#=]\s*|\s+)(.*)", re.IGNORECASE | re.S
 )
-_SPLIT = re.compile(r"\s*(?:[,;&]|\band\b)\s*", re.IGNORECASE)
+_LIST_SEP = re.compile(r"\s*[,;]\s*")  # list syntax
+_AND_SEP = re.compile(r"\s*(?:&|\band\b)\s*", re.IGNORECASE)  # a word: splits only between ID-like items
+_ID_FORM = re.compile(r"#?[\w][\w\-./]*")
 _ID_PREFIX = re.compile(r"ids?(?:\s*[:#=]\s*|\s+)", re.IGNORECASE)
 _WRAP = " \t*_`\"'\u201c\u201d\u2018\u2019"
 _TRAIL = ".,;:!?"
@@ -72,6 +83,27 @@ def _add(out: list[str], value: str) -> None:
         out.append(value)
 
 
+def _id_form(t: str, kb_ids: Collection[str]) -> bool:
+    """A KB ID, or one token that looks like an ID (a digit, "-" or "_" in it), not a word or a title."""
+    if t in kb_ids:
+        return True
+    return _ID_FORM.fullmatch(t) is not None and any(ch.isdigit() or ch in "-_" for ch in t)
+
+
+def _split_list(rest: str, kb_ids: Collection[str]) -> list[str]:
+    """Items of a list-like string: split on commas and semicolons; on "and"/"&" only if every part is ID-like."""
+    parts = _LIST_SEP.split(rest) if ("," in rest or ";" in rest) else [rest]
+    out: list[str] = []
+    for p in parts:
+        if "&" in p or "and" in p.lower():
+            subs = _AND_SEP.split(p)
+            if len(subs) > 1 and all(_id_form(_clean(x), kb_ids) for x in subs):
+                out.extend(subs)
+                continue
+        out.append(p)
+    return out
+
+
 def _bracket_ids(content: str, square: bool, kb_ids: Collection[str]) -> list[str]:
     c = content.strip(_WRAP) if ("*" in content or "`" in content or "_" in content) else content.strip()
     if c in kb_ids:
@@ -82,7 +114,7 @@ def _bracket_ids(content: str, square: bool, kb_ids: Collection[str]) -> list[st
         if rest in kb_ids:
             return [rest]
         ids = []
-        for part in _SPLIT.split(rest):
+        for part in _split_list(rest, kb_ids):
             t = part.strip(_WRAP)
             if t not in kb_ids:
                 t = _clean(part)
@@ -95,10 +127,18 @@ def _bracket_ids(content: str, square: bool, kb_ids: Collection[str]) -> list[st
         return []
     m = _OTHER_LABEL.match(c)
     rest = m.group(1) if m else c
-    tokens = [t for t in (_clean(p) for p in _SPLIT.split(rest)) if t]
+    tokens = [t for t in (_clean(p) for p in _split_list(rest, kb_ids)) if t]
     if tokens and all(t in kb_ids for t in tokens):
         return tokens
     return []
+
+
+def _json_value(text: str, start: int) -> bool:
+    """Is the bracket at ``start`` the value of a JSON key (``"key": [``)?"""
+    j = start - 1
+    while j > 0 and text[j] in " \t\r\n":
+        j -= 1
+    return j > 0 and text[j] == ":" and text[j - 1] in "\"'"
 
 
 def inline_ids_lenient(text: str, kb_ids: Collection[str]) -> list[str]:
@@ -107,6 +147,8 @@ def inline_ids_lenient(text: str, kb_ids: Collection[str]) -> list[str]:
     if "[" in text or "(" in text or "\u3010" in text or "\u3014" in text:
         for m in _BRACKETED.finditer(text):
             open_char = text[m.start()]
+            if open_char == "[" and _json_value(text, m.start()):
+                continue  # '"ids": [17, 18]' is a JSON array, read only through the JSON citation fields
             for i in _bracket_ids(m.group(1), open_char != "(", kb_ids):
                 found.append((m.start(), i))
     if ":" in text or "#" in text:
@@ -137,18 +179,31 @@ def canonical_ids(text: str, kb_ids: Collection[str]) -> list[str]:
     return out
 
 
-def _json_ids(values: list, kb_ids: Collection[str]) -> list[str]:
+def _field_ids(token: str, kb_ids: Collection[str], loose: bool) -> list[str]:
+    """One string from a JSON citation field -> IDs (see the module docstring for what counts)."""
+    if token in kb_ids:
+        return [token]
+    ids = inline_ids_lenient(token, kb_ids)  # "[ID: 14]", "ID: 14", "see [14]"
+    if ids:
+        return ids
     out: list[str] = []
-    for raw in values:
-        for tok in citation_tokens(raw):
-            if tok in kb_ids:
-                _add(out, tok)
-                continue
-            ids = inline_ids_lenient(tok, kb_ids)
-            if not ids:
-                ids = [t for t in (_clean(p.strip("[]()")) for p in _SPLIT.split(tok)) if t]
-            for i in ids:
-                _add(out, i)
+    for item in _split_list(token.strip().strip("[]()"), kb_ids):
+        found = _bracket_ids(item, True, kb_ids)  # "Article 14", "Source: 14", "ID 14"
+        if not found and not loose:
+            t = _clean(item)
+            if _id_form(t, kb_ids):
+                found = [t]
+        out.extend(found)
+    return out
+
+
+def _json_ids(ans: JsonAnswer, kb_ids: Collection[str]) -> list[str]:
+    out: list[str] = []
+    for values, loose in ((ans.citations, False), (ans.loose_citations, True)):
+        for raw in values:
+            for tok in citation_tokens(raw):
+                for i in _field_ids(tok, kb_ids, loose):
+                    _add(out, i)
     return out
 
 
@@ -171,8 +226,9 @@ def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extrac
         inline = list(canon)  # fast path: the prompt's own format and nothing else a lenient reader could find
     else:
         inline = inline_ids_lenient(text, kb_ids)
-    refused = strict_refused or is_refusal(text)
     ans = find_json_answer(text) if "{" in text else None
+    json_ids = _json_ids(ans, kb_ids) if ans is not None else []
+    refused = strict_refused or is_refusal(text, cites=bool(inline or json_ids))
 
     if ans is not None and ans.exact:
         strict_ids = list(canon)
@@ -184,7 +240,7 @@ def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extrac
         strict = Extraction(canon, strict_refused, "inline" if canon or strict_refused else "none")
 
     if ans is not None:
-        ids = _json_ids(ans.citations, kb_ids)
+        ids = json_ids
         for i in inline:
             _add(ids, i)
         lenient = Extraction(ids, refused or ans.refused, "json")

@@ -136,3 +136,23 @@ def cost_latency(
         "output_tokens": int(out_tokens[out_tokens >= 0].sum()),
     }
     return cost_d, {"p50_ms": _r(p50, 3), "p95_ms": _r(p95, 3)}
+
+
+def truncation(truncated: np.ndarray, max_tokens: np.ndarray) -> dict[str, Any]:
+    """Answers the output limit cut off: how many, their share, how many of them had nothing read from them.
+
+    ``truncated`` is 0 (finished), 1 (cut off) or 2 (cut off before any citation or
+    refusal). ``max_tokens`` is the limit the cut-off answers were asked with (the
+    most common one; over every row when none was cut off), None when no row says.
+    """
+    n = int(truncated.size)
+    cut = truncated > 0
+    n_cut = int(cut.sum())
+    limits = max_tokens[cut] if n_cut else max_tokens
+    limits = limits[limits >= 0]
+    limit = None
+    if limits.size:
+        values, counts = np.unique(limits, return_counts=True)
+        limit = int(values[np.argmax(counts)])
+    return {"n": n_cut, "share": _r(n_cut / n) if n else 0.0, "no_citation": int((truncated == 2).sum()),
+            "max_tokens": limit}

@@ -1,11 +1,27 @@
 """One outcome per response, and the labels the per-article metrics are built on.
 
-The order of the rules is the GRACE contract: a refusal is judged first (a
-response that states a refusal is one even if it also cites related articles),
-then an unknown ID, then answering what should have been refused, then the
-number of citations. Three states are kept apart from a plain miss (no
-citation, several citations, an invalid ID) so they are counted and shown,
-never folded into a silent 0.
+The order of the rules is the GRACE contract, first match wins:
+
+1. ``error``: the call failed.
+2. ``correct_refusal`` / ``false_refusal``: a response that states a refusal is
+   one even if it also cites related articles.
+3. ``invalid_citation``: a cited ID is not a KB article.
+4. ``unshown_citation``: a cited article is in the KB but was not among the
+   articles shown to the model (the row's ``retrieved_ids``), so the model cannot
+   have read the answer there. It is judged before ``answered_unanswerable``, as
+   an invalid ID is: on a must-refuse question it is the same miss either way,
+   and naming it says the citation itself is made up. Rows that do not say what
+   was shown (no or empty ``retrieved_ids``, e.g. an external responses file)
+   skip this rule.
+5. ``answered_unanswerable``: a must-refuse question answered.
+6. ``no_citation``, then ``multiple_citations``: the number of citations.
+7. ``correct`` / ``wrong_citation``.
+
+Four states are kept apart from a plain miss (no citation, several citations,
+an invalid ID, an unshown article) so they are counted and shown, never folded
+into a silent 0. An unshown citation, like an invalid one, names no article for
+the per-article metrics (predicted label ``none``) and is no vote in the gold
+audit.
 """
 
 from __future__ import annotations
@@ -17,6 +33,7 @@ OUTCOMES = (
     "correct_refusal",
     "false_refusal",
     "invalid_citation",
+    "unshown_citation",
     "answered_unanswerable",
     "no_citation",
     "multiple_citations",
@@ -26,6 +43,10 @@ OUTCOMES = (
 OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 HITS = frozenset({"correct", "correct_refusal"})
 HIT_CODES = tuple(OUTCOME_CODE[h] for h in sorted(HITS))
+
+# finish_reason values meaning the output limit (max_tokens) cut the answer off: OpenAI-compatible servers
+# ("length"), Anthropic ("max_tokens"), Gemini ("MAX_TOKENS", or "FinishReason.MAX_TOKENS" from the enum)
+CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 
 REFUSE = "REFUSE"  # label of a refusal, true or predicted
 NONE = "none"  # predicted label of an answer that names no single KB article
@@ -38,8 +59,10 @@ def decide_outcome(
     expected: Collection[str],
     kb_ids: Collection[str],
     *,
+    shown: Collection[str] | None = None,
     error: bool = False,
 ) -> str:
+    """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known."""
     if error:
         return "error"
     if refused:
@@ -47,6 +70,10 @@ def decide_outcome(
     for cid in cited_ids:
         if cid not in kb_ids:
             return "invalid_citation"
+    if shown:
+        for cid in cited_ids:
+            if cid not in shown:
+                return "unshown_citation"
     if must_refuse:
         return "answered_unanswerable"
     if not cited_ids:
@@ -70,9 +97,17 @@ def true_label(cited_ids: Sequence[str], must_refuse: bool, expected: Sequence[s
     return expected[0]
 
 
-def predicted_label(cited_ids: Sequence[str], refused: bool, kb_ids: Collection[str]) -> str:
+def predicted_label(cited_ids: Sequence[str], refused: bool, kb_ids: Collection[str],
+                    shown: Collection[str] | None = None) -> str:
+    """REFUSE; else the one cited KB article, if it was shown (or nothing says what was); else NONE."""
     if refused:
         return REFUSE
-    if len(cited_ids) == 1 and cited_ids[0] in kb_ids:
+    if len(cited_ids) == 1 and cited_ids[0] in kb_ids and (not shown or cited_ids[0] in shown):
         return cited_ids[0]
     return NONE
+
+
+def is_cut_off(finish_reason: object) -> bool:
+    """Did the output limit stop this answer? Not an outcome: a cut-off answer is judged like any other
+    (the spot-check skips it). OpenAI-compatible "length", Anthropic "max_tokens", Gemini "MAX_TOKENS"."""
+    return isinstance(finish_reason, str) and finish_reason.strip().rsplit(".", 1)[-1].lower() in CUT_OFF_REASONS

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.rundir.report import REPORT_SCHEMA_VERSION, SCORES_SCHEMA_VERSION
 
 Outcome = Literal[
-    "correct", "correct_refusal", "false_refusal", "invalid_citation", "answered_unanswerable",
+    "correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation", "answered_unanswerable",
     "no_citation", "multiple_citations", "wrong_citation", "error",
 ]
 Rule = Literal["json", "inline", "lenient", "none"]
@@ -46,6 +46,7 @@ class ScoreLine(BaseModel):
     latency_ms: float | None
     input_tokens: int | None
     output_tokens: int | None
+    truncated: bool = False  # the response's finish_reason says the output limit (max_tokens) cut it off
 
 
 class ClassScores(BaseModel):
@@ -89,9 +90,21 @@ class Cost(BaseModel):
     output_tokens: int
 
 
+class Truncation(BaseModel):
+    n: int  # answers whose finish_reason says the output limit cut them off
+    share: float
+    no_citation: int  # of those, answers cut off before any citation or refusal
+    max_tokens: int | None  # the limit they were asked with (params.max_tokens), when recorded
+
+
 class Latency(BaseModel):
     p50_ms: float | None
     p95_ms: float | None
+
+
+class JsonMode(BaseModel):
+    used: str  # json_object | prompt: how JSON was asked for when the server rejected the answer's schema
+    reason: str  # e.g. "server rejected json_schema: HTTP 500: ..."
 
 
 class ModelReport(BaseModel):
@@ -107,7 +120,9 @@ class ModelReport(BaseModel):
     outcomes: dict[str, int]
     strict_outcomes: dict[str, int]
     invalid_citation_rate: float
+    unshown_citation_rate: float  # cited a KB article that was not among those shown to the model
     error_count: int
+    truncated: Truncation
     extraction_rules: dict[str, int]  # how many responses each lenient rule read
     per_class: dict[str, ClassScores]
     macro_precision: float
@@ -122,6 +137,7 @@ class ModelReport(BaseModel):
     repeat_stats: RepeatStats | None
     cost: Cost
     latency: Latency
+    json_mode: JsonMode | None = None  # set only when the endpoint made grace fall back from json_schema
 
 
 class FailedModel(BaseModel):

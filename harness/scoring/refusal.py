@@ -9,8 +9,19 @@ reading also accepts the common paraphrases, with straight or curly apostrophes.
 The paraphrases are anchored on phrases about the *provided material* or on a
 first-person "I cannot find / answer", never on a bare "not" or "no", so an
 answer such as "you do not need a form [ID: 5]" is not taken for a refusal.
-All patterns are compiled once into one alternation; a cheap substring
-pre-check skips the regex for the many answers that contain no negation at all.
+
+Generic declines, about what the model can do rather than what the articles
+say ("As an AI assistant, I don't have the ability to verify...", "I'm not able
+to provide...", "I am unable to help with...", "I don't have access to real-time
+information", "I don't know"), are refusals only when the response cites
+nothing: "As an AI I cannot see your balance, but new staff get 25 days [ID: 4]"
+answers from article 4. They too are anchored on a first-person "I" (or "as an
+AI ... I") followed by the negation, so "you cannot carry over more than 5 days"
+is not one.
+
+All patterns are compiled once into two alternations (with and without the
+generic declines); a cheap substring pre-check skips the regex for the many
+answers that contain no negation at all.
 """
 
 from __future__ import annotations
@@ -24,8 +35,8 @@ _NOT = rf"(?:\s+not|n{_A}t)"
 _CANT = rf"(?:cannot|can\s+not|can{_A}t|could\s+not|couldn{_A}t|was\s+unable\s+to|am\s+unable\s+to|am\s+not\s+able\s+to|was\s+not\s+able\s+to|did\s+not|didn{_A}t|do\s+not|don{_A}t)"
 _I_CANT = rf"\bI(?:\s+{_CANT}|{_A}m\s+(?:unable|not\s+able)\s+to)"
 _NOUN = r"(?:articles?|documents?|context|information|sources?|texts?|passages?|materials?|excerpts?|snippets?|knowledge\s+base|kb)"
-_SRC = (
-    r"(?:"
+_SRC = (  # starts at a word boundary: without it every position inside a word tries all three alternatives
+    r"\b(?:"
     rf"(?:(?:the|these|those|any\s+of\s+the)\s+)?(?:provided|given|supplied|available|retrieved|above|attached|following|listed)\s+(?:\w+\s+)?{_NOUN}"
     r"|(?:the|these|those|any\s+of\s+the)\s+(?:articles?|context|passages?|excerpts?|snippets?|knowledge\s+base|kb)"
     r"|(?:the\s+)?(?:articles?|documents?|context|information|sources?|passages?)\s+(?:provided|given|supplied|above|listed)"
@@ -41,10 +52,11 @@ _PATTERNS = [
     r"\bI\s+lack\s+(?:the\s+)?(?:enough|sufficient|necessary|required|relevant)?\s*(?:information|context|details)",
     # there is not enough information / insufficient information to answer
     r"\b(?:not\s+enough|insufficient)\s+(?:\w+\s+)?(?:information|context|details)\s+(?:\w+\s+){0,3}?(?:to\s+(?:answer|determine|respond|say)|in|within|provided)\b",
-    # the provided articles do not contain / don't mention ...
-    rf"{_SRC}\s+(?:\w+\s+)?(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_VERB}",
-    rf"{_SRC}\s+(?:contains?|includes?|provides?|has|have|offers?|gives?)\s+no\b",
-    rf"{_SRC}\s+(?:is|are|was|were|seems?|appears?)\s+(?:to\s+be\s+)?(?:insufficient|not\s+sufficient|not\s+enough)\b",
+    # the provided articles do not contain / don't mention / contain no / are insufficient: one pattern, so the
+    # costly source phrase is tried once per position, not three times
+    rf"{_SRC}\s+(?:(?:\w+\s+)?(?:do|does|did){_NOT}\s+(?:\w+\s+)?{_VERB}"
+    r"|(?:contains?|includes?|provides?|has|have|offers?|gives?)\s+no\b"
+    r"|(?:is|are|was|were|seems?|appears?)\s+(?:to\s+be\s+)?(?:insufficient|not\s+sufficient|not\s+enough)\b)",
     # X is not mentioned in the provided articles
     rf"\b(?:is|are|was|were){_NOT}\s+(?:\w+\s+)?{_PART}\s+(?:\w+\s+){{0,2}}?(?:in|by|within|from)\s+{_SRC}",
     # I cannot find any information about X (in the provided articles)
@@ -58,7 +70,25 @@ _PATTERNS = [
     # there is no information about X in the provided articles
     rf"\bthere(?:\s+is|{_A}s)\s+no\s+(?:\w+\s+)?{_INFO}\s+(?:\w+\s+){{0,10}}?(?:in|within|from)\s+{_SRC}",
 ]
+_I_UNABLE = rf"\bI(?:\s+(?:cannot|can\s+not|can{_A}t|am\s+(?:unable|not\s+able)\s+to)|{_A}m\s+(?:unable|not\s+able)\s+to)"
+_DONT = rf"(?:do{_NOT}|did{_NOT})"
+_AI = r"(?:an?\s+)?(?:AI|artificial\s+intelligence|(?:large\s+)?language\s+model|LLM|chatbot|virtual\s+assistant)"
+# Generic declines: counted only when the response cites nothing (see the module docstring)
+_DECLINES = [
+    # As an AI (assistant / language model), I don't have / cannot / am not able to ...
+    rf"\bas\s+{_AI}(?:[\s-]+\w+){{0,3}}?\s*,?\s+I(?:\s+{_CANT}|\s+have\s+no|\s+lack|{_A}m\s+(?:unable|not\s+able))\b",
+    # I don't have the ability / means to ...; I have no way to ...; I lack the ability to ...
+    rf"\bI\s+{_DONT}\s+have\s+(?:the\s+|any\s+)?(?:ability|capability|capacity|means|authority|permission|tools?)\s+to\b",
+    r"\bI\s+(?:have\s+no|lack\s+(?:the|any))\s+(?:way|ability|means|capability|access)\s+(?:to|of)\b",
+    # I don't have access to real-time information / your records
+    rf"\bI\s+{_DONT}\s+have\s+(?:direct\s+)?access\s+to\s+(?:[\w-]+\s+){{0,3}}?(?:information|data|details|records|databases?|systems?|internet|files?|accounts?)\b",
+    # I'm not able to provide / I am unable to help with / I can't verify
+    rf"{_I_UNABLE}\s+(?:\w+\s+)?(?:help|assist|provide|verify|confirm|access|browse|check|look\s+up|give|offer|share)\b",
+    # I don't know. / I don't know the answer / who ... (not "I don't know the exact date, but ...")
+    rf"\bI\s+{_DONT}\s+know(?:\s*(?:[.!,;]|$)|\s+(?:the\s+answer|that|this|for\s+sure|who|what|when|where|whether|if|how|why|which)\b)",
+]
 _REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
+_REFUSAL_OR_DECLINE = re.compile("|".join(f"(?:{p})" for p in _PATTERNS + _DECLINES), re.IGNORECASE)
 
 
 def is_strict_refusal(text: str) -> bool:
@@ -66,13 +96,14 @@ def is_strict_refusal(text: str) -> bool:
     return REFUSAL_SENTENCE in text
 
 
-def is_refusal(text: str) -> bool:
-    """The exact sentence or a common paraphrase of it."""
+def is_refusal(text: str, *, cites: bool = False) -> bool:
+    """The exact sentence or a common paraphrase of it; also a generic decline unless the response ``cites``."""
     if REFUSAL_SENTENCE in text:
         return True
     low = text.lower()
-    # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple
+    # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple.
+    # Every generic decline has one of these too ("don't", "cannot", "not able", "unable", "have no", "lack").
     if not ("no" in low or "n't" in low or "n\u2019t" in low or "unable" in low or "lack" in low
             or "insufficient" in low or "n\u2018t" in low or "n\u02bct" in low or "n`t" in low):
         return False
-    return _REFUSAL.search(text) is not None
+    return (_REFUSAL if cites else _REFUSAL_OR_DECLINE).search(text) is not None

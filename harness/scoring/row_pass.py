@@ -1,7 +1,7 @@
 """The one pass over the responses: read, extract, judge, write a scores line, keep a few integers.
 
 This is the hot path (a million responses in well under a minute). Each row
-becomes one ``scores.jsonl`` line and ~60 bytes in compact typed arrays; the
+becomes one ``scores.jsonl`` line and ~70 bytes in compact typed arrays; the
 whole-run metrics are computed later from those arrays. A large file is split
 into byte ranges scored by worker processes (spawned, not forked, so calling
 this from a threaded ``grace run`` is safe) and merged in file order, so the
@@ -20,7 +20,7 @@ import numpy as np
 
 from harness.rundir.responses import check_file, read_responses, split_ranges
 from harness.scoring.extraction import RULES, Extraction, extract_both
-from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome
+from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from harness.scoring.records import SCORES_SCHEMA_VERSION
 from kb_builder.gold import GoldQuestion
 
@@ -40,6 +40,7 @@ class _Columns:
         self.expected_retrieved, self.retrieved_len = array("b"), array("i")
         self.cost, self.latency = array("d"), array("d")
         self.in_tokens, self.out_tokens = array("q"), array("q")
+        self.truncated, self.max_tokens = array("b"), array("q")  # 0 no, 1 cut off, 2 cut off with nothing read
 
     def numpy(self) -> dict[str, np.ndarray]:
         return {k: np.frombuffer(v, dtype=v.typecode).copy() for k, v in vars(self).items()}
@@ -67,13 +68,14 @@ def score_part(
             if mi is None:
                 mi = model_index[row.model] = len(models)
                 models.append(row.model)
+            retrieved = row.retrieved_ids  # the articles shown to the model; None or [] when not known
             if row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
             else:
                 ext, strict = extract_both(row.text, kb_ids)
-                outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids)
-                strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids)
+                outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved)
+                strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved)
             cited = ext.cited_ids
             # labels for the per-article metrics (see outcomes.true_label / predicted_label)
             if must:
@@ -82,11 +84,11 @@ def score_part(
                 true = code[next((x for x in cited if x in expected_set), expected[0])]
             if ext.refused:
                 pred = refuse_code
-            elif len(cited) == 1 and cited[0] in kb_ids:
+            elif len(cited) == 1 and cited[0] in kb_ids and (not retrieved or cited[0] in retrieved):
                 pred = code[cited[0]]
             else:
-                pred = none_code
-            retrieved = row.retrieved_ids
+                pred = none_code  # also an unshown citation: it names no article the model read
+            cut = row.finish_reason is not None and is_cut_off(row.finish_reason)
             er = None if retrieved is None or must else any(e in retrieved for e in expected)
             buf.append(dumps({
                 "schema_version": SCORES_SCHEMA_VERSION, "question_id": row.question_id, "model": row.model,
@@ -95,6 +97,7 @@ def score_part(
                 "strict_outcome": strict_outcome, "must_refuse": must, "expected_citations": expected,
                 "retrieved_ids": retrieved, "expected_retrieved": er, "cost_usd": row.cost_usd,
                 "latency_ms": row.latency_ms, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+                "truncated": cut,
             }))
             if len(buf) >= _FLUSH_EVERY:
                 fh.write("\n".join(buf) + "\n")
@@ -114,6 +117,8 @@ def score_part(
             c.latency.append(nan if row.latency_ms is None else row.latency_ms)
             c.in_tokens.append(-1 if row.input_tokens is None else row.input_tokens)
             c.out_tokens.append(-1 if row.output_tokens is None else row.output_tokens)
+            c.truncated.append((2 if not cited and not ext.refused else 1) if cut else 0)
+            c.max_tokens.append(-1 if row.max_tokens is None else row.max_tokens)
         if buf:
             fh.write("\n".join(buf) + "\n")
     return c.numpy(), models

@@ -24,7 +24,14 @@ from harness.core.hashing import file_hash
 from harness.core.version import __version__
 from harness.rundir import RunDir
 from harness.scoring.extraction import RULES
-from harness.scoring.metrics import class_metrics, cost_latency, refusal_calibration, repeat_stats, retrieval_split
+from harness.scoring.metrics import (
+    class_metrics,
+    cost_latency,
+    refusal_calibration,
+    repeat_stats,
+    retrieval_split,
+    truncation,
+)
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
@@ -92,6 +99,7 @@ def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: 
         report = _build_report(arrays, models, questions, names, seed, bootstrap)
         report["label_suspects"] = _label_suspects(arrays, models, questions, names, kb_obj)
         report["warnings"] = _warnings(report, len(questions), int(dropped.size), unknown)
+        _add_endpoint_notes(report, RunDir(responses_path.parent))
         report.update(
             gold=gold_info,
             kb={"path": str(kb_obj.path), "hash": kb_obj.kb_hash, "n_articles": len(article_ids)},
@@ -105,6 +113,15 @@ def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: 
     data["spotcheck"] = _earlier_spotcheck(run, data)
     run.write_report(data)
     return data
+
+
+def _add_endpoint_notes(report: dict[str, Any], folder: RunDir) -> None:
+    """What ``grace run`` learned about each model's endpoint (the JSON mode a server made it fall back to)."""
+    info = folder.read_run_info()
+    for entry in info.models if info else []:
+        model = report["models"].get(entry.get("name"))
+        if model is not None and entry.get("json_mode"):
+            model["json_mode"] = {"used": entry["json_mode"], "reason": entry.get("json_mode_reason") or ""}
 
 
 def _earlier_spotcheck(run: RunDir, data: dict[str, Any]) -> dict[str, Any] | None:
@@ -149,7 +166,9 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
         "outcomes": {name: int(x) for name, x in zip(OUTCOMES, counts, strict=True)},
         "strict_outcomes": {name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
         "invalid_citation_rate": round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
+        "unshown_citation_rate": round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
         "error_count": int(counts[OUTCOME_CODE["error"]]),
+        "truncated": truncation(a["truncated"][sel], a["max_tokens"][sel]),
         "extraction_rules": {r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
         **class_metrics(a["true"][sel], a["pred"][sel], names),
         "refusal": refusal_calibration(must, a["refused"][sel] == 1, valid),

@@ -6,8 +6,11 @@ answers the question. Suggestions (``grace annotations suggest --run``) and the
 gold audit (``grace annotations audit``, the report's "labels to check") both
 start from these votes.
 
-A model's vote is the article it cites (exactly one ID that is in the KB) or
-``REFUSE``; a failed call, no citation or several citations is no vote. With
+A model's vote is the article it cites (exactly one ID that is in the KB and,
+when the row says which articles the model was shown, one of those) or
+``REFUSE``; a failed call, no citation, several citations or an unshown article
+is no vote (the same rule as the predicted label in
+:mod:`harness.scoring.outcomes`, which the scorer's integer codes carry). With
 repeats, a model votes its most frequent answer, and abstains on a tie, so a
 model asked five times still counts once.
 """
@@ -23,6 +26,7 @@ from typing import Any
 from harness.core.errors import GraceError
 
 REFUSE = "REFUSE"
+_NO_VOTE = ("error", "unshown_citation")
 
 
 @dataclass
@@ -52,10 +56,11 @@ class QuestionVotes:
         return " ".join(f"{label}:{n}" for label, n in sorted(self.counts.items(), key=lambda x: (-x[1], x[0])))
 
 
-def row_vote(cited_ids: list[str], refused: bool, kb_ids: Collection[str]) -> str | None:
+def row_vote(cited_ids: list[str], refused: bool, kb_ids: Collection[str],
+             shown: Collection[str] | None = None) -> str | None:
     if refused:
         return REFUSE
-    if len(cited_ids) == 1 and cited_ids[0] in kb_ids:
+    if len(cited_ids) == 1 and cited_ids[0] in kb_ids and (not shown or cited_ids[0] in shown):
         return cited_ids[0]
     return None
 
@@ -134,16 +139,22 @@ def votes_from_responses(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[s
                 yield str(r["question_id"]), str(r["model"]), None, top
                 continue
             ext = extract(r["response"], kb_ids)
-            yield str(r["question_id"]), str(r["model"]), row_vote(ext.cited_ids, ext.refused, kb_ids), top
+            yield str(r["question_id"]), str(r["model"]), row_vote(ext.cited_ids, ext.refused, kb_ids, _shown(r)), top
 
     return collect(each())
+
+
+def _shown(row: Mapping[str, Any]) -> list[str] | None:
+    shown = row.get("retrieved_ids")
+    return [str(x) for x in shown] if isinstance(shown, list) else None
 
 
 def votes_from_scores(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[str]) -> dict[str, QuestionVotes]:
     """Votes from ``scores.jsonl`` rows: the citations are already read."""
     kb_ids = frozenset(kb_ids)
     return collect((str(r["question_id"]), str(r["model"]),
-                    None if r.get("outcome") == "error" else row_vote(r.get("cited_ids") or [], bool(r.get("refused")), kb_ids),
+                    None if r.get("outcome") in _NO_VOTE else row_vote(r.get("cited_ids") or [], bool(r.get("refused")),
+                                                                       kb_ids, _shown(r)),
                     None) for r in rows)
 
 

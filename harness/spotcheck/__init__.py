@@ -6,7 +6,10 @@ citations, checks quotes verbatim and every segment against its own cited
 article with a judge (an LLM through the same runner as ``grace run``, or the
 offline ``baseline:lexical``), checks uncited segments against what was found
 supported, and reports groundedness, the hallucination rate among hits and the
-hallucination risk, with bootstrap CIs. ``calibrate`` measures the judge
+hallucination risk, each with its n and, from ``metrics.MIN_ANSWERS_FOR_CI``
+checked answers up, a bootstrap CI. Unreadable verdicts are asked again once,
+never cached, and counted; answers cut off by max_tokens are skipped and
+counted; a JSON answer is checked by its answer text. ``calibrate`` measures the judge
 against human labels; ``meta-eval`` runs it on hand-written cases.
 
 Modules: segmentation, quotes (no LLM); judge (template, verdict parsing),

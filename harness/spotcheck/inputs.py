@@ -4,6 +4,12 @@ Scores say which answers are correct-citation hits; the text lives in the
 responses file, joined on (model, question_id, repeat), from the same folder or
 the path ``report.json`` recorded. A hit whose text cannot be found is an error,
 not a skip: a silently smaller sample would bias every rate.
+
+A hit whose answer was cut off by the output limit (``finish_reason`` "length",
+"max_tokens" or "MAX_TOKENS" in the responses file, or ``truncated`` in its
+score row) is not checked: its last claim is half a sentence.
+It is counted per model (``truncated``) and reported, never silently dropped;
+the rates are then those of the answers that were not cut off.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.rundir import RESPONSES, SCORES, RunDir
 from harness.rundir.responses import read_response_lines
+from harness.scoring.outcomes import is_cut_off
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class RunInputs:
     report: dict[str, Any] | None
     hits: list[Hit]
     counts: dict[str, Counts] = field(default_factory=dict)
+    truncated: dict[str, int] = field(default_factory=dict)  # per model: hits skipped, cut off by max_tokens
 
     @property
     def models(self) -> list[str]:
@@ -86,6 +94,7 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
     scores_path = files.scores
     counts: dict[str, Counts] = {}
     wanted: dict[tuple[str, str, int], tuple[str, ...]] = {}
+    scored_cut: set[tuple[str, str, int]] = set()
     for _, row in files.iter_scores():
         model, qid, rep, outcome = row["model"], row["question_id"], row["repeat"], row["outcome"]
         if models and model not in models:
@@ -96,20 +105,26 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
         c.correct_refusal += outcome == "correct_refusal"
         if outcome == "correct":
             wanted[(model, qid, rep)] = tuple(str(i) for i in row.get("cited_ids") or ())
+            if row.get("truncated") is True:
+                scored_cut.add((model, qid, rep))
     if models:
         unknown = sorted(set(models) - set(counts))
         if unknown:
             raise GraceError(f"{scores_path}: no responses from {', '.join(unknown)}; models here: {', '.join(counts)}")
     responses_path = _responses_path(run_dir, report)
     texts: dict[tuple[str, str, int], str] = {}
+    cut: set[tuple[str, str, int]] = set()
     for row in read_response_lines(responses_path):
         key = (row["model"], row["question_id"], row["repeat"])
         if key in wanted and isinstance(row.get("response"), str) and not row.get("error"):
             texts[key] = row["response"]  # the last row wins, as in the scorer
+            (cut.add if is_cut_off(row.get("finish_reason")) else cut.discard)(key)
     missing = [k for k in wanted if k not in texts]
     if missing:
         shown = ", ".join(f"{m}/{q}/repeat {r}" for m, q, r in missing[:5])
         raise GraceError(f"{len(missing)} hit(s) in {scores_path} have no answer text in {responses_path} ({shown}); "
                          "score the responses file again ('grace score') so the two match")
-    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)]) for (m, q, r) in wanted]
-    return RunInputs(run_dir, scores_path, responses_path, report, hits, counts)
+    cut |= scored_cut
+    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)]) for (m, q, r) in wanted if (m, q, r) not in cut]
+    truncated = {m: sum(1 for k in cut if k[0] == m) for m in counts}
+    return RunInputs(run_dir, scores_path, responses_path, report, hits, counts, truncated)

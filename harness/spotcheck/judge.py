@@ -4,7 +4,8 @@ The verdict is ``{"explanation": ..., "supported": true|false}`` with the
 explanation first, so a model writing left to right reasons before it decides.
 Parsing is lenient (code fences, prose around the object, "true" as a string)
 because a verdict lost to formatting is a call paid for nothing; a reply with
-no readable verdict is kept as unjudged, never guessed.
+no readable verdict is kept as unjudged, never guessed, never cached, and asked
+once more with :data:`STRICT_INSTRUCTION` appended (see :mod:`.judging`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
 from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
+from harness.runner.model_options import ModelOptions
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "judge.v1"
@@ -27,6 +29,13 @@ _PLACEHOLDER = re.compile(r"\{\{\s*(article_id|article_title|article|supported_s
 _BARE = re.compile(r'"?supported"?\s*[:=]\s*"?(true|false|yes|no)\b', re.IGNORECASE)
 _TRUE, _FALSE = {"true", "yes", "supported", "1"}, {"false", "no", "unsupported", "not supported", "0"}
 OFFLINE_JUDGES = {"lexical": "harness.spotcheck.lexical_judge:LexicalJudgeProvider"}
+DEFAULT_MAX_TOKENS = 1024  # the judge's output limit unless --max-tokens says otherwise; part of the cache key
+# Appended to the prompt when a reply held no readable verdict: a different prompt, so a different cache key.
+STRICT_INSTRUCTION = (
+    "Reply with only one JSON object and nothing else (no code fence, no text before or after it): "
+    '{"explanation": "<one short sentence>", "supported": true} if the text supports the segment, or '
+    '{"explanation": "<one short sentence>", "supported": false} if it does not.'
+)
 
 JUDGE_SCHEMA = {
     "title": "judgement",
@@ -66,6 +75,19 @@ class JudgeTemplate:
         """Pass 2: an uncited segment against the answer's segments judged supported."""
         block = "\n".join(f"- {s}" for s in supported) if supported else "(nothing in this answer was verified)"
         return self._messages("uncited", {"supported_segments": block, "segment": claim})
+
+
+def strict_messages(messages: Sequence[dict[str, str]]) -> list[dict[str, str]]:
+    """The same prompt with :data:`STRICT_INSTRUCTION` appended to its last user turn (the retry of an unreadable reply).
+
+    Appended rather than sent as a new turn, so every provider takes it (some
+    reject two user turns in a row)."""
+    out = [dict(m) for m in messages]
+    for m in reversed(out):
+        if m.get("role") == "user":
+            m["content"] = f"{m['content'].rstrip()}\n\n{STRICT_INSTRUCTION}"
+            return out
+    return out + [{"role": "user", "content": STRICT_INSTRUCTION}]
 
 
 def parse_judge_template(text: str, name: str) -> JudgeTemplate:
@@ -119,24 +141,23 @@ def parse_verdict(text: str | None) -> Verdict:
     return Verdict(None, text.strip()[:1000], 'no {"supported": true|false} in the reply')
 
 
-def make_judge(text: str) -> tuple[ModelSpec, Provider]:
-    """``PROVIDER:MODEL`` -> (spec, ready provider); ``baseline:lexical`` is the offline judge."""
+def make_judge(text: str, options: ModelOptions | None = None, prices: Path | None = None) -> tuple[ModelSpec, Provider]:
+    """``PROVIDER:MODEL`` -> (spec, ready provider); ``baseline:lexical`` is the offline judge.
+
+    ``options`` are the model options of ``grace run`` (see
+    :mod:`harness.runner.model_options`); the judge's output limit defaults to
+    :data:`DEFAULT_MAX_TOKENS`, so a judge that rambles is cut off, not waited for.
+    """
     import importlib
 
-    from harness.providers import make_provider, parse_model_spec
+    from harness.runner.model_options import ready_model
 
-    spec = parse_model_spec(text)
-    if spec.provider == "baseline":
-        if spec.model not in OFFLINE_JUDGES:
-            raise GraceError(f"judge {text!r}: baseline:{spec.model} is not a judge; "
-                             "the offline judge is baseline:lexical")
-        module, _, cls = OFFLINE_JUDGES[spec.model].partition(":")
-        provider: Provider = getattr(importlib.import_module(module), cls)(spec)
-    else:
-        provider = make_provider(spec)
-    provider.check_ready()
-    spec.params.setdefault("temperature", 0)
-    return spec, provider
+    def offline(name: str):
+        module, _, cls = OFFLINE_JUDGES[name].partition(":")
+        return lambda spec: getattr(importlib.import_module(module), cls)(spec)
+
+    opts = (options or ModelOptions()).with_default_max_tokens(DEFAULT_MAX_TOKENS)
+    return ready_model(text, role="judge", options=opts, prices=prices, offline={n: offline(n) for n in OFFLINE_JUDGES})
 
 
 def is_offline_lexical(spec: ModelSpec) -> bool:

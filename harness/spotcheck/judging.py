@@ -5,18 +5,24 @@ rate limits, per-model concurrency and cost accounting: checking 200 answers
 is one judge pass, and checking them again costs nothing. The cache key holds
 everything that determines a verdict, including the judge template's hash and
 the judge repeat (so ``--repeats`` makes fresh calls, not cache hits).
+
+A reply with no readable verdict is recorded but never cached (``Prompted.accept``),
+and asked once more with the stricter instruction appended
+(:func:`harness.spotcheck.judge.strict_messages`): another prompt, so another
+cache key, and the row says ``retry``. If that reply is unreadable too, the
+segment stays unjudged, and the next run asks both again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from harness.providers.base import ModelSpec, Provider, Request, RetrievedArticle
+from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
 from harness.runner.engine import CallResult
-from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle
+from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle, parse_verdict, strict_messages
 
 JudgeSettings = CallSettings
 __all__ = ["CallStats", "Judge", "JudgeJob", "JudgeSettings", "run_jobs"]
@@ -45,14 +51,40 @@ class JudgeJob:
     sources: list[SourceArticle]
     judge_repeat: int = 0
     payload: Any = None  # the caller's own data, handed back in record()
+    retry: bool = False  # the stricter second asking of a job whose first reply had no readable verdict
+
+
+def readable(completion: Completion) -> bool:
+    """Whether a reply holds a verdict: only those are cached."""
+    return parse_verdict(completion.text).supported is not None
 
 
 def run_jobs(judge: Judge, jobs: list[JudgeJob], record: Callable[[JudgeJob, Request, CallResult], dict[str, Any]],
-             settings: CallSettings, stats: CallStats, out: Any = None, label: str = "judging") -> list[dict[str, Any]]:
-    """One batch of judge calls, start to finish; returns the recorded rows in completion order."""
+             settings: CallSettings, stats: CallStats, out: Any = None, label: str = "judging",
+             retry_unreadable: bool = True) -> list[dict[str, Any]]:
+    """One batch of judge calls, start to finish; returns the recorded rows in completion order.
+
+    Every job whose reply had no readable verdict is then asked once more with
+    the stricter prompt (``job.retry`` is True in its ``record`` call); its row
+    comes after the first one.
+    """
     who = Prompted(judge.spec, judge.provider, kind="grace-spotcheck-judge", template_hash=judge.template.sha256,
-                   json_schema=JUDGE_SCHEMA)
-    prompts = [PromptJob(j.context_id, j.claim, j.messages, [RetrievedArticle(a.id, a.title, a.text, 0.0) for a in j.sources],
-                         repeat=j.judge_repeat, payload=j) for j in jobs]
-    return run_prompts(who, prompts, lambda job, request, result: record(job.payload, request, result),
-                       settings, stats, out, label)
+                   json_schema=JUDGE_SCHEMA, accept=readable)
+    unreadable: list[JudgeJob] = []
+
+    def recorded(job: PromptJob, request: Request, result: CallResult) -> dict[str, Any]:
+        comp = result.completion
+        if comp is not None and not job.payload.retry and not readable(comp):
+            unreadable.append(job.payload)
+        return record(job.payload, request, result)
+
+    def prompts(batch: list[JudgeJob]) -> list[PromptJob]:
+        return [PromptJob(j.context_id, j.claim, j.messages,
+                          [RetrievedArticle(a.id, a.title, a.text, 0.0) for a in j.sources],
+                          repeat=j.judge_repeat, payload=j) for j in batch]
+
+    rows = run_prompts(who, prompts(jobs), recorded, settings, stats, out, label)
+    if retry_unreadable and unreadable and not stats.aborted:
+        again = [replace(j, messages=strict_messages(j.messages), retry=True) for j in unreadable]
+        rows += run_prompts(who, prompts(again), recorded, settings, stats, out, f"{label} (unreadable, asked again)")
+    return rows

@@ -82,6 +82,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
                 "supported": got, "passed": got is not None and got == case.expected_supported,
                 "explanation": verdict.explanation if verdict else "",
                 "error": res.error.message if res.error else (verdict.parse_error if verdict else None),
+                "unreadable": verdict is not None and got is None, "retry": job.retry,
                 "segment": case.segment, "cost_usd": res.cost_usd, "cached": res.cached}
 
     rows = {r["id"]: r for r in run_jobs(judge, jobs, record, settings, stats)}
@@ -104,7 +105,11 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
         "template": judge.template.name, "template_hash": judge.template.sha256,
         "cases": len(ordered), "passed": passed, "pass_rate": round(passed / len(ordered), 6),
         "unsupported_caught": round(sum(r["passed"] for r in unsup) / len(unsup), 6) if unsup else None,
+        "n_unsupported": len(unsup),
         "supported_accepted": round(sum(r["passed"] for r in sup) / len(sup), 6) if sup else None,
+        "n_supported": len(sup),
+        "unreadable": sum(r["unreadable"] for r in ordered),  # no readable verdict, even asked again
+        "retried": sum(r["retry"] for r in ordered),
         "per_mode": per_mode,
         "failures": [r for r in ordered if not r["passed"]],
         "calls": stats.as_dict(),

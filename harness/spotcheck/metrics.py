@@ -13,6 +13,12 @@ they share a model's habits) and, independently, the run's outcome counts for
 accuracy; the risk interval carries both uncertainties. With judge repeats,
 each answer contributes its mean over repeats, and the per-repeat groundedness
 shows the judge's own run-to-run spread.
+
+No interval from a handful: below :data:`MIN_ANSWERS_FOR_CI` checked answers
+(answers with every segment judged; the bootstrap's unit) no CI is computed or
+shown, since resampling one or two answers gives "100% [100, 100]", a certainty
+the data do not have. Every figure is printed with its n (:func:`figure`):
+"100.0% (n=1, too few for an interval)".
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+MIN_ANSWERS_FOR_CI = 10  # checked answers below which no confidence interval is computed or shown
 RISK_FORMULA = ("1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucination_rate)); "
                 "equals 1 - accuracy x (1 - hallucination_rate) when no question must be refused")
 
@@ -45,9 +52,31 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
+def figure(value: float | None, ci: list[float] | None, n: int) -> str:
+    """A rate as printed everywhere: "75.0% [60.2, 88.1] (n=40)", or "100.0% (n=1, too few for an interval)"."""
+    if value is None:
+        return f"- (n={n})"
+    text = f"{100 * value:.1f}%"
+    if ci:
+        return f"{text} [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}] (n={n})"
+    if n < MIN_ANSWERS_FOR_CI:
+        return f"{text} (n={n}, too few for an interval)"
+    return f"{text} (n={n})"
+
+
+def displayed(block: dict[str, Any]) -> dict[str, str]:
+    """The three rates of a model block, each with its n: what the terminal, spotcheck.json and notes show."""
+    return {key: figure(block.get(key), block.get(f"{key}_ci95"), block.get(f"{key}_n") or 0)
+            for key in ("groundedness", "hallucination_rate", "hallucination_risk")}
+
+
 def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_refusal: int,
                   bootstrap: int = 2000, seed: int = 0) -> dict[str, Any]:
-    """Point estimates and 95% CIs for one model; ``n`` and the counts are over all its scored responses."""
+    """Point estimates and 95% CIs for one model; ``n`` and the counts are over all its scored responses.
+
+    The CIs are None below :data:`MIN_ANSWERS_FOR_CI` checked answers (the
+    risk's, when nothing was answered correctly, below that many responses).
+    """
     import numpy as np
 
     k = len(answers)
@@ -72,11 +101,21 @@ def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_ref
         "groundedness_per_repeat": per_repeat,
         "groundedness_spread": (_r(max(per_repeat) - min(per_repeat))  # type: ignore[type-var]
                                 if len(per_repeat) > 1 and None not in per_repeat else None),
+        # the n behind each figure: checked answers (the risk's, when no answer was correct: responses)
+        "groundedness_n": k, "hallucination_rate_n": k, "hallucination_risk_n": k if correct else n,
+        "ci_min_answers": MIN_ANSWERS_FOR_CI,
+        "ci_note": None,
     }
+    enough = k >= MIN_ANSWERS_FOR_CI
+    basis, count = ("checked answer", k) if correct else ("response", n)
+    if count < MIN_ANSWERS_FOR_CI:
+        out["ci_note"] = (f"{count} {basis}{'' if count == 1 else 's'}: too few for an interval "
+                          f"(at least {MIN_ANSWERS_FOR_CI} needed)")
     if bootstrap <= 0 or not n:
+        out["display"] = displayed(out)
         return out
     rng = np.random.default_rng(seed)
-    if k:
+    if k and enough:
         idx = rng.integers(0, k, size=(bootstrap, k))
         seg_b = seg[idx].sum(axis=1)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -86,9 +125,10 @@ def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_ref
         out["hallucination_rate_ci95"] = _ci(h_b)
     else:
         h_b = np.zeros(bootstrap)
-    if risk is not None:
+    if risk is not None and (enough if correct else n >= MIN_ANSWERS_FOR_CI):
         draws = rng.multinomial(n, [pc, pr, max(0.0, 1 - pc - pr)], size=bootstrap) / n
         out["hallucination_risk_ci95"] = _ci(1 - (draws[:, 1] + draws[:, 0] * (1 - h_b)))
+    out["display"] = displayed(out)
     return out
 
 

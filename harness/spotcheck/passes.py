@@ -9,7 +9,8 @@ saves the call.
 
 A judgement already in the file (same judge, template, answer text, segment,
 judge repeat and, in pass 2, the same supported context) is reused; failed
-calls are not, so running the same command again retries exactly those.
+calls and replies with no readable verdict are not (nor are they in the
+response cache), so running the same command again asks exactly those again.
 """
 
 from __future__ import annotations
@@ -113,6 +114,7 @@ class _Pass:
             **base, source="judge", supported=verdict.supported if verdict else None,
             explanation=verdict.explanation if verdict else "", parse_error=verdict.parse_error if verdict else None,
             prompt_hash=prompt_hash(request.messages), response=comp.text if comp else None, cached=res.cached,
+            retry=job.retry, finish_reason=comp.finish_reason if comp else None,
             attempts=res.attempts, latency_ms=res.latency_ms, cost_usd=res.cost_usd,
             input_tokens=comp.input_tokens if comp else None, output_tokens=comp.output_tokens if comp else None,
             error=res.error, created_at=_now(),
@@ -122,14 +124,20 @@ class _Pass:
         return row
 
 
+def unjudged(row: dict[str, Any]) -> bool:
+    """A judge row with no verdict: the call failed, or the reply held none readable. Never reused."""
+    return bool(row.get("error")) or (row.get("source", "judge") == "judge" and row.get("supported") is None)
+
+
 def load_done(path: Path) -> dict[tuple, dict[str, Any]]:
-    """Finished judgements in the file, the latest per identity; failed calls are left out to be retried."""
+    """Finished judgements in the file, the latest per identity; failed calls and unreadable verdicts are left
+    out, to be asked again."""
     done: dict[tuple, dict[str, Any]] = {}
     if not path.exists():
         return done
     for _, row in iter_jsonl(path, torn_tail_ok=True, hint="; fix or delete the line"):
         ident = _row_ident(row)
-        if row.get("error"):
+        if unjudged(row):
             done.pop(ident, None)
         else:
             done[ident] = row

@@ -3,6 +3,11 @@
 Writes into the run folder: ``spotcheck/judgements.jsonl`` (every judgement),
 ``spotcheck.json`` (the summary), ``spotcheck_review.csv`` (for human labels)
 and the ``spotcheck`` block of ``report.json``, then re-renders the report.
+
+Nothing is dropped silently: answers cut off by max_tokens are skipped and
+counted, verdicts the judge gave in no readable form are counted ("9 of 10
+verdicts unreadable"), and every rate carries its n, with no interval below
+:data:`~harness.spotcheck.metrics.MIN_ANSWERS_FOR_CI` checked answers.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from harness.core.version import __version__
 from harness.rundir import JUDGEMENTS, REVIEW_CSV, RunDir
 from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judging import Judge, JudgeSettings
-from harness.spotcheck.metrics import RISK_FORMULA, AnswerResult, model_differences, model_metrics
+from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI, RISK_FORMULA, AnswerResult, model_differences, model_metrics
 from harness.spotcheck.passes import Judged, judge_hits
 from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
@@ -43,7 +48,9 @@ class SpotcheckOptions:
 def judge_block(judge: Judge, repeats: int, run_dir: Path) -> JudgeBlock:
     block = JudgeBlock(name=judge.spec.name, model=judge.spec.name, provider=judge.spec.provider, kind=judge.kind,
                        label=LABELS[judge.kind], template=judge.template.name, template_hash=judge.template.sha256,
-                       params=dict(judge.spec.params), repeats=repeats)
+                       params=dict(judge.spec.params), max_tokens=judge.spec.params.get("max_tokens"),
+                       options=dict(judge.spec.options), timeout_s=judge.spec.timeout_s, base_url=judge.spec.base_url,
+                       repeats=repeats)
     calib = RunDir(run_dir).calibration
     if calib.exists():  # a calibration of this very judge and template still holds
         try:
@@ -76,6 +83,38 @@ def answer_results(judged: Judged, keys: list[tuple[str, str, int]], repeats: in
         else:
             incomplete += 1
     return done, incomplete
+
+
+def verdict_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """What the judge was asked about one model's segments, as it stands: replies, unreadable ones, failures, retries."""
+    judged = [r for r in rows if r.get("source") == "judge"]
+    replies = [r for r in judged if not r.get("error")]
+    retried = [r for r in replies if r.get("retry")]
+    return {"n_verdicts": len(replies), "n_unreadable": sum(r.get("supported") is None for r in replies),
+            "n_failed_calls": len(judged) - len(replies), "n_retried": len(retried),
+            "n_retry_recovered": sum(r.get("supported") is not None for r in retried)}
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def model_warnings(m: str, v: dict[str, Any]) -> list[str]:
+    """What a reader of one model's figures must know: skipped, unreadable, failed."""
+    out = []
+    if v["truncated_skipped"]:
+        out.append(f"{m}: {_plural(v['truncated_skipped'], 'truncated answer')} skipped (cut off by max_tokens)")
+    if v["n_unreadable"]:
+        out.append(f"{m}: {v['n_unreadable']} of {_plural(v['n_verdicts'], 'verdict')} unreadable, even asked again "
+                   "with a stricter instruction; not cached, so running the same command again asks them again "
+                   "(a stronger judge, or --json-mode, may help)")
+    if v["n_incomplete"]:
+        why = [x for x in (_plural(v["n_failed_calls"], "failed call") if v["n_failed_calls"] else "",
+                           _plural(v["n_unreadable"], "unreadable verdict") if v["n_unreadable"] else "") if x]
+        out.append(f"{m}: {_plural(v['n_incomplete'], 'sampled answer')} not fully judged"
+                   + (f" ({', '.join(why)})" if why else "") + " left out of the figures; run the same command "
+                   "again to ask those again")
+    return out
 
 
 def review_rows(judged: Judged, keys: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
@@ -128,11 +167,11 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
         keyset = set(keys)
         quote_fails = sum(1 for (k, r, _), row in judged.rows.items()
                           if r == 0 and k in keyset and row.get("source") == "quote")
-        models[m] = {"hits": samples[m].hits if m in samples else 0, "n_incomplete": incomplete,
-                     "quote_failures": quote_fails, **block}
-        if incomplete:
-            warnings.append(f"{m}: {incomplete} sampled answer(s) not fully judged (failed judge calls or unreadable "
-                            "verdicts) are left out; run the same command again to retry the failed calls")
+        cut = inputs.truncated.get(m, 0)
+        models[m] = {"hits": (samples[m].hits if m in samples else 0) + cut, "n_incomplete": incomplete,
+                     "quote_failures": quote_fails, "truncated_skipped": cut,
+                     **verdict_counts([row for (k, _, _), row in judged.rows.items() if k in keyset]), **block}
+        warnings += model_warnings(m, models[m])
     spreads = {m: v["groundedness_spread"] for m, v in models.items()}
     variance = {
         "repeats": opts.repeats,
@@ -155,10 +194,12 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                 "models": {m: s.summary() for m, s in samples.items()}},
         seed=opts.seed, bootstrap_samples=opts.bootstrap, models=models, variance=variance,
         judge_calls={**judged.stats.as_dict(), "reused_from_file": judged.reused,
-                     "decided_without_judge": judged.decided_without_judge},
+                     "decided_without_judge": judged.decided_without_judge,
+                     "retried": sum(v["n_retried"] for v in models.values()),
+                     "unreadable": sum(v["n_unreadable"] for v in models.values())},
         judgements={"path": JUDGEMENTS, "n": len(rows),
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
-        review_csv=REVIEW_CSV, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
+        review_csv=REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
     ).model_dump(mode="json")
     spot["notes"] = notes_for(spot)
     write_review_csv(files.review_csv, review_rows(judged, [h.key for h in chosen]))

@@ -3,6 +3,10 @@
 The report block is a compact copy of ``spotcheck.json`` (per-model rates with
 CIs, the judge block with its calibration mark, the judge's run-to-run spread),
 so the HTML report needs no second file. ``spotcheck.json`` stays the full record.
+Each model's block carries the n behind its figures, ``display`` (each rate
+as printed, with its n), the unreadable-verdict and truncated-answer counts,
+and the notes say the same in words, so a page shows "100.0% (n=1, too few
+for an interval)" rather than a bare "100%".
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from typing import Any
 from harness.rundir import SPOTCHECK, RunDir
 
 _MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
-               "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread")
+               "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread",
+               "groundedness_n", "hallucination_rate_n", "hallucination_risk_n", "ci_note", "display",
+               "n_incomplete", "n_verdicts", "n_unreadable", "n_failed_calls", "truncated_skipped")
 
 
 def report_block(spot: dict[str, Any]) -> dict[str, Any]:
@@ -27,6 +33,7 @@ def report_block(spot: dict[str, Any]) -> dict[str, Any]:
                    "strategy": spot["sample"].get("strategy")},
         "repeats": spot["variance"].get("repeats"),
         "max_judge_spread": spot["variance"].get("max_spread"),
+        "min_answers_for_ci": spot.get("min_answers_for_ci"),
         "models": {m: {k: v.get(k) for k in _MODEL_KEYS} for m, v in spot["models"].items()},
         "notes": spot.get("notes"),
     }
@@ -41,6 +48,19 @@ def notes_for(spot: dict[str, Any]) -> str:
                      "swapped entities and dropped conditions and fails correct paraphrases.")
     if not judge.get("calibrated"):
         parts.append("Judge not calibrated against human labels (grace spotcheck calibrate).")
+    models = spot.get("models") or {}
+    few = [m for m, v in models.items() if v.get("ci_note")]
+    if few:
+        shown = "; ".join(f"{m}: " + ", ".join(f"{k.replace('_', ' ')} {t}" for k, t in (models[m].get("display") or {}).items())
+                          for m in few)
+        parts.append(f"No interval is given from fewer than {spot.get('min_answers_for_ci')} checked answers ({shown}).")
+    for m, v in models.items():
+        if v.get("n_unreadable"):
+            parts.append(f"{m}: {v['n_unreadable']} of {v.get('n_verdicts')} verdicts unreadable (asked twice); "
+                         "their answers are left out.")
+        if v.get("truncated_skipped"):
+            n = v["truncated_skipped"]
+            parts.append(f"{m}: {n} truncated answer{'' if n == 1 else 's'} skipped (cut off by max_tokens).")
     if (variance.get("repeats") or 1) > 1 and variance.get("max_spread") is not None:
         parts.append(f"Judge run-to-run spread over {variance['repeats']} repeats: up to "
                      f"{100 * variance['max_spread']:.1f} points of groundedness; smaller differences between "

@@ -6,6 +6,10 @@ comparison forgives only what a faithful copy may change: whitespace and line
 breaks, quote and apostrophe style, dash style, markdown emphasis, the case of
 the first letter, punctuation at the quote's ends, and an ellipsis standing for
 omitted words (each part must then appear, in order).
+
+Only quoted spans of the answer's text are quotes: a JSON answer is checked by
+its answer field (see :func:`harness.spotcheck.segmentation.answer_body`), and
+as a second guard a ``"name":`` that opens a JSON field is never a quote.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ _DOUBLE = str.maketrans({c: '"' for c in "\u201c\u201d\u201e\u201f\u00ab\u00bb\u
 _DASH = str.maketrans({c: "-" for c in "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"})
 _ELLIPSIS = re.compile(r"\s*(?:\.\.\.|\u2026|\[\s*(?:\.\.\.|\u2026)\s*\]|\(\s*(?:\.\.\.|\u2026)\s*\))\s*")
 _ENDS = " \t\n.,;:!?\"'"
+_KEY_AFTER = re.compile(r'\s*:\s*(?:["\[{\d-]|true\b|false\b|null\b)')
 
 
 def normalize(text: str) -> str:
@@ -36,10 +41,21 @@ def normalize(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def _after_open(text: str, pos: int) -> bool:
+    """Whether only whitespace stands between ``pos`` and a preceding ``{``, ``,`` or ``[``."""
+    i = pos - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return i >= 0 and text[i] in "{,["
+
+
 def find_quotes(text: str) -> list[str]:
     """Every quoted span, in order; a quote of fewer than two characters is not a claim."""
     out = []
-    for m in _QUOTE.finditer(text or ""):
+    text = text or ""
+    for m in _QUOTE.finditer(text):
+        if m.group(1) is not None and _KEY_AFTER.match(text, m.end()) and _after_open(text, m.start()):
+            continue  # a JSON field name ({"answer": ...), not a quotation
         quote = next(g for g in m.groups() if g is not None).strip()
         if len(quote.strip(_ENDS)) >= 2:
             out.append(quote)

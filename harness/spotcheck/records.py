@@ -58,6 +58,8 @@ class JudgementRecord(BaseModel):
     template_hash: str
     prompt_hash: str | None = None
     response: str | None = None  # the judge's raw reply
+    finish_reason: str | None = None  # "length"/"max_tokens"/"MAX_TOKENS": the judge's reply was cut off
+    retry: bool = False  # asked again with the stricter instruction, the first reply having no readable verdict
     cached: bool = False
     attempts: int = 0
     latency_ms: float | None = None
@@ -81,7 +83,11 @@ class JudgeBlock(BaseModel):
     label: str
     template: str
     template_hash: str
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens: part of every call's cache key
+    max_tokens: int | None = None  # the judge's output limit per call (--max-tokens, default 1024)
+    options: dict[str, Any] = Field(default_factory=dict)  # provider options, e.g. json_mode (--json-mode)
+    timeout_s: float | None = None  # --timeout; None: the provider's default
+    base_url: str | None = None  # --base-url
     repeats: int = 1
     calibrated: bool = False
     kappa: float | None = None
@@ -93,9 +99,9 @@ class JudgeBlock(BaseModel):
 class ModelSpot(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    hits: int  # correct-citation answers in the run
+    hits: int  # correct-citation answers in the run (truncated ones included)
     n: int  # answers checked (complete: every segment judged)
-    n_incomplete: int
+    n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable verdict
     n_segments: int
     n_unsupported_segments: float  # mean over judge repeats
     accuracy: float | None
@@ -109,6 +115,18 @@ class ModelSpot(BaseModel):
     groundedness_per_repeat: list[float | None] = Field(default_factory=list)
     groundedness_spread: float | None = None  # max - min over judge repeats
     quote_failures: int = 0
+    truncated_skipped: int = 0  # hits not checked: the answer was cut off by max_tokens
+    n_verdicts: int = 0  # judge replies to this model's segments (all judge repeats; failed calls apart)
+    n_unreadable: int = 0  # ... of which held no readable verdict, even asked again
+    n_failed_calls: int = 0
+    n_retried: int = 0  # verdicts asked again with the stricter instruction
+    n_retry_recovered: int = 0  # ... that then gave a readable verdict
+    groundedness_n: int = 0  # the n behind each figure (checked answers)
+    hallucination_rate_n: int = 0
+    hallucination_risk_n: int = 0
+    ci_min_answers: int = 10  # no CI below this many checked answers (metrics.MIN_ANSWERS_FOR_CI)
+    ci_note: str | None = None  # why there is no CI, when there is none
+    display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its n
 
 
 class SpotcheckFile(BaseModel):
@@ -127,6 +145,7 @@ class SpotcheckFile(BaseModel):
     judge_calls: dict[str, Any]
     judgements: dict[str, Any]
     review_csv: str | None = None
+    min_answers_for_ci: int = 10  # metrics.MIN_ANSWERS_FOR_CI
     risk_formula: str
     notes: str
     warnings: list[str] = Field(default_factory=list)

@@ -15,14 +15,22 @@ paragraph, which is how a reviewer reads such an answer.
 
 Citation markers are read with the scorer's lenient rules, so a segment
 boundary is exactly where the scorer saw a citation.
+
+A JSON answer (``{"answer": ..., "citation": ...}``) is segmented by its answer
+text only (:func:`answer_body`): keys and field names are never text, so they
+are never checked as quotes or claims. That holds when the object does not
+parse too (cut off, a trailing comma): the fields are then read leniently.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from typing import Any
 
+from harness.scoring import json_answer
 from harness.scoring.extraction import inline_ids_lenient
 from harness.scoring.json_answer import citation_tokens, find_json_answer
 
@@ -38,6 +46,13 @@ _TRAILING = re.compile(r"[\s.,;:!?)\]*_]*")
 _WORDY = re.compile(r"\w")
 _TERMINATOR = re.compile(r"[.!?\n]")
 _SENTENCE_END = re.compile(r"[.!?](?=[\s\"'\u201d)]|$)|\n")
+_JSON_START = re.compile(r"\s*(?:```[ \t]*(?:json|JSON|javascript)?[ \t]*\n?\s*)?\{")
+# one "key": value pair of a JSON object that may not parse: a string value may be cut off at the end
+_FIELD = re.compile(r'"((?:[^"\\\n]|\\.){1,60})"\s*:\s*(?:"((?:[^"\\]|\\.)*)(?:"|\\?\Z)|(\[[^\]]*\]?|[^,}\n]*))')
+_ANSWER_KEYS = frozenset(json_answer.ANSWER_KEYS)
+_CITATION_KEYS = frozenset(json_answer.CITATION_KEYS)
+_LOOSE_KEYS = frozenset(getattr(json_answer, "LOOSE_CITATION_KEYS", ()))
+_NOT_PROSE = _CITATION_KEYS | _LOOSE_KEYS | frozenset(json_answer.REFUSED_KEYS)
 
 
 @dataclass(frozen=True)
@@ -145,14 +160,99 @@ def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[st
     return [(t.strip(), tuple(c)) for t, c in pieces]
 
 
+def _json_string(raw: str) -> str:
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:  # cut off inside an escape, or a stray control character
+        return raw.replace('\\"', '"').replace("\\n", "\n")
+
+
+def _loose_value(raw: str) -> Any:
+    """A non-string JSON value that may be cut off: ``1``, ``[1, "2"]``, ``[1, "2``."""
+    raw = raw.strip()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return [t.strip(" \"'") for t in raw.strip("[]").split(",") if t.strip(" \"'")]
+
+
+def _prose_values(obj: Any) -> Iterator[str]:
+    """The string values of a JSON answer that are prose: never keys, never citation or refusal fields."""
+    if isinstance(obj, str):
+        if obj.strip():
+            yield obj
+    elif isinstance(obj, list):
+        for item in obj:
+            yield from _prose_values(item)
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            if str(key).lower() not in _NOT_PROSE:
+                yield from _prose_values(value)
+
+
+def _lenient_fields(text: str) -> tuple[str, tuple[str, ...]]:
+    """The answer and citations of a JSON object that does not parse, read field by field."""
+    answer, prose, ids = None, [], []
+    for m in _FIELD.finditer(text):
+        key, string, other = m.group(1).lower(), m.group(2), m.group(3)
+        if key in _CITATION_KEYS:
+            ids += citation_tokens(_json_string(string) if string is not None else _loose_value(other or ""))
+        elif key in _NOT_PROSE or string is None:
+            continue
+        elif key in _ANSWER_KEYS and answer is None:
+            answer = _json_string(string)
+        else:
+            prose.append(_json_string(string))
+    body = answer if answer is not None else "\n\n".join(p for p in prose if p.strip())
+    return body, tuple(dict.fromkeys(ids))
+
+
+def answer_body(text: str, kb_ids: Collection[str] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The text of an answer to segment, and the article IDs its JSON citation field names.
+
+    Inline answers are their own text. A JSON answer is its answer field's
+    string; one with no answer field, its other string values (never keys, never
+    citation fields); one that does not parse, the same read field by field.
+    Citation fields give their IDs as the scorer reads them; the loose ones
+    (``source``, ``reference``) only their KB IDs.
+    """
+    body = text or ""
+    if "{" not in body:
+        return body, ()
+    ans = find_json_answer(body)
+    if ans is not None:
+        loose = [t for v in getattr(ans, "loose_citations", []) for t in citation_tokens(v)
+                 if kb_ids is not None and t in kb_ids]
+        ids = tuple(dict.fromkeys([t for v in ans.citations for t in citation_tokens(v)] + loose))
+        if ans.answer:
+            return ans.answer, ids
+        if _JSON_START.match(body):
+            return "\n\n".join(_prose_values(ans.data)), ids
+        return _without_objects(body), ids
+    if _JSON_START.match(body):
+        return _lenient_fields(body)
+    return body, ()
+
+
+def _without_objects(text: str) -> str:
+    """Prose around JSON objects, each object replaced by its prose values."""
+    decoder, out, pos = json.JSONDecoder(), [], 0
+    start = text.find("{")
+    while start != -1:
+        try:
+            obj, end = decoder.raw_decode(text, start)
+        except ValueError:
+            start = text.find("{", start + 1)
+            continue
+        out += [text[pos:start], "\n\n".join(_prose_values(obj))]
+        pos = end
+        start = text.find("{", end)
+    return "".join(out + [text[pos:]])
+
+
 def segment_answer(text: str, kb_ids: Collection[str] | None = None) -> list[Segment]:
     """Segments of one answer, in reading order; ``kb_ids`` lets bare ``[17]`` markers count."""
-    body, field_ids = text or "", ()
-    if "{" in body:
-        ans = find_json_answer(body)
-        if ans is not None and ans.answer:
-            body = ans.answer
-            field_ids = tuple(dict.fromkeys(t for v in ans.citations for t in citation_tokens(v)))
+    body, field_ids = answer_body(text, kb_ids)
     paras = paragraphs(body)
     split = [_split_paragraph(p, kb_ids) for p in paras]
     cover: tuple[str, ...] = field_ids

@@ -52,6 +52,8 @@ def simulate_panel(kb, questions: Sequence[Any], accuracies: Sequence[float], *,
                     cite = near[truth][0]
                 else:
                     cite = rng.choice(others)
+            if cite is not None and cite not in retrieved:  # a model cites only what it was shown
+                retrieved = [*retrieved[:-1], cite]
             text = ("I cannot answer that from the provided articles." if cite is None
                     else f"Here is what the policy says. [ID: {cite}]")
             rows.append({"question_id": q.question_id, "model": name, "repeat": 0, "response": text,

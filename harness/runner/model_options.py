@@ -1,0 +1,104 @@
+"""One model, made ready for a one-model caller: the spot-check judge, the labeler, the question generator.
+
+``grace spotcheck``, ``grace annotations suggest --labeler`` and ``grace gold
+generate`` take the same model options as ``grace run`` (``--max-tokens``,
+``--json-mode``, ``--timeout``, ``--base-url``, ``--api-key-env``); this module
+is the one place that turns them into a :class:`~harness.providers.base.ModelSpec`,
+so the three commands, and Python callers, cannot drift apart:
+
+    from harness.runner.model_options import ModelOptions, ready_model
+    spec, provider = ready_model("openai:smollm2", role="judge",
+                                 options=ModelOptions(max_tokens=512, json_mode="json_object",
+                                                      base_url="http://127.0.0.1:8091/v1"))
+
+``max_tokens`` goes into ``spec.params`` and ``json_mode`` into
+``spec.options``, so both are part of every call's cache key; the timeout,
+base URL and key variable are not (they do not change an answer). JSON-mode
+values are the provider's business: its ``check_ready`` says which it takes
+(openai-compatible servers: auto, json_schema, json_object, prompt), so they are
+applied before that check and not validated here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.errors import GraceError
+from harness.providers.base import ModelSpec, Provider
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """Overrides for one model; ``None`` keeps what the spec (or the provider) has."""
+
+    max_tokens: int | None = None  # output limit per call: spec.params["max_tokens"]
+    json_mode: str | None = None  # spec.options["json_mode"]; values are provider-specific
+    timeout: float | None = None  # seconds per call: spec.timeout_s
+    base_url: str | None = None  # spec.base_url: an openai-compatible server, a proxy
+    api_key_env: str | None = None  # spec.api_key_env: read the key from this variable
+
+    def with_default_max_tokens(self, default: int | None) -> ModelOptions:
+        """These options, with ``default`` as the output limit when none was given."""
+        if self.max_tokens is not None or default is None:
+            return self
+        return ModelOptions(default, self.json_mode, self.timeout, self.base_url, self.api_key_env)
+
+
+def apply_model_options(spec: ModelSpec, options: ModelOptions | None) -> ModelSpec:
+    """Write ``options`` into ``spec`` (in place, and returned); raises ``GraceError`` on a limit below 1."""
+    if options is None:
+        return spec
+    if options.max_tokens is not None:
+        if int(options.max_tokens) < 1:
+            raise GraceError(f"{spec.name}: --max-tokens must be 1 or more, not {options.max_tokens}")
+        spec.params["max_tokens"] = int(options.max_tokens)
+    if options.timeout is not None:
+        if float(options.timeout) <= 0:
+            raise GraceError(f"{spec.name}: --timeout must be more than 0 seconds, not {options.timeout}")
+        spec.timeout_s = float(options.timeout)
+    if options.json_mode is not None:
+        spec.options["json_mode"] = options.json_mode
+    if options.base_url:
+        spec.base_url = options.base_url
+    if options.api_key_env:
+        spec.api_key_env = options.api_key_env
+    return spec
+
+
+def price(spec: ModelSpec, prices: Path | None) -> ModelSpec:
+    """Fill the spec's price from ``prices`` (JSON ``{model: [input, output]}``) or the built-in table."""
+    from harness.runner.pricing import load_prices
+
+    table = load_prices(Path(prices) if prices else None)
+    if spec.price_input_per_mtok is None and spec.model in table:
+        spec.price_input_per_mtok, spec.price_output_per_mtok = table[spec.model]
+    return spec
+
+
+def ready_model(text: str, *, role: str, options: ModelOptions | None = None, prices: Path | None = None,
+                offline: Mapping[str, Callable[[ModelSpec], Provider]] | None = None) -> tuple[ModelSpec, Provider]:
+    """``PROVIDER:MODEL`` -> (spec, ready provider): options applied, checked, priced, temperature 0 by default.
+
+    ``baseline:*`` models answer grace's own prompt, not a caller's, so only the
+    offline stand-ins named in ``offline`` may play ``role`` (the judge's
+    ``baseline:lexical``, the labeler's ``baseline:top1``). The options are
+    applied before the provider's readiness check, so a key read from
+    ``api_key_env`` or a json mode the provider does not know is caught here,
+    before any call.
+    """
+    from harness.providers import make_provider, parse_model_spec
+
+    spec = apply_model_options(parse_model_spec(text), options)
+    if spec.provider == "baseline":
+        if spec.model not in (offline or {}):
+            known = " or ".join(f"baseline:{m}" for m in offline or {})
+            raise GraceError(f"{role} {text!r}: baseline:{spec.model} is not a {role}; use an LLM "
+                             "(openai:..., anthropic:..., google:...)" + (f" or {known} offline" if known else ""))
+        provider = offline[spec.model](spec)  # type: ignore[index]
+    else:
+        provider = make_provider(spec)
+    provider.check_ready()
+    spec.params.setdefault("temperature", 0)  # a verdict, a label or a draft is a measurement: same prompt, same answer
+    return price(spec, prices), provider
