@@ -10,7 +10,7 @@ import click
 @click.command()
 @click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
 @click.option("--gold", "gold_path", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
-@click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, baseline:).")
+@click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, baseline:).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
 @click.option("--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3].")

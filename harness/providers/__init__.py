@@ -15,6 +15,18 @@ PROVIDERS: dict[str, str] = {
     "openai": "harness.providers.openai_chat:OpenAIChatProvider",
     "anthropic": "harness.providers.anthropic_messages:AnthropicProvider",
     "google": "harness.providers.google_genai:GoogleProvider",
+    "vertex": "harness.providers.vertex_ai:VertexProvider",
+    "bedrock": "harness.providers.bedrock_converse:BedrockProvider",
+    "azure": "harness.providers.azure_openai:AzureOpenAIProvider",
+    # OpenAI-compatible services by name; URLs and key variables in harness/providers/presets.py
+    "openrouter": "harness.providers.presets:openrouter",
+    "together": "harness.providers.presets:together",
+    "groq": "harness.providers.presets:groq",
+    "mistral": "harness.providers.presets:mistral",
+    "deepseek": "harness.providers.presets:deepseek",
+    "ollama": "harness.providers.presets:ollama",
+    "vllm": "harness.providers.presets:vllm",
+    "llamacpp": "harness.providers.presets:llamacpp",
     "baseline": "harness.providers.baseline:BaselineProvider",
     "scripted": "harness.providers.scripted:ScriptedProvider",
 }

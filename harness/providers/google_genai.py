@@ -47,7 +47,6 @@ class GoogleProvider(Provider):
     def _get_client(self) -> Any:
         if self._client is None:
             self.check_ready()
-            genai = _sdk()
             types = require_sdk("google.genai.types", "google-genai", "google")
             http_options = types.HttpOptions(
                 timeout=int(self.timeout_s * 1000),
@@ -55,8 +54,12 @@ class GoogleProvider(Provider):
             )
             if self.spec.base_url:
                 http_options.base_url = self.spec.base_url
-            self._client = genai.Client(api_key=self.spec.resolve_key(KEY_ENVS), vertexai=False, http_options=http_options)
+            self._client = self._new_client(_sdk(), http_options)
         return self._client
+
+    def _new_client(self, genai: Any, http_options: Any) -> Any:
+        """The SDK client for this API; the one thing a subclass serving another Gemini endpoint replaces."""
+        return genai.Client(api_key=self.spec.resolve_key(KEY_ENVS), vertexai=False, http_options=http_options)
 
     def build_config(self, request: Request) -> dict[str, Any]:
         """The ``GenerateContentConfig`` fields; public so a dry run can show them."""

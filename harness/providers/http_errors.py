@@ -106,8 +106,9 @@ _CONTEXT_LENGTH = re.compile(
     re.IGNORECASE,
 )
 _UNKNOWN_MODEL = re.compile(
-    r"model[_ ]not[_ ]found|unknown model|no such model|model\b[^.\n]{0,80}\b(?:not found|does not exist|is not available"
-    r"|not supported|isn't available|doesn't exist)|(?:not found|does not exist)[^.\n]{0,40}\bmodel\b",
+    r"model[_ ]not[_ ]found|deployment[_ ]?not[_ ]?found|unknown model|no such model"  # Azure: DeploymentNotFound
+    r"|model\b[^.\n]{0,80}\b(?:not found|does not exist|is not available|not supported|isn't available|doesn't exist)"
+    r"|(?:not found|does not exist)[^.\n]{0,40}\bmodel\b",
     re.IGNORECASE,
 )
 _VALIDATION = re.compile(

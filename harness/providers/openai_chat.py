@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
 from harness.providers import http_errors
@@ -75,8 +75,13 @@ def _slots_of(root: str, key: str) -> int | None:
 
 
 class OpenAIChatProvider(Provider):
+    """Subclasses for other endpoints of the same wire format (named presets, Azure) override only the
+    hooks below the constructor: where the key is read, how the client is made, which output-limit name
+    the endpoint takes. Requests, responses, the JSON-mode fallback and error mapping stay here, once."""
+
     provider_name = "openai"
     base_url_env = "OPENAI_BASE_URL"
+    key_envs: ClassVar[list[str]] = KEY_ENVS  # where the key is read from unless the spec names api_key_env
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -84,12 +89,29 @@ class OpenAIChatProvider(Provider):
         self._probe: asyncio.Lock | None = None
 
     def _key_envs(self) -> list[str]:
-        return [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS
+        return [self.spec.api_key_env] if self.spec.api_key_env else list(self.key_envs)
+
+    def _api_key(self) -> str | None:
+        """The key sent with every call; None when there is none."""
+        return self.spec.resolve_key(list(self.key_envs))
+
+    def _check_credentials(self) -> None:
+        if not self._api_key():
+            raise missing_key(self.spec.name, self._key_envs())
+
+    def _new_client(self, openai: Any, common: dict[str, Any]) -> Any:
+        """The SDK client; ``common`` holds the timeout and the retries switched off."""
+        if self.spec.base_url:
+            common["base_url"] = self.spec.base_url
+        return openai.AsyncOpenAI(api_key=self._api_key(), **common)
+
+    def _uses_max_completion_tokens(self) -> bool:
+        """True for api.openai.com (no base URL named): see :meth:`build_kwargs`."""
+        return not (self.spec.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def check_ready(self) -> None:
         require_sdk("openai", "openai", self.provider_name)
-        if not self.spec.resolve_key(KEY_ENVS):
-            raise missing_key(self.spec.name, self._key_envs())
+        self._check_credentials()
         mode = self.spec.options.get("json_mode", "auto")
         if mode not in JSON_MODES:
             raise GraceError(f"{self.spec.name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
@@ -98,18 +120,9 @@ class OpenAIChatProvider(Provider):
         if self._client is None:
             self.check_ready()
             openai = require_sdk("openai", "openai", self.provider_name)
-            kwargs: dict[str, Any] = {
-                "api_key": self.spec.resolve_key(KEY_ENVS),
-                "max_retries": 0,  # the runner retries, honouring Retry-After
-                "timeout": self.timeout_s,
-            }
-            if self.spec.base_url:
-                kwargs["base_url"] = self.spec.base_url
-            self._client = openai.AsyncOpenAI(**kwargs)
+            # max_retries 0: the runner retries, honouring Retry-After
+            self._client = self._new_client(openai, {"max_retries": 0, "timeout": self.timeout_s})
         return self._client
-
-    def _official_api(self) -> bool:
-        return not (self.spec.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def _format_key(self) -> tuple[str, str]:
         return (str(type(self).endpoint(self.spec) or "https://api.openai.com/v1"), self.spec.model)
@@ -126,7 +139,7 @@ class OpenAIChatProvider(Provider):
     def build_kwargs(self, request: Request, mode: str | None = None) -> dict[str, Any]:
         """The ``chat.completions.create`` arguments; public so a dry run can show them."""
         params = {**self.spec.params, **request.params}
-        if "max_tokens" in params and self._official_api() and "max_completion_tokens" not in params:
+        if "max_tokens" in params and self._uses_max_completion_tokens() and "max_completion_tokens" not in params:
             # api.openai.com accepts max_completion_tokens on every chat model, while
             # reasoning models (o-series, gpt-5) reject max_tokens; local servers keep
             # the older name, which is all many of them understand.
@@ -182,7 +195,7 @@ class OpenAIChatProvider(Provider):
         if not endpoint:
             return None
         root = re.sub(r"/v1/?$", "", endpoint.rstrip("/"))
-        key = self.spec.resolve_key(KEY_ENVS) or ""
+        key = self._api_key() or ""
         return await asyncio.to_thread(_slots_of, root, key)
 
     async def _send(self, request: Request, mode: str | None) -> Completion:

@@ -19,6 +19,9 @@ _ANTHROPIC_TYPES = {400: "invalid_request_error", 401: "authentication_error", 4
                     404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 _GOOGLE_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
                   429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+_BEDROCK_ERRORS = {400: "ValidationException", 401: "UnrecognizedClientException", 403: "AccessDeniedException",
+                   404: "ResourceNotFoundException", 408: "ModelTimeoutException", 424: "ModelErrorException",
+                   429: "ThrottlingException", 500: "InternalServerException", 503: "ServiceUnavailableException"}
 _ID_RE = re.compile(r"\[ID:\s*([^\]\s]+)\s*\]")
 
 
@@ -185,7 +188,7 @@ def generate_questions(body: dict[str, Any], *, copy: bool = False) -> str:
 
 
 _LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "n_predict")
-_LENGTH = {"openai": "length", "anthropic": "max_tokens", "google": "MAX_TOKENS"}
+_LENGTH = {"openai": "length", "anthropic": "max_tokens", "google": "MAX_TOKENS", "bedrock": "max_tokens"}
 
 
 def output_limit(body: dict[str, Any]) -> int | None:
@@ -196,6 +199,9 @@ def output_limit(body: dict[str, Any]) -> int | None:
     config = body.get("generationConfig")
     if isinstance(config, dict) and isinstance(config.get("maxOutputTokens"), int):
         return config["maxOutputTokens"]
+    inference = body.get("inferenceConfig")  # Bedrock Converse
+    if isinstance(inference, dict) and isinstance(inference.get("maxTokens"), int):
+        return inference["maxTokens"]
     return None
 
 
@@ -205,7 +211,7 @@ def limit_reply(reply: Reply, body: dict[str, Any]) -> Reply:
     words = reply.text.split(" ")
     if reply.status != 200 or reply.raw_body is not None or limit is None or len(words) <= limit:
         return reply
-    api = "anthropic" if "anthropic-version" in body or "system" in body else (
+    api = "bedrock" if "inferenceConfig" in body else "anthropic" if "anthropic-version" in body or "system" in body else (
         "google" if "contents" in body else "openai")
     return Reply(text=" ".join(words[:limit]), input_tokens=reply.input_tokens, output_tokens=limit,
                  finish_reason=reply.finish_reason or _LENGTH[api], delay=reply.delay, headers=reply.headers)
@@ -242,8 +248,10 @@ def route(path: str) -> str:
         return "openai-embeddings"
     if path.endswith("/messages"):
         return "anthropic"
-    if re.search(r"/models/[^/]+:generateContent$", path):
+    if re.search(r"/models/[^/]+:generateContent$", path):  # Gemini API, and Vertex AI's .../publishers/google/...
         return "google"
+    if re.search(r"^/model/[^/]+/converse$", path):  # Bedrock; the model ID is URL-encoded (%3A for ':')
+        return "bedrock"
     return "unknown"
 
 
@@ -275,6 +283,13 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> dic
             "stop_reason": reply.finish_reason or "end_turn", "stop_sequence": None,
             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
         }
+    if api == "bedrock":
+        return {
+            "output": {"message": {"role": "assistant", "content": [{"text": reply.text}]}},
+            "stopReason": reply.finish_reason or "end_turn",
+            "usage": {"inputTokens": tokens_in, "outputTokens": tokens_out, "totalTokens": tokens_in + tokens_out},
+            "metrics": {"latencyMs": int(reply.delay * 1000)},
+        }
     return {
         "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text}]},
                         "finishReason": reply.finish_reason or "STOP", "index": 0}],
@@ -284,7 +299,18 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> dic
     }
 
 
+def error_headers(api: str, reply: Reply) -> dict[str, str]:
+    """Headers an error carries besides the reply's own: Bedrock names its error code in ``x-amzn-ErrorType``
+    (botocore reads the code from there); a reply that sets the header itself picks another code."""
+    if api != "bedrock" or any(k.lower() == "x-amzn-errortype" for k in reply.headers):
+        return {}
+    return {"x-amzn-ErrorType": _BEDROCK_ERRORS.get(reply.status, "InternalServerException" if reply.status >= 500
+                                                    else "ValidationException")}
+
+
 def error_body(api: str, reply: Reply) -> dict[str, Any]:
+    if api == "bedrock":
+        return {"message": reply.message}
     if api == "anthropic":
         kind = _ANTHROPIC_TYPES.get(reply.status, "api_error" if reply.status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": reply.message}}

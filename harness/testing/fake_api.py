@@ -1,4 +1,4 @@
-"""A local server that answers like the OpenAI, Anthropic and Gemini HTTP APIs.
+"""A local server that answers like the OpenAI, Anthropic, Gemini (and Vertex AI) and Bedrock Converse HTTP APIs.
 
 Why a real server rather than mocks: the providers are thin wrappers over the
 vendors' SDKs, and what can go wrong lives in the SDKs' handling of the wire
@@ -46,6 +46,7 @@ from harness.testing.api_formats import (
     Reply,
     cite_first_id,
     error_body,
+    error_headers,
     limit_reply,
     prompt_text,
     rejected_json_schema,
@@ -65,7 +66,7 @@ class RecordedRequest:
     query: str
     headers: dict[str, str]  # lower-case names
     body: Any  # parsed JSON, or None if the body was empty or not JSON
-    api: str  # "openai" | "openai-embeddings" | "anthropic" | "google" | "unknown"
+    api: str  # "openai" | "openai-embeddings" | "anthropic" | "google" | "bedrock" | "unknown"
 
 
 @dataclass
@@ -152,7 +153,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.raw_body is not None:
             self._send(reply.status, reply.raw_body, reply.headers)
         elif reply.status >= 400:
-            self._send(reply.status, error_body(api, reply), reply.headers)
+            self._send(reply.status, error_body(api, reply), {**error_headers(api, reply), **reply.headers})
         else:
             self._send(reply.status, success_body(api, path, body if isinstance(body, dict) else {}, reply), reply.headers)
 
@@ -234,6 +235,11 @@ class FakeAPIServer:
 
     @property
     def google_base_url(self) -> str:
+        return self.base_url
+
+    @property
+    def bedrock_base_url(self) -> str:
+        """For ``bedrock-runtime``'s ``endpoint_url``; Vertex AI's path goes to ``google_base_url``."""
         return self.base_url
 
     # --- script and record ---------------------------------------------------------

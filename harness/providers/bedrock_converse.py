@@ -1,0 +1,245 @@
+"""Amazon Bedrock through its Converse API (boto3's ``bedrock-runtime`` client).
+
+Converse is one request shape for every model Bedrock serves (Claude, Llama,
+Mistral, Nova, ...), so ``bedrock:MODEL_ID`` works for any of them, including
+cross-region inference profiles (``us.anthropic.claude-...``) and ARNs.
+
+Notes on the SDK that shape this class:
+
+* boto3 is synchronous. Each call runs in a thread of this provider's own
+  pool: ``asyncio.to_thread`` would share the loop's default executor, which
+  has ``min(32, CPUs + 4)`` threads, and so would quietly cap a run's
+  concurrency at 6 on a two-core machine. The connection pool gets as many
+  slots as the thread pool, or urllib3 would discard connections under load.
+* Retries: botocore retries throttling and 5xx itself (up to 3 or 5 times, with
+  its own backoff). ``total_max_attempts: 1`` switches that off, leaving retries
+  to the runner, which counts them and honours its own limits. Not
+  ``max_attempts: 1``: botocore counts that one as retries after the first call,
+  so it means two attempts. The explicit config also beats ``AWS_MAX_ATTEMPTS``
+  and ``AWS_RETRY_MODE`` in the environment.
+* Timeouts: ``connect_timeout`` and ``read_timeout`` from ``Provider.timeout_s``.
+  Converse answers in one body after generating it, so the read timeout bounds
+  the whole generation.
+* Region, profile and credentials follow the usual AWS chain: ``AWS_REGION`` or
+  ``AWS_DEFAULT_REGION`` (or the profile's region), ``AWS_PROFILE``, keys or
+  roles; ``options.region`` and ``options.profile`` in the leaderboard TOML
+  override them per model. A Bedrock API key in ``AWS_BEARER_TOKEN_BEDROCK`` is
+  read by botocore itself. The endpoint is ``spec.base_url``, else boto3's own
+  ``AWS_ENDPOINT_URL_BEDROCK_RUNTIME``, else the region's.
+
+Parameters: ``max_tokens``, ``temperature``, ``top_p`` and ``stop`` go in
+``inferenceConfig`` (the fields every Bedrock model takes); anything else (say
+``top_k`` for Claude) goes in ``additionalModelRequestFields`` as written, where
+Bedrock passes a model's own native fields through. A field the model does not
+know fails with a ValidationException, which is not retried.
+
+JSON mode (``options.json_mode``):
+
+* ``prompt`` (default): Converse's ``outputConfig`` structured output is
+  supported by a few models only, and the others reject it, so by default the
+  answer's JSON Schema is appended to the system text and the scorer reads the
+  JSON leniently, as for any model without a JSON flag.
+* ``structured``: ``outputConfig.textFormat`` with the JSON Schema, for models
+  that support it (recent Claude and Nova models); opt-in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.core.errors import GraceError
+from harness.providers import http_errors
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, require_sdk
+
+REGION_ENVS = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+JSON_MODES = ("prompt", "structured")
+OPTIONS = ("region", "profile", "json_mode")
+# Chat-completions names -> inferenceConfig fields, so one leaderboard config drives every provider.
+_INFERENCE = {"max_tokens": "maxTokens", "max_completion_tokens": "maxTokens", "max_output_tokens": "maxTokens",
+              "temperature": "temperature", "top_p": "topP", "stop": "stopSequences"}
+# Error codes -> the HTTP status they mean to the runner. Bedrock's own statuses for most, but:
+# ModelNotReadyException is a 429 (the model is loading: wait and retry), ModelErrorException a 424 that a
+# retry may cure (the model failed, not the request), and the signing errors are credentials, whatever status.
+_STATUS = {
+    "ThrottlingException": 429, "ModelNotReadyException": 429, "ServiceUnavailableException": 503,
+    "InternalServerException": 500, "ModelErrorException": 502, "ModelTimeoutException": 408,
+    "ValidationException": 400, "ServiceQuotaExceededException": 400, "AccessDeniedException": 403,
+    "ResourceNotFoundException": 404, "UnrecognizedClientException": 403, "InvalidSignatureException": 403,
+    "ExpiredTokenException": 403, "IncompleteSignature": 403, "MissingAuthenticationToken": 403,
+}
+_THREADS = 64  # calls in flight at once per model; more wait for a thread
+
+
+def _boto3() -> Any:
+    return require_sdk("boto3", "boto3", "bedrock")
+
+
+class BedrockProvider(Provider):
+    provider_name = "bedrock"
+    base_url_env = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        self._client: Any = None
+        self._session: Any = None
+        self._region: str | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def check_ready(self) -> None:
+        """SDK, options, profile, region and credentials, all before any call (boto3 would only fail on the first)."""
+        boto3 = _boto3()
+        botocore_exc = require_sdk("botocore.exceptions", "boto3", "bedrock")
+        name, options = self.spec.name, self.spec.options
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise GraceError(f"{name}: unknown option(s) {', '.join(unknown)}; bedrock takes {', '.join(OPTIONS)}")
+        mode = options.get("json_mode")
+        if mode is not None and mode not in JSON_MODES:
+            raise GraceError(f"{name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
+        try:
+            session = boto3.session.Session(profile_name=options.get("profile") or None)
+        except botocore_exc.BotoCoreError as exc:  # ProfileNotFound, a broken config file
+            raise GraceError(f"{name}: {exc}") from None
+        region = options.get("region") or next((os.environ[e] for e in REGION_ENVS if os.environ.get(e)), None)
+        region = region or session.region_name
+        if not region:
+            raise GraceError(f"{name}: no AWS region; set AWS_REGION (or options.region in the leaderboard config)")
+        if not os.environ.get("AWS_BEARER_TOKEN_BEDROCK"):
+            try:
+                credentials = session.get_credentials()
+            except botocore_exc.BotoCoreError as exc:  # an expired SSO session, a broken credential_process
+                raise GraceError(f"{name}: AWS credentials: {exc}") from None
+            if credentials is None:
+                raise GraceError(f"{name}: no AWS credentials; set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+                                 "or AWS_PROFILE (options.profile) for a profile, or AWS_BEARER_TOKEN_BEDROCK")
+        self._session, self._region = session, region
+
+    def _get_client(self) -> Any:
+        if self._client is None:
+            self.check_ready()
+            config = require_sdk("botocore.config", "boto3", "bedrock")
+            threads = max(_THREADS, self.spec.concurrency or 0)
+            cfg = config.Config(
+                retries={"total_max_attempts": 1, "mode": "standard"},  # one attempt: the runner retries
+                connect_timeout=self.timeout_s,
+                read_timeout=self.timeout_s,
+                max_pool_connections=threads,
+            )
+            kwargs: dict[str, Any] = {"region_name": self._region, "config": cfg}
+            if self.spec.base_url:  # else boto3 reads AWS_ENDPOINT_URL_BEDROCK_RUNTIME itself
+                kwargs["endpoint_url"] = self.spec.base_url
+            self._client = self._session.client("bedrock-runtime", **kwargs)
+            self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="bedrock")
+        return self._client
+
+    def _json_mode(self, request: Request) -> str | None:
+        if request.output_mode != "json" or request.json_schema is None:
+            return None
+        return self.spec.options.get("json_mode") or "prompt"
+
+    def build_kwargs(self, request: Request) -> dict[str, Any]:
+        """The ``converse`` arguments; public so a dry run can show them."""
+        params = {**self.spec.params, **request.params}
+        inference: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in params.items():
+            field = _INFERENCE.get(key)
+            if field is None:
+                extra[key] = value
+            else:
+                inference.setdefault(field, [value] if field == "stopSequences" and isinstance(value, str) else value)
+        system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
+        mode = self._json_mode(request)
+        if mode == "prompt":
+            ask = "Reply with one JSON object, and nothing else, that matches this JSON Schema:\n"
+            system = "\n\n".join(s for s in (system, ask + json.dumps(request.json_schema)) if s)
+        kwargs: dict[str, Any] = {
+            "modelId": self.spec.model,
+            "messages": [{"role": m["role"], "content": [{"text": m["content"]}]}
+                         for m in request.messages if m["role"] != "system"],
+        }
+        if system:
+            kwargs["system"] = [{"text": system}]
+        if inference:
+            kwargs["inferenceConfig"] = inference
+        if extra:
+            kwargs["additionalModelRequestFields"] = extra
+        if mode == "structured":
+            schema = request.json_schema or {}
+            title = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "answer"))[:64]
+            kwargs["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": {
+                "jsonSchema": {"schema": json.dumps(schema), "name": title}}}}
+        return kwargs
+
+    async def complete(self, request: Request) -> Completion:
+        client = self._get_client()
+        botocore_exc = require_sdk("botocore.exceptions", "boto3", "bedrock")
+        parsers = require_sdk("botocore.parsers", "boto3", "bedrock")
+        kwargs = self.build_kwargs(request)
+        try:
+            resp = await asyncio.get_running_loop().run_in_executor(self._pool, lambda: client.converse(**kwargs))
+        except botocore_exc.ClientError as exc:
+            raise _from_client_error(exc) from exc
+        except botocore_exc.ParamValidationError as exc:  # checked by botocore before sending: a bad param
+            raise ProviderError("bad_request", f"invalid request: {exc}", retryable=False) from exc
+        except parsers.ResponseParserError as exc:
+            raise http_errors.bad_response(f"unparseable response: {exc}") from exc
+        except botocore_exc.NoCredentialsError as exc:
+            raise ProviderError("auth", str(exc), retryable=False) from exc
+        except Exception as exc:
+            mapped = http_errors.from_transport(exc)  # ReadTimeoutError, EndpointConnectionError, ...
+            if mapped is None:
+                raise
+            raise mapped from exc
+        return self._to_completion(resp)
+
+    @staticmethod
+    def _to_completion(resp: Any) -> Completion:
+        message = ((resp or {}).get("output") or {}).get("message") or {}
+        blocks = message.get("content")
+        if not isinstance(blocks, list):
+            shown = {k: v for k, v in (resp or {}).items() if k != "ResponseMetadata"}
+            raise http_errors.bad_response(f"response has no message content: {str(shown)[:200]!r}")
+        texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        stop = resp.get("stopReason")
+        if not texts:
+            raise http_errors.bad_response(f"response has no text block (stopReason={stop!r})")
+        usage = resp.get("usage") or {}
+        return Completion(
+            text="".join(texts),  # reasoningContent blocks (a model's thinking) are not the answer
+            input_tokens=usage.get("inputTokens"),
+            output_tokens=usage.get("outputTokens"),
+            finish_reason=stop,  # "max_tokens" when the output limit cut it off, as the scorer expects
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _from_client_error(exc: Any) -> ProviderError:
+    """A botocore ``ClientError`` as the runner's error kinds, by the error code Bedrock names."""
+    response = getattr(exc, "response", None) or {}
+    error = response.get("Error") or {}
+    meta = response.get("ResponseMetadata") or {}
+    code = str(error.get("Code") or "")
+    message = str(error.get("Message") or exc)
+    sent = int(meta.get("HTTPStatusCode") or 0) or None  # the status on the wire
+    status = _STATUS.get(code) or sent or 500  # the status the code means, for classifying
+    said = f"{code}: {message}" if code else message
+    if code == "ResourceNotFoundException" or (code == "ValidationException" and "model identifier" in message.lower()):
+        # "The provided model identifier is invalid.": every call of this model will fail the same way
+        return ProviderError("unknown_model", f"HTTP {sent or status}: {said}", retryable=False, status=sent or status)
+    err = http_errors.from_status(status, said, headers=meta.get("HTTPHeaders"), body=error)
+    if sent and sent != status:  # classified by its code (a 424 ModelErrorException is retried): report what was sent
+        err.status, err.message = sent, err.message.replace(f"HTTP {status}:", f"HTTP {sent}:", 1)
+    return err
