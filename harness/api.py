@@ -176,7 +176,7 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
     """Model specs from ``PROVIDER:MODEL`` strings and a leaderboard TOML, with run-wide defaults applied."""
     from harness.providers import parse_model_spec
     from harness.runner.config import load_config
-    from harness.runner.pricing import load_prices
+    from harness.runner.pricing import apply_price, load_prices
 
     specs, run_cfg = load_config(Path(config)) if config else ([], {})
     specs += [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in models]
@@ -198,8 +198,7 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
         s.rpm, s.tpm = s.rpm or rpm or run_cfg.get("rpm"), s.tpm or tpm or run_cfg.get("tpm")
         if timeout and s.timeout_s is None:
             s.timeout_s = float(timeout)
-        if s.price_input_per_mtok is None and s.model in price_table:
-            s.price_input_per_mtok, s.price_output_per_mtok = price_table[s.model]
+        apply_price(s, price_table)
     return specs, run_cfg
 
 

@@ -43,6 +43,8 @@ class ModelSpec:
     api_key_env: str | None = None  # read the key from this variable instead of the SDK default
     price_input_per_mtok: float | None = None  # USD per 1M input tokens
     price_output_per_mtok: float | None = None
+    price_batch_input_per_mtok: float | None = None  # through the batch API; None: half the real-time price
+    price_batch_output_per_mtok: float | None = None
     concurrency: int | None = None
     rpm: float | None = None
     tpm: float | None = None

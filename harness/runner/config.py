@@ -67,6 +67,8 @@ class ModelTable(GenParams):
     api_key_env: str | None = None
     price_input: NonNegative | None = None  # USD per 1M tokens
     price_output: NonNegative | None = None
+    price_batch_input: NonNegative | None = None  # USD per 1M tokens through the batch API [default: half]
+    price_batch_output: NonNegative | None = None
     concurrency: Count | None = None
     rpm: NonNegative | None = None  # 0: no limit
     tpm: NonNegative | None = None
@@ -170,6 +172,8 @@ def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
     spec.api_key_env = entry.get("api_key_env")
     spec.price_input_per_mtok = entry.get("price_input")
     spec.price_output_per_mtok = entry.get("price_output")
+    spec.price_batch_input_per_mtok = entry.get("price_batch_input")
+    spec.price_batch_output_per_mtok = entry.get("price_batch_output")
     spec.concurrency = entry.get("concurrency")
     spec.rpm, spec.tpm = entry.get("rpm"), entry.get("tpm")
     if "timeout" in entry:

@@ -69,12 +69,9 @@ def apply_model_options(spec: ModelSpec, options: ModelOptions | None) -> ModelS
 
 def price(spec: ModelSpec, prices: Path | None) -> ModelSpec:
     """Fill the spec's price from ``prices`` (JSON ``{model: [input, output]}``) or the built-in table."""
-    from harness.runner.pricing import load_prices
+    from harness.runner.pricing import apply_price, load_prices
 
-    table = load_prices(Path(prices) if prices else None)
-    if spec.price_input_per_mtok is None and spec.model in table:
-        spec.price_input_per_mtok, spec.price_output_per_mtok = table[spec.model]
-    return spec
+    return apply_price(spec, load_prices(Path(prices) if prices else None))
 
 
 def ready_model(text: str, *, role: str, options: ModelOptions | None = None, prices: Path | None = None,

@@ -29,6 +29,7 @@ from harness.providers.base import ModelSpec, RetrievedArticle, RunContext
 from harness.rundir import RunDir, RunInfo
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import EngineSettings, Job, RunPlan, build_request, request_key, response_engine
+from harness.runner.pricing import batch_price
 from kb_builder.gold import GoldQuestion
 from kb_builder.store import KB
 
@@ -107,6 +108,7 @@ def model_entry(spec: ModelSpec) -> dict[str, Any]:
     return {"name": spec.name, "provider": spec.provider, "model": spec.model, "params": normalise(spec.params),
             "endpoint": endpoint_of(spec), "price_input_per_mtok": spec.price_input_per_mtok,
             "price_output_per_mtok": spec.price_output_per_mtok,
+            "price_batch_per_mtok": list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
             "options": {k: v for k, v in spec.options.items() if k != "responses"}}
 
 
