@@ -20,21 +20,18 @@ import pytest
 
 from harness.core.errors import GraceError
 from harness.providers import endpoint_of, make_provider, parse_model_spec
-from harness.providers.base import Completion, ModelSpec, ProviderError, Request
+from harness.providers.base import ModelSpec, ProviderError, Request
 from harness.runner.config import load_config
 from harness.scoring.outcomes import is_cut_off
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import run_grace, small_bench, write
+from tests.provider_calls import MESSAGES, call, call_error
 
 NO_BOTO3 = "boto3 is not installed: the bedrock provider's optional SDK (pip install -e '.[test]' installs it)"
 HAVE_BOTO3 = importlib.util.find_spec("boto3") is not None
 needs_boto3 = pytest.mark.skipif(not HAVE_BOTO3, reason=NO_BOTO3)
 CLAUDE = "anthropic.claude-3-haiku-20240307-v1:0"  # a ':' and '.'s: the model ID is URL-encoded in the path
 GEMINI = "gemini-2.5-flash"
-MESSAGES = [
-    {"role": "system", "content": "Answer from the articles only."},
-    {"role": "user", "content": "Where is the office? [ID: 17] The office is in Oslo."},
-]
 SCHEMA = {"title": "grace answer", "type": "object", "properties": {"answer": {"type": "string"}},
           "required": ["answer"], "additionalProperties": False}
 
@@ -83,22 +80,6 @@ def vertex(srv: FakeAPIServer, **kw) -> ModelSpec:
     return ModelSpec("vertex", kw.pop("model", GEMINI), base_url=srv.google_base_url, **kw)
 
 
-def call(spec: ModelSpec, request: Request | None = None) -> Completion:
-    async def go() -> Completion:
-        provider = make_provider(spec)
-        provider.check_ready()
-        try:
-            return await provider.complete(request or Request(messages=MESSAGES))
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(go())
-
-
-def call_error(spec: ModelSpec, request: Request | None = None) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        call(spec, request)
-    return info.value
 
 
 def signing_scope(req) -> str:

@@ -13,19 +13,16 @@ import pytest
 
 from harness.core.errors import GraceError
 from harness.providers import make_provider
-from harness.providers.base import Completion, ModelSpec, ProviderError, Request
+from harness.providers.base import ModelSpec, Request
 from harness.providers.http_errors import from_status, parse_retry_after
 from harness.testing import FakeAPIServer, Reply, cite_first_id
+from tests.provider_calls import MESSAGES, call, call_error
 
 PROVIDERS = ["openai", "anthropic", "google"]
 ENV_VARS = [
     "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ADMIN_KEY", "OPENAI_CUSTOM_HEADERS", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
     "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE", "ANTHROPIC_CUSTOM_HEADERS",
     "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI",
-]
-MESSAGES = [
-    {"role": "system", "content": "Answer from the articles only."},
-    {"role": "user", "content": "Where is the office? [ID: 17] The office is in Oslo."},
 ]
 
 
@@ -67,22 +64,6 @@ def auth_header(req) -> str:
     return ""
 
 
-def call(spec: ModelSpec, request: Request | None = None) -> Completion:
-    async def go() -> Completion:
-        provider = make_provider(spec)
-        provider.check_ready()
-        try:
-            return await provider.complete(request or Request(messages=MESSAGES))
-        finally:
-            await provider.aclose()
-
-    return asyncio.run(go())
-
-
-def call_error(spec: ModelSpec, request: Request | None = None) -> ProviderError:
-    with pytest.raises(ProviderError) as info:
-        call(spec, request)
-    return info.value
 
 
 # --- success ---------------------------------------------------------------------------------------------
