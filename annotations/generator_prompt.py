@@ -17,7 +17,7 @@ from typing import Any
 
 from annotations.labeler import json_object
 from harness.core.errors import GraceError
-from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
@@ -40,13 +40,8 @@ REFUSALS_SCHEMA = {"title": "refusals", "type": "object", "properties": {"questi
 
 
 @dataclass(frozen=True)
-class GeneratorTemplate:
-    name: str
-    sections: dict[str, str]
-    sha256: str
-
-    def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
-        return chat_messages(self.sections.get("system", ""), self.sections[section], values, _PLACEHOLDER)
+class GeneratorTemplate(SectionTemplate):
+    placeholder = _PLACEHOLDER
 
     def article(self, n: int, art: Any) -> list[dict[str, str]]:
         return self._messages("article", {"n": str(n), "article_id": art.id, "article_title": art.title,

@@ -53,6 +53,24 @@ def _no_internet(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", guard(real_connect_ex))
 
 
+@pytest.fixture(scope="module")
+def server():
+    """One fake API server per test module: the provider tests make hundreds of calls to it."""
+    from harness.testing.fake_api import FakeAPIServer
+
+    with FakeAPIServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server):
+    """The module's fake server with nothing queued, no responder and no recorded requests."""
+    server.clear()
+    server.responder = None
+    yield server
+    server.clear()
+
+
 @pytest.fixture()
 def openai_server(monkeypatch):
     """The fake API server, answering each question by citing its first article, as the OpenAI endpoint."""

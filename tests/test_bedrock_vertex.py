@@ -54,20 +54,6 @@ def cloud_env(monkeypatch, tmp_path):
     monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path / "no-gcloud"))
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeAPIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server):
-    server.clear()
-    server.responder = None
-    yield server
-    server.clear()
-
-
 def bedrock(srv: FakeAPIServer, **kw) -> ModelSpec:
     kw.setdefault("timeout_s", 5.0)
     return ModelSpec("bedrock", kw.pop("model", CLAUDE), base_url=srv.bedrock_base_url, **kw)

@@ -50,20 +50,6 @@ def clean_env(monkeypatch):
         monkeypatch.delenv(var, raising=False)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeAPIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server):
-    server.clear()
-    server.responder = None
-    yield server
-    server.clear()
-
-
 @pytest.fixture()
 def bench(tmp_path):
     return small_bench(tmp_path, 4, ["what is the capital of france"])

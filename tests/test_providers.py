@@ -32,20 +32,6 @@ def clean_env(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeAPIServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server):
-    server.clear()
-    server.responder = None
-    yield server
-    server.clear()
-
-
 def base_url(srv: FakeAPIServer, provider: str) -> str:
     return {"openai": srv.openai_base_url, "anthropic": srv.anthropic_base_url, "google": srv.google_base_url}[provider]
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from harness.core.errors import GraceError
 
@@ -47,3 +49,16 @@ def chat_messages(system: str, user: str, values: Mapping[str, str], placeholder
         return placeholder.sub(lambda m: values.get(m.group(1), ""), text).strip()
 
     return ([{"role": "system", "content": fill(system)}] if system.strip() else []) + [{"role": "user", "content": fill(user)}]
+
+
+@dataclass(frozen=True)
+class SectionTemplate:
+    """A template file split into sections; each subclass names its ``{{fields}}`` in ``placeholder``."""
+
+    placeholder: ClassVar[re.Pattern[str]]
+    name: str
+    sections: dict[str, str]
+    sha256: str
+
+    def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
+        return chat_messages(self.sections.get("system", ""), self.sections[section], values, self.placeholder)

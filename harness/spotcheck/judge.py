@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider
 from harness.runner.model_options import ModelOptions
 
@@ -54,13 +54,8 @@ class SourceArticle:
 
 
 @dataclass(frozen=True)
-class JudgeTemplate:
-    name: str
-    sections: dict[str, str]
-    sha256: str
-
-    def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
-        return chat_messages(self.sections.get("system", ""), self.sections[section], values, _PLACEHOLDER)
+class JudgeTemplate(SectionTemplate):
+    placeholder = _PLACEHOLDER
 
     def cited(self, claim: str, articles: Sequence[SourceArticle]) -> list[dict[str, str]]:
         """Pass 1: a cited segment against its own cited article(s)."""
