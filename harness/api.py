@@ -130,6 +130,7 @@ class RunResult:
     stopped: dict[str, str]  # model -> why it was stopped early (key refused, endpoint unreachable)
     errors: int  # calls that failed after retries (recorded as error rows; retried by the next run)
     resumed: dict[str, int]  # done / failed / stale rows found on file
+    pending: dict[str, int] = field(default_factory=dict)  # model -> calls in batches not ended yet (batch mode)
     estimates: list[dict[str, Any]] | None = None  # dry run only
     run: Run | None = None
 
@@ -202,6 +203,21 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
     return specs, run_cfg
 
 
+def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
+    """Decide per model: its own ``batch`` setting, else the run's, where the provider has a batch API."""
+    from harness.providers import provider_class
+
+    for s in specs:
+        cls = provider_class(s)
+        if s.batch and not cls.batch_api:
+            raise GraceError(f"{s.name}: batch = true, but {s.provider}: has no batch API in grace (openai:, azure:, "
+                             "anthropic: and google: have one); remove batch = true for this model")
+        if s.batch is None:
+            s.batch = bool(batch and cls.batch_api)
+            if batch and not cls.batch_api and cls.needs_network:
+                log.info(f"{s.name}: {s.provider}: has no batch API; it runs in real time")
+
+
 def run(
     kb: str | Path,
     gold: str | Path,
@@ -225,6 +241,10 @@ def run(
     prices: str | Path | None = None,
     embedder: str | None = None,
     seed: int = 0,
+    batch: bool = False,
+    wait: bool = False,
+    poll_interval: float | None = None,
+    cancel_batches: bool = False,
     score: bool = True,
     dry_run: bool = False,
     progress: bool = False,
@@ -234,6 +254,15 @@ def run(
 
     Re-running with the same ``out`` asks only what is missing, failed, or was
     asked with different inputs. The folder is locked while this runs.
+
+    ``batch`` sends the calls of every model whose provider has a batch API
+    (OpenAI, Azure OpenAI, Anthropic, Gemini) through it, at half price; a
+    model's own ``batch = true`` in the config does so for that model alone.
+    Without ``wait`` the call returns once the batches are submitted (see
+    ``RunResult.pending``); calling it again collects what has ended, and the
+    run is scored once nothing is pending. ``cancel_batches`` asks the
+    providers to stop the open batches and submits nothing new; what they
+    answered until then is collected.
     """
     from harness.prompts import load_template
     from harness.runner.session import (
@@ -257,7 +286,10 @@ def run(
 
     settings = RunSettings(k=pick(k, "k", 3), repeats=pick(repeats, "repeats", 1),
                            concurrency=pick(concurrency, "concurrency", 8), read_cache=read_cache,
-                           max_attempts=pick(max_attempts, "max_attempts", 6), seed=seed, threshold=threshold)
+                           max_attempts=pick(max_attempts, "max_attempts", 6), seed=seed, threshold=threshold,
+                           wait=wait or bool(run_cfg.get("wait")), poll_s=pick(poll_interval, "poll_interval", 30.0),
+                           cancel_batches=cancel_batches)
+    choose_batch(specs, batch or bool(run_cfg.get("batch")))
     if min(settings.k, settings.repeats, settings.concurrency, settings.max_attempts) < 1:
         raise GraceError("--k, --repeats, --concurrency and --max-attempts must be 1 or more")
     tmpl = load_template(template or run_cfg.get("template"), output_mode or run_cfg.get("output_mode", "inline"))
@@ -310,11 +342,16 @@ def run(
             info.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
             stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
             info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")
+            pending = {p.spec.name: p.stats.pending for p in plans if p.stats.pending}
+            if pending and not interrupted and not stopped:
+                info.status = "waiting for batches"
             info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
                                          "errors": p.stats.errors, "not_tried": p.stats.not_tried,
                                          "retries": p.stats.retries, "timeouts": p.stats.timeouts,
                                          "in_flight_limit": p.stats.in_flight_limit,
-                                         "stopped": p.stats.aborted} for p in plans}
+                                         "stopped": p.stats.aborted,
+                                         **({"batch_submitted": p.stats.submitted, "batch_pending": p.stats.pending}
+                                            if p.batch else {})} for p in plans}
             before = {e.get("name"): e for e in (previous.models if previous else [])}
             for entry, p in zip(info.models, plans, strict=False):
                 kept = {k: v for k, v in before.get(entry["name"], {}).items() if k.startswith("json_mode")}
@@ -323,8 +360,13 @@ def run(
             folder.write_run_info(info)
         if interrupted:
             raise KeyboardInterrupt
-        result = RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume))
-        if score and folder.responses.exists():
+        result = RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume),
+                           pending=pending)
+        if pending:
+            n = sum(pending.values())
+            log.warning(f"{n:,} call(s) wait in batches the provider has not finished; run the same command again "
+                        "to collect them (add --wait to poll until they end); the run is scored once all are in")
+        elif score and folder.responses.exists():
             from harness.scoring import score_responses
 
             score_responses(folder.responses, gold, kb_obj, folder.path, seed=seed)
@@ -365,6 +407,6 @@ def load_run(path: str | Path) -> Run:
 ProgressCallback = Callable[[Any], None]
 
 __all__ = [
-    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "load_kb", "load_run", "report",
+    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "choose_batch", "load_kb", "load_run", "report",
     "resolve_models", "run", "score", "search",
 ]

@@ -29,17 +29,20 @@ import click
 @click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
 @click.option("--embedder", default=None, help="Retriever override (default: the KB's).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for calibration splits and bootstrap.")
-@click.option("--dry-run", is_flag=True, help="Make no calls: print calls, estimated tokens and cost per model.")
+@click.option("--batch", is_flag=True, help="Send the calls through each provider's batch API at half price (openai, azure, anthropic, google; other models run in real time). Run the same command again to collect.")
+@click.option("--wait", is_flag=True, help="With --batch: poll until every batch has ended, instead of exiting after submitting.")
+@click.option("--poll-interval", type=float, default=None, help="Seconds between batch status checks [default: 30].")
+@click.option("--cancel-batches", is_flag=True, help="With --batch: cancel the folder's open batches and submit nothing new; what they answered is still collected.")
+@click.option("--dry-run", is_flag=True, help="Make no calls: print calls, estimated tokens and cost per model (with --batch: the saving).")
 @click.option("--no-score", is_flag=True, help="Only collect responses; do not score or report.")
 def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rpm, tpm, timeout, max_attempts,
-        no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, seed, dry_run, no_score) -> None:
+        no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, seed, batch, wait, poll_interval, cancel_batches, dry_run, no_score) -> None:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
     Exits 1 when a model was stopped early (key refused, endpoint unreachable);
     its untried calls are on file as error rows and are asked again next time.
     """
     from rich.console import Console
-    from rich.table import Table
 
     from harness import api
 
@@ -48,17 +51,16 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
         kb_dir, gold_path, models, out=out, config=config_path, k=k, repeats=repeats, concurrency=concurrency,
         max_attempts=max_attempts, rpm=rpm, tpm=tpm, timeout=timeout, read_cache=not no_cache, template=template,
         output_mode=output_mode, temperature=temperature, max_tokens=max_tokens, threshold=threshold, prices=prices,
-        embedder=embedder, seed=seed, score=not no_score, dry_run=dry_run, progress=True, console=console,
+        embedder=embedder, seed=seed, batch=batch, wait=wait, poll_interval=poll_interval, cancel_batches=cancel_batches, score=not no_score,
+        dry_run=dry_run, progress=True, console=console,
     )
     if dry_run:
-        table = Table("model", "calls", "cached", "input tokens", "output tokens (est.)", "cost USD (est.)",
-                      title="Dry run: no calls made")
-        for r in result.estimates or []:
-            cost = "unknown price" if r["cost_usd_est"] is None else f"{r['cost_usd_est']:.4f}"
-            table.add_row(r["model"], str(r["calls"]), str(r["cached"]), f"{r['input_tokens']:,}",
-                          f"{r['output_tokens_est']:,}", cost)
-        console.print(table)
+        console.print(dry_run_table(result.estimates or []))
         return 0
+    if result.pending:
+        console.print(f"[yellow]{sum(result.pending.values()):,} call(s) wait in provider batches "
+                      f"({', '.join(f'{m}: {n:,}' for m, n in result.pending.items())}). Run the same command again "
+                      "to collect them, or add --wait to poll until they end.[/]", highlight=False)
     for reason in result.stopped.values():
         console.print(f"[red]{reason}[/]", highlight=False)
     if result.errors:
@@ -68,3 +70,27 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
 
     console.print(f"responses -> {RunDir(out).responses}" if no_score else f"run folder -> {out}", highlight=False)
     return 0 if result.ok else 1
+
+
+def dry_run_table(estimates: list[dict]):
+    """Calls, tokens and cost per model; with batch models, what the same calls would cost in real time."""
+    from rich.table import Table
+
+    def usd(value: float | None) -> str:
+        return "unknown price" if value is None else f"{value:.4f}"
+
+    batched = any(r.get("batch") for r in estimates)
+    columns = ["model", "calls", "cached", "input tokens", "output tokens (est.)", "cost USD (est.)"]
+    if batched:
+        columns += ["real-time USD (est.)", "saved"]
+    table = Table(*columns, title="Dry run: no calls made")
+    for r in estimates:
+        cells = [r["model"] + (" (batch)" if r.get("batch") else ""), str(r["calls"]), str(r["cached"]),
+                 f"{r['input_tokens']:,}", f"{r['output_tokens_est']:,}", usd(r["cost_usd_est"])]
+        if batched:
+            real, cost = r.get("real_time_cost_usd_est"), r["cost_usd_est"]
+            saved = "" if not r.get("batch") or real is None or cost is None else (
+                f"{real - cost:.4f} ({(real - cost) / real:.0%})" if real else "0")
+            cells += [usd(real), saved]
+        table.add_row(*cells)
+    return table

@@ -18,6 +18,8 @@ JSON mode, and why it has three settings (``options.json_mode``):
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.core.errors import GraceError
@@ -45,6 +47,7 @@ _UNSUPPORTED = ("seed", "frequency_penalty", "presence_penalty", "n", "logprobs"
 class AnthropicProvider(Provider):
     provider_name = "anthropic"
     base_url_env = "ANTHROPIC_BASE_URL"
+    batch_api = "harness.providers.anthropic_batch:AnthropicBatch"
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -104,12 +107,12 @@ class AnthropicProvider(Provider):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         return kwargs
 
-    async def complete(self, request: Request) -> Completion:
-        client = self._get_client()
+    @contextmanager
+    def sdk_errors(self) -> Iterator[None]:
+        """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
         anthropic = require_sdk("anthropic", "anthropic", self.provider_name)
         try:
-            kwargs = split_for_sdk(client.messages.create, self.build_kwargs(request))
-            resp = await client.messages.create(**kwargs)
+            yield
         except anthropic.APIStatusError as exc:
             raise http_errors.from_status(
                 exc.status_code, getattr(exc, "api_message", None) or exc.message, headers=exc.response.headers, body=exc.body
@@ -120,11 +123,19 @@ class AnthropicProvider(Provider):
             raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
         except (anthropic.APIResponseValidationError, json.JSONDecodeError) as exc:
             raise http_errors.bad_response(f"unparseable response: {exc}") from exc
+        except ProviderError:
+            raise
         except Exception as exc:
             mapped = http_errors.from_transport(exc)
             if mapped is None:
                 raise
             raise mapped from exc
+
+    async def complete(self, request: Request) -> Completion:
+        client = self._get_client()
+        with self.sdk_errors():
+            kwargs = split_for_sdk(client.messages.create, self.build_kwargs(request))
+            resp = await client.messages.create(**kwargs)
         return self._to_completion(resp, prefilled=self._json_mode(request) == "prefill")
 
     @staticmethod

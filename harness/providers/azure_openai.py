@@ -44,6 +44,7 @@ _MAX_COMPLETION_TOKENS_SINCE = "2024-09-01"  # 2024-09-01-preview added it, for 
 
 class AzureOpenAIProvider(OpenAIChatProvider):
     provider_name = "azure"
+    batch_api = "harness.providers.openai_batch:AzureOpenAIBatch"  # needs a Global-Batch deployment
     base_url_env = "AZURE_OPENAI_ENDPOINT"
     key_envs = KEY_ENVS
 

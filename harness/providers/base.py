@@ -46,6 +46,7 @@ class ModelSpec:
     price_batch_input_per_mtok: float | None = None  # through the batch API; None: half the real-time price
     price_batch_output_per_mtok: float | None = None
     concurrency: int | None = None
+    batch: bool | None = None  # through the provider's batch API; None: as the run says (--batch). Not in any key
     rpm: float | None = None
     tpm: float | None = None
     timeout_s: float | None = None  # None: 60 s, or 600 s for a server on this machine or network
@@ -110,7 +111,7 @@ class Completion:
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",
-                    "invalid_request", "context_length", "unknown_model", "other"]
+                    "invalid_request", "context_length", "unknown_model", "expired", "cancelled", "other"]
 # Failures that will repeat on every call of a model, whatever the question: stop the model at once.
 MODEL_FATAL = frozenset({"auth", "unknown_model"})
 
@@ -152,6 +153,8 @@ class Provider(ABC):
     provider_name: ClassVar[str]
     needs_network: ClassVar[bool] = True
     base_url_env: ClassVar[str | None] = None  # the variable the SDK reads its endpoint from, if any
+    # "module:Class" of its harness.providers.batch.BatchAPI, when the endpoint has a batch API (half price)
+    batch_api: ClassVar[str | None] = None
 
     @classmethod
     def endpoint(cls, spec: ModelSpec) -> str | None:

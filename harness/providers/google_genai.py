@@ -18,6 +18,8 @@ Notes on the SDK that shape this class:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from harness.providers import http_errors
@@ -34,6 +36,7 @@ def _sdk() -> Any:
 
 class GoogleProvider(Provider):
     provider_name = "google"
+    batch_api = "harness.providers.google_batch:GeminiBatch"
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -90,11 +93,18 @@ class GoogleProvider(Provider):
 
     async def complete(self, request: Request) -> Completion:
         client = self._get_client()
-        errors = require_sdk("google.genai.errors", "google-genai", "google")
-        try:
+        with self.sdk_errors():
             resp = await client.aio.models.generate_content(
                 model=self.spec.model, contents=self.build_contents(request), config=self.build_config(request)
             )
+        return self._to_completion(resp)
+
+    @contextmanager
+    def sdk_errors(self) -> Iterator[None]:
+        """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
+        errors = require_sdk("google.genai.errors", "google-genai", "google")
+        try:
+            yield
         except errors.APIError as exc:
             response = getattr(exc, "response", None)
             raise http_errors.from_status(
@@ -102,6 +112,8 @@ class GoogleProvider(Provider):
             ) from exc
         except json.JSONDecodeError as exc:
             raise http_errors.bad_response(f"response body is not valid JSON: {exc}") from exc
+        except ProviderError:
+            raise
         except Exception as exc:
             mapped = http_errors.from_transport(exc)
             if mapped is not None:
@@ -109,7 +121,6 @@ class GoogleProvider(Provider):
             if type(exc).__name__ == "ValidationError":  # pydantic: an unknown or mistyped param
                 raise ProviderError("bad_request", f"invalid generation config: {exc}", retryable=False) from exc
             raise
-        return self._to_completion(resp)
 
     @staticmethod
     def _to_completion(resp: Any) -> Completion:

@@ -21,6 +21,8 @@ import asyncio
 import json
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
@@ -81,6 +83,7 @@ class OpenAIChatProvider(Provider):
 
     provider_name = "openai"
     base_url_env = "OPENAI_BASE_URL"
+    batch_api = "harness.providers.openai_batch:OpenAIBatch"
     key_envs: ClassVar[list[str]] = KEY_ENVS  # where the key is read from unless the spec names api_key_env
 
     def __init__(self, spec: ModelSpec):
@@ -198,12 +201,12 @@ class OpenAIChatProvider(Provider):
         key = self._api_key() or ""
         return await asyncio.to_thread(_slots_of, root, key)
 
-    async def _send(self, request: Request, mode: str | None) -> Completion:
-        client = self._get_client()
+    @contextmanager
+    def sdk_errors(self) -> Iterator[None]:
+        """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
         openai = require_sdk("openai", "openai", self.provider_name)
         try:
-            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request, mode))
-            resp = await client.chat.completions.create(**kwargs)
+            yield
         except openai.APIStatusError as exc:
             raise http_errors.from_status(
                 exc.status_code, exc.message, headers=exc.response.headers, body=exc.body
@@ -214,11 +217,19 @@ class OpenAIChatProvider(Provider):
             raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
         except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
             raise http_errors.bad_response(f"unparseable response: {exc}") from exc
+        except ProviderError:
+            raise
         except Exception as exc:
             mapped = http_errors.from_transport(exc)
             if mapped is None:
                 raise
             raise mapped from exc
+
+    async def _send(self, request: Request, mode: str | None) -> Completion:
+        client = self._get_client()
+        with self.sdk_errors():
+            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request, mode))
+            resp = await client.chat.completions.create(**kwargs)
         completion = self._to_completion(resp)
         if request.output_mode == "json" and mode != "json_schema":
             completion.json_mode = mode

@@ -51,6 +51,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
 class PresetProvider(OpenAIChatProvider):
     """The OpenAI provider with a preset's URL and key variable; one subclass per preset, made below."""
 
+    batch_api = None  # their batch APIs, where they have one, differ from OpenAI's in limits and paths
+
     preset: ClassVar[Preset]
 
     @classmethod

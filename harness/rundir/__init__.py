@@ -9,6 +9,7 @@ A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
     report.json           whole-run metrics; the reports are rendered from it
     leaderboard.md, report.html
     spotcheck.json, spotcheck/judgements.jsonl, spotcheck_review.csv
+    batches.jsonl         batches sent to providers' batch APIs (BatchLedger): recorded before and after each submit
 
 Every other module asks a :class:`RunDir` for these paths, so each name is
 spelled here only. Writers hold :meth:`RunDir.lock`: one process writes a
@@ -24,6 +25,7 @@ from pathlib import Path
 from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.locks import FileLock
+from harness.rundir.batches import BatchEntry, BatchLedger
 from harness.rundir.records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.rundir.report import iter_scores, read_report, write_report
 from harness.rundir.responses import compact_responses, latest_rows, read_response_lines
@@ -41,6 +43,7 @@ SPOTCHECK = "spotcheck.json"
 JUDGEMENTS = "spotcheck/judgements.jsonl"
 REVIEW_CSV = "spotcheck_review.csv"
 CALIBRATION = "calibration.json"
+BATCHES = "batches.jsonl"
 LOCK = ".grace.lock"
 
 
@@ -91,6 +94,13 @@ class RunDir:
     @property
     def calibration(self) -> Path:
         return self.path / CALIBRATION
+
+    @property
+    def batches(self) -> Path:
+        return self.path / BATCHES
+
+    def batch_ledger(self) -> BatchLedger:
+        return BatchLedger.read(self.batches)
 
     # -- one writer ------------------------------------------------------------
     def lock(self) -> FileLock:
@@ -155,6 +165,6 @@ class _FolderLock(FileLock):
 
 
 __all__ = [
-    "CALIBRATION", "JUDGEMENTS", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
+    "BATCHES", "CALIBRATION", "JUDGEMENTS", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
     "SPOTCHECK", "CallError", "ResponseRecord", "RunDir", "RunInfo",
 ]

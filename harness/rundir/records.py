@@ -49,6 +49,7 @@ class ResponseRecord(BaseModel):
     error: CallError | None = None
     finish_reason: str | None = None  # "length" (or max_tokens / MAX_TOKENS): the output limit cut the answer off
     json_mode: str | None = None  # set when the server made us ask for JSON another way than the schema
+    batch: str | None = None  # the batch it was answered in (grace's label, see batches.jsonl); None: real time
     attempts: int = 0
     created_at: str | None = None
 

@@ -13,6 +13,10 @@ Config is plain data naming registered providers; it never holds code::
     price_output = 0.60
 
     [[models]]
+    spec = "anthropic:claude-haiku-4-5"
+    batch = true                # through Message Batches, at half price
+
+    [[models]]
     spec = "openai:llama3.1"
     name = "llama-local"
     base_url = "http://127.0.0.1:8000/v1"
@@ -70,6 +74,7 @@ class ModelTable(GenParams):
     price_batch_input: NonNegative | None = None  # USD per 1M tokens through the batch API [default: half]
     price_batch_output: NonNegative | None = None
     concurrency: Count | None = None
+    batch: bool | None = None  # through the provider's batch API at half price (openai, azure, anthropic, google)
     rpm: NonNegative | None = None  # 0: no limit
     tpm: NonNegative | None = None
     timeout: Positive | None = None
@@ -95,6 +100,9 @@ class RunTable(BaseModel):
     tpm: NonNegative | None = None
     embedder: str | None = None
     no_score: bool | None = None
+    batch: bool | None = None  # every model with a batch API goes through it (as --batch)
+    wait: bool | None = None  # poll batches until they end (as --wait)
+    poll_interval: Positive | None = None  # seconds between batch status checks [default: 30]
 
 
 class Board(BaseModel):
@@ -175,6 +183,7 @@ def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
     spec.price_batch_input_per_mtok = entry.get("price_batch_input")
     spec.price_batch_output_per_mtok = entry.get("price_batch_output")
     spec.concurrency = entry.get("concurrency")
+    spec.batch = entry.get("batch")
     spec.rpm, spec.tpm = entry.get("rpm"), entry.get("tpm")
     if "timeout" in entry:
         spec.timeout_s = float(entry["timeout"])

@@ -83,6 +83,9 @@ class ModelStats:
     retries: int = 0  # attempts beyond the first, over all calls
     timeouts: int = 0  # attempts that timed out
     in_flight_limit: int | None = None  # lowered from the worker count by the server's slots or a timeout cluster
+    submitted: int = 0  # requests sent in new batches by this command (batch mode)
+    pending: int = 0  # requests in batches the provider has not finished: collected by a later command
+    batch_state: str = ""  # what the provider says of the open batches, for the progress line
 
 
 class InFlight:
@@ -109,6 +112,7 @@ class RunPlan:
     provider: Provider
     jobs: list[Job]
     stats: ModelStats = field(default_factory=ModelStats)
+    batch: bool = False  # through the provider's batch API (harness.runner.batch) instead of the engine
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
@@ -180,6 +184,29 @@ class CallResult:
     cached: bool
     cost_usd: float | None
     key: str | None = None  # the call's cache key, which is also its row's fingerprint
+
+
+def cached_result(cache: ResponseCache | None, key: str) -> CallResult | None:
+    """The call's answer from the cache, as a result that costs nothing now."""
+    hit = cache.get(key) if cache is not None else None
+    if hit is None:
+        return None
+    return CallResult(Completion(**hit["completion"]), hit.get("latency_ms"), 0, None, True, None, key)
+
+
+def account(plan: RunPlan, result: CallResult, price: tuple[float | None, float | None]) -> None:
+    """Set the answered call's cost (at ``price``, USD per 1M input and output tokens) and add it to the
+    model's figures; a cache hit is priced (what it would cost) but not added (nothing was paid now)."""
+    comp, st = result.completion, plan.stats
+    assert comp is not None
+    result.cost_usd = 0.0 if not plan.provider.needs_network else call_cost(
+        comp.input_tokens, comp.output_tokens, *price)
+    st.input_tokens += comp.input_tokens or 0
+    st.output_tokens += comp.output_tokens or 0
+    if result.cost_usd is None:
+        st.cost_known = False
+    elif not result.cached:
+        st.cost_usd += result.cost_usd
 
 
 class Engine:
@@ -261,10 +288,9 @@ class Engine:
         request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
         key = self.key(spec, request, job)
-        hit = self.cache.get(key) if use_cache and self.read_cache else None
-        if hit is not None:
-            comp = Completion(**hit["completion"])
-            result = CallResult(comp, hit.get("latency_ms"), 0, None, True, None, key)
+        result = cached_result(self.cache, key) if use_cache and self.read_cache else None
+        if result is not None:
+            comp = result.completion
         else:
             comp, latency, attempts, err = await self._call(plan, request, limiter, gate)
             if not provider.needs_network:
@@ -274,15 +300,7 @@ class Engine:
             result = CallResult(comp, latency, attempts, err, False, None, key)
         st = plan.stats
         if comp is not None:
-            result.cost_usd = 0.0 if not provider.needs_network else call_cost(
-                comp.input_tokens, comp.output_tokens, spec.price_input_per_mtok, spec.price_output_per_mtok
-            )
-            st.input_tokens += comp.input_tokens or 0
-            st.output_tokens += comp.output_tokens or 0
-            if result.cost_usd is None:
-                st.cost_known = False
-            elif not result.cached:
-                st.cost_usd += result.cost_usd
+            account(plan, result, (spec.price_input_per_mtok, spec.price_output_per_mtok))
         else:
             st.errors += 1
             kind = result.error.kind if result.error is not None else None
@@ -339,28 +357,32 @@ class Engine:
                     st.aborted = (f"{spec.name}: {st.connection_failures_in_a_row} connection failures in a row "
                                   f"to {where} ({err.message[:200]}); is the server running? Stopping this model")
             if not err.retryable or attempt >= self.max_attempts or st.aborted is not None:
-                return None, None, attempt, _call_error(err, attempt)
+                return None, None, attempt, call_error(err, attempt)
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
             if st.aborted is not None:
-                return None, None, attempt, _call_error(err, attempt)
+                return None, None, attempt, call_error(err, attempt)
 
 
-def _call_error(err: ProviderError, attempts: int) -> CallError:
+def call_error(err: ProviderError, attempts: int) -> CallError:
     return CallError(kind=err.kind, message=err.message[:500], attempts=attempts, status=err.status,
                      retryable=err.retryable)
 
 
-def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out: JsonlAppender,
-                    cache: ResponseCache | None, **kwargs: Any) -> Engine:
-    """The engine for ``grace run``: gold questions in, ``responses.jsonl`` rows out."""
+@dataclass
+class ResponseRows:
+    """How ``grace run`` turns a gold question into a request, a cache key and a ``responses.jsonl`` row;
+    shared by the real-time engine and the batch runner, so both write the same rows."""
 
-    def build(spec: ModelSpec, job: Job) -> Request:
-        return build_request(spec, template, job)
+    template: Template
+    kb_hash: str
 
-    def key(spec: ModelSpec, request: Request, job: Job) -> str:
-        return request_key(spec, template, kb_hash, request, job.repeat)
+    def build(self, spec: ModelSpec, job: Job) -> Request:
+        return build_request(spec, self.template, job)
 
-    def record(plan: RunPlan, job: Job, request: Request, res: CallResult) -> dict[str, Any]:
+    def key(self, spec: ModelSpec, request: Request, job: Job) -> str:
+        return request_key(spec, self.template, self.kb_hash, request, job.repeat)
+
+    def record(self, plan: RunPlan, job: Job, request: Request, res: CallResult, batch: str | None = None) -> dict[str, Any]:
         comp = res.completion
         row = ResponseRecord(
             question_id=job.question_id,
@@ -369,7 +391,7 @@ def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out:
             retrieved_ids=[a.id for a in job.articles],
             retrieval_scores=[round(a.score, 6) for a in job.articles],
             prompt_hash=prompt_hash(request.messages),
-            template_hash=template.sha256,
+            template_hash=self.template.sha256,
             fingerprint=res.key,
             question_hash=text_hash(job.question),
             params=normalise(request.params),
@@ -378,12 +400,17 @@ def response_engine(plans: list[RunPlan], template: Template, kb_hash: str, out:
             latency_ms=res.latency_ms,
             error=res.error,
             cost_usd=res.cost_usd,
+            batch=batch,
             created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         )
         if comp is not None:
             row.response, row.finish_reason = comp.text, comp.finish_reason
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
             row.json_mode = comp.json_mode
-        return row.model_dump(mode="json")
+        return row.model_dump(mode="json", exclude_none=False)
 
-    return Engine(plans, build, key, record, out, cache, **kwargs)
+
+def response_engine(plans: list[RunPlan], rows: ResponseRows, out: JsonlAppender, cache: ResponseCache | None,
+                    **kwargs: Any) -> Engine:
+    """The engine for ``grace run``: gold questions in, ``responses.jsonl`` rows out."""
+    return Engine(plans, rows.build, rows.key, rows.record, out, cache, **kwargs)

@@ -25,6 +25,8 @@ def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, ru
             st = plan.stats
             cost = f"${st.cost_usd:.4f}" + ("" if st.cost_known else "+?")
             info = f"err {st.errors}  cached {st.cached}  tok {st.input_tokens + st.output_tokens:,}  {cost}"
+            if plan.batch:
+                info += f"  batch: {st.batch_state or 'no open batch'}"
             bar.update(tasks[id(plan)], completed=st.done, info=info)
 
         run_engine(plans, template, kb_hash, run, settings, on_update=update)

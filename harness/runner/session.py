@@ -27,8 +27,17 @@ from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext
 from harness.rundir import RunDir, RunInfo
+from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
-from harness.runner.engine import EngineSettings, Job, RunPlan, build_request, request_key, response_engine
+from harness.runner.engine import (
+    EngineSettings,
+    Job,
+    ResponseRows,
+    RunPlan,
+    build_request,
+    request_key,
+    response_engine,
+)
 from harness.runner.pricing import batch_price
 from kb_builder.gold import GoldQuestion
 from kb_builder.store import KB
@@ -43,6 +52,9 @@ class RunSettings(EngineSettings):
     seed: int = 0
     calibration_share: float = 0.3
     threshold: float | None = None  # a fixed cut for baseline:threshold instead of a fitted one
+    wait: bool = False  # batch models: poll until every batch has ended, instead of returning after submitting
+    cancel_batches: bool = False  # batch models: cancel the open batches and submit nothing new
+    poll_s: float = POLL_SECONDS
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -100,13 +112,13 @@ def plan_jobs(
                         resume.stale += 1
                         resume.stale_models[spec.name] = resume.stale_models.get(spec.name, 0) + 1
                 jobs.append(job)
-        plans.append(RunPlan(spec, provider, jobs))
+        plans.append(RunPlan(spec, provider, jobs, batch=bool(spec.batch)))
     return plans, resume
 
 
 def model_entry(spec: ModelSpec) -> dict[str, Any]:
     return {"name": spec.name, "provider": spec.provider, "model": spec.model, "params": normalise(spec.params),
-            "endpoint": endpoint_of(spec), "price_input_per_mtok": spec.price_input_per_mtok,
+            "endpoint": endpoint_of(spec), "batch": bool(spec.batch), "price_input_per_mtok": spec.price_input_per_mtok,
             "price_output_per_mtok": spec.price_output_per_mtok,
             "price_batch_per_mtok": list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
             "options": {k: v for k, v in spec.options.items() if k != "responses"}}
@@ -194,24 +206,40 @@ def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: Resp
             calls += 1
             in_tok += sum(count_tokens(m["content"]) + 4 for m in req.messages)
             out_tok += min(max_out, 150)
-        price_in, price_out = p.spec.price_input_per_mtok, p.spec.price_output_per_mtok
-        if not p.provider.needs_network:
-            cost: float | None = 0.0
-        elif price_in is None or price_out is None:
-            cost = None
-        else:
-            cost = (in_tok * price_in + out_tok * price_out) / 1e6
+        real_time = _cost(p, in_tok, out_tok, (p.spec.price_input_per_mtok, p.spec.price_output_per_mtok))
         rows.append({"model": p.spec.name, "calls": calls, "cached": cached, "input_tokens": in_tok,
-                     "output_tokens_est": out_tok, "cost_usd_est": cost})
+                     "output_tokens_est": out_tok, "batch": p.batch,
+                     "cost_usd_est": _cost(p, in_tok, out_tok, batch_price(p.spec)) if p.batch else real_time,
+                     "real_time_cost_usd_est": real_time})
     return rows
 
 
+def _cost(plan: RunPlan, in_tok: int, out_tok: int, price: tuple[float | None, float | None]) -> float | None:
+    if not plan.provider.needs_network:
+        return 0.0
+    if price[0] is None or price[1] is None:
+        return None
+    return (in_tok * price[0] + out_tok * price[1]) / 1e6
+
+
 def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings, on_update=None) -> None:
+    """Real-time models through the engine and batch models through their batch APIs, side by side."""
     cache = settings.open_cache()
     writer = run.responses_appender()
-    engine = response_engine(plans, template, kb_hash, writer, cache, on_update=on_update, **settings.engine_kwargs())
+    rows = ResponseRows(template, kb_hash)
+    engine = response_engine([p for p in plans if not p.batch], rows, writer, cache, on_update=on_update,
+                             **settings.engine_kwargs())
+    batch_plans = [p for p in plans if p.batch]
+    batches = BatchRunner(batch_plans, rows, writer, cache, run.batch_ledger(), read_cache=settings.read_cache,
+                          wait=settings.wait, poll_s=settings.poll_s, max_attempts=settings.max_attempts,
+                          backoff_base=settings.backoff_base, cancel=settings.cancel_batches,
+                          on_update=on_update) if batch_plans else None
+
+    async def both() -> None:
+        await asyncio.gather(engine.run(), *([batches.run()] if batches else []))
+
     try:
-        asyncio.run(engine.run())
+        asyncio.run(both())
     finally:
         writer.close()
         if cache is not None:

@@ -205,14 +205,17 @@ def output_limit(body: dict[str, Any]) -> int | None:
     return None
 
 
-def limit_reply(reply: Reply, body: dict[str, Any]) -> Reply:
-    """A reply longer than the request's output limit, cut to it (one word, one token) with finish reason length."""
+def limit_reply(reply: Reply, body: dict[str, Any], api: str | None = None) -> Reply:
+    """A reply longer than the request's output limit, cut to it (one word, one token) with finish reason length.
+
+    ``api`` names the API whose "length" reason to use; without it, it is guessed from the body.
+    """
     limit = output_limit(body)
     words = reply.text.split(" ")
     if reply.status != 200 or reply.raw_body is not None or limit is None or len(words) <= limit:
         return reply
-    api = "bedrock" if "inferenceConfig" in body else "anthropic" if "anthropic-version" in body or "system" in body else (
-        "google" if "contents" in body else "openai")
+    api = api or ("bedrock" if "inferenceConfig" in body else "anthropic" if "anthropic-version" in body or "system" in body
+                  else "google" if "contents" in body else "openai")
     return Reply(text=" ".join(words[:limit]), input_tokens=reply.input_tokens, output_tokens=limit,
                  finish_reason=reply.finish_reason or _LENGTH[api], delay=reply.delay, headers=reply.headers)
 

@@ -28,6 +28,12 @@ llama.cpp logs "disconnected before llm invoked"), rejects ``response_format``
 ``json_schema`` with HTTP 500 and a validation error as llama-cpp-python's
 server does, and, with ``props=True``, answers ``GET /props`` and ``/slots`` like
 the C++ ``llama-server``.
+
+The three vendors' batch APIs (OpenAI's and Azure's files + batches, Anthropic's
+Message Batches, Gemini's batch mode) are answered by :mod:`harness.testing.fake_batches`,
+tuned with ``batch=BatchBehaviour(...)`` (or ``srv.batch``). Their calls go to
+``batch_calls``, not ``requests``; each batched request is answered like the
+real-time call it stands for, from the same queue and responder.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ import json
 import select
 import socket
 import threading
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -53,8 +59,10 @@ from harness.testing.api_formats import (
     route,
     success_body,
 )
+from harness.testing.fake_batches import BatchBehaviour, BatchStore, FakeBatch
 
-__all__ = ["FakeAPIServer", "LocalServer", "RecordedRequest", "Reply", "cite_first_id", "prompt_text"]
+__all__ = ["BatchBehaviour", "FakeAPIServer", "FakeBatch", "LocalServer", "RecordedRequest", "Reply", "cite_first_id",
+           "prompt_text"]
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
 
@@ -100,7 +108,18 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def _batch_call(self, method: str, raw: bytes = b"") -> bool:
+        """Answer a batch or file endpoint (fake_batches); False when the path is none of them."""
+        owner = self.server.owner
+        path, _, query = self.path.partition("?")
+        answer = owner._batch_store.handle(owner, method, path, query, dict(self.headers.items()), raw)
+        if answer is not None:
+            self._send(answer.status, answer.body, content_type=answer.content_type)
+        return answer is not None
+
     def do_GET(self) -> None:  # noqa: N802
+        if self._batch_call("GET"):
+            return
         owner = self.server.owner
         path = self.path.partition("?")[0]
         owner.gets.append(path)  # kept apart from .requests, which tests count as model calls
@@ -113,9 +132,15 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, {"error": {"message": f"no route for GET {self.path}"}})
 
+    def do_DELETE(self) -> None:  # noqa: N802
+        if not self._batch_call("DELETE"):
+            self._send(404, {"error": {"message": f"no route for DELETE {self.path}"}})
+
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self._batch_call("POST", raw):
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -157,11 +182,12 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(reply.status, success_body(api, path, body if isinstance(body, dict) else {}, reply), reply.headers)
 
-    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, *,
+              content_type: str = "application/json") -> None:
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         try:
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", content_type)
             self.send_header("content-length", str(len(data)))
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
@@ -180,10 +206,13 @@ class _Server(ThreadingHTTPServer):
 class FakeAPIServer:
     """The server, on 127.0.0.1 and a free port, in a background thread."""
 
-    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None, local: LocalServer | None = None):
+    def __init__(self, *, latency: float = 0.0, responder: Responder | None = None, local: LocalServer | None = None,
+                 batch: BatchBehaviour | None = None):
         self.latency = latency
         self.responder = responder
         self.local = local
+        self.batch = batch or BatchBehaviour()  # read by each batch when it is created
+        self._batch_store = BatchStore()
         self.rejected = 0  # requests refused for their response_format (local mode)
         self.dropped = 0  # requests whose client had gone before their turn came (local mode)
         self.requests: list[RecordedRequest] = []
@@ -251,6 +280,23 @@ class FakeAPIServer:
         with self._lock:
             self._queue.clear()
             self.requests.clear()
+        self._batch_store.clear()
+
+    @property
+    def batches(self) -> dict[str, FakeBatch]:
+        """Batch id (Gemini: its name, "batches/…") -> its state, in creation order."""
+        return self._batch_store.batches
+
+    @property
+    def batch_submitted(self) -> Counter[str]:
+        """custom_id (Gemini: the item's metadata key, else f"{batch name}#{index}") -> how many accepted batches
+        held it. A batch refused outright (HTTP 400, or OpenAI's "failed" at validation) does not count."""
+        return self._batch_store.submitted
+
+    @property
+    def batch_calls(self) -> list[tuple[str, str]]:
+        """(method, path) of every batch and file endpoint call; kept out of ``requests`` (the model calls)."""
+        return self._batch_store.calls
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
