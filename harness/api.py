@@ -204,8 +204,13 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
 
 
 def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
-    """Decide per model: its own ``batch`` setting, else the run's, where the provider has a batch API."""
+    """Decide per model: its own ``batch`` setting, else the run's, where the provider has a batch API.
+
+    A server on this machine or network (vLLM, Ollama, llama.cpp behind ``openai:``) has none, so ``--batch``
+    leaves it in real time; ``batch = true`` on the model still sends it batches (a local gateway that has one).
+    """
     from harness.providers import provider_class
+    from harness.providers.base import is_local_url
 
     for s in specs:
         cls = provider_class(s)
@@ -213,9 +218,11 @@ def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
             raise GraceError(f"{s.name}: batch = true, but {s.provider}: has no batch API in grace (openai:, azure:, "
                              "anthropic: and google: have one); remove batch = true for this model")
         if s.batch is None:
-            s.batch = bool(batch and cls.batch_api)
-            if batch and not cls.batch_api and cls.needs_network:
-                log.info(f"{s.name}: {s.provider}: has no batch API; it runs in real time")
+            local = is_local_url(cls.endpoint(s))
+            s.batch = bool(batch and cls.batch_api and not local)
+            if batch and cls.needs_network and not s.batch:
+                why = "its endpoint is a local server" if local and cls.batch_api else f"{s.provider}: has no batch API"
+                log.info(f"{s.name}: runs in real time ({why})")
 
 
 def run(
@@ -363,9 +370,9 @@ def run(
         result = RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume),
                            pending=pending)
         if pending:
-            n = sum(pending.values())
-            log.warning(f"{n:,} call(s) wait in batches the provider has not finished; run the same command again "
-                        "to collect them (add --wait to poll until they end); the run is scored once all are in")
+            each = ", ".join(f"{m}: {n:,}" for m, n in pending.items())
+            log.warning(f"{sum(pending.values()):,} call(s) wait in provider batches ({each}); run the same command "
+                        "again to collect them, or add --wait to poll until they end; the run is scored once all are in")
         elif score and folder.responses.exists():
             from harness.scoring import score_responses
 

@@ -136,7 +136,7 @@ def test_batch_run_answers_like_real_time_at_half_the_price(provider, bench, bat
 
 def test_without_wait_the_run_submits_and_a_later_run_collects_without_resubmitting(bench, tmp_path):
     with FakeAPIServer(responder=cite_first_id, batch=BatchBehaviour(polls_to_finish=3)) as srv:
-        config = board(tmp_path / "board.toml", srv)
+        config = board(tmp_path / "board.toml", srv, batch=True)
         first = run_batch(bench, tmp_path / "run", config)
         assert first.pending == {"openai:gpt-4o-mini": 14, "anthropic:claude-haiku-4-5": 14,
                                  "google:gemini-2.5-flash": 14}
@@ -144,7 +144,7 @@ def test_without_wait_the_run_submits_and_a_later_run_collects_without_resubmitt
         assert api.load_run(tmp_path / "run").info.status == "waiting for batches"
         code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
                               "--out", tmp_path / "run", "--batch", "--poll-interval", "0.05")
-        assert code == 0 and "Run the same command again" in out, out
+        assert code == 0 and "run the same command again to collect them" in out, out
         third = run_batch(bench, tmp_path / "run", config, wait=True)
         assert not third.pending and third.run is not None and len(third.leaderboard) == 3
         assert len(srv.batch_submitted) == 42 and set(srv.batch_submitted.values()) == {1}
@@ -162,7 +162,7 @@ def test_a_failed_request_in_a_batch_is_an_error_row_and_only_it_is_sent_again(b
         return cite_first_id(body)
 
     with FakeAPIServer(responder=responder) as srv:
-        config = board(tmp_path / "board.toml", srv, ["openai", "anthropic"])
+        config = board(tmp_path / "board.toml", srv, ["openai", "anthropic"], batch=True)
         result = run_batch(bench, tmp_path / "run", config, wait=True)
         assert result.errors == 2
         errors = [r for r in rows_of(tmp_path / "run") if r["error"]]
@@ -176,7 +176,7 @@ def test_a_failed_request_in_a_batch_is_an_error_row_and_only_it_is_sent_again(b
 @pytest.mark.parametrize("provider", list(PROVIDERS))
 def test_an_expired_batch_keeps_what_was_answered_and_the_rest_is_sent_again(provider, bench, tmp_path):
     with FakeAPIServer(responder=cite_first_id, batch=BatchBehaviour(expire_after=5)) as srv:
-        config = board(tmp_path / "board.toml", srv, [provider])
+        config = board(tmp_path / "board.toml", srv, [provider], batch=True)
         first = run_batch(bench, tmp_path / "run", config, wait=True)
         rows = rows_of(tmp_path / "run")
         assert sum(not r["error"] for r in rows) == 5 and first.errors == 9
@@ -195,7 +195,7 @@ def test_large_runs_are_split_within_the_providers_limits(bench, tmp_path, monke
     monkeypatch.setattr(AnthropicBatch, "max_bytes", 9_000)
     monkeypatch.setattr(OpenAIBatch, "max_bytes", 9_000)
     with FakeAPIServer(responder=cite_first_id, batch=BatchBehaviour(max_requests=5, max_bytes=9_000)) as srv:
-        config = board(tmp_path / "board.toml", srv, ["openai", "anthropic"])
+        config = board(tmp_path / "board.toml", srv, ["openai", "anthropic"], batch=True)
         result = run_batch(bench, tmp_path / "run", config, wait=True)
         assert result.errors == 0 and not result.pending
         for api_name in ("openai", "anthropic"):
@@ -206,15 +206,14 @@ def test_large_runs_are_split_within_the_providers_limits(bench, tmp_path, monke
 
 def test_batch_answers_are_cache_hits_for_real_time_runs_and_the_other_way_round(bench, batch_server, tmp_path):
     srv = batch_server
-    config = board(tmp_path / "board.toml", srv, ["openai"])
-    run_batch(bench, tmp_path / "batch", config, wait=True)
-    real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", config=config)  # no --batch
+    run_batch(bench, tmp_path / "batch", board(tmp_path / "b.toml", srv, ["openai"], batch=True), wait=True)
+    real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", config=board(tmp_path / "r.toml", srv, ["openai"]))
     assert real.counts["openai:gpt-4o-mini"]["cached"] == 14 and not srv.requests
     srv.clear()
     anthropic = board(tmp_path / "a.toml", srv, ["anthropic"])
     api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "a-real", config=anthropic)  # real time first
     calls = len(srv.requests)
-    again = run_batch(bench, tmp_path / "a-batch", anthropic, wait=True)
+    again = run_batch(bench, tmp_path / "a-batch", board(tmp_path / "ab.toml", srv, ["anthropic"], batch=True), wait=True)
     assert calls == 14 and again.counts["anthropic:claude-haiku-4-5"]["cached"] == 14 and not srv.batches
 
 
@@ -236,7 +235,7 @@ def test_cancelling_open_batches_collects_what_they_answered_and_the_next_run_se
 def test_a_batch_submitted_by_a_process_that_died_before_recording_its_id_is_found_not_sent_again(bench, tmp_path):
     """The process died inside the submit call: the folder has the intent, the provider has the batch."""
     with FakeAPIServer(responder=cite_first_id, batch=BatchBehaviour(polls_to_finish=100)) as srv:
-        config = board(tmp_path / "board.toml", srv, ["openai"])
+        config = board(tmp_path / "board.toml", srv, ["openai"], batch=True)
         run_batch(bench, tmp_path / "run", config)  # submitted, pending
         path = RunDir(tmp_path / "run").batches
         lines = path.read_text().splitlines()
@@ -250,7 +249,7 @@ def test_a_batch_submitted_by_a_process_that_died_before_recording_its_id_is_fou
 
 def test_an_intent_the_provider_never_received_is_submitted(bench, batch_server, tmp_path):
     srv = batch_server
-    config = board(tmp_path / "board.toml", srv, ["openai"])
+    config = board(tmp_path / "board.toml", srv, ["openai"], batch=True)
     ledger = RunDir(tmp_path / "run").batch_ledger()
     ledger.submitting("grace-lost-1", "openai:gpt-4o-mini", "openai", ["never-sent"])
     result = run_batch(bench, tmp_path / "run", config, wait=True)
@@ -274,8 +273,14 @@ def test_batch_true_on_a_provider_without_a_batch_api_is_refused(bench, tmp_path
     assert code != 0 and "has no batch API" in out and "Traceback" not in out
 
 
+def test_batch_leaves_local_servers_in_real_time_unless_a_model_asks(bench, batch_server, tmp_path):
+    result = run_batch(bench, tmp_path / "run", board(tmp_path / "board.toml", batch_server, ["openai"]), wait=True)
+    assert result.run is not None and not batch_server.batches and len(batch_server.requests) == 14
+    assert not any(r["batch"] for r in rows_of(tmp_path / "run"))
+
+
 def test_dry_run_shows_the_saving_per_batch_model(bench, batch_server, tmp_path):
-    config = board(tmp_path / "board.toml", batch_server, ["openai", "anthropic"])
+    config = board(tmp_path / "board.toml", batch_server, ["openai", "anthropic"], batch=True)
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
                           "--model", "baseline:top1", "--out", tmp_path / "run", "--batch", "--dry-run")
     assert code == 0, out
@@ -341,7 +346,7 @@ def test_two_thousand_questions_three_models_killed_between_submit_and_collect(t
     env = {**os.environ, "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GOOGLE_API_KEY": "k",
            "PYTHONPATH": str(ROOT)}
     with FakeAPIServer(responder=cite_first_id, batch=BatchBehaviour(polls_to_finish=1_000_000)) as srv:
-        config = board(tmp_path / "board.toml", srv)
+        config = board(tmp_path / "board.toml", srv, batch=True)  # the fake server is local: --batch alone skips it
         out = tmp_path / "run"
         cmd = [sys.executable, "-m", "harness.cli.app", "run", "--kb", str(bench / "kb"), "--gold",
                str(bench / "gold.csv"), "--config", str(config), "--out", str(out), "--batch", "--wait",
@@ -372,8 +377,8 @@ def test_two_thousand_questions_three_models_killed_between_submit_and_collect(t
         assert len(srv.batches) == 3
         assert not [r for r in srv.requests if r.api in ("openai", "anthropic", "google")]
 
-        real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", config=config, read_cache=False,
-                       concurrency=16)  # without --batch: real time
+        real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", read_cache=False, concurrency=16,
+                       config=board(tmp_path / "real.toml", srv))  # the same models in real time
         assert real.ok and real.errors == 0
     drop = ("cost_usd", "latency_ms")
     batch_lines = (out / "scores.jsonl").read_text().splitlines()

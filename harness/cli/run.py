@@ -57,10 +57,6 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
     if dry_run:
         console.print(dry_run_table(result.estimates or []))
         return 0
-    if result.pending:
-        console.print(f"[yellow]{sum(result.pending.values()):,} call(s) wait in provider batches "
-                      f"({', '.join(f'{m}: {n:,}' for m, n in result.pending.items())}). Run the same command again "
-                      "to collect them, or add --wait to poll until they end.[/]", highlight=False)
     for reason in result.stopped.values():
         console.print(f"[red]{reason}[/]", highlight=False)
     if result.errors:

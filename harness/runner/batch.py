@@ -222,6 +222,7 @@ class BatchRunner:
                 continue
             self.ledger.submitted(label, batch_id)
             st.submitted += sum(len(todo[k]) for k in chunk)
+            st.batch_state = f"{st.submitted:,} submitted"
             log.info(f"{spec.name}: submitted batch {batch_id} with {len(chunk)} request(s)")
             self.on_update(plan)
 
