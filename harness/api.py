@@ -274,6 +274,7 @@ def run(
     from harness.prompts import load_template
     from harness.runner.session import (
         RunSettings,
+        adopt_open_batches,
         check_same_run,
         describe_rows,
         estimate,
@@ -309,12 +310,14 @@ def run(
     folder = RunDir(out)
     if dry_run:
         on_file = folder.latest_responses() if folder.responses.exists() else {}
+        ledger = folder.batch_ledger()
+        adopt_open_batches(specs, ledger)
         plans, resume = plan_jobs(specs, questions, retrieved, on_file, tmpl, kb_obj.kb_hash, settings)
         from harness.runner.cache import ResponseCache
 
         cache = ResponseCache.open_for_reading() if settings.use_cache else None
         try:
-            rows = estimate(plans, tmpl, kb_obj.kb_hash, cache, settings.read_cache)
+            rows = estimate(plans, tmpl, kb_obj.kb_hash, cache, settings.read_cache, ledger)
         finally:
             if cache is not None:
                 cache.close()
@@ -322,6 +325,7 @@ def run(
 
     with folder.lock():
         previous = folder.read_run_info()
+        adopt_open_batches(specs, folder.batch_ledger())
         plans, resume = plan_jobs(specs, questions, retrieved, folder.latest_responses(), tmpl, kb_obj.kb_hash,
                                   settings)  # first: baselines fit their options on the questions here
         info = new_run_info(kb_obj, gold, questions, tmpl, specs, settings, embedder)

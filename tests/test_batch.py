@@ -153,6 +153,17 @@ def test_without_wait_the_run_submits_and_a_later_run_collects_without_resubmitt
         assert len(rows) == 42 and all(r["batch"] for r in rows.values())
 
 
+def test_a_run_without_batch_on_a_folder_with_open_batches_collects_them_instead_of_paying_twice(bench, tmp_path):
+    with FakeAPIServer(responder=cite_first_id) as srv:
+        run_batch(bench, tmp_path / "run", board(tmp_path / "b.toml", srv, ["openai"], batch=True))  # submits only
+        real_time = board(tmp_path / "r.toml", srv, ["openai"])
+        est = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "run", config=real_time, dry_run=True)
+        assert est.estimates[0]["in_batches"] == 14 and est.estimates[0]["calls"] == 0
+        result = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "run", config=real_time, poll_interval=0.05)
+        assert not result.pending and not srv.requests and set(srv.batch_submitted.values()) == {1}
+        assert result.run is not None and all(r["batch"] for r in rows_of(tmp_path / "run"))
+
+
 def test_a_failed_request_in_a_batch_is_an_error_row_and_only_it_is_sent_again(bench, tmp_path):
     def responder(body):
         from harness.testing.fake_api import prompt_text

@@ -81,7 +81,8 @@ def dry_run_table(estimates: list[dict]):
         columns += ["real-time USD (est.)", "saved"]
     table = Table(*columns, title="Dry run: no calls made")
     for r in estimates:
-        cells = [r["model"] + (" (batch)" if r.get("batch") else ""), str(r["calls"]), str(r["cached"]),
+        cached = str(r["cached"]) + (f" (+{r['in_batches']} in open batches)" if r.get("in_batches") else "")
+        cells = [r["model"] + (" (batch)" if r.get("batch") else ""), str(r["calls"]), cached,
                  f"{r['input_tokens']:,}", f"{r['output_tokens_est']:,}", usd(r["cost_usd_est"])]
         if batched:
             real, cost = r.get("real_time_cost_usd_est"), r["cost_usd_est"]

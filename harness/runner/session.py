@@ -26,7 +26,7 @@ from harness.core.version import __version__
 from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext
-from harness.rundir import RunDir, RunInfo
+from harness.rundir import BatchLedger, RunDir, RunInfo
 from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (
@@ -188,27 +188,33 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None, question
                         f"since changed or left the gold set; run {model} again on this folder to refresh them")
 
 
-def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool) -> list[dict[str, Any]]:
-    """Dry-run figures per model: calls to make, cached, estimated tokens and cost (no call is made)."""
+def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool,
+             ledger: BatchLedger | None = None) -> list[dict[str, Any]]:
+    """Dry-run figures per model: calls to make, cached, already in open batches, estimated tokens and cost
+    (no call is made)."""
     from kb_builder.tokens import count_tokens
 
     rows = []
     for p in plans:
         calls = cached = in_tok = out_tok = 0
+        sent = {c for e in ledger.open_entries(p.spec.name) for c in e.custom_ids} if ledger and p.batch else set()
+        in_batches = 0
         max_out = int(p.spec.params.get("max_tokens") or 150)
         for job in p.jobs:
             req = build_request(p.spec, template, job)
-            if cache is not None and read_cache and p.provider.needs_network and cache.contains(
-                request_key(p.spec, template, kb_hash, req, job.repeat)
-            ):
+            key = request_key(p.spec, template, kb_hash, req, job.repeat)
+            if cache is not None and read_cache and p.provider.needs_network and cache.contains(key):
                 cached += 1
+                continue
+            if key in sent:
+                in_batches += 1
                 continue
             calls += 1
             in_tok += sum(count_tokens(m["content"]) + 4 for m in req.messages)
             out_tok += min(max_out, 150)
         real_time = _cost(p, in_tok, out_tok, (p.spec.price_input_per_mtok, p.spec.price_output_per_mtok))
-        rows.append({"model": p.spec.name, "calls": calls, "cached": cached, "input_tokens": in_tok,
-                     "output_tokens_est": out_tok, "batch": p.batch,
+        rows.append({"model": p.spec.name, "calls": calls, "cached": cached, "in_batches": in_batches,
+                     "input_tokens": in_tok, "output_tokens_est": out_tok, "batch": p.batch,
                      "cost_usd_est": _cost(p, in_tok, out_tok, batch_price(p.spec)) if p.batch else real_time,
                      "real_time_cost_usd_est": real_time})
     return rows
@@ -220,6 +226,17 @@ def _cost(plan: RunPlan, in_tok: int, out_tok: int, price: tuple[float | None, f
     if price[0] is None or price[1] is None:
         return None
     return (in_tok * price[0] + out_tok * price[1]) / 1e6
+
+
+def adopt_open_batches(specs: list[ModelSpec], ledger: BatchLedger) -> None:
+    """A model with batches still open in the folder is collected in batch mode even without ``--batch``:
+    asking those calls again in real time would pay for them twice."""
+    for s in specs:
+        waiting = sum(len(e.custom_ids) for e in ledger.open_entries(s.name))
+        if waiting and not s.batch:
+            log.warning(f"{s.name}: {waiting:,} call(s) of this folder are in open batches; this model runs in batch "
+                        "mode to collect them rather than paying for them again in real time")
+            s.batch = True
 
 
 def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings, on_update=None) -> None:
