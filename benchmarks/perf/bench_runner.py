@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from harness.prompts import load_template  # noqa: E402
 from harness.providers import make_provider  # noqa: E402
 from harness.providers.base import ModelSpec, RetrievedArticle  # noqa: E402
+from harness.rundir import RunDir  # noqa: E402
 from harness.runner.engine import Job, RunPlan  # noqa: E402
 from harness.runner.session import RunSettings, run_engine  # noqa: E402
 from harness.testing import FakeAPIServer, cite_first_id  # noqa: E402
@@ -37,7 +38,7 @@ def timed_run(spec: ModelSpec, n: int, out: Path, settings: RunSettings, tag: st
     plan = RunPlan(spec, make_provider(spec), jobs(n, tag))
     plan.provider.check_ready()
     t0 = time.perf_counter()
-    run_engine([plan], load_template(None), "bench", out, settings)
+    run_engine([plan], load_template(None), "bench", RunDir(out), settings)
     elapsed = time.perf_counter() - t0
     assert plan.stats.done == n and plan.stats.errors == 0, plan.stats
     return elapsed
