@@ -247,6 +247,7 @@ def run(
     threshold: float | None = None,
     prices: str | Path | None = None,
     embedder: str | None = None,
+    retrieved_file: str | Path | None = None,
     seed: int = 0,
     batch: bool = False,
     wait: bool = False,
@@ -262,6 +263,10 @@ def run(
     Re-running with the same ``out`` asks only what is missing, failed, or was
     asked with different inputs. The folder is locked while this runs.
 
+    ``retrieved_file`` takes each question's top ``k`` from a file of ranked
+    article IDs (``grace kb search --out``'s format, or your production
+    retriever's output) instead of grace's retriever.
+
     ``batch`` sends the calls of every model whose provider has a batch API
     (OpenAI, Azure OpenAI, Anthropic, Gemini) through it, at half price; a
     model's own ``batch = true`` in the config does so for that model alone.
@@ -271,6 +276,7 @@ def run(
     providers to stop the open batches and submits nothing new; what they
     answered until then is collected.
     """
+    from harness.core.hashing import file_hash
     from harness.prompts import load_template
     from harness.runner.session import (
         RunSettings,
@@ -281,6 +287,7 @@ def run(
         new_run_info,
         plan_jobs,
         retrieve_all,
+        retrieved_from_file,
         run_engine,
     )
     from kb_builder.gold import read_gold
@@ -306,7 +313,14 @@ def run(
     unknown = sorted({c for q in questions for c in q.expected_citations if c not in kb_obj.by_id})
     if unknown:
         raise GraceError(f"{gold}: expected_citations name article(s) not in the KB: {', '.join(unknown[:10])}")
-    retrieved = retrieve_all(kb_obj, questions, settings.k, embedder or run_cfg.get("embedder"))
+    retrieved_file = retrieved_file or run_cfg.get("retrieved")
+    if retrieved_file and (embedder or run_cfg.get("embedder")):
+        raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
+    if retrieved_file:
+        retrieved = retrieved_from_file(kb_obj, questions, settings.k, Path(retrieved_file))
+        settings.extra["retrieved"] = {"path": str(retrieved_file), "hash": file_hash(retrieved_file)}
+    else:
+        retrieved = retrieve_all(kb_obj, questions, settings.k, embedder or run_cfg.get("embedder"))
     folder = RunDir(out)
     if dry_run:
         on_file = folder.latest_responses() if folder.responses.exists() else {}

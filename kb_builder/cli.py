@@ -140,17 +140,16 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
         return
     qs = read_questions(queries)
     results = retriever.search_many([q.question for q in qs], k)
-    lines = [
-        json.dumps({"question_id": q.question_id, "retrieved": [{"id": h.id, "score": round(h.score, 6)} for h in hits]}, ensure_ascii=False)
-        for q, hits in zip(qs, results, strict=True)
-    ]
+    rows = [(q.question_id, [(h.id, h.score) for h in hits]) for q, hits in zip(qs, results, strict=True)]
     if out:
-        from harness.core.files import atomic_write_text
+        from kb_builder.retrieved_file import write_retrieved
 
-        atomic_write_text(out, "\n".join(lines) + "\n")
-        console.print(f"{len(lines)} questions searched (k={k}) -> {out}")
+        n = write_retrieved(out, rows)
+        console.print(f"{n} questions searched (k={k}) -> {out} (grace run --retrieved reads it)")
     else:
-        click.echo("\n".join(lines))
+        for qid, hits in rows:
+            click.echo(json.dumps({"question_id": qid, "retrieved": [{"id": i, "score": round(s, 6)} for i, s in hits]},
+                                  ensure_ascii=False))
 
 
 @kb.command(name="eval")

@@ -99,6 +99,7 @@ class RunTable(BaseModel):
     rpm: NonNegative | None = None
     tpm: NonNegative | None = None
     embedder: str | None = None
+    retrieved: str | None = None  # a file of ranked article IDs per question (as --retrieved)
     no_score: bool | None = None
     batch: bool | None = None  # every model with a batch API goes through it (as --batch)
     wait: bool | None = None  # poll batches until they end (as --wait)

@@ -77,6 +77,26 @@ def retrieve_all(kb: KB, questions: list[GoldQuestion], k: int, embedder: str | 
     return out
 
 
+def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any) -> dict[str, list[RetrievedArticle]]:
+    """The top ``k`` of a team's own retriever, read from ``path`` (see kb_builder.retrieved_file).
+
+    A missing score becomes ``1 / rank``, so the rows (and baseline:threshold) still see a falling score.
+    """
+    from kb_builder.retrieved_file import read_retrieved
+
+    ranked = read_retrieved(path, kb.by_id)
+    missing = [q.question_id for q in questions if q.question_id not in ranked]
+    if missing:
+        raise GraceError(f"{path}: {len(missing)} gold question(s) have no line: {', '.join(missing[:8])}"
+                         f"{' ...' if len(missing) > 8 else ''}; every question needs its retrieved articles")
+    out = {}
+    for q in questions:
+        hits = ranked[q.question_id][:k]
+        out[q.question_id] = [RetrievedArticle(i, kb.by_id[i].title, kb.by_id[i].text, 1.0 / r if s is None else s)
+                              for r, (i, s) in enumerate(hits, 1)]
+    return out
+
+
 def plan_jobs(
     specs: list[ModelSpec],
     questions: list[GoldQuestion],

@@ -1,0 +1,89 @@
+"""The retrieved-articles file: one JSON line per question with its ranked article IDs.
+
+``grace kb search --queries Q --out FILE`` writes it from grace's retriever, and
+``grace run --retrieved FILE`` reads it, from grace or from a team's production
+retriever, so a leaderboard can measure models inside the team's real system::
+
+    {"question_id": "q1", "retrieved": [{"id": "17", "score": 12.3}, {"id": "4", "score": 9.1}]}
+    {"question_id": "q2", "retrieved": ["8", "17", "3"]}
+
+Either form of ``retrieved`` is accepted: objects with ``id`` (and an optional
+``score``), or bare IDs in rank order. Every ID must name an article of the KB:
+a file made against another KB version would silently show models the wrong
+articles, so an unknown ID stops the run with its line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
+
+Ranked = list[tuple[str, float | None]]  # (article ID, score or None), best first
+
+
+def write_retrieved(path: Path, rows: Iterable[tuple[str, Iterable[tuple[str, float]]]]) -> int:
+    """Write ``(question_id, [(id, score), ...])`` rows; returns how many."""
+    lines = [json.dumps({"question_id": qid, "retrieved": [{"id": i, "score": round(s, 6)} for i, s in hits]},
+                        ensure_ascii=False) for qid, hits in rows]
+    atomic_write_text(Path(path), "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def _ranked(value: object, path: Path, n: int) -> Ranked:
+    if not isinstance(value, list):
+        raise GraceError(f"{where(path, n)}: 'retrieved' must be a list of article IDs (best first) or of "
+                         '{"id": ..., "score": ...} objects')
+    out: Ranked = []
+    for item in value:
+        score = None
+        if isinstance(item, dict):
+            score = item.get("score")
+            item = item.get("id")
+            if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+                raise GraceError(f"{where(path, n)}: a score must be a number, got {score!r}")
+        if isinstance(item, bool) or not isinstance(item, str | int) or not str(item).strip():
+            raise GraceError(f"{where(path, n)}: each retrieved entry needs an article ID (a string), got {item!r}")
+        out.append((str(item).strip(), None if score is None else float(score)))
+    return out
+
+
+def read_retrieved(path: str | Path, known_ids: Mapping[str, object] | set[str]) -> dict[str, Ranked]:
+    """question_id -> ranked article IDs; every ID checked against the KB, every line against the format."""
+    path = Path(path)
+    if not path.is_file():
+        raise GraceError(f"{path}: retrieved-articles file not found (write one with `grace kb search --queries "
+                         "GOLD --out FILE`, or from your own retriever: one JSON line per question)")
+    out: dict[str, Ranked] = {}
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                raise GraceError(f"{where(path, n)}: not valid JSON; each line must be one object like "
+                                 '{"question_id": "q1", "retrieved": ["17", "4", "8"]}') from None
+            if not isinstance(row, dict):
+                raise GraceError(f"{where(path, n)}: expected an object with question_id and retrieved")
+            qid = row.get("question_id")
+            if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
+                raise GraceError(f"{where(path, n)}: 'question_id' must be a non-empty string, got {qid!r}")
+            qid = str(qid).strip()
+            if qid in out:
+                raise GraceError(f"{where(path, n)}: question {qid!r} is listed twice; keep one line per question")
+            if "retrieved" not in row:
+                raise GraceError(f"{where(path, n)}: missing 'retrieved' (the ranked article IDs)")
+            ranked = _ranked(row["retrieved"], path, n)
+            unknown = [i for i, _ in ranked if i not in known_ids]
+            if unknown:
+                raise GraceError(f"{where(path, n)}: article ID(s) {', '.join(map(repr, unknown[:5]))} of question "
+                                 f"{qid!r} are not in the KB; the file was made against another KB (map your "
+                                 "retriever's document IDs to the KB's article IDs, or rebuild the KB)")
+            out[qid] = ranked
+    if not out:
+        raise GraceError(f"{path}: no questions in the file")
+    return out
