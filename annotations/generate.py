@@ -49,12 +49,12 @@ from annotations.generator_prompt import (
 )
 from annotations.labeler import OUTPUT_TOKENS_EST, Label, make_labeler, retrieve, run_labeler
 from annotations.labels import LabelRecord, read_labels, render_csv
-from annotations.model_calls import call_settings, estimate, make_model, print_estimates, progress, summary
+from annotations.model_calls import call_settings, make_model, print_estimates, summary
 from annotations.suggestions import label_of
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
-from harness.runner.calls import CallStats, Prompted, PromptJob, run_prompts
+from harness.runner.calls import CallStats, Prompted, PromptJob, estimate, progress, run_prompts
 from harness.runner.model_options import ModelOptions
 
 COPY_NGRAM = 3

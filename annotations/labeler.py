@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotations.model_calls import call_settings, estimate, make_model, print_estimates, progress, summary
+from annotations.model_calls import call_settings, make_model, print_estimates, summary
 from annotations.suggest import HasQuestion
 from annotations.suggestions import Suggestion, label_of
 from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
 from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
-from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
+from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, estimate, progress, run_prompts
 from harness.runner.engine import CallResult
 from harness.runner.model_options import ModelOptions
 

@@ -248,6 +248,8 @@ def run(
     prices: str | Path | None = None,
     embedder: str | None = None,
     retrieved_file: str | Path | None = None,
+    rerank: str | None = None,
+    rerank_depth: int | None = None,
     seed: int = 0,
     batch: bool = False,
     wait: bool = False,
@@ -265,7 +267,9 @@ def run(
 
     ``retrieved_file`` takes each question's top ``k`` from a file of ranked
     article IDs (``grace kb search --out``'s format, or your production
-    retriever's output) instead of grace's retriever.
+    retriever's output) instead of grace's retriever. ``rerank``
+    (``PROVIDER:MODEL`` or ``cross-encoder[:MODEL]``) reorders each question's
+    top ``rerank_depth`` (20) candidates before the top ``k`` are shown.
 
     ``batch`` sends the calls of every model whose provider has a batch API
     (OpenAI, Azure OpenAI, Anthropic, Gemini) through it, at half price; a
@@ -278,6 +282,11 @@ def run(
     """
     from harness.core.hashing import file_hash
     from harness.prompts import load_template
+    from harness.runner.calls import CallSettings
+    from harness.runner.calls import progress as calls_progress
+    from harness.runner.rerank import DEPTH as RERANK_DEPTH
+    from harness.runner.rerank import make_reranker
+    from harness.runner.rerank import rerank as rerank_top
     from harness.runner.session import (
         RunSettings,
         adopt_open_batches,
@@ -316,11 +325,32 @@ def run(
     retrieved_file = retrieved_file or run_cfg.get("retrieved")
     if retrieved_file and (embedder or run_cfg.get("embedder")):
         raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
+    rerank = rerank or run_cfg.get("rerank")
+    depth = max(settings.k, pick(rerank_depth, "rerank_depth", RERANK_DEPTH)) if rerank else settings.k
     if retrieved_file:
-        retrieved = retrieved_from_file(kb_obj, questions, settings.k, Path(retrieved_file))
+        retrieved = retrieved_from_file(kb_obj, questions, depth, Path(retrieved_file))
         settings.extra["retrieved"] = {"path": str(retrieved_file), "hash": file_hash(retrieved_file)}
     else:
-        retrieved = retrieve_all(kb_obj, questions, settings.k, embedder or run_cfg.get("embedder"))
+        retrieved = retrieve_all(kb_obj, questions, depth, embedder or run_cfg.get("embedder"))
+    rerank_estimate = None
+    if rerank:
+        reranker = make_reranker(rerank, prices=prices)
+        call_settings = CallSettings(concurrency=settings.concurrency, max_attempts=settings.max_attempts,
+                                     read_cache=read_cache)
+        asked = [(q.question_id, q.question) for q in questions]
+        if dry_run:
+            rerank_estimate = reranker.estimate(asked, retrieved, call_settings)
+            retrieved = {qid: arts[:settings.k] for qid, arts in retrieved.items()}
+        else:
+            with calls_progress(call_settings, console if progress else None) as call_settings:
+                retrieved, summary = rerank_top(reranker, asked, retrieved, settings.k, call_settings)
+            if summary.calls.get("aborted"):
+                raise GraceError(f"the reranker was stopped: {summary.calls['aborted'][0]}")
+            log.warning(f"reranked {summary.questions} question(s) with {summary.reranker} (top {depth}): the top "
+                        f"{settings.k} changed for {summary.changed}; {summary.kept_order} kept the retriever's order "
+                        "(ranking failed or unreadable)")
+            settings.extra["rerank"] = {"reranker": summary.reranker, "depth": depth, "changed": summary.changed,
+                                        "kept_order": summary.kept_order, "calls": summary.calls}
     folder = RunDir(out)
     if dry_run:
         on_file = folder.latest_responses() if folder.responses.exists() else {}
@@ -335,6 +365,11 @@ def run(
         finally:
             if cache is not None:
                 cache.close()
+        if rerank_estimate is not None:
+            e = rerank_estimate
+            rows.append({"model": f"{e.model} (reranking)", "calls": e.calls, "cached": e.cached, "in_batches": 0,
+                         "input_tokens": e.input_tokens, "output_tokens_est": e.output_tokens_est, "batch": False,
+                         "cost_usd_est": e.cost_usd_est, "real_time_cost_usd_est": e.cost_usd_est})
         return RunResult(folder.path, {}, {}, 0, vars(resume), estimates=rows)
 
     with folder.lock():

@@ -28,6 +28,8 @@ import click
 @click.option("--threshold", type=float, default=None, help="Retrieval-score threshold for baseline:threshold (else fitted on a calibration split).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
 @click.option("--embedder", default=None, help="Retriever override (default: the KB's).")
+@click.option("--rerank", default=None, help="Reorder each question's top candidates before the top-k are shown: PROVIDER:MODEL (an LLM; cached and priced like any call) or cross-encoder[:MODEL] (local, optional extra).")
+@click.option("--rerank-depth", type=int, default=None, help="Candidates the reranker reads per question [default: 20].")
 @click.option("--retrieved", "retrieved_file", type=click.Path(path_type=Path), default=None, help="JSONL of ranked article IDs per question (grace kb search --out, or your own retriever's): use its top-k instead of grace's retrieval.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for calibration splits and bootstrap.")
 @click.option("--batch", is_flag=True, help="Send the calls through each provider's batch API at half price (openai, azure, anthropic, google; other models run in real time). Run the same command again to collect.")
@@ -37,7 +39,7 @@ import click
 @click.option("--dry-run", is_flag=True, help="Make no calls: print calls, estimated tokens and cost per model (with --batch: the saving).")
 @click.option("--no-score", is_flag=True, help="Only collect responses; do not score or report.")
 def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rpm, tpm, timeout, max_attempts,
-        no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, retrieved_file, seed, batch, wait, poll_interval, cancel_batches, dry_run, no_score) -> None:
+        no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, rerank, rerank_depth, retrieved_file, seed, batch, wait, poll_interval, cancel_batches, dry_run, no_score) -> None:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
     Exits 1 when a model was stopped early (key refused, endpoint unreachable);
@@ -52,7 +54,7 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
         kb_dir, gold_path, models, out=out, config=config_path, k=k, repeats=repeats, concurrency=concurrency,
         max_attempts=max_attempts, rpm=rpm, tpm=tpm, timeout=timeout, read_cache=not no_cache, template=template,
         output_mode=output_mode, temperature=temperature, max_tokens=max_tokens, threshold=threshold, prices=prices,
-        embedder=embedder, retrieved_file=retrieved_file, seed=seed, batch=batch, wait=wait, poll_interval=poll_interval, cancel_batches=cancel_batches, score=not no_score,
+        embedder=embedder, rerank=rerank, rerank_depth=rerank_depth, retrieved_file=retrieved_file, seed=seed, batch=batch, wait=wait, poll_interval=poll_interval, cancel_batches=cancel_batches, score=not no_score,
         dry_run=dry_run, progress=True, console=console,
     )
     if dry_run:

@@ -12,7 +12,8 @@ everything that determines an answer, including the caller's template hash, a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,3 +132,73 @@ def run_prompts(who: Prompted, jobs: list[PromptJob], record: Callable[[PromptJo
         if cache is not None:
             cache.close()
     return sink.rows
+
+
+@dataclass
+class Estimate:
+    what: str
+    model: str
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens_est: int = 0
+    cost_usd_est: float | None = 0.0
+    approximate: bool = False  # the calls themselves are guessed (they depend on answers not yet given)
+
+
+def estimate(who: Prompted, jobs: list[PromptJob], settings: CallSettings, what: str, output_tokens: int,
+             *, scale: float = 1.0) -> Estimate:
+    """Calls to make, cached, tokens and cost for ``jobs``, as ``grace run --dry-run`` counts them; no call is made.
+
+    ``scale`` stands for calls that cannot be planned yet: ``jobs`` are samples
+    and the figures are multiplied up (and marked approximate).
+    """
+    from harness.runner.cache import ResponseCache
+    from harness.runner.pricing import call_cost
+    from kb_builder.tokens import count_tokens
+
+    est = Estimate(what, who.spec.name, approximate=scale != 1.0)
+    cache = ResponseCache.open_for_reading() if settings.use_cache and settings.read_cache else None
+    try:
+        for job in jobs:
+            request = who.request(job)
+            if cache is not None and who.provider.needs_network and cache.contains(who.key(request, job)):
+                est.cached += 1
+                continue
+            est.calls += 1
+            est.input_tokens += sum(count_tokens(m["content"]) + 4 for m in request.messages)
+            est.output_tokens_est += output_tokens
+    finally:
+        if cache is not None:
+            cache.close()
+    if scale != 1.0:
+        est.calls, est.cached = round(est.calls * scale), round(est.cached * scale)
+        est.input_tokens, est.output_tokens_est = round(est.input_tokens * scale), round(est.output_tokens_est * scale)
+    spec = who.spec
+    est.cost_usd_est = 0.0 if not who.provider.needs_network else call_cost(
+        est.input_tokens, est.output_tokens_est, spec.price_input_per_mtok, spec.price_output_per_mtok)
+    return est
+
+
+@contextmanager
+def progress(settings: CallSettings, console: Any) -> Iterator[CallSettings]:
+    """``settings`` with a rich progress bar on ``console``, one line per batch label (none without a console)."""
+    if console is None:
+        yield settings
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description:<22}"), BarColumn(bar_width=24), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(label: str, done: int, total: int) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(label, total=total or 1)
+            bar.update(tasks[label], completed=done if total else 1, total=total or 1)
+
+        settings.progress = update
+        try:
+            yield settings
+        finally:
+            settings.progress = None

@@ -100,6 +100,8 @@ class RunTable(BaseModel):
     tpm: NonNegative | None = None
     embedder: str | None = None
     retrieved: str | None = None  # a file of ranked article IDs per question (as --retrieved)
+    rerank: str | None = None  # PROVIDER:MODEL or cross-encoder[:MODEL] (as --rerank)
+    rerank_depth: Count | None = None
     no_score: bool | None = None
     batch: bool | None = None  # every model with a batch API goes through it (as --batch)
     wait: bool | None = None  # poll batches until they end (as --wait)

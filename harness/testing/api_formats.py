@@ -105,7 +105,10 @@ def prompt_text(body: Any) -> str:
 
 
 def cite_first_id(body: dict[str, Any]) -> str:
-    """A responder for benchmarks: answer from the first ``[ID: x]`` in the prompt, or refuse."""
+    """A responder for benchmarks: answer from the first ``[ID: x]`` in the prompt, or refuse. Reranker prompts
+    (``reranker.v1``) get :func:`rank_by_overlap`."""
+    if '"ranking"' in prompt_text(body) and "\nQuestion:" in prompt_text(body):
+        return rank_by_overlap(body)
     match = _ID_RE.search(prompt_text(body))
     if match is None:
         return "I don't have enough information to answer this question."
@@ -152,6 +155,18 @@ def label_by_overlap(body: dict[str, Any]) -> str:
     reason = (f"the question shares {best} word(s) with article(s) {', '.join(ids)}" if ids
               else "no shown article shares a word with the question")
     return json.dumps({"reason": reason, "article_ids": ids, "none": not ids})
+
+
+def rank_by_overlap(body: dict[str, Any]) -> str:
+    """A reranker (``reranker.v1`` prompts): the candidates by how many of the question's words their title and
+    text share, ties in the order shown; a stand-in that reorders like a real reranker would, deterministically."""
+    text = prompt_text(body)
+    head, _, question = text.rpartition("\nQuestion:")
+    parts = _ID_RE.split(head)
+    asked = _stems(question)
+    shown = [(parts[i], len(asked & _stems(parts[i + 1]))) for i in range(1, len(parts) - 1, 2)]
+    ranking = [aid for aid, _ in sorted(shown, key=lambda p: -p[1])]
+    return json.dumps({"ranking": ranking})
 
 
 def _first_sentence(text: str) -> str:
