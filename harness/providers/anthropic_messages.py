@@ -33,6 +33,7 @@ from harness.providers.base import (
     Request,
     missing_key,
     require_sdk,
+    sdk_installed,
 )
 from harness.providers.sdk_params import split_for_sdk
 
@@ -54,7 +55,7 @@ class AnthropicProvider(Provider):
         self._client: Any = None
 
     def check_ready(self) -> None:
-        require_sdk("anthropic", "anthropic", self.provider_name)
+        sdk_installed("anthropic", "anthropic", self.provider_name)
         if not self.spec.resolve_key(KEY_ENVS):
             raise missing_key(self.spec.name, [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS)
         mode = self.spec.options.get("json_mode")

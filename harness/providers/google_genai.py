@@ -23,7 +23,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from harness.providers import http_errors
-from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+from harness.providers.base import (
+    Completion,
+    ModelSpec,
+    Provider,
+    ProviderError,
+    Request,
+    missing_key,
+    require_sdk,
+    sdk_installed,
+)
 
 KEY_ENVS = ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
 # Chat-completions names -> GenerateContentConfig fields, so one config drives every provider.
@@ -43,7 +52,7 @@ class GoogleProvider(Provider):
         self._client: Any = None
 
     def check_ready(self) -> None:
-        _sdk()
+        sdk_installed("google.genai", "google-genai", "google")
         if not self.spec.resolve_key(KEY_ENVS):
             raise missing_key(self.spec.name, [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS)
 

@@ -27,7 +27,16 @@ from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
 from harness.providers import http_errors
-from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, missing_key, require_sdk
+from harness.providers.base import (
+    Completion,
+    ModelSpec,
+    Provider,
+    ProviderError,
+    Request,
+    missing_key,
+    require_sdk,
+    sdk_installed,
+)
 from harness.providers.sdk_params import split_for_sdk
 
 KEY_ENVS = ["OPENAI_API_KEY"]
@@ -113,7 +122,7 @@ class OpenAIChatProvider(Provider):
         return not (self.spec.base_url or os.environ.get("OPENAI_BASE_URL"))
 
     def check_ready(self) -> None:
-        require_sdk("openai", "openai", self.provider_name)
+        sdk_installed("openai", "openai", self.provider_name)
         self._check_credentials()
         mode = self.spec.options.get("json_mode", "auto")
         if mode not in JSON_MODES:
