@@ -2,8 +2,9 @@
 
 Labels are integer codes: ``0..A-1`` are KB articles in KB order, ``A`` is
 REFUSE and ``A+1`` is "none" (an answer that names no single KB article).
-scikit-learn gets the label list explicitly and ``zero_division=0``, so a class
-nobody predicted still appears with 0 instead of disappearing or warning.
+Per-class scores follow scikit-learn's definitions with an explicit label list
+and ``zero_division=0``, so a class nobody predicted still appears with 0
+instead of disappearing; tests check them against scikit-learn itself.
 """
 
 from __future__ import annotations
@@ -23,20 +24,44 @@ def _mean(x: np.ndarray) -> float | None:
     return _r(x.mean()) if x.size else None
 
 
+def precision_recall_f1(y_true: np.ndarray, y_pred: np.ndarray, labels: list[int]) -> tuple[np.ndarray, ...]:
+    """Per-label precision, recall, F1 and support, as scikit-learn's ``precision_recall_fscore_support`` with
+    ``zero_division=0`` computes them (F1 from counts: 2tp / (true + predicted)), in a few numpy passes and
+    without importing scikit-learn (1.4 s), which made ``grace score`` of 400 answers take a second."""
+    size = int(max(y_true.max(initial=0), y_pred.max(initial=0), max(labels, default=0))) + 1
+    true_sum = np.bincount(y_true, minlength=size)[labels].astype(float)
+    pred_sum = np.bincount(y_pred, minlength=size)[labels].astype(float)
+    tp = np.bincount(y_true[y_true == y_pred], minlength=size)[labels].astype(float)
+
+    def divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.zeros_like(a)
+        np.divide(a, b, out=out, where=b != 0)
+        return out
+
+    return divide(tp, pred_sum), divide(tp, true_sum), divide(2 * tp, true_sum + pred_sum), true_sum.astype(int)
+
+
+def confusion(y_true: np.ndarray, y_pred: np.ndarray, labels: list[int]) -> np.ndarray:
+    """Counts of (true, predicted) over ``labels`` in that order; pairs with another label are left out."""
+    size = int(max(y_true.max(initial=0), y_pred.max(initial=0), max(labels, default=0))) + 1
+    index = np.full(size, -1)
+    index[labels] = np.arange(len(labels))
+    t, p = index[y_true], index[y_pred]
+    keep = (t >= 0) & (p >= 0)
+    n = len(labels)
+    return np.bincount(t[keep] * n + p[keep], minlength=n * n).reshape(n, n)
+
+
 def class_metrics(y_true: np.ndarray, y_pred: np.ndarray, names: list[str]) -> dict[str, Any]:
     """Per-class precision/recall/F1 over every article that is a true or predicted label (plus REFUSE).
 
     Averages are taken over the same labels: macro is the plain mean of the
     per-class scores, weighted is weighted by support (scikit-learn's definitions).
     """
-    from sklearn.metrics import confusion_matrix, precision_recall_fscore_support
-
     none_code = len(names) - 1
     present = np.union1d(np.unique(y_true), np.unique(y_pred))
     labels = [int(c) for c in present if c != none_code]
-    p, r, f, s = precision_recall_fscore_support(
-        y_true, y_pred, labels=labels, zero_division=0, average=None
-    )
+    p, r, f, s = precision_recall_f1(y_true, y_pred, labels)
     per_class = {
         names[c]: {"precision": _r(p[i]), "recall": _r(r[i]), "f1": _r(f[i]), "support": int(s[i])}
         for i, c in enumerate(labels)
@@ -44,7 +69,7 @@ def class_metrics(y_true: np.ndarray, y_pred: np.ndarray, names: list[str]) -> d
     total = s.sum()
     weights = s / total if total else np.zeros_like(p)
     conf_labels = [c for c in labels if c < none_code - 1] + [none_code - 1, none_code]
-    matrix = confusion_matrix(y_true, y_pred, labels=conf_labels)
+    matrix = confusion(y_true, y_pred, conf_labels)
     return {
         "per_class": per_class,
         "macro_precision": _r(p.mean()) or 0.0,

@@ -11,6 +11,7 @@ compact letter display then marks which models are indistinguishable.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from itertools import combinations
 from typing import Any
 
@@ -57,13 +58,23 @@ def bootstrap_cis(
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
-    """Two-sided exact McNemar p-value: binomial test of the discordant pairs against 1/2."""
+    """Two-sided exact McNemar p-value: binomial test of the discordant pairs against 1/2.
+
+    With p = 1/2 the binomial is symmetric, so the two-sided p-value is twice the
+    tail of the smaller count, capped at 1 (scipy's ``binomtest``, to 8 digits),
+    computed exactly in integers: no scipy import (0.4 s) for one comparison.
+    """
     n = a_only + b_only
     if n == 0:
         return 1.0
-    from scipy.stats import binomtest
-
-    return float(binomtest(a_only, n, 0.5).pvalue)
+    m = min(a_only, b_only)
+    if 2 * m >= n:
+        return 1.0
+    tail, term = 0, 1  # sum of C(n, i) for i <= m
+    for i in range(m + 1):
+        tail += term
+        term = term * (n - i) // (i + 1)
+    return min(1.0, float(Fraction(2 * tail, 2**n)))
 
 
 def holm(pvalues: list[float]) -> list[float]:
