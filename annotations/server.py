@@ -176,7 +176,7 @@ class AnnotationApp:
 
     def _useful(self, hits: list[Hit]) -> list[Hit]:
         """BM25 pads a query sharing no word with the KB with score-0 articles: not candidates."""
-        if getattr(self.retriever, "name", "") == "bm25":
+        if getattr(self.retriever, "name", "") in ("bm25", "bm25f"):
             return [h for h in hits if h.score > 0]
         return hits
 

@@ -63,18 +63,20 @@ def build_kb(
     articles_file: Path | None = None,
     max_tokens: int = DEFAULT_MAX_TOKENS,
     min_tokens: int = DEFAULT_MIN_TOKENS,
-    embedder: str = "bm25",
+    embedder: str | None = None,
     progress=None,
 ) -> BuildResult:
     from kb_builder.retrieval import canonical_embedder
 
-    embedder = canonical_embedder(embedder)
     t0 = time.perf_counter()
     old: list[Article] | None = None
     next_id, retired = None, []
     if (out / ARTICLES).exists():
         prev = load_kb(out)
         old, next_id, retired = prev.articles, prev.manifest.next_id, list(prev.manifest.retired_ids)
+        # a rebuild keeps the KB's retriever unless one is named: its rankings do not change under it
+        embedder = embedder or prev.manifest.embedder
+    embedder = canonical_embedder(embedder)  # none named and no KB yet: the default (bm25f)
     skipped: list[str] = []
     if articles_file is not None:
         from kb_builder.imports import read_article_file
@@ -111,7 +113,7 @@ def build_kb(
     if changes.removed and old:
         _record_retired(out, [a for a in old if a.id in set(changes.removed)])
     kb = KB(path=out, articles=articles, manifest=manifest)
-    if embedder != "bm25":
+    if embedder not in {"bm25", "bm25f"}:
         kb.retriever()  # embeds what is new now, so the first search is fast
     return BuildResult(kb=kb, changes=changes, documents=n_docs, skipped=skipped, seconds=time.perf_counter() - t0)
 

@@ -37,8 +37,8 @@ def kb() -> None:
 @click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
 @click.option("--max-tokens", default=800, show_default=True, help="Token budget per article (tiktoken cl100k).")
 @click.option("--min-tokens", default=80, show_default=True, help="Sections below this merge with their parent.")
-@click.option("--embedder", default="bm25", show_default=True, help="bm25 | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
-def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str) -> None:
+@click.option("--embedder", default=None, help="bm25f (default for a new KB; a rebuild keeps the KB's own) | bm25 | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
+def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None) -> None:
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -156,13 +156,20 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV (question_id, question, expected_citations, must_refuse, ...).")
 @click.option("-k", "ks", default="1,3,5", show_default=True, help="Cut-offs, comma separated.")
-@click.option("--embedder", default=None, help="Override the KB's embedder.")
-@click.option("--show-misses", default=20, show_default=True, help="How many missed questions to list.")
-def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedder: str | None, show_misses: int) -> None:
-    """Recall@k and MRR of retrieval on the answerable gold questions."""
+@click.option("--embedder", "embedders", multiple=True,
+              help="Retriever to evaluate (default: the KB's); repeat to compare several side by side, e.g. --embedder bm25 --embedder bm25f.")
+@click.option("--show-misses", default=20, show_default=True, help="How many missed questions to list per retriever.")
+@click.option("--bootstrap", default=2000, show_default=True, help="Bootstrap resamples of questions for the 95% intervals (0: none).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resamples.")
+@click.option("--json", "json_out", type=click.Path(path_type=Path), help="Also write the results (per retriever, with intervals and misses) to this JSON file.")
+def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show_misses: int, bootstrap: int, seed: int,
+             json_out: Path | None) -> None:
+    """Recall@k and MRR of retrieval on the answerable gold questions, one row per retriever."""
     from rich.table import Table
+    from rich.text import Text
 
-    from kb_builder.evaluation import evaluate_retrieval
+    from harness.core.files import atomic_write_text
+    from kb_builder.evaluation import compare_retrievers, rows_to_json
     from kb_builder.gold import read_gold
     from kb_builder.store import load_kb
 
@@ -172,20 +179,44 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedder: str | None, show_misse
     if unknown:
         raise GraceError(f"{gold}: expected_citations name article(s) not in {kb_dir}: {', '.join(unknown[:10])} "
                          "(rebuilt KB? run 'grace annotations validate')")
-    kl = _parse_ks(ks)
-    retriever = kb_.retriever(embedder)
-    res = evaluate_retrieval(retriever, questions, kl)
+    kl = sorted(set(_parse_ks(ks)))
+    if bootstrap < 0:
+        raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")
+    specs = list(dict.fromkeys(embedders)) or [kb_.manifest.embedder]
+    rows = compare_retrievers(kb_, questions, specs, kl, bootstrap=bootstrap, seed=seed)
+    if len(rows) == 1 and rows[0].error:
+        raise GraceError(rows[0].error)  # a single retriever that cannot run is an error, as before
     console = _console()
-    console.print(f"Retrieval ({retriever.name}) on {res.n_answerable} answerable questions "
-                  f"({res.n_refuse} must_refuse not counted)")
+    n_ans = sum(not g.must_refuse for g in questions)
+    names = ", ".join(r.spec for r in rows)
+    console.print(f"Retrieval ({names}) on {n_ans} answerable questions ({len(questions) - n_ans} must_refuse not counted)"
+                  + (f"; 95% bootstrap intervals over questions ({bootstrap} resamples, seed {seed})" if bootstrap else ""))
+
+    def cell(value: float, ci: list[float] | None) -> str:
+        return f"{value:.3f}" + (f" [{ci[0]:.2f}-{ci[1]:.2f}]" if ci else "")
+
+    failed = any(row.error for row in rows)
     table = Table()
-    for k in res.ks:
+    table.add_column("retriever")
+    for k in kl:
         table.add_column(f"recall@{k}", justify="right")
     table.add_column("MRR", justify="right")
-    table.add_row(*[f"{res.recall[k]:.3f}" for k in res.ks], f"{res.mrr:.3f}")
+    table.add_column("seconds", justify="right")
+    if failed:
+        table.add_column("not run because")
+    for row in rows:
+        if row.result is None:
+            table.add_row(row.spec, *["-"] * (len(kl) + 2), Text(row.error or "", style="yellow"))
+            continue
+        r = row.result
+        table.add_row(row.spec, *[cell(r.recall[k], r.recall_ci.get(k)) for k in kl], cell(r.mrr, r.mrr_ci),
+                      f"{r.seconds:.2f}", *([""] if failed else []))
     console.print(table)
-    if res.misses and show_misses:
-        mt = Table(title=f"Missed in top {max(res.ks)} ({len(res.misses)})", show_lines=False)
+    for row in rows:
+        res = row.result
+        if res is None or not res.misses or not show_misses:
+            continue
+        mt = Table(title=f"{row.spec}: missed in top {max(res.ks)} ({len(res.misses)})", show_lines=False)
         mt.add_column("question_id")
         mt.add_column("question")
         mt.add_column("expected")
@@ -193,3 +224,7 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedder: str | None, show_misse
         for g, got in res.misses[:show_misses]:
             mt.add_row(g.question_id, g.question, ";".join(g.expected_citations), ",".join(got))
         console.print(mt)
+    if json_out:
+        atomic_write_text(json_out, json.dumps({"kb": str(kb_dir), "gold": str(gold), "ks": kl, "bootstrap": bootstrap,
+                                                "seed": seed, "retrievers": rows_to_json(rows)}, indent=2) + "\n")
+        console.print(f"results -> {json_out}")

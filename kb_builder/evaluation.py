@@ -1,15 +1,32 @@
 """Retrieval quality on a gold set: recall@k and MRR over answerable questions.
 
 Retrieval caps what any model can score (a model cannot cite an article it was
-never shown), so this is the first number to look at.
+never shown), so this is the first number to look at. Several retrievers are
+compared on the same questions: each gets bootstrap 95% intervals from the same
+seeded resamples of questions (paired, as the leaderboard's are), so two rows
+whose intervals overlap widely are not shown to differ by a handful of questions.
+A retriever that cannot run here (no API key, an optional extra not installed)
+becomes a row with its reason instead of stopping the comparison.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from harness.core.errors import GraceError
+from harness.scoring.significance import bootstrap_cis
 from kb_builder.gold import GoldQuestion
 from kb_builder.retrieval import Retriever
+
+if TYPE_CHECKING:
+    from kb_builder.store import KB
+
+DEFAULT_BOOTSTRAP = 2000
+DEFAULT_SEED = 0
 
 
 @dataclass
@@ -21,23 +38,114 @@ class RetrievalEval:
     n_refuse: int
     misses: list[tuple[GoldQuestion, list[str]]]  # answerable questions not found in the top max(k)
     ranks: dict[str, int | None]
+    name: str = ""
+    recall_ci: dict[int, list[float] | None] = field(default_factory=dict)
+    mrr_ci: list[float] | None = None
+    seconds: float = 0.0  # search time; compare_retrievers adds the index (embedding) time
 
 
-def evaluate_retrieval(retriever: Retriever, gold: list[GoldQuestion], ks: list[int], depth: int = 100) -> RetrievalEval:
+@dataclass
+class RetrieverRow:
+    """One retriever's line in a comparison: its results, or why it could not run."""
+
+    spec: str  # as asked for (``hybrid``); ``result.name`` is the canonical one (``hybrid:st:...``)
+    result: RetrievalEval | None = None
+    error: str | None = None
+
+
+def evaluate_retrieval(
+    retriever: Retriever,
+    gold: list[GoldQuestion],
+    ks: list[int],
+    depth: int = 100,
+    *,
+    bootstrap: int = 0,
+    seed: int = DEFAULT_SEED,
+) -> RetrievalEval:
     answerable = [g for g in gold if not g.must_refuse]
     ks = sorted(set(ks))
     kmax = max(ks)
+    t0 = time.perf_counter()
     hits = retriever.search_many([g.question for g in answerable], max(depth, kmax)) if answerable else []
+    seconds = time.perf_counter() - t0
     ranks: dict[str, int | None] = {}
     misses = []
-    rr = 0.0
     for g, found in zip(answerable, hits, strict=True):
         ids = [h.id for h in found]
         rank = next((i + 1 for i, x in enumerate(ids) if x in g.expected_citations), None)
         ranks[g.question_id] = rank
-        rr += 1.0 / rank if rank else 0.0
         if rank is None or rank > kmax:
             misses.append((g, ids[:kmax]))
     n = len(answerable)
-    recall = {k: (sum(1 for r in ranks.values() if r and r <= k) / n if n else 0.0) for k in ks}
-    return RetrievalEval(ks, recall, rr / n if n else 0.0, n, len(gold) - n, misses, ranks)
+    rank_arr = np.array([r or 0 for r in ranks.values()], dtype=np.int64)
+    found_at = {k: ((rank_arr > 0) & (rank_arr <= k)).astype(np.float64) for k in ks}
+    rr = np.where(rank_arr > 0, 1.0 / np.maximum(rank_arr, 1), 0.0)
+    recall = {k: float(found_at[k].mean()) if n else 0.0 for k in ks}
+    res = RetrievalEval(ks, recall, float(rr.mean()) if n else 0.0, n, len(gold) - n, misses, ranks,
+                        name=getattr(retriever, "name", ""), seconds=seconds)
+    if bootstrap and n:
+        # one call, so recall@k and MRR are resampled with the same question indices
+        cis = bootstrap_cis([found_at[k] for k in ks] + [rr], bootstrap, seed)
+        res.recall_ci = dict(zip(ks, cis[:-1], strict=True))
+        res.mrr_ci = cis[-1]
+    return res
+
+
+def compare_retrievers(
+    kb: KB,
+    gold: list[GoldQuestion],
+    specs: list[str],
+    ks: list[int],
+    *,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = DEFAULT_SEED,
+) -> list[RetrieverRow]:
+    """Evaluate each embedder spec on the same questions; a spec that cannot run gets its reason.
+
+    Every retriever is resampled with the same seed over the same answerable
+    questions, so its intervals are paired with the others'.
+    """
+    rows: list[RetrieverRow] = []
+    for spec in specs:
+        t0 = time.perf_counter()
+        try:
+            retriever = kb.retriever(spec)
+            index_seconds = time.perf_counter() - t0
+            res = evaluate_retrieval(retriever, gold, ks, bootstrap=bootstrap, seed=seed)
+        except GraceError as exc:
+            rows.append(RetrieverRow(spec, error=_one_line(str(exc))))
+            continue
+        except Exception as exc:  # a broken optional backend (e.g. a model that fails to load) is one row, not a crash
+            rows.append(RetrieverRow(spec, error=_one_line(f"{type(exc).__name__}: {exc}")))
+            continue
+        res.seconds += index_seconds
+        rows.append(RetrieverRow(spec, result=res))
+    return rows
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def rows_to_json(rows: list[RetrieverRow]) -> list[dict[str, Any]]:
+    """The comparison as plain data (``grace kb eval --json``)."""
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        if row.result is None:
+            out.append({"retriever": row.spec, "error": row.error})
+            continue
+        r = row.result
+        out.append({
+            "retriever": row.spec,
+            "name": r.name,
+            "n_answerable": r.n_answerable,
+            "n_refuse": r.n_refuse,
+            "recall": {str(k): round(v, 6) for k, v in r.recall.items()},
+            "recall_ci": {str(k): v for k, v in r.recall_ci.items()},
+            "mrr": round(r.mrr, 6),
+            "mrr_ci": r.mrr_ci,
+            "seconds": round(r.seconds, 3),
+            "misses": [{"question_id": g.question_id, "expected": g.expected_citations, "retrieved": got}
+                       for g, got in r.misses],
+        })
+    return out

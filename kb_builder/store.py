@@ -141,8 +141,10 @@ def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
     current = kb_content_hash(articles)
     if manifest is None or manifest.kb_hash != current or manifest.article_count != len(articles):
         # hand-written or hand-edited articles.jsonl: derive a fresh manifest, keep the embedder choice
+        from kb_builder.retrieval import DEFAULT_EMBEDDER
+
         old = manifest
-        manifest = make_manifest(articles, old.embedder if old else "bm25")
+        manifest = make_manifest(articles, old.embedder if old else DEFAULT_EMBEDDER)
         if old is not None:
             manifest.next_id, manifest.retired_ids, manifest.sources = old.next_id, old.retired_ids, old.sources
         if write_missing:

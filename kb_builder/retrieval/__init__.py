@@ -1,7 +1,8 @@
-"""Retrievers over a KB: lexical (BM25, offline default), dense embeddings, and hybrid.
+"""Retrievers over a KB: lexical (BM25F, offline default), dense embeddings, and hybrid.
 
 Embedder specs (``--embedder``):
-  ``bm25``                                   lexical, offline
+  ``bm25f``                                  field-weighted BM25 (title above text), offline; the default for new KBs
+  ``bm25``                                   plain BM25, offline; what KBs built before ``bm25f`` keep using
   ``openai`` / ``openai:MODEL[@DIMS]``       OpenAI embeddings (default text-embedding-3-large@1024)
   ``st`` / ``st:MODEL``                      local sentence-transformers (optional extra ``grace-eval[local]``)
   ``hybrid`` / ``hybrid:DENSE_SPEC``         BM25 and a dense ranking fused by reciprocal rank
@@ -16,6 +17,9 @@ from harness.core.errors import GraceError
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
+
+# New KBs get it; a KB keeps the embedder its manifest names, so an old KB's rankings never move under it.
+DEFAULT_EMBEDDER = "bm25f"
 
 
 @dataclass(frozen=True)
@@ -35,25 +39,29 @@ def search(retriever: Retriever, query: str, k: int) -> list[Hit]:
 
 
 def canonical_embedder(spec: str) -> str:
-    spec = (spec or "bm25").strip()
+    spec = (spec or DEFAULT_EMBEDDER).strip()
     kind, _, rest = spec.partition(":")
     if kind in {"bm25", "lexical"}:
         return "bm25"
+    if kind == "bm25f":
+        return "bm25f"
     if kind == "openai":
         return "openai:" + (rest or "text-embedding-3-large@1024")
     if kind in {"st", "sentence-transformers"}:
         return "st:" + (rest or "sentence-transformers/all-MiniLM-L6-v2")
     if kind == "hybrid":
         return "hybrid:" + canonical_embedder(rest or "st")
-    raise GraceError(f"unknown embedder {spec!r}; use bm25, openai[:MODEL], st[:MODEL] or hybrid[:DENSE]")
+    raise GraceError(f"unknown embedder {spec!r}; use bm25f, bm25, openai[:MODEL], st[:MODEL] or hybrid[:DENSE]")
 
 
 def make_retriever(kb: KB, spec: str) -> Retriever:
     spec = canonical_embedder(spec)
-    from kb_builder.retrieval.lexical import BM25Retriever
+    from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 
     if spec == "bm25":
         return BM25Retriever(kb.articles)
+    if spec == "bm25f":
+        return BM25FRetriever(kb.articles)
     from kb_builder.retrieval.dense import DenseRetriever, make_embedder
 
     if spec.startswith("hybrid:"):
