@@ -152,6 +152,35 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
                                   ensure_ascii=False))
 
 
+def _extra_retrievers(kb_, questions, specs: list[str], retrieved_file: Path | None, rerank: str | None, depth: int):
+    """Rows beside the embedders: a file of the team's own rankings, and each retriever reranked."""
+    factories: dict = {}
+    reranked: list = []
+    if retrieved_file is not None:
+        from kb_builder.retrieved_file import FileRetriever, read_retrieved
+
+        ranked = read_retrieved(retrieved_file, kb_.by_id)
+        name = f"file:{retrieved_file.name}"
+        factories[name] = lambda: FileRetriever(name, ranked, [(q.question_id, q.question) for q in questions])
+    if rerank:
+        from harness.runner.calls import CallSettings
+        from harness.runner.rerank import RerankedRetriever, make_reranker
+
+        reranker = make_reranker(rerank)
+        def reranking(spec: str, base):
+            def make():
+                retriever = RerankedRetriever(base() if base else kb_.retriever(spec), reranker, kb_, depth,
+                                              CallSettings())
+                reranked.append(retriever)
+                return retriever
+
+            return make
+
+        for spec in [*specs, *factories]:
+            factories[f"{spec} + rerank"] = reranking(spec, factories.get(spec))
+    return factories, reranked
+
+
 @kb.command(name="eval")
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV (question_id, question, expected_citations, must_refuse, ...).")
@@ -162,8 +191,11 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
 @click.option("--bootstrap", default=2000, show_default=True, help="Bootstrap resamples of questions for the 95% intervals (0: none).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Also write the results (per retriever, with intervals and misses) to this JSON file.")
+@click.option("--retrieved", "retrieved_file", type=click.Path(path_type=Path), help="Also evaluate your own retriever's rankings (grace kb search --out format).")
+@click.option("--rerank", default=None, help="Also evaluate each retriever reranked by PROVIDER:MODEL (an LLM; cached and priced) or cross-encoder[:MODEL].")
+@click.option("--rerank-depth", default=20, show_default=True, help="Candidates the reranker reads per question.")
 def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show_misses: int, bootstrap: int, seed: int,
-             json_out: Path | None) -> None:
+             json_out: Path | None, retrieved_file: Path | None, rerank: str | None, rerank_depth: int) -> None:
     """Recall@k and MRR of retrieval on the answerable gold questions, one row per retriever."""
     from rich.table import Table
     from rich.text import Text
@@ -183,7 +215,9 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
     if bootstrap < 0:
         raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")
     specs = list(dict.fromkeys(embedders)) or [kb_.manifest.embedder]
-    rows = compare_retrievers(kb_, questions, specs, kl, bootstrap=bootstrap, seed=seed)
+    factories, reranked = _extra_retrievers(kb_, questions, specs, retrieved_file, rerank, rerank_depth)
+    rows = compare_retrievers(kb_, questions, [*specs, *factories], kl, bootstrap=bootstrap, seed=seed,
+                              factories=factories)
     if len(rows) == 1 and rows[0].error:
         raise GraceError(rows[0].error)  # a single retriever that cannot run is an error, as before
     console = _console()
@@ -212,6 +246,12 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
         table.add_row(row.spec, *[cell(r.recall[k], r.recall_ci.get(k)) for k in kl], cell(r.mrr, r.mrr_ci),
                       f"{r.seconds:.2f}", *([""] if failed else []))
     console.print(table)
+    for r in reranked:
+        if r.summary is not None:
+            c = r.summary.calls
+            cost = "unknown price" if c.get("cost_usd") is None else f"${c['cost_usd']:.4f}"
+            console.print(f"{r.name}: {c.get('calls', 0)} call(s), {c.get('cached', 0)} cached, {cost}; "
+                          f"{r.summary.kept_order} ranking(s) unreadable (retriever order kept)", highlight=False)
     for row in rows:
         res = row.result
         if res is None or not res.misses or not show_misses:

@@ -12,6 +12,7 @@ becomes a row with its reason instead of stopping the comparison.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,17 +100,20 @@ def compare_retrievers(
     *,
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = DEFAULT_SEED,
+    factories: dict[str, Callable[[], Retriever]] | None = None,
 ) -> list[RetrieverRow]:
     """Evaluate each embedder spec on the same questions; a spec that cannot run gets its reason.
 
     Every retriever is resampled with the same seed over the same answerable
-    questions, so its intervals are paired with the others'.
+    questions, so its intervals are paired with the others'. ``factories`` name
+    retrievers that are not embedder specs (a file of a team's own rankings, a
+    reranked retriever), made only when their turn comes.
     """
     rows: list[RetrieverRow] = []
     for spec in specs:
         t0 = time.perf_counter()
         try:
-            retriever = kb.retriever(spec)
+            retriever = (factories or {}).get(spec, lambda s=spec: kb.retriever(s))()
             index_seconds = time.perf_counter() - t0
             res = evaluate_retrieval(retriever, gold, ks, bootstrap=bootstrap, seed=seed)
         except GraceError as exc:

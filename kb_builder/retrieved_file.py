@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
@@ -87,3 +88,17 @@ def read_retrieved(path: str | Path, known_ids: Mapping[str, object] | set[str])
     if not out:
         raise GraceError(f"{path}: no questions in the file")
     return out
+
+
+class FileRetriever:
+    """A file of rankings as a retriever, for ``grace kb eval --retrieved``: questions are looked up by text."""
+
+    def __init__(self, name: str, ranked: dict[str, Ranked], questions: Iterable[tuple[str, str]]):
+        self.name = name
+        self._by_text = {text: ranked[qid] for qid, text in questions if qid in ranked}
+
+    def search_many(self, queries: list[str], k: int) -> list[list[Any]]:
+        from kb_builder.retrieval import Hit
+
+        return [[Hit(i, 1.0 / r if s is None else s) for r, (i, s) in enumerate(self._by_text.get(q, [])[:k], 1)]
+                for q in queries]

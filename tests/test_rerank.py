@@ -108,3 +108,25 @@ def test_cross_encoder_without_the_optional_extra_says_how_to_install(bench, tmp
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1",
                           "--rerank", "cross-encoder", "--out", tmp_path / "run")
     assert code != 0 and "grace-eval[local]" in out and "Traceback" not in out
+
+
+def test_kb_eval_shows_what_reranking_and_a_teams_own_retriever_buy(bench, tmp_path, monkeypatch):
+    code, out = run_grace("kb", "search", bench / "kb", "--queries", bench / "gold.csv", "-k", "4",
+                          "--out", tmp_path / "ours.jsonl")
+    assert code == 0, out
+    with FakeAPIServer(responder=reversing) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        code, out = run_grace("kb", "eval", bench / "kb", "--gold", bench / "gold.csv", "-k", "1,4", "--bootstrap",
+                              "200", "--retrieved", tmp_path / "ours.jsonl", "--rerank", "openai:r",
+                              "--rerank-depth", "4", "--json", tmp_path / "eval.json")
+        assert code == 0, out
+        assert "file:ours.jsonl" in out and "+ rerank" in out and "call(s)" in out
+        rows = {r["retriever"]: r for r in json.loads((tmp_path / "eval.json").read_text())["retrievers"]}
+        default = next(k for k in rows if not k.startswith("file:") and "rerank" not in k)
+        # the file holds the KB's own ranking: the same recall; the reversing reranker moves the top-1 down
+        assert rows["file:ours.jsonl"]["recall"] == rows[default]["recall"]
+        assert rows[f"{default} + rerank"]["recall"]["4"] == rows[default]["recall"]["4"]
+        assert rows[f"{default} + rerank"]["recall"]["1"] < rows[default]["recall"]["1"]
+        calls = len(srv.requests)
+        assert calls == 8  # the 8 answerable questions once: the file's reranking is the same prompts, cached

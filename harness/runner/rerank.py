@@ -200,3 +200,25 @@ def rerank(reranker: Reranker, questions: Sequence[tuple[str, str]], candidates:
         out[qid] = [by_id[i] for i in order][:k]
         summary.changed += [a.id for a in out[qid]] != [a.id for a in arts[:k]]
     return out, summary
+
+
+class RerankedRetriever:
+    """``base``'s top ``depth`` reordered by ``reranker``: the retriever a run with ``--rerank`` shows the
+    models, as one more row of ``grace kb eval``."""
+
+    def __init__(self, base: Any, reranker: Reranker, kb: Any, depth: int, settings: CallSettings):
+        self.base, self.reranker, self.kb, self.depth, self.settings = base, reranker, kb, depth, settings
+        self.name = f"{getattr(base, 'name', 'retriever')} + rerank {reranker.name}"
+        self.summary: RerankSummary | None = None
+
+    def search_many(self, queries: list[str], k: int) -> list[list[Any]]:
+        from kb_builder.retrieval import Hit
+
+        hits = self.base.search_many(queries, self.depth)
+        asked = [(f"q{i}", q) for i, q in enumerate(queries)]
+        candidates = {qid: [RetrievedArticle(h.id, self.kb.by_id[h.id].title, self.kb.by_id[h.id].text, h.score)
+                            for h in hs] for (qid, _), hs in zip(asked, hits, strict=True)}
+        ordered, self.summary = rerank(self.reranker, asked, candidates, self.depth, self.settings)
+        if self.summary.calls.get("aborted"):
+            raise GraceError(f"the reranker was stopped: {self.summary.calls['aborted'][0]}")
+        return [[Hit(a.id, a.score) for a in ordered[qid][:k]] for qid, _ in asked]
