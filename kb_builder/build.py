@@ -113,8 +113,8 @@ def build_kb(
     if changes.removed and old:
         _record_retired(out, [a for a in old if a.id in set(changes.removed)])
     kb = KB(path=out, articles=articles, manifest=manifest)
-    if embedder not in {"bm25", "bm25f"}:
-        kb.retriever()  # embeds what is new now, so the first search is fast
+    if embedder != "bm25":
+        kb.retriever()  # embeds what is new (or saves the bm25f index) now, so the first search is fast
     return BuildResult(kb=kb, changes=changes, documents=n_docs, skipped=skipped, seconds=time.perf_counter() - t0)
 
 

@@ -1,7 +1,7 @@
 """Reading and writing a KB directory.
 
-``KB_DIR/articles.jsonl`` is the contract; ``manifest.json`` and ``embeddings/``
-are derived from it. A folder holding only a hand-written ``articles.jsonl`` is a
+``KB_DIR/articles.jsonl`` is the contract; ``manifest.json``, ``embeddings/`` and
+``index/`` (the saved bm25f index) are derived from it. A folder holding only a hand-written ``articles.jsonl`` is a
 valid KB: :func:`load_kb` fills in what is missing on first use.
 """
 

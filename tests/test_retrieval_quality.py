@@ -26,12 +26,12 @@ def arts(*rows: tuple[str, str]) -> list[Article]:
 def test_bm25f_weighs_the_breadcrumb_above_a_passing_mention():
     kb = arts(("Leave > Bereavement leave", "Up to five days when a close relative dies. " + FILLER),
               ("Leave > Annual leave", "Twenty-five days a year; bereavement is separate. " + FILLER * 3))
-    (hits,) = BM25FRetriever(kb).search_many(["how much bereavement leave"], 2)
+    (hits,) = BM25FRetriever.build(kb).search_many(["how much bereavement leave"], 2)
     assert [h.id for h in hits] == ["1", "2"] and hits[0].score > hits[1].score > 0
 
 
 def test_bm25f_stop_words_drop_question_words_but_keep_policy_words():
-    r = BM25FRetriever(arts(("Leave", "Time off to look after a relative.")))
+    r = BM25FRetriever.build(arts(("Leave", "Time off to look after a relative.")))
     toks = r._tokens("How can I take time off to look after my mother?")
     assert {"how", "can", "i", "my", "to"}.isdisjoint(toks)
     assert "off" in toks and "after" in toks
@@ -39,21 +39,36 @@ def test_bm25f_stop_words_drop_question_words_but_keep_policy_words():
 
 def test_bm25f_pads_a_query_with_no_known_word_like_bm25():
     kb = arts(("Sick leave", "Ten days."), ("Per diem", "45 EUR a day."))
-    for retriever in (BM25Retriever(kb), BM25FRetriever(kb)):
+    for retriever in (BM25Retriever(kb), BM25FRetriever.build(kb)):
         (hits,) = retriever.search_many(["zzz qqq"], 5)
         assert [h.id for h in hits] == ["1", "2"] and all(h.score == 0 for h in hits)
 
 
-def test_bm25f_scores_many_queries_in_chunks_like_one_by_one(monkeypatch):
+def test_bm25f_index_is_saved_in_the_kb_folder_and_loaded_instead_of_rebuilt(tmp_path, monkeypatch):
     import kb_builder.retrieval.lexical as lexical
+    from kb_builder.build import build_kb
+    from kb_builder.store import load_kb
 
-    kb = arts(("Sick leave", "Ten days of paid sick leave."), ("Per diem", "Meal allowance of 45 EUR a day."),
-              ("Booking", "Book flights in the travel portal."))
-    r = BM25FRetriever(kb)
-    queries = ["sick days", "meal allowance", "book a flight", "paid leave", "travel portal"]
-    one_by_one = [r.search_many([q], 3)[0] for q in queries]
-    monkeypatch.setattr(lexical, "_QUERY_CHUNK", 2)
-    assert r.search_many(queries, 3) == one_by_one
+    src = write(tmp_path / "src" / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the portal. {BODY}\n\n"
+                f"## Per diem\n\nThe meal allowance is 45 EUR a day. {BODY}\n")
+    build_kb(src, tmp_path / "kb")
+    queries = ["meal allowance per day", "how do I book a flight", "zzz"]
+    fresh = load_kb(tmp_path / "kb").retriever().search_many(queries, 2)
+    saved = list((tmp_path / "kb" / "index").glob("bm25f-*.npz"))
+    assert len(saved) == 1
+
+    def no_build(*a, **k):
+        raise AssertionError("the saved index should have been loaded")
+
+    monkeypatch.setattr(lexical.BM25FRetriever, "build", classmethod(no_build))
+    assert load_kb(tmp_path / "kb").retriever().search_many(queries, 2) == fresh
+    monkeypatch.undo()
+    saved[0].write_bytes(b"damaged")  # a damaged index is rebuilt, not an error
+    assert load_kb(tmp_path / "kb").retriever().search_many(queries, 2) == fresh
+    write(src, src.read_text() + "\n## Taxis\n\nTaxis need a receipt.\n")
+    build_kb(src, tmp_path / "kb")  # another KB hash: a new index replaces the old one
+    load_kb(tmp_path / "kb").retriever().search_many(queries, 2)
+    assert len(list((tmp_path / "kb" / "index").glob("bm25f-*.npz"))) == 1
 
 
 def test_new_kbs_use_bm25f_and_old_bm25_kbs_keep_bm25(tmp_path):

@@ -61,7 +61,7 @@ def make_retriever(kb: KB, spec: str) -> Retriever:
     if spec == "bm25":
         return BM25Retriever(kb.articles)
     if spec == "bm25f":
-        return BM25FRetriever(kb.articles)
+        return BM25FRetriever.for_kb(kb)
     from kb_builder.retrieval.dense import DenseRetriever, make_embedder
 
     if spec.startswith("hybrid:"):

@@ -27,8 +27,12 @@ the whole page or section the article belongs to, and pseudo-relevance feedback
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -39,7 +43,9 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's and scikit-learn's pattern: wor
 # function words that still carry meaning in a policy question: kept out of the stop list
 _MEANINGFUL = frozenset("""off out up down over under above below against between during after before until
 again further once few more most own same only very no nor not all any both each other some than too""".split())
-_QUERY_CHUNK = 256  # queries scored per sparse product (a dense articles x chunk block)
+K1, WEIGHTS, BS = 4.0, (3.0, 1.0), (0.3, 0.75)  # bm25f's settings (module docstring); part of the index's name
+_SETTINGS = hashlib.sha256(repr((K1, WEIGHTS, BS, _TOKEN.pattern, sorted(_MEANINGFUL))).encode()).hexdigest()[:8]
+INDEX_DIR = "index"  # in the KB folder: derived data, rebuilt when missing
 
 
 def _stemmer():
@@ -89,30 +95,35 @@ class BM25Retriever:
 
 
 class BM25FRetriever:
-    """Field-weighted BM25 over title and text; see the module docstring for the settings and why."""
+    """Field-weighted BM25 over title and text; see the module docstring for the settings and why.
+
+    The index is an article x term impact matrix, kept by term (CSC arrays), so a
+    query's score is the sum of its terms' columns: a few numpy slices, no scipy.
+    :meth:`for_kb` saves it in the KB folder (``index/``, named by the KB hash and
+    these settings) and loads it next time instead of rebuilding it on every
+    ``run``, ``search``, ``eval`` and ``annotate``.
+    """
 
     name = "bm25f"
 
-    def __init__(
-        self,
-        articles: list[Article],
-        *,
-        k1: float = 4.0,
-        weights: tuple[float, float] = (3.0, 1.0),
-        bs: tuple[float, float] = (0.3, 0.75),
-    ):
+    def __init__(self, ids: list[str], vocab: dict[str, int], stop: frozenset[str], indptr: np.ndarray,
+                 rows: np.ndarray, impact: np.ndarray):
+        self.ids, self.vocab, self._stop = ids, vocab, stop
+        self._indptr, self._rows, self._data = indptr, rows, impact
+        self._stem = _stemmer()
+
+    @classmethod
+    def build(cls, articles: list[Article], *, k1: float = K1, weights: tuple[float, float] = WEIGHTS,
+              bs: tuple[float, float] = BS) -> BM25FRetriever:
         from scipy import sparse
 
-        self.ids = [a.id for a in articles]
-        self._stem = _stemmer()
-        self._stop = _stop_words()
-        fields = [[self._tokens(a.title) for a in articles], [self._tokens(a.text) for a in articles]]
+        stop, stem = _stop_words(), _stemmer()
+        fields = [[_tokens(a.title, stop, stem) for a in articles], [_tokens(a.text, stop, stem) for a in articles]]
         vocab: dict[str, int] = {}
         for field in fields:
             for toks in field:
                 for t in toks:
                     vocab.setdefault(t, len(vocab))
-        self.vocab = vocab
         n, v = len(articles), max(1, len(vocab))
         pseudo = sparse.csr_matrix((n, v))  # weighted, length-normalised term frequency summed over fields
         seen = sparse.csr_matrix((n, v), dtype=bool)
@@ -132,32 +143,67 @@ class BM25FRetriever:
         idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))  # Lucene's idf: never negative
         pseudo = pseudo.tocsr()
         pseudo.data = pseudo.data / (k1 + pseudo.data)
-        # article x term impact matrix: a query's score is a sum of its terms' columns
-        self._impact = (pseudo @ sparse.diags(idf)).tocsr()
+        impact = (pseudo @ sparse.diags(idf)).tocsc()
+        impact.sort_indices()
+        return cls([a.id for a in articles], vocab, stop, impact.indptr.astype(np.int64),
+                   impact.indices.astype(np.int32), impact.data.astype(np.float64))
+
+    @classmethod
+    def for_kb(cls, kb: Any) -> BM25FRetriever:
+        """The KB's index from its folder when it matches the KB and these settings; else built (and saved)."""
+        path = Path(kb.path) / INDEX_DIR / f"bm25f-{kb.kb_hash[:16]}-{_SETTINGS}.npz"
+        if path.is_file():
+            try:
+                return cls._load(path)
+            except (OSError, ValueError, KeyError):
+                pass  # damaged or from another numpy: rebuilt below, and replaced
+        index = cls.build(kb.articles)
+        index._save(path)
+        return index
+
+    def _save(self, path: Path) -> None:
+        """Atomic, and optional: a read-only KB folder still answers, it just builds the index each time."""
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            with tmp.open("wb") as fh:
+                np.savez(fh, ids=np.array(self.ids, dtype=str), terms=np.array(terms, dtype=str),
+                         stop=np.array(sorted(self._stop), dtype=str), indptr=self._indptr, rows=self._rows,
+                         impact=self._data)
+            os.replace(tmp, path)
+            for old in path.parent.glob("bm25f-*.npz"):
+                if old != path:
+                    old.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    @classmethod
+    def _load(cls, path: Path) -> BM25FRetriever:
+        with np.load(path, allow_pickle=False) as z:
+            terms = z["terms"].tolist()
+            return cls(z["ids"].tolist(), {t: i for i, t in enumerate(terms)}, frozenset(z["stop"].tolist()),
+                       z["indptr"], z["rows"], z["impact"])
 
     def _tokens(self, text: str) -> list[str]:
-        words = [w for w in _TOKEN.findall(text.lower()) if w not in self._stop]
-        return self._stem(words) if self._stem else words
+        return _tokens(text, self._stop, self._stem)
 
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
-        from scipy import sparse
-
         k = max(1, min(k, len(self.ids)))
         out: list[list[Hit]] = []
-        for start in range(0, len(queries), _QUERY_CHUNK):
-            chunk = queries[start : start + _QUERY_CHUNK]
-            rows, cols, counts = [], [], []
-            for j, q in enumerate(chunk):
-                for t, c in Counter(t for t in self._tokens(q) if t in self.vocab).items():
-                    rows.append(self.vocab[t])
-                    cols.append(j)
-                    counts.append(c)
-            qm = sparse.csr_matrix((np.asarray(counts, dtype=np.float64), (rows, cols)),
-                                   shape=(self._impact.shape[1], len(chunk)))
-            scores = np.asarray((self._impact @ qm).todense())
-            for j in range(len(chunk)):
-                col = scores[:, j]
-                # a query sharing no word with the KB scores 0 everywhere: padded in KB order, like bm25
-                order = np.argsort(-col, kind="stable")[:k]
-                out.append([Hit(self.ids[i], float(col[i])) for i in order])
+        scores = np.empty(len(self.ids), dtype=np.float64)
+        for q in queries:
+            scores.fill(0.0)
+            for t, c in Counter(t for t in _tokens(q, self._stop, self._stem) if t in self.vocab).items():
+                j = self.vocab[t]
+                a, b = self._indptr[j], self._indptr[j + 1]
+                scores[self._rows[a:b]] += c * self._data[a:b]
+            # a query sharing no word with the KB scores 0 everywhere: padded in KB order, like bm25
+            order = np.argsort(-scores, kind="stable")[:k]
+            out.append([Hit(self.ids[i], float(scores[i])) for i in order])
         return out
+
+
+def _tokens(text: str, stop: frozenset[str], stem: Any) -> list[str]:
+    words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
+    return stem(words) if stem else words
