@@ -41,14 +41,23 @@ def parse_model_spec(text: str) -> ModelSpec:
     return ModelSpec(provider=provider, model=model)
 
 
+_CLASSES: dict[str, type[Provider]] = {}
+
+
 def provider_class(spec: ModelSpec) -> type[Provider]:
-    """The provider's class; its module imports no SDK (they are imported on the first call)."""
+    """The provider's class; its module imports no SDK (they are imported on the first call).
+
+    Looked up once per provider name: every call's cache key asks for its endpoint."""
+    cls = _CLASSES.get(spec.provider)
+    if cls is not None:
+        return cls
     try:
         target = PROVIDERS[spec.provider]
     except KeyError:
         raise GraceError(f"unknown provider {spec.provider!r}; known: {', '.join(sorted(PROVIDERS))}") from None
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)
+    module, _, name = target.partition(":")
+    cls = _CLASSES[spec.provider] = getattr(importlib.import_module(module), name)
+    return cls
 
 
 def make_provider(spec: ModelSpec) -> Provider:
