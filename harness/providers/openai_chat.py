@@ -37,7 +37,6 @@ from harness.providers.base import (
     require_sdk,
     sdk_installed,
 )
-from harness.providers.sdk_params import split_for_sdk
 
 KEY_ENVS = ["OPENAI_API_KEY"]
 JSON_MODES = ("auto", "json_schema", "json_object", "prompt", "none")  # none: the old name of prompt
@@ -83,6 +82,15 @@ def _slots_of(root: str, key: str) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
+
+
+def _chat_completion() -> type:
+    """The SDK's response type. The body goes through the SDK client's ``post`` as built, not through
+    ``chat.completions.create``, whose walk over the typed parameters cost 3 ms of CPU per call (40% of
+    grace's per-call work): the wire body is the same plain JSON, errors, headers and timeouts the SDK's."""
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion
 
 
 class OpenAIChatProvider(Provider):
@@ -237,8 +245,8 @@ class OpenAIChatProvider(Provider):
     async def _send(self, request: Request, mode: str | None) -> Completion:
         client = self._get_client()
         with self.sdk_errors():
-            kwargs = split_for_sdk(client.chat.completions.create, self.build_kwargs(request, mode))
-            resp = await client.chat.completions.create(**kwargs)
+            resp = await client.post("/chat/completions", body=self.build_kwargs(request, mode),
+                                     cast_to=_chat_completion())
         completion = self._to_completion(resp)
         if request.output_mode == "json" and mode != "json_schema":
             completion.json_mode = mode
