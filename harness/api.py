@@ -169,6 +169,14 @@ def search(kb: Any, questions: str | Sequence[str], k: int = 5, embedder: str | 
     return hits[0] if one else hits
 
 
+def lint_kb(kb: Any, run: str | Path | None = None):
+    """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
+    scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
+    from kb_builder.lint import lint_kb as _lint
+
+    return _lint(load_kb(kb) if isinstance(kb, str | Path) else kb, run)
+
+
 # -- run, score, report -----------------------------------------------------------
 def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | None = None, *,
                    temperature: float | None = None, max_tokens: int | None = None, rpm: float | None = None,
@@ -467,6 +475,6 @@ def load_run(path: str | Path) -> Run:
 ProgressCallback = Callable[[Any], None]
 
 __all__ = [
-    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "choose_batch", "load_kb", "load_run", "report",
+    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "choose_batch", "lint_kb", "load_kb", "load_run", "report",
     "resolve_models", "run", "score", "search",
 ]

@@ -1,4 +1,4 @@
-"""``grace kb``: build, index, show, search and evaluate a knowledge base."""
+"""``grace kb``: build, index, show, search, evaluate and lint a knowledge base."""
 
 from __future__ import annotations
 
@@ -67,6 +67,49 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"removed IDs (retired, never reused): {', '.join(result.changes.removed[:30])}")
     for s in result.skipped:
         console.print(f"[yellow]skipped:[/] {s}")
+    from kb_builder.lint import lint_kb
+
+    report = lint_kb(result.kb)
+    console.print(report.summary() + ("" if not report.findings else f"; run `grace kb lint {out}` for details"),
+                  highlight=False)
+
+
+@kb.command()
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.option("--run", "run_dir", type=click.Path(path_type=Path), help="A scored run folder: also list the article pairs its models swap.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"findings": [{"kind", "severity", "articles", "message"}]} for CI.')
+@click.option("--strict", is_flag=True, help="Exit 1 when there is any error or warning (info findings do not count).")
+@click.option("--limit", default=20, show_default=True, help="Findings shown per kind (all with --json).")
+def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit: int) -> None:
+    """Find confusable and non-self-contained articles and other KB faults, worst first.
+
+    Exit codes: 0 when linted (findings or not), 1 with --strict and an error or
+    warning, 2 on bad input (no KB, a run folder without scores).
+    """
+    from rich.table import Table
+
+    from kb_builder.lint import KIND_ORDER, lint_kb
+    from kb_builder.store import load_kb
+
+    report = lint_kb(load_kb(kb_dir), run_dir)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+    else:
+        console = _console()
+        console.print(f"{report.articles} articles in {kb_dir}: {report.summary()}", highlight=False)
+        for kind in KIND_ORDER:
+            found = [f for f in report.findings if f.kind == kind]
+            if not found:
+                continue
+            table = Table("severity", "articles", "what and what to do", title=f"{kind} ({len(found)})",
+                          title_justify="left", show_lines=False)
+            for f in found[:limit]:
+                table.add_row(f.severity, ", ".join(f.articles), f.message)
+            console.print(table)
+            if len(found) > limit:
+                console.print(f"... and {len(found) - limit} more (--limit, or --json for all)", highlight=False)
+    if strict and any(f.severity != "info" for f in report.findings):
+        raise SystemExit(1)
 
 
 @kb.command()

@@ -1,0 +1,335 @@
+"""KB lint: the article problems that make GRACE's citation scores wrong, worst first.
+
+GRACE judges a model by the article it cites, so the KB must hold one topic per
+article, each complete on its own. Two kinds of fault break that silently:
+
+* **confusable pairs**: two articles a question could be answered by equally
+  well; a "wrong citation" between them may be a right answer. Found by
+  lexical similarity (TF-IDF cosine of the text, and of the titles' last
+  breadcrumb part), by the KB's own embeddings when it has them on disk, and,
+  given a scored run, by the pairs the models actually swap.
+* **not self-contained**: an article that leans on text elsewhere ("as
+  mentioned above", "the following" with nothing following, a body opening on
+  "This policy" or on a bare list or table), or a heading with no body.
+
+Plus the plain faults: too short, over the KB's token budget, duplicate titles,
+titles with markup, HTML entities or URLs. Every finding names its articles and
+what to do; ``grace kb lint KB --json`` gives them to CI.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from harness.core.errors import GraceError
+
+if TYPE_CHECKING:
+    from kb_builder.store import KB
+
+SEVERITY = {"error": 0, "warning": 1, "info": 2}
+# worst first within a severity: what corrupts scores, then what makes answers incomplete, then cosmetics
+KIND_ORDER = ["swapped_in_run", "confusable", "empty", "not_self_contained", "over_budget", "too_short",
+              "duplicate_title", "title_markup"]
+CONFUSABLE_AT = 0.62  # combined similarity; tuned on the Helvia map, the TTS handbook and the sample handbook
+NEAR_DUPLICATE_AT = 0.85
+MIN_TOKENS = 40  # below this an article rarely answers anything on its own
+TITLE_QUERY_CLOSE = 0.9  # another article scoring this share of an article's own title query: same topic
+TITLE_QUERY_TEXT = 0.3  # ... and sharing this much of its text (TF-IDF cosine)
+SWAPS_AT = 2  # wrong citations between the same two articles (either way) that make a pair worth a look
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("""a an the of to in on at by for from with into about as and or but if so is are was were be been being
+do does did has have had it its this that these those there here i me my we our you your he she they them their who what
+when where why how which can could may might must should would will shall not no any some all each per than then also
+only more most such""".split())
+_LEANS = re.compile(
+    r"\b(?:as (?:mentioned|described|noted|explained|shown|stated|discussed|outlined|listed) "
+    r"(?:above|below|earlier|before|previously|in the previous \w+)"
+    r"|see (?:above|below|the (?:previous|next|section|table|list) (?:above|below)?)"
+    r"|(?:above|below)[- ]mentioned|the (?:previous|preceding) (?:section|page|chapter|paragraph|article)"
+    r"|(?:in|from) the (?:section|table|list|paragraph) (?:above|below))\b",
+    re.IGNORECASE,
+)
+_PRONOUN_START = re.compile(r"^(?:this|these|those|such) (policy|policies|section|process|procedure|rules?|steps|"
+                            r"requirements?|guidance|list|table)\b", re.IGNORECASE)  # "this page" is the article itself
+_PART = re.compile(r"\(part (\d+) of \d+\)\s*$", re.IGNORECASE)
+_NUMBERED = re.compile(r"^\s*(\d+)[.)]\s")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+_TRAILING_FOLLOWING = re.compile(r"\b(?:the following|as follows|below)\s*:?\s*$", re.IGNORECASE)
+_LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
+_URL = re.compile(r"https?://|www\.\w", re.IGNORECASE)
+_MARKUP = re.compile(r"\]\(|</?[a-zA-Z][^>]*>|(?:\*\*|__|`)\S|\S(?:\*\*|__|`)")
+
+
+@dataclass
+class Finding:
+    kind: str
+    severity: str  # error | warning | info
+    articles: list[str]
+    message: str
+    score: float = 0.0  # orders findings of one kind: higher is worse
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k != "score"}
+
+
+@dataclass
+class LintReport:
+    kb: str
+    articles: int
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = Counter(f.kind for f in self.findings)
+        return {k: c[k] for k in KIND_ORDER if c[k]}
+
+    def summary(self) -> str:
+        """One line for ``grace kb build``."""
+        if not self.findings:
+            return "lint: no problems found"
+        names = {"swapped_in_run": "pair(s) swapped in the run", "confusable": "confusable pair(s)",
+                 "empty": "empty article(s)", "not_self_contained": "not self-contained",
+                 "over_budget": "over the token budget", "too_short": "too short",
+                 "duplicate_title": "duplicate title(s)", "title_markup": "title(s) with markup"}
+        return "lint: " + ", ".join(f"{n} {names[k]}" for k, n in self.counts.items())
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kb": self.kb, "articles": self.articles, "counts": self.counts,
+                "findings": [f.as_dict() for f in self.findings]}
+
+
+def _words(text: str) -> list[str]:
+    out = []
+    for w in _WORD.findall(text.lower()):
+        if w in _STOP or len(w) < 2:
+            continue
+        out.append(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
+    return out
+
+
+def _tfidf(docs: list[list[str]]) -> Any:
+    """Rows L2-normalised TF-IDF (sublinear tf), as a scipy CSR matrix."""
+    from scipy import sparse
+
+    vocab: dict[str, int] = {}
+    rows, cols, vals = [], [], []
+    for i, words in enumerate(docs):
+        for w, c in Counter(words).items():
+            rows.append(i)
+            cols.append(vocab.setdefault(w, len(vocab)))
+            vals.append(1.0 + math.log(c))
+    n = len(docs)
+    m = sparse.csr_matrix((vals, (rows, cols)), shape=(n, max(1, len(vocab))))
+    df = np.bincount(m.indices, minlength=m.shape[1])
+    m = m @ sparse.diags(np.log((1 + n) / (1 + df)) + 1.0)
+    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
+    return sparse.diags(1.0 / np.where(norms == 0, 1.0, norms)) @ m
+
+
+def _last_part(title: str) -> str:
+    return title.rsplit(">", 1)[-1]
+
+
+def _stored_embeddings(kb: KB) -> np.ndarray | None:
+    """The KB's own vectors when a file covers every article (never embeds: lint makes no call)."""
+    folder = Path(kb.path) / "embeddings"
+    hashes = [a.content_hash or a.compute_hash() for a in kb.articles]
+    for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                by_hash = dict(zip(data["hashes"].tolist(), data["vectors"], strict=True))
+        except (OSError, ValueError, KeyError):
+            continue
+        if all(h in by_hash for h in hashes):
+            m = np.stack([by_hash[h] for h in hashes]).astype(np.float64)
+            return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+    return None
+
+
+def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT) -> list[Finding]:
+    """Pairs whose text and titles are so alike that a question could be answered by either."""
+    arts = kb.articles
+    if len(arts) < 2:
+        return []
+    text = _tfidf([_words(a.text) for a in arts])
+    title = _tfidf([_words(_last_part(a.title)) for a in arts])
+    text_sim = (text @ text.T).tocoo()
+    title_sim = (title @ title.T).tocsr()
+    dense = _stored_embeddings(kb)
+    out = []
+    for i, j, t in zip(text_sim.row, text_sim.col, text_sim.data, strict=True):
+        if i >= j or t < at - 0.3:
+            continue
+        ti = float(title_sim[i, j])
+        score = 0.75 * float(t) + 0.25 * ti
+        emb = float(dense[i] @ dense[j]) if dense is not None else None
+        if emb is not None:
+            score = max(score, 0.5 * score + 0.5 * emb)
+        if score < at:
+            continue
+        a, b = arts[i], arts[j]
+        dup = score >= NEAR_DUPLICATE_AT
+        how = f"text {t:.2f}, titles {ti:.2f}" + (f", embeddings {emb:.2f}" if emb is not None else "")
+        advice = ("near duplicates: merge them into one article" if dup else
+                  "merge them, sharpen their titles and texts so each owns its topic, or list both in "
+                  "expected_citations where either answers")
+        out.append(Finding("confusable", "error" if dup else "warning", [a.id, b.id],
+                           f"{a.id} '{a.title}' and {b.id} '{b.title}' are {score:.0%} alike ({how}); {advice}",
+                           score))
+    return out
+
+
+def title_query_pairs(kb: KB, close: float = TITLE_QUERY_CLOSE) -> list[Finding]:
+    """Pairs a question about one article's topic retrieves together: its own title, asked as a question,
+    ranks the other article first or within ``close`` of it (same topic, other words, e.g. one process
+    written for two kinds of worker)."""
+    arts = kb.articles
+    if len(arts) < 3:
+        return []
+    retriever = kb.retriever("bm25f")
+    hits = retriever.search_many([_last_part(a.title) for a in arts], 3)
+    text = _tfidf([_words(a.text) for a in arts])
+    row = {a.id: i for i, a in enumerate(arts)}
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for a, hs in zip(arts, hits, strict=True):
+        scores = {h.id: h.score for h in hs}
+        own = scores.get(a.id)
+        if not own or own <= 0 or len(_words(_last_part(a.title))) < 2:
+            continue  # a one-word title ("Overview", "Resources") is no question
+        for h in hs:
+            pair = tuple(sorted((a.id, h.id)))
+            if h.id == a.id or pair in seen or h.score < close * own:
+                continue
+            if float(text[row[a.id]].multiply(text[row[h.id]]).sum()) < TITLE_QUERY_TEXT:
+                continue  # the titles meet but the texts are about different things
+            seen.add(pair)
+            b = kb.by_id[h.id]
+            out.append(Finding("confusable", "warning", list(pair),
+                               f"{a.id} '{a.title}' and {b.id} '{b.title}': a question about "
+                               f"'{_last_part(a.title).strip()}' retrieves both ({h.score / own:.0%} of the score); "
+                               "sharpen their titles and texts so each owns its topic, or list both in "
+                               "expected_citations where either answers", min(h.score / own, 1.0) * 0.8))
+    return out
+
+
+def swapped_pairs(kb: KB, run: str | Path) -> list[Finding]:
+    """Pairs the models confuse in a scored run: gold expects one article, a model cites the other."""
+    from harness.rundir import RunDir
+
+    folder = RunDir(run)
+    if not folder.scores.exists():
+        raise GraceError(f"{folder.path}: no scores.jsonl; score the run first (grace score, or grace run without "
+                         "--no-score), then lint with --run")
+    swaps: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for _, row in folder.iter_scores():
+        if row.get("outcome") != "wrong_citation":
+            continue
+        expected, cited = row.get("expected_citations") or [], row.get("cited_ids") or []
+        for e in expected:
+            for c in cited:
+                if c != e and c in kb.by_id and e in kb.by_id:
+                    swaps[tuple(sorted((e, c)))][row.get("model", "?")] += 1
+    out = []
+    for (a, b), by_model in swaps.items():
+        n = sum(by_model.values())
+        if n < SWAPS_AT:
+            continue
+        models = ", ".join(f"{m} {k}" for m, k in by_model.most_common(3))
+        out.append(Finding("swapped_in_run", "error", [a, b],
+                           f"models cited {a} '{kb.by_id[a].title}' for {b} '{kb.by_id[b].title}' or the other way "
+                           f"{n} time(s) ({models}): if either answers, list both in expected_citations; "
+                           "otherwise sharpen the two articles", float(n)))
+    return out
+
+
+def _body_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _cut_list(title: str, body: list[str]) -> bool:
+    """The body starts mid-list or mid-table: a later part of a split section, a numbered list that does not
+    start at 1, or table rows with no header. A list right under its heading is introduced by the heading."""
+    first = body[0]
+    if not _LIST_OR_TABLE.match(first):
+        return False
+    part = _PART.search(title)
+    if part and int(part.group(1)) > 1:
+        return True
+    numbered = _NUMBERED.match(first)
+    if numbered:
+        return int(numbered.group(1)) > 1
+    if first.lstrip().startswith("|"):
+        return not (len(body) > 1 and _TABLE_RULE.match(body[1]))
+    return False
+
+
+def article_findings(kb: KB) -> list[Finding]:
+    budget = kb.manifest.max_tokens
+    out: list[Finding] = []
+    titles: dict[str, list[str]] = defaultdict(list)
+    for a in kb.articles:
+        titles[" ".join(a.title.lower().split())].append(a.id)
+        lines = _body_lines(a.text)
+        body = [line for line in lines if not _HEADING.match(line)]
+        if not body:
+            out.append(Finding("empty", "error", [a.id], f"{a.id} '{a.title}': a heading with no body; give it its "
+                               "text or drop it", 1.0))
+            continue
+        leans = _LEANS.search(a.text)
+        first = body[0].strip()
+        why = None
+        if leans:
+            why = f"refers to text elsewhere (\"{leans.group(0)}\")"
+        elif (m := _PRONOUN_START.match(first)) and m.group(1).lower().rstrip("s")[:5] not in a.title.lower():
+            why = f"opens with \"{m.group(0)}\", and the title does not say which"
+        elif _cut_list(a.title, body):
+            why = "opens with a list or table cut from its introduction"
+        elif _TRAILING_FOLLOWING.search(body[-1]):
+            why = "ends announcing \"the following\" with nothing following"
+        if why:
+            out.append(Finding("not_self_contained", "warning", [a.id], f"{a.id} '{a.title}' {why}; a model shown "
+                               "only this article cannot answer from it: make it complete on its own", 1.0))
+        tokens = a.tokens or 0
+        if budget and tokens > budget:
+            out.append(Finding("over_budget", "warning", [a.id], f"{a.id} '{a.title}': {tokens} tokens, over the "
+                               f"KB's budget of {budget}; split it", tokens / budget))
+        elif tokens < MIN_TOKENS:
+            out.append(Finding("too_short", "warning", [a.id], f"{a.id} '{a.title}': {tokens} tokens; too short to "
+                               "answer a question on its own: merge it with its section or expand it",
+                               1 - tokens / MIN_TOKENS))
+        marks = [name for name, rx in (("HTML entities", _ENTITY), ("a URL", _URL), ("markup", _MARKUP))
+                 if rx.search(a.title)]
+        if marks:
+            clean = html.unescape(a.title)
+            out.append(Finding("title_markup", "info", [a.id], f"{a.id} title '{a.title}' has {' and '.join(marks)}; "
+                               f"models cite and users read it: write it as plain text ('{clean[:80]}')", 1.0))
+    for ids in titles.values():
+        if len(ids) > 1:
+            t = kb.by_id[ids[0]].title
+            out.append(Finding("duplicate_title", "warning", ids, f"{len(ids)} articles are titled '{t}' "
+                               f"({', '.join(ids[:6])}); give each a title that says what it alone answers",
+                               float(len(ids))))
+    return out
+
+
+def lint_kb(kb: KB, run: str | Path | None = None) -> LintReport:
+    """Every finding on ``kb`` (and the pairs a scored ``run`` swaps), worst first."""
+    lexical = confusable_pairs(kb)
+    pairs = {tuple(f.articles) for f in lexical}
+    findings = lexical + [f for f in title_query_pairs(kb) if tuple(f.articles) not in pairs] + article_findings(kb)
+    if run is not None:
+        findings = swapped_pairs(kb, run) + findings
+    findings.sort(key=lambda f: (SEVERITY[f.severity], KIND_ORDER.index(f.kind), -f.score, f.articles))
+    return LintReport(str(kb.path), len(kb.articles), findings)

@@ -1,0 +1,102 @@
+"""``grace kb lint``: the planted faults are found, a clean KB gets nothing, bad input gets a clear error."""
+
+from __future__ import annotations
+
+import json
+
+from tests.conftest import run_grace, write
+
+BODY = ("Employees who need this should ask their manager first, then record it in the HR portal within five working "
+        "days. The request is approved or refused within a week, and the answer is sent by email with the reasons. ")
+CLEAN = [
+    ("Leave > Sick leave", "Ten days of paid sick leave a year; a doctor's note is needed from the fourth day. " + BODY),
+    ("Travel > Booking flights", "Book flights in the travel portal at least two weeks ahead, economy class. " + BODY),
+    ("Pay > Payslips", "Payslips are published on the 25th of each month in the payroll system as PDF files. " + BODY),
+    ("Equipment > Laptops", "Each employee receives a laptop on the first day and returns it when leaving. " + BODY),
+    ("Security > Passwords", "Passwords need sixteen characters and a second factor through the authenticator app. " + BODY),
+]
+
+
+def articles(path, items):
+    lines = [json.dumps({"id": str(i), "title": t, "text": x}) for i, (t, x) in enumerate(items, 1)]
+    return write(path, "\n".join(lines) + "\n")
+
+
+def build(tmp_path, items, name="kb"):
+    code, out = run_grace("kb", "build", "--articles", articles(tmp_path / f"{name}.jsonl", items), "--out", tmp_path / name)
+    assert code == 0, out
+    return tmp_path / name, out
+
+
+def lint_json(kb, *extra):
+    code, out = run_grace("kb", "lint", kb, "--json", *extra)
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_a_clean_kb_has_no_findings_and_the_build_says_so(tmp_path):
+    kb, out = build(tmp_path, CLEAN)
+    assert "lint: no problems found" in out
+    assert lint_json(kb)["findings"] == []
+    code, out = run_grace("kb", "lint", kb, "--strict")
+    assert code == 0 and "no problems found" in out
+
+
+def test_planted_faults_are_found_worst_first(tmp_path):
+    planted = CLEAN + [
+        ("Leave > Sick days", "Ten days of paid sick leave a year; a doctor's note is needed from the fourth day. " + BODY),
+        ("Expenses > Receipts", "As mentioned above, receipts must be scanned. " + BODY),
+        ("Logging in &amp; Networks", "Connect to the office network with your badge number and the guest code. " + BODY),
+        ("Parking", "Ask reception."),
+        ("Pay > Payslips", "Bonuses are paid in March with the payslip, after the annual review is signed. " + BODY),
+    ]
+    kb, out = build(tmp_path, planted)
+    assert "1 confusable pair(s)" in out and "grace kb lint" in out
+    report = lint_json(kb)
+    kinds = {(f["kind"], tuple(f["articles"])) for f in report["findings"]}
+    assert ("confusable", ("1", "6")) in kinds
+    assert ("not_self_contained", ("7",)) in kinds
+    assert ("title_markup", ("8",)) in kinds
+    assert ("too_short", ("9",)) in kinds
+    assert ("duplicate_title", ("3", "10")) in kinds
+    assert len(report["findings"]) == 5 and report["counts"]["confusable"] == 1
+    assert report["findings"][0]["kind"] == "confusable"  # near duplicates first: they corrupt the scores
+    assert {"kind", "severity", "articles", "message"} <= set(report["findings"][0])
+    assert "As mentioned above" in next(f["message"] for f in report["findings"] if f["kind"] == "not_self_contained")
+    code, text = run_grace("kb", "lint", kb)
+    assert code == 0 and "confusable (1)" in text and "merge" in text
+    code, _ = run_grace("kb", "lint", kb, "--strict")
+    assert code == 1
+
+
+def test_lists_cut_from_their_introduction_and_headings_without_body(tmp_path):
+    kb, _ = build(tmp_path, CLEAN + [
+        ("Onboarding > Steps (part 2 of 2)", "- Collect your badge.\n- Meet your buddy.\n" + BODY),
+        ("Onboarding > Checklist", "3. Sign the handbook.\n4. Set up payroll.\n" + BODY),
+        ("Onboarding > Contacts", "## Contacts\n### People team"),
+        ("Onboarding > Tools", "- Email\n- Chat\n" + BODY),  # a list right under its heading is introduced by it
+    ])
+    found = {(f["kind"], f["articles"][0]) for f in lint_json(kb)["findings"]}
+    assert ("not_self_contained", "6") in found and ("not_self_contained", "7") in found
+    assert ("empty", "8") in found and not any(a == "9" for _, a in found)
+
+
+def test_run_adds_the_pairs_the_models_swap(tmp_path):
+    kb, _ = build(tmp_path, CLEAN)
+    run = tmp_path / "run"
+    rows = [{"question_id": f"q{i}", "model": "m", "outcome": "wrong_citation", "cited_ids": ["2"],
+             "expected_citations": ["4"]} for i in range(3)]
+    rows.append({"question_id": "q9", "model": "m", "outcome": "correct", "cited_ids": ["1"], "expected_citations": ["1"]})
+    write(run / "scores.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    report = lint_json(kb, "--run", run)
+    swapped = [f for f in report["findings"] if f["kind"] == "swapped_in_run"]
+    assert [f["articles"] for f in swapped] == [["2", "4"]] and "3 time(s)" in swapped[0]["message"]
+
+
+def test_bad_input_is_a_clear_error(tmp_path):
+    code, out = run_grace("kb", "lint", tmp_path / "absent")
+    assert code == 2 and "KB folder not found" in out and "Traceback" not in out
+    kb, _ = build(tmp_path, CLEAN)
+    (tmp_path / "empty-run").mkdir()
+    code, out = run_grace("kb", "lint", kb, "--run", tmp_path / "empty-run")
+    assert code == 2 and "no scores.jsonl" in out and "Traceback" not in out
