@@ -7,23 +7,42 @@ the parent's own text and its small sub-sections stay together as the parent's
 article. Anything still over budget is cut at paragraph, then sentence, bounds.
 Navigation-only and tiny stubs are dropped: an article must be able to answer a
 question on its own.
+
+Splitting is linear in the size of a document: a subtree's size is asked for at
+every level above it, so token counts are summed from per-line counts (each
+distinct line is tokenised once per document), and nodes are told apart by
+identity, never by comparing their contents.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 
 from kb_builder.documents import Document
-from kb_builder.tokens import count_tokens
+from kb_builder.tokens import count_tokens, tokenizer_name
 
 DEFAULT_MAX_TOKENS = 800
 DEFAULT_MIN_TOKENS = 80
 STUB_TOKENS = 40
+PARALLEL_CHARS = 4_000_000  # a document this large has its lines counted on two cores
 
 _NAV_HEADINGS = re.compile(r"^(see also|related( pages| links| articles)?|contents|table of contents|on this page|navigation|quick links|in this (section|page))$", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+# Counting a text line by line gives its exact count when the tokenizer never lets a
+# piece run across a line start. In cl100k no pre-tokeniser piece holds a newline
+# followed by anything but whitespace, and its lookaheads and ``$`` only act at the
+# end of a whitespace run, so a text's count is the sum of its lines' (each with the
+# newlines after it). grace's offline approximation goes further: a whitespace run
+# is a piece of its own, one token if it holds a newline, so a line counts the same
+# whatever follows it, and a paragraph alone and inside its section share a count.
+# Other encodings (o200k joins "/" to the newline before it) count texts whole.
+_LINE_ADDITIVE = {"tiktoken:cl100k_base"}
+_RUN_SEPARATE = {"approx-cl100k"}
+_LINE_START = re.compile(r"(?<=\n)(?=\S)")
+_BLANK_LINE = re.compile(r"\n\s*\n")
 
 
 @dataclass
@@ -33,6 +52,13 @@ class Node:
     body: str
     children: list[Node] = field(default_factory=list)
     tokens: int | None = None  # memoised size of the rendered subtree
+    sums: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # see Splitter._sum
+    body_tokens: int | None = None
+    in_text: str = ""  # the heading in a parent article's text, if not ``heading`` (see Section.heading_in_text)
+
+    @property
+    def shown(self) -> str:
+        return self.in_text or self.heading
 
 
 @dataclass
@@ -57,9 +83,9 @@ def outline(doc: Document) -> Node:
         if s.level == 0:
             root.body = (root.body + "\n\n" + s.body).strip()
             continue
-        node = Node(s.level, s.heading, s.body)
+        node = Node(s.level, s.heading, s.body, in_text=s.heading_in_text)
         if _NAV_HEADINGS.match(s.heading.strip()) and is_navigation(s.heading, s.body):
-            node = Node(s.level, s.heading, "")  # keeps the outline's shape, drops the link list
+            node = Node(s.level, s.heading, "", in_text=s.heading_in_text)  # keeps the outline's shape, drops the link list
         while len(stack) > 1 and stack[-1].level >= s.level:
             stack.pop()
         stack[-1].children.append(node)
@@ -76,7 +102,7 @@ def _render(node: Node, depth: int = 0) -> str:
     parts = [node.body] if node.body else []
     for c in node.children:
         sub = _render(c, depth + 1)
-        head = "#" * min(depth + 2, 6) + " " + c.heading if c.heading else ""
+        head = "#" * min(depth + 2, 6) + " " + c.shown if c.heading else ""
         parts.append("\n\n".join(x for x in (head, sub) if x))
     return "\n\n".join(p for p in parts if p)
 
@@ -92,6 +118,117 @@ def is_navigation(heading: str, text: str) -> bool:
     return short_items and count_tokens(text) < DEFAULT_MIN_TOKENS
 
 
+class _Counter:
+    """Exact token counts of texts that share lines, each distinct line tokenised once.
+
+    The same lines are counted again and again: in a subtree at every level above
+    it, then in the article cut from it and in its blocks. Counting whole texts
+    made splitting one large file take minutes.
+    """
+
+    def __init__(self) -> None:
+        self.tokenizer = tokenizer_name()
+        self.mode = "runs" if self.tokenizer in _RUN_SEPARATE else "lines" if self.tokenizer in _LINE_ADDITIVE else None
+        self.known: dict[str, int] = {}
+        self._raw = getattr(count_tokens, "__wrapped__", count_tokens)  # its LRU would keep every line too
+
+    def _parts(self, text: str) -> tuple[list[str], int]:
+        return _parts(text, self.mode)
+
+    def __call__(self, text: str) -> int:
+        if self.mode is None:
+            return count_tokens(text)
+        known = self.known
+        n = known.get(text)
+        if n is not None:
+            return n
+        parts, total = self._parts(text)
+        for part in parts:
+            n = known.get(part)
+            if n is None:
+                n = known[part] = self._raw(part)
+            total += n
+        return total
+
+    def prefill(self, texts: list[str]) -> None:
+        """Count the lines of a large document up front, the second half of them in a second process.
+
+        Tokenising is most of the time a large file takes, lines are independent,
+        and the machine has more than one core.
+        """
+        if self.mode is None or (os.cpu_count() or 1) < 2:
+            return
+        half, size, total = 0, 0, sum(map(len, texts))
+        while half < len(texts) and size < total / 2:
+            size += len(texts[half])
+            half += 1
+        from kb_builder.documents.offload import Offloaded
+
+        try:
+            future: Offloaded | None = Offloaded(_count_parts, texts[half:], self.mode, self.tokenizer)
+        except OSError:  # no second process here: the rest is counted when asked for
+            future = None
+        known = self.known
+        try:
+            for text in texts[:half]:
+                for part in _parts(text, self.mode)[0]:
+                    if part and part not in known:
+                        known[part] = self._raw(part)
+            if future is None:
+                return
+            theirs = _distinct_parts(texts[half:], self.mode)  # what the child counted, in its order
+            tokenizer, counts = future.result()
+        except OSError:  # the child failed: the rest is counted when asked for
+            return
+        finally:
+            if future is not None:
+                future.cancel()
+        if tokenizer == self.tokenizer and len(counts) == len(theirs):  # else the child used another encoding
+            known.update(zip(theirs, counts, strict=True))
+
+
+def _parts(text: str, mode: str | None) -> tuple[list[str], int]:
+    """The independently counted parts of ``text``, and the tokens between them (see _LINE_ADDITIVE)."""
+    if mode == "runs":
+        # the parts between whitespace runs that hold a newline (str.strip and the tokenizer's \s agree)
+        lines = text.split("\n")
+        if len(lines) == 1:
+            return lines, 0
+        first, last = lines[0].rstrip(), lines[-1].lstrip()
+        parts = [p for p in (first, *(line.strip() for line in lines[1:-1]), last) if p]
+        return parts, (len(parts) - 1 + (not first) + (not last) if parts else 1)
+    if mode == "lines":
+        return _LINE_START.split(text), 0
+    return [text], 0
+
+
+def _distinct_parts(texts: list[str], mode: str | None) -> list[str]:
+    return list(dict.fromkeys(p for t in texts for p in _parts(t, mode)[0] if p))
+
+
+def _count_parts(texts: list[str], mode: str | None, tokenizer: str) -> tuple[str, list[int]]:
+    """In a child process: counts of ``texts``' distinct parts with the parent's tokenizer, and its name to check."""
+    if tokenizer.startswith("tiktoken:"):
+        os.environ.pop("GRACE_TOKENIZER", None)
+        os.environ["GRACE_TIKTOKEN_ENCODING"] = tokenizer.split(":", 1)[1]
+    else:
+        os.environ["GRACE_TOKENIZER"] = "approx"  # never retry a download the parent already gave up on
+    from kb_builder.tokens import count_tokens, tokenizer_name
+
+    raw = getattr(count_tokens, "__wrapped__", count_tokens)
+    return tokenizer_name(), [raw(part) for part in _distinct_parts(texts, mode)]
+
+
+def _likely_texts(doc: Document) -> list[str]:
+    """Texts whose lines the splitter will count: each body as rendered (followed by more), and its blocks."""
+    texts: list[str] = []
+    for s in doc.sections:
+        if s.body:
+            texts.append(s.body + "\n\n")
+            texts.extend(b.strip() for b in _BLANK_LINE.split(s.body))  # their last lines end differently
+    return texts
+
+
 class Splitter:
     def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS):
         if max_tokens < 50:
@@ -99,21 +236,61 @@ class Splitter:
 
             raise GraceError(f"--max-tokens {max_tokens} is too small to hold an article; use 200 or more")
         self.max, self.min = max_tokens, min(min_tokens, max_tokens // 2)
+        self._count = _Counter()
 
-    @staticmethod
-    def _tokens(node: Node) -> int:
+    def _tokens(self, node: Node) -> int:
         # memoised on the node itself: an id()-keyed cache would outlive freed nodes and hand their counts on
         if node.tokens is None:
-            node.tokens = count_tokens(_render(node))
+            sums = self._sum(node, 0) if self._count.mode == "runs" else None
+            node.tokens = sums[0] + max(sums[1] - 1, 0) if sums else self._count(_render(node))
         return node.tokens
+
+    def _sum(self, node: Node, depth: int) -> tuple[int, int] | None:
+        """(tokens, number) of the stripped texts ``_render(node, depth)`` joins with blank lines.
+
+        When every text is stripped, each blank line between two is one token of its
+        own (see _RUN_SEPARATE), so a subtree's count is its parts' counts plus the
+        joins, without rendering it again at every level above. None: some text has
+        space at an end, render and count.
+        """
+        key = min(depth, 4)  # deeper, every heading is "######": the sums are the same
+        if key in node.sums:
+            return node.sums[key]
+        total, n, result = 0, 0, None
+        body = node.body
+        if not body or not (body[0].isspace() or body[-1].isspace()):
+            if body:
+                if node.body_tokens is None:
+                    node.body_tokens = self._count(body)
+                total, n = node.body_tokens, 1
+            for c in node.children:
+                if c.heading:
+                    if c.shown[-1].isspace():
+                        break
+                    total, n = total + self._count("#" * min(depth + 2, 6) + " " + c.shown), n + 1
+                sub = self._sum(c, depth + 1)
+                if sub is None:
+                    break
+                total, n = total + sub[0], n + sub[1]
+            else:
+                result = (total, n)
+        node.sums[key] = result
+        return result
 
     def split(self, doc: Document) -> list[Draft]:
         drafts: list[Draft] = []
-        self._plan(outline(doc), [doc.title], drafts)
-        return [d for d in drafts if not self._is_stub(d)]
+        try:
+            if sum(len(s.body) for s in doc.sections) >= PARALLEL_CHARS:
+                # by runs, a line counts the same wherever it ends up: the bodies are all there is to count
+                texts = [s.body for s in doc.sections] if self._count.mode == "runs" else _likely_texts(doc)
+                self._count.prefill(texts)
+            self._plan(outline(doc), [doc.title], drafts)
+            return [d for d in drafts if not self._is_stub(d)]
+        finally:
+            self._count = _Counter()  # lines are shared within a document, rarely across: free them
 
     def _is_stub(self, d: Draft) -> bool:
-        return count_tokens(d.text) < STUB_TOKENS or is_navigation(d.path[-1], d.text)
+        return self._count(d.text) < STUB_TOKENS or is_navigation(d.path[-1], d.text)
 
     def _budget(self, path: list[str]) -> int:
         # the title (breadcrumb, maybe "part i of n") counts against the article's budget
@@ -135,17 +312,18 @@ class Splitter:
             # one long topic with small parts: keep it together, cut by blocks
             self._emit(path, _render(node), out)
             return
-        rest = Node(node.level, node.heading, node.body, [c for c in node.children if c not in big])
+        big_ids = {id(c) for c in big}  # identity: `c not in big` compared whole subtrees, quadratic in children
+        rest = Node(node.level, node.heading, node.body, [c for c in node.children if id(c) not in big_ids], in_text=node.in_text)
         lead = ""
         if rest.body or rest.children:
             text = _render(rest)
-            if count_tokens(text) >= STUB_TOKENS or is_navigation(path[-1], text):
+            if self._count(text) >= STUB_TOKENS or is_navigation(path[-1], text):
                 self._emit(path, text, out)
             else:
                 lead = text  # a short intro is context for the first sub-topic, not an article of its own
         for c in big:
             if lead:
-                c = Node(c.level, c.heading, (lead + "\n\n" + c.body).strip(), c.children)
+                c = Node(c.level, c.heading, (lead + "\n\n" + c.body).strip(), c.children, in_text=c.in_text)
                 lead = ""
             child_path = path if c.heading.lower() == path[-1].lower() else [*path, c.heading]
             self._plan(c, child_path, out)
@@ -155,13 +333,13 @@ class Splitter:
         if not text:
             return
         budget = self._budget(path)
-        chunks = self._pack(text, budget) if count_tokens(text) > budget else [text]
+        chunks = self._pack(text, budget) if self._count(text) > budget else [text]
         for i, chunk in enumerate(chunks):
             out.append(Draft(path=list(path), text=chunk, part=i, parts=len(chunks)))
 
     def _pack(self, text: str, budget: int) -> list[str]:
         """Greedy packing of blocks (a heading stays with the block after it) under the budget."""
-        raw = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
+        raw = [b.strip() for b in _BLANK_LINE.split(text) if b.strip()]
         blocks: list[str] = []
         for b in raw:
             if blocks and re.fullmatch(r"#{1,6} .+", blocks[-1]):
@@ -170,12 +348,12 @@ class Splitter:
                 blocks.append(b)
         pieces: list[str] = []
         for b in blocks:
-            pieces.extend(self._cut(b, budget) if count_tokens(b) > budget else [b])
+            pieces.extend(self._cut(b, budget) if self._count(b) > budget else [b])
         chunks: list[str] = []
         cur: list[str] = []
         cur_tokens = 0
         for p in pieces:
-            t = count_tokens(p) + 1
+            t = self._count(p) + 1
             if cur and cur_tokens + t > budget:
                 chunks.append("\n\n".join(cur))
                 cur, cur_tokens = [], 0
@@ -184,7 +362,7 @@ class Splitter:
         if cur:
             chunks.append("\n\n".join(cur))
         # a tiny last chunk reads better joined to the one before, if that still fits
-        if len(chunks) > 1 and count_tokens(chunks[-1]) < self.min and count_tokens(chunks[-2] + "\n\n" + chunks[-1]) <= budget:
+        if len(chunks) > 1 and self._count(chunks[-1]) < self.min and self._count(chunks[-2] + "\n\n" + chunks[-1]) <= budget:
             chunks[-2:] = [chunks[-2] + "\n\n" + chunks[-1]]
         return chunks
 

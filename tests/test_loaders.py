@@ -155,3 +155,27 @@ def test_discover_empty_and_missing(tmp_path):
         discover(tmp_path / "empty")
     with pytest.raises(GraceError, match="no such file or folder"):
         discover(tmp_path / "nope")
+
+
+def test_markdown_headings_match_a_full_markdown_it_parse():
+    # only markdown-it's block pass runs now: it must find the same headings, with the same raw text
+    from markdown_it import MarkdownIt
+
+    from kb_builder.documents.markdown import _scan
+
+    text = (
+        "Intro *text*.\n\nSetext heading\n===\n\n> # Quoted heading\n\n- item\n\n  ## Heading in a list\n\n"
+        "```\n# not a heading\n```\n\n    # indented code\n\n<div>\n# inside html\n</div>\n\n"
+        "## [Linked](https://x.example) **bold** `code` &amp; {#anchor}\n\nText.\n\nSub\n---\n"
+    )
+    tokens = MarkdownIt("commonmark").parse(text)
+    full = [(t.map[0], t.map[1], int(t.tag[1]), tokens[i + 1].content) for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert [h[:4] for h in _scan(text)] == full
+    assert len(full) == 5
+
+
+def test_tidy_skips_passes_that_cannot_match_but_cleans_the_same():
+    from kb_builder.documents.cleanup import tidy
+
+    assert tidy("a  b\t\tc  \nd\r\n\r\n\r\n\u00a0e\n\n\n\nf ") == "a b c\nd\n\n e\n\nf"
+    assert tidy("  plain text\nwith lines  ") == "plain text\nwith lines"

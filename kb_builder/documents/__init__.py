@@ -16,8 +16,11 @@ from harness.core.errors import GraceError
 @dataclass
 class Section:
     level: int  # 0 = preamble, 1..6 = heading depth
-    heading: str
+    heading: str  # plain text (no markup, entities or link targets): titles and IDs are made of it
     body: str
+    # the heading as an article's text shows it when the section is merged into its parent's article:
+    # a link keeps its target there, as in any body text. Empty: the same as ``heading``.
+    heading_in_text: str = ""
 
 
 @dataclass

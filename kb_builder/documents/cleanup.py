@@ -1,4 +1,4 @@
-"""Text clean-up shared by the loaders: template tags, Markdown link noise, whitespace.
+"""Text clean-up shared by the loaders: template tags, Markdown link noise, whitespace, titles.
 
 Handbooks written for static-site generators (Jekyll, Eleventy) carry Liquid
 tags. Some hide text (``{% comment %}``), some are markup around real text
@@ -8,6 +8,7 @@ name). Dropping them blindly loses meaning, so each kind is handled.
 
 from __future__ import annotations
 
+import html
 import re
 
 _BLOCK_DROP = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%\}", re.S)
@@ -46,12 +47,64 @@ def clean_markdown(text: str) -> str:
     text = _IMAGE.sub("", text)
     text = _EMPTY_LINK.sub(r"\1", text)
     text = _LINK.sub(_link, text)
-    text = _REF_DEF.sub("", text)
+    if "]:" in text:  # the substring tests skip a regex pass over text that cannot match (most text)
+        text = _REF_DEF.sub("", text)
     text = _HTML_TAG.sub("", text)
     return tidy(text)
 
 
+# titles: a link keeps its text, markup goes, code spans and backslash escapes stay literal
+_T_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_T_CODE = re.compile(r"(`+)(.+?)\1")
+_T_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)|!\[([^\]]*)\]\[[^\]]*\]")
+_T_LINK = re.compile(r"\[([^\]]+)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)|\[([^\]]+)\]\[[^\]]*\]")
+_T_AUTOLINK = re.compile(r"<((?:https?://|mailto:)[^<>\s]+)>", re.I)
+_T_TAG = re.compile(r"</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>")
+_T_URL_IN_PARENS = re.compile(r"\s*\(\s*(?:https?://|mailto:|www\.)(?:[^()\s]|\([^()\s]*\))*\s*\)", re.I)
+_T_STARS = re.compile(r"\*+(?=\S)|(?<=\S)\*+|~~")  # a lone " * " is arithmetic, not emphasis
+_T_UNDERSCORE = re.compile(r"(?<![^\W_])_+|_+(?![^\W_])")
+_SLOT = "\uE000{}\uE001"
+_T_SLOT = re.compile("\uE000(\\d+)\uE001")
+
+
+def clean_title(text: str, *, decoded: bool = False) -> str:
+    """A heading or page title as a reader sees it: no entities, link targets or inline markup.
+
+    Titles become breadcrumbs and heading paths (which article IDs are tied to), so
+    ``[Phishing](https://...)`` must read ``Phishing`` and ``Logging in &amp; Networks``
+    ``Logging in & Networks``. Bodies keep their links (they are content); titles do
+    not. ``decoded``: the text comes from an HTML parser that has already decoded
+    entities, so decoding again would turn a literal ``&amp;copy`` into a symbol.
+    """
+    kept: list[str] = []
+
+    def keep(literal: str) -> str:
+        kept.append(literal)
+        return _SLOT.format(len(kept) - 1)
+
+    s = _HTML_COMMENT.sub("", text)
+    s = _T_ESCAPE.sub(lambda m: keep(m.group(1)), s)  # \* is a literal star, not emphasis
+    s = _T_CODE.sub(lambda m: keep(m.group(2).strip()), s)
+    s = _T_IMAGE.sub("", s)
+    s = _T_LINK.sub(lambda m: m.group(1) or m.group(2), s)
+    s = _T_AUTOLINK.sub(r"\1", s)
+    s = _T_TAG.sub("", s)
+    s = _T_URL_IN_PARENS.sub("", s)
+    s = _T_STARS.sub("", s)
+    s = _T_UNDERSCORE.sub("", s)
+    if not decoded:
+        s = html.unescape(s)
+    s = _T_SLOT.sub(lambda m: kept[int(m.group(1))], s)
+    s = " ".join(s.split())
+    return s or " ".join(text.split())
+
+
 def tidy(text: str) -> str:
-    text = _TRAILING_WS.sub("\n", text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " "))
-    text = _INNER_SPACES.sub(" ", text)
-    return _MANY_BLANK.sub("\n\n", text).strip()
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\u00a0", " ")
+    if "\t" in text or " \n" in text:
+        text = _TRAILING_WS.sub("\n", text)
+    if "\t" in text or "  " in text:
+        text = _INNER_SPACES.sub(" ", text)
+    if "\n\n\n" in text:
+        text = _MANY_BLANK.sub("\n\n", text)
+    return text.strip()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
-from kb_builder.documents.cleanup import tidy
+from kb_builder.documents.cleanup import clean_title, tidy
 
 _HEADING = re.compile(r"^heading\s*(\d)$", re.I)
 
@@ -47,6 +47,7 @@ def load_docx(path: Path, source: str) -> Document:
                 continue
             level = _level(p)
             if level is not None:
+                text = clean_title(text)
                 if p.style is not None and p.style.name.lower() == "title":
                     title_style = text
                 sections[-1].body = tidy("\n".join(body))
@@ -67,7 +68,7 @@ def load_docx(path: Path, source: str) -> Document:
             body.append("")
     sections[-1].body = tidy("\n".join(body))
     sections = [s for s in sections if s.body or s.level]
-    core_title = (doc.core_properties.title or "").strip()
+    core_title = clean_title(doc.core_properties.title or "")
     h1 = [s for s in sections if s.level == 1]
     title = core_title or title_style or (h1[0].heading if len(h1) == 1 else title_from_source(source))
     return Document(source=source, title=title, sections=sections)

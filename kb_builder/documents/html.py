@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
-from kb_builder.documents.cleanup import strip_templates, tidy
+from kb_builder.documents.cleanup import clean_title, strip_templates, tidy
 
 _SKIP = {"script", "style", "nav", "footer", "header", "noscript", "form", "template", "svg", "button", "aside"}
 _BLOCK = {"p", "div", "section", "article", "main", "br", "tr", "table", "ul", "ol", "dl", "blockquote", "pre", "hr", "dt", "dd", "figure"}
@@ -64,10 +64,10 @@ class _Parser(HTMLParser):
         if self.skip_depth:
             return
         if tag == "title" and self.title is not None:
-            self.page_title = " ".join("".join(self.title).split())
+            self.page_title = clean_title("".join(self.title), decoded=True)
             self.title = None
         elif self.heading is not None and len(tag) == 2 and tag[0] == "h":
-            text = " ".join("".join(self.heading).split())
+            text = clean_title("".join(self.heading), decoded=True)
             self.sections.append(Section(self.heading_level, text, ""))
             self.heading = None
         elif tag == "a" and self.href is not None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
-from kb_builder.documents.cleanup import tidy
+from kb_builder.documents.cleanup import clean_title, tidy
 from kb_builder.documents.text import text_sections
 
 
@@ -83,7 +83,7 @@ def load_pdf(path: Path, source: str) -> Document:
         for text, size, y in lines:
             if size in level_of and len(text) <= 100:
                 sections[-1].body = tidy("\n".join(body))
-                sections.append(Section(level_of[size], text, ""))
+                sections.append(Section(level_of[size], clean_title(text), ""))
                 body, prev_y = [], None
                 continue
             if prev_y is not None and abs(prev_y - y) > body_size * 1.9:
@@ -98,5 +98,5 @@ def load_pdf(path: Path, source: str) -> Document:
         sections = [s for s in sections if s.body or s.level]
     meta_title = (reader.metadata.title if reader.metadata else None) or ""
     h1 = [s for s in sections if s.level == 1]
-    title = meta_title.strip() or (h1[0].heading if len(h1) == 1 else title_from_source(source))
+    title = clean_title(meta_title) or (h1[0].heading if len(h1) == 1 else title_from_source(source))
     return Document(source=source, title=title, sections=sections)

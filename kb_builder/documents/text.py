@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from kb_builder.documents import Document, Section, title_from_source
-from kb_builder.documents.cleanup import strip_templates, tidy
+from kb_builder.documents.cleanup import clean_title, strip_templates, tidy
 
 _NUMBERED = re.compile(r"^(\d+(?:\.\d+){0,3})\.?\s+([A-Z][^.!?]{1,80})$")
 _MD = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$")
@@ -46,7 +46,7 @@ def text_sections(text: str) -> list[Section]:
         head = heading_of(lines[i], nxt) if prev_blank or _MD.match(lines[i].strip()) else None
         if head:
             sections[-1].body = tidy("\n".join(body))
-            sections.append(Section(head[0], head[1], ""))
+            sections.append(Section(head[0], clean_title(head[1]), ""))
             body = []
             if nxt.strip() and set(nxt.strip()) <= {"=", "-"}:
                 i += 1
