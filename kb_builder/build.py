@@ -46,7 +46,7 @@ def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, prog
             if progress:
                 progress()
         for d in splitter.split(doc):
-            art = Article(id="", title=d.title, text=d.text, source=rel, heading_path=d.path[1:])
+            art = Article(id="", title=d.title, text=d.text, source=rel, heading_path=d.path[1:], tokens=d.tokens)
             if d.parts > 1:
                 art.part = d.part  # type: ignore[attr-defined]
             articles.append(art)
