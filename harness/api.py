@@ -396,6 +396,11 @@ def run(
                         "parameters or template) to ask again")
             log.warning(f"{msg}, {todo} to do")
         interrupted = False
+        if score and todo:
+            from harness.core.preload import preload
+
+            preload("harness.reports.inputs", "harness.reports.markdown", "harness.reports.page",
+                    "harness.reports.terminal", "harness.scoring.label_audit", "harness.scoring.votes")
         try:
             if progress:
                 from harness.runner.progress import run_with_progress

@@ -8,10 +8,13 @@ User errors (:class:`GraceError`) print one clear line and exit 2; Ctrl-C exits
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.util
 import logging
+import os
 import sys
+import threading
 
 import click
 
@@ -113,5 +116,34 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(err.exit_code)
 
 
+def entry() -> None:
+    """The ``grace`` command: :func:`main`, then leave without tearing the interpreter down.
+
+    Tearing down thousands of SDK and pydantic classes took 0.2-0.3 s after every
+    command, longer than ``grace report`` itself. By the time ``main`` returns
+    every file grace wrote is closed (writers flush per line), so the exit runs
+    the ``atexit`` handlers, flushes the streams and ends the process. A thread
+    still running (a web app's server) gets the ordinary exit, which waits for it.
+    """
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            code = exc.code or 0
+        else:
+            print(exc.code, file=sys.stderr)
+            code = 1
+    if threading.active_count() > 1 or sys.getprofile() or sys.gettrace():  # a profiler or debugger reports at exit
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe (grace ... | head): nothing more can be shown
+            code = code or 1
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    main()
+    entry()

@@ -11,7 +11,6 @@ import errno
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,6 +35,8 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write-then-rename so a crash never leaves a half-written file behind."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here, not at the top: every command imports this module, few write a file
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
@@ -53,6 +54,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def temp_path_for(path: Path) -> Path:
     """A temp file beside ``path`` that :func:`remove_temp_files` recognises as debris if left behind."""
+    import tempfile
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     return Path(tmp)

@@ -11,8 +11,97 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
 
+try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the default)
+    from _json import encode_basestring_ascii as _json_str
+except ImportError:  # pragma: no cover - a Python built without the C accelerator
+    from json.encoder import py_encode_basestring_ascii as _json_str
+
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
 SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
+
+
+# the fields of a scores line, in file order; ``score_line`` writes exactly what json.dumps of a dict with
+# these keys gives, 3-4x faster (a million lines: ~12 s less CPU), because the scorer writes one per response
+SCORE_FIELDS = (
+    "schema_version", "question_id", "model", "repeat", "cited_ids", "refused", "outcome", "extraction",
+    "strict_cited_ids", "strict_refused", "strict_outcome", "must_refuse", "expected_citations", "retrieved_ids",
+    "expected_retrieved", "cost_usd", "latency_ms", "input_tokens", "output_tokens", "truncated",
+)
+_LITERAL = {True: "true", False: "false", None: "null"}
+_INF = float("inf")
+
+
+def _number(x: Any) -> str:
+    """``json.dumps`` of an int, a float or None."""
+    t = type(x)
+    if t is float:
+        if x != x:
+            return "NaN"
+        if x == _INF or x == -_INF:
+            return "Infinity" if x > 0 else "-Infinity"
+        return float.__repr__(x)
+    if t is int:
+        return int.__repr__(x)
+    return _LITERAL[x] if x is None or t is bool else json.dumps(x)
+
+
+def _flag(x: Any) -> str:
+    """``json.dumps`` of a bool or None (anything else, as json.dumps writes it)."""
+    return _LITERAL[x] if x is None or x is True or x is False else json.dumps(x)
+
+
+def score_line(question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
+               rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
+               expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
+               cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
+               truncated: bool) -> str:
+    """One ``scores.jsonl`` line (without the newline), byte for byte what ``json.dumps`` writes."""
+    return ScoreLines().line(question_id, model, repeat, cited, refused, outcome, rule, strict_cited, strict_refused,
+                             strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
+                             tokens_in, tokens_out, truncated)
+
+
+class ScoreLines:
+    """:func:`score_line` for a whole file: what repeats from line to line (a question's ID and expected
+    citations, a model's name, outcome names) is encoded once."""
+
+    def __init__(self) -> None:
+        self._text: dict[str, str] = {}
+        self._lists: dict[tuple[str, ...], str] = {}
+
+    def _str(self, value: str) -> str:
+        out = self._text.get(value)
+        if out is None:
+            out = self._text[value] = _json_str(value)
+        return out
+
+    def _list(self, items: list[str] | None) -> str:
+        if items is None:
+            return "null"
+        if not items:
+            return "[]"
+        key = tuple(items)
+        out = self._lists.get(key)
+        if out is None:
+            out = "[" + ", ".join(map(_json_str, items)) + "]"
+            if len(self._lists) < 100_000:
+                self._lists[key] = out
+        return out
+
+    def line(self, question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
+             rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
+             expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
+             cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
+             truncated: bool) -> str:
+        s, ls, flag, num = self._str, self._list, _flag, _number
+        return (f'{{"schema_version": {SCORES_SCHEMA_VERSION}, "question_id": {s(question_id)}, "model": {s(model)}, '
+                f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ls(cited)}, "refused": {flag(refused)}, '
+                f'"outcome": {s(outcome)}, "extraction": {s(rule)}, "strict_cited_ids": {ls(strict_cited)}, '
+                f'"strict_refused": {flag(strict_refused)}, "strict_outcome": {s(strict_outcome)}, '
+                f'"must_refuse": {flag(must_refuse)}, "expected_citations": {ls(expected)}, '
+                f'"retrieved_ids": {ls(retrieved)}, "expected_retrieved": {flag(expected_retrieved)}, '
+                f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
+                f'"output_tokens": {num(tokens_out)}, "truncated": {flag(truncated)}}}')
 
 
 def read_report(path: Path) -> dict[str, Any]:

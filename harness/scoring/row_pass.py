@@ -10,18 +10,18 @@ output is identical whatever the number of workers.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from array import array
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
+from harness.rundir.report import ScoreLines
 from harness.rundir.responses import check_file, read_responses, split_ranges
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
-from harness.scoring.records import SCORES_SCHEMA_VERSION
 from kb_builder.gold import GoldQuestion
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
@@ -58,7 +58,7 @@ def score_part(
     c = _Columns()
     models: list[str] = []
     model_index: dict[str, int] = {}
-    dumps, decide, nan = json.dumps, decide_outcome, float("nan")
+    line, decide, nan = ScoreLines().line, decide_outcome, float("nan")
     buf: list[str] = []
     with open(out_path, "w", encoding="utf-8") as fh:
         for row in read_responses(path, gold_index, start, end):
@@ -90,15 +90,9 @@ def score_part(
                 pred = none_code  # also an unshown citation: it names no article the model read
             cut = row.finish_reason is not None and is_cut_off(row.finish_reason)
             er = None if retrieved is None or must else any(e in retrieved for e in expected)
-            buf.append(dumps({
-                "schema_version": SCORES_SCHEMA_VERSION, "question_id": row.question_id, "model": row.model,
-                "repeat": row.repeat, "cited_ids": cited, "refused": ext.refused, "outcome": outcome,
-                "extraction": ext.rule, "strict_cited_ids": strict.cited_ids, "strict_refused": strict.refused,
-                "strict_outcome": strict_outcome, "must_refuse": must, "expected_citations": expected,
-                "retrieved_ids": retrieved, "expected_retrieved": er, "cost_usd": row.cost_usd,
-                "latency_ms": row.latency_ms, "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
-                "truncated": cut,
-            }))
+            buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
+                            strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
+                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut))
             if len(buf) >= _FLUSH_EVERY:
                 fh.write("\n".join(buf) + "\n")
                 buf.clear()
@@ -147,20 +141,41 @@ def score_all(
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    parts = [out_path.with_name(f"{out_path.name}.part{i}") for i in range(len(ranges))]
+    # the first share is written in place; the others are appended to it (a million lines: 500 MB not copied)
+    parts = [out_path] + [out_path.with_name(f"{out_path.name}.part{i}") for i in range(1, len(ranges))]
     try:
         with ProcessPoolExecutor(len(ranges), mp_context=multiprocessing.get_context("spawn")) as pool:
             futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part)
                        for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
-        with open(out_path, "wb") as dst:
-            for part in parts:
-                with open(part, "rb") as src:
-                    shutil.copyfileobj(src, dst, 1 << 22)
+        with open(out_path, "ab") as dst:
+            for part in parts[1:]:
+                _append(part, dst)
     finally:
-        for part in parts:
+        for part in parts[1:]:
             part.unlink(missing_ok=True)
     return _merge(results)
+
+
+def _append(src_path: Path, dst: BinaryIO) -> None:
+    """Append a file inside the kernel where it can (no trip through Python's buffers), else by copying."""
+    with open(src_path, "rb") as src:
+        size = os.fstat(src.fileno()).st_size
+        dst.flush()
+        start = dst.seek(0, os.SEEK_END)
+        sent = 0
+        try:
+            while sent < size:
+                n = os.sendfile(dst.fileno(), src.fileno(), sent, size - sent)
+                if n == 0:
+                    break
+                sent += n
+        except (AttributeError, OSError):  # no sendfile for files here (macOS, Windows): copy instead
+            dst.truncate(start)
+            sent = 0
+        dst.seek(start + sent)
+        src.seek(sent)
+        shutil.copyfileobj(src, dst, 1 << 22)
 
 
 def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
