@@ -45,3 +45,9 @@ def test_score_line_keys_in_file_order_and_readable():
     row = json.loads(score_line(*args))
     assert tuple(row) == SCORE_FIELDS
     assert row["cited_ids"] == ["17"] and row["expected_retrieved"] is True and row["cost_usd"] == 0.0004
+
+
+def test_score_line_writes_a_non_bool_flag_as_json_does():
+    args = ("q1", "m", 0, [], 1, "refused", "inline", [], 0, "refused", True, [], None, None, None, None, None, None, 0)
+    assert score_line(*args) == json.dumps(_dict(args))
+    assert '"refused": 1' in score_line(*args)

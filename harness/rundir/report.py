@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ SCORE_FIELDS = (
     "expected_retrieved", "cost_usd", "latency_ms", "input_tokens", "output_tokens", "truncated",
 )
 _LITERAL = {True: "true", False: "false", None: "null"}
+_BOOLISH = defaultdict(bool, {bool: True, type(None): True})  # flags written from _LITERAL; others by json.dumps
 _INF = float("inf")
 
 
@@ -45,9 +47,11 @@ def _number(x: Any) -> str:
     return _LITERAL[x] if x is None or t is bool else json.dumps(x)
 
 
-def _flag(x: Any) -> str:
-    """``json.dumps`` of a bool or None (anything else, as json.dumps writes it)."""
-    return _LITERAL[x] if x is None or x is True or x is False else json.dumps(x)
+def _ids(items: list[str] | None) -> str:
+    """``json.dumps`` of a list of str or None."""
+    if items is None:
+        return "null"
+    return "[" + ", ".join(map(_json_str, items)) + "]" if items else "[]"
 
 
 def score_line(question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
@@ -62,30 +66,18 @@ def score_line(question_id: str, model: str, repeat: int, cited: list[str], refu
 
 
 class ScoreLines:
-    """:func:`score_line` for a whole file: what repeats from line to line (a question's ID and expected
-    citations, a model's name, outcome names) is encoded once."""
+    """:func:`score_line` for a whole file: the strings that repeat from line to line (question IDs, model
+    and outcome names) are encoded once."""
 
     def __init__(self) -> None:
         self._text: dict[str, str] = {}
-        self._lists: dict[tuple[str, ...], str] = {}
 
     def _str(self, value: str) -> str:
         out = self._text.get(value)
         if out is None:
-            out = self._text[value] = _json_str(value)
-        return out
-
-    def _list(self, items: list[str] | None) -> str:
-        if items is None:
-            return "null"
-        if not items:
-            return "[]"
-        key = tuple(items)
-        out = self._lists.get(key)
-        if out is None:
-            out = "[" + ", ".join(map(_json_str, items)) + "]"
-            if len(self._lists) < 100_000:
-                self._lists[key] = out
+            out = _json_str(value)
+            if len(self._text) < 1_000_000:
+                self._text[value] = out
         return out
 
     def line(self, question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
@@ -93,15 +85,21 @@ class ScoreLines:
              expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
              cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
              truncated: bool) -> str:
-        s, ls, flag, num = self._str, self._list, _flag, _number
+        s, ids, num, lit = self._str, _ids, _number, _LITERAL
+        if not (_BOOLISH[type(refused)] and _BOOLISH[type(strict_refused)] and _BOOLISH[type(must_refuse)]
+                and _BOOLISH[type(expected_retrieved)] and _BOOLISH[type(truncated)]):
+            return json.dumps(dict(zip(SCORE_FIELDS, (
+                SCORES_SCHEMA_VERSION, question_id, model, repeat, cited, refused, outcome, rule, strict_cited,
+                strict_refused, strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
+                tokens_in, tokens_out, truncated), strict=True)))
         return (f'{{"schema_version": {SCORES_SCHEMA_VERSION}, "question_id": {s(question_id)}, "model": {s(model)}, '
-                f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ls(cited)}, "refused": {flag(refused)}, '
-                f'"outcome": {s(outcome)}, "extraction": {s(rule)}, "strict_cited_ids": {ls(strict_cited)}, '
-                f'"strict_refused": {flag(strict_refused)}, "strict_outcome": {s(strict_outcome)}, '
-                f'"must_refuse": {flag(must_refuse)}, "expected_citations": {ls(expected)}, '
-                f'"retrieved_ids": {ls(retrieved)}, "expected_retrieved": {flag(expected_retrieved)}, '
+                f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ids(cited)}, "refused": {lit[refused]}, '
+                f'"outcome": {s(outcome)}, "extraction": {s(rule)}, "strict_cited_ids": {ids(strict_cited)}, '
+                f'"strict_refused": {lit[strict_refused]}, "strict_outcome": {s(strict_outcome)}, '
+                f'"must_refuse": {lit[must_refuse]}, "expected_citations": {ids(expected)}, '
+                f'"retrieved_ids": {ids(retrieved)}, "expected_retrieved": {lit[expected_retrieved]}, '
                 f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
-                f'"output_tokens": {num(tokens_out)}, "truncated": {flag(truncated)}}}')
+                f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
 
 
 def read_report(path: Path) -> dict[str, Any]:

@@ -22,6 +22,26 @@ from harness.core.jsonl import iter_jsonl
 
 REQUIRED = ("question_id", "model", "response")
 
+try:  # 3x faster than json on a response line: half the scorer's reading time
+    from orjson import JSONDecodeError as _FastError
+    from orjson import loads as _fast_loads
+except ImportError:  # pragma: no cover - an install without it is slower, not different
+    _fast_loads = None
+# orjson reads an integer beyond 64 bits as a float where json keeps it exact; a line with 19 digits in a row
+# goes to json, like one orjson refuses (NaN, a lone surrogate, bad UTF-8 or JSON), so every row is read exactly
+# as json reads it. (Digits mapped to "0", then a substring test: 0.9 us a line where a regex took 6.)
+_DIGITS_AS_ZERO = bytes(48 if 48 <= i <= 57 else i for i in range(256))
+_LONG_RUN = b"0" * 19
+
+
+def _decode_line(raw: bytes, decode: Any) -> Any:
+    if _fast_loads is not None and _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
+        try:
+            return _fast_loads(raw)
+        except _FastError:
+            pass  # json decides: it reads what orjson refuses, or raises its own error with the column
+    return decode(raw.decode("utf-8"))
+
 
 class ResponseRow(NamedTuple):
     line: int
@@ -145,7 +165,7 @@ def read_responses(
                 break
             pos += len(raw)
             try:
-                row = decode(raw.decode("utf-8"))
+                row = _decode_line(raw, decode)
             except json.JSONDecodeError as exc:
                 if not raw.strip():
                     continue
