@@ -92,13 +92,9 @@ def _plain_http_context() -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # check_hostname on, CERT_REQUIRED, no CA loaded
 
 
-def _chat_completion() -> type:
-    """The SDK's response type. The body goes through the SDK client's ``post`` as built, not through
-    ``chat.completions.create``, whose walk over the typed parameters cost 3 ms of CPU per call (40% of
-    grace's per-call work): the wire body is the same plain JSON, errors, headers and timeouts the SDK's."""
-    from openai.types.chat import ChatCompletion
-
-    return ChatCompletion
+def _field(obj: Any, name: str) -> Any:
+    """A field of the reply, whether the plain JSON (real-time calls) or the SDK's typed object (batch files)."""
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
 class OpenAIChatProvider(Provider):
@@ -256,8 +252,11 @@ class OpenAIChatProvider(Provider):
     async def _send(self, request: Request, mode: str | None) -> Completion:
         client = self._get_client()
         with self.sdk_errors():
-            resp = await client.post("/chat/completions", body=self.build_kwargs(request, mode),
-                                     cast_to=_chat_completion())
+            # The body goes through the SDK client's ``post`` as built, not through ``chat.completions.create``
+            # (its walk over the typed parameters cost 3 ms of CPU per call), and the reply comes back as the
+            # plain JSON (``cast_to=object``), not a typed ChatCompletion (0.3 ms more per call): the same wire
+            # body, errors, headers and timeouts as the SDK's own.
+            resp = await client.post("/chat/completions", body=self.build_kwargs(request, mode), cast_to=object)
         completion = self._to_completion(resp)
         if request.output_mode == "json" and mode != "json_schema":
             completion.json_mode = mode
@@ -265,25 +264,26 @@ class OpenAIChatProvider(Provider):
 
     @staticmethod
     def _to_completion(resp: Any) -> Completion:
-        choices = getattr(resp, "choices", None)
-        if not choices:  # also a plain str: the SDK returns the text of a non-JSON body as-is
+        choices = _field(resp, "choices") if not isinstance(resp, str) else None
+        if not choices or not isinstance(choices, list):  # also a plain str: the SDK gives a non-JSON body as-is
             raise http_errors.bad_response(f"response has no choices: {str(resp)[:200]!r}")
         choice = choices[0]
-        message = getattr(choice, "message", None)
-        text = getattr(message, "content", None)
-        finish = getattr(choice, "finish_reason", None)
-        if text is None and getattr(message, "refusal", None):
+        message = _field(choice, "message")
+        text = _field(message, "content") if message is not None else None
+        finish = _field(choice, "finish_reason")
+        refusal = _field(message, "refusal") if message is not None else None
+        if text is None and refusal:
             # A safety refusal is the model's answer; retrying would only repeat it.
-            text, finish = message.refusal, finish or "refusal"
+            text, finish = refusal, finish or "refusal"
         if text is None and finish == "length":
             text = ""  # the limit cut it off before any text (a reasoning model's budget): an answer, not a fault
-        if text is None:
+        if not isinstance(text, str):
             raise http_errors.bad_response(f"response message has no content (finish_reason={finish!r})")
-        usage = getattr(resp, "usage", None)
+        usage = _field(resp, "usage")
         return Completion(
             text=text,
-            input_tokens=getattr(usage, "prompt_tokens", None),
-            output_tokens=getattr(usage, "completion_tokens", None),
+            input_tokens=_field(usage, "prompt_tokens") if usage is not None else None,
+            output_tokens=_field(usage, "completion_tokens") if usage is not None else None,
             finish_reason=finish,
         )
 
