@@ -211,28 +211,6 @@ def resolve_models(models: Iterable[str | ModelSpec] = (), config: str | Path | 
     return specs, run_cfg
 
 
-def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
-    """Decide per model: its own ``batch`` setting, else the run's, where the provider has a batch API.
-
-    A server on this machine or network (vLLM, Ollama, llama.cpp behind ``openai:``) has none, so ``--batch``
-    leaves it in real time; ``batch = true`` on the model still sends it batches (a local gateway that has one).
-    """
-    from harness.providers import provider_class
-    from harness.providers.base import is_local_url
-
-    for s in specs:
-        cls = provider_class(s)
-        if s.batch and not cls.batch_api:
-            raise GraceError(f"{s.name}: batch = true, but {s.provider}: has no batch API in grace (openai:, azure:, "
-                             "anthropic: and google: have one); remove batch = true for this model")
-        if s.batch is None:
-            local = is_local_url(cls.endpoint(s))
-            s.batch = bool(batch and cls.batch_api and not local)
-            if batch and cls.needs_network and not s.batch:
-                why = "its endpoint is a local server" if local and cls.batch_api else f"{s.provider}: has no batch API"
-                log.info(f"{s.name}: runs in real time ({why})")
-
-
 def run(
     kb: str | Path,
     gold: str | Path,
@@ -299,6 +277,7 @@ def run(
         RunSettings,
         adopt_open_batches,
         check_same_run,
+        choose_batch,
         describe_rows,
         estimate,
         new_run_info,
@@ -480,6 +459,6 @@ def load_run(path: str | Path) -> Run:
 ProgressCallback = Callable[[Any], None]
 
 __all__ = [
-    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "choose_batch", "lint_kb", "load_kb", "load_run", "report",
+    "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "lint_kb", "load_kb", "load_run", "report",
     "resolve_models", "run", "score", "search",
 ]

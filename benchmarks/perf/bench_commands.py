@@ -38,13 +38,16 @@ from harness.testing import FakeAPIServer, cite_first_id  # noqa: E402
 GOALS = {"run": "ideal / 0.90", "cached": "<= 1.5 s", "no_score": "-", "score": "<= 0.4 s", "report": "<= 0.3 s"}
 
 
+USE_MODULE = False  # --module: always ``python -m harness.cli.app`` (to time another checkout, via PYTHONPATH)
+
+
 def grace(args: list[str], env: dict[str, str], importtime: bool = False) -> tuple[float, float, str]:
     """Wall seconds, CPU seconds (the child's user + system) and stderr of one ``grace`` process.
 
     The installed ``grace`` command when this Python has one (what users run), else ``python -m harness.cli.app``.
     """
     script = Path(sys.executable).with_name("grace")
-    if importtime or not script.exists():
+    if importtime or USE_MODULE or not script.exists():
         cmd = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "harness.cli.app", *args]
     else:
         cmd = [str(script), *args]
@@ -88,7 +91,11 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=20)
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--module", action="store_true",
+                    help="run python -m harness.cli.app from this checkout, not the installed grace command")
     args = ap.parse_args()
+    global USE_MODULE
+    USE_MODULE = args.module
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = {**os.environ, "GRACE_CACHE_DIR": str(tmp / "cache"), "OPENAI_API_KEY": "x", "PYTHONPATH": str(ROOT),

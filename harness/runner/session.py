@@ -24,8 +24,8 @@ from harness.core.errors import GraceError
 from harness.core.hashing import file_hash, normalise, text_hash
 from harness.core.version import __version__
 from harness.prompts import Template
-from harness.providers import endpoint_of, make_provider
-from harness.providers.base import ModelSpec, RetrievedArticle, RunContext
+from harness.providers import endpoint_of, make_provider, provider_class
+from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, is_local_url
 from harness.rundir import BatchLedger, RunDir, RunInfo
 from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
@@ -38,7 +38,7 @@ from harness.runner.engine import (
     request_key,
     response_engine,
 )
-from harness.runner.pricing import batch_price
+from harness.runner.pricing import batch_price, call_cost
 from kb_builder.gold import GoldQuestion
 from kb_builder.store import KB
 
@@ -241,11 +241,26 @@ def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: Resp
 
 
 def _cost(plan: RunPlan, in_tok: int, out_tok: int, price: tuple[float | None, float | None]) -> float | None:
-    if not plan.provider.needs_network:
-        return 0.0
-    if price[0] is None or price[1] is None:
-        return None
-    return (in_tok * price[0] + out_tok * price[1]) / 1e6
+    return call_cost(in_tok, out_tok, *price) if plan.provider.needs_network else 0.0
+
+
+def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
+    """Decide per model: its own ``batch`` setting, else the run's, where the provider has a batch API.
+
+    A server on this machine or network (vLLM, Ollama, llama.cpp behind ``openai:``) has none, so ``--batch``
+    leaves it in real time; ``batch = true`` on the model still sends it batches (a local gateway that has one).
+    """
+    for s in specs:
+        cls = provider_class(s)
+        if s.batch and not cls.batch_api:
+            raise GraceError(f"{s.name}: batch = true, but {s.provider}: has no batch API in grace (openai:, azure:, "
+                             "anthropic: and google: have one); remove batch = true for this model")
+        if s.batch is None:
+            local = is_local_url(cls.endpoint(s))
+            s.batch = bool(batch and cls.batch_api and not local)
+            if batch and cls.needs_network and not s.batch:
+                why = "its endpoint is a local server" if local and cls.batch_api else f"{s.provider}: has no batch API"
+                log.info(f"{s.name}: runs in real time ({why})")
 
 
 def adopt_open_batches(specs: list[ModelSpec], ledger: BatchLedger) -> None:
