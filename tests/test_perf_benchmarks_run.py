@@ -25,15 +25,16 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 
 
 def test_every_benchmark_has_a_test_here():
-    tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py"}
+    tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
 def test_bench_commands_runs():
-    out = _run("bench_commands.py", "--calls", "12", "--concurrency", "4", "--latency", "0.01", "--repeats", "1")
+    out = _run("bench_commands.py", "--calls", "12", "--concurrency", "4", "--latency", "0.01", "--repeats", "1", "--phases")
     for name in ("run", "cached", "no_score", "score", "report"):
         assert f"  {name} " in out
     assert "of ideal" in out and "ms CPU per call" in out and "slowest imports" in out
+    assert "calls (engine)" in out and "scoring" in out and "other" in out
 
 
 def test_bench_scoring_runs():

@@ -12,8 +12,9 @@ CPU seconds (user + system of the child), printed beside the goal:
     the same, collect only (--no-score)
     grace score / grace report on that folder
     python -X importtime breakdown of the cached re-run (top imports)
+    with --phases: a run's and a score's wall time phase by phase (benchmarks/perf/phases.py)
 
-    python benchmarks/perf/bench_commands.py [--calls 400] [--concurrency 20] [--latency 0.5] [--repeats 3]
+    python benchmarks/perf/bench_commands.py [--calls 400] [--concurrency 20] [--latency 0.5] [--repeats 3] [--phases]
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=20)
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--phases", action="store_true", help="also print where a run's and a score's time goes")
     ap.add_argument("--module", action="store_true",
                     help="run python -m harness.cli.app from this checkout, not the installed grace command")
     args = ap.parse_args()
@@ -106,6 +108,7 @@ def main() -> None:
         figures: dict[str, list[tuple[float, float]]] = {k: [] for k in GOALS}
         imports: list[tuple[float, str]] = []
         sdk_cpu: list[float] = []  # CPU of importing the SDK alone: paid once per run, not per call
+        phase_lines: list[str] = []
         with FakeAPIServer(latency=args.latency, responder=cite_first_id) as srv:
             env["OPENAI_BASE_URL"] = srv.openai_base_url
             for rep in range(args.repeats):
@@ -124,6 +127,14 @@ def main() -> None:
                 after = os.times()
                 sdk_cpu.append(after.children_user - before.children_user + after.children_system - before.children_system)
             _, _, trace = grace([*base, "--out", str(tmp / "trace"), "--no-score"], env, importtime=True)
+            if args.phases:  # one more run and score, each under benchmarks/perf/phases.py
+                shutil.rmtree(tmp / "cache", ignore_errors=True)
+                for cmd in ([*base, "--out", str(tmp / "phases")],
+                            ["score", str(tmp / "phases" / "responses.jsonl"), "--gold", str(tmp / "gold.csv"),
+                             "--kb", str(tmp / "kb")]):
+                    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("phases.py")), *cmd], env=env,
+                                          capture_output=True, text=True, check=True)
+                    phase_lines += [ln for ln in proc.stderr.splitlines() if ln.startswith(("phases", "  "))]
             imports = top_imports(trace)
     ideal = args.calls * args.latency / args.concurrency
     print(f"grace commands: {args.calls} calls, concurrency {args.concurrency}, latency {args.latency}s, "
@@ -143,6 +154,8 @@ def main() -> None:
     print("  slowest imports of a cached collect (--no-score), cumulative seconds:")
     for secs, mod in imports:
         print(f"    {secs:6.3f}  {mod}")
+    for line in phase_lines:
+        print(line)
 
 
 if __name__ == "__main__":
