@@ -269,10 +269,8 @@ def run(
     from harness.core.hashing import file_hash
     from harness.prompts import load_template
     from harness.runner.calls import CallSettings
-    from harness.runner.calls import progress as calls_progress
     from harness.runner.rerank import DEPTH as RERANK_DEPTH
-    from harness.runner.rerank import make_reranker
-    from harness.runner.rerank import rerank as rerank_top
+    from harness.runner.rerank import rerank_for_run
     from harness.runner.session import (
         RunSettings,
         adopt_open_batches,
@@ -321,23 +319,13 @@ def run(
         retrieved = retrieve_all(kb_obj, questions, depth, embedder or run_cfg.get("embedder"))
     rerank_estimate = None
     if rerank:
-        reranker = make_reranker(rerank, prices=prices)
         call_settings = CallSettings(concurrency=settings.concurrency, max_attempts=settings.max_attempts,
                                      read_cache=read_cache)
-        asked = [(q.question_id, q.question) for q in questions]
-        if dry_run:
-            rerank_estimate = reranker.estimate(asked, retrieved, call_settings)
-            retrieved = {qid: arts[:settings.k] for qid, arts in retrieved.items()}
-        else:
-            with calls_progress(call_settings, console if progress else None) as call_settings:
-                retrieved, summary = rerank_top(reranker, asked, retrieved, settings.k, call_settings)
-            if summary.calls.get("aborted"):
-                raise GraceError(f"the reranker was stopped: {summary.calls['aborted'][0]}")
-            log.warning(f"reranked {summary.questions} question(s) with {summary.reranker} (top {depth}): the top "
-                        f"{settings.k} changed for {summary.changed}; {summary.kept_order} kept the retriever's order "
-                        "(ranking failed or unreadable)")
-            settings.extra["rerank"] = {"reranker": summary.reranker, "depth": depth, "changed": summary.changed,
-                                        "kept_order": summary.kept_order, "calls": summary.calls}
+        retrieved, rerank_estimate, record = rerank_for_run(
+            rerank, [(q.question_id, q.question) for q in questions], retrieved, settings.k, depth, call_settings,
+            prices=prices, dry_run=dry_run, console=console if progress else None)
+        if record is not None:
+            settings.extra["rerank"] = record
     folder = RunDir(out)
     if dry_run:
         on_file = folder.latest_responses() if folder.responses.exists() else {}

@@ -20,6 +20,7 @@ what the retriever thought.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,9 +31,20 @@ from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
 from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider, RetrievedArticle
-from harness.runner.calls import CallSettings, CallStats, Estimate, Prompted, PromptJob, estimate, run_prompts
+from harness.runner.calls import (
+    CallSettings,
+    CallStats,
+    Estimate,
+    Prompted,
+    PromptJob,
+    estimate,
+    progress,
+    run_prompts,
+)
 from harness.runner.engine import CallResult
 from harness.runner.model_options import ModelOptions
+
+log = logging.getLogger("grace")
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent / "prompts" / "rerank"
 DEFAULT_TEMPLATE = "reranker.v1"
@@ -200,6 +212,27 @@ def rerank(reranker: Reranker, questions: Sequence[tuple[str, str]], candidates:
         out[qid] = [by_id[i] for i in order][:k]
         summary.changed += [a.id for a in out[qid]] != [a.id for a in arts[:k]]
     return out, summary
+
+
+def rerank_for_run(text: str, questions: Sequence[tuple[str, str]], candidates: dict[str, list[RetrievedArticle]],
+                   k: int, depth: int, settings: CallSettings, *, prices: Path | None = None, dry_run: bool = False,
+                   console: Any = None) -> tuple[dict[str, list[RetrievedArticle]], Estimate | None, dict[str, Any] | None]:
+    """``grace run --rerank TEXT``: each question's top ``k`` in the reranker's order, with a progress bar on
+    ``console``; a dry run keeps the retriever's top ``k`` and returns the reranking's estimate instead.
+
+    Returns ``(top k per question, the dry run's estimate or None, what run.json records or None)``.
+    """
+    reranker = make_reranker(text, prices=prices)
+    if dry_run:
+        return {qid: arts[:k] for qid, arts in candidates.items()}, reranker.estimate(questions, candidates, settings), None
+    with progress(settings, console) as settings:
+        top, summary = rerank(reranker, questions, candidates, k, settings)
+    if summary.calls.get("aborted"):
+        raise GraceError(f"the reranker was stopped: {summary.calls['aborted'][0]}")
+    log.warning(f"reranked {summary.questions} question(s) with {summary.reranker} (top {depth}): the top {k} changed "
+                f"for {summary.changed}; {summary.kept_order} kept the retriever's order (ranking failed or unreadable)")
+    return top, None, {"reranker": summary.reranker, "depth": depth, "changed": summary.changed,
+                       "kept_order": summary.kept_order, "calls": summary.calls}
 
 
 class RerankedRetriever:
