@@ -267,3 +267,17 @@ def test_imported_articles_in_a_legacy_encoding_name_the_line(tmp_path, name, bo
     assert code == 2, out
     assert f"{src}:3" in out if name.endswith(".csv") else f"{src}:2" in out
     assert "not UTF-8" in out and "Traceback" not in out
+
+
+def test_gold_read_again_after_an_edit_of_the_same_size(tmp_path):
+    # read_gold keeps the last file read; an edit that keeps the size (and, within a clock tick, the mtime) must
+    # still be seen
+    from kb_builder.gold import read_gold
+
+    gold = tmp_path / "gold.csv"
+    gold.write_text("question_id,question,expected_citations,must_refuse\nq1,How many days?,17,false\n")
+    assert read_gold(gold)[0].expected_citations == ["17"]
+    gold.write_text("question_id,question,expected_citations,must_refuse\nq1,How many days?,18,false\n")
+    assert read_gold(gold)[0].expected_citations == ["18"]
+    first, second = read_gold(gold), read_gold(gold)
+    assert first == second and first is not second
