@@ -19,6 +19,7 @@ Progress bars show only when asked (``progress=True``); notices go to the
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -363,11 +364,14 @@ def run(
                         "parameters or template) to ask again")
             log.warning(f"{msg}, {todo} to do")
         interrupted = False
+        calls_over = threading.Event()
         if score and todo:
             from harness.core.preload import preload
 
+            # once a first answer is in (the SDK is imported, requests are out and the process waits)
             preload("harness.reports.inputs", "harness.reports.markdown", "harness.reports.page",
-                    "harness.reports.terminal", "harness.scoring.label_audit", "harness.scoring.votes")
+                    "harness.reports.terminal", "harness.scoring.label_audit", "harness.scoring.votes",
+                    when=lambda: calls_over.is_set() or any(p.stats.done for p in plans))
         try:
             if progress:
                 from harness.runner.progress import run_with_progress
@@ -378,6 +382,7 @@ def run(
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            calls_over.set()
             folder.compact_responses([q.question_id for q in questions])
             info.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
             stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}

@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
+from collections.abc import Callable
 
 
-def preload(*modules: str) -> threading.Thread:
-    """Start importing ``modules`` (best effort: a failure here is raised again by the real import later)."""
+def preload(*modules: str, when: Callable[[], bool] | None = None, poll_s: float = 0.05) -> threading.Thread:
+    """Start importing ``modules`` (best effort: a failure here is raised again by the real import later).
+
+    ``when``: wait until it returns True (polled every ``poll_s``), so the imports do not compete with the
+    work that has to happen before the first request leaves (the SDK import above all).
+    """
 
     def work() -> None:
+        while when is not None and not when():
+            time.sleep(poll_s)
         for name in modules:
             try:
                 importlib.import_module(name)
