@@ -1,4 +1,5 @@
-"""The scorer reads response lines with orjson when installed; every row must come out as json reads it."""
+"""JSONL lines are read with orjson when installed (harness.core.jsonl.loads_line); every row must come out
+as json reads it, with the same errors."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 import pytest
 
+from harness.core import jsonl
 from harness.core.errors import GraceError
 from harness.rundir import responses
 
@@ -28,7 +30,7 @@ RAW = [json.dumps(x) for x in LINES] + [
 def _rows(path, fast: bool, monkeypatch):
     with monkeypatch.context() as m:
         if not fast:
-            m.setattr(responses, "_fast_loads", None)
+            m.setattr(jsonl, "_fast_loads", None)
         return [tuple(repr(v) for v in row) for row in responses.read_responses(path, GOLD)]
 
 
@@ -55,3 +57,14 @@ def test_bad_lines_give_the_same_error_either_way(tmp_path, monkeypatch, bad, me
             _rows(path, fast, monkeypatch)
         errors.append(str(exc.value))
     assert errors[0] == errors[1] and message in errors[0] and ":2" in errors[0]
+
+
+def test_every_jsonl_reader_reads_as_json_does(tmp_path, monkeypatch):
+    pytest.importorskip("orjson")
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes("\n".join(RAW).encode("utf-8") + b"\n")
+    fast = [repr(row) for _, row in jsonl.iter_jsonl(path)]
+    with monkeypatch.context() as m:
+        m.setattr(jsonl, "_fast_loads", None)
+        plain = [repr(row) for _, row in jsonl.iter_jsonl(path)]
+    assert fast == plain and len(fast) == len(RAW)

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError, where
+from harness.core.jsonl import loads_line
 from harness.rundir import RunDir
-from harness.rundir.responses import RowKey, read_response_lines
+from harness.rundir.responses import RowKey, iter_response_lines
 
 
 @dataclass
@@ -76,14 +77,16 @@ def _read_failures(path: Path, notes: list[str], seed: Any) -> tuple[list[dict[s
         return [], {}
     heaps: dict[tuple[str, str], list[tuple[int, int, dict[str, Any]]]] = {}
     counts: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
+    with path.open("rb") as fh:
         for n, raw in enumerate(fh, 1):
-            if not raw.strip() or '"outcome": "correct' in raw or '"outcome":"correct' in raw:
+            if not raw.strip() or b'"outcome": "correct' in raw or b'"outcome":"correct' in raw:
                 continue
             try:
-                row = json.loads(raw)
+                row = loads_line(raw)
             except json.JSONDecodeError as exc:
                 raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg}); re-run the step that wrote it") from None
+            except UnicodeDecodeError:
+                raise GraceError(f"{where(path, n)}: not UTF-8 text; re-run the step that wrote it") from None
             if not isinstance(row, dict) or row.get("outcome") in CORRECT:
                 continue
             model = str(row.get("model"))
@@ -128,9 +131,10 @@ def _load_responses(inputs: ReportInputs) -> None:
         return
     inputs.responses_path = path
     wanted = {row_key(r) for r in inputs.scores}  # only the text of failures that may be shown
-    for row in read_response_lines(path, hint="; re-run the step that wrote it"):
-        if row_key(row) in wanted:
-            inputs.responses[row_key(row)] = row
+    for row in iter_response_lines(path, hint="; re-run the step that wrote it"):  # a million rows: not all held
+        key = row_key(row)
+        if key in wanted:
+            inputs.responses[key] = row
 
 
 def response_text(row: dict[str, Any] | None) -> str | None:
