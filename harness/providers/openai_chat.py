@@ -93,7 +93,8 @@ def _plain_http_context() -> ssl.SSLContext:
 
 
 def _field(obj: Any, name: str) -> Any:
-    """A field of the reply, whether the plain JSON (real-time calls) or the SDK's typed object (batch files)."""
+    """A field of the reply, whether the plain JSON (real-time calls) or the SDK's typed object (batch files);
+    None when the field, or the object itself, is missing."""
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
@@ -269,9 +270,9 @@ class OpenAIChatProvider(Provider):
             raise http_errors.bad_response(f"response has no choices: {str(resp)[:200]!r}")
         choice = choices[0]
         message = _field(choice, "message")
-        text = _field(message, "content") if message is not None else None
+        text = _field(message, "content")
         finish = _field(choice, "finish_reason")
-        refusal = _field(message, "refusal") if message is not None else None
+        refusal = _field(message, "refusal")
         if text is None and refusal:
             # A safety refusal is the model's answer; retrying would only repeat it.
             text, finish = refusal, finish or "refusal"
@@ -282,8 +283,8 @@ class OpenAIChatProvider(Provider):
         usage = _field(resp, "usage")
         return Completion(
             text=text,
-            input_tokens=_field(usage, "prompt_tokens") if usage is not None else None,
-            output_tokens=_field(usage, "completion_tokens") if usage is not None else None,
+            input_tokens=_field(usage, "prompt_tokens"),
+            output_tokens=_field(usage, "completion_tokens"),
             finish_reason=finish,
         )
 

@@ -23,7 +23,6 @@ from harness.core.jsonl import iter_jsonl, loads_line
 REQUIRED = ("question_id", "model", "response")
 
 
-
 class ResponseRow(NamedTuple):
     line: int
     question_id: str
