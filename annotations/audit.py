@@ -31,6 +31,7 @@ def audit_gold(gold: str | Path, kb, run: str | Path, out: str | Path | None = N
     from kb_builder.gold import read_gold
 
     questions = read_gold(gold)
+    kb.check_cited(questions, gold)  # first: a ghost ID is a broken row to fix, not a label to advise on
     votes, models = load_votes(run, kb.by_id)
     suspects = audit(questions, votes, {a.id: a.title for a in kb.articles}, min_voters=min_voters, min_swaps=min_swaps)
     path = write_suspects(out, suspects) if out is not None else None

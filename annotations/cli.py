@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options, model_options
-from harness.core.errors import GraceError
+from harness.core.errors import GraceError, WorkFailed
+from harness.core.outputs import check_output_file
 
 _path = click.Path(path_type=Path)
 
@@ -55,6 +56,9 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         if from_gold is None:
             raise GraceError("give --out GOLD.csv: the file labels are saved to (it is resumed if it exists)")
         out = from_gold
+    # the gold file is this app's to write (and to resume), never a file it only reads
+    check_output_file(out, {"questions file": questions, "suggestions file": suggestions_csv, "suspects file": only,
+                            "KB": _kb_files(kb_dir), "run": _run_files(run)}, owned=True)
     if questions is None and from_gold is None and not out.exists():
         raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
     kb = load_kb(kb_dir)
@@ -196,8 +200,10 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     from kb_builder.store import load_kb
 
     sources = RunSources.find(run_dir, kb_dir=kb_dir, gold=gold)
-    kb = load_kb(sources.kb_dir, write_missing=False)
     out = out or sources.review_csv
+    run_files = [f for f in RunDir(sources.run_dir).data_files() if f != sources.review_csv]
+    check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_files(sources.kb_dir), "run": run_files}, owned=True)
+    kb = load_kb(sources.kb_dir, write_missing=False)
     session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
     try:
         app = ReviewApp(session, sources, kb)
@@ -223,7 +229,8 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
 @click.option("--merge", type=_path, help="Write an adjudication CSV with every annotator's label side by side.")
 @click.option("--kb", "kb_dir", type=_path, help="KB to show article titles in the disagreement list.")
 @click.option("--limit", default=50, show_default=True, help="Disagreements listed (0 = all).")
-def agree(files, merge, kb_dir, limit) -> None:
+@click.option("--force", is_flag=True, help="Replace an existing --merge file (the old one is kept as NAME.bak).")
+def agree(files, merge, kb_dir, limit, force) -> None:
     """Agreement between annotators: Cohen's kappa (two) or Fleiss' kappa (three or more).
 
     Files whose labels were made with suggestions also get the suggester's agreement
@@ -232,6 +239,8 @@ def agree(files, merge, kb_dir, limit) -> None:
     """
     from annotations import agreement
 
+    if merge:
+        check_output_file(merge, {"annotation CSV": files, "KB": _kb_files(kb_dir)}, force=force, option="--merge")
     suggester = agreement.suggester_agreement(list(files))
     if len(files) < 2:
         if not suggester:
@@ -280,6 +289,18 @@ def stats(gold, kb_dir, column, limit, as_json) -> None:
     click.echo(st.model_dump_json(indent=2) if as_json else s.render(st, limit=limit))
 
 
+def _kb_files(kb_dir: Path | None) -> list[Path] | None:
+    from kb_builder.store import kb_files
+
+    return kb_files(kb_dir) if kb_dir is not None else None
+
+
+def _run_files(run: Path | None) -> list[Path] | None:
+    from harness.rundir import RunDir
+
+    return RunDir.input_files(run) if run is not None else None
+
+
 def _titles(kb_dir: Path | None) -> dict[str, str]:
     if kb_dir is None:
         return {}
@@ -301,9 +322,10 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
               help="Voting models needed before a consensus counts.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Articles the labeler sees.")
 @click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
+@click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
 @call_options("labeler calls")
-def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, concurrency, max_attempts,
-            prices, no_cache, **model) -> None:
+def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, force, concurrency,
+            max_attempts, prices, no_cache, **model) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
 
     Writes one row per question: suggested (article IDs joined by ';', or REFUSE;
@@ -319,6 +341,8 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
 
     if not run and not labeler:
         raise GraceError("give --run RUN (a run folder or responses file) and/or --labeler PROVIDER:MODEL")
+    if not dry_run:
+        check_output_file(out, {"questions file": questions, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
     kb = load_kb(kb_dir)
     qs = read_questions(questions)
     console = Console(stderr=True)
@@ -352,6 +376,15 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
     flags = Counter(s.flag or "suggested" for s in suggestions)
     click.echo(f"{len(suggestions)} rows -> {out} ({', '.join(f'{k} {n}' for k, n in flags.most_common())})")
     click.echo(f"next: grace annotate {kb_dir} --questions {questions} --suggestions {out} --order informative")
+    asked = sum(s.source.startswith("labeler:") for s in suggestions)
+    failed = flags.get("labeler_error", 0)
+    if labeler and asked and failed == asked:
+        first = next(s.reason for s in suggestions if s.flag == "labeler_error")
+        raise WorkFailed(f"the labeler {labeler} gave no usable answer for any of the {asked} question(s) it was asked "
+                         f"({first}); {out} lists each failure; run the same command again to retry them")
+    if failed:  # last: a partial failure exits 0, and this count is what a CI log should end on
+        click.echo(f"{failed} labeler call(s) failed (flagged labeler_error in {out}); run the same command again "
+                   "to retry them", err=True)
 
 
 @annotations.command("audit")
@@ -364,7 +397,8 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
 @click.option("--min-swaps", default=2, show_default=True, type=click.IntRange(1, None),
               help="Questions each way before two articles count as near-duplicates.")
 @click.option("--limit", default=20, show_default=True, help="Suspects printed (0 = all; the file has all).")
-def audit(gold, kb_dir, run, out, min_models, min_swaps, limit) -> None:
+@click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
+def audit(gold, kb_dir, run, out, min_models, min_swaps, limit, force) -> None:
     """List the gold labels a run's models contradict, most likely wrong first.
 
     Rules: most models cite one other article; a must_refuse question most models
@@ -375,6 +409,7 @@ def audit(gold, kb_dir, run, out, min_models, min_swaps, limit) -> None:
     from annotations.audit import audit_gold
     from kb_builder.store import load_kb
 
+    check_output_file(out, {"gold CSV": gold, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
     kb = load_kb(kb_dir)
     result = audit_gold(gold, kb, run, out, min_voters=min_models, min_swaps=min_swaps)
     kinds = Counter(s.kind for s in result.suspects)

@@ -108,6 +108,7 @@ class GenerateResult:
     duplicates: int = 0
     unreadable: int = 0  # generator replies with no question list (articles left without questions)
     ambiguous: list[tuple[str, str, str]] = field(default_factory=list)  # (question_id, question, why)
+    candidates: int = 0  # questions past the copy and duplicate filters, sent to the labeler
     unchecked: int = 0  # the labeler failed on them: left out, asked again next time
     kept_single: int = 0
     kept_multi: int = 0
@@ -117,6 +118,16 @@ class GenerateResult:
     source_not_retrieved: int = 0
     records: list[LabelRecord] = field(default_factory=list)
     stats: dict[str, CallStats] = field(default_factory=dict)
+
+    def failure(self) -> str | None:
+        """Why the generator or the labeler gave nothing usable at all (the command exits 1), else ``None``."""
+        asked = self.stats.get("generator")
+        if self.generated + self.refusals_generated == 0 and asked is not None and (asked.calls or asked.errors):
+            return (f"the generator {self.model} gave no usable question ({asked.errors} call(s) failed, "
+                    f"{self.unreadable} repl(ies) without questions)")
+        if self.candidates and self.unchecked == self.candidates:
+            return f"the labeler {self.labeler} could not check any of the {self.unchecked} question(s)"
+        return None
 
     def lines(self, limit: int = 5) -> list[str]:
         out = [f"generated {self.generated} question(s) from {self.articles} article(s) and "
@@ -140,17 +151,23 @@ class GenerateResult:
         return out
 
 
-def _check_out(out: Path) -> None:
-    """Never overwrite a file a person has started reviewing: only a file of drafts may be replaced."""
+def _check_out(out: Path, kb, force: bool) -> None:
+    """Never overwrite an input, nor a file a person has started reviewing unless forced (then kept as a .bak)."""
+    from harness.core.outputs import check_output_file, keep_backup
+    from kb_builder.store import kb_files
+
+    check_output_file(out, {"KB": kb_files(kb.path)}, owned=True)
     if not out.exists():
         return
     try:
         records, _ = read_labels(out)
     except GraceError:
         records = None
-    if records is None or any(r.status != "draft" for r in records):
+    if (records is None or any(r.status != "draft" for r in records)) and not force:
         raise GraceError(f"{out} exists and is not an untouched draft (rows were reviewed, or it is another file); "
-                         "give another --out (the generated questions are cached, so nothing is paid twice)")
+                         "give another --out (the generated questions are cached, so nothing is paid twice), "
+                         "or --force to replace it (the old one is kept as a .bak)")
+    keep_backup(out)
 
 
 def _titles(kb, seed: int) -> list[str]:
@@ -179,8 +196,8 @@ def _norm(question: str) -> str:
 def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
                    labeler: str | None = None, dry_run: bool = False, concurrency: int = 8, max_attempts: int = 6,
                    timeout: float | None = None, prices: Path | None = None, read_cache: bool = True, seed: int = 0,
-                   template: str | None = None, console: Any = None,
-                   options: ModelOptions | None = None) -> GenerateResult | None:
+                   template: str | None = None, console: Any = None, options: ModelOptions | None = None,
+                   force: bool = False) -> GenerateResult | None:
     """Write a draft gold CSV to ``out``; with ``dry_run``, print the estimate and return ``None``.
 
     ``options`` (the model options of ``grace run``) apply to the generator and the labeler alike.
@@ -189,7 +206,7 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
         raise GraceError("--per-article and --k must be 1 or more, --refusals 0 or more")
     out = Path(out)
     if not dry_run:
-        _check_out(out)
+        _check_out(out, kb, force)
     tmpl = load_generator_template(template)
     spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices, options=options)
     lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options)
@@ -212,6 +229,7 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
         if ref_jobs:
             rows += run_prompts(ref, ref_jobs, _reply, s, res.stats["generator"], label="writing refusals")
         cands = _candidates(kb, rows, per_article, refusals, res)
+        res.candidates = len(cands)
         res.stats["labeler"] = CallStats()
         shown = _shown(kb, cands, k)
         jobs = [lab.job(c.question_id, c.question, arts) for c, arts in zip(cands, shown, strict=True)]

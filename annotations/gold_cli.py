@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options, model_options
+from harness.core.errors import WorkFailed
 
 _path = click.Path(path_type=Path)
 
@@ -29,11 +30,12 @@ def gold() -> None:
               "baseline:top1 checks offline against the top retrieved article only.")
 @click.option("--template", default=None, help="Generator template: built-in name (generator.v1) or file path.")
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
+@click.option("--force", is_flag=True, help="Replace an --out file that is not an untouched draft (kept as NAME.bak).")
 @call_options("calls")
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
-def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, concurrency, max_attempts,
-             prices, no_cache, seed, **model_opts) -> None:
+def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, force, concurrency,
+             max_attempts, prices, no_cache, seed, **model_opts) -> None:
     """Write N questions per article (and M refusals) with an LLM, check them, and save a draft to review.
 
     Questions that copy their article's wording are rejected; each other one is
@@ -56,9 +58,15 @@ def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dr
     result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
                             dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, prices=prices,
                             read_cache=not no_cache, seed=seed, template=template, console=Console(stderr=True),
-                            options=model_options(model_opts))
+                            options=model_options(model_opts), force=force)
     if result is None:
         return
     kept = len(result.records)
     click.echo(f"{kept} draft question(s) -> {out}" + ("" if kept else " (nothing kept: see the counts above)"))
     click.echo(f"next: grace annotations validate {out} --kb {kb_dir}; grace annotate {kb_dir} --from-gold {out}")
+    why = result.failure()
+    if why:
+        raise WorkFailed(f"{why}; run the same command again to retry the failed calls")
+    failed = sum(st.errors for st in result.stats.values())
+    if failed:  # last: a partial failure exits 0, and this count is what a CI log should end on
+        click.echo(f"{failed} call(s) failed; run the same command again to retry them", err=True)

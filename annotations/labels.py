@@ -18,10 +18,10 @@ Cells that a spreadsheet would run as a formula (a question starting with ``=``,
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import csv_text, spreadsheet_unsafe
 from kb_builder.gold import GOLD_COLUMNS, parse_bool, split_ids
@@ -113,41 +113,15 @@ def split_titles(value: str) -> list[str]:
 
 def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """Header and non-blank rows of a label CSV; structural problems raise ``GraceError``."""
-    if not path.exists():
-        raise GraceError(f"{path}: file not found")
-    if path.is_dir():
-        raise GraceError(f"{path}: is a folder, expected a CSV file")
-    rows: list[tuple[int, dict[str, str]]] = []
-    last = 0
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        # strict: an unbalanced quote would otherwise swallow every later row into one field, silently
-        reader = csv.DictReader(fh, strict=True)
-        try:
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            if not header:
-                raise GraceError(f"{path}: the file is empty; expected a header with question_id, question")
-            reader.fieldnames = header
-            missing = [c for c in ("question_id", "question") if c not in header]
-            if missing:
-                raise GraceError(
-                    f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
-                )
-            last = 1
-            for row in reader:
-                last = reader.line_num
-                if None in row:
-                    raise GraceError(
-                        f"{where(path, reader.line_num)}: more fields than header columns (an unquoted comma?)"
-                    )
-                if all(not (v or "").strip() for v in row.values()):
-                    continue
-                rows.append((reader.line_num, {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}))
-        except csv.Error as exc:
-            hint = "; an unclosed quote?" if "end of data" in str(exc) else ""
-            raise GraceError(f"{where(path, last + 1)}: unreadable CSV ({exc}{hint})") from None
-        except UnicodeDecodeError:
-            raise GraceError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
-    return header, rows
+    header, rows = read_csv_rows(path)
+    if not header:
+        raise GraceError(f"{path}: the file is empty; expected a header with question_id, question")
+    missing = [c for c in ("question_id", "question") if c not in header]
+    if missing:
+        raise GraceError(
+            f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
+        )
+    return header, [(line, {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}) for line, row in rows]
 
 
 def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:

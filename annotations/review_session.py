@@ -14,7 +14,6 @@ spreadsheet): restarting the app picks the new file up, labels included.
 
 from __future__ import annotations
 
-import csv
 import os
 import threading
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from annotations.single_writer import SingleWriter
 from annotations.state import LabelRejected
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
@@ -62,40 +62,25 @@ class ReviewRow:
 
 def read_review_rows(path: Path) -> tuple[list[str], list[ReviewRow]]:
     """Header and rows of a review CSV, strictly: a bad value names its line."""
-    if not path.exists():
-        raise GraceError(f"{path}: file not found")
     rows: list[ReviewRow] = []
     seen: dict[SegmentKey, int] = {}
-    with path.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh, strict=True)
+    header, cells = read_csv_rows(path)
+    missing = [c for c in REQUIRED_REVIEW_COLUMNS if c not in header]
+    if missing:
+        raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
+                         f"expected {', '.join(REVIEW_COLUMNS)}")
+    for n, row in cells:
+        values = {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}  # escaped by the writer
         try:
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            reader.fieldnames = header
-            missing = [c for c in REQUIRED_REVIEW_COLUMNS if c not in header]
-            if missing:
-                raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
-                                 f"expected {', '.join(REVIEW_COLUMNS)}")
-            for row in reader:
-                n = reader.line_num
-                if None in row:
-                    raise GraceError(f"{where(path, n)}: more fields than header columns (an unquoted comma?)")
-                values = {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}  # escaped by the writer
-                if not any(v.strip() for v in values.values()):
-                    continue
-                try:
-                    key = (values["model"], values["question_id"], int(values["repeat"] or 0), int(values["segment_index"]))
-                except ValueError:
-                    raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
-                parse_supported(values["supported"], path, n)
-                if key in seen:
-                    raise GraceError(f"{where(path, n)}: segment {key[3]} of {key[0]}/{key[1]}/repeat {key[2]} "
-                                     f"is listed twice (first on line {seen[key]})")
-                seen[key] = n
-                rows.append(ReviewRow(key, values, n))
-        except csv.Error as exc:
-            raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
-        except UnicodeDecodeError:
-            raise GraceError(f"{path}: not UTF-8 text; save the CSV as UTF-8") from None
+            key = (values["model"], values["question_id"], int(values["repeat"] or 0), int(values["segment_index"]))
+        except ValueError:
+            raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
+        parse_supported(values["supported"], path, n)
+        if key in seen:
+            raise GraceError(f"{where(path, n)}: segment {key[3]} of {key[0]}/{key[1]}/repeat {key[2]} "
+                             f"is listed twice (first on line {seen[key]})")
+        seen[key] = n
+        rows.append(ReviewRow(key, values, n))
     return header, rows
 
 

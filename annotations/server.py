@@ -4,7 +4,10 @@ Stdlib ``ThreadingHTTPServer`` only, so annotating needs no extra install and no
 network. The KB is untrusted text: the API returns it as JSON data and the page
 builds text nodes from it. Bound to 127.0.0.1 the server also checks the ``Host``
 header (a web page cannot reach it through DNS rebinding); bound anywhere else,
-every request must carry the ``?token=`` printed at start-up.
+every request must carry the ``?token=`` printed at start-up. A request that
+changes anything is refused when a browser says it comes from another origin's
+page (``Origin``), and a body whose ``Content-Length`` is not a plain, modest
+number of bytes is refused before it is read.
 
 Questions are addressed by their place in the session's walk (all questions, or the
 ``--only`` subset, in ``--order``). Each question comes with its suggestion, if any
@@ -216,6 +219,26 @@ def make_handler(app, *, token: str | None, port_ref: list[int]):
             name = re.sub(r":\d+$", "", host).strip("[]")
             return name in LOCAL_HOSTS and host.endswith(f":{port_ref[0]}")
 
+        def _same_origin(self) -> bool:
+            """Browsers name the page behind a request in ``Origin``: another site's script (or a sandboxed one,
+            ``null``) must not save labels through the annotator's browser. No ``Origin``: not a browser's
+            cross-site request, and the Host check or token guards it."""
+            origin = self.headers.get("Origin")
+            if origin is None:
+                return True
+            host = (self.headers.get("Host") or "").strip().lower()
+            return host.endswith(f":{port_ref[0]}") and origin.strip().lower() == f"http://{host}"
+
+        def _refuse_change(self, url) -> bool:
+            """Answers 403 (and returns True) when a request that changes state fails a guard."""
+            if not self._allowed(parse_qs(url.query)):
+                self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
+            elif not self._same_origin():
+                self._error(HTTPStatus.FORBIDDEN, "forbidden: a page of another origin cannot change anything here")
+            else:
+                return False
+            return True
+
         def _send(self, status: int, body: bytes, ctype: str, cache: bool = False) -> None:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -258,14 +281,16 @@ def make_handler(app, *, token: str | None, port_ref: list[int]):
 
         def do_POST(self) -> None:
             url = urlsplit(self.path)
-            if not self._allowed(parse_qs(url.query)):
-                return self._error(HTTPStatus.FORBIDDEN, "forbidden: open the URL printed by grace annotate")
+            if self._refuse_change(url):
+                return
             if url.path not in app.post_paths:
                 return self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: {url.path}")
             # JSON only: a cross-site HTML form cannot send it without a CORS preflight we never grant
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 return self._error(HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "send application/json")
-            length = int(self.headers.get("Content-Length") or 0)
+            length = _content_length(self.headers.get("Content-Length"))
+            if length is None:
+                return self._error(HTTPStatus.BAD_REQUEST, "Content-Length must be a number of bytes")
             if length > MAX_BODY:
                 return self._error(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "request too large")
             try:
@@ -277,6 +302,12 @@ def make_handler(app, *, token: str | None, port_ref: list[int]):
                 return self._error(getattr(exc, "status", HTTPStatus.BAD_REQUEST), str(exc))
             except OSError as exc:  # the disk refused the write: say so, the page keeps the label
                 return self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"could not save: {exc}")
+
+        def _no_such_method(self) -> None:
+            if not self._refuse_change(urlsplit(self.path)):
+                self._error(HTTPStatus.METHOD_NOT_ALLOWED, f"{self.command} is not supported here")
+
+        do_PUT = do_DELETE = do_PATCH = _no_such_method
 
         def _static(self, name: str) -> None:
             files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
@@ -290,6 +321,12 @@ def make_handler(app, *, token: str | None, port_ref: list[int]):
             self._send(200, body, _TYPES.get(p.suffix, "application/octet-stream"), cache=not page)
 
     return Handler
+
+
+def _content_length(value: str | None) -> int | None:
+    """The body's length in bytes; None when the header is not plain digits (a sign, hex, a word)."""
+    value = (value or "0").strip()
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def make_server(app, host: str = "127.0.0.1", port: int = 0, token: str | None = None):

@@ -29,6 +29,7 @@ from annotations.single_writer import SingleWriter
 from annotations.suggestions import Suggestion, informative_order, label_of, normal_label
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
+from harness.core.outputs import keep_backup
 from kb_builder.gold import read_questions, split_ids
 
 if TYPE_CHECKING:
@@ -39,17 +40,6 @@ ORDERS = ("file", "informative")
 
 class LabelRejected(ValueError):
     """A save the server refuses (unknown article, refuse plus citations): the page shows why."""
-
-
-def check_known_ids(records: list[LabelRecord], kb: KB, path: Path) -> None:
-    for rec in records:
-        unknown = [c for c in rec.expected_citations if c not in kb.by_id]
-        if unknown:
-            raise GraceError(
-                f"{where(path, rec.line)}: question {rec.question_id!r} cites article(s) {', '.join(unknown)} "
-                f"not in the KB {kb.path} ({len(kb.articles)} articles); fix the row or annotate against "
-                "the KB it was labelled on ('grace annotations validate' names retired IDs)"
-            )
 
 
 def _question_extras(path: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -97,7 +87,7 @@ class AnnotationSession:
         extra_cols: list[str] = []
         if from_gold is not None:
             base, extra_cols = read_labels(from_gold)
-            check_known_ids(base, kb, Path(from_gold))
+            kb.check_cited(base, from_gold)
         if questions is not None:
             qpath = Path(questions)
             extras, qcols = _question_extras(qpath)
@@ -113,13 +103,15 @@ class AnnotationSession:
         try:
             if out.exists() and (from_gold is None or out.resolve() != Path(from_gold).resolve()):
                 saved, saved_cols = read_labels(out)
-                check_known_ids(saved, kb, out)
+                kb.check_cited(saved, out)
                 base = _overlay(base, saved)
                 extra_cols += [c for c in saved_cols if c not in extra_cols]
             session.records, session.extra_columns = base, extra_cols
             session.index = {r.question_id: i for i, r in enumerate(base)}
             session.suggestions = _carried_suggestions(base, kb)
             session._writer.remove_stale_temp_files()
+            if out.exists():  # the version before this session, beside it: one slip of a key is never final
+                keep_backup(out)
             session.write()
         except BaseException:
             session.close()

@@ -20,14 +20,13 @@ work (:func:`informative_order`) that ``grace annotate --order informative`` use
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
-from harness.core.files import atomic_write_text, csv_text, read_text_checked, spreadsheet_unsafe
+from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from kb_builder.gold import split_ids
 
 COLUMNS = ["question_id", "question", "suggested", "support", "source", "votes", "voters", "top_score", "flag", "reason"]
@@ -113,41 +112,33 @@ def _float(value: str, path: Path, line: int, column: str, lo: float | None = No
 def read_suggestions(path: str | Path) -> dict[str, Suggestion]:
     """Suggestions by question ID, strictly: a bad cell names its file and line."""
     path = Path(path)
-    reader = csv.DictReader(io.StringIO(read_text_checked(path), newline=""), strict=True)
+    header, rows = read_csv_rows(path)
     out: dict[str, Suggestion] = {}
-    try:
-        header = [h.strip() for h in reader.fieldnames or []]
-        reader.fieldnames = header
-        missing = [c for c in ("question_id", "suggested") if c not in header]
-        if missing:
-            raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; a suggestions file has "
-                             f"{', '.join(COLUMNS)} (write one with `grace annotations suggest`)")
-        for row in reader:
-            n = reader.line_num
-            cells = {k: (spreadsheet_unsafe(v) or "").strip() for k, v in row.items() if k is not None}
-            if not any(cells.values()):
-                continue
-            qid = cells.get("question_id", "")
-            if not qid:
-                raise GraceError(f"{where(path, n)}: empty question_id")
-            if qid in out:
-                raise GraceError(f"{where(path, n)}: question {qid!r} is listed twice (first on line {out[qid].line})")
-            suggested = normal_label(cells.get("suggested", ""))
-            flag = cells.get("flag", "")
-            if flag not in FLAGS:
-                raise GraceError(f"{where(path, n)}: flag must be empty or one of {', '.join(f for f in FLAGS if f)}, "
-                                 f"got {flag!r}")
-            voters = cells.get("voters", "") or "0"
-            if not voters.isdigit():
-                raise GraceError(f"{where(path, n)}: voters must be a whole number, got {voters!r}")
-            out[qid] = Suggestion(
-                question_id=qid, question=cells.get("question", ""), suggested=suggested,
-                support=_float(cells.get("support", ""), path, n, "support", 0.0, 1.0), source=cells.get("source", ""),
-                votes=cells.get("votes", ""), voters=int(voters), top_score=_float(cells.get("top_score", ""), path, n, "top_score"),
-                flag=flag, reason=cells.get("reason", ""), line=n,
-            )
-    except csv.Error as exc:
-        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+    missing = [c for c in ("question_id", "suggested") if c not in header]
+    if missing:
+        raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; a suggestions file has "
+                         f"{', '.join(COLUMNS)} (write one with `grace annotations suggest`)")
+    for n, row in rows:
+        cells = {k: (spreadsheet_unsafe(v) or "").strip() for k, v in row.items()}
+        qid = cells.get("question_id", "")
+        if not qid:
+            raise GraceError(f"{where(path, n)}: empty question_id")
+        if qid in out:
+            raise GraceError(f"{where(path, n)}: question {qid!r} is listed twice (first on line {out[qid].line})")
+        suggested = normal_label(cells.get("suggested", ""))
+        flag = cells.get("flag", "")
+        if flag not in FLAGS:
+            raise GraceError(f"{where(path, n)}: flag must be empty or one of {', '.join(f for f in FLAGS if f)}, "
+                             f"got {flag!r}")
+        voters = cells.get("voters", "") or "0"
+        if not voters.isdigit():
+            raise GraceError(f"{where(path, n)}: voters must be a whole number, got {voters!r}")
+        out[qid] = Suggestion(
+            question_id=qid, question=cells.get("question", ""), suggested=suggested,
+            support=_float(cells.get("support", ""), path, n, "support", 0.0, 1.0), source=cells.get("source", ""),
+            votes=cells.get("votes", ""), voters=int(voters), top_score=_float(cells.get("top_score", ""), path, n, "top_score"),
+            flag=flag, reason=cells.get("reason", ""), line=n,
+        )
     return out
 
 

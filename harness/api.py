@@ -132,6 +132,7 @@ class RunResult:
     errors: int  # calls that failed after retries (recorded as error rows; retried by the next run)
     resumed: dict[str, int]  # done / failed / stale rows found on file
     pending: dict[str, int] = field(default_factory=dict)  # model -> calls in batches not ended yet (batch mode)
+    unanswered: dict[str, str] = field(default_factory=dict)  # model -> why it has no usable answer on file
     estimates: list[dict[str, Any]] | None = None  # dry run only
     run: Run | None = None
 
@@ -143,7 +144,8 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return not self.stopped
+        """No model was stopped early and every model has a usable answer (``grace run`` exits 1 otherwise)."""
+        return not self.stopped and not self.unanswered
 
 
 # -- the KB ---------------------------------------------------------------------
@@ -268,6 +270,7 @@ def run(
     answered until then is collected.
     """
     from harness.core.hashing import file_hash
+    from harness.core.outputs import check_output_folder
     from harness.prompts import load_template
     from harness.runner.calls import CallSettings
     from harness.runner.rerank import DEPTH as RERANK_DEPTH
@@ -288,6 +291,8 @@ def run(
     from kb_builder.gold import read_gold
     from kb_builder.store import load_kb as _load_kb
 
+    check_output_folder(out, {"KB folder": kb, "gold CSV": gold, "config": config, "prices file": prices,
+                              "retrieved file": retrieved_file}, RunDir(out).written_files())
     specs, run_cfg = resolve_models(models, config, temperature=temperature, max_tokens=max_tokens, rpm=rpm,
                                     tpm=tpm, timeout=timeout, prices=prices)
 
@@ -305,9 +310,7 @@ def run(
     tmpl = load_template(template or run_cfg.get("template"), output_mode or run_cfg.get("output_mode", "inline"))
     kb_obj = _load_kb(kb)
     questions = read_gold(gold)
-    unknown = sorted({c for q in questions for c in q.expected_citations if c not in kb_obj.by_id})
-    if unknown:
-        raise GraceError(f"{gold}: expected_citations name article(s) not in the KB: {', '.join(unknown[:10])}")
+    kb_obj.check_cited(questions, gold)
     retrieved_file = retrieved_file or run_cfg.get("retrieved")
     if retrieved_file and (embedder or run_cfg.get("embedder")):
         raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
@@ -401,12 +404,15 @@ def run(
             for entry, p in zip(info.models, plans, strict=False):
                 kept = {k: v for k, v in before.get(entry["name"], {}).items() if k.startswith("json_mode")}
                 entry.update(p.provider.learned() or kept)
-            describe_rows(folder, info, previous, questions)
+            first_error = describe_rows(folder, info, previous, questions)
             folder.write_run_info(info)
         if interrupted:
             raise KeyboardInterrupt
+        unanswered = {p.spec.name: first_error.get(p.spec.name, "no row on file")
+                      for p in plans if not (info.rows.get(p.spec.name) or {}).get("answered")
+                      and p.spec.name not in pending and p.spec.name not in stopped}
         result = RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume),
-                           pending=pending)
+                           pending=pending, unanswered=unanswered)
         if pending:
             each = ", ".join(f"{m}: {n:,}" for m, n in pending.items())
             log.warning(f"{sum(pending.values()):,} call(s) wait in provider batches ({each}); run the same command "
@@ -423,12 +429,17 @@ def run(
 def score(responses: str | Path, gold: str | Path, kb: Any, out: str | Path | None = None, *, seed: int = 0,
           bootstrap: int = 2000, workers: int | None = None) -> Run:
     """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder)."""
+    from harness.core.outputs import check_output_folder
+    from harness.rundir import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES
     from harness.scoring import score_responses
 
     responses = Path(responses)
     if responses.is_dir():
         responses = RunDir(responses).responses
     out = Path(out) if out is not None else responses.parent
+    check_output_folder(out, {"responses file": responses, "gold CSV": gold,
+                              "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None)},
+                        [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
     score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers)
     return load_run(out)
 

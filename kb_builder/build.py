@@ -16,7 +16,7 @@ from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
-from kb_builder.store import ARTICLES, KB, finish_articles, load_kb, make_manifest, write_kb
+from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, load_kb, make_manifest, write_kb
 
 
 @dataclass
@@ -66,8 +66,11 @@ def build_kb(
     embedder: str | None = None,
     progress=None,
 ) -> BuildResult:
+    from harness.core.outputs import check_output_folder
     from kb_builder.retrieval import canonical_embedder
 
+    # before any source is parsed: a wrong --out is said at once, and a KB never lands on its own input
+    check_output_folder(out, {"source": source, "articles file": articles_file}, [ARTICLES, MANIFEST])
     t0 = time.perf_counter()
     old: list[Article] | None = None
     next_id, retired = None, []

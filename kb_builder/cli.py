@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from harness.core.errors import GraceError
+from harness.core.outputs import check_output_file
+from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
 
 
 def _console():
@@ -35,8 +37,8 @@ def kb() -> None:
 @click.argument("source", required=False, type=click.Path(path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="KB folder to write (rebuilding into it keeps IDs).")
 @click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
-@click.option("--max-tokens", default=800, show_default=True, help="Token budget per article (tiktoken cl100k).")
-@click.option("--min-tokens", default=80, show_default=True, help="Sections below this merge with their parent.")
+@click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, help="Token budget per article (tiktoken cl100k).")
+@click.option("--min-tokens", default=DEFAULT_MIN_TOKENS, show_default=True, help="Sections below this merge with their parent.")
 @click.option("--embedder", default=None, help="bm25f (default for a new KB; a rebuild keeps the KB's own) | bm25 | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
 def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None) -> None:
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
@@ -162,15 +164,19 @@ def show(kb_dir: Path, article_id: str | None) -> None:
 @click.option("--queries", type=click.Path(path_type=Path), help="CSV with question_id, question (other columns ignored).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write JSONL: one line per question with ranked ids and scores.")
 @click.option("--embedder", default=None, help="Override the KB's embedder.")
-def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: Path | None, embedder: str | None) -> None:
+@click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
+def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: Path | None, embedder: str | None,
+           force: bool) -> None:
     """Rank articles for one QUERY, or for every question in --queries."""
     from rich.table import Table
 
     from kb_builder.gold import read_questions
-    from kb_builder.store import load_kb
+    from kb_builder.store import kb_files, load_kb
 
     if not query and not queries:
         raise GraceError("give a QUERY or --queries FILE")
+    if out is not None:
+        check_output_file(out, {"questions file": queries, "KB": kb_files(kb_dir)}, force=force)
     kb_ = load_kb(kb_dir)
     retriever = kb_.retriever(embedder)
     console = _console()
@@ -237,8 +243,10 @@ def _extra_retrievers(kb_, questions, specs: list[str], retrieved_file: Path | N
 @click.option("--retrieved", "retrieved_file", type=click.Path(path_type=Path), help="Also evaluate your own retriever's rankings (grace kb search --out format).")
 @click.option("--rerank", default=None, help="Also evaluate each retriever reranked by PROVIDER:MODEL (an LLM; cached and priced) or cross-encoder[:MODEL].")
 @click.option("--rerank-depth", default=20, show_default=True, help="Candidates the reranker reads per question.")
+@click.option("--force", is_flag=True, help="Replace an existing --json file (the old one is kept as NAME.bak).")
 def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show_misses: int, bootstrap: int, seed: int,
-             json_out: Path | None, retrieved_file: Path | None, rerank: str | None, rerank_depth: int) -> None:
+             json_out: Path | None, retrieved_file: Path | None, rerank: str | None, rerank_depth: int,
+             force: bool) -> None:
     """Recall@k and MRR of retrieval on the answerable gold questions, one row per retriever."""
     from rich.table import Table
     from rich.text import Text
@@ -246,14 +254,14 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
     from harness.core.files import atomic_write_text
     from kb_builder.evaluation import compare_retrievers, rows_to_json
     from kb_builder.gold import read_gold
-    from kb_builder.store import load_kb
+    from kb_builder.store import kb_files, load_kb
 
+    if json_out is not None:
+        check_output_file(json_out, {"gold CSV": gold, "KB": kb_files(kb_dir), "retrieved file": retrieved_file},
+                          force=force, option="--json")
     kb_ = load_kb(kb_dir)
     questions = read_gold(gold)
-    unknown = sorted({c for g in questions for c in g.expected_citations if c not in kb_.by_id})
-    if unknown:
-        raise GraceError(f"{gold}: expected_citations name article(s) not in {kb_dir}: {', '.join(unknown[:10])} "
-                         "(rebuilt KB? run 'grace annotations validate')")
+    kb_.check_cited(questions, gold)
     kl = sorted(set(_parse_ks(ks)))
     if bootstrap < 0:
         raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")

@@ -11,12 +11,11 @@ gets the same clear message (file, line, what to fix) wherever it is read.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.core.csv_rows import Row, read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import read_text_checked, spreadsheet_unsafe
 
@@ -75,22 +74,17 @@ def _unescaped(row: dict[str, str]) -> dict[str, str]:
     return {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}
 
 
-def _open_csv(path: Path, required: list[str]) -> tuple[csv.DictReader, object]:
-    fh = io.StringIO(read_text_checked(path), newline="")
-    reader = csv.DictReader(fh)
-    header = reader.fieldnames
+def _open_csv(path: Path, required: list[str]) -> list[Row]:
+    """Rows of a CSV that has the ``required`` columns; a runaway quote or a row of the wrong width names its line."""
+    header, rows = read_csv_rows(path)
     if not header:
-        fh.close()
         raise GraceError(f"{path}: the file is empty; expected a header row with {', '.join(required)}")
-    header = [h.strip() for h in header]
-    reader.fieldnames = header
     missing = [c for c in required if c not in header]
     if missing:
-        fh.close()
         raise GraceError(
             f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
         )
-    return reader, fh
+    return rows
 
 
 _LAST_READ: dict[tuple[str, str], list[GoldQuestion]] = {}
@@ -118,57 +112,46 @@ def read_gold(path: str | Path) -> list[GoldQuestion]:
 
 
 def _read_gold(path: Path) -> list[GoldQuestion]:
-    reader, fh = _open_csv(path, REQUIRED_COLUMNS)
     out: list[GoldQuestion] = []
     seen: dict[str, int] = {}
-    try:
-        for row in reader:
-            line = reader.line_num
-            if None in row:
-                raise GraceError(f"{where(path, line)}: more fields than header columns (an unquoted comma?)")
-            row = _unescaped(row)
-            if all(not (v or "").strip() for v in row.values()):
-                continue
-            if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
-                continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
-            qid = (row.get("question_id") or "").strip()
-            question = (row.get("question") or "").strip()
-            if not qid:
-                raise GraceError(f"{where(path, line)}: empty question_id")
-            if not question:
-                raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
-            if qid in seen:
-                raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r} (first on line {seen[qid]})")
-            seen[qid] = line
-            must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
-            cites = split_ids(row.get("expected_citations", ""))
-            if must_refuse and cites:
-                raise GraceError(
-                    f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
-                    f"{';'.join(cites)}; clear one of the two"
-                )
-            if not must_refuse and not cites:
-                raise GraceError(
-                    f"{where(path, line)}: question {qid!r} has no expected_citations and must_refuse is false; "
-                    "give the answering article ID(s) or set must_refuse to true"
-                )
-            extra = {k: v for k, v in row.items() if k not in GOLD_COLUMNS and k is not None}
-            out.append(
-                GoldQuestion(
-                    question_id=qid,
-                    question=question,
-                    expected_citations=cites,
-                    must_refuse=must_refuse,
-                    expected_answer=(row.get("expected_answer") or "").strip(),
-                    notes=(row.get("notes") or "").strip(),
-                    line=line,
-                    extra=extra,
-                )
+    for line, row in _open_csv(path, REQUIRED_COLUMNS):
+        row = _unescaped(row)  # never blank: the reader leaves blank rows out
+        if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
+            continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
+        qid = (row.get("question_id") or "").strip()
+        question = (row.get("question") or "").strip()
+        if not qid:
+            raise GraceError(f"{where(path, line)}: empty question_id")
+        if not question:
+            raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
+        if qid in seen:
+            raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r} (first on line {seen[qid]})")
+        seen[qid] = line
+        must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
+        cites = split_ids(row.get("expected_citations", ""))
+        if must_refuse and cites:
+            raise GraceError(
+                f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
+                f"{';'.join(cites)}; clear one of the two"
             )
-    except csv.Error as exc:
-        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
-    finally:
-        fh.close()
+        if not must_refuse and not cites:
+            raise GraceError(
+                f"{where(path, line)}: question {qid!r} has no expected_citations and must_refuse is false; "
+                "give the answering article ID(s) or set must_refuse to true"
+            )
+        extra = {k: v for k, v in row.items() if k not in GOLD_COLUMNS}
+        out.append(
+            GoldQuestion(
+                question_id=qid,
+                question=question,
+                expected_citations=cites,
+                must_refuse=must_refuse,
+                expected_answer=(row.get("expected_answer") or "").strip(),
+                notes=(row.get("notes") or "").strip(),
+                line=line,
+                extra=extra,
+            )
+        )
     if not out:
         raise GraceError(f"{path}: no questions found")
     return out
@@ -183,26 +166,19 @@ def read_questions(path: str | Path) -> list[Question]:
         if not qs:
             raise GraceError(f"{path}: no questions found")
         return qs
-    reader, fh = _open_csv(path, ["question_id", "question"])
     out: list[Question] = []
     seen: set[str] = set()
-    try:
-        for row in reader:
-            line = reader.line_num
-            qid = (spreadsheet_unsafe(row.get("question_id")) or "").strip()
-            text = (spreadsheet_unsafe(row.get("question")) or "").strip()
-            if not qid and not text:
-                continue
-            if not qid or not text:
-                raise GraceError(f"{where(path, line)}: each row needs a question_id and a question")
-            if qid in seen:
-                raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r}")
-            seen.add(qid)
-            out.append(Question(qid, text, line))
-    except csv.Error as exc:
-        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
-    finally:
-        fh.close()
+    for line, row in _open_csv(path, ["question_id", "question"]):
+        qid = (spreadsheet_unsafe(row.get("question_id")) or "").strip()
+        text = (spreadsheet_unsafe(row.get("question")) or "").strip()
+        if not qid and not text:
+            continue
+        if not qid or not text:
+            raise GraceError(f"{where(path, line)}: each row needs a question_id and a question")
+        if qid in seen:
+            raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r}")
+        seen.add(qid)
+        out.append(Question(qid, text, line))
     if not out:
         raise GraceError(f"{path}: no questions found")
     return out

@@ -7,11 +7,10 @@ title and a text/body is an article, and one filed twice counts once. Articles w
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import read_text_checked
 from kb_builder.records import Article
@@ -57,26 +56,22 @@ def _from_json(path: Path) -> list[Article]:
 
 
 def _from_csv(path: Path) -> list[Article]:
-    with io.StringIO(read_text_checked(path), newline="") as fh:
-        reader = csv.DictReader(fh)
-        cols = [c.strip() for c in reader.fieldnames or []]
-        reader.fieldnames = cols
-        missing = [c for c in ("id", "title", "text") if c not in cols]
-        if missing:
-            raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; need id, title, text")
-        out, seen = [], {}
-        for row in reader:
-            line = reader.line_num
-            aid, title, text = (row.get("id") or "").strip(), (row.get("title") or "").strip(), (row.get("text") or "").strip()
-            if not (aid or title or text):
-                continue
-            if not aid or not text:
-                raise GraceError(f"{where(path, line)}: each article needs an id and a text")
-            if aid in seen:
-                raise GraceError(f"{where(path, line)}: duplicate article id {aid!r} (first on line {seen[aid]})")
-            seen[aid] = line
-            extra = {k: v for k, v in row.items() if k not in ("id", "title", "text") and v}
-            out.append(Article(id=aid, title=title or aid, text=text, **extra))
+    cols, rows = read_csv_rows(path)
+    missing = [c for c in ("id", "title", "text") if c not in cols]
+    if missing:
+        raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; need id, title, text")
+    out, seen = [], {}
+    for line, row in rows:
+        aid, title, text = row["id"].strip(), row["title"].strip(), row["text"].strip()
+        if not (aid or title or text):
+            continue
+        if not aid or not text:
+            raise GraceError(f"{where(path, line)}: each article needs an id and a text")
+        if aid in seen:
+            raise GraceError(f"{where(path, line)}: duplicate article id {aid!r} (first on line {seen[aid]})")
+        seen[aid] = line
+        extra = {k: v for k, v in row.items() if k not in ("id", "title", "text") and v}
+        out.append(Article(id=aid, title=title or aid, text=text, **extra))
     if not out:
         raise GraceError(f"{path}: no articles in the file")
     return out

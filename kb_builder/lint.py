@@ -12,9 +12,10 @@ article, each complete on its own. Two kinds of fault break that silently:
   mentioned above", "the following" with nothing following, a body opening on
   "This policy" or on a bare list or table), or a heading with no body.
 
-Plus the plain faults: too short, over the KB's token budget, duplicate titles,
-titles with markup, HTML entities or URLs. Every finding names its articles and
-what to do; ``grace kb lint KB --json`` gives them to CI.
+Plus the plain faults: too short, over the KB's token budget (an imported KB
+records none, so the build default), duplicate titles, titles with markup, HTML
+entities or URLs. Every finding names its articles and what to do;
+``grace kb lint KB --json`` gives them to CI.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from harness.core.errors import GraceError
+from kb_builder.splitting import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
@@ -41,6 +43,7 @@ KIND_ORDER = ["swapped_in_run", "confusable", "empty", "not_self_contained", "ov
 CONFUSABLE_AT = 0.62  # combined similarity; tuned on the Helvia map, the TTS handbook and the sample handbook
 NEAR_DUPLICATE_AT = 0.85
 MIN_TOKENS = 40  # below this an article rarely answers anything on its own
+OVER_BUDGET_ERROR = 8  # this many budgets long is a whole document left unsplit: citing it pins down nothing
 TITLE_QUERY_CLOSE = 0.9  # another article scoring this share of an article's own title query: same topic
 TITLE_QUERY_TEXT = 0.3  # ... and sharing this much of its text (TF-IDF cosine)
 SWAPS_AT = 2  # wrong citations between the same two articles (either way) that make a pair worth a look
@@ -277,6 +280,14 @@ def _cut_list(title: str, body: list[str]) -> bool:
 
 def article_findings(kb: KB) -> list[Finding]:
     budget = kb.manifest.max_tokens
+    if budget:
+        whose, fix = f"the KB's budget of {budget}", "split it"
+    else:  # imported from pre-split articles (--articles, kb index): nothing split them, so check them all the same
+        budget = DEFAULT_MAX_TOKENS
+        whose = (f"the default build budget of {budget} (no token budget was recorded: the KB was imported from "
+                 "pre-split articles)")
+        fix = ("split the article in the articles file and build again, or rebuild from the documents "
+               "(grace kb build SOURCE --out KB), which splits to --max-tokens")
     out: list[Finding] = []
     titles: dict[str, list[str]] = defaultdict(list)
     for a in kb.articles:
@@ -302,9 +313,9 @@ def article_findings(kb: KB) -> list[Finding]:
             out.append(Finding("not_self_contained", "warning", [a.id], f"{a.id} '{a.title}' {why}; a model shown "
                                "only this article cannot answer from it: make it complete on its own", 1.0))
         tokens = a.tokens or 0
-        if budget and tokens > budget:
-            out.append(Finding("over_budget", "warning", [a.id], f"{a.id} '{a.title}': {tokens} tokens, over the "
-                               f"KB's budget of {budget}; split it", tokens / budget))
+        if tokens > budget:
+            out.append(Finding("over_budget", "error" if tokens > OVER_BUDGET_ERROR * budget else "warning", [a.id],
+                               f"{a.id} '{a.title}': {tokens} tokens, over {whose}; {fix}", tokens / budget))
         elif tokens < MIN_TOKENS:
             out.append(Finding("too_short", "warning", [a.id], f"{a.id} '{a.title}': {tokens} tokens; too short to "
                                "answer a question on its own: merge it with its section or expand it",

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -40,11 +42,36 @@ class KB:
     def kb_hash(self) -> str:
         return self.manifest.kb_hash
 
+    def check_cited(self, questions: Iterable[Any], path: str | Path) -> None:
+        """Every gold citation names an article of this KB, else a ``GraceError`` naming the rows.
+
+        Run, eval, audit and the annotation app all check this before any work:
+        a label citing a retired or mistyped ID would otherwise count as every
+        model's error, or (in an audit) be advised as a label to add.
+        """
+        bad = [(q, [c for c in q.expected_citations if c not in self.by_id]) for q in questions]
+        bad = [(q, ids) for q, ids in bad if ids]
+        if not bad:
+            return
+        def row(q: Any, ids: list[str]) -> str:
+            return f"{where(path, getattr(q, 'line', None) or None)}: question {q.question_id!r} cites article(s) {', '.join(ids)}"
+
+        also = "".join(f"; {row(q, ids)}" for q, ids in bad[1:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        raise GraceError(f"{row(*bad[0])} not in the KB {self.path} ({len(self.articles)} articles){also}; fix the "
+                         "row(s), or use the KB they were labelled on ('grace annotations validate' names retired IDs)")
+
     def retriever(self, embedder: str | None = None):
         """The KB's retriever (its manifest's embedder unless one is named)."""
         from kb_builder.retrieval import make_retriever
 
         return make_retriever(self, embedder or self.manifest.embedder)
+
+
+def kb_files(kb_dir: str | Path) -> list[Path]:
+    """The files of a KB folder (or the ``articles.jsonl`` named): inputs no command's output may replace."""
+    path = Path(kb_dir)
+    folder = path.parent if path.name == ARTICLES else path
+    return [folder / ARTICLES, folder / MANIFEST]
 
 
 def read_articles(path: Path) -> list[Article]:

@@ -366,6 +366,13 @@ def test_http_routes_and_guards(app, run, built):
         assert request(port, "/api/review/label", {**key(item, 0)}, ctype="text/plain")[0] == 415
         assert request(port, "/api/label", {"question_id": "q1"})[0] == 404  # the gold labeller's route is not here
         assert request(port, "/api/review/state", headers={"Host": f"evil.example:{port}"})[0] == 403
+        # the same guards as grace annotate: another site's page cannot post, nor a malformed length
+        foreign = request(port, "/api/review/label", {**key(item, 0), "supported": True},
+                          headers={"Origin": "http://evil.example"})
+        assert foreign[0] == 403 and "origin" in json.loads(foreign[1])["error"]
+        assert request(port, "/api/review/label", {**key(item, 0), "supported": False},
+                       headers={"Origin": f"http://127.0.0.1:{port}"})[0] == 200
+        assert request(port, "/api/review/label", {**key(item, 0)}, headers={"Content-Length": "-1"})[0] == 400
         # the file changed under the server: 409, and the page is told why
         run_grace("spotcheck", "run", run, "--kb", built / "kb", "--judge", "baseline:lexical", "--all")
         status, raw, _ = request(port, "/api/review/label", {**key(item, 0), "supported": True})

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -315,6 +316,44 @@ def test_static_files_and_guards(server):
     assert server.request("/static/%2e%2e/state.py")[0] == 404
     # DNS rebinding: a page on another name that resolves to 127.0.0.1 is refused
     assert server.request("/api/state", headers={"Host": f"evil.example:{server.port}"})[0] == 403
+
+
+def raw_post(port: int, path: str, headers: dict[str, str], body: bytes = b"") -> tuple[int, bytes]:
+    """A POST with headers exactly as given (urllib would fix the Content-Length): status and body."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"127.0.0.1:{port}", **headers}.items())
+        sock.sendall(f"POST {path} HTTP/1.1\r\n{head}\r\n".encode() + body)
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    status = int(reply.split(b" ", 2)[1])
+    return status, reply.partition(b"\r\n\r\n")[2]
+
+
+def test_a_bad_content_length_is_refused_without_a_traceback(server, capfd):
+    json_type = {"Content-Type": "application/json"}
+    for bad in ("-5", "abc", "1e3", "+7", "0x10"):
+        status, body = raw_post(server.port, "/api/label", {**json_type, "Content-Length": bad})
+        assert status == 400 and b"Content-Length" in body, (bad, status, body)
+    for huge in (str(10 * 1024 * 1024 + 1), "9" * 40):
+        assert raw_post(server.port, "/api/label", {**json_type, "Content-Length": huge})[0] == 413
+    assert server.json("/api/state")[1]["progress"]["labelled"] == 0
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_state_changing_request_from_another_origin_is_refused(server, session):
+    label = {"question_id": "q1", "status": "labelled", "must_refuse": True}
+    own = f"http://127.0.0.1:{server.port}"
+    for origin in ("http://evil.example", "null", f"http://localhost:{server.port}", "http://127.0.0.1:1",
+                   f"https://127.0.0.1:{server.port}", f"{own}.evil.example"):
+        status, err = server.json("/api/label", label, headers={"Origin": origin})
+        assert status == 403 and "origin" in err["error"], origin
+        for method in ("PUT", "DELETE"):
+            assert server.request("/api/label", label, headers={"Origin": origin}, method=method)[0] == 403
+    assert session.progress()["labelled"] == 0
+    assert server.request("/api/state", headers={"Origin": "http://evil.example"})[0] == 200  # reading changes nothing
+    assert server.json("/api/label", label, headers={"Origin": own})[0] == 200  # the page itself
+    assert server.json("/api/label", label)[0] == 200  # no Origin (curl, scripts): the Host check guards it
 
 
 def test_other_hosts_need_the_token(session):

@@ -21,6 +21,9 @@ import pytest
 
 from harness import api
 from harness.core.errors import GraceError
+from harness.providers import make_provider, parse_model_spec
+from harness.providers.base import Completion
+from harness.providers.batch import BatchItem, batch_api_of, expired
 from harness.rundir import RunDir
 from harness.rundir.batches import BatchLedger
 from harness.runner.batch import split_batches
@@ -104,6 +107,24 @@ def test_ledger_names_the_line_of_a_damaged_record(tmp_path):
                  '"custom_ids": ["k"], "at": 1}\nnot json\n{"event": "submitted", "label": "b1", "batch_id": "x", "at": 2}\n')
     with pytest.raises(GraceError, match=r"batches.jsonl:2: not valid JSON"):
         BatchLedger.read(path)
+
+
+def test_results_lost_by_the_provider_say_how_and_a_stray_result_is_filed_nowhere():
+    api_ = batch_api_of(make_provider(parse_model_spec("openai:gpt-4o-mini")))
+    assert api_ is not None
+    found = {"a": BatchItem("a", completion=Completion("ok")), "stray": BatchItem("stray", completion=Completion("?"))}
+    torn = [("line 2 of file-o", "b"), ("line 5 of file-o", None)]  # b's ID legible on its torn line; one not
+    a, b, c = api_.collate("batch_1", ["a", "b", "c"], found, torn, unanswered=expired())
+    assert a.completion is not None and a.completion.text == "ok"
+    assert b.error is not None and b.error.kind == "batch_output" and b.error.retryable
+    assert b.error.message == "the provider's output file had this request's result on an unreadable line (line 2 of file-o)"
+    assert c.error is not None and c.error.message == ("the provider's output file had an unreadable line (line 5 of "
+                                                       "file-o) and no other result for this request")
+    _, lost = api_.collate("batch_1", ["a", "c"], found, [])
+    assert lost.error is not None and lost.error.kind == "batch_output"
+    assert lost.error.message == "the provider's output file had no result for this request"
+    _, gone = api_.collate("batch_1", ["a", "c"], found, [], unanswered=expired())  # the batch's end explains it
+    assert gone.error is not None and gone.error.kind == "expired"
 
 
 # -- each provider's batch API ------------------------------------------------------------------------
@@ -196,6 +217,38 @@ def test_an_expired_batch_keeps_what_was_answered_and_the_rest_is_sent_again(pro
         second = run_batch(bench, tmp_path / "run", config, wait=True)
         assert second.errors == 0 and second.run is not None
         assert sum(srv.batch_submitted.values()) == 14 + 9  # the answered five were never sent again
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_damaged_output_file_keeps_every_readable_answer_and_says_what_was_lost(provider, bench, tmp_path):
+    """A completed batch whose results have a torn line, a missing line and a stray line: the readable answers
+    are rows, the two lost requests are retryable errors saying why (not "expired"), the stray is only a warning."""
+    torn = (1,) if provider != "google" else ()  # Gemini's results are inline: nothing to tear
+    damage = BatchBehaviour(tear_results=torn, drop_results=(3,), stray_results=1)
+    with FakeAPIServer(responder=cite_first_id, batch=damage) as srv:
+        config = board(tmp_path / "board.toml", srv, [provider], batch=True)
+        args = ("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config, "--out",
+                tmp_path / "run", "--batch", "--poll-interval", "0.05", "--max-attempts", "2")
+        assert run_grace(*args)[0] == 0  # submits
+        code, out = run_grace(*args)  # collects
+        assert code == 0, out
+        rows = rows_of(tmp_path / "run")
+        errors = [r["error"] for r in rows if r["error"]]
+        assert len(rows) == 14 and len(errors) == 1 + len(torn)
+        assert {e["kind"] for e in errors} == {"batch_output"} and all(e["retryable"] for e in errors)
+        assert not [e for e in errors if "expired" in e["message"]]
+        messages = {e["message"] for e in errors}
+        output = {"openai": "output file", "anthropic": "results file", "google": "inline results"}[provider]
+        assert f"the provider's {output} had no result for this request" in messages, messages
+        if torn:  # the torn line's custom_id is still legible: the loss is pinned on its request
+            (on_line,) = messages - {m for m in messages if "no result" in m}
+            assert "on an unreadable line (line 2" in on_line, messages
+        assert "stray-0" in out and "not in this batch" in out, out
+        assert "Traceback" not in out
+        srv.batch = BatchBehaviour()
+        again = run_batch(bench, tmp_path / "run", config, wait=True)
+        assert again.errors == 0 and again.run is not None
+        assert sum(srv.batch_submitted.values()) == 14 + len(errors)  # only the lost requests were asked again
 
 
 def test_large_runs_are_split_within_the_providers_limits(bench, tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import urllib.request
 
 import anthropic
 import openai
@@ -135,6 +136,21 @@ def test_openai_cancel(fake, oai):
     assert oai.batches.cancel(batch.id).status == "cancelled"  # cancelling an ended batch changes nothing
 
 
+def test_openai_output_file_can_be_torn_short_and_stray(fake, oai):
+    fake.batch = BatchBehaviour(tear_results=(1,), drop_results=(2,), stray_results=1)
+    fake.enqueue(Reply.ok("a"), Reply.ok("b"), Reply.ok("c"), Reply.error(400, "bad"))
+    batch = oai.batches.retrieve(openai_batch(oai, openai_lines(["a", "b", "c", "d"])).id)
+    assert batch.status == "completed"
+    assert batch.output_file_id is not None
+    lines = oai.files.content(batch.output_file_id).text.splitlines()
+    assert len(lines) == 3 and json.loads(lines[0])["custom_id"] == "a"
+    with pytest.raises(ValueError):
+        json.loads(lines[1])  # b's line, cut in half
+    stray = json.loads(lines[2])  # c's line is missing; a copy of a's answer names a request never sent
+    assert stray["custom_id"] == "stray-0" and stray["response"]["body"]["choices"][0]["message"]["content"] == "a"
+    assert [line["custom_id"] for line in jsonl(oai, batch.error_file_id)] == ["d"]  # the error file: no stray
+
+
 def test_openai_list_newest_first_and_paged(fake, oai):
     ids = [openai_batch(oai, openai_lines([f"l{i}"])).id for i in range(3)]
     page = oai.batches.list(limit=2)
@@ -247,6 +263,19 @@ def test_anthropic_cancel_and_list(fake, claude):
     assert [b.id for b in claude.messages.batches.list(limit=1)] == [second.id, first.id]
 
 
+def test_anthropic_results_file_can_be_torn_short_and_stray(fake, claude):
+    fake.batch = BatchBehaviour(tear_results=(0,), drop_results=(1,), stray_results=2)
+    batch = claude.messages.batches.create(requests=claude_requests(["a", "b", "c"]))  # type: ignore[arg-type]
+    claude.messages.batches.retrieve(batch.id)
+    with urllib.request.urlopen(f"{fake.anthropic_base_url}/v1/messages/batches/{batch.id}/results") as reply:
+        lines = reply.read().decode().splitlines()  # as sent: the SDK's decoder stops at the torn line
+    assert len(lines) == 4 and json.loads(lines[1])["custom_id"] == "c"
+    with pytest.raises(ValueError):
+        json.loads(lines[0])
+    assert [json.loads(line)["custom_id"] for line in lines[2:]] == ["stray-0", "stray-1"]
+    assert json.loads(lines[2])["result"]["message"]["content"][0]["text"] == "re: q a"
+
+
 @pytest.mark.parametrize("ids", [["bad id!"], ["x" * 65], ["dup", "dup"]])
 def test_anthropic_bad_custom_id_is_400(fake, claude, ids):
     with pytest.raises(anthropic.BadRequestError) as info:
@@ -300,6 +329,17 @@ def test_gemini_running_then_expired(fake, gemini):
     kept, lost = done.dest.inlined_responses
     assert kept.response is not None and kept.response.text == "re: q a"
     assert lost.error is not None and lost.error.code == 4 and lost.metadata == {"key": "b"}
+
+
+def test_gemini_inline_results_can_be_short_and_stray(fake, gemini):
+    fake.batch = BatchBehaviour(tear_results=(0,), drop_results=(1,), stray_results=1)  # nothing to tear inline
+    job = gemini.batches.create(model="gemini-x", src=gemini_src(["a", "b", "c"]))  # type: ignore[arg-type]
+    assert job.name is not None
+    done = gemini.batches.get(name=job.name)
+    assert done.state == types.JobState.JOB_STATE_SUCCEEDED and done.dest and done.dest.inlined_responses
+    answers = done.dest.inlined_responses
+    assert [a.metadata for a in answers] == [{"key": "a"}, {"key": "c"}, {"key": "stray-0"}]
+    assert answers[2].response is not None and answers[2].response.text == "re: q a"
 
 
 def test_gemini_cancel_list_delete(fake, gemini):

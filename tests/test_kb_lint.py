@@ -100,3 +100,29 @@ def test_bad_input_is_a_clear_error(tmp_path):
     (tmp_path / "empty-run").mkdir()
     code, out = run_grace("kb", "lint", kb, "--run", tmp_path / "empty-run")
     assert code == 2 and "no scores.jsonl" in out and "Traceback" not in out
+
+
+def _long_text(chars: int) -> str:
+    """Distinct sentences (no near-duplicate of the other articles), cut to ``chars`` characters."""
+    text = " ".join(f"Rule {i}: staff at site {i} file form {i * 7} with the facilities desk before day {i % 28 + 1}."
+                    for i in range(chars // 60 + 1))
+    return text[:chars]
+
+
+def test_an_imported_kb_without_a_budget_is_checked_against_the_build_default(tmp_path):
+    """`grace kb build --articles` records no token budget, so a 200,000-character article used to lint clean."""
+    kb, out = build(tmp_path, CLEAN + [("Facilities > Everything", _long_text(200_000)),
+                                       ("Facilities > Forms", _long_text(5_000))])
+    assert json.loads((kb / "manifest.json").read_text())["max_tokens"] is None
+    assert "over the token budget" in out  # the summary `grace kb build` prints
+    over = {f["articles"][0]: f for f in lint_json(kb)["findings"] if f["kind"] == "over_budget"}
+    assert set(over) == {"6", "7"}
+    huge, long = over["6"], over["7"]
+    assert huge["severity"] == "error" and long["severity"] == "warning"  # 8x the budget and more is an error
+    for f in (huge, long):
+        assert "no token budget was recorded" in f["message"] and "800" in f["message"]
+        assert "split the article" in f["message"] and "rebuild" in f["message"]
+    code, text = run_grace("kb", "lint", kb)
+    assert code == 0 and "over_budget (2)" in text
+    code, _ = run_grace("kb", "lint", kb, "--strict")
+    assert code == 1

@@ -209,3 +209,23 @@ def test_the_scorers_numpy_votes_equal_the_plain_rule():
         plain = collect((qids[qi], models[mi], labels[p], None) for qi, mi, p in rows)
         fast = votes_from_codes(*zip(*rows, strict=True), qids, models, labels)
         assert {k: (v.by_model, v.asked) for k, v in fast.items()} == {k: (v.by_model, v.asked) for k, v in plain.items()}
+
+
+def test_audit_checks_gold_citations_against_the_kb_before_advising(sample, tmp_path):
+    """Measured: gold citing 999 and 2;ghost was not flagged, and one suggestion advised 'then list both: 1;999'."""
+    root, kb, gold = sample
+    responses = write_jsonl(tmp_path / "responses.jsonl", simulate_panel(kb, gold, ACCURACIES, seed=0))
+    rows = list(gold)
+    first, second = next(q for q in rows if not q.must_refuse), [q for q in rows if not q.must_refuse][1]
+    ghosts = {first.question_id: ["999"], second.question_id: [second.expected_citations[0], "ghost"]}
+    edited = [GoldQuestion(q.question_id, q.question, ghosts.get(q.question_id, q.expected_citations), q.must_refuse)
+              for q in rows]
+    bad_gold = write_gold(tmp_path / "gold.csv", edited)
+    code, out = run_grace("annotations", "audit", bad_gold, "--kb", root / "kb", "--run", responses,
+                          "--out", tmp_path / "suspects.csv")
+    assert code == 2, out
+    line_of = {q.question_id: i for i, q in enumerate(edited, 2)}
+    assert f"gold.csv:{line_of[first.question_id]}: question '{first.question_id}' cites article(s) 999 not in the KB" in out
+    assert f"gold.csv:{line_of[second.question_id]}: question '{second.question_id}' cites article(s) ghost" in out
+    assert not (tmp_path / "suspects.csv").exists()
+    assert "999;" not in out and ";999" not in out

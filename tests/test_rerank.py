@@ -7,6 +7,7 @@ import json
 import pytest
 
 from harness import api
+from harness.core.errors import WorkFailed
 from harness.rundir import RunDir
 from harness.runner.rerank import load_rerank_template, parse_ranking
 from harness.testing.fake_api import FakeAPIServer, Reply, cite_first_id, prompt_text
@@ -73,15 +74,23 @@ def test_rerank_reorders_the_candidates_and_is_cached_and_recorded(bench, tmp_pa
 
 
 def test_an_unreadable_ranking_keeps_the_retrievers_order(bench, tmp_path, monkeypatch):
-    with FakeAPIServer(responder=lambda body: "The first one looks best.") as srv:
+    def all_but_dogs(body):  # one readable ranking, eight unreadable ones
+        return reversing(body) if "dog" in prompt_text(body) else "The first one looks best."
+
+    with FakeAPIServer(responder=all_but_dogs) as srv:
         monkeypatch.setenv("OPENAI_API_KEY", "k")
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
         plain = api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "plain", k=2)
         api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "run", k=2, rerank="openai:r")
         assert plain.ok
         same = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "plain").response_rows()}
-        assert same == {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "run").response_rows()}
-        assert api.load_run(tmp_path / "run").info.config["rerank"]["kept_order"] == 9
+        reranked = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "run").response_rows()}
+        assert {q: v for q, v in same.items() if q != "r1"} == {q: v for q, v in reranked.items() if q != "r1"}
+        assert api.load_run(tmp_path / "run").info.config["rerank"]["kept_order"] == 8
+        srv.responder = lambda body: "The first one looks best."  # no usable ranking at all: no model is asked
+        with pytest.raises(WorkFailed, match="no usable ranking for any of 9 question"):
+            api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "none", k=2, rerank="openai:r2")
+        assert not RunDir(tmp_path / "none").responses.exists()
 
 
 def test_dry_run_prices_the_reranking_and_a_refused_key_stops_before_answering(bench, tmp_path, monkeypatch):

@@ -42,8 +42,9 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
         no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, rerank, rerank_depth, retrieved_file, seed, batch, wait, poll_interval, cancel_batches, dry_run, no_score) -> None:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
-    Exits 1 when a model was stopped early (key refused, endpoint unreachable);
-    its untried calls are on file as error rows and are asked again next time.
+    Exits 1 when a model was stopped early (key refused, endpoint unreachable)
+    or has no usable answer at all (every call failed); its calls are on file as
+    error rows and are asked again next time. Some failed calls: exit 0, counted last.
     """
     from rich.console import Console
 
@@ -60,14 +61,18 @@ def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rp
     if dry_run:
         console.print(dry_run_table(result.estimates or []))
         return 0
-    for reason in result.stopped.values():
-        console.print(f"[red]{reason}[/]", highlight=False)
-    if result.errors:
-        console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
-                      "retried when you run the same command again[/]")
     from harness.rundir import RunDir
 
     console.print(f"responses -> {RunDir(out).responses}" if no_score else f"run folder -> {out}", highlight=False)
+    from rich.text import Text
+
+    for reason in result.stopped.values():
+        console.print(Text(reason, style="red"))
+    for model, why in result.unanswered.items():  # Text: a model name is never read as markup or an :emoji:
+        console.print(Text(f"{model}: no usable answer ({why})", style="red"))
+    if result.errors:  # last: a partial failure still exits 0, and this count is what a CI log should end on
+        console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
+                      "retried when you run the same command again[/]", highlight=False)
     return 0 if result.ok else 1
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options
-from harness.core.errors import GraceError
+from harness.core.errors import GraceError, WorkFailed
 from harness.rundir import RunDir
 from harness.spotcheck.judge import DEFAULT_MAX_TOKENS
 
@@ -110,6 +110,13 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     console.print(f"spotcheck -> {run_dir.spotcheck}; for human labels: {run_dir.review_csv}")
     if spot.get("_report_html"):
         console.print(f"report: {spot['_report_html']}")
+    asked = sum(v["n_verdicts"] + v["n_failed_calls"] for v in spot["models"].values())
+    readable = sum(v["n_verdicts"] - v["n_unreadable"] for v in spot["models"].values())
+    if asked and not readable:
+        raise WorkFailed(f"the judge {jb['name']} gave no usable verdict for any of the {asked} segment(s) it was "
+                         f"asked about ({calls['errors']} call(s) failed); run the same command again to retry")
+    if calls["errors"]:  # last: a partial failure exits 0, and this count is what a CI log should end on
+        console.print(f"[yellow]{calls['errors']} judge call(s) failed; run the same command again to retry them[/]")
 
 
 @spotcheck.command("calibrate")
@@ -120,8 +127,11 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
     """Compare the judge's verdicts (JUDGE_JSON = spotcheck.json) with human labels (HUMAN_CSV)."""
     from rich.console import Console
 
+    from harness.core.outputs import check_output_file
     from harness.spotcheck.calibration import calibrate
 
+    check_output_file(RunDir(judge_json.parent).calibration, {"human labels": human_csv, "judge verdicts": judge_json},
+                      owned=True, option="the calibration file")
     console = Console()
     c = calibrate(human_csv, judge_json, console)
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
@@ -142,7 +152,8 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
 @click.option("--cases", type=click.Path(path_type=Path), default=None, help="Cases JSONL [default: the built-in set].")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the full result as JSON here.")
 @click.option("--show", type=int, default=5, show_default=True, help="Failed cases to print.")
-def meta_eval_cmd(judge_spec, template, cases, out, show, **call) -> None:
+@click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
+def meta_eval_cmd(judge_spec, template, cases, out, show, force, **call) -> None:
     """Run the judge on hand-written cases with known verdicts; report its pass rate per failure mode."""
     import json
 
@@ -150,8 +161,11 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, **call) -> None:
     from rich.table import Table
 
     from harness.core.files import atomic_write_text
+    from harness.core.outputs import check_output_file
     from harness.spotcheck.meta_eval import load_cases, run_meta_eval
 
+    if out is not None:
+        check_output_file(out, {"cases file": cases}, force=force)
     console = Console()
     judge = _judge(judge_spec, template, call)
     settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console)
@@ -173,3 +187,5 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, **call) -> None:
     if out:
         atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         console.print(f"meta-eval -> {out}")
+    if result["cases"] and result["unreadable"] == result["cases"]:
+        raise WorkFailed(f"the judge {judge.spec.name} gave no readable verdict on any of the {result['cases']} cases")

@@ -12,6 +12,7 @@ Limits: 100,000 requests or 256 MB per batch; custom IDs ``^[a-zA-Z0-9_-]{1,64}$
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from harness.providers import http_errors
@@ -21,8 +22,10 @@ from harness.providers.batch import (
     BatchAPI,
     BatchItem,
     BatchStatus,
+    batch_output,
     cancelled,
     expired,
+    legible_custom_id,
     to_json_bytes,
 )
 
@@ -36,6 +39,7 @@ _STATUS_OF = {"invalid_request_error": 400, "authentication_error": 401, "permis
 class AnthropicBatch(BatchAPI):
     max_requests: ClassVar[int] = 100_000
     max_bytes: ClassVar[int] = 256 * 1024 * 1024
+    output: ClassVar[str] = "results file"
 
     def _client(self) -> Any:
         return self.provider._get_client().with_options(timeout=BATCH_CALL_TIMEOUT_S)
@@ -58,13 +62,30 @@ class AnthropicBatch(BatchAPI):
                            total=c.processing + c.succeeded + failed, answered=c.succeeded + failed, failed=failed)
 
     async def results(self, batch_id: str, custom_ids: list[str], output_mode: str) -> list[BatchItem]:
+        from anthropic.types.messages import MessageBatchIndividualResponse
+
         prefilled = output_mode == "json" and self.provider.spec.options.get("json_mode") == "prefill"
         items: dict[str, BatchItem] = {}
+        unreadable: list[tuple[str, str | None]] = []
         with self.provider.sdk_errors():
-            async for entry in await self._client().messages.batches.results(batch_id):
-                items[entry.custom_id] = self._item(entry, prefilled)
-        return [items.get(c) or BatchItem(c, error=expired("the batch ended without an answer to this request"))
-                for c in custom_ids]
+            stream = await self._client().messages.batches.results(batch_id)
+            try:  # line by line ourselves: the SDK's decoder raises at a torn line, losing every line after it
+                n = 0
+                async for line in stream.http_response.aiter_lines():
+                    n += 1
+                    if not line.strip():
+                        continue
+                    try:
+                        row = json.loads(line)
+                    except ValueError:
+                        row = None
+                    if not isinstance(row, dict) or not isinstance(row.get("custom_id"), str):
+                        unreadable.append((f"line {n}", legible_custom_id(line)))
+                        continue
+                    items[row["custom_id"]] = self._item(MessageBatchIndividualResponse.construct(**row), prefilled)
+            finally:
+                await stream.close()
+        return self.collate(batch_id, custom_ids, items, unreadable)
 
     def _item(self, entry: Any, prefilled: bool) -> BatchItem:
         result = entry.result
@@ -81,7 +102,10 @@ class AnthropicBatch(BatchAPI):
             return BatchItem(entry.custom_id, error=http_errors.from_status(_STATUS_OF.get(etype, 500), message))
         if kind == "canceled":
             return BatchItem(entry.custom_id, error=cancelled())
-        return BatchItem(entry.custom_id, error=expired())
+        if kind == "expired":
+            return BatchItem(entry.custom_id, error=expired())
+        return BatchItem(entry.custom_id, error=batch_output(f"the provider's {self.output} had a result of unknown "
+                                                             f"type {kind!r} for this request"))
 
     async def cancel(self, batch_id: str) -> None:
         with self.provider.sdk_errors():

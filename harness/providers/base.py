@@ -111,7 +111,7 @@ class Completion:
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",
-                    "invalid_request", "context_length", "unknown_model", "expired", "cancelled", "other"]
+                    "invalid_request", "context_length", "unknown_model", "expired", "cancelled", "batch_output", "other"]
 # Failures that will repeat on every call of a model, whatever the question: stop the model at once.
 MODEL_FATAL = frozenset({"auth", "unknown_model"})
 

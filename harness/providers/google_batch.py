@@ -33,6 +33,7 @@ def _state(job: Any) -> str:
 class GeminiBatch(BatchAPI):
     max_requests: ClassVar[int] = 100_000
     max_bytes: ClassVar[int] = 20 * 1000 * 1000
+    output: ClassVar[str] = "inline results"
 
     def _inline(self, custom_id: str, request: Request) -> dict[str, Any]:
         return {"contents": self.provider.build_contents(request), "config": self.provider.build_config(request),
@@ -64,21 +65,19 @@ class GeminiBatch(BatchAPI):
         job = await self._job(batch_id)
         state = _state(job)
         answers = list(getattr(getattr(job, "dest", None), "inlined_responses", None) or [])
-        by_key = {}
-        for i, answer in enumerate(answers):
+        found: dict[str, BatchItem] = {}
+        for i, answer in enumerate(answers):  # by the key in its metadata; by position only where it has none
             key = (getattr(answer, "metadata", None) or {}).get("key")
-            by_key[key if key in custom_ids else (custom_ids[i] if i < len(custom_ids) else None)] = answer
+            key = key if key is not None else (custom_ids[i] if i < len(custom_ids) else f"#{i}")
+            found[str(key)] = self._item(str(key), answer, state)
+        unanswered = {"JOB_STATE_CANCELLED": cancelled(), "JOB_STATE_EXPIRED": expired()}.get(state)
         if state == "JOB_STATE_FAILED":
             error = getattr(job, "error", None)
             unanswered = ProviderError("bad_request", f"the batch failed: {getattr(error, 'message', None) or state}",
                                        retryable=False)
-        else:
-            unanswered = cancelled() if state == "JOB_STATE_CANCELLED" else expired()
-        return [self._item(c, by_key.get(c), unanswered, state) for c in custom_ids]
+        return self.collate(batch_id, custom_ids, found, [], unanswered)
 
-    def _item(self, custom_id: str, answer: Any, unanswered: ProviderError, state: str) -> BatchItem:
-        if answer is None:
-            return BatchItem(custom_id, error=unanswered)
+    def _item(self, custom_id: str, answer: Any, state: str) -> BatchItem:
         error = getattr(answer, "error", None)
         if error is not None:
             code = int(getattr(error, "code", None) or 13)

@@ -26,6 +26,7 @@ from harness.providers.batch import (
     BatchStatus,
     cancelled,
     expired,
+    legible_custom_id,
     to_json_bytes,
 )
 
@@ -73,19 +74,24 @@ class OpenAIBatch(BatchAPI):
     async def results(self, batch_id: str, custom_ids: list[str], output_mode: str) -> list[BatchItem]:
         batch = await self._batch(batch_id)
         items: dict[str, BatchItem] = {}
+        unreadable: list[tuple[str, str | None]] = []
         for file_id in (batch.output_file_id, batch.error_file_id):
             if file_id:
-                for line in (await self._download(file_id)).splitlines():
+                for n, line in enumerate((await self._download(file_id)).splitlines(), 1):
+                    if not line.strip():
+                        continue
                     item = self._item(line, output_mode)
-                    if item is not None:
-                        items[item.custom_id] = item
+                    if item is None:
+                        unreadable.append((f"line {n} of {file_id}", legible_custom_id(line)))
+                    elif item.custom_id not in items or items[item.custom_id].completion is None:
+                        items[item.custom_id] = item  # an answer wins over an error line for the same request
+        # a completed batch lists every request; an expired or cancelled one may leave the rest out
+        failure = {"cancelled": cancelled(), "expired": expired()}.get(batch.status)
         if batch.status == "failed":  # rejected as a whole (bad input file): nothing was answered
             errors = getattr(getattr(batch, "errors", None), "data", None) or []
             why = "; ".join(f"line {e.line}: {e.message}" if getattr(e, "line", None) else str(e.message) for e in errors[:3])
             failure = ProviderError("bad_request", f"the batch was rejected: {why or 'no reason given'}", retryable=False)
-        else:
-            failure = cancelled() if batch.status == "cancelled" else expired()
-        return [items.get(c) or BatchItem(c, error=failure) for c in custom_ids]
+        return self.collate(batch_id, custom_ids, items, unreadable, failure)
 
     async def _download(self, file_id: str) -> str:
         with self.provider.sdk_errors():
@@ -96,7 +102,7 @@ class OpenAIBatch(BatchAPI):
         try:
             row = json.loads(line)
         except ValueError:
-            return None  # a blank or torn line; its request is reported as not answered
+            return None  # a torn line: its request, if any, is reported as lost with the line's number
         custom_id = row.get("custom_id") if isinstance(row, dict) else None
         if not isinstance(custom_id, str):
             return None

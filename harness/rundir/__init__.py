@@ -102,6 +102,21 @@ class RunDir:
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)
 
+    def data_files(self) -> list[Path]:
+        """What a command reading this folder reads: never to be written over by another command's output."""
+        return [self.responses, self.scores, self.report, self.run_info, self.spotcheck, self.judgements,
+                self.review_csv, self.calibration, self.batches]
+
+    def written_files(self) -> list[str]:
+        """The names ``grace run`` writes here: no input of the run may sit in the folder under one of them."""
+        return [p.name for p in self.data_files()] + [LEADERBOARD_MD, REPORT_HTML]
+
+    @staticmethod
+    def input_files(path: str | Path) -> list[Path]:
+        """A run folder's data files, or the one responses file a path names: what a reader of it reads."""
+        path = Path(path)
+        return RunDir(path).data_files() if path.is_dir() else [path]
+
     # -- one writer ------------------------------------------------------------
     def lock(self) -> FileLock:
         """Hold while writing; a second process gets a ``GraceError`` naming the folder and the holder."""

@@ -8,7 +8,8 @@ Each ``grace run --batch`` on a folder does, per batch model:
 3. poll the open batches and collect those that ended: answers go to the cache
    and to ``responses.jsonl`` as ordinary rows (same fingerprint, cost at the
    batch price, ``batch`` naming the batch), failures (expired, cancelled, a
-   rejected request) as error rows that the next run asks again;
+   rejected request, one the provider's results file lost) as error rows that
+   the next run asks again;
 4. submit the calls in no open batch, split within the provider's limits,
    recording each batch in ``batches.jsonl`` before and after the submit call;
 5. with ``wait``, poll until every open batch has ended, collecting each as it

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import GraceError
+from harness.core.errors import GraceError, WorkFailed
 from harness.core.json_text import first_json_object
 from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider, RetrievedArticle
@@ -229,6 +229,11 @@ def rerank_for_run(text: str, questions: Sequence[tuple[str, str]], candidates: 
         top, summary = rerank(reranker, questions, candidates, k, settings)
     if summary.calls.get("aborted"):
         raise GraceError(f"the reranker was stopped: {summary.calls['aborted'][0]}")
+    if summary.questions and summary.kept_order == summary.questions:
+        failed = summary.calls.get("errors", 0)
+        raise WorkFailed(f"the reranker {summary.reranker} gave no usable ranking for any of {summary.questions} "
+                         f"question(s) ({failed} call(s) failed, {summary.questions - failed} unreadable); no model "
+                         "was asked. Run the same command again to retry, or drop --rerank")
     log.warning(f"reranked {summary.questions} question(s) with {summary.reranker} (top {depth}): the top {k} changed "
                 f"for {summary.changed}; {summary.kept_order} kept the retriever's order (ranking failed or unreadable)")
     return top, None, {"reranker": summary.reranker, "depth": depth, "changed": summary.changed,

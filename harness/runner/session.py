@@ -175,12 +175,15 @@ def check_same_run(run: RunDir, info: RunInfo) -> None:
                              "cached, so nothing is paid twice)")
 
 
-def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None, questions: list[GoldQuestion]) -> None:
+def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,
+                  questions: list[GoldQuestion]) -> dict[str, str]:
     """Make ``run.json`` say what ``responses.jsonl`` holds: every model on file, its rows and parameters.
 
     Models from earlier commands on the same folder keep their entry; rows that
     answer an earlier text of a question are counted as ``stale`` and warned about.
+    Returns one error message per model that has error rows, to say why a model has no answer.
     """
+    first_error: dict[str, str] = {}
     current = {q.question_id: text_hash(q.question) for q in questions}
     per_model: dict[str, dict[str, Any]] = {}
     params: dict[str, Counter] = {}
@@ -189,6 +192,9 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None, question
         m["rows"] += 1
         if row.get("error"):
             m["errors"] += 1
+            if model not in first_error:
+                err = row["error"] if isinstance(row["error"], dict) else {"message": str(row["error"])}
+                first_error[model] = f"{err.get('kind', 'error')}: {err.get('message', '')}".strip(": ")
         else:
             m["answered"] += 1
         qh = row.get("question_hash")
@@ -206,6 +212,7 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None, question
         if m["stale"] and model not in known:
             log.warning(f"{model}: {m['stale']} answer(s) on file in {run.path} were given to questions that have "
                         f"since changed or left the gold set; run {model} again on this folder to refresh them")
+    return first_error
 
 
 def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool,

@@ -25,16 +25,15 @@ The suspects file (``SUSPECTS.csv``) is owned here: its columns, writer and read
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
-from harness.core.files import atomic_write_text, csv_text, read_text_checked, spreadsheet_unsafe
+from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.scoring.votes import REFUSE, QuestionVotes
 
 COLUMNS = ["question_id", "question", "gold", "suggested", "agree", "gold_votes", "voters", "kind", "check", "reason"]
@@ -167,30 +166,22 @@ def write_suspects(path: str | Path, suspects: Iterable[Suspect]) -> Path:
 def read_suspects(path: str | Path) -> list[Suspect]:
     """A suspects file, strictly: every row needs a question_id; numbers must be whole numbers."""
     path = Path(path)
-    reader = csv.DictReader(io.StringIO(read_text_checked(path), newline=""), strict=True)
+    header, rows = read_csv_rows(path)
+    if "question_id" not in header:
+        raise GraceError(f"{where(path, 1)}: no question_id column; a suspects file has {', '.join(COLUMNS)} "
+                         "(write one with `grace annotations audit`)")
     out: list[Suspect] = []
-    try:
-        header = [h.strip() for h in reader.fieldnames or []]
-        reader.fieldnames = header
-        if "question_id" not in header:
-            raise GraceError(f"{where(path, 1)}: no question_id column; a suspects file has {', '.join(COLUMNS)} "
-                             "(write one with `grace annotations audit`)")
-        for row in reader:
-            n = reader.line_num
-            cells = {k: (spreadsheet_unsafe(v) or "").strip() for k, v in row.items() if k is not None}
-            if not any(cells.values()):
-                continue
-            if not cells.get("question_id"):
-                raise GraceError(f"{where(path, n)}: empty question_id")
-            nums = {}
-            for col in ("agree", "gold_votes", "voters"):
-                value = cells.get(col, "") or "0"
-                if not value.isdigit():
-                    raise GraceError(f"{where(path, n)}: {col} must be a whole number, got {value!r}")
-                nums[col] = int(value)
-            out.append(Suspect(cells["question_id"], cells.get("question", ""), cells.get("gold", ""),
-                               cells.get("suggested", ""), nums["agree"], nums["gold_votes"], nums["voters"],
-                               cells.get("kind", ""), cells.get("check", ""), cells.get("reason", ""), line=n))
-    except csv.Error as exc:
-        raise GraceError(f"{where(path, reader.line_num)}: unreadable CSV ({exc})") from None
+    for n, row in rows:
+        cells = {k: (spreadsheet_unsafe(v) or "").strip() for k, v in row.items()}
+        if not cells.get("question_id"):
+            raise GraceError(f"{where(path, n)}: empty question_id")
+        nums = {}
+        for col in ("agree", "gold_votes", "voters"):
+            value = cells.get(col, "") or "0"
+            if not value.isdigit():
+                raise GraceError(f"{where(path, n)}: {col} must be a whole number, got {value!r}")
+            nums[col] = int(value)
+        out.append(Suspect(cells["question_id"], cells.get("question", ""), cells.get("gold", ""),
+                           cells.get("suggested", ""), nums["agree"], nums["gold_votes"], nums["voters"],
+                           cells.get("kind", ""), cells.get("check", ""), cells.get("reason", ""), line=n))
     return out

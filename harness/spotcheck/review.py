@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, spreadsheet_safe, spreadsheet_unsafe
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
@@ -68,10 +69,10 @@ def write_review_csv(path: Path, rows: list[dict[str, Any]]) -> int:
     """
     kept: dict[tuple[str, str, str, str], dict[str, str]] = {}
     if path.exists():
-        with path.open(encoding="utf-8-sig", newline="") as fh:
-            for old in map(_unescaped, csv.DictReader(fh)):
-                if any((old.get(f) or "").strip() for f in HUMAN_FIELDS):
-                    kept[_key(old)] = old
+        for _, old in read_csv_rows(path)[1]:  # a damaged file stops here rather than losing its labels
+            old = _unescaped(old)
+            if any((old.get(f) or "").strip() for f in HUMAN_FIELDS):
+                kept[_key(old)] = old
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(REVIEW_COLUMNS), lineterminator="\n")
     writer.writeheader()
@@ -105,23 +106,21 @@ def parse_supported(value: str, path: Path, line: int) -> bool | None:
 
 def read_labels(path: Path) -> list[HumanLabel]:
     """Labelled rows of a human-labels CSV; unlabelled rows (empty ``supported``) are skipped."""
-    if not path.exists():
-        raise GraceError(f"{path}: file not found")
-    with path.open(encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in REQUIRED_REVIEW_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
-                             f"expected {', '.join(REVIEW_COLUMNS)}")
-        out = []
-        for n, row in enumerate(map(_unescaped, reader), 2):
-            supported = parse_supported(row.get("supported") or "", path, n)
-            if supported is None:
-                continue
-            try:
-                repeat, seg = int(row["repeat"] or 0), int(row["segment_index"])
-            except ValueError:
-                raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
-            out.append(HumanLabel(row["model"], row["question_id"], repeat, seg, row.get("segment_text"), supported,
-                                  row.get("note") or "", row.get("reviewer") or "", n))
+    header, rows = read_csv_rows(path)
+    missing = [c for c in REQUIRED_REVIEW_COLUMNS if c not in header]
+    if missing:
+        raise GraceError(f"{where(path, 1)}: missing column(s) {', '.join(missing)}; "
+                         f"expected {', '.join(REVIEW_COLUMNS)}")
+    out = []
+    for n, row in rows:
+        row = _unescaped(row)
+        supported = parse_supported(row.get("supported") or "", path, n)
+        if supported is None:
+            continue
+        try:
+            repeat, seg = int(row["repeat"] or 0), int(row["segment_index"])
+        except ValueError:
+            raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
+        out.append(HumanLabel(row["model"], row["question_id"], repeat, seg, row.get("segment_text"), supported,
+                              row.get("note") or "", row.get("reviewer") or "", n))
     return out

@@ -10,6 +10,9 @@ the responder, then "OK", cut to the request's output limit), and a reply with
 status >= 400 becomes that one request's error inside the batch, in the API's
 shape. ``expire_after`` ends the batch after that many answers, the rest reported
 expired; a cancelled batch answers nothing more, the rest reported cancelled.
+``tear_results``, ``drop_results`` and ``stray_results`` hand back a results file
+as a provider's partial outage might: a line cut in half, a line missing, a line
+for a request never submitted (Gemini's inline results: missing and stray only).
 
 Where a vendor leaves a detail open the fake picks one and says so here:
 a batch over ``max_requests``/``max_bytes`` or with bad lines fails at once
@@ -27,7 +30,7 @@ import secrets
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
@@ -56,6 +59,9 @@ class BatchBehaviour:
     expire_after: int | None = None  # the batch EXPIRES after answering this many of its requests; the rest expire
     max_requests: int | None = None  # reject (OpenAI: status "failed"; Anthropic/Gemini: HTTP 400) a bigger batch
     max_bytes: int | None = None  # the same, for the input's size in bytes (OpenAI: the file; others: the POST body)
+    tear_results: tuple[int, ...] = ()  # the result lines of these requests (by input index) are cut in half
+    drop_results: tuple[int, ...] = ()  # ... are left out of the results
+    stray_results: int = 0  # results are added for this many custom_ids never submitted ("stray-0", ...)
 
 
 @dataclass
@@ -164,8 +170,28 @@ def _form_fields(content_type: str, raw: bytes) -> dict[str, tuple[str | None, b
     return fields
 
 
-def _jsonl(lines: list[dict[str, Any]]) -> bytes:
-    return b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+def _jsonl(lines: Sequence[dict[str, Any] | str]) -> bytes:
+    """JSON lines; a str is a line written as it is (a torn one)."""
+    return b"".join((line if isinstance(line, str) else json.dumps(line)).encode() + b"\n" for line in lines)
+
+
+def _damage(lines: list[dict[str, Any]], b: BatchBehaviour, stray: Callable[[dict[str, Any], str], dict[str, Any]],
+            *, indices: list[int] | None = None, tear: bool = True, strays: bool = True) -> list[dict[str, Any] | str]:
+    """The result lines as a faulty provider hands them back: ``drop_results`` left out, ``tear_results`` cut in
+    half (a str, no longer JSON), and ``stray_results`` copies of the first line renamed by ``stray``."""
+    out: list[dict[str, Any] | str] = []
+    for index, line in zip(indices or range(len(lines)), lines, strict=True):
+        if index in b.drop_results:
+            continue
+        text = json.dumps(line)
+        out.append(text[: len(text) // 2] if tear and index in b.tear_results else line)
+    if lines and strays:
+        out += [stray(lines[0], f"stray-{n}") for n in range(b.stray_results)]
+    return out
+
+
+def _renamed(line: dict[str, Any], custom_id: str) -> dict[str, Any]:
+    return {**line, "custom_id": custom_id}
 
 
 def _openai_error(status: int, message: str) -> Answer:
@@ -278,8 +304,11 @@ class BatchStore:
 
     # --- OpenAI (and Azure OpenAI): files + batches -------------------------------
     def _openai_files(self, batch: FakeBatch) -> None:
-        out, err = [], []
-        for item in batch.items:
+        out: list[dict[str, Any]] = []
+        err: list[dict[str, Any]] = []
+        out_at: list[int] = []
+        err_at: list[int] = []
+        for index, item in enumerate(batch.items):
             line: dict[str, Any] = {"id": _new_id("batch_req_"), "custom_id": item.custom_id, "response": None,
                                     "error": None}
             if item.outcome in ("succeeded", "errored"):
@@ -292,10 +321,14 @@ class BatchStore:
                            if item.outcome == "expired" else "This request was not executed because the batch was cancelled.")
                 line["error"] = {"code": code, "message": message}
             (out if item.outcome == "succeeded" else err).append(line)
+            (out_at if item.outcome == "succeeded" else err_at).append(index)
+        b = batch.behaviour  # stray lines go to the output file, or to the error file when nothing was answered
         if out:
-            batch.output_file_id = self._file(f"{batch.id}_output.jsonl", "batch_output", _jsonl(out)).id
+            data = _jsonl(_damage(out, b, _renamed, indices=out_at))
+            batch.output_file_id = self._file(f"{batch.id}_output.jsonl", "batch_output", data).id
         if err:
-            batch.error_file_id = self._file(f"{batch.id}_error.jsonl", "batch_output", _jsonl(err)).id
+            data = _jsonl(_damage(err, b, _renamed, indices=err_at, strays=not out))
+            batch.error_file_id = self._file(f"{batch.id}_error.jsonl", "batch_output", data).id
 
     def _file(self, filename: str, purpose: str, data: bytes) -> FakeFile:
         file = FakeFile(_new_id("file-"), filename, purpose, data)
@@ -400,7 +433,8 @@ class BatchStore:
         elif action == "results":
             if not batch.ended:
                 return _anthropic_error(400, f"Message batch {batch.id} has not ended; its results are not ready.")
-            return Answer(200, _jsonl([_anthropic_result(item) for item in batch.items]), "application/binary")
+            lines = _damage([_anthropic_result(item) for item in batch.items], batch.behaviour, _renamed)
+            return Answer(200, _jsonl(lines), "application/binary")
         else:
             self._poll(owner, batch)
         return Answer(200, _anthropic_batch(batch, owner))
@@ -606,7 +640,9 @@ def _google_batch(batch: FakeBatch) -> dict[str, Any]:
         meta["displayName"] = batch.info["displayName"]
     operation: dict[str, Any] = {"name": batch.id, "metadata": meta}
     if batch.ended:
-        output = {"inlinedResponses": {"inlinedResponses": [_google_item(item) for item in batch.items]}}
+        answers = _damage([_google_item(item) for item in batch.items], batch.behaviour,
+                          lambda line, key: {**line, "metadata": {"key": key}}, tear=False)
+        output = {"inlinedResponses": {"inlinedResponses": answers}}
         meta["endTime"] = _iso(batch.times["ended"])
         meta["output"] = output
         operation["done"] = True
