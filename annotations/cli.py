@@ -262,7 +262,8 @@ def agree(files, merge, kb_dir, limit, force) -> None:
 @click.argument("gold", type=_path)
 @click.option("--kb", "kb_dir", required=True, type=_path, help="The KB the gold set cites.")
 @click.option("--old-kb", type=_path, help="The KB the labels were made on, to name retired IDs by title.")
-@click.option("-k", "--k", "k", default=10, show_default=True, help="Retrieval depth for the 'never surfaced' check.")
+@click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, None),
+              help="Retrieval depth for the 'never surfaced' check.")
 @click.option("--embedder", help="Retriever for that check (default: the KB's own).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def validate(gold, kb_dir, old_kb, k, embedder, as_json) -> None:

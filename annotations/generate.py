@@ -54,7 +54,7 @@ from annotations.suggestions import label_of
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
-from harness.runner.calls import CallStats, Prompted, PromptJob, estimate, progress, run_prompts
+from harness.runner.calls import Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.model_options import ModelOptions
 
 COPY_NGRAM = 3
@@ -117,7 +117,7 @@ class GenerateResult:
     refusals_answerable: list[tuple[str, str, str]] = field(default_factory=list)
     source_not_retrieved: int = 0
     records: list[LabelRecord] = field(default_factory=list)
-    stats: dict[str, CallStats] = field(default_factory=dict)
+    stats: dict[str, PromptStats] = field(default_factory=dict)
 
     def failure(self) -> str | None:
         """Why the generator or the labeler gave nothing usable at all (the command exits 1), else ``None``."""
@@ -224,13 +224,13 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
 
     res = GenerateResult(out, spec.name, lab.spec.name, articles=len(articles))
     with progress(settings, console) as s:
-        res.stats["generator"] = CallStats()
+        res.stats["generator"] = PromptStats()
         rows = run_prompts(gen, gen_jobs, _reply, s, res.stats["generator"], label="writing questions")
         if ref_jobs:
             rows += run_prompts(ref, ref_jobs, _reply, s, res.stats["generator"], label="writing refusals")
         cands = _candidates(kb, rows, per_article, refusals, res)
         res.candidates = len(cands)
-        res.stats["labeler"] = CallStats()
+        res.stats["labeler"] = PromptStats()
         shown = _shown(kb, cands, k)
         jobs = [lab.job(c.question_id, c.question, arts) for c, arts in zip(cands, shown, strict=True)]
         labels = run_labeler(lab, jobs, s, res.stats["labeler"], label="checking questions")
@@ -333,16 +333,16 @@ def _print_estimate(kb, gen: Prompted, gen_jobs: list[PromptJob], ref: Prompted,
         from rich.console import Console
 
         console = Console(stderr=True)
-    rows = [estimate(gen, gen_jobs, settings, "writing questions", TOKENS_PER_QUESTION * per_article)]
+    rows = [estimate_prompts(gen, gen_jobs, settings, "writing questions", TOKENS_PER_QUESTION * per_article)]
     if ref_jobs:
-        rows.append(estimate(ref, ref_jobs, settings, "writing refusals", TOKENS_PER_QUESTION * refusals))
+        rows.append(estimate_prompts(ref, ref_jobs, settings, "writing refusals", TOKENS_PER_QUESTION * refusals))
     sample = list(kb.articles)[:20]
     expected = per_article * len(gen_jobs) + refusals
     if sample and expected:
         cands = [Candidate(f"sample-{a.id}", a.title, a.id) for a in sample]
         shown = _shown(kb, cands, k)
         jobs = [lab.job(c.question_id, c.question, arts) for c, arts in zip(cands, shown, strict=True)]
-        rows.append(estimate(lab.prompted(), jobs, settings, "checking questions", OUTPUT_TOKENS_EST,
+        rows.append(estimate_prompts(lab.prompted(), jobs, settings, "checking questions", OUTPUT_TOKENS_EST,
                              scale=expected / len(jobs)))
     print_estimates(console, rows)
 

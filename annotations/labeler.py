@@ -34,7 +34,7 @@ from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
 from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
-from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, estimate, progress, run_prompts
+from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.engine import CallResult
 from harness.runner.model_options import ModelOptions
 
@@ -218,7 +218,7 @@ def retrieve(kb, texts: list[str], k: int) -> list[list[RetrievedArticle]]:
     return [[RetrievedArticle(h.id, kb.by_id[h.id].title, kb.by_id[h.id].text, h.score) for h in hs] for hs in hits]
 
 
-def run_labeler(labeler: Labeler, jobs: list[PromptJob], settings: CallSettings, stats: CallStats,
+def run_labeler(labeler: Labeler, jobs: list[PromptJob], settings: CallSettings, stats: PromptStats,
                 label: str = "labelling") -> dict[str, LabelResult]:
     """Ask the labeler every job (cached, retried, priced by the engine); results by job context ID."""
 
@@ -271,9 +271,9 @@ def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, 
 
         console = Console(stderr=True) if dry_run else None
     if dry_run:
-        print_estimates(console, [estimate(lab.prompted(), jobs, settings, "labelling", OUTPUT_TOKENS_EST)])
+        print_estimates(console, [estimate_prompts(lab.prompted(), jobs, settings, "labelling", OUTPUT_TOKENS_EST)])
         return None
-    stats = CallStats()
+    stats = PromptStats()
     with progress(settings, console) as s:
         results = run_labeler(lab, jobs, s, stats)
     out = [to_suggestion(q, results[q.question_id], lab.source) for q in questions]

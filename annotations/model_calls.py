@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec, Provider
-from harness.runner.calls import CallSettings, CallStats, Estimate
+from harness.runner.calls import CallSettings, Estimate, PromptStats
 from harness.runner.model_options import ModelOptions
 
 
@@ -61,7 +61,7 @@ def print_estimates(console: Any, rows: list[Estimate]) -> None:
         console.print("~ approximate: those calls depend on answers not given yet", highlight=False)
 
 
-def summary(what: str, model: str, stats: CallStats) -> str:
+def summary(what: str, model: str, stats: PromptStats) -> str:
     """One line: calls, cache hits, failures and cost, so a re-run visibly costs nothing."""
     if stats.cost_known:
         cost = f"${stats.cost_usd:.4f}"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.files import spreadsheet_unsafe
-from harness.rundir import REPORT, RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK
+from harness.rundir import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK, Report, RunDir
 
 
 def _read_json(path: Path) -> dict:
@@ -26,6 +26,14 @@ def _read_json(path: Path) -> dict:
     except (OSError, json.JSONDecodeError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _read_report(run_dir: Path) -> Report | None:
+    """Only where the run's KB, gold and responses were: a missing or unreadable report means asking for them."""
+    try:
+        return RunDir(run_dir).read_report()
+    except GraceError:
+        return None
 
 
 def _recorded(run_dir: Path, candidates: list[str | None]) -> Path | None:
@@ -64,18 +72,18 @@ class RunSources:
         if not review_csv.exists():
             raise GraceError(f"{review_csv}: not found; run 'grace spotcheck run {run_dir} --kb KB_DIR --judge MODEL' "
                              "first, it writes the segments to review")
-        report = _read_json(run_dir / REPORT)
+        report = _read_report(run_dir)
         runinfo = _read_json(run_dir / RUN_INFO)
         spot = _read_json(run_dir / SPOTCHECK)
         warnings: list[str] = []
         if kb_dir is None:
             kb_dir = _recorded(run_dir, [((spot.get("run") or {}).get("kb") or {}).get("path"),
-                                         (report.get("kb") or {}).get("path"), (runinfo.get("kb") or {}).get("path")])
+                                         report.kb.path if report else None, (runinfo.get("kb") or {}).get("path")])
             if kb_dir is None:
                 raise GraceError(f"{run_dir}: give --kb KB_DIR (the articles the answers cite); "
                                  "the run names no KB folder that exists")
         if gold is None:
-            recorded = [(report.get("gold") or {}).get("path"), (runinfo.get("gold") or {}).get("path")]
+            recorded = [report.gold.path if report else None, (runinfo.get("gold") or {}).get("path")]
             gold = _recorded(run_dir, recorded)
             if gold is None:
                 shown = next((r for r in recorded if r), None)
@@ -90,7 +98,7 @@ class RunSources:
 
             src.questions = {q.question_id: q.question for q in read_questions(gold)}
         responses = run_dir / RESPONSES
-        src.responses = responses if responses.exists() else _recorded(run_dir, [(report.get("responses") or {}).get("path")])
+        src.responses = responses if responses.exists() else _recorded(run_dir, [report.responses.path if report else None])
         if src.responses is None:
             warnings.append(f"answers shown as their segments only: no {RESPONSES} in {run_dir} or where report.json says")
         return src

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.csv_rows import Row, read_csv_rows
 from harness.core.errors import GraceError, where
-from harness.core.files import read_text_checked, spreadsheet_unsafe
+from harness.core.files import decode_checked, read_text_checked, spreadsheet_unsafe
 
 GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
 REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
@@ -74,9 +74,9 @@ def _unescaped(row: dict[str, str]) -> dict[str, str]:
     return {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}
 
 
-def _open_csv(path: Path, required: list[str]) -> list[Row]:
+def _open_csv(path: Path, required: list[str], text: str | None = None) -> list[Row]:
     """Rows of a CSV that has the ``required`` columns; a runaway quote or a row of the wrong width names its line."""
-    header, rows = read_csv_rows(path)
+    header, rows = read_csv_rows(path, text)
     if not header:
         raise GraceError(f"{path}: the file is empty; expected a header row with {', '.join(required)}")
     missing = [c for c in required if c not in header]
@@ -87,34 +87,40 @@ def _open_csv(path: Path, required: list[str]) -> list[Row]:
     return rows
 
 
-_LAST_READ: dict[tuple[str, str], list[GoldQuestion]] = {}
+@dataclass(frozen=True)
+class GoldSet:
+    """A gold file as read once: its questions, path and content hash (what run.json and report.json record).
+
+    ``grace run`` reads the file once and hands this to every stage (asking, run.json, scoring), so
+    the questions asked and the questions scored come from the same bytes.
+    """
+
+    path: Path
+    hash: str  # file_hash's form: the first 16 hex digits of the SHA-256 of the bytes
+    questions: tuple[GoldQuestion, ...]
+
+
+def load_gold(path: str | Path) -> GoldSet:
+    """Read, hash and check a gold CSV in one read of the file; a bad row raises a ``GraceError`` with its line."""
+    path = Path(path)
+    if not path.exists():
+        raise GraceError(f"{path}: file not found")
+    if path.is_dir():
+        raise GraceError(f"{path}: is a folder, expected a gold CSV")
+    raw = path.read_bytes()
+    text = decode_checked(path, raw)
+    return GoldSet(path, hashlib.sha256(raw).hexdigest()[:16], tuple(_read_gold(path, text)))
 
 
 def read_gold(path: str | Path) -> list[GoldQuestion]:
-    """Read and check a gold CSV; the first bad row raises a ``GraceError`` naming its line.
-
-    ``grace run`` reads the gold file three times (to ask, to score, to report); the last file read is kept
-    and given again while its bytes are the same (a new list of the same questions): hashing the file costs
-    a millisecond where parsing and checking 10,000 rows cost 70.
-    """
-    path = Path(path)
-    try:
-        key = (str(path.resolve()), hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest())
-    except OSError:
-        key = None  # _open_csv says what is wrong with it
-    if key is not None and key in _LAST_READ:
-        return list(_LAST_READ[key])
-    questions = _read_gold(path)
-    if key is not None:
-        _LAST_READ.clear()
-        _LAST_READ[key] = questions
-    return list(questions)
+    """The questions of a gold CSV (see :func:`load_gold`)."""
+    return list(load_gold(path).questions)
 
 
-def _read_gold(path: Path) -> list[GoldQuestion]:
+def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
     out: list[GoldQuestion] = []
     seen: dict[str, int] = {}
-    for line, row in _open_csv(path, REQUIRED_COLUMNS):
+    for line, row in _open_csv(path, REQUIRED_COLUMNS, text):
         row = _unescaped(row)  # never blank: the reader leaves blank rows out
         if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
             continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet

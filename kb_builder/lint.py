@@ -24,13 +24,13 @@ import html
 import math
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.core.errors import GraceError
 from kb_builder.splitting import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -219,24 +219,21 @@ def title_query_pairs(kb: KB, close: float = TITLE_QUERY_CLOSE) -> list[Finding]
                 continue  # the titles meet but the texts are about different things
             seen.add(pair)
             b = kb.by_id[h.id]
+            ahead = f", so {b.id} ranks first" if h.score > own else ""
             out.append(Finding("confusable", "warning", list(pair),
-                               f"{a.id} '{a.title}' and {b.id} '{b.title}': a question about "
-                               f"'{_last_part(a.title).strip()}' retrieves both ({h.score / own:.0%} of the score); "
-                               "sharpen their titles and texts so each owns its topic, or list both in "
+                               f"{a.id} '{a.title}' and {b.id} '{b.title}': searching the KB for {a.id}'s title "
+                               f"'{_last_part(a.title).strip()}' gives {b.id} {h.score / own:.0%} of the retrieval "
+                               f"score {a.id} itself gets{ahead} (bm25f), so a question on this topic may retrieve "
+                               "either; sharpen their titles and texts so each owns its topic, or list both in "
                                "expected_citations where either answers", min(h.score / own, 1.0) * 0.8))
     return out
 
 
-def swapped_pairs(kb: KB, run: str | Path) -> list[Finding]:
-    """Pairs the models confuse in a scored run: gold expects one article, a model cites the other."""
-    from harness.rundir import RunDir
-
-    folder = RunDir(run)
-    if not folder.scores.exists():
-        raise GraceError(f"{folder.path}: no scores.jsonl; score the run first (grace score, or grace run without "
-                         "--no-score), then lint with --run")
+def swapped_pairs(kb: KB, scores: Iterable[dict[str, Any]]) -> list[Finding]:
+    """Pairs the models confuse in a scored run (its ``scores.jsonl`` rows): gold expects one article, a model
+    cites the other. The caller reads the run folder: the KB builder knows no run folders."""
     swaps: dict[tuple[str, str], Counter] = defaultdict(Counter)
-    for _, row in folder.iter_scores():
+    for row in scores:
         if row.get("outcome") != "wrong_citation":
             continue
         expected, cited = row.get("expected_citations") or [], row.get("cited_ids") or []
@@ -335,12 +332,12 @@ def article_findings(kb: KB) -> list[Finding]:
     return out
 
 
-def lint_kb(kb: KB, run: str | Path | None = None) -> LintReport:
-    """Every finding on ``kb`` (and the pairs a scored ``run`` swaps), worst first."""
+def lint_kb(kb: KB, scores: Iterable[dict[str, Any]] | None = None) -> LintReport:
+    """Every finding on ``kb`` (and the pairs a scored run's ``scores`` rows swap), worst first."""
     lexical = confusable_pairs(kb)
     pairs = {tuple(f.articles) for f in lexical}
     findings = lexical + [f for f in title_query_pairs(kb) if tuple(f.articles) not in pairs] + article_findings(kb)
-    if run is not None:
-        findings = swapped_pairs(kb, run) + findings
+    if scores is not None:
+        findings = swapped_pairs(kb, scores) + findings
     findings.sort(key=lambda f: (SEVERITY[f.severity], KIND_ORDER.index(f.kind), -f.score, f.articles))
     return LintReport(str(kb.path), len(kb.articles), findings)

@@ -210,7 +210,7 @@ def _distinct_parts(texts: list[str], mode: str | None) -> list[str]:
 def _count_parts(texts: list[str], mode: str | None, tokenizer: str) -> tuple[str, list[int]]:
     """In a child process: counts of ``texts``' distinct parts with the parent's tokenizer, and its name to check."""
     if tokenizer.startswith("tiktoken:"):
-        os.environ.pop("GRACE_TOKENIZER", None)
+        os.environ["GRACE_TOKENIZER"] = "tiktoken"  # the parent has the file (cached, or downloaded as asked)
         os.environ["GRACE_TIKTOKEN_ENCODING"] = tokenizer.split(":", 1)[1]
     else:
         os.environ["GRACE_TOKENIZER"] = "approx"  # never retry a download the parent already gave up on

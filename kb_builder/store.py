@@ -147,7 +147,10 @@ def write_kb(kb_dir: Path, articles: list[Article], manifest: Manifest) -> None:
 def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
     """Load a KB folder (or an ``articles.jsonl`` path), creating a missing or stale manifest."""
     path = Path(kb_dir)
-    if path.is_file() and path.suffix == ".jsonl":
+    if path.is_file():
+        if path.name != ARTICLES:
+            raise GraceError(f"{path} is a file, not a KB folder (a KB folder holds {ARTICLES}; build one with "
+                             "grace kb build)")
         path = path.parent
     if not path.exists():
         raise GraceError(f"{path}: KB folder not found")

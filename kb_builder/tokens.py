@@ -1,22 +1,56 @@
-"""Token counting with tiktoken, and an honest fallback when it cannot load.
+"""Token counting with tiktoken when its encoding file is already here, else an honest approximation.
 
-tiktoken downloads its BPE files on first use. On an offline machine that fails,
-so grace falls back to an approximation (cl100k's pre-tokeniser pattern, long
-pieces split every 4 characters) and says so once. Budgets then hold to within a
-few percent on English prose, which is what a split budget needs.
+tiktoken downloads its BPE file on first use, and grace downloads nothing
+unasked: the encoding is used only when tiktoken's cache already holds its
+file (``$TIKTOKEN_CACHE_DIR``, else ``data-gym-cache`` in the system temp
+folder, named by the SHA-1 of its URL). Otherwise tokens are counted by an
+approximation (cl100k's pre-tokeniser pattern, long pieces split every 4
+characters) and one line says so; budgets then hold to within a few percent on
+English prose, which is what a split budget needs. ``GRACE_TOKENIZER=tiktoken``
+lets tiktoken download the file (it keeps it in that cache);
+``GRACE_TOKENIZER=approx`` never loads tiktoken.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-import sys
 import threading
 from functools import lru_cache
+
+log = logging.getLogger("grace")
 
 _PIECE = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+|\s+", re.UNICODE)
 _lock = threading.Lock()
 _state: dict[str, object] = {}
+
+
+class _NotCached(Exception):
+    """tiktoken would have to download this file."""
+
+
+def _cached_encoding(name: str):
+    """tiktoken's encoding ``name`` from files already on this machine; ``_NotCached`` where it would download.
+
+    tiktoken reads every file through ``tiktoken.load.read_file`` (after its cache
+    misses), so for this one load that function refuses URLs. Called under ``_lock``.
+    """
+    import tiktoken
+    import tiktoken.load
+
+    download = tiktoken.load.read_file
+
+    def local_only(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _NotCached(blobpath)
+        return download(blobpath)
+
+    tiktoken.load.read_file = local_only
+    try:
+        return tiktoken.get_encoding(name)
+    finally:
+        tiktoken.load.read_file = download
 
 
 def _encoder():
@@ -24,18 +58,23 @@ def _encoder():
         if "enc" in _state:
             return _state["enc"]
         enc = None
-        if os.environ.get("GRACE_TOKENIZER", "") != "approx":
+        mode = os.environ.get("GRACE_TOKENIZER", "").strip().lower()
+        name = os.environ.get("GRACE_TIKTOKEN_ENCODING", "cl100k_base")
+        if mode != "approx":
             try:
-                import tiktoken
+                if mode == "tiktoken":
+                    import tiktoken
 
-                enc = tiktoken.get_encoding(os.environ.get("GRACE_TIKTOKEN_ENCODING", "cl100k_base"))
-            except Exception as exc:  # network, missing cache, broken install: all mean "approximate"
-                print(
-                    f"grace: tiktoken encoding unavailable ({type(exc).__name__}); "
-                    "counting tokens approximately (set TIKTOKEN_CACHE_DIR to a folder holding the encoding "
-                    "files for exact counts)",
-                    file=sys.stderr,
-                )
+                    enc = tiktoken.get_encoding(name)
+                else:
+                    enc = _cached_encoding(name)
+            except _NotCached:
+                log.info(f"counting tokens approximately (within a few percent): tiktoken's {name} file is not on "
+                         "this machine and grace downloads nothing unasked; GRACE_TOKENIZER=tiktoken downloads it "
+                         "once, for exact counts")
+            except Exception as exc:  # network, a broken install, an unknown encoding name
+                log.warning(f"tiktoken could not load {name} ({type(exc).__name__}); counting tokens approximately "
+                            "(within a few percent)")
         _state["enc"] = enc
         return enc
 

@@ -141,7 +141,7 @@ def test_batch_run_answers_like_real_time_at_half_the_price(provider, bench, bat
 
     # the same calls in real time, with the cache off: the same scores, at twice the cost
     real_time = board(tmp_path / "real.toml", srv, [provider])
-    real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", config=real_time, read_cache=False)
+    real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", config=real_time, no_cache=True)
     assert real.ok
     batch_scores = {(s["model"], s["question_id"]): s for s in api.load_run(tmp_path / "batch").scores()}
     real_scores = {(s["model"], s["question_id"]): s for s in api.load_run(tmp_path / "real").scores()}
@@ -441,7 +441,7 @@ def test_two_thousand_questions_three_models_killed_between_submit_and_collect(t
         assert len(srv.batches) == 3
         assert not [r for r in srv.requests if r.api in ("openai", "anthropic", "google")]
 
-        real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", read_cache=False, concurrency=16,
+        real = api.run(bench / "kb", bench / "gold.csv", out=tmp_path / "real", no_cache=True, concurrency=16,
                        config=board(tmp_path / "real.toml", srv))  # the same models in real time
         assert real.ok and real.errors == 0
     drop = ("cost_usd", "latency_ms")

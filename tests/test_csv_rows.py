@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -192,21 +191,19 @@ def test_kb_search_refuses_a_runaway_quote_with_exit_2(tmp_path):
     assert code == 2 and f"{path}:6: " in out and "unclosed quote" in out and "Traceback" not in out, out
 
 
-def test_a_100k_row_gold_file_reads_fast(tmp_path):
+def test_a_large_gold_file_with_multi_line_cells_reads_whole(tmp_path):
+    """Every 100th row holds a two-line note: the runaway-quote check must not flag real multi-line cells."""
     from harness.core.csv_rows import read_csv_rows
-    from kb_builder.gold import _read_gold
+    from kb_builder.gold import load_gold
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"])
-    for i in range(100_000):
+    for i in range(20_000):
         w.writerow([f"q{i}", f"How many days of leave, in total, does policy {i} give?", f"About {i} days",
                     f"{i % 50 + 1};{i % 7 + 1}", "false", "two\nlines" if i % 100 == 0 else ""])
     path = write(tmp_path / "gold.csv", buf.getvalue())
-    t0 = time.perf_counter()
     _, rows = read_csv_rows(path)
-    parse = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    assert len(_read_gold(path)) == 100_000
-    total = time.perf_counter() - t0
-    assert len(rows) == 100_000 and parse < 0.6 and total < 1.5, (parse, total)
+    gold = load_gold(path)
+    assert len(rows) == len(gold.questions) == 20_000
+    assert gold.questions[100].notes == "two\nlines" and gold.questions[100].line == 103  # q0 holds a line break too

@@ -387,8 +387,8 @@ def test_outcome_lists_agree():
     from typing import get_args
 
     from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS
+    from harness.rundir.scores import Outcome
     from harness.scoring.outcomes import OUTCOMES
-    from harness.scoring.records import Outcome
 
     assert get_args(Outcome) == OUTCOMES
     assert set(OUTCOME_COLORS) == set(OUTCOMES) == set(OUTCOME_LABELS)

@@ -11,12 +11,29 @@ from tests.conftest import run_grace, write
 
 
 def model(accuracy: float, ci: list[float] | None = None, invalid: float = 0.0) -> dict:
-    return {"accuracy": accuracy, "accuracy_ci95": ci, "invalid_citation_rate": invalid}
+    """A model's block as 'grace score' writes it (schema 1); gate reads the accuracy, its CI and the invalid rate."""
+    return {"rank": 1, "significance_group": "a", "n": 100, "n_questions": 100, "repeats": 1, "accuracy": accuracy,
+            "accuracy_ci95": ci, "strict_accuracy": accuracy, "strict_accuracy_ci95": ci, "outcomes": {},
+            "strict_outcomes": {}, "invalid_citation_rate": invalid, "error_count": 0, "extraction_rules": {},
+            "per_class": {}, **dict.fromkeys(("macro_precision", "macro_recall", "macro_f1", "weighted_precision",
+                                              "weighted_recall", "weighted_f1"), 0.0),
+            "refusal": {"should_refuse_did": None, "should_answer_did": None, "calibration": None},
+            "confusion": {"labels": [], "matrix": []}, "retrieval": None, "repeat_stats": None,
+            "cost": {"total_usd": None, "per_1k_questions_usd": None, "input_tokens": 0, "output_tokens": 0},
+            "latency": {"p50_ms": None, "p95_ms": None}}
+
+
+def report_json(models: dict[str, dict]) -> str:
+    """A whole report.json around the blocks, given best first."""
+    return json.dumps({
+        "schema_version": 1, "created_at": "2025-01-02T03:04:05+00:00", "grace_version": "0.1.0",
+        "gold": {"path": "gold.csv", "hash": "ab12", "n_questions": 100, "n_must_refuse": 0},
+        "kb": {"path": "kb", "hash": "cd34", "n_articles": 50}, "responses": {"path": "responses.jsonl", "n": 100},
+        "seed": 0, "bootstrap_samples": 2000, "leaderboard": list(models), "models": models, "pairwise": []})
 
 
 def report(path: Path, models: dict[str, dict]) -> Path:
-    board = sorted(models, key=lambda m: -models[m]["accuracy"])
-    return write(path, json.dumps({"schema_version": 1, "leaderboard": board, "models": models}))
+    return write(path, report_json(models))
 
 
 @pytest.fixture
@@ -88,8 +105,10 @@ def test_baseline_without_model_is_skipped_unless_named(tmp_path, new):
         (None, "report.json: not found; run 'grace score'"),
         ("{not json", "not valid JSON"),
         ('{"schema_version": 1}', "not a grace report"),
-        ('{"schema_version": 99, "models": {}}', "schema_version 99"),
-        ('{"schema_version": 1, "models": {"gpt": {}}}', "has no accuracy"),
+        ('{"schema_version": 99, "models": {}}', "schema_version 99 is not one this grace reads (<= 2); upgrade grace"),
+        (report_json({"gpt": {k: v for k, v in model(0.8).items() if k != "accuracy"}}),
+         "models['gpt'] has no accuracy; re-run 'grace score'"),
+        (report_json({"gpt": {**model(0.8), "accuracy": "high"}}), "models['gpt'].accuracy: Input should be a valid"),
     ],
 )
 def test_bad_report_is_a_user_error(tmp_path, content, message):

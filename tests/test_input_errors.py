@@ -281,3 +281,18 @@ def test_gold_read_again_after_an_edit_of_the_same_size(tmp_path):
     assert read_gold(gold)[0].expected_citations == ["18"]
     first, second = read_gold(gold), read_gold(gold)
     assert first == second and first is not second
+
+
+# -- model names ----------------------------------------------------------------------------------
+
+
+def test_an_unknown_provider_lists_only_documented_providers(tmp_path):
+    from harness.providers import parse_model_spec, public_providers
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert public_providers() and all(f"`{name}" in readme for name in public_providers())
+    with pytest.raises(GraceError) as exc:
+        parse_model_spec("opnai:gpt-4o-mini")
+    listed = str(exc.value).split("known: ", 1)[1]
+    assert "openai" in listed and "baseline" in listed and "scripted" not in listed
+    assert parse_model_spec("scripted:any").provider == "scripted"  # the test model still works

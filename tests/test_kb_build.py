@@ -87,6 +87,18 @@ def test_bad_inputs_exit_2_with_clear_messages(tmp_path):
     assert code == 2 and "articles.jsonl:2" in out
 
 
+def test_a_file_given_as_a_kb_is_named_as_a_file_in_every_command(tmp_path):
+    gold = write(tmp_path / "gold.csv", "question_id,question,expected_citations,must_refuse\nq1,Sick days?,1,false\n")
+    expected = f"{gold} is a file, not a KB folder (a KB folder holds articles.jsonl; build one with grace kb build)"
+    for args in (["kb", "search", gold, "sick days"], ["kb", "eval", gold, "--gold", gold], ["kb", "lint", gold],
+                 ["run", "--kb", gold, "--gold", gold, "--model", "baseline:top1", "--out", tmp_path / "run"]):
+        code, out = run_grace(*args)
+        assert code == 2 and expected in out and "articles.jsonl: not found" not in out, (args, out)
+    stray = write(tmp_path / "kb" / "responses.jsonl", "{}\n")  # a .jsonl that is not the KB's articles.jsonl
+    code, out = run_grace("kb", "show", stray)
+    assert code == 2 and f"{stray} is a file, not a KB folder" in out
+
+
 def test_hand_written_articles_jsonl_is_a_kb(tmp_path):
     kb = tmp_path / "hand"
     write(kb / "articles.jsonl", "\n".join(json.dumps(a) for a in [
@@ -109,6 +121,23 @@ def test_search_queries_file_writes_ranked_jsonl(tmp_path):
     assert [r["question_id"] for r in rows] == ["a", "b"]
     assert rows[0]["retrieved"][0]["id"] == "4" and rows[1]["retrieved"][0]["id"] == "2"
     assert len(rows[0]["retrieved"]) == 2 and rows[0]["retrieved"][0]["score"] >= rows[0]["retrieved"][1]["score"]
+
+
+def test_every_k_below_1_is_refused_and_a_k_past_the_kb_is_clamped_with_a_warning(tmp_path):
+    kb = tmp_path / "kb"
+    run_grace("kb", "build", handbook(tmp_path / "src"), "--out", kb)
+    gold = write(tmp_path / "gold.csv", "question_id,question,expected_citations,must_refuse\nq1,Sick days?,1,false\n")
+    for args in (["kb", "search", kb, "sick days", "-k", "0"], ["kb", "search", kb, "--queries", gold, "-k", "-1"],
+                 ["kb", "eval", kb, "--gold", gold, "-k", "0"], ["annotate", kb, "--questions", gold, "-k", "0"],
+                 ["annotations", "validate", gold, "--kb", kb, "-k", "0"]):
+        code, out = run_grace(*args)
+        assert code == 2 and ("1<=x" in out or "x>=1" in out or "1 or more" in out), (args, out)
+    code, out = run_grace("kb", "search", kb, "sick days", "-k", "100000")
+    assert code == 0 and "k 100000 is more than the KB's 4 articles; showing all 4" in out
+    assert out.count("Leave > ") == 2 and out.count("Travel > ") == 2
+    code, out = run_grace("kb", "search", kb, "--queries", gold, "-k", "5")
+    assert code == 0 and "k 5 is more than the KB's 4 articles; searching all 4" in out
+    assert len(json.loads(out.splitlines()[-1])["retrieved"]) == 4
 
 
 def test_eval_reports_recall_and_misses(tmp_path):

@@ -93,6 +93,22 @@ def test_run_adds_the_pairs_the_models_swap(tmp_path):
     assert [f["articles"] for f in swapped] == [["2", "4"]] and "3 time(s)" in swapped[0]["message"]
 
 
+def test_a_pair_one_title_query_retrieves_says_what_its_percentage_is(tmp_path):
+    kb, _ = build(tmp_path, [c for c in CLEAN if "Laptops" not in c[0]] + [
+        ("Leaving > Laptop return for contractors",
+         "Contractors hand the laptop to IT on their last day and sign the return form. " + BODY),
+        ("Contractors > Laptop return and badge",
+         "Agency contractors post the laptop back by courier within three days; badges go to reception. " + BODY),
+    ])
+    [finding] = lint_json(kb)["findings"]
+    assert finding["kind"] == "confusable" and finding["articles"] == ["5", "6"]
+    message = finding["message"]
+    assert "retrieves both (" not in message  # a bare percentage of an unnamed score
+    assert ("searching the KB for 5's title 'Laptop return for contractors' gives 6 94% of the retrieval score "
+            "5 itself gets") in message
+    assert "so a question on this topic may retrieve either" in message and "expected_citations" in message
+
+
 def test_bad_input_is_a_clear_error(tmp_path):
     code, out = run_grace("kb", "lint", tmp_path / "absent")
     assert code == 2 and "KB folder not found" in out and "Traceback" not in out

@@ -21,8 +21,8 @@ import pytest
 from rich.console import Console
 
 from harness.reports import write_reports
+from harness.rundir.scores import ScoreLine
 from harness.scoring import score_responses
-from harness.scoring.records import Report, ScoreLine
 from tests.conftest import write
 
 TITLES = {
@@ -146,19 +146,18 @@ def test_each_answer_gets_the_outcome_the_rules_call_for(scored):
 
 def test_report_counts_unshown_citations_and_cut_off_answers(scored):
     _, _, report = scored
-    Report.model_validate(report)
-    assert report["schema_version"] == 2
-    js, inline = report["models"]["llama-local-json"], report["models"]["llama-local"]
-    assert js["outcomes"]["unshown_citation"] == 2 and inline["outcomes"]["unshown_citation"] == 1
-    assert js["unshown_citation_rate"] == round(2 / 9, 6) and inline["unshown_citation_rate"] == round(1 / 10, 6)
+    assert report.schema_version == 2
+    js, inline = report.models["llama-local-json"], report.models["llama-local"]
+    assert js.outcomes["unshown_citation"] == 2 and inline.outcomes["unshown_citation"] == 1
+    assert js.unshown_citation_rate == round(2 / 9, 6) and inline.unshown_citation_rate == round(1 / 10, 6)
     # q_notice_cut was cut off but had already cited; q_expenses_cut was cut off before any citation
-    assert js["truncated"] == {"n": 2, "share": round(2 / 9, 6), "no_citation": 1, "max_tokens": 400}
-    assert inline["truncated"] == {"n": 1, "share": 0.1, "no_citation": 1, "max_tokens": 400}
+    assert js.truncated.model_dump() == {"n": 2, "share": round(2 / 9, 6), "no_citation": 1, "max_tokens": 400}
+    assert inline.truncated.model_dump() == {"n": 1, "share": 0.1, "no_citation": 1, "max_tokens": 400}
     # an unshown citation names no article in the per-article metrics
-    conf = inline["confusion"]
-    row = conf["labels"].index("22")
-    assert conf["matrix"][row][conf["labels"].index("none")] == 1
-    assert report["warnings"] == [w for w in report["warnings"] if "cut off" not in w]  # the writers warn, once
+    conf = inline.confusion
+    row = conf.labels.index("22")
+    assert conf.matrix[row][conf.labels.index("none")] == 1
+    assert report.warnings == [w for w in report.warnings if "cut off" not in w]  # the writers warn, once
 
 
 def test_reports_show_the_shares_and_warn_about_max_tokens(scored):
@@ -188,6 +187,6 @@ def test_cut_off_answers_from_other_apis(tmp_path):
                                                         ("gpt", "stop"), ("old", None)]]
     responses = write(tmp_path / "r.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     report = score_responses(responses, gold, kb.parent, tmp_path / "out", bootstrap=0)
-    cut = {m: report["models"][m]["truncated"]["n"] for m in report["models"]}
+    cut = {name: m.truncated.n for name, m in report.models.items()}
     assert cut == {"claude": 1, "gemini": 1, "gpt": 0, "old": 0}
-    assert report["models"]["claude"]["truncated"]["max_tokens"] == 64
+    assert report.models["claude"].truncated.max_tokens == 64

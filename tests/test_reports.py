@@ -12,6 +12,7 @@ import pytest
 from rich.console import Console
 
 from harness.cli.app import main
+from harness.core.errors import GraceError
 from harness.reports import write_reports
 from harness.reports.failures import sample_failures
 from harness.reports.heatmap import top_labels
@@ -133,7 +134,7 @@ def _model_metrics(rows: list[dict], labels: list[str], seen: list[str]) -> dict
         "strict_accuracy": acc - 0.05, "strict_accuracy_ci95": [max(0.0, acc - 0.17), min(1.0, acc + 0.05)],
         "outcomes": outcomes, "strict_outcomes": outcomes,
         "invalid_citation_rate": outcomes["invalid_citation"] / n, "error_count": outcomes["error"],
-        "per_class": per_class,
+        "extraction_rules": {"json": 0, "inline": n, "lenient": 0, "none": 0}, "per_class": per_class,
         "macro_precision": 0.8, "macro_recall": 0.8, "macro_f1": 0.79, "weighted_precision": 0.8,
         "weighted_recall": 0.8, "weighted_f1": 0.8,
         "refusal": {"should_refuse_did": 0.5, "should_answer_did": 0.9, "calibration": 0.7},
@@ -283,13 +284,13 @@ def test_edge_cases_single_model_no_cost_no_retrieval_errors_only(tmp_path):
     solo = report["models"]["local-llama"]
     solo.update(retrieval=None, repeat_stats=None, refusal={"should_refuse_did": None, "should_answer_did": 1.0,
                                                             "calibration": None})
-    broken = {"n": 0, "n_questions": 11, "repeats": 1, "accuracy": None, "accuracy_ci95": None, "outcomes": {},
-              "error_count": 0, "confusion": {"labels": [], "matrix": []}, "per_class": {}, "retrieval": None,
-              "cost": {"total_usd": None, "per_1k_questions_usd": None}, "latency": {}}
-    errors = {"n": 11, "accuracy": 0.0, "accuracy_ci95": [0.0, 0.0], "outcomes": {"error": 11}, "error_count": 11,
-              "cost": {"per_1k_questions_usd": None}}
-    report.update(leaderboard=["local-llama"], models={"local-llama": solo, "empty": broken, "down": errors},
-                  pairwise=[])
+    # a model with nothing but errors, no cost, no latency and no CI, and no matrix (not in the leaderboard list)
+    errors = {**solo, "n": 11, "accuracy": 0.0, "accuracy_ci95": None, "strict_accuracy": 0.0, "error_count": 11,
+              "strict_accuracy_ci95": None, "outcomes": {"error": 11}, "per_class": {},
+              "confusion": {"labels": [], "matrix": []},
+              "cost": {"total_usd": None, "per_1k_questions_usd": None, "input_tokens": 0, "output_tokens": 0}}
+    report.update(leaderboard=["local-llama"], models={"local-llama": solo, "down": errors}, pairwise=[],
+                  failed_models={"dead": {"n": 11, "error_count": 11, "reason": "all 11 calls failed"}})
     report["kb"]["path"] = str(tmp_path / "moved")
     (out / "report.json").write_text(json.dumps(report))
     console = Console(file=io.StringIO(), width=200, record=True)
@@ -299,8 +300,22 @@ def test_edge_cases_single_model_no_cost_no_retrieval_errors_only(tmp_path):
     assert "KB not found" in html and "responses file not found" in html
     text = console.export_text()
     assert "local-llama" in text and "(11 errors)" in text and "report.html" in text
-    assert [r[1] for r in _table_rows(written["markdown"].read_text())[2:]] == ["local-llama (1 error)", "empty",
+    assert "not ranked: dead: all 11 calls failed" in text
+    assert [r[1] for r in _table_rows(written["markdown"].read_text())[2:]] == ["local-llama (1 error)",
                                                                                  "down (11 errors)"]
+
+
+def test_a_malformed_model_block_is_refused_with_where_it_is(tmp_path):
+    """The readers trust the typed report, so a block they could not render is refused when read, by name."""
+    out, _ = build_run(tmp_path, responses=False)
+    report = json.loads((out / "report.json").read_text())
+    report["models"]["cheap-mini"]["accuracy"] = None
+    del report["models"]["local-llama"]["refusal"]
+    (out / "report.json").write_text(json.dumps(report))
+    with pytest.raises(GraceError) as err:
+        write_reports(out)
+    assert "models['cheap-mini'].accuracy: Input should be a valid number" in str(err.value)
+    assert "(and 1 more problem); re-run 'grace score'" in str(err.value)
 
 
 def test_unshown_citations_and_cut_off_answers_are_shown_escaped(run):
@@ -374,4 +389,11 @@ def test_cli_report_prints_leaderboard_and_rejects_missing_report(run, tmp_path,
     with pytest.raises(SystemExit) as exit_info:
         main(["report", str(tmp_path / "nowhere")])
     assert exit_info.value.code == 2
-    assert "report.json: not found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'nowhere'}: no such folder" in err and "report.json: not found" not in err
+    assert not (tmp_path / "nowhere").exists()  # not created by the command that says it is missing
+    (tmp_path / "unscored").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["report", str(tmp_path / "unscored")])
+    assert exit_info.value.code == 2
+    assert "report.json: not found; run 'grace score'" in capsys.readouterr().err

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from harness.core.errors import GraceError
-from kb_builder.evaluation import compare_retrievers, evaluate_retrieval
+from harness.scoring.retrieval_eval import compare_retrievers, evaluate_retrieval
 from kb_builder.gold import read_gold
 from kb_builder.records import Article
 from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever

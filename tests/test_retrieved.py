@@ -41,12 +41,12 @@ def test_a_production_retrievers_ranking_is_used_as_given(bench, tmp_path):
     ranking = list(reversed(ids))  # deliberately not grace's order, bare IDs without scores
     write(tmp_path / "prod.jsonl", "".join(json.dumps({"question_id": q, "retrieved": ranking}) + "\n" for q in gold))
     api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "run", k=2,
-            retrieved_file=tmp_path / "prod.jsonl")
+            retrieved=tmp_path / "prod.jsonl")
     rows = RunDir(tmp_path / "run").response_rows()
     assert {tuple(r["retrieved_ids"]) for r in rows} == {tuple(ranking[:2])}
     assert rows[0]["retrieval_scores"] == [1.0, 0.5]  # no scores given: 1 / rank
     report = api.load_run(tmp_path / "run").report
-    assert report["models"]["baseline:top1"]["retrieval"]["k"] == 2
+    assert report.models["baseline:top1"].retrieval.k == 2
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from harness.core.errors import GraceError
+from harness.rundir.report import read_report
+from harness.rundir.scores import ScoreLine
 from harness.scoring import REFUSAL_SENTENCE, score_responses
-from harness.scoring.records import Report, ScoreLine
 from harness.scoring.significance import bootstrap_cis, compact_letters, holm, mcnemar_exact
 from tests.conftest import run_grace, write
 
@@ -109,27 +110,27 @@ def test_every_outcome_and_extraction_form(bench):
     assert scores["q_refuse_cite"]["cited_ids"] == ["17"] and scores["q_refuse_cite"]["refused"] is True
     assert scores["q_invalid"]["cited_ids"] == ["999"]
 
-    m = report["models"]["alpha"]
+    m = report.models["alpha"]
     expected_counts = {}
     for _, outcome, _, _ in ALPHA.values():
         expected_counts[outcome] = expected_counts.get(outcome, 0) + 1
-    assert {k: v for k, v in m["outcomes"].items() if v} == expected_counts
-    assert m["n"] == 13 and m["n_questions"] == 13 and m["repeats"] == 1
+    assert {k: v for k, v in m.outcomes.items() if v} == expected_counts
+    assert m.model == "alpha" and m.n == 13 and m.n_questions == 13 and m.repeats == 1
     hits = expected_counts["correct"] + expected_counts["correct_refusal"]
-    assert m["accuracy"] == round(hits / 13, 6)
+    assert m.accuracy == round(hits / 13, 6)
     strict_hits = sum(o in ("correct", "correct_refusal") for *_, o in ALPHA.values())
-    assert m["strict_accuracy"] == round(strict_hits / 13, 6)
-    assert m["invalid_citation_rate"] == round(1 / 13, 6)
-    assert m["error_count"] == 1
-    assert m["extraction_rules"] == {"json": 1, "inline": 6, "lenient": 4, "none": 2}  # an error reads as "none"
+    assert m.strict_accuracy == round(strict_hits / 13, 6)
+    assert m.invalid_citation_rate == round(1 / 13, 6)
+    assert m.error_count == 1
+    assert m.extraction_rules == {"json": 1, "inline": 6, "lenient": 4, "none": 2}  # an error reads as "none"
     # refusal calibration: 4 must_refuse, 3 refused; 8 answerable without errors, 1 refused
-    assert m["refusal"] == {"should_refuse_did": 0.75, "should_answer_did": 0.875, "calibration": 0.8125}
-    Report.model_validate(report)
+    assert m.refusal.model_dump() == {"should_refuse_did": 0.75, "should_answer_did": 0.875, "calibration": 0.8125}
     on_disk = json.loads((tmp / "out" / "report.json").read_text())
-    assert on_disk == report
-    assert report["gold"]["n_questions"] == 13 and report["gold"]["n_must_refuse"] == 4
-    assert report["kb"]["n_articles"] == len(ARTICLES)
-    assert any("failed call" in w for w in report["warnings"])
+    assert on_disk == report.model_dump(mode="json") and "model" not in on_disk["models"]["alpha"]
+    assert read_report(tmp / "out" / "report.json") == report  # what is read back is what was written
+    assert report.gold.n_questions == 13 and report.gold.n_must_refuse == 4
+    assert report.kb.n_articles == len(ARTICLES)
+    assert any("failed call" in w for w in report.warnings)
 
 
 def test_metrics_match_scikit_learn(bench):
@@ -138,8 +139,7 @@ def test_metrics_match_scikit_learn(bench):
     tmp, kb, gold = bench
     rows = [response_row(q, "alpha", text) for q, (text, *_) in ALPHA.items()]
     responses = write_jsonl(tmp / "responses.jsonl", rows)
-    report = score_responses(responses, gold, kb, tmp / "out")
-    m = report["models"]["alpha"]
+    m = score_responses(responses, gold, kb, tmp / "out").models["alpha"]
 
     # labels rebuilt from scores.jsonl with the rules of the issue, independently of the scorer
     y_true, y_pred = [], []
@@ -157,17 +157,18 @@ def test_metrics_match_scikit_learn(bench):
         y_true.append(t)
         y_pred.append(p)
     labels = [a for a in ARTICLES if a in y_true or a in y_pred] + ["REFUSE"]
-    assert list(m["per_class"]) == labels
+    assert list(m.per_class) == labels
     p, r, f, sup = precision_recall_fscore_support(y_true, y_pred, labels=labels, zero_division=0)
     for i, label in enumerate(labels):
-        assert m["per_class"][label] == pytest.approx(
+        assert m.per_class[label].model_dump() == pytest.approx(
             {"precision": p[i], "recall": r[i], "f1": f[i], "support": sup[i]}, abs=1e-6)
     for avg in ("macro", "weighted"):
         ap, ar, af, _ = precision_recall_fscore_support(y_true, y_pred, labels=labels, zero_division=0, average=avg)
-        assert (m[f"{avg}_precision"], m[f"{avg}_recall"], m[f"{avg}_f1"]) == pytest.approx((ap, ar, af), abs=1e-6)
+        figures = (getattr(m, f"{avg}_precision"), getattr(m, f"{avg}_recall"), getattr(m, f"{avg}_f1"))
+        assert figures == pytest.approx((ap, ar, af), abs=1e-6)
     conf_labels = labels[:-1] + ["REFUSE", "none"]
-    assert m["confusion"]["labels"] == conf_labels
-    assert m["confusion"]["matrix"] == confusion_matrix(y_true, y_pred, labels=conf_labels).tolist()
+    assert m.confusion.labels == conf_labels
+    assert m.confusion.matrix == confusion_matrix(y_true, y_pred, labels=conf_labels).tolist()
 
 
 def test_retrieval_decomposition_cost_and_latency(bench):
@@ -182,8 +183,7 @@ def test_retrieval_decomposition_cost_and_latency(bench):
         response_row("q_refuse", "alpha", REFUSAL_SENTENCE, retrieved_ids=["50"]),
         response_row("q_wrong", "alpha", "[ID: uid-kb-5]"),  # no retrieval info on this row
     ]
-    report = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out")
-    m = report["models"]["alpha"]
+    m = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out").models["alpha"]
     scores = {s["question_id"]: s for s in read_scores(tmp / "out")}
     assert scores["q_correct"]["expected_retrieved"] is True
     assert scores["q_nocite"]["expected_retrieved"] is False
@@ -193,21 +193,23 @@ def test_retrieval_decomposition_cost_and_latency(bench):
     # answerable rows with retrieval: q_correct (hit, retrieved), q_nocite (missed: it cites 17, which it was
     # not shown, so unshown_citation, a miss), q_multi (miss, retrieved), q_lenient (hit, retrieved)
     assert scores["q_nocite"]["outcome"] == "unshown_citation"
-    assert m["retrieval"] == {"k": 2, "recall_at_k": 0.75, "n_retrieved": 3, "n_missed": 1,
+    assert m.retrieval.model_dump() == {"k": 2, "recall_at_k": 0.75, "n_retrieved": 3, "n_missed": 1,
                               "accuracy_when_retrieved": round(2 / 3, 6), "accuracy_when_missed": 0.0}
-    assert m["cost"] == {"total_usd": 0.006, "per_1k_questions_usd": 3.0, "input_tokens": 2000, "output_tokens": 60}
-    assert m["latency"] == {"p50_ms": 200.0, "p95_ms": 290.0}
+    assert m.cost.model_dump() == {"total_usd": 0.006, "per_1k_questions_usd": 3.0, "input_tokens": 2000,
+                                   "output_tokens": 60}
+    assert m.latency.model_dump() == {"p50_ms": 200.0, "p95_ms": 290.0}
 
 
 def test_no_retrieval_or_cost_fields(bench):
     tmp, kb, gold = bench
     rows = [{"question_id": "q_correct", "model": "alpha", "response": "[ID: 17]"}]
-    m = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out")["models"]["alpha"]
-    assert m["retrieval"] is None and m["repeat_stats"] is None
-    assert m["cost"] == {"total_usd": None, "per_1k_questions_usd": None, "input_tokens": 0, "output_tokens": 0}
-    assert m["latency"] == {"p50_ms": None, "p95_ms": None}
-    assert any("answered 1 of 13" in w for w in score_responses(
-        write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out")["warnings"])
+    report = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out")
+    m = report.models["alpha"]
+    assert m.retrieval is None and m.repeat_stats is None
+    assert m.cost.model_dump() == {"total_usd": None, "per_1k_questions_usd": None, "input_tokens": 0,
+                                   "output_tokens": 0}
+    assert m.latency.model_dump() == {"p50_ms": None, "p95_ms": None}
+    assert any("answered 1 of 13" in w for w in report.warnings)
 
 
 def test_repeats_agreement_and_spread(bench):
@@ -220,27 +222,27 @@ def test_repeats_agreement_and_spread(bench):
     }
     rows = [response_row(q, "alpha", t, repeat=r) for r, qs in answers.items() for q, t in qs.items()]
     report = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out", bootstrap=200)
-    m = report["models"]["alpha"]
-    assert m["n"] == 12 and m["n_questions"] == 4 and m["repeats"] == 3
-    assert m["accuracy"] == 0.75
-    stats = m["repeat_stats"]
-    assert stats["n_repeats"] == 3
-    assert stats["accuracy_per_repeat"] == [0.75, 0.75, 0.75]
-    assert stats["accuracy_std"] == 0.0
-    assert stats["question_agreement"] == pytest.approx((2 / 3 + 2 / 3 + 1 + 1) / 4, abs=1e-6)
+    m = report.models["alpha"]
+    assert m.n == 12 and m.n_questions == 4 and m.repeats == 3
+    assert m.accuracy == 0.75
+    stats = m.repeat_stats
+    assert stats.n_repeats == 3
+    assert stats.accuracy_per_repeat == [0.75, 0.75, 0.75]
+    assert stats.accuracy_std == 0.0
+    assert stats.question_agreement == pytest.approx((2 / 3 + 2 / 3 + 1 + 1) / 4, abs=1e-6)
 
 
 def test_bootstrap_resamples_questions_and_is_seeded(bench):
     tmp, kb, gold = bench
     rows = [response_row(q, "alpha", text) for q, (text, *_) in ALPHA.items()]
     responses = write_jsonl(tmp / "r.jsonl", rows)
-    a = score_responses(responses, gold, kb, tmp / "a", seed=7)["models"]["alpha"]
-    b = score_responses(responses, gold, kb, tmp / "b", seed=7)["models"]["alpha"]
-    assert a["accuracy_ci95"] == b["accuracy_ci95"]
-    lo, hi = a["accuracy_ci95"]
-    assert 0 <= lo <= a["accuracy"] <= hi <= 1 and lo < hi
-    none = score_responses(responses, gold, kb, tmp / "c", bootstrap=0)["models"]["alpha"]
-    assert none["accuracy_ci95"] is None
+    a = score_responses(responses, gold, kb, tmp / "a", seed=7).models["alpha"]
+    b = score_responses(responses, gold, kb, tmp / "b", seed=7).models["alpha"]
+    assert a.accuracy_ci95 == b.accuracy_ci95
+    lo, hi = a.accuracy_ci95
+    assert 0 <= lo <= a.accuracy <= hi <= 1 and lo < hi and (a.ci_low, a.ci_high) == (lo, hi)
+    none = score_responses(responses, gold, kb, tmp / "c", bootstrap=0).models["alpha"]
+    assert none.accuracy_ci95 is None and none.ci_low is None
 
     # the unit is the question: 10 repeats of one question do not narrow the interval
     values = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
@@ -259,22 +261,22 @@ def test_pairwise_mcnemar_holm_and_letters(bench):
         rows.append(response_row(q, "weak", "I am not sure."))  # all 8 missed
         rows.append(response_row(q, "mid", f"[ID: {first[q]}]" if q in answerable[:5] else "?"))  # 5 right
     report = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out", bootstrap=100)
-    assert report["leaderboard"] == ["strong", "mid", "weak"]
-    pairs = {(p["a"], p["b"]): p for p in report["pairwise"]}
+    assert report.leaderboard == ["strong", "mid", "weak"]
+    pairs = {(p.a, p.b): p for p in report.pairwise}
     sw = pairs[("strong", "weak")]
-    assert (sw["n"], sw["a_only"], sw["b_only"]) == (8, 8, 0)
+    assert (sw.n, sw.a_only, sw.b_only) == (8, 8, 0)
     from scipy.stats import binomtest
 
-    assert sw["p_value"] == pytest.approx(binomtest(8, 8, 0.5).pvalue)
-    raw = [pairs[k]["p_value"] for k in [("strong", "mid"), ("strong", "weak"), ("mid", "weak")]]
-    adjusted = [pairs[k]["p_adjusted"] for k in [("strong", "mid"), ("strong", "weak"), ("mid", "weak")]]
+    assert sw.p_value == pytest.approx(binomtest(8, 8, 0.5).pvalue)
+    raw = [pairs[k].p_value for k in [("strong", "mid"), ("strong", "weak"), ("mid", "weak")]]
+    adjusted = [pairs[k].p_adjusted for k in [("strong", "mid"), ("strong", "weak"), ("mid", "weak")]]
     assert adjusted == pytest.approx(holm(raw))
-    assert sw["significant"] is True  # p = 2/256, Holm x3 = 0.023
-    assert pairs[("strong", "mid")]["significant"] is False
-    groups = {m: report["models"][m]["significance_group"] for m in report["leaderboard"]}
+    assert sw.significant is True  # p = 2/256, Holm x3 = 0.023
+    assert pairs[("strong", "mid")].significant is False
+    groups = {m.model: m.significance_group for m in report.ranked()}
     assert groups["strong"] != groups["weak"] and not set(groups["strong"]) & set(groups["weak"])
     assert set(groups["mid"]) & set(groups["strong"])
-    assert [report["models"][m]["rank"] for m in report["leaderboard"]] == [1, 2, 3]
+    assert [m.rank for m in report.ranked()] == [1, 2, 3]
 
 
 def test_statistics_helpers():
@@ -295,8 +297,8 @@ def test_later_line_supersedes_an_earlier_one(bench):
     report = score_responses(write_jsonl(tmp / "r.jsonl", rows), gold, kb, tmp / "out")
     scores = read_scores(tmp / "out")
     assert [(s["question_id"], s["outcome"]) for s in scores] == [("q_nocite", "correct"), ("q_correct", "correct")]
-    assert report["models"]["alpha"]["n"] == 2 and report["models"]["alpha"]["error_count"] == 0
-    assert any("superseded" in w for w in report["warnings"])
+    assert report.models["alpha"].n == 2 and report.models["alpha"].error_count == 0
+    assert any("superseded" in w for w in report.warnings)
 
 
 def test_gold_ids_missing_from_kb_bom_and_numeric_ids(tmp_path):
@@ -307,10 +309,10 @@ def test_gold_ids_missing_from_kb_bom_and_numeric_ids(tmp_path):
     responses = tmp_path / "r.jsonl"
     responses.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(r) + "\n" for r in rows).encode())
     report = score_responses(responses, gold, kb, tmp_path / "out")
-    m = report["models"]["alpha"]
-    assert m["outcomes"]["correct"] == 1 and m["outcomes"]["invalid_citation"] == 1
-    assert m["per_class"]["77"] == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
-    assert any("not KB article IDs (77)" in w for w in report["warnings"])
+    m = report.models["alpha"]
+    assert m.outcomes["correct"] == 1 and m.outcomes["invalid_citation"] == 1
+    assert m.per_class["77"].model_dump() == {"precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 1}
+    assert any("not KB article IDs (77)" in w for w in report.warnings)
     assert [s["question_id"] for s in read_scores(tmp_path / "out")] == ["101", "102"]
 
 
@@ -354,10 +356,8 @@ def test_workers_give_identical_output(bench):
     one = score_responses(responses, gold, kb, tmp / "one", workers=1, bootstrap=100)
     two = score_responses(responses, gold, kb, tmp / "two", workers=2, bootstrap=100)
     assert (tmp / "one" / "scores.jsonl").read_bytes() == (tmp / "two" / "scores.jsonl").read_bytes()
-    for r in (one, two):
-        r.pop("created_at")
-        r["responses"].pop("path")
-    assert one == two
+    assert one.model_dump(exclude={"created_at", "responses"}) == two.model_dump(exclude={"created_at", "responses"})
+    assert one.responses.n == two.responses.n
     # a bad line in the second worker's share is reported with its line number in the whole file
     lines = responses.read_text().splitlines()
     lines[400] = '{"question_id": "q_correct", "model": "alpha"}'

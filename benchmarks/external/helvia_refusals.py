@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 
@@ -54,9 +53,10 @@ def main() -> None:
         except SystemExit as exc:
             if exc.code:
                 raise
-    report = json.loads((args.out / "run" / "report.json").read_text())
-    for name, m in report["models"].items():
-        print(f"{name}: refused {m['refusal']['should_refuse_did']:.0%} of {m['n']} decline queries")
+    from harness.rundir import RunDir
+
+    for name, m in RunDir(args.out / "run").read_report().models.items():
+        print(f"{name}: refused {m.refusal.should_refuse_did:.0%} of {m.n} decline queries")
 
 
 if __name__ == "__main__":

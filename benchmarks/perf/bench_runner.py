@@ -23,22 +23,22 @@ from harness.prompts import load_template  # noqa: E402
 from harness.providers import make_provider  # noqa: E402
 from harness.providers.base import ModelSpec, RetrievedArticle  # noqa: E402
 from harness.rundir import RunDir  # noqa: E402
-from harness.runner.engine import Job, RunPlan  # noqa: E402
-from harness.runner.session import RunSettings, run_engine  # noqa: E402
+from harness.runner.engine import AnswerJob, RunPlan  # noqa: E402
+from harness.runner.session import RunSettings, run_calls  # noqa: E402
 from harness.testing import FakeAPIServer, cite_first_id  # noqa: E402
 
 ARTICLES = [RetrievedArticle(str(i), f"Policy {i}", "Employees receive ten days of leave. " * 40, 1.0 / i) for i in range(1, 4)]
 
 
-def jobs(n: int, tag: str) -> list[Job]:
-    return [Job(f"{tag}{i}", f"Question number {i} about leave?", 0, ARTICLES) for i in range(n)]
+def jobs(n: int, tag: str) -> list[AnswerJob]:
+    return [AnswerJob(f"{tag}{i}", f"Question number {i} about leave?", 0, ARTICLES) for i in range(n)]
 
 
 def timed_run(spec: ModelSpec, n: int, out: Path, settings: RunSettings, tag: str) -> float:
     plan = RunPlan(spec, make_provider(spec), jobs(n, tag))
     plan.provider.check_ready()
     t0 = time.perf_counter()
-    run_engine([plan], load_template(None), "bench", RunDir(out), settings)
+    run_calls([plan], load_template(None), "bench", RunDir(out), settings)
     elapsed = time.perf_counter() - t0
     assert plan.stats.done == n and plan.stats.errors == 0, plan.stats
     return elapsed

@@ -41,8 +41,8 @@ workers = int(sys.argv[6]) or None
 report = score_responses(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], seed=0, bootstrap=int(sys.argv[5]),
                          workers=workers)
 took = time.perf_counter() - t0
-print(json.dumps({"seconds": took, "n": report["responses"]["n"], "models": len(report["models"]),
-                  "accuracy": {m: report["models"][m]["accuracy"] for m in report["leaderboard"]}}))
+print(json.dumps({"seconds": took, "n": report.responses.n, "models": len(report.models),
+                  "accuracy": {m.model: m.accuracy for m in report.ranked()}}))
 """
 
 # The floor the issue measures against: what any scorer must do at least (parse every line, find one citation,

@@ -28,12 +28,15 @@ FIRST_ONLY = {"SDK import (first client)"}  # later calls return the module alre
 
 # (phase, module, attribute); a missing one is skipped (another checkout, another command)
 PHASES = [
-    ("config", "harness.api", "resolve_models"),
+    ("config", "harness.api", "resolve_models"),  # checkouts before RunConfig
+    ("config", "harness.runner.config", "resolve_models"),
     ("KB load", "kb_builder.store", "load_kb"),
-    ("gold", "kb_builder.gold", "read_gold"),
+    ("gold", "kb_builder.gold", "read_gold"),  # checkouts before GoldSet
+    ("gold", "kb_builder.gold", "load_gold"),
     ("retrieval", "harness.runner.session", "retrieve_all"),
     ("planning", "harness.runner.session", "plan_jobs"),
-    ("calls (engine)", "harness.runner.session", "run_engine"),
+    ("calls (engine)", "harness.runner.session", "run_engine"),  # checkouts before the rename
+    ("calls (engine)", "harness.runner.session", "run_calls"),
     ("SDK import (first client)", "harness.providers.base", "require_sdk"),
     ("scoring", "harness.scoring.score_run", "score_responses"),
     ("scoring", "harness.scoring", "score_responses"),

@@ -23,7 +23,7 @@ from harness.core.errors import GraceError
 from harness.core.version import __version__
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "kb": ("kb_builder.cli:kb", "Build, index, search and evaluate a knowledge base."),
+    "kb": ("harness.cli.kb:kb", "Build, index, search and evaluate a knowledge base."),
     "run": ("harness.cli.run:run", "Ask models to answer gold questions from retrieved articles."),
     "score": ("harness.cli.score:score", "Score a responses file against a gold set."),
     "report": ("harness.cli.report:report", "Write the leaderboard and HTML report for a scored run."),

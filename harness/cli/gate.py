@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from harness.core.errors import GraceError
+
+if TYPE_CHECKING:
+    from harness.rundir.report import ModelReport, Report
 
 
 class Fraction(click.ParamType):
@@ -29,25 +32,19 @@ class Fraction(click.ParamType):
         return x
 
 
-def load_report(path: Path) -> dict[str, Any]:
-    """A report.json (or the folder holding it) read by its owner; gate also needs every model's accuracy."""
+def load_report(path: Path) -> Report:
+    """A report.json (or the folder holding it), read and checked by its owner."""
     from harness.rundir import RunDir
     from harness.rundir.report import read_report
 
-    path = RunDir(path).report if path.is_dir() else path
-    data = read_report(path)
-    for name, m in data["models"].items():
-        if not isinstance(m.get("accuracy"), int | float):
-            raise GraceError(f"{path}: model {name!r} has no accuracy; re-run 'grace score'")
-    return data
+    return read_report(RunDir(path).report if path.is_dir() else path)
 
 
-def _pick(report: dict, path: Path, wanted: tuple[str, ...]) -> list[str]:
-    models = list(report.get("leaderboard") or report["models"])
+def _pick(report: Report, path: Path, wanted: tuple[str, ...]) -> list[str]:
     for name in wanted:
-        if name not in report["models"]:
-            raise GraceError(f"{path}: no model {name!r} in the report; it has {', '.join(report['models']) or 'none'}")
-    return list(wanted) or models
+        if name not in report.models:
+            raise GraceError(f"{path}: no model {name!r} in the report; it has {', '.join(report.models) or 'none'}")
+    return list(wanted) or [m.model for m in report.ranked()]
 
 
 def _pct(x: float) -> str:
@@ -55,25 +52,25 @@ def _pct(x: float) -> str:
 
 
 def check_model(
-    name: str, m: dict, min_accuracy: float | None, max_invalid: float | None, base: dict | None, max_drop: float
+    m: ModelReport, min_accuracy: float | None, max_invalid: float | None, base: ModelReport | None, max_drop: float
 ) -> list[tuple[bool, str]]:
     """Every check for one model as (passed, sentence); the sentences are what CI logs show."""
     out: list[tuple[bool, str]] = []
-    acc = float(m["accuracy"])
+    name, acc = m.model, m.accuracy
     if min_accuracy is not None:
         ok = acc >= min_accuracy
         out.append((ok, f"{name}: accuracy {_pct(acc)} {'>=' if ok else '<'} minimum {_pct(min_accuracy)}"))
     if max_invalid is not None:
-        rate = float(m.get("invalid_citation_rate") or 0.0)
+        rate = m.invalid_citation_rate
         ok = rate <= max_invalid
         out.append((ok, f"{name}: invalid-citation rate {_pct(rate)} {'<=' if ok else '>'} maximum {_pct(max_invalid)}"))
     if base is not None:
-        old = float(base["accuracy"])
-        ci = base.get("accuracy_ci95")
+        old = base.accuracy
+        ci = base.accuracy_ci95
         drop = old - acc
         beyond_drop = drop > max_drop
         if ci:
-            below_ci = acc < float(ci[0])
+            below_ci = acc < ci[0]
             noise = f"baseline 95% CI {_pct(ci[0])}-{_pct(ci[1])}"
         else:
             below_ci = True
@@ -130,13 +127,13 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | Non
     for name in names:
         base = None
         if base_report is not None:
-            base = base_report["models"].get(name)
+            base = base_report.models.get(name)
             if base is None:
                 if name in models:
                     raise GraceError(f"{baseline}: no model {name!r} in the baseline report; "
-                                     f"it has {', '.join(base_report['models']) or 'none'}")
+                                     f"it has {', '.join(base_report.models) or 'none'}")
                 click.echo(f"note  {name}: not in the baseline report; regression check skipped")
-        results += check_model(name, report["models"][name], min_accuracy, max_invalid_rate, base, max_drop or 0.0)
+        results += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0)
     for ok, msg in results:
         click.echo(f"{'PASS' if ok else 'FAIL'}  {msg}")
     failed = [msg for ok, msg in results if not ok]

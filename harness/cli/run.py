@@ -8,12 +8,12 @@ import click
 
 
 @click.command()
-@click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
-@click.option("--gold", "gold_path", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
+@click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
 @click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, baseline:).")
-@click.option("--config", "config_path", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices.")
+@click.option("--config", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices; its [run] table sets defaults for these options.")
 @click.option("--out", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
-@click.option("--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3].")
+@click.option("-k", "--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3; at most the KB's size].")
 @click.option("--repeats", type=int, default=None, help="Calls per question, to measure run-to-run variance [default: 1].")
 @click.option("--concurrency", type=int, default=None, help="Parallel calls per model [default: 8].")
 @click.option("--rpm", type=float, default=None, help="Requests per minute cap per model.")
@@ -25,47 +25,41 @@ import click
 @click.option("--output-mode", type=click.Choice(["inline", "json"]), default=None, help="Citation format asked for [default: inline].")
 @click.option("--temperature", type=float, default=None, help="Generation temperature for models without one in the config.")
 @click.option("--max-tokens", type=int, default=None, help="Max output tokens for models without one in the config [default: 1024]; answers cut off by it are counted in the report.")
-@click.option("--threshold", type=float, default=None, help="Retrieval-score threshold for baseline:threshold (else fitted on a calibration split).")
+@click.option("--threshold", type=float, default=None, help="Retrieval-score threshold for baseline:threshold (else cross-fitted over 5 folds of the gold questions).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
 @click.option("--embedder", default=None, help="Retriever override (default: the KB's).")
 @click.option("--rerank", default=None, help="Reorder each question's top candidates before the top-k are shown: PROVIDER:MODEL (an LLM; cached and priced like any call) or cross-encoder[:MODEL] (local, optional extra).")
 @click.option("--rerank-depth", type=int, default=None, help="Candidates the reranker reads per question [default: 20].")
-@click.option("--retrieved", "retrieved_file", type=click.Path(path_type=Path), default=None, help="JSONL of ranked article IDs per question (grace kb search --out, or your own retriever's): use its top-k instead of grace's retrieval.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for calibration splits and bootstrap.")
+@click.option("--retrieved", type=click.Path(path_type=Path), default=None, help="JSONL of ranked article IDs per question (grace kb search --out, or your own retriever's): use its top-k instead of grace's retrieval.")
+@click.option("--seed", type=int, default=None, help="Seed for the calibration folds and the bootstrap [default: 0].")
 @click.option("--batch", is_flag=True, help="Send the calls through each provider's batch API at half price (openai, azure, anthropic, google; other models run in real time). Run the same command again to collect.")
 @click.option("--wait", is_flag=True, help="With --batch: poll until every batch has ended, instead of exiting after submitting.")
 @click.option("--poll-interval", type=float, default=None, help="Seconds between batch status checks [default: 30].")
 @click.option("--cancel-batches", is_flag=True, help="With --batch: cancel the folder's open batches and submit nothing new; what they answered is still collected.")
-@click.option("--dry-run", is_flag=True, help="Make no calls: print calls, estimated tokens and cost per model (with --batch: the saving).")
+@click.option("--dry-run", is_flag=True, help="Make no calls (and need no API key): print calls, estimated tokens and cost per model (with --batch: the saving).")
 @click.option("--no-score", is_flag=True, help="Only collect responses; do not score or report.")
-def run(kb_dir, gold_path, models, config_path, out, k, repeats, concurrency, rpm, tpm, timeout, max_attempts,
-        no_cache, template, output_mode, temperature, max_tokens, threshold, prices, embedder, rerank, rerank_depth, retrieved_file, seed, batch, wait, poll_interval, cancel_batches, dry_run, no_score) -> None:
+def run(**options) -> int:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
+    Each option is a keyword of the Python API's grace.run() under the same name.
     Exits 1 when a model was stopped early (key refused, endpoint unreachable)
     or has no usable answer at all (every call failed); its calls are on file as
     error rows and are asked again next time. Some failed calls: exit 0, counted last.
     """
     from rich.console import Console
-
-    from harness import api
-
-    console = Console(stderr=False)
-    result = api.run(
-        kb_dir, gold_path, models, out=out, config=config_path, k=k, repeats=repeats, concurrency=concurrency,
-        max_attempts=max_attempts, rpm=rpm, tpm=tpm, timeout=timeout, read_cache=not no_cache, template=template,
-        output_mode=output_mode, temperature=temperature, max_tokens=max_tokens, threshold=threshold, prices=prices,
-        embedder=embedder, rerank=rerank, rerank_depth=rerank_depth, retrieved_file=retrieved_file, seed=seed, batch=batch, wait=wait, poll_interval=poll_interval, cancel_batches=cancel_batches, score=not no_score,
-        dry_run=dry_run, progress=True, console=console,
-    )
-    if dry_run:
-        console.print(dry_run_table(result.estimates or []))
-        return 0
-    from harness.rundir import RunDir
-
-    console.print(f"responses -> {RunDir(out).responses}" if no_score else f"run folder -> {out}", highlight=False)
     from rich.text import Text
 
+    from harness import api
+    from harness.rundir import RunDir
+
+    console = Console(stderr=False)
+    result = api.run(**options, progress=True, console=console)
+    if options["dry_run"]:
+        console.print(dry_run_table(result.estimates or []))
+        return 0
+    out = options["out"]
+    console.print(f"responses -> {RunDir(out).responses}" if options["no_score"] else f"run folder -> {out}",
+                  highlight=False)
     for reason in result.stopped.values():
         console.print(Text(reason, style="red"))
     for model, why in result.unanswered.items():  # Text: a model name is never read as markup or an :emoji:

@@ -36,6 +36,7 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     repeat agreement, McNemar significance, cost and latency).
     """
     from rich.console import Console
+    from rich.text import Text
 
     from harness import api
     from kb_builder.store import load_kb
@@ -46,36 +47,9 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     start = time.perf_counter()
     report = api.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers).report
     took = time.perf_counter() - start
-    n = report["responses"]["n"]
-    console.print(f"scored {n:,} responses from {len(report['models'])} model(s) in {took:.1f}s -> {out_dir}",
-                  highlight=False)
-    for warning in report.get("warnings", []):
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
-    try:
-        import harness.reports  # noqa: F401 - an install without the report writers still prints a summary
-    except ImportError as exc:
-        if exc.name not in ("harness.reports", None):
-            console.print(f"[yellow]reports unavailable ({exc}); showing a summary[/]")
-        _print_summary(report, console)
-        return
+    soft = not console.is_terminal  # a log line is not broken at 80 columns
+    console.print(Text(f"scored {report.responses.n:,} responses from {len(report.models)} model(s) in {took:.1f}s "
+                       f"-> {out_dir}"), soft_wrap=soft)
+    for warning in report.warnings:
+        console.print(Text("warning: ", style="yellow") + Text(warning), soft_wrap=soft)  # Text: names are not markup
     api.report(out_dir, kb=kb, console=console)
-
-
-def _print_summary(report: dict, console) -> None:
-    from rich.table import Table
-
-    def pct(x: float | None) -> str:
-        return "-" if x is None else f"{100 * x:.1f}"
-
-    table = Table(title="grace leaderboard", title_justify="left")
-    for col in ("rank", "model", "group", "accuracy %", "95% CI", "strict %", "invalid %", "refusal calib. %", "n"):
-        table.add_column(col, justify="left" if col in ("model", "group") else "right")
-    for name in report["leaderboard"]:
-        m = report["models"][name]
-        ci = m.get("accuracy_ci95")
-        table.add_row(
-            str(m["rank"]), name, m["significance_group"], pct(m["accuracy"]),
-            f"{pct(ci[0])}-{pct(ci[1])}" if ci else "-", pct(m["strict_accuracy"]),
-            pct(m["invalid_citation_rate"]), pct(m["refusal"]["calibration"]), f"{m['n']:,}",
-        )
-    console.print(table)

@@ -42,13 +42,14 @@ _WORDS, _DIGITS = re.compile(r"[^\W\d_]+"), re.compile(r"\d+")
 csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
 
 
-def read_csv_rows(path: Path | str) -> tuple[list[str], list[Row]]:
+def read_csv_rows(path: Path | str, text: str | None = None) -> tuple[list[str], list[Row]]:
     """The header (names stripped) and the non-blank rows of a CSV, each with the line it starts on.
 
+    ``text``: the file's content when the caller has read it already (messages still name ``path``).
     An empty file gives ``([], [])``; the caller says which columns it needed.
     """
     path = Path(path)
-    text = read_text_checked(path)
+    text = read_text_checked(path) if text is None else text
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     header: list[str] = []
     rows: list[Row] = []

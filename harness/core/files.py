@@ -11,6 +11,7 @@ import errno
 import json
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,33 +33,50 @@ def disk_error(path: Path | str, exc: OSError) -> GraceError:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write-then-rename so a crash never leaves a half-written file behind."""
+    """Write-then-rename so a crash never leaves a half-written file behind.
+
+    The file gets the mode ``open(path, "w")`` would give it: an existing file's
+    own, else 0666 less the umask (a report a teammate can open, not 0600).
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    import tempfile  # here, not at the top: every command imports this module, few write a file
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+        tmp = temp_path_for(path)
+    except OSError as exc:
+        raise disk_error(path, exc) from None
+    try:
+        with tmp.open("w", encoding="utf-8", newline="") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise disk_error(path, exc) from None
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
 def temp_path_for(path: Path) -> Path:
-    """A temp file beside ``path`` that :func:`remove_temp_files` recognises as debris if left behind."""
-    import tempfile
+    """A new empty temp file beside ``path``, to be renamed over it; :func:`remove_temp_files` knows it as debris.
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    return Path(tmp)
+    Created as ``open()`` creates a file (0666 less the umask; ``tempfile.mkstemp``
+    makes 0600, which the rename would hand on), or with the mode of the ``path`` it replaces.
+    """
+    path = Path(path)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        try:
+            os.chmod(tmp, stat.S_IMODE(os.stat(path).st_mode))
+        except OSError:
+            pass  # no file to replace: the umask's mode stands
+        return tmp
+    raise FileExistsError(errno.EEXIST, "no free temp file name", str(path.parent))
 
 
 def remove_temp_files(folder: Path, names: list[str]) -> list[Path]:
@@ -197,7 +215,12 @@ def read_text_checked(path: Path) -> str:
         raise GraceError(f"{path}: file not found")
     if path.is_dir():
         raise GraceError(f"{path}: is a folder, expected a text file")
-    raw = path.read_bytes().removeprefix(b"\xef\xbb\xbf")  # the BOM Excel's "CSV UTF-8" writes
+    return decode_checked(path, path.read_bytes())
+
+
+def decode_checked(path: Path, raw: bytes) -> str:
+    """:func:`read_text_checked` on bytes already read (a caller that also hashes them reads the file once)."""
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # the BOM Excel's "CSV UTF-8" writes
 
     def line_of(offset: int) -> int:
         return raw.count(b"\n", 0, offset) + 1

@@ -30,6 +30,13 @@ PROVIDERS: dict[str, str] = {
     "baseline": "harness.providers.baseline:BaselineProvider",
     "scripted": "harness.providers.scripted:ScriptedProvider",
 }
+# working, but for grace's own tests: never offered in a message or the documentation
+INTERNAL = frozenset({"scripted"})
+
+
+def public_providers() -> list[str]:
+    """The provider names a user is told about (the README documents each)."""
+    return sorted(set(PROVIDERS) - INTERNAL)
 
 
 def parse_model_spec(text: str) -> ModelSpec:
@@ -37,7 +44,7 @@ def parse_model_spec(text: str) -> ModelSpec:
     if not sep or not provider or not model:
         raise GraceError(f"model {text!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o-mini or baseline:top1")
     if provider not in PROVIDERS:
-        raise GraceError(f"model {text!r}: unknown provider {provider!r}; known: {', '.join(sorted(PROVIDERS))}")
+        raise GraceError(f"model {text!r}: unknown provider {provider!r}; known: {', '.join(public_providers())}")
     return ModelSpec(provider=provider, model=model)
 
 
@@ -54,7 +61,7 @@ def provider_class(spec: ModelSpec) -> type[Provider]:
     try:
         target = PROVIDERS[spec.provider]
     except KeyError:
-        raise GraceError(f"unknown provider {spec.provider!r}; known: {', '.join(sorted(PROVIDERS))}") from None
+        raise GraceError(f"unknown provider {spec.provider!r}; known: {', '.join(public_providers())}") from None
     module, _, name = target.partition(":")
     cls = _CLASSES[spec.provider] = getattr(importlib.import_module(module), name)
     return cls

@@ -4,18 +4,24 @@
 quotes its sentence that shares most words with the question. Its accuracy is
 roughly recall@1 on answerable questions, so any LLM below it is adding harm.
 ``baseline:threshold`` does the same but refuses when the top retrieval score is
-low, which is the cheapest possible refusal policy to beat.
+low, which is the cheapest possible refusal policy to beat. Its cut is fitted
+by cross-fitting (each question's on the other folds' questions), so it answers
+every gold question, like every other model, without ever being scored on a
+question its own cut was fitted on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from typing import Any
 
 from harness.core.errors import GraceError
 from harness.prompts import REFUSAL
-from harness.providers.base import Completion, Provider, Request, RunContext
+from harness.providers.base import Completion, ModelSpec, Provider, Request, RunContext
 
+FOLDS = 5  # cross-fitting folds of baseline:threshold
 _WORD = re.compile(r"[a-z0-9]+")
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 _EMPHASIS = re.compile(r"\*\*|__|`")
@@ -47,14 +53,26 @@ class BaselineProvider(Provider):
     needs_network = False
     KINDS = ("top1", "threshold")
 
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        self._cut: dict[str, float] = {}  # question_id -> its cross-fitted threshold
+        self._calibration: dict[str, Any] | None = None
+
     def check_ready(self) -> None:
         if self.spec.model not in self.KINDS:
             raise GraceError(f"baseline:{self.spec.model}: unknown baseline; use baseline:top1 or baseline:threshold")
-        if self.spec.model == "threshold" and self.spec.options.get("threshold") is None:
+        if self.spec.model == "threshold" and self.spec.options.get("threshold") is None and self._calibration is None:
             raise GraceError("baseline:threshold needs a threshold (--threshold X, or let grace run fit one)")
 
     def prepare_run(self, context: RunContext) -> None:
-        """``baseline:threshold`` fits its cut on a seeded calibration split, which it then does not answer."""
+        """``baseline:threshold`` without a fixed threshold fits one per fold of the questions (cross-fitting).
+
+        The questions are dealt into ``FOLDS`` seeded folds; each fold's cut is the
+        best on the other folds' questions and is applied to its own, so every
+        question is answered and none by a cut fitted on it. ``spec.options`` gets
+        the cuts and a hash of the folds (part of each call's key, so a resumed run
+        redoes answers whose cut changed); ``learned()`` puts the folds in run.json.
+        """
         opts = self.spec.options
         if self.spec.model != "threshold" or opts.get("threshold") is not None:
             return
@@ -63,31 +81,48 @@ class BaselineProvider(Provider):
             return
         import random
 
-        share = float(context.options.get("calibration_share", 0.3))
         ids = sorted(q.question_id for q in context.questions)
-        n = max(1, min(len(ids) - 1, round(len(ids) * share)))
-        calib = set(random.Random(context.seed).sample(ids, n))
-        scored = []
+        random.Random(context.seed).shuffle(ids)
+        k = max(1, min(FOLDS, len(ids)))
+        folds = [sorted(ids[i::k]) for i in range(k)]
+        seen = {}
         for q in context.questions:
-            if q.question_id in calib:
-                arts = context.retrieved[q.question_id]
-                top = arts[0] if arts else None
-                scored.append((top.score if top else 0.0, q.must_refuse, bool(top and top.id in q.expected_citations)))
-        opts["threshold"] = round(fit_threshold(scored), 6)
-        opts["calibration_question_ids"] = sorted(calib)
+            arts = context.retrieved[q.question_id]
+            top = arts[0] if arts else None
+            seen[q.question_id] = (top.score if top else 0.0, q.must_refuse, bool(top and top.id in q.expected_citations))
+        cuts = [round(fit_threshold([seen[q] for j, other in enumerate(folds) if j != i for q in other]), 6)
+                for i in range(k)]
+        self._cut = {q: cut for fold, cut in zip(folds, cuts, strict=True) for q in fold}
+        opts["threshold_folds"] = cuts
+        opts["folds_sha256"] = hashlib.sha256(json.dumps(folds).encode()).hexdigest()[:16]
+        self._calibration = {"method": "cross-fitting", "seed": context.seed,
+                             "folds": [{"threshold": c, "questions": f} for f, c in zip(folds, cuts, strict=True)]}
+
+    def learned(self) -> dict[str, Any]:
+        return {"calibration": self._calibration} if self._calibration else {}
+
+    def _threshold(self, question_id: str) -> float:
+        fixed = self.spec.options.get("threshold")
+        if fixed is not None:
+            return float(fixed)
+        try:
+            return self._cut[question_id]
+        except KeyError:
+            raise GraceError(f"baseline:threshold: question {question_id!r} was not among the questions its "
+                             "threshold was fitted on; give --threshold X") from None
 
     async def complete(self, request: Request) -> Completion:
         ctx = request.context
         if ctx is None or not ctx.articles:
             return Completion(format_answer(REFUSAL, None, request.output_mode), finish_reason="stop")
         top = ctx.articles[0]
-        if self.spec.model == "threshold" and top.score < float(self.spec.options["threshold"]):
+        if self.spec.model == "threshold" and top.score < self._threshold(ctx.question_id):
             return Completion(format_answer(REFUSAL, None, request.output_mode), finish_reason="stop")
         return Completion(format_answer(best_sentence(ctx.question, top.text), top.id, request.output_mode), finish_reason="stop")
 
 
 def fit_threshold(scored: list[tuple[float, bool, bool]]) -> float:
-    """Best refusal threshold on a calibration split.
+    """Best refusal threshold on calibration questions.
 
     ``scored`` holds (top retrieval score, must_refuse, top article is correct).
     A question is a hit if it is refused and must_refuse, or answered and its

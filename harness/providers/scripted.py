@@ -2,7 +2,8 @@
 
 ``scripted:NAME`` answers from ``options["responses"]`` (question_id -> text) or
 ``options["default"]``; ``{top_id}``, ``{second_id}`` and ``{refusal}`` in a
-reply are filled from the request, so one script works for any KB.
+reply are filled from the request, so one script works for any KB. Internal
+(``harness.providers.INTERNAL``): it works, but no message or document offers it.
 """
 
 from __future__ import annotations

@@ -11,11 +11,12 @@ from pathlib import Path
 from typing import Any
 
 
-def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
+def write_reports(out_dir: Path, kb: Any = None, console: Any = None, gold: Any = None) -> dict[str, Path]:
     """Write ``leaderboard.md`` and ``report.html`` into ``out_dir``; print the leaderboard if given a console.
 
     ``kb`` is a loaded KB, a KB folder, or None (then the KB path recorded in
-    ``report.json`` is tried, for article titles).
+    ``report.json`` is tried, for article titles). ``gold`` is the gold set
+    already read (``grace run`` has it), else the file report.json names is read for the question texts.
     """
     from harness.core.files import atomic_write_text
     from harness.reports.inputs import load_inputs
@@ -24,8 +25,13 @@ def write_reports(out_dir: Path, kb: Any = None, console: Any = None) -> dict[st
     from harness.rundir import RunDir
 
     run = RunDir(out_dir)
+    if not run.path.is_dir():  # before the lock, which would create it
+        from harness.core.errors import GraceError
+
+        raise GraceError(f"{run.path}: no such folder; give the folder 'grace run' or 'grace score' wrote "
+                         "(it holds report.json)")
     with run.lock():
-        inputs = load_inputs(run.path, kb)
+        inputs = load_inputs(run.path, kb, gold)
         written = {"markdown": run.leaderboard_md, "html": run.report_html}
         atomic_write_text(written["markdown"], _encodable(render_markdown(inputs)))
         atomic_write_text(written["html"], _encodable(render_html(inputs)))

@@ -29,7 +29,7 @@ def sample_failures(inputs: ReportInputs, model: str, limit: int = PER_MODEL) ->
     for row in inputs.scores:
         if row.get("model") == model and row.get("outcome") not in CORRECT:
             by_outcome.setdefault(str(row.get("outcome")), []).append(row)
-    rng = random.Random(f"{inputs.report.get('seed', 0)}:{model}")
+    rng = random.Random(f"{inputs.report.seed}:{model}")
     queues = []
     for outcome in [o for o in OUTCOME_COLORS if o in by_outcome] + sorted(set(by_outcome) - set(OUTCOME_COLORS)):
         rows = sorted(by_outcome[outcome], key=lambda r: (str(r.get("question_id")), r.get("repeat") or 0))

@@ -10,10 +10,9 @@ the two apart; hovering a cell or label shows the article titles.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
-from harness.reports.leaderboard import number
 from harness.reports.svg import GRID, INK, document, fmt, rect, text, truncate
+from harness.rundir.report import Confusion
 
 MAX_LABELS = 40
 
@@ -43,18 +42,15 @@ def _mix(share: float, rgb: tuple[int, int, int]) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _matrix(confusion: Any) -> tuple[list[str], list[list[float]]] | None:
-    if not isinstance(confusion, dict):
+def _matrix(confusion: Confusion) -> tuple[list[str], list[list[float]]] | None:
+    """The labels and the matrix as floats; None for an empty or ragged matrix (a hand-edited report)."""
+    labels, rows = confusion.labels, confusion.matrix
+    if len(rows) != len(labels) or not labels or any(len(r) != len(labels) for r in rows):
         return None
-    labels, rows = confusion.get("labels"), confusion.get("matrix")
-    if not isinstance(labels, list) or not isinstance(rows, list) or len(rows) != len(labels) or not labels:
-        return None
-    if any(not isinstance(r, list) or len(r) != len(labels) for r in rows):
-        return None
-    return [str(x) for x in labels], [[number(v) or 0.0 for v in r] for r in rows]
+    return labels, [[float(v) for v in r] for r in rows]
 
 
-def confusion_heatmap(model: str, confusion: Any, title_of: Callable[[str], str]) -> tuple[str | None, str]:
+def confusion_heatmap(model: str, confusion: Confusion, title_of: Callable[[str], str]) -> tuple[str | None, str]:
     """Returns the SVG (None if the matrix is empty or malformed) and a note on what was left out."""
     parsed = _matrix(confusion)
     if parsed is None:

@@ -16,14 +16,15 @@ from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
-from harness.rundir import RunDir
+from harness.rundir import Report, RunDir
+from harness.rundir.report import ModelReport
 from harness.rundir.responses import RowKey, iter_response_lines
 
 
 @dataclass
 class ReportInputs:
     out_dir: Path
-    report: dict[str, Any]
+    report: Report
     scores: list[dict[str, Any]] = field(default_factory=list)  # failed rows only, a bounded sample
     failure_counts: dict[str, int] = field(default_factory=dict)
     responses: dict[RowKey, dict[str, Any]] = field(default_factory=dict)
@@ -33,27 +34,30 @@ class ReportInputs:
     notes: list[str] = field(default_factory=list)  # shown at the top of the HTML page
 
     @property
-    def models(self) -> dict[str, dict[str, Any]]:
-        return self.report.get("models") or {}
+    def models(self) -> dict[str, ModelReport]:
+        return self.report.models
+
+    @property
+    def ranked(self) -> list[ModelReport]:
+        """Models in leaderboard order; any model missing from the list goes last, not lost."""
+        return self.report.ranked()
 
     @property
     def leaderboard(self) -> list[str]:
-        """Models in leaderboard order; any model missing from the list goes last, not lost."""
-        order = [m for m in self.report.get("leaderboard") or [] if m in self.models]
-        return order + [m for m in self.models if m not in order]
+        return [m.model for m in self.ranked]
 
     def title(self, label: str) -> str:
         return self.titles.get(str(label), "")
 
 
-def load_inputs(out_dir: Path, kb: Any = None) -> ReportInputs:
+def load_inputs(out_dir: Path, kb: Any = None, gold: Any = None) -> ReportInputs:
     run = RunDir(out_dir)
     report = run.read_report()
     inputs = ReportInputs(out_dir=run.path, report=report)
-    inputs.notes += [str(w) for w in report.get("warnings") or []]  # the scorer's own caveats come first
-    inputs.scores, inputs.failure_counts = _read_failures(run.scores, inputs.notes, report.get("seed", 0))
+    inputs.notes += report.warnings  # the scorer's own caveats come first
+    inputs.scores, inputs.failure_counts = _read_failures(run.scores, inputs.notes, report.seed)
     _load_responses(inputs)
-    _load_questions(inputs)
+    _load_questions(inputs, gold)
     _load_titles(inputs, kb)
     return inputs
 
@@ -62,7 +66,7 @@ CORRECT = {"correct", "correct_refusal"}
 KEEP_PER_KIND = 200
 
 
-def _read_failures(path: Path, notes: list[str], seed: Any) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def _read_failures(path: Path, notes: list[str], seed: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Wrong rows only, at most ``KEEP_PER_KIND`` per (model, outcome), plus every model's failure count.
 
     A million-row ``scores.jsonl`` must not be held in memory to pick six examples per
@@ -123,7 +127,7 @@ def row_key(row: dict[str, Any]) -> RowKey:
 
 
 def _load_responses(inputs: ReportInputs) -> None:
-    recorded = (inputs.report.get("responses") or {}).get("path")
+    recorded = inputs.report.responses.path
     path = _existing(RunDir(inputs.out_dir).responses, inputs.out_dir) or _existing(recorded, inputs.out_dir)
     if path is None:
         if inputs.scores:
@@ -150,17 +154,21 @@ def response_text(row: dict[str, Any] | None) -> str | None:
     return None
 
 
-def _load_questions(inputs: ReportInputs) -> None:
+def _load_questions(inputs: ReportInputs, gold: Any = None) -> None:
     for row in inputs.responses.values():
         if isinstance(row.get("question"), str):
             inputs.questions.setdefault(str(row.get("question_id")), row["question"])
-    gold = _existing((inputs.report.get("gold") or {}).get("path"), inputs.out_dir)
-    if gold is None or gold.is_dir():
+    if gold is not None:  # the gold set the run already read (a GoldSet)
+        for q in gold.questions:
+            inputs.questions.setdefault(q.question_id, q.question)
+        return
+    path = _existing(inputs.report.gold.path, inputs.out_dir)
+    if path is None or path.is_dir():
         return
     from kb_builder.gold import read_gold
 
     try:
-        for q in read_gold(gold):
+        for q in read_gold(path):
             inputs.questions.setdefault(q.question_id, q.question)
     except GraceError as exc:
         inputs.notes.append(f"gold file unreadable, questions not shown: {exc}")
@@ -173,7 +181,7 @@ def _load_titles(inputs: ReportInputs, kb: Any) -> None:
 
     explicit = kb is not None
     if kb is None:
-        kb = _existing((inputs.report.get("kb") or {}).get("path"), inputs.out_dir)
+        kb = _existing(inputs.report.kb.path, inputs.out_dir)
         if kb is None:
             inputs.notes.append("KB not found: article titles not shown (pass --kb KB_DIR).")
             return
@@ -190,9 +198,9 @@ def _load_titles(inputs: ReportInputs, kb: Any) -> None:
     else:
         articles, kb_hash = kb.articles, kb.kb_hash
     inputs.titles = {a.id: a.title for a in articles}
-    expected = (inputs.report.get("kb") or {}).get("hash")
+    expected = inputs.report.kb.hash
     if expected and kb_hash != expected:
         inputs.notes.append(
-            f"the KB read for titles (hash {kb_hash[:12]}) is not the one scored (hash {str(expected)[:12]}): "
+            f"the KB read for titles (hash {kb_hash[:12]}) is not the one scored (hash {expected[:12]}): "
             "article titles may not match their IDs."
         )

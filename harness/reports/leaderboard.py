@@ -1,46 +1,24 @@
-"""The leaderboard columns, formatted once for the terminal, Markdown and HTML.
+"""The leaderboard columns: one spec, rendered by the terminal, ``leaderboard.md`` and ``report.html``.
 
 One definition keeps the three views identical: a reader comparing the
 terminal table with ``leaderboard.md`` or the page never finds two numbers for
-the same thing. Missing values (a model with no price, no latency, no
-must-refuse questions) are shown as an en dash, never as 0.
+the same thing. Adding a column is one :class:`Column` here (its header, its
+cell from the typed :class:`~harness.rundir.report.ModelReport`, its legend
+line and how early a narrow terminal may leave it out); the three renderers
+take it from :data:`COLUMNS`. Missing values (a model with no price, no
+latency, no must-refuse questions) are shown as an en dash, never as 0.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.rundir.report import ModelReport
+
 DASH = "–"
-
-COLUMNS: list[tuple[str, str]] = [
-    ("rank", "Rank"),
-    ("model", "Model"),
-    ("accuracy", "Accuracy ± 95% CI"),
-    ("strict", "Strict acc."),
-    ("calibration", "Refusal calib."),
-    ("invalid", "Invalid cit."),
-    ("unshown", "Unshown cit."),
-    ("cost", "Cost / 1k Q"),
-    ("latency", "p50 latency"),
-    ("group", "Sig."),
-]
-
-LEGEND = [
-    "Accuracy: share of responses that cite the expected article, or refuse when the question must be refused "
-    "(lenient extraction); the interval is a 95% bootstrap CI.",
-    "Strict acc.: the same with strict citation extraction only; a large gap means the model's citation format "
-    "is sloppy.",
-    "Refusal calib.: the mean of the share of must-refuse questions refused and the share of answerable questions "
-    "answered; 100% means the model refuses exactly the questions the KB cannot answer.",
-    "Invalid cit.: share of responses citing an article ID that does not exist.",
-    "Unshown cit.: share of responses citing a KB article that was not among the articles shown to the model "
-    "(it cannot have read the answer there); a miss, whatever the article.",
-    "Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call.",
-    "Sig.: models sharing a letter are not significantly different (paired McNemar exact test, alpha 0.05, "
-    "Holm-corrected).",
-]
 
 
 def number(value: Any) -> float | None:
@@ -94,8 +72,44 @@ def count(value: Any) -> str:
     return DASH if v is None else f"{int(v):,}"
 
 
-def cost_per_1k(model: dict[str, Any]) -> float | None:
-    return number((model.get("cost") or {}).get("per_1k_questions_usd"))
+@dataclass(frozen=True)
+class Column:
+    """One column of a table of models, the same in every view."""
+
+    key: str
+    header: str
+    cell: Callable[[ModelReport], str]
+    numeric: bool = True  # right-aligned; a non-numeric cell is user text (escaped in Markdown)
+    legend: str | None = None  # its line under the table in leaderboard.md and report.html
+    drop: int = 0  # a terminal too narrow for the table leaves out the highest first; 0: always shown
+
+
+COLUMNS: list[Column] = [
+    Column("rank", "Rank", lambda m: str(m.rank)),
+    Column("model", "Model", lambda m: m.model, numeric=False),
+    Column("accuracy", "Accuracy ± 95% CI", lambda m: pct_ci(m.accuracy, m.accuracy_ci95),
+           legend="Accuracy: share of responses that cite the expected article, or refuse when the question must be "
+           "refused (lenient extraction); the interval is a 95% bootstrap CI."),
+    Column("strict", "Strict acc.", lambda m: pct(m.strict_accuracy), drop=3,
+           legend="Strict acc.: the same with strict citation extraction only; a large gap means the model's citation "
+           "format is sloppy."),
+    Column("calibration", "Refusal calib.", lambda m: pct(m.refusal.calibration), drop=1,
+           legend="Refusal calib.: the mean of the share of must-refuse questions refused and the share of answerable "
+           "questions answered; 100% means the model refuses exactly the questions the KB cannot answer."),
+    Column("invalid", "Invalid cit.", lambda m: pct(m.invalid_citation_rate), drop=2,
+           legend="Invalid cit.: share of responses citing an article ID that does not exist."),
+    Column("unshown", "Unshown cit.", lambda m: pct(m.unshown_citation_rate), drop=4,
+           legend="Unshown cit.: share of responses citing a KB article that was not among the articles shown to the "
+           "model (it cannot have read the answer there); a miss, whatever the article."),
+    Column("cost", "Cost / 1k Q", lambda m: usd(m.cost.per_1k_questions_usd), drop=5,
+           legend="Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call."),
+    Column("latency", "p50 latency", lambda m: millis(m.latency.p50_ms), drop=6),
+    Column("group", "Sig.", lambda m: m.significance_group or DASH, numeric=False,
+           legend="Sig.: models sharing a letter are not significantly different (paired McNemar exact test, alpha "
+           "0.05, Holm-corrected)."),
+]
+
+LEGEND = [c.legend for c in COLUMNS if c.legend]
 
 
 @dataclass
@@ -106,32 +120,9 @@ class Row:
     n: int
 
 
-def leaderboard_rows(models: dict[str, dict[str, Any]], order: list[str]) -> list[Row]:
-    rows = []
-    for position, name in enumerate(order, 1):
-        m = models[name]
-        rank = m.get("rank")
-        errors = int(number(m.get("error_count")) or 0)
-        rows.append(
-            Row(
-                model=name,
-                errors=errors,
-                n=int(number(m.get("n")) or 0),
-                cells={
-                    "rank": str(rank if isinstance(rank, int) else position),
-                    "model": name,
-                    "accuracy": pct_ci(m.get("accuracy"), m.get("accuracy_ci95")),
-                    "strict": pct(m.get("strict_accuracy")),
-                    "calibration": pct((m.get("refusal") or {}).get("calibration")),
-                    "invalid": pct(m.get("invalid_citation_rate")),
-                    "unshown": pct(m.get("unshown_citation_rate")),
-                    "cost": usd(cost_per_1k(m)),
-                    "latency": millis((m.get("latency") or {}).get("p50_ms")),
-                    "group": str(m.get("significance_group") or DASH),
-                },
-            )
-        )
-    return rows
+def leaderboard_rows(models: list[ModelReport], columns: list[Column] = COLUMNS) -> list[Row]:
+    return [Row(model=m.model, cells={c.key: c.cell(m) for c in columns}, errors=m.error_count, n=m.n)
+            for m in models]
 
 
 def errors_text(n: int) -> str:
@@ -149,18 +140,42 @@ def error_note(rows: list[Row]) -> str | None:
     )
 
 
+def _share_of(m: ModelReport, outcome: str) -> str:
+    return pct(m.outcomes.get(outcome, 0) / m.n) if m.n else DASH
+
+
+def _cut_off(m: ModelReport) -> str:
+    t = m.truncated
+    return DASH if t is None else f"{pct(t.share)} ({count(t.n)})"
+
+
+def _limit(m: ModelReport) -> str:
+    t = m.truncated
+    return DASH if t is None or t.max_tokens is None else f"{t.max_tokens:,}"
+
+
+def json_mode_text(m: ModelReport) -> str:
+    """'json_object (server rejected json_schema)', or a dash when the schema was used or JSON was not asked for."""
+    jm = m.json_mode
+    if jm is None or not jm.used:
+        return DASH
+    reason = jm.reason.partition(":")[0]
+    return f"{jm.used} ({reason})" if reason else jm.used
+
+
 # Per-model answer-format details (leaderboard.md and the page's details): the outcome shares that say
 # how answers broke, and how many the output limit cut off.
-DETAIL_COLUMNS: list[tuple[str, str]] = [
-    ("model", "Model"),
-    ("n", "Responses"),
-    ("no_citation", "No citation"),
-    ("invalid", "Invalid cit."),
-    ("unshown", "Unshown cit."),
-    ("truncated", "Cut off by max_tokens"),
-    ("truncated_no_citation", "Cut off before citing"),
-    ("max_tokens", "max_tokens"),
-    ("json_mode", "JSON mode"),
+DETAIL_COLUMNS: list[Column] = [
+    Column("model", "Model", lambda m: m.model, numeric=False),
+    Column("n", "Responses", lambda m: count(m.n)),
+    Column("no_citation", "No citation", lambda m: _share_of(m, "no_citation")),
+    Column("invalid", "Invalid cit.", lambda m: pct(m.invalid_citation_rate)),
+    Column("unshown", "Unshown cit.", lambda m: pct(m.unshown_citation_rate)),
+    Column("truncated", "Cut off by max_tokens", _cut_off),
+    Column("truncated_no_citation", "Cut off before citing",
+           lambda m: DASH if m.truncated is None else count(m.truncated.no_citation)),
+    Column("max_tokens", "max_tokens", _limit),
+    Column("json_mode", "JSON mode", json_mode_text),
 ]
 
 DETAIL_LEGEND = (
@@ -172,56 +187,15 @@ DETAIL_LEGEND = (
 )
 
 
-def _share_of(model: dict[str, Any], outcome: str) -> str:
-    counts, n = model.get("outcomes"), number(model.get("n"))
-    if not isinstance(counts, dict) or not n:
-        return DASH
-    return pct((number(counts.get(outcome)) or 0) / n)
-
-
-def detail_rows(models: dict[str, dict[str, Any]], order: list[str]) -> list[dict[str, str]]:
-    rows = []
-    for name in order:
-        m = models[name]
-        t = m.get("truncated") if isinstance(m.get("truncated"), dict) else {}
-        n_cut = number(t.get("n"))
-        limit = number(t.get("max_tokens"))
-        rows.append({
-            "model": name,
-            "n": count(m.get("n")),
-            "no_citation": _share_of(m, "no_citation"),
-            "invalid": pct(m.get("invalid_citation_rate")),
-            "unshown": pct(m.get("unshown_citation_rate")),
-            "truncated": DASH if n_cut is None else f"{pct(t.get('share'))} ({count(n_cut)})",
-            "truncated_no_citation": count(t.get("no_citation")) if n_cut is not None else DASH,
-            "max_tokens": DASH if limit is None else f"{int(limit):,}",
-            "json_mode": json_mode_text(m),
-        })
-    return rows
-
-
-def json_mode_text(model: dict[str, Any]) -> str:
-    """'json_object (server rejected json_schema)', or a dash when the schema was used or JSON was not asked for."""
-    jm = model.get("json_mode")
-    if not isinstance(jm, dict) or not jm.get("used"):
-        return DASH
-    reason = str(jm.get("reason") or "").partition(":")[0]
-    return f"{jm['used']} ({reason})" if reason else str(jm["used"])
-
-
-def truncation_notes(models: dict[str, dict[str, Any]], order: list[str]) -> list[str]:
+def truncation_notes(models: list[ModelReport]) -> list[str]:
     """One warning per model whose answers the output limit cut off: results that say more about max_tokens."""
     notes = []
-    for name in order:
-        m = models[name]
-        t = m.get("truncated") if isinstance(m.get("truncated"), dict) else {}
-        n_cut, n = int(number(t.get("n")) or 0), int(number(m.get("n")) or 0)
-        if not n_cut or not n:
+    for m in models:
+        t = m.truncated
+        if t is None or not t.n or not m.n:
             continue
-        limit = number(t.get("max_tokens"))
-        by = f"max_tokens ({int(limit):,})" if limit is not None else "the output limit (max_tokens)"
-        empty = int(number(t.get("no_citation")) or 0)
-        before = f", {empty} of them before any citation" if empty else ""
-        notes.append(f"{name}: {n_cut} of {n} answers ({n_cut / n:.0%}) were cut off by {by} before finishing"
+        by = f"max_tokens ({t.max_tokens:,})" if t.max_tokens is not None else "the output limit (max_tokens)"
+        before = f", {t.no_citation} of them before any citation" if t.no_citation else ""
+        notes.append(f"{m.model}: {t.n} of {m.n} answers ({t.n / m.n:.0%}) were cut off by {by} before finishing"
                      f"{before}; raise --max-tokens")
     return notes

@@ -8,7 +8,8 @@ from harness.reports.leaderboard import (
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
     LEGEND,
-    detail_rows,
+    Column,
+    Row,
     error_note,
     errors_text,
     leaderboard_rows,
@@ -30,43 +31,43 @@ def _code(value: object) -> str:
     return str(value if value is not None else "?")[:12].replace("`", "'")
 
 
+def _table(columns: list[Column], rows: list[Row], errors: bool = True) -> list[str]:
+    """Numeric columns right-aligned; the others hold user text (model names), escaped."""
+    lines = ["| " + " | ".join(c.header for c in columns) + " |",
+             "| " + " | ".join("---:" if c.numeric else "---" for c in columns) + " |"]
+    for row in rows:
+        values = [row.cells[c.key] if c.numeric else cell(row.cells[c.key]) for c in columns]
+        if errors and row.errors:
+            values[[c.key for c in columns].index("model")] += f" ({errors_text(row.errors)})"
+        lines.append("| " + " | ".join(values) + " |")
+    return lines
+
+
 def render_markdown(inputs: ReportInputs) -> str:
     report = inputs.report
-    gold, kb = report.get("gold") or {}, report.get("kb") or {}
-    rows = leaderboard_rows(inputs.models, inputs.leaderboard)
+    gold, kb = report.gold, report.kb
+    rows = leaderboard_rows(inputs.ranked)
     lines = [
         f"<!-- grace leaderboard.md schema_version {MARKDOWN_SCHEMA_VERSION} -->",
         "# grace leaderboard",
         "",
-        f"Gold: {cell(str(gold.get('n_questions', '?')))} questions "
-        f"({cell(str(gold.get('n_must_refuse', '?')))} must refuse), "
-        f"hash `{_code(gold.get('hash'))}`; "
-        f"KB: {cell(str(kb.get('n_articles', '?')))} articles, hash `{_code(kb.get('hash'))}`; "
-        f"scored {cell(str(report.get('created_at', '?')))} with grace {cell(str(report.get('grace_version', '?')))}.",
+        f"Gold: {cell(str(gold.n_questions))} questions ({cell(str(gold.n_must_refuse))} must refuse), "
+        f"hash `{_code(gold.hash)}`; "
+        f"KB: {cell(str(kb.n_articles))} articles, hash `{_code(kb.hash)}`; "
+        f"scored {cell(report.created_at)} with grace {cell(report.grace_version)}.",
         "",
-        "| " + " | ".join(header for _, header in COLUMNS) + " |",
-        "| " + " | ".join("---:" if key not in ("model", "group") else "---" for key, _ in COLUMNS) + " |",
+        *_table(COLUMNS, rows),
+        "",
     ]
-    for row in rows:
-        values = [cell(row.cells[key]) if key == "model" else row.cells[key] for key, _ in COLUMNS]
-        if row.errors:
-            values[1] += f" ({errors_text(row.errors)})"
-        lines.append("| " + " | ".join(values) + " |")
-    lines.append("")
     note = error_note(rows)
     if note:
         lines += [f"**Warning:** {cell(note)}", ""]
-    cut = truncation_notes(inputs.models, inputs.leaderboard)
+    cut = truncation_notes(inputs.ranked)
     lines += [f"**Warning:** {cell(c)}" for c in cut] + ([""] if cut else [])
-    lines += [f"**Note:** {cell(str(w))}" for w in inputs.report.get("warnings") or []]
-    if inputs.report.get("warnings"):
+    lines += [f"**Note:** {cell(w)}" for w in report.warnings]
+    if report.warnings:
         lines.append("")
     lines += [f"- {item}" for item in LEGEND]
-    lines += ["", "## Details", "",
-              "| " + " | ".join(header for _, header in DETAIL_COLUMNS) + " |",
-              "| " + " | ".join("---" if key == "model" else "---:" for key, _ in DETAIL_COLUMNS) + " |"]
-    for detail in detail_rows(inputs.models, inputs.leaderboard):
-        lines.append("| " + " | ".join(cell(detail[key]) if key == "model" else detail[key]
-                                       for key, _ in DETAIL_COLUMNS) + " |")
+    lines += ["", "## Details", "", *_table(DETAIL_COLUMNS, leaderboard_rows(inputs.ranked, DETAIL_COLUMNS), errors=False)]
     lines += ["", f"- {DETAIL_LEGEND}"]
     return "\n".join(lines) + "\n"

@@ -14,7 +14,6 @@ from importlib import resources
 from harness.reports.failures import failures_section
 from harness.reports.heatmap import confusion_heatmap
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import number
 from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
@@ -68,26 +67,24 @@ def _short(value: object, n: int = 12) -> str:
 
 def _header(inputs: ReportInputs) -> str:
     r = inputs.report
-    gold, kb, responses = r.get("gold") or {}, r.get("kb") or {}, r.get("responses") or {}
-    repeats = max((int(number(m.get("repeats")) or 1) for m in inputs.models.values()), default=1)
+    gold, kb, responses = r.gold, r.kb, r.responses
+    repeats = max((m.repeats or 1 for m in inputs.models.values()), default=1)
     subtitle = (f"{len(inputs.models)} model{'s' if len(inputs.models) != 1 else ''} · "
-                f"{gold.get('n_questions', '?')} questions ({gold.get('n_must_refuse', '?')} must refuse)"
+                f"{gold.n_questions} questions ({gold.n_must_refuse} must refuse)"
                 + (f" · {repeats} repeats per question" if repeats > 1 else ""))
     rows = [
-        ("Scored", f"{escape(str(r.get('created_at', '?')))} with grace {escape(str(r.get('grace_version', '?')))}"),
-        ("Gold", f"{escape(str(gold.get('path', '?')))} · hash {_short(gold.get('hash'))}"),
-        ("KB", f"{escape(str(kb.get('path', '?')))} · {escape(str(kb.get('n_articles', '?')))} articles · "
-               f"hash {_short(kb.get('hash'))}"),
-        ("Responses", f"{escape(str(responses.get('path', '?')))} · {escape(str(responses.get('n', '?')))} rows"),
-        ("Statistics", f"seed {escape(str(r.get('seed', '?')))} · {escape(str(r.get('bootstrap_samples', '?')))} "
-                       "bootstrap samples"),
+        ("Scored", f"{escape(r.created_at)} with grace {escape(r.grace_version)}"),
+        ("Gold", f"{escape(str(gold.path))} · hash {_short(gold.hash)}"),
+        ("KB", f"{escape(kb.path)} · {kb.n_articles} articles · hash {_short(kb.hash)}"),
+        ("Responses", f"{escape(responses.path)} · {responses.n} rows"),
+        ("Statistics", f"seed {r.seed} · {r.bootstrap_samples} bootstrap samples"),
     ]
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
         ("leaderboard", "Leaderboard"), ("accuracy", "Accuracy"), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
         ("failures", "Failures"), ("spotcheck", "Spot-check"),
-        *([("labels", "Labels to check")] if (r.get("label_suspects") or {}).get("n") else []),
+        *([("labels", "Labels to check")] if r.label_suspects is not None and r.label_suspects.n else []),
         ("significance", "Significance")])
     notes = "".join(f"<p>{escape(n)}</p>" for n in inputs.notes)
     return (f"<header><h1>grace report</h1><p class=\"subtitle\">{escape(subtitle)}</p>"
@@ -97,8 +94,9 @@ def _header(inputs: ReportInputs) -> str:
 
 def _confusions(inputs: ReportInputs) -> str:
     out = []
-    for k, name in enumerate(inputs.leaderboard):
-        svg, note = confusion_heatmap(name, inputs.models[name].get("confusion"), inputs.title)
+    for k, m in enumerate(inputs.ranked):
+        name = m.model
+        svg, note = confusion_heatmap(name, m.confusion, inputs.title)
         extra = f" <em>({escape(note)})</em>" if note and svg else ""
         body = _figure(svg, CAPTIONS["confusion"], f"{name}: {note}.", extra)
         opened = " open" if k == 0 else ""
@@ -111,21 +109,21 @@ def _section(anchor: str, heading: str, body: str) -> str:
 
 
 def render_html(inputs: ReportInputs) -> str:
-    models, order = inputs.models, inputs.leaderboard
-    pareto, unknown = pareto_chart(models, order)
+    models = inputs.ranked
+    pareto, unknown = pareto_chart(models)
     side = (f" <em>Not plotted, cost unknown: {escape(', '.join(unknown))}.</em>" if unknown and pareto else "")
     no_cost = "Every model with a known cost costs $0 (baselines or local models): no trade-off to plot."
-    if len(unknown) == len(order):
+    if len(unknown) == len(models):
         no_cost = "No model has a known cost (set prices in the model config to see this plot)."
     suspects = label_suspects_section(inputs)
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         _section("accuracy", "Accuracy with 95% confidence intervals",
-                 _figure(accuracy_chart(models, order), CAPTIONS["accuracy"], "No accuracy to plot.")),
+                 _figure(accuracy_chart(models), CAPTIONS["accuracy"], "No accuracy to plot.")),
         _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
-                 _figure(outcome_chart(models, order), CAPTIONS["outcomes"], "No outcomes recorded.")),
-        _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models, order), CAPTIONS["retrieval"],
+                 _figure(outcome_chart(models), CAPTIONS["outcomes"], "No outcomes recorded.")),
+        _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models), CAPTIONS["retrieval"],
                  "No retrieval information in this run (questions were not asked with retrieved articles).")),
         _section("details", "Per-model details", details_table(inputs)),
         _section("confusion", "Confusions", _confusions(inputs)),

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-from harness.reports.leaderboard import ci, cost_per_1k, number, usd
+from harness.reports.leaderboard import ci, number, usd
 from harness.reports.svg import (
     ACCENT,
     GOOD,
@@ -32,8 +31,9 @@ from harness.reports.svg import (
     text,
     truncate,
 )
+from harness.rundir.report import ModelReport
 
-Models = dict[str, dict[str, Any]]
+Models = list[ModelReport]  # in leaderboard order
 NAME_LIMIT = 34
 ROW = 30
 STRICT = "#e07b00"
@@ -59,8 +59,9 @@ def _model_labels(order: list[str], left: float, top: float) -> list[str]:
     ]
 
 
-def accuracy_chart(models: Models, order: list[str]) -> str | None:
-    rows = [m for m in order if number(models[m].get("accuracy")) is not None]
+def accuracy_chart(models: Models) -> str | None:
+    shown = [m for m in models if number(m.accuracy) is not None]
+    rows = [m.model for m in shown]
     if not rows:
         return None
     left, plot_w, top = _gutter(rows), 620.0, 34.0
@@ -69,11 +70,11 @@ def accuracy_chart(models: Models, order: list[str]) -> str | None:
     key, _ = legend([("accuracy", ACCENT), ("95% CI", INK), ("strict accuracy", STRICT)], left, 16, plot_w)
     body = [key, *_x_axis(xs, top, bottom, [i / 5 for i in range(6)], lambda t: f"{t:.0%}")]
     body += _model_labels(rows, left, top)
-    for i, name in enumerate(rows):
-        m, y = models[name], top + i * ROW
-        acc, bounds, strict = number(m["accuracy"]), ci(m.get("accuracy_ci95")), number(m.get("strict_accuracy"))
+    for i, m in enumerate(shown):
+        name, y = m.model, top + i * ROW
+        acc, bounds, strict = number(m.accuracy), ci(m.accuracy_ci95), number(m.strict_accuracy)
         tip = f"{name}: accuracy {acc:.1%}" + (f", 95% CI {bounds[0]:.1%}–{bounds[1]:.1%}" if bounds else "")
-        tip += (f", strict {strict:.1%}" if strict is not None else "") + f", n={m.get('n', '?')}"
+        tip += (f", strict {strict:.1%}" if strict is not None else "") + f", n={m.n}"
         body.append(rect(left, y + 7, xs(acc) - left, ROW - 14, ACCENT, hover=tip, extra=' opacity="0.85"'))
         end = xs(acc)
         if bounds:
@@ -99,13 +100,14 @@ def pareto_front(points: list[tuple[str, float, float]]) -> list[str]:
     return front
 
 
-def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str]]:
+def pareto_chart(models: Models) -> tuple[str | None, list[str]]:
     """Returns the SVG and the models left out because their cost is unknown.
 
     No plot when no model has a cost, or when every known cost is $0 (baselines, local models): there is no
     trade-off to show, and the page says so instead.
     """
-    points = [(m, cost_per_1k(models[m]), number(models[m].get("accuracy"))) for m in order]
+    by_name = {m.model: m for m in models}
+    points = [(m.model, number(m.cost.per_1k_questions_usd), number(m.accuracy)) for m in models]
     known = [(m, c, a) for m, c, a in points if c is not None and a is not None]
     unknown = [m for m, c, a in points if c is None or a is None]
     if not known or max(c for _, c, _ in known) <= 0:
@@ -120,8 +122,8 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
         xs = Scale(min(positive) / 1.6, max(positive) * 1.6, x0, left + plot_w, log=True)
     else:
         xs = Scale(0, max(c for _, c, _ in known) * 1.12 or 1, x0, left + plot_w)
-    lows = [ci(models[m].get("accuracy_ci95"))[0] if ci(models[m].get("accuracy_ci95")) else a for m, _, a in known]
-    highs = [ci(models[m].get("accuracy_ci95"))[1] if ci(models[m].get("accuracy_ci95")) else a for m, _, a in known]
+    bounds = [ci(by_name[m].accuracy_ci95) or (a, a) for m, _, a in known]
+    lows, highs = [b[0] for b in bounds], [b[1] for b in bounds]
     lo = max(0.0, math.floor(min(lows) * 10 - 0.3) / 10)
     hi = min(1.0, math.ceil(max(highs) * 10 + 0.3) / 10)
     ys = Scale(lo, hi if hi > lo else lo + 0.1, top + plot_h, top)
@@ -147,9 +149,9 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
             d += f" H{fmt(x)} V{fmt(y)}"
         body.append(f'<path d="{d}" fill="none" stroke="{GOOD}" stroke-width="2" stroke-dasharray="6 4"/>')
     for name, cost, acc in known:
-        x, y, bounds = px(cost), ys(acc), ci(models[name].get("accuracy_ci95"))
-        if bounds:
-            body.append(line(x, ys(bounds[0]), x, ys(bounds[1]), "#777", 1))
+        x, y, interval = px(cost), ys(acc), ci(by_name[name].accuracy_ci95)
+        if interval:
+            body.append(line(x, ys(interval[0]), x, ys(interval[1]), "#777", 1))
         on = name in front
         tip = f"{name}: accuracy {acc:.1%}, {usd(cost)} per 1k questions" + (" (Pareto front)" if on else "")
         body.append(f'<circle cx="{fmt(x)}" cy="{fmt(y)}" r="6" fill="{GOOD if on else "white"}" '
@@ -162,13 +164,14 @@ def pareto_chart(models: Models, order: list[str]) -> tuple[str | None, list[str
     return svg, unknown
 
 
-def _outcome_order(models: Models, order: list[str]) -> list[str]:
-    seen = {k for m in order for k, v in (models[m].get("outcomes") or {}).items() if number(v)}
+def _outcome_order(models: Models) -> list[str]:
+    seen = {k for m in models for k, v in m.outcomes.items() if number(v)}
     return [o for o in OUTCOME_COLORS if o in seen] + sorted(seen - set(OUTCOME_COLORS))
 
 
-def outcome_chart(models: Models, order: list[str]) -> str | None:
-    outcomes = _outcome_order(models, order)
+def outcome_chart(models: Models) -> str | None:
+    outcomes = _outcome_order(models)
+    order = [m.model for m in models]
     if not outcomes:
         return None
     left, plot_w = _gutter(order), 660.0
@@ -178,8 +181,8 @@ def outcome_chart(models: Models, order: list[str]) -> str | None:
     xs = Scale(0, 1, left, left + plot_w)
     body = [key, *_x_axis(xs, top, top + ROW * len(order), [i / 4 for i in range(5)], lambda t: f"{t:.0%}")]
     body += _model_labels(order, left, top)
-    for i, name in enumerate(order):
-        counts = models[name].get("outcomes") or {}
+    for i, m in enumerate(models):
+        name, counts = m.model, m.outcomes
         total = sum(number(v) or 0 for v in counts.values())
         y, start = top + i * ROW, 0.0
         if not total:
@@ -200,22 +203,22 @@ def outcome_chart(models: Models, order: list[str]) -> str | None:
     return document(left + plot_w + 20, top + ROW * len(order) + 24, body, "Outcome breakdown per model", "outcomes")
 
 
-def retrieval_chart(models: Models, order: list[str]) -> str | None:
-    rows = [m for m in order if isinstance(models[m].get("retrieval"), dict)]
-    if not rows:
+def retrieval_chart(models: Models) -> str | None:
+    shown = [m for m in models if m.retrieval is not None]
+    if not shown:
         return None
-    left, plot_w, row = _gutter(rows), 600.0, 44.0
+    left, plot_w, row = _gutter([m.model for m in shown]), 600.0, 44.0
     key, _ = legend([("expected article retrieved", ACCENT), ("expected article missed", "#e57373")], left, 16, plot_w)
     top = 34.0
     xs = Scale(0, 1, left, left + plot_w)
-    body = [key, *_x_axis(xs, top, top + row * len(rows), [i / 5 for i in range(6)], lambda t: f"{t:.0%}")]
-    for i, name in enumerate(rows):
-        r, y = models[name]["retrieval"], top + i * row
+    body = [key, *_x_axis(xs, top, top + row * len(shown), [i / 5 for i in range(6)], lambda t: f"{t:.0%}")]
+    for i, m in enumerate(shown):
+        name, r, y = m.model, m.retrieval, top + i * row
         body.append(text(left - 8, y + row / 2 + 4, truncate(name, NAME_LIMIT), anchor="end", hover=name))
         for j, (field, n_field, color) in enumerate(
             (("accuracy_when_retrieved", "n_retrieved", ACCENT), ("accuracy_when_missed", "n_missed", "#e57373"))
         ):
-            by, value, n = y + 5 + j * 17, number(r.get(field)), r.get(n_field, "?")
+            by, value, n = y + 5 + j * 17, number(getattr(r, field)), getattr(r, n_field)
             if value is None:
                 body.append(text(left + 4, by + 11, f"– (n={n})", size=11, fill="#777"))
                 continue
@@ -223,5 +226,5 @@ def retrieval_chart(models: Models, order: list[str]) -> str | None:
             tip = f"{name}: accuracy {value:.1%} when the expected article was {case} (n={n})"
             body.append(rect(left, by, xs(value) - left, 14, color, hover=tip))
             body.append(text(xs(value) + 6, by + 11, f"{value:.0%} (n={n})", size=11))
-    return document(left + plot_w + 90, top + row * len(rows) + 24, body,
+    return document(left + plot_w + 90, top + row * len(shown) + 24, body,
                     "Accuracy when the expected article was retrieved vs missed", "retrieval")

@@ -1,72 +1,158 @@
-"""The leaderboard as a rich table, printed at the end of ``grace report`` and ``grace run``."""
+"""The leaderboard as a rich table, printed at the end of ``grace report``, ``grace score`` and ``grace run``.
+
+Its columns are :data:`~harness.reports.leaderboard.COLUMNS`, as in
+``leaderboard.md`` and ``report.html``. Where the table goes decides its shape:
+
+- not a terminal (a pipe, a CI log, a file): the whole table at its natural
+  width. A log has no width to fit; squeezing the table into 80 columns cut
+  headers ("p5 / latenc"), dropped the significance letters and wrapped
+  model names mid-word.
+- a terminal wide enough for it: the same table.
+- a narrower terminal: a compact table (no frame, two-line headers, the CI
+  under the accuracy); while that is still too wide, the columns a reader
+  misses least go first (``Column.drop``: latency, cost, ...) and are named
+  under the table. Rank, model names, accuracy and the significance letters
+  always stay and no cell wraps; only when even those do not fit are model
+  names folded.
+"""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import COLUMNS, error_note, errors_text, leaderboard_rows, truncation_notes
+from harness.reports.leaderboard import (
+    COLUMNS,
+    Column,
+    Row,
+    error_note,
+    errors_text,
+    leaderboard_rows,
+    truncation_notes,
+)
 
-_RIGHT = {"rank", "accuracy", "strict", "calibration", "invalid", "unshown", "cost", "latency"}
+CAPTION = "Sig.: models sharing a letter are not significantly different (McNemar exact, Holm)"
+_UNLIMITED = 100_000
 
 
-def leaderboard_table(inputs: ReportInputs, width: int = 200) -> Any:
+def _header(column: Column, compact: bool) -> str:
+    if not compact:
+        return column.header
+    return "#" if column.key == "rank" else column.header.replace(" ", "\n", 1)
+
+
+def break_name(name: str, width: int) -> str:
+    """``name`` in lines of at most ``width`` cells, broken after ':', '/', '-', '_' or '.' (a provider, an org, a
+    version); a part longer than a line is cut, the last resort."""
+    from rich.cells import cell_len
+
+    lines = [""]
+    for part in re.findall(r"[^:/\-_.]+[:/\-_.]*|[:/\-_.]+", name):
+        while part:
+            if lines[-1] and cell_len(lines[-1] + part) > width:
+                lines.append("")
+            room = width - cell_len(lines[-1])
+            head = part if cell_len(part) <= room else _cut(part, max(room, 1))
+            lines[-1] += head
+            part = part[len(head):]
+    return "\n".join(lines)
+
+
+def _cut(text: str, width: int) -> str:
+    """The longest start of ``text`` at most ``width`` cells wide (one character at least)."""
+    from rich.cells import cell_len
+
+    end = 1
+    while end < len(text) and cell_len(text[:end + 1]) <= width:
+        end += 1
+    return text[:end]
+
+
+def _cell(row: Row, column: Column, compact: bool, name_width: int | None = None) -> Any:
+    from rich.text import Text
+
+    value = row.cells[column.key]
+    if compact and column.key == "accuracy":
+        value = value.replace(" [", "\n[")
+    if column.key == "model" and name_width is not None:
+        value = break_name(value, name_width)
+    cell = Text(value)  # Text, not markup: a model name like "[bold]x" must print as written
+    if column.key == "model" and row.errors:
+        cell.append(("\n" if compact else " ") + f"({errors_text(row.errors)})", style="red")
+    return cell
+
+
+def _table(inputs: ReportInputs, rows: list[Row], columns: list[Column], compact: bool,
+           name_width: int | None = None) -> Any:
+    """``name_width``: break model names into lines that wide (the last resort on a narrow terminal)."""
     from rich import box
+    from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
-    gold = inputs.report.get("gold") or {}
-    narrow = width < 140
     table = Table(
-        title=Text(f"grace leaderboard ({gold.get('n_questions', '?')} questions)", style="bold"),
-        caption="Sig.: models sharing a letter are not significantly different (McNemar exact, Holm)",
-        box=None if narrow else box.HEAVY_HEAD, header_style="bold underline" if narrow else "bold",
-        show_edge=not narrow, pad_edge=not narrow,
+        title=Text(f"grace leaderboard ({inputs.report.gold.n_questions} questions)", style="bold"), caption=CAPTION,
+        box=None if compact else box.HEAVY_HEAD, header_style="bold underline" if compact else "bold",
+        show_edge=not compact, pad_edge=not compact,
     )
-    rows = leaderboard_rows(inputs.models, inputs.leaderboard)
-    if narrow:
-        for r in rows:
-            r.cells["accuracy"] = r.cells["accuracy"].replace(" [", "\n[")
-    widths = {key: _min_width(key, rows) for key, _ in COLUMNS}
-    if narrow:  # give the model name whatever the other columns leave, so names wrap only when they must
-        heads = {key: max(len(x) for x in ("#" if key == "rank" else h.replace(" ", "\n", 1)).splitlines())
-                 for key, h in COLUMNS}
-        others = sum(max(widths[k] or 0, heads[k]) for k, _ in COLUMNS if k != "model")
-        spare = width - others - 2 * (len(COLUMNS) - 1)
-        longest = max((len(r.model) for r in rows), default=5)
-        widths["model"] = max(min(longest, spare), min(longest, 12))
-    for key, header in COLUMNS:
-        if narrow:  # a narrow terminal: two-line headers, the CI under the accuracy instead of beside it
-            header = "#" if key == "rank" else header.replace(" ", "\n", 1)
-        table.add_column(header, justify="right" if key in _RIGHT else "left", overflow="fold",
-                         min_width=widths[key] if narrow else None)
-    for row in rows:
-        # Text(), not markup: a model name like "[bold]x" must print as written
-        cells = [Text(row.cells[key]) for key, _ in COLUMNS]
-        if row.errors:
-            cells[1].append(f" ({errors_text(row.errors)})", style="red")
-        table.add_row(*cells)
+    cells = [[_cell(row, c, compact, name_width) for c in columns] for row in rows]
+    for i, c in enumerate(columns):  # each column as wide as its widest line: rich never wraps or cuts a cell
+        header = _header(c, compact)
+        lines = header.splitlines() + [line for r in cells for line in r[i].plain.splitlines()]
+        table.add_column(header, justify="right" if c.numeric else "left", no_wrap=True, overflow="fold",
+                         min_width=max(map(cell_len, lines), default=1))
+    for r in cells:
+        table.add_row(*r)
     return table
 
 
-def _min_width(key: str, rows: list) -> int | None:
-    """Rich crops the last columns when it cannot shrink the others: pin every value's width, let names wrap."""
-    if key == "model":
-        return min(max((len(r.model) for r in rows), default=5), 12)
-    return max((len(line) for r in rows for line in r.cells[key].splitlines()), default=1)
+def _width(console: Any, table: Any) -> int:
+    return console.measure(table, options=console.options.update_width(_UNLIMITED)).maximum
+
+
+def leaderboard_table(inputs: ReportInputs, console: Any, width: int | None = None) -> tuple[Any, list[str]]:
+    """The table for ``width`` columns (None: its natural width) and the headers of the columns left out."""
+    rows = leaderboard_rows(inputs.ranked)
+    table = _table(inputs, rows, COLUMNS, compact=False)
+    if width is None or _width(console, table) <= width:
+        return table, []
+    shown, droppable = list(COLUMNS), sorted((c for c in COLUMNS if c.drop), key=lambda c: -c.drop)
+    table = _table(inputs, rows, shown, compact=True)
+    while _width(console, table) > width and droppable:
+        shown.remove(droppable.pop(0))
+        table = _table(inputs, rows, shown, compact=True)
+    too_wide = _width(console, table) - width
+    if too_wide > 0:  # model names on as few lines as the other columns leave room for
+        from rich.cells import cell_len
+
+        longest = max(cell_len(r.cells["model"]) for r in rows)
+        table = _table(inputs, rows, shown, compact=True, name_width=max(longest - too_wide, 8))
+    return table, [c.header for c in COLUMNS if c not in shown]
 
 
 def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:
+    from rich.segment import Segments
     from rich.text import Text
 
-    console.print(leaderboard_table(inputs, console.width))
-    note = error_note(leaderboard_rows(inputs.models, inputs.leaderboard))
+    terminal = console.is_terminal
+    table, left_out = leaderboard_table(inputs, console, console.width if terminal else None)
+    if terminal:
+        console.print(table)
+    else:  # rendered at its own width, which may be wider than the console's idea of a width
+        options = console.options.update_width(_width(console, table))
+        console.print(Segments(console.render(table, options)), crop=False)
+    soft = not terminal  # a log line is not broken at 80 columns either
+    if left_out:
+        console.print(Text(f"left out for the terminal's width: {', '.join(left_out)} "
+                           "(widen it, or read leaderboard.md)", style="dim"), soft_wrap=soft)
+    note = error_note(leaderboard_rows(inputs.ranked))
     if note:
-        console.print(Text(note, style="red"))
-    for cut in truncation_notes(inputs.models, inputs.leaderboard):
-        console.print(Text("warning: ", style="yellow") + Text(cut))  # Text: a model name is not markup
-    for name, failed in (inputs.report.get("failed_models") or {}).items():
-        console.print(Text(f"not ranked: {name}: {failed.get('reason')}", style="red"))
+        console.print(Text(note, style="red"), soft_wrap=soft)
+    for cut in truncation_notes(inputs.ranked):
+        console.print(Text("warning: ", style="yellow") + Text(cut), soft_wrap=soft)  # Text: a name is not markup
+    for name, failed in inputs.report.failed_models.items():
+        console.print(Text(f"not ranked: {name}: {failed.reason}", style="red"), soft_wrap=soft)
     if html_path is not None:
-        console.print(Text("report: ") + Text(str(html_path), style="bold"))
+        console.print(Text("report: ") + Text(str(html_path), style="bold"), soft_wrap=soft)

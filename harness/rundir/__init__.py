@@ -27,8 +27,9 @@ from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_fil
 from harness.core.locks import FileLock
 from harness.rundir.batches import BatchEntry, BatchLedger
 from harness.rundir.records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
-from harness.rundir.report import iter_scores, read_report, write_report
+from harness.rundir.report import Report, read_report, write_report
 from harness.rundir.responses import compact_responses, latest_rows, read_response_lines
+from harness.rundir.scores import iter_scores
 
 log = logging.getLogger("grace")
 
@@ -156,11 +157,11 @@ class RunDir:
         return compact_responses(self.responses, question_order)
 
     # -- report.json, scores.jsonl ---------------------------------------------
-    def read_report(self) -> dict:
+    def read_report(self) -> Report:
         return read_report(self.report)
 
-    def write_report(self, data: dict) -> None:
-        write_report(self.report, data)
+    def write_report(self, report: Report) -> None:
+        write_report(self.report, report)
 
     def iter_scores(self):
         return iter_scores(self.scores)
@@ -181,5 +182,5 @@ class _FolderLock(FileLock):
 
 __all__ = [
     "BATCHES", "CALIBRATION", "JUDGEMENTS", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
-    "SPOTCHECK", "CallError", "ResponseRecord", "RunDir", "RunInfo",
+    "SPOTCHECK", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]

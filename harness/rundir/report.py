@@ -1,108 +1,336 @@
-"""``report.json`` and ``scores.jsonl``: their one reader and writer, with the schema version checked on read."""
+"""``report.json``: its one typed description (:class:`Report`), its reader and its writer.
+
+The scorer builds a :class:`Report`; ``grace report`` (terminal, ``leaderboard.md``,
+``report.html``), ``grace gate``, ``grace score``'s summary and the Python API
+(``grace.load_run(...).leaderboard``) all read the same object back through
+:func:`read_report`, so a figure has one name and one type everywhere, and
+adding one is a field here, not a ``.get`` in every reader.
+
+The per-model block (:class:`ModelReport`) is typed field by field because every
+leaderboard reads it. Fields added after schema 1 default to None, so an older
+report still reads (and shows a dash). The spot-check's judge block and the
+label audit's ``sample`` stay plain dicts: their owners (``harness.spotcheck``)
+type them in ``spotcheck.json``. A report from a newer grace (a higher
+``schema_version``) is refused with a message, never half-read.
+
+The field order of each model is the key order of the file (pydantic dumps
+fields in declaration order), so reordering fields changes ``report.json``.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
-from harness.core.jsonl import iter_jsonl
-
-try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the default)
-    from _json import encode_basestring_ascii as _json_str
-except ImportError:  # pragma: no cover - a Python built without the C accelerator
-    from json.encoder import py_encode_basestring_ascii as _json_str
 
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
-SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
 
 
-# the fields of a scores line, in file order; ``score_line`` writes exactly what json.dumps of a dict with
-# these keys gives, 3-4x faster (a million lines: ~12 s less CPU), because the scorer writes one per response
-SCORE_FIELDS = (
-    "schema_version", "question_id", "model", "repeat", "cited_ids", "refused", "outcome", "extraction",
-    "strict_cited_ids", "strict_refused", "strict_outcome", "must_refuse", "expected_citations", "retrieved_ids",
-    "expected_retrieved", "cost_usd", "latency_ms", "input_tokens", "output_tokens", "truncated",
-)
-_LITERAL = {True: "true", False: "false", None: "null"}
-_BOOLISH = defaultdict(bool, {bool: True, type(None): True})  # flags written from _LITERAL; others by json.dumps
-_INF = float("inf")
+class _Block(BaseModel):
+    """Fields this grace does not know (from a newer grace of the same schema) are kept, not dropped, when a
+    reader writes the report back (``grace spotcheck run``)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
-def _number(x: Any) -> str:
-    """``json.dumps`` of an int, a float or None."""
-    t = type(x)
-    if t is float:
-        if x != x:
-            return "NaN"
-        if x == _INF or x == -_INF:
-            return "Infinity" if x > 0 else "-Infinity"
-        return float.__repr__(x)
-    if t is int:
-        return int.__repr__(x)
-    return _LITERAL[x] if x is None or t is bool else json.dumps(x)
+class ClassScores(_Block):
+    precision: float
+    recall: float
+    f1: float
+    support: int
 
 
-def _ids(items: list[str] | None) -> str:
-    """``json.dumps`` of a list of str or None."""
-    if items is None:
-        return "null"
-    return "[" + ", ".join(map(_json_str, items)) + "]" if items else "[]"
+class Refusal(_Block):
+    should_refuse_did: float | None  # share of must-refuse questions refused
+    should_answer_did: float | None  # share of answerable questions answered
+    calibration: float | None  # the mean of the two
 
 
-def score_line(question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
-               rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
-               expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
-               cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
-               truncated: bool) -> str:
-    """One ``scores.jsonl`` line (without the newline), byte for byte what ``json.dumps`` writes."""
-    return ScoreLines().line(question_id, model, repeat, cited, refused, outcome, rule, strict_cited, strict_refused,
-                             strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
-                             tokens_in, tokens_out, truncated)
+class Confusion(_Block):
+    labels: list[str]
+    matrix: list[list[int]]  # rows = true label, columns = predicted label
 
 
-class ScoreLines:
-    """:func:`score_line` for a whole file: the strings that repeat from line to line (question IDs, model
-    and outcome names) are encoded once."""
+class Retrieval(_Block):
+    k: int
+    recall_at_k: float | None
+    n_retrieved: int
+    n_missed: int
+    accuracy_when_retrieved: float | None
+    accuracy_when_missed: float | None
 
-    def __init__(self) -> None:
-        self._text: dict[str, str] = {}
 
-    def _str(self, value: str) -> str:
-        out = self._text.get(value)
-        if out is None:
-            out = _json_str(value)
-            if len(self._text) < 1_000_000:
-                self._text[value] = out
+class RepeatStats(_Block):
+    n_repeats: int
+    question_agreement: float | None
+    accuracy_per_repeat: list[float]
+    accuracy_std: float
+
+
+class Cost(_Block):
+    total_usd: float | None
+    per_1k_questions_usd: float | None
+    input_tokens: int
+    output_tokens: int
+
+
+class Truncation(_Block):
+    n: int  # answers whose finish_reason says the output limit cut them off
+    share: float
+    no_citation: int  # of those, answers cut off before any citation or refusal
+    max_tokens: int | None  # the limit they were asked with (params.max_tokens), when recorded
+
+
+class Latency(_Block):
+    p50_ms: float | None
+    p95_ms: float | None
+
+
+class JsonMode(_Block):
+    used: str  # json_object | prompt: how JSON was asked for when the server rejected the answer's schema
+    reason: str  # e.g. "server rejected json_schema: HTTP 500: ..."
+
+
+class ModelReport(_Block):
+    """One ranked model's figures: what every leaderboard (terminal, Markdown, HTML, the API) shows.
+
+    ``model`` is the model's name, the key of ``Report.models``: filled in when
+    the report is read, never written (the file keys the block by it already).
+    """
+
+    rank: int
+    significance_group: str  # compact letters: models sharing a letter are not significantly different
+    n: int  # responses scored
+    n_questions: int  # distinct gold questions answered
+    repeats: int
+    accuracy: float
+    accuracy_ci95: list[float] | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
+    strict_accuracy: float
+    strict_accuracy_ci95: list[float] | None
+    outcomes: dict[str, int]
+    strict_outcomes: dict[str, int]
+    invalid_citation_rate: float
+    unshown_citation_rate: float | None = None  # cited a KB article not shown to the model (schema 2)
+    error_count: int
+    truncated: Truncation | None = None  # schema 2
+    extraction_rules: dict[str, int]  # how many responses each lenient rule read
+    per_class: dict[str, ClassScores]
+    macro_precision: float
+    macro_recall: float
+    macro_f1: float
+    weighted_precision: float
+    weighted_recall: float
+    weighted_f1: float
+    refusal: Refusal
+    confusion: Confusion
+    retrieval: Retrieval | None
+    repeat_stats: RepeatStats | None
+    cost: Cost
+    latency: Latency
+    json_mode: JsonMode | None = None  # set only when the endpoint made grace fall back from json_schema
+    model: str = Field("", exclude=True)
+
+    @property
+    def ci_low(self) -> float | None:
+        return self.accuracy_ci95[0] if self.accuracy_ci95 else None
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.accuracy_ci95[1] if self.accuracy_ci95 else None
+
+    def record(self) -> dict[str, Any]:
+        """Every scalar figure as one flat dict (a DataFrame row): typed blocks flattened as ``block_field``
+        (``refusal_calibration``, ``cost_total_usd``, ``latency_p50_ms``), CIs as ``ci_low``/``ci_high``
+        (``strict_ci_low``, ...); per-class scores, outcome counts and the confusion matrix left out."""
+        out: dict[str, Any] = {"model": self.model}
+        for name in _SCALARS:
+            if name.endswith("_ci95"):  # accuracy_ci95 -> ci_low, strict_accuracy_ci95 -> strict_ci_low
+                stem = name.removesuffix("_ci95").removesuffix("accuracy").rstrip("_")
+                prefix = f"{stem}_" if stem else ""
+                out[f"{prefix}ci_low"], out[f"{prefix}ci_high"] = getattr(self, name) or (None, None)
+            elif name in _BLOCKS:
+                block = getattr(self, name)
+                out.update({f"{name}_{field}": getattr(block, field, None) for field in _BLOCKS[name]})
+            else:
+                out[name] = getattr(self, name)
         return out
 
-    def line(self, question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
-             rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
-             expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
-             cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
-             truncated: bool) -> str:
-        s, ids, num, lit = self._str, _ids, _number, _LITERAL
-        if not (_BOOLISH[type(refused)] and _BOOLISH[type(strict_refused)] and _BOOLISH[type(must_refuse)]
-                and _BOOLISH[type(expected_retrieved)] and _BOOLISH[type(truncated)]):
-            return json.dumps(dict(zip(SCORE_FIELDS, (
-                SCORES_SCHEMA_VERSION, question_id, model, repeat, cited, refused, outcome, rule, strict_cited,
-                strict_refused, strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
-                tokens_in, tokens_out, truncated), strict=True)))
-        return (f'{{"schema_version": {SCORES_SCHEMA_VERSION}, "question_id": {s(question_id)}, "model": {s(model)}, '
-                f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ids(cited)}, "refused": {lit[refused]}, '
-                f'"outcome": {s(outcome)}, "extraction": {s(rule)}, "strict_cited_ids": {ids(strict_cited)}, '
-                f'"strict_refused": {lit[strict_refused]}, "strict_outcome": {s(strict_outcome)}, '
-                f'"must_refuse": {lit[must_refuse]}, "expected_citations": {ids(expected)}, '
-                f'"retrieved_ids": {ids(retrieved)}, "expected_retrieved": {lit[expected_retrieved]}, '
-                f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
-                f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
+
+def _members(annotation: Any) -> tuple[Any, ...]:
+    """``X | None`` -> ``(X, NoneType)``; anything else -> ``(annotation,)``."""
+    return get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
 
 
-def read_report(path: Path) -> dict[str, Any]:
+def _is_scalar(annotation: Any) -> bool:
+    return all(t in (int, float, str, bool, type(None)) for t in _members(annotation))
+
+
+def _block_type(annotation: Any) -> type[BaseModel] | None:
+    return next((t for t in _members(annotation) if isinstance(t, type) and issubclass(t, BaseModel)), None)
+
+
+# what ModelReport.record() flattens, worked out once from the fields' types
+_BLOCKS = {name: fields for name, field in ModelReport.model_fields.items()
+           if (t := _block_type(field.annotation)) is not None
+           and (fields := [k for k, f in t.model_fields.items() if _is_scalar(f.annotation)])}
+_SCALARS = [name for name, f in ModelReport.model_fields.items()
+            if name != "model" and (name in _BLOCKS or name.endswith("_ci95") or _is_scalar(f.annotation))]
+
+
+class FailedModel(_Block):
+    n: int
+    error_count: int
+    reason: str
+
+
+class Pair(_Block):
+    a: str
+    b: str
+    n: int
+    a_only: int  # questions only a got right (majority of repeats)
+    b_only: int
+    p_value: float  # McNemar exact
+    p_adjusted: float  # Holm-corrected
+    significant: bool
+
+
+class GoldInfo(_Block):
+    path: str | None  # None: questions passed in memory
+    hash: str
+    n_questions: int
+    n_must_refuse: int
+
+
+class KbInfo(_Block):
+    path: str
+    hash: str
+    n_articles: int
+
+
+class ResponsesInfo(_Block):
+    path: str
+    n: int
+
+
+class LabelSuspect(_Block):
+    """One gold label most models contradict (``harness.scoring.label_audit.Suspect``)."""
+
+    question_id: str  # several, joined by ";", for a near_duplicates row
+    question: str
+    gold: str
+    suggested: str
+    agree: int
+    gold_votes: int
+    voters: int
+    kind: str
+    check: str
+    reason: str
+
+
+class LabelSuspects(_Block):
+    n: int
+    by_kind: dict[str, int]
+    top: list[LabelSuspect]  # the first few; 'grace annotations audit' lists them all
+
+
+class SpotcheckModel(_Block):
+    """One model's spot-check figures, copied from ``spotcheck.json`` (``harness.spotcheck.records.ModelSpot``)."""
+
+    hits: int | None = None
+    n: int | None = None  # checked answers: the n behind each figure
+    n_segments: int | None = None
+    groundedness: float | None = None
+    groundedness_ci95: list[float] | None = None
+    hallucination_rate: float | None = None
+    hallucination_rate_ci95: list[float] | None = None
+    hallucination_risk: float | None = None
+    hallucination_risk_ci95: list[float] | None = None
+    groundedness_spread: float | None = None
+    groundedness_n: int | None = None
+    hallucination_rate_n: int | None = None
+    hallucination_risk_n: int | None = None
+    ci_note: str | None = None  # why there is no CI
+    display: dict[str, str] | None = None  # each rate as printed, with its n
+    n_incomplete: int | None = None
+    n_verdicts: int | None = None
+    n_unreadable: int | None = None
+    n_failed_calls: int | None = None
+    truncated_skipped: int | None = None
+
+
+class SpotcheckBlock(_Block):
+    """``report.json["spotcheck"]``: a compact copy of ``spotcheck.json``, written by ``grace spotcheck run``."""
+
+    schema_version: int | None = None
+    path: str | None = None
+    created_at: str | None = None
+    judge: dict[str, Any] = Field(default_factory=dict)  # spotcheck.json's judge: model, calibrated, kappa, ...
+    sample: dict[str, Any] | None = None
+    repeats: int | None = None
+    max_judge_spread: float | None = None  # the judge's run-to-run spread of groundedness
+    min_answers_for_ci: int | None = None
+    models: dict[str, SpotcheckModel] = Field(default_factory=dict)
+    notes: str | None = None
+
+    @classmethod
+    def from_spotcheck(cls, spot: dict[str, Any]) -> SpotcheckBlock:
+        """The block for ``spotcheck.json``'s content: what ``grace spotcheck run`` puts in the report, and what
+        re-scoring a folder carries over (both here, so the scorer need not import the spot-check)."""
+        from harness.rundir import SPOTCHECK
+
+        return cls.model_validate({
+            "schema_version": spot["schema_version"],
+            "path": SPOTCHECK,
+            "created_at": spot["created_at"],
+            "judge": dict(spot["judge"]),
+            "sample": {"per_model": spot["sample"].get("per_model"), "seed": spot["seed"],
+                       "strategy": spot["sample"].get("strategy")},
+            "repeats": spot["variance"].get("repeats"),
+            "max_judge_spread": spot["variance"].get("max_spread"),
+            "min_answers_for_ci": spot.get("min_answers_for_ci"),
+            "models": {m: {k: v.get(k) for k in SpotcheckModel.model_fields} for m, v in spot["models"].items()},
+            "notes": spot.get("notes"),
+        })
+
+
+class Report(_Block):
+    """The whole of ``report.json``."""
+
+    schema_version: int = REPORT_SCHEMA_VERSION
+    created_at: str
+    grace_version: str
+    gold: GoldInfo
+    kb: KbInfo
+    responses: ResponsesInfo
+    seed: int
+    bootstrap_samples: int
+    leaderboard: list[str]  # ranked models, best first
+    models: dict[str, ModelReport]
+    pairwise: list[Pair]
+    spotcheck: SpotcheckBlock | None = None
+    warnings: list[str] = Field(default_factory=list)
+    failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked
+    label_suspects: LabelSuspects | None = None  # gold labels the models contradict (harness.scoring.label_audit)
+
+    @model_validator(mode="after")
+    def _name_models(self) -> Report:
+        for name, m in self.models.items():
+            m.model = name
+        return self
+
+    def ranked(self) -> list[ModelReport]:
+        """The models in leaderboard order; a model missing from the list goes last, not lost."""
+        order = [name for name in dict.fromkeys(self.leaderboard) if name in self.models]
+        return [self.models[name] for name in order + [m for m in self.models if m not in order]]
+
+
+def read_report(path: Path) -> Report:
     if not path.exists():
         raise GraceError(f"{path}: not found; run 'grace score' on this folder first")
     try:
@@ -119,47 +347,54 @@ def read_report(path: Path) -> dict[str, Any]:
             f"{path}: report schema_version {version!r} is not one this grace reads "
             f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'"
         )
-    for name, model in data["models"].items():
-        if not isinstance(model, dict):
-            raise GraceError(f"{path}: models[{name!r}] must be an object; re-run 'grace score'")
-    return data
+    try:
+        return Report.model_validate(data)
+    except ValidationError as exc:
+        raise GraceError(f"{path}: {_first_problem(exc)}; re-run 'grace score'") from None
 
 
-def report_json(data: dict[str, Any]) -> str:
+_KEYED = {"models", "failed_models", "per_class", "by_kind", "outcomes", "strict_outcomes", "extraction_rules",
+          "display"}  # dict fields: what follows them in an error's location is a key, shown as ['key']
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """"models['gpt'] has no accuracy", "models['gpt'].n: Input should be a valid integer" (and how many more)."""
+    errors = exc.errors(include_url=False)
+    loc = list(errors[0]["loc"])
+
+    def named(parts: list[Any]) -> str:
+        text = ""
+        for i, p in enumerate(parts):
+            keyed = isinstance(p, int) or (i > 0 and parts[i - 1] in _KEYED)
+            text += f"[{p!r}]" if keyed else (f".{p}" if text else str(p))
+        return text
+
+    if errors[0]["type"] == "missing":
+        text = f"{named(loc[:-1]) or 'the report'} has no {loc[-1]}"
+    else:
+        text = f"{named(loc)}: {errors[0]['msg']}"
+    more = len(errors) - 1
+    return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def report_json(report: Report) -> str:
     """Indented for people and diffs, but each confusion-matrix row on one line.
 
     Plain ``indent`` would put each of a 500x500 matrix's numbers on its own
     line (and json's fast C encoder does not indent), so the matrices are
     swapped for placeholders, indented, then written back compactly.
     """
+    data = report.model_dump(mode="json")
     rows: dict[str, str] = {}
-    models = {}
-    for name, m in data["models"].items():
-        conf = m.get("confusion")
-        if not isinstance(conf, dict) or "matrix" not in conf:
-            models[name] = m
-            continue
+    for m in data["models"].values():
         key = f"@@confusion-{len(rows)}@@"
-        rows[key] = "[" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in conf["matrix"]) + "]"
-        models[name] = {**m, "confusion": {**conf, "matrix": key}}
-    text = json.dumps({**data, "models": models}, indent=1, ensure_ascii=False)
+        rows[key] = "[" + ",\n".join(json.dumps(r, separators=(",", ":")) for r in m["confusion"]["matrix"]) + "]"
+        m["confusion"]["matrix"] = key
+    text = json.dumps(data, indent=1, ensure_ascii=False)
     for key, value in rows.items():
         text = text.replace(json.dumps(key), value, 1)
     return text + "\n"
 
 
-def write_report(path: Path, data: dict[str, Any]) -> None:
-    atomic_write_text(path, report_json(data))
-
-
-def iter_scores(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line, row)`` of a scores file, each row checked for the keys every reader joins on."""
-    for n, row in iter_jsonl(path, hint="; run 'grace score' again"):
-        try:
-            row["model"], row["question_id"] = str(row["model"]), str(row["question_id"])
-            row["repeat"] = int(row.get("repeat") or 0)
-            row["outcome"]  # noqa: B018 - presence check
-        except (KeyError, TypeError, ValueError):
-            raise GraceError(f"{where(path, n)}: a scores line needs model, question_id, repeat and outcome; "
-                             "run 'grace score' again") from None
-        yield n, row
+def write_report(path: Path, report: Report) -> None:
+    atomic_write_text(path, report_json(report))

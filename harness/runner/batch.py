@@ -35,7 +35,7 @@ from harness.providers.batch import BatchAPI, BatchItem, BatchStatus, batch_api_
 from harness.rundir.batches import BatchEntry, BatchLedger
 from harness.rundir.records import CallError
 from harness.runner.cache import ResponseCache
-from harness.runner.engine import CallResult, Job, ResponseRows, RunPlan, account, cached_result, call_error
+from harness.runner.engine import AnswerJob, CallResult, ResponseRows, RunPlan, account, cached_result, call_error
 from harness.runner.limits import backoff_delay
 from harness.runner.pricing import batch_price
 
@@ -83,7 +83,7 @@ class BatchRunner:
         assert api is not None, f"{plan.spec.name}: no batch API"
         st, spec = plan.stats, plan.spec
         st.total = len(plan.jobs)
-        todo: dict[str, list[Job]] = {}  # cache key -> the jobs it answers (identical prompts share one call)
+        todo: dict[str, list[AnswerJob]] = {}  # cache key -> the jobs it answers (identical prompts share one call)
         requests: dict[str, Request] = {}
         for job in plan.jobs:
             request = self.rows.build(spec, job)
@@ -142,7 +142,7 @@ class BatchRunner:
             except ProviderError as exc:
                 log.warning(f"{plan.spec.name}: cannot cancel batch {entry.batch_id} ({exc.message})")
 
-    async def _poll(self, plan: RunPlan, api: BatchAPI, todo: dict[str, list[Job]], requests: dict[str, Request]) -> None:
+    async def _poll(self, plan: RunPlan, api: BatchAPI, todo: dict[str, list[AnswerJob]], requests: dict[str, Request]) -> None:
         states = []
         for entry in self.ledger.open_entries(plan.spec.name):
             if entry.batch_id is None:
@@ -162,7 +162,7 @@ class BatchRunner:
         self.on_update(plan)
 
     async def _collect(self, plan: RunPlan, api: BatchAPI, entry: BatchEntry, status: BatchStatus,
-                       todo: dict[str, list[Job]], requests: dict[str, Request]) -> None:
+                       todo: dict[str, list[AnswerJob]], requests: dict[str, Request]) -> None:
         assert entry.batch_id is not None
         try:
             items = await self._retrying(plan, lambda: api.results(entry.batch_id, entry.custom_ids,
@@ -189,7 +189,7 @@ class BatchRunner:
             log.warning(f"{spec.name}: batch {entry.batch_id} ended {status.state} with {failed} of {len(items)} "
                         "request(s) unanswered; they are on file as errors and asked again by the next run")
 
-    def _answer(self, plan: RunPlan, job: Job, request: Request, item: BatchItem, price: tuple, label: str) -> None:
+    def _answer(self, plan: RunPlan, job: AnswerJob, request: Request, item: BatchItem, price: tuple, label: str) -> None:
         key = item.custom_id
         if item.completion is not None:
             result = CallResult(item.completion, None, 1, None, False, None, key)
@@ -200,7 +200,7 @@ class BatchRunner:
             plan.stats.errors += 1
         self._write(plan, job, request, result, label)
 
-    async def _submit(self, plan: RunPlan, api: BatchAPI, keys: list[str], todo: dict[str, list[Job]],
+    async def _submit(self, plan: RunPlan, api: BatchAPI, keys: list[str], todo: dict[str, list[AnswerJob]],
                       requests: dict[str, Request]) -> None:
         spec, st = plan.spec, plan.stats
         chunks = split_batches(keys, lambda k: api.size(k, requests[k]), api.max_requests, api.max_bytes)
@@ -260,7 +260,7 @@ class BatchRunner:
                 plan.stats.retries += 1
                 await asyncio.sleep(backoff_delay(attempt, exc.retry_after, base=self.backoff_base))
 
-    def _fail(self, plan: RunPlan, keys: list[str], todo: dict[str, list[Job]], requests: dict[str, Request],
+    def _fail(self, plan: RunPlan, keys: list[str], todo: dict[str, list[AnswerJob]], requests: dict[str, Request],
               error: CallError) -> None:
         for key in keys:
             for job in todo.pop(key, []):
@@ -268,7 +268,7 @@ class BatchRunner:
                 plan.stats.not_tried += error.kind == "not_tried"
                 self._write(plan, job, requests[key], CallResult(None, None, error.attempts, error, False, None, key), None)
 
-    def _write(self, plan: RunPlan, job: Job, request: Request, result: CallResult, label: str | None) -> None:
+    def _write(self, plan: RunPlan, job: AnswerJob, request: Request, result: CallResult, label: str | None) -> None:
         plan.stats.done += 1
         self.out.write(self.rows.record(plan, job, request, result, batch=label))
         self.on_update(plan)

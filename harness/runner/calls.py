@@ -39,7 +39,7 @@ class PromptJob:
 
 
 @dataclass
-class CallStats:
+class PromptStats:
     calls: int = 0
     cached: int = 0
     errors: int = 0
@@ -110,7 +110,7 @@ class _Tee:
 
 
 def run_prompts(who: Prompted, jobs: list[PromptJob], record: Callable[[PromptJob, Request, CallResult], dict[str, Any]],
-                settings: CallSettings, stats: CallStats, out: Any = None, label: str = "calls") -> list[dict[str, Any]]:
+                settings: CallSettings, stats: PromptStats, out: Any = None, label: str = "calls") -> list[dict[str, Any]]:
     """One batch of calls, start to finish; returns the recorded rows in completion order.
 
     ``record`` turns each finished call (answered, cached or failed) into a row;
@@ -146,7 +146,7 @@ class Estimate:
     approximate: bool = False  # the calls themselves are guessed (they depend on answers not yet given)
 
 
-def estimate(who: Prompted, jobs: list[PromptJob], settings: CallSettings, what: str, output_tokens: int,
+def estimate_prompts(who: Prompted, jobs: list[PromptJob], settings: CallSettings, what: str, output_tokens: int,
              *, scale: float = 1.0) -> Estimate:
     """Calls to make, cached, tokens and cost for ``jobs``, as ``grace run --dry-run`` counts them; no call is made.
 

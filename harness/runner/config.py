@@ -35,10 +35,9 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.core.errors import GraceError
-from harness.providers import parse_model_spec
 from harness.providers.base import ModelSpec
 
 # strict: TOML has real types, so "3" is a typo for 3, not a number; floats still accept ints (0 and 0.0)
@@ -82,30 +81,91 @@ class ModelTable(GenParams):
     params: dict[str, Any] | None = None
 
 
-class RunTable(BaseModel):
-    """``[run]``: defaults for the command-line options of ``grace run``."""
+def _toml(default: Any = None) -> Any:
+    """A run option that the TOML's ``[run]`` table may set too (under the same name)."""
+    return Field(default, json_schema_extra={"toml": True})
 
-    model_config = _STRICT
-    k: Count | None = None
-    repeats: Count | None = None
-    concurrency: Count | None = None
-    max_attempts: Count | None = None
-    template: str | None = None
-    output_mode: Literal["inline", "json"] | None = None
-    timeout: Positive | None = None
-    temperature: NonNegative | None = None
-    max_tokens: Count | None = None
-    seed: int | None = None
-    rpm: NonNegative | None = None
-    tpm: NonNegative | None = None
-    embedder: str | None = None
-    retrieved: str | None = None  # a file of ranked article IDs per question (as --retrieved)
-    rerank: str | None = None  # PROVIDER:MODEL or cross-encoder[:MODEL] (as --rerank)
-    rerank_depth: Count | None = None
-    no_score: bool | None = None
-    batch: bool | None = None  # every model with a batch API goes through it (as --batch)
-    wait: bool | None = None  # poll batches until they end (as --wait)
-    poll_interval: Positive | None = None  # seconds between batch status checks [default: 30]
+
+class RunConfig(BaseModel):
+    """Every option of one ``grace run``, typed and checked in one place.
+
+    :meth:`build` applies one precedence: the command line (or the API's keywords)
+    over the TOML's ``[run]`` table over the defaults here. Each field is a
+    ``grace run`` flag and a keyword of :func:`harness.api.run` under the same
+    name; fields marked ``_toml`` are also keys of ``[run]``. Adding a run option
+    is a field here plus its flag in ``harness/cli/run.py``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    kb: Path
+    gold: Path
+    out: Path
+    models: tuple[str | ModelSpec, ...] = ()
+    config: Path | None = None  # the leaderboard TOML
+    k: Count = _toml(3)
+    repeats: Count = _toml(1)
+    concurrency: Count = _toml(8)
+    rpm: NonNegative | None = _toml()
+    tpm: NonNegative | None = _toml()
+    timeout: Positive | None = _toml()
+    max_attempts: Count = _toml(6)
+    no_cache: bool = False
+    template: str | None = _toml()
+    output_mode: Literal["inline", "json"] = _toml("inline")
+    temperature: NonNegative | None = _toml()
+    max_tokens: Count | None = _toml()
+    threshold: float | None = None  # a fixed cut for baseline:threshold instead of a fitted one
+    prices: Path | None = None
+    embedder: str | None = _toml()
+    rerank: str | None = _toml()  # PROVIDER:MODEL or cross-encoder[:MODEL]
+    rerank_depth: Count = _toml(20)
+    retrieved: Path | None = _toml()  # a file of ranked article IDs per question
+    seed: int = _toml(0)
+    batch: bool = _toml(False)  # every model with a batch API goes through it
+    wait: bool = _toml(False)  # poll batches until they end
+    poll_interval: Positive = _toml(30.0)  # seconds between batch status checks
+    cancel_batches: bool = False
+    dry_run: bool = False
+    no_score: bool = _toml(False)
+
+    @classmethod
+    def build(cls, options: dict[str, Any], run_table: dict[str, Any] | None = None) -> RunConfig:
+        """Defaults, then ``run_table`` (the TOML's ``[run]``, already checked), then ``options``.
+
+        An option counts as given unless it is ``None`` (or ``False`` for a flag, or no models),
+        so a TOML value holds until the command line names another.
+        """
+        given = {k: v for k, v in options.items() if v is not None and v is not False and v != ()}
+        unknown = sorted(set(given) - set(cls.model_fields))
+        if unknown:
+            raise GraceError(f"unknown run option(s): {', '.join(unknown)}; known: {', '.join(cls.model_fields)}")
+        try:
+            return cls.model_validate({**(run_table or {}), **given})
+        except ValidationError as exc:
+            raise GraceError("\n".join(_option_problem(err) for err in exc.errors())) from None
+
+
+def _option_problem(err: dict[str, Any]) -> str:
+    key = str(err["loc"][0]) if err["loc"] else "?"
+    flag = "--" + key.replace("_", "-")
+    if err["type"] == "missing":
+        return f"{flag} is required"
+    return f"{flag} must be {_expected(err)}, got {err.get('input')!r}"
+
+
+def _optional(field: Any) -> Any:
+    """A RunConfig field's type for the TOML: the same bounds, ``None`` allowed, a path as a string."""
+    kind = (str if field.annotation in (Path, Path | None) else field.annotation) | None
+    return Annotated[(kind, *field.metadata)] if field.metadata else kind
+
+
+# the TOML's [run] table: the RunConfig fields marked _toml, strictly typed (TOML has real types, so "3" is a
+# typo for 3); a path is written as a string there
+RunTable = create_model(
+    "RunTable", __config__=_STRICT,
+    **{name: (_optional(f), None) for name, f in RunConfig.model_fields.items() if (f.json_schema_extra or {}).get("toml")},
+)
 
 
 class Board(BaseModel):
@@ -170,6 +230,8 @@ def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect
 
 
 def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
+    from harness.providers import parse_model_spec
+
     problems = _problems(ModelTable, entry, where, _MODEL_EXPECT)
     if problems:
         raise GraceError("\n".join(problems))
@@ -226,3 +288,30 @@ def load_config(path: Path) -> tuple[list[ModelSpec], dict[str, Any]]:
         raise GraceError("\n".join(problems))
     models = [model_from_table(m, f"{path}: [[models]] #{i}") for i, m in enumerate(entries, 1)]
     return models, dict(run)
+
+
+def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[ModelSpec]:
+    """The run's models (the TOML's, then the command line's), with the run-wide options applied where a
+    model sets none itself, and priced."""
+    from harness.providers import parse_model_spec
+    from harness.providers.base import DEFAULT_MAX_TOKENS
+    from harness.runner.pricing import apply_price, load_prices
+
+    specs = list(toml_specs) + [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in config.models]
+    if not specs:
+        raise GraceError("no models: give --model PROVIDER:MODEL (e.g. baseline:top1) or --config leaderboard.toml")
+    names = [s.name for s in specs]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise GraceError(f"model(s) named twice: {', '.join(sorted(dupes))}; give each a distinct name in the config")
+    price_table = load_prices(config.prices)
+    max_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
+    for s in specs:
+        if config.temperature is not None:
+            s.params.setdefault("temperature", config.temperature)
+        s.params.setdefault("max_tokens", max_tokens)
+        s.rpm, s.tpm = s.rpm or config.rpm, s.tpm or config.tpm
+        if config.timeout and s.timeout_s is None:
+            s.timeout_s = float(config.timeout)
+        apply_price(s, price_table)
+    return specs

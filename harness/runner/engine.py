@@ -57,7 +57,7 @@ log = logging.getLogger("grace")
 
 
 @dataclass
-class Job:
+class AnswerJob:
     question_id: str
     question: str
     repeat: int
@@ -65,7 +65,7 @@ class Job:
 
 
 @dataclass
-class ModelStats:
+class PlanStats:
     total: int = 0
     done: int = 0
     cached: int = 0
@@ -110,8 +110,8 @@ class InFlight:
 class RunPlan:
     spec: ModelSpec
     provider: Provider
-    jobs: list[Job]
-    stats: ModelStats = field(default_factory=ModelStats)
+    jobs: list[AnswerJob]
+    stats: PlanStats = field(default_factory=PlanStats)
     batch: bool = False  # through the provider's batch API (harness.runner.batch) instead of the engine
 
 
@@ -119,7 +119,7 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def build_request(spec: ModelSpec, template: Template, job: Job) -> Request:
+def build_request(spec: ModelSpec, template: Template, job: AnswerJob) -> Request:
     messages = template.render(job.question, job.articles)
     return Request(
         messages=messages,
@@ -376,13 +376,13 @@ class ResponseRows:
     template: Template
     kb_hash: str
 
-    def build(self, spec: ModelSpec, job: Job) -> Request:
+    def build(self, spec: ModelSpec, job: AnswerJob) -> Request:
         return build_request(spec, self.template, job)
 
-    def key(self, spec: ModelSpec, request: Request, job: Job) -> str:
+    def key(self, spec: ModelSpec, request: Request, job: AnswerJob) -> str:
         return request_key(spec, self.template, self.kb_hash, request, job.repeat)
 
-    def record(self, plan: RunPlan, job: Job, request: Request, res: CallResult, batch: str | None = None) -> dict[str, Any]:
+    def record(self, plan: RunPlan, job: AnswerJob, request: Request, res: CallResult, batch: str | None = None) -> dict[str, Any]:
         comp = res.completion
         row = ResponseRecord(
             question_id=job.question_id,
@@ -410,7 +410,7 @@ class ResponseRows:
         return row.model_dump(mode="json", exclude_none=False)
 
 
-def response_engine(plans: list[RunPlan], rows: ResponseRows, out: JsonlAppender, cache: ResponseCache | None,
+def answer_engine(plans: list[RunPlan], rows: ResponseRows, out: JsonlAppender, cache: ResponseCache | None,
                     **kwargs: Any) -> Engine:
     """The engine for ``grace run``: gold questions in, ``responses.jsonl`` rows out."""
     return Engine(plans, rows.build, rows.key, rows.record, out, cache, **kwargs)

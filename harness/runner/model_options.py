@@ -21,12 +21,15 @@ applied before that check and not validated here.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec, Provider
+
+log = logging.getLogger("grace")
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,8 @@ def price(spec: ModelSpec, prices: Path | None) -> ModelSpec:
 
 
 def ready_model(text: str, *, role: str, options: ModelOptions | None = None, prices: Path | None = None,
-                offline: Mapping[str, Callable[[ModelSpec], Provider]] | None = None) -> tuple[ModelSpec, Provider]:
+                offline: Mapping[str, Callable[[ModelSpec], Provider]] | None = None,
+                ready: bool = True) -> tuple[ModelSpec, Provider]:
     """``PROVIDER:MODEL`` -> (spec, ready provider): options applied, checked, priced, temperature 0 by default.
 
     ``baseline:*`` models answer grace's own prompt, not a caller's, so only the
@@ -83,7 +87,7 @@ def ready_model(text: str, *, role: str, options: ModelOptions | None = None, pr
     ``baseline:lexical``, the labeler's ``baseline:top1``). The options are
     applied before the provider's readiness check, so a key read from
     ``api_key_env`` or a json mode the provider does not know is caught here,
-    before any call.
+    before any call. ``ready=False`` (a dry run) warns of a missing key or SDK instead.
     """
     from harness.providers import make_provider, parse_model_spec
 
@@ -96,6 +100,11 @@ def ready_model(text: str, *, role: str, options: ModelOptions | None = None, pr
         provider = offline[spec.model](spec)  # type: ignore[index]
     else:
         provider = make_provider(spec)
-    provider.check_ready()
+    try:
+        provider.check_ready()
+    except GraceError as exc:
+        if ready:
+            raise
+        log.warning(f"{role} {text}: not ready for a real run: {exc}")  # a dry run sends nothing: no key needed
     spec.params.setdefault("temperature", 0)  # a verdict, a label or a draft is a measurement: same prompt, same answer
     return price(spec, prices), provider

@@ -7,7 +7,7 @@ from typing import Any
 from harness.prompts import Template
 from harness.rundir import RunDir
 from harness.runner.engine import RunPlan
-from harness.runner.session import RunSettings, run_engine
+from harness.runner.session import RunSettings, run_calls
 
 
 def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings,
@@ -29,4 +29,4 @@ def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, ru
                 info += f"  batch: {st.batch_state or 'no open batch'}"
             bar.update(tasks[id(plan)], completed=st.done, info=info)
 
-        run_engine(plans, template, kb_hash, run, settings, on_update=update)
+        run_calls(plans, template, kb_hash, run, settings, on_update=update)

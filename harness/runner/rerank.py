@@ -33,11 +33,11 @@ from harness.prompts.template_files import SectionTemplate, find_template, split
 from harness.providers.base import ModelSpec, Provider, RetrievedArticle
 from harness.runner.calls import (
     CallSettings,
-    CallStats,
     Estimate,
     Prompted,
     PromptJob,
-    estimate,
+    PromptStats,
+    estimate_prompts,
     progress,
     run_prompts,
 )
@@ -111,7 +111,7 @@ class RerankSummary:
     questions: int = 0
     changed: int = 0  # questions whose top k differs from the retriever's
     kept_order: int = 0  # failed or unreadable rankings: the retriever's order was kept
-    calls: dict[str, Any] = field(default_factory=dict)  # the LLM's calls, tokens and cost (CallStats)
+    calls: dict[str, Any] = field(default_factory=dict)  # the LLM's calls, tokens and cost (PromptStats)
 
 
 @dataclass
@@ -132,7 +132,7 @@ class LLMReranker:
                 for qid, text in questions]
 
     def order(self, questions: Sequence[tuple[str, str]], candidates: dict[str, list[RetrievedArticle]],
-              settings: CallSettings, stats: CallStats) -> dict[str, list[str] | None]:
+              settings: CallSettings, stats: PromptStats) -> dict[str, list[str] | None]:
         def record(job: PromptJob, request: Any, result: CallResult) -> dict[str, Any]:
             text = result.completion.text if result.completion is not None else None
             return {"qid": job.context_id, "order": parse_ranking(text, [a.id for a in job.articles])}
@@ -142,7 +142,7 @@ class LLMReranker:
 
     def estimate(self, questions: Sequence[tuple[str, str]], candidates: dict[str, list[RetrievedArticle]],
                  settings: CallSettings) -> Estimate:
-        return estimate(self.prompted(), self.jobs(questions, candidates), settings, "reranking", OUTPUT_TOKENS_EST)
+        return estimate_prompts(self.prompted(), self.jobs(questions, candidates), settings, "reranking", OUTPUT_TOKENS_EST)
 
 
 @dataclass
@@ -156,7 +156,7 @@ class CrossEncoderReranker:
         return f"cross-encoder:{self.model}"
 
     def order(self, questions: Sequence[tuple[str, str]], candidates: dict[str, list[RetrievedArticle]],
-              settings: CallSettings, stats: CallStats) -> dict[str, list[str] | None]:
+              settings: CallSettings, stats: PromptStats) -> dict[str, list[str] | None]:
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:
@@ -183,21 +183,21 @@ Reranker = LLMReranker | CrossEncoderReranker
 
 
 def make_reranker(text: str, *, options: ModelOptions | None = None, prices: Path | None = None,
-                  template: str | None = None) -> Reranker:
+                  template: str | None = None, ready: bool = True) -> Reranker:
     """``cross-encoder[:MODEL]`` or ``PROVIDER:MODEL`` (ready: key checked, priced, temperature 0)."""
     kind, _, model = text.partition(":")
     if kind == "cross-encoder":
         return CrossEncoderReranker(model or "cross-encoder/ms-marco-MiniLM-L-6-v2")
     from harness.runner.model_options import ready_model
 
-    spec, provider = ready_model(text, role="reranker", options=options, prices=prices)
+    spec, provider = ready_model(text, role="reranker", options=options, prices=prices, ready=ready)
     return LLMReranker(spec, provider, load_rerank_template(template))
 
 
 def rerank(reranker: Reranker, questions: Sequence[tuple[str, str]], candidates: dict[str, list[RetrievedArticle]],
            k: int, settings: CallSettings) -> tuple[dict[str, list[RetrievedArticle]], RerankSummary]:
     """The top ``k`` of each question's candidates in the reranker's order (``questions``: (id, text) pairs)."""
-    stats = CallStats()
+    stats = PromptStats()
     orders = reranker.order(questions, candidates, settings, stats)
     summary = RerankSummary(reranker.name, max((len(c) for c in candidates.values()), default=0),
                             questions=len(questions), calls=stats.as_dict())
@@ -222,7 +222,7 @@ def rerank_for_run(text: str, questions: Sequence[tuple[str, str]], candidates: 
 
     Returns ``(top k per question, the dry run's estimate or None, what run.json records or None)``.
     """
-    reranker = make_reranker(text, prices=prices)
+    reranker = make_reranker(text, prices=prices, ready=not dry_run)
     if dry_run:
         return {qid: arts[:k] for qid, arts in candidates.items()}, reranker.estimate(questions, candidates, settings), None
     with progress(settings, console) as settings:

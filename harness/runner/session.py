@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash, normalise, text_hash
+from harness.core.hashing import normalise, text_hash
 from harness.core.version import __version__
 from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, provider_class
@@ -30,16 +30,16 @@ from harness.rundir import BatchLedger, RunDir, RunInfo
 from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (
+    AnswerJob,
     EngineSettings,
-    Job,
     ResponseRows,
     RunPlan,
+    answer_engine,
     build_request,
     request_key,
-    response_engine,
 )
 from harness.runner.pricing import batch_price, call_cost
-from kb_builder.gold import GoldQuestion
+from kb_builder.gold import GoldQuestion, GoldSet
 from kb_builder.store import KB
 
 log = logging.getLogger("grace")
@@ -50,7 +50,6 @@ class RunSettings(EngineSettings):
     k: int = 3
     repeats: int = 1
     seed: int = 0
-    calibration_share: float = 0.3
     threshold: float | None = None  # a fixed cut for baseline:threshold instead of a fitted one
     wait: bool = False  # batch models: poll until every batch has ended, instead of returning after submitting
     cancel_batches: bool = False  # batch models: cancel the open batches and submit nothing new
@@ -105,22 +104,29 @@ def plan_jobs(
     template: Template,
     kb_hash: str,
     settings: RunSettings,
+    *,
+    ready: bool = True,
 ) -> tuple[list[RunPlan], Resume]:
-    """One plan per model with the calls still to make; a row on file is done only if its fingerprint matches."""
+    """One plan per model with the calls still to make; a row on file is done only if its fingerprint matches.
+
+    ``ready=False`` (a dry run, which sends nothing) warns of a missing key or SDK instead of refusing.
+    """
     context = RunContext(questions, retrieved, settings.seed,
-                         {"threshold": settings.threshold, "calibration_share": settings.calibration_share})
+                         {"threshold": settings.threshold})
     plans, resume = [], Resume()
     for spec in specs:
         provider = make_provider(spec)
         provider.prepare_run(context)
-        provider.check_ready()
-        skip = set(spec.options.get("calibration_question_ids", []))  # set aside by the provider, not answered
+        try:
+            provider.check_ready()
+        except GraceError as exc:
+            if ready:
+                raise
+            log.warning(f"{spec.name}: not ready for a real run: {exc}")
         jobs = []
         for r in range(settings.repeats):
             for q in questions:
-                if q.question_id in skip:
-                    continue
-                job = Job(q.question_id, q.question, r, retrieved[q.question_id])
+                job = AnswerJob(q.question_id, q.question, r, retrieved[q.question_id])
                 row = on_file.get((spec.name, q.question_id, r))
                 if row is not None:
                     if row.get("error"):
@@ -144,14 +150,14 @@ def model_entry(spec: ModelSpec) -> dict[str, Any]:
             "options": {k: v for k, v in spec.options.items() if k != "responses"}}
 
 
-def new_run_info(kb: KB, gold_path: Any, questions: list[GoldQuestion], template: Template, specs: list[ModelSpec],
-                 settings: RunSettings, embedder: str | None) -> RunInfo:
+def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,
+                 embedder: str | None) -> RunInfo:
     return RunInfo(
         grace_version=__version__,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
         kb={"path": str(kb.path), "kb_hash": kb.kb_hash, "articles": len(kb.articles), "embedder": embedder or kb.manifest.embedder},
-        gold={"path": str(gold_path), "hash": file_hash(gold_path), "questions": len(questions),
-              "must_refuse": sum(q.must_refuse for q in questions)},
+        gold={"path": str(gold.path), "hash": gold.hash, "questions": len(gold.questions),
+              "must_refuse": sum(q.must_refuse for q in gold.questions)},
         templates={template.name: template.sha256},
         config={"k": settings.k, "repeats": settings.repeats, "concurrency": settings.concurrency,
                 "cache": settings.use_cache, "read_cache": settings.read_cache, "max_attempts": settings.max_attempts,
@@ -215,7 +221,7 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,
     return first_error
 
 
-def estimate(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool,
+def estimate_plans(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool,
              ledger: BatchLedger | None = None) -> list[dict[str, Any]]:
     """Dry-run figures per model: calls to make, cached, already in open batches, estimated tokens and cost
     (no call is made)."""
@@ -281,12 +287,12 @@ def adopt_open_batches(specs: list[ModelSpec], ledger: BatchLedger) -> None:
             s.batch = True
 
 
-def run_engine(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings, on_update=None) -> None:
+def run_calls(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings, on_update=None) -> None:
     """Real-time models through the engine and batch models through their batch APIs, side by side."""
     cache = settings.open_cache()
     writer = run.responses_appender()
     rows = ResponseRows(template, kb_hash)
-    engine = response_engine([p for p in plans if not p.batch], rows, writer, cache, on_update=on_update,
+    engine = answer_engine([p for p in plans if not p.batch], rows, writer, cache, on_update=on_update,
                              **settings.engine_kwargs())
     batch_plans = [p for p in plans if p.batch]
     batches = BatchRunner(batch_plans, rows, writer, cache, run.batch_ledger(), read_cache=settings.read_cache,

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
 from harness.core.version import __version__
 from harness.rundir import RunDir
+from harness.rundir.report import REPORT_SCHEMA_VERSION, Report, SpotcheckBlock
 from harness.scoring.extraction import RULES
 from harness.scoring.metrics import (
     class_metrics,
@@ -33,17 +33,18 @@ from harness.scoring.metrics import (
     truncation,
 )
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
-from harness.scoring.records import REPORT_SCHEMA_VERSION, Report
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
-from kb_builder.gold import GoldQuestion, read_gold
+from kb_builder.gold import GoldQuestion, GoldSet, load_gold
 from kb_builder.store import KB, load_kb
 
 
-def _load_gold(gold: str | Path | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
+def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
     if isinstance(gold, str | Path):
-        questions = read_gold(gold)
-        info = {"path": str(gold), "hash": file_hash(gold)}
+        gold = load_gold(gold)
+    if isinstance(gold, GoldSet):
+        questions = list(gold.questions)
+        info = {"path": str(gold.path), "hash": gold.hash}
     else:
         questions = list(gold)
         h = hashlib.sha256(json.dumps([[g.question_id, g.expected_citations, g.must_refuse] for g in questions])
@@ -56,20 +57,20 @@ def _load_gold(gold: str | Path | Sequence[GoldQuestion]) -> tuple[list[GoldQues
 
 def score_responses(
     responses_path: str | Path,
-    gold: str | Path | Sequence[GoldQuestion],
+    gold: str | Path | GoldSet | Sequence[GoldQuestion],
     kb: str | Path | KB,
     out_dir: str | Path,
     *,
     seed: int = 0,
     bootstrap: int = 2000,
     workers: int | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Score ``responses_path`` against ``gold`` and ``kb``; write scores.jsonl and report.json in ``out_dir``.
 
-    ``gold`` is a gold CSV path or already-read questions; ``kb`` a KB folder or
+    ``gold`` is a gold CSV path, a :class:`GoldSet` already read, or bare questions; ``kb`` a KB folder or
     a loaded KB. ``workers`` processes share a large file (default: one per
-    core, up to 8, for files over 32 MB). Returns the report as a dict (the
-    content of report.json). Raises ``GraceError`` naming the file and line of
+    core, up to 8, for files over 32 MB). Returns the report, as written to
+    report.json. Raises ``GraceError`` naming the file and line of
     the first bad response.
     """
     responses_path, run = Path(responses_path), RunDir(out_dir)
@@ -77,8 +78,8 @@ def score_responses(
         return _score(responses_path, gold, kb, run, seed, bootstrap, workers)
 
 
-def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: str | Path | KB, run: RunDir,
-           seed: int, bootstrap: int, workers: int | None) -> dict[str, Any]:
+def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuestion], kb: str | Path | KB, run: RunDir,
+           seed: int, bootstrap: int, workers: int | None) -> Report:
     if bootstrap < 0:
         raise GraceError(f"--bootstrap must be 0 or more, got {bootstrap}")
     questions, gold_info = _load_gold(gold)
@@ -105,14 +106,14 @@ def _score(responses_path: Path, gold: str | Path | Sequence[GoldQuestion], kb: 
             kb={"path": str(kb_obj.path), "hash": kb_obj.kb_hash, "n_articles": len(article_ids)},
             responses={"path": str(responses_path), "n": int(arrays["model"].size)},
         )
-        data = Report.model_validate(report).model_dump(mode="json")
+        typed = Report.model_validate(report)
         os.replace(tmp_name, run.scores)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    data["spotcheck"] = _earlier_spotcheck(run, data)
-    run.write_report(data)
-    return data
+    typed.spotcheck = _earlier_spotcheck(run, typed)
+    run.write_report(typed)
+    return typed
 
 
 def _add_endpoint_notes(report: dict[str, Any], folder: RunDir) -> None:
@@ -124,7 +125,7 @@ def _add_endpoint_notes(report: dict[str, Any], folder: RunDir) -> None:
             model["json_mode"] = {"used": entry["json_mode"], "reason": entry.get("json_mode_reason") or ""}
 
 
-def _earlier_spotcheck(run: RunDir, data: dict[str, Any]) -> dict[str, Any] | None:
+def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
     """Keep the last ``grace spotcheck run`` in the report when responses are re-scored.
 
     Re-scoring (a resumed ``grace run``, ``grace score``) must not silently drop a
@@ -135,14 +136,12 @@ def _earlier_spotcheck(run: RunDir, data: dict[str, Any]) -> dict[str, Any] | No
     if not path.exists():
         return None
     try:
-        from harness.spotcheck.publish import report_block
-
-        block = report_block(json.loads(path.read_text(encoding="utf-8")))
-    except (ImportError, OSError, ValueError, KeyError, TypeError):
-        data.setdefault("warnings", []).append(f"{path} could not be read; the spot-check is not shown")
+        block = SpotcheckBlock.from_spotcheck(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, KeyError, TypeError):  # a pydantic ValidationError is a ValueError
+        report.warnings.append(f"{path} could not be read; the spot-check is not shown")
         return None
-    block["notes"] = ((block.get("notes") or "") + " Spot-check from an earlier scoring of this run folder; "
-                      "run 'grace spotcheck run' again if the responses changed.").strip()
+    block.notes = ((block.notes or "") + " Spot-check from an earlier scoring of this run folder; "
+                   "run 'grace spotcheck run' again if the responses changed.").strip()
     return block
 
 

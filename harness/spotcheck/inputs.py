@@ -17,10 +17,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.core.errors import GraceError
-from harness.rundir import RESPONSES, SCORES, RunDir
+from harness.rundir import RESPONSES, SCORES, Report, RunDir
 from harness.rundir.responses import read_response_lines
 from harness.scoring.outcomes import is_cut_off
 
@@ -56,14 +55,14 @@ class RunInputs:
     run_dir: Path
     scores_path: Path
     responses_path: Path
-    report: dict[str, Any] | None
+    report: Report | None
     hits: list[Hit]
     counts: dict[str, Counts] = field(default_factory=dict)
     truncated: dict[str, int] = field(default_factory=dict)  # per model: hits skipped, cut off by max_tokens
 
     @property
     def models(self) -> list[str]:
-        board = (self.report or {}).get("leaderboard") or []
+        board = self.report.leaderboard if self.report is not None else []
         return [m for m in board if m in self.counts] + [m for m in self.counts if m not in board]
 
 
@@ -76,11 +75,11 @@ def run_folder(path: Path) -> Path:
     return path
 
 
-def _responses_path(run_dir: Path, report: dict[str, Any] | None) -> Path:
+def _responses_path(run_dir: Path, report: Report | None) -> Path:
     local = RunDir(run_dir).responses
     if local.exists():
         return local
-    recorded = ((report or {}).get("responses") or {}).get("path")
+    recorded = report.responses.path if report is not None else None
     if recorded and Path(recorded).exists():
         return Path(recorded)
     raise GraceError(f"{run_dir}: no {RESPONSES} here and none at the path report.json records ({recorded}); "

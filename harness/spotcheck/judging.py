@@ -20,12 +20,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
-from harness.runner.calls import CallSettings, CallStats, Prompted, PromptJob, run_prompts
+from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, run_prompts
 from harness.runner.engine import CallResult
 from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle, parse_verdict, strict_messages
 
 JudgeSettings = CallSettings
-__all__ = ["CallStats", "Judge", "JudgeJob", "JudgeSettings", "run_jobs"]
+__all__ = ["PromptStats", "Judge", "JudgeJob", "JudgeSettings", "run_jobs"]
 
 
 @dataclass
@@ -60,7 +60,7 @@ def readable(completion: Completion) -> bool:
 
 
 def run_jobs(judge: Judge, jobs: list[JudgeJob], record: Callable[[JudgeJob, Request, CallResult], dict[str, Any]],
-             settings: CallSettings, stats: CallStats, out: Any = None, label: str = "judging",
+             settings: CallSettings, stats: PromptStats, out: Any = None, label: str = "judging",
              retry_unreadable: bool = True) -> list[dict[str, Any]]:
     """One batch of judge calls, start to finish; returns the recorded rows in completion order.
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.spotcheck.judge import SourceArticle, parse_verdict
-from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
+from harness.spotcheck.judging import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
 from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
 
 CASES = Path(__file__).parent / "cases.jsonl"
@@ -71,7 +71,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
     for c in cases:
         source = SourceArticle(c.id, c.article_title, c.article)
         jobs.append(JudgeJob(c.id, c.segment, judge.template.cited(c.segment, [source]), [source], 0, payload=c))
-    stats = CallStats()
+    stats = PromptStats()
 
     def record(job: JudgeJob, request: Any, res: Any) -> dict[str, Any]:
         case: Case = job.payload

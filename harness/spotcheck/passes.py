@@ -28,7 +28,7 @@ from harness.providers.base import Request
 from harness.runner.engine import CallResult, prompt_hash
 from harness.spotcheck.inputs import Hit
 from harness.spotcheck.judge import SourceArticle, parse_verdict
-from harness.spotcheck.judging import CallStats, Judge, JudgeJob, JudgeSettings, run_jobs
+from harness.spotcheck.judging import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
 from harness.spotcheck.quotes import missing_quotes
 from harness.spotcheck.records import JudgementRecord
 from harness.spotcheck.segmentation import Segment, segment_answer
@@ -40,7 +40,7 @@ SlotKey = tuple[tuple[str, str, int], int, int]  # (answer key, judge repeat, se
 class Judged:
     segments: dict[tuple[str, str, int], list[Segment]]
     rows: dict[SlotKey, dict[str, Any]]  # the current judgement of every slot judged so far
-    stats: CallStats
+    stats: PromptStats
     reused: int = 0
     decided_without_judge: int = 0
     skipped_pass2: list[tuple[str, str, int]] = field(default_factory=list)
@@ -150,7 +150,7 @@ def judge_hits(judge: Judge, hits: list[Hit], kb: Any, repeats: int, out_path: P
     by_id = kb.by_id
     kb_ids = kb_ids if kb_ids is not None else set(by_id)
     done = load_done(out_path)
-    result = Judged({h.key: segment_answer(h.text, kb_ids) for h in hits}, {}, CallStats())
+    result = Judged({h.key: segment_answer(h.text, kb_ids) for h in hits}, {}, PromptStats())
     out = JsonlAppender(out_path)
     try:
         first = _Pass(judge, done, out, result)

@@ -129,7 +129,7 @@ def review_rows(judged: Judged, keys: list[tuple[str, str, int]]) -> list[dict[s
 def _kb_dir(kb_dir: Path | None, inputs: RunInputs) -> Path:
     if kb_dir is not None:
         return kb_dir
-    recorded = ((inputs.report or {}).get("kb") or {}).get("path")
+    recorded = inputs.report.kb.path if inputs.report is not None else None
     if recorded and Path(recorded).exists():
         return Path(recorded)
     raise GraceError(f"{inputs.run_dir}: give --kb KB_DIR (the articles the answers cite); report.json names none that exists")
@@ -149,7 +149,7 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                    settings: JudgeSettings, console: Any) -> dict[str, Any]:
     kb = load_kb(_kb_dir(kb_dir, inputs), write_missing=False)
     warnings = []
-    run_kb = ((inputs.report or {}).get("kb") or {}).get("hash")
+    run_kb = inputs.report.kb.hash if inputs.report is not None else None
     if run_kb and run_kb != kb.kb_hash:
         warnings.append(f"KB {kb.path} (hash {kb.kb_hash}) is not the one the run was scored on ({run_kb}); "
                         "segments are judged against the articles as they are now")

@@ -1,6 +1,8 @@
 """Putting spot-check results where the report reads them: ``report.json["spotcheck"]``, then re-render.
 
-The report block is a compact copy of ``spotcheck.json`` (per-model rates with
+The report block (``SpotcheckBlock.from_spotcheck``, built by the report model so
+that re-scoring carries it over without the scorer importing the spot-check) is
+a compact copy of ``spotcheck.json`` (per-model rates with
 CIs, the judge block with its calibration mark, the judge's run-to-run spread),
 so the HTML report needs no second file. ``spotcheck.json`` stays the full record.
 Each model's block carries the n behind its figures, ``display`` (each rate
@@ -14,29 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.rundir import SPOTCHECK, RunDir
-
-_MODEL_KEYS = ("hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate",
-               "hallucination_rate_ci95", "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread",
-               "groundedness_n", "hallucination_rate_n", "hallucination_risk_n", "ci_note", "display",
-               "n_incomplete", "n_verdicts", "n_unreadable", "n_failed_calls", "truncated_skipped")
-
-
-def report_block(spot: dict[str, Any]) -> dict[str, Any]:
-    judge = dict(spot["judge"])
-    return {
-        "schema_version": spot["schema_version"],
-        "path": SPOTCHECK,
-        "created_at": spot["created_at"],
-        "judge": judge,
-        "sample": {"per_model": spot["sample"].get("per_model"), "seed": spot["seed"],
-                   "strategy": spot["sample"].get("strategy")},
-        "repeats": spot["variance"].get("repeats"),
-        "max_judge_spread": spot["variance"].get("max_spread"),
-        "min_answers_for_ci": spot.get("min_answers_for_ci"),
-        "models": {m: {k: v.get(k) for k in _MODEL_KEYS} for m, v in spot["models"].items()},
-        "notes": spot.get("notes"),
-    }
+from harness.rundir import RunDir
+from harness.rundir.report import SpotcheckBlock
 
 
 def notes_for(spot: dict[str, Any]) -> str:
@@ -77,7 +58,7 @@ def update_report(run_dir: Path, spot: dict[str, Any], console: Any = None) -> P
     if not run.report.exists():
         return None
     report = run.read_report()
-    report["spotcheck"] = report_block(spot)
+    report.spotcheck = SpotcheckBlock.from_spotcheck(spot)
     run.write_report(report)
     try:
         from harness.reports import write_reports

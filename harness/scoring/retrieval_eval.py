@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -153,3 +154,63 @@ def rows_to_json(rows: list[RetrieverRow]) -> list[dict[str, Any]]:
                        for g, got in r.misses],
         })
     return out
+
+
+@dataclass
+class RetrievalComparison:
+    """``grace kb eval``'s result: one row per retriever, the questions, and the rerankers (for their calls)."""
+
+    rows: list[RetrieverRow]
+    questions: list[GoldQuestion]
+    ks: list[int]
+    reranked: list[Any] = field(default_factory=list)
+
+
+def compare_on_gold(kb: KB, gold: Any, ks: list[int], embedders: list[str], retrieved: Path | None,
+                    rerank: str | None, rerank_depth: int, bootstrap: int, seed: int) -> RetrievalComparison:
+    """The retrievers named (the KB's own when none), a team's ranked file, each reranked: on one gold set."""
+    questions = list(gold.questions)
+    kb.check_cited(questions, gold.path)
+    ks = sorted(set(ks))
+    if not ks or min(ks) < 1:
+        raise GraceError(f"-k {ks}: every k must be 1 or more")
+    if bootstrap < 0:
+        raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")
+    specs = list(dict.fromkeys(embedders)) or [kb.manifest.embedder]
+    factories, reranked = _extra_retrievers(kb, questions, specs, retrieved, rerank, rerank_depth)
+    rows = compare_retrievers(kb, questions, [*specs, *factories], ks, bootstrap=bootstrap, seed=seed,
+                              factories=factories)
+    if len(rows) == 1 and rows[0].error:
+        raise GraceError(rows[0].error)  # a single retriever that cannot run is an error, as before
+    return RetrievalComparison(rows, questions, ks, reranked)
+
+
+def _extra_retrievers(kb: KB, questions: list[GoldQuestion], specs: list[str], retrieved: Path | None,
+                      rerank: str | None, depth: int) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
+    """Rows beside the embedders: a file of the team's own rankings, and each retriever reranked."""
+    factories: dict[str, Callable[[], Any]] = {}
+    reranked: list[Any] = []
+    if retrieved is not None:
+        from kb_builder.retrieved_file import FileRetriever, read_retrieved
+
+        ranked = read_retrieved(retrieved, kb.by_id)
+        name = f"file:{retrieved.name}"
+        factories[name] = lambda: FileRetriever(name, ranked, [(q.question_id, q.question) for q in questions])
+    if rerank:
+        from harness.runner.calls import CallSettings
+        from harness.runner.rerank import RerankedRetriever, make_reranker
+
+        reranker = make_reranker(rerank)
+
+        def reranking(spec: str, base: Callable[[], Any] | None) -> Callable[[], Any]:
+            def make() -> Any:
+                retriever = RerankedRetriever(base() if base else kb.retriever(spec), reranker, kb, depth,
+                                              CallSettings())
+                reranked.append(retriever)
+                return retriever
+
+            return make
+
+        for spec in [*specs, *factories]:
+            factories[f"{spec} + rerank"] = reranking(spec, factories.get(spec))
+    return factories, reranked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import click
@@ -10,6 +11,8 @@ import click
 from harness.core.errors import GraceError
 from harness.core.outputs import check_output_file
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
+
+log = logging.getLogger("grace")
 
 
 def _console():
@@ -44,7 +47,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from kb_builder.build import build_kb
+    from harness import api
     from kb_builder.documents import discover
 
     if source is None and articles_file is None:
@@ -53,8 +56,8 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     total = len(discover(source)) if source is not None and articles_file is None else 1
     with Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("docs", total=total)
-        result = build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
-                          embedder=embedder, progress=lambda: bar.advance(task))
+        result = api.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
+                              embedder=embedder, progress=lambda: bar.advance(task))
     m = result.kb.manifest
     ts = m.token_stats
     console.print(
@@ -69,9 +72,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"removed IDs (retired, never reused): {', '.join(result.changes.removed[:30])}")
     for s in result.skipped:
         console.print(f"[yellow]skipped:[/] {s}")
-    from kb_builder.lint import lint_kb
-
-    report = lint_kb(result.kb)
+    report = api.lint_kb(result.kb)
     console.print(report.summary() + ("" if not report.findings else f"; run `grace kb lint {out}` for details"),
                   highlight=False)
 
@@ -90,10 +91,10 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
     """
     from rich.table import Table
 
-    from kb_builder.lint import KIND_ORDER, lint_kb
-    from kb_builder.store import load_kb
+    from harness import api
+    from kb_builder.lint import KIND_ORDER
 
-    report = lint_kb(load_kb(kb_dir), run_dir)
+    report = api.lint_kb(kb_dir, run_dir)
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:
@@ -119,16 +120,10 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
 @click.option("--embedder", default=None, help="Re-index with this embedder (default: the manifest's).")
 def index(kb_dir: Path, embedder: str | None) -> None:
     """Create a missing manifest and embeddings for a KB folder (e.g. a hand-written articles.jsonl)."""
-    from harness.core.files import atomic_write_text
-    from kb_builder.retrieval import canonical_embedder
-    from kb_builder.store import load_kb
+    from harness import api
 
-    kb_ = load_kb(kb_dir)
-    if embedder:
-        kb_.manifest.embedder = canonical_embedder(embedder)
-        atomic_write_text(kb_.path / "manifest.json", kb_.manifest.model_dump_json(indent=2) + "\n")
-    r = kb_.retriever()
-    extra = f", {r.newly_embedded} article(s) embedded" if hasattr(r, "newly_embedded") else ""
+    kb_, embedded = api.index_kb(kb_dir, embedder)
+    extra = f", {embedded} article(s) embedded" if embedded is not None else ""
     _console().print(f"{len(kb_.articles)} articles indexed with {kb_.manifest.embedder}{extra}; kb_hash {kb_.kb_hash}")
 
 
@@ -139,9 +134,9 @@ def show(kb_dir: Path, article_id: str | None) -> None:
     """List articles with token counts, or show one article."""
     from rich.table import Table
 
-    from kb_builder.store import load_kb
+    from harness import api
 
-    kb_ = load_kb(kb_dir)
+    kb_ = api.load_kb(kb_dir)
     console = _console()
     if article_id:
         art = kb_.by_id.get(article_id)
@@ -160,7 +155,7 @@ def show(kb_dir: Path, article_id: str | None) -> None:
 @kb.command()
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.argument("query", required=False)
-@click.option("-k", "k", default=3, show_default=True)
+@click.option("-k", "k", default=3, show_default=True, type=click.IntRange(1, None), help="Articles ranked per query.")
 @click.option("--queries", type=click.Path(path_type=Path), help="CSV with question_id, question (other columns ignored).")
 @click.option("--out", type=click.Path(path_type=Path), help="Write JSONL: one line per question with ranked ids and scores.")
 @click.option("--embedder", default=None, help="Override the KB's embedder.")
@@ -170,25 +165,29 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
     """Rank articles for one QUERY, or for every question in --queries."""
     from rich.table import Table
 
+    from harness import api
     from kb_builder.gold import read_questions
-    from kb_builder.store import kb_files, load_kb
+    from kb_builder.store import kb_files
 
     if not query and not queries:
         raise GraceError("give a QUERY or --queries FILE")
     if out is not None:
         check_output_file(out, {"questions file": queries, "KB": kb_files(kb_dir)}, force=force)
-    kb_ = load_kb(kb_dir)
-    retriever = kb_.retriever(embedder)
+    kb_ = api.load_kb(kb_dir)
+    if k > len(kb_.articles):
+        n = len(kb_.articles)
+        log.warning(f"k {k} is more than the KB's {n} articles; {'showing' if query else 'searching'} all {n}")
+        k = n
     console = _console()
     if query:
-        hits = retriever.search_many([query], k)[0]
+        hits = api.search(kb_, query, k, embedder)
         table = Table("Rank", "ID", "Score", "Title")
         for i, h in enumerate(hits, 1):
             table.add_row(str(i), h.id, f"{h.score:.3f}", kb_.by_id[h.id].title)
         console.print(table)
         return
     qs = read_questions(queries)
-    results = retriever.search_many([q.question for q in qs], k)
+    results = api.search(kb_, [q.question for q in qs], k, embedder)
     rows = [(q.question_id, [(h.id, h.score) for h in hits]) for q, hits in zip(qs, results, strict=True)]
     if out:
         from kb_builder.retrieved_file import write_retrieved
@@ -199,35 +198,6 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
         for qid, hits in rows:
             click.echo(json.dumps({"question_id": qid, "retrieved": [{"id": i, "score": round(s, 6)} for i, s in hits]},
                                   ensure_ascii=False))
-
-
-def _extra_retrievers(kb_, questions, specs: list[str], retrieved_file: Path | None, rerank: str | None, depth: int):
-    """Rows beside the embedders: a file of the team's own rankings, and each retriever reranked."""
-    factories: dict = {}
-    reranked: list = []
-    if retrieved_file is not None:
-        from kb_builder.retrieved_file import FileRetriever, read_retrieved
-
-        ranked = read_retrieved(retrieved_file, kb_.by_id)
-        name = f"file:{retrieved_file.name}"
-        factories[name] = lambda: FileRetriever(name, ranked, [(q.question_id, q.question) for q in questions])
-    if rerank:
-        from harness.runner.calls import CallSettings
-        from harness.runner.rerank import RerankedRetriever, make_reranker
-
-        reranker = make_reranker(rerank)
-        def reranking(spec: str, base):
-            def make():
-                retriever = RerankedRetriever(base() if base else kb_.retriever(spec), reranker, kb_, depth,
-                                              CallSettings())
-                reranked.append(retriever)
-                return retriever
-
-            return make
-
-        for spec in [*specs, *factories]:
-            factories[f"{spec} + rerank"] = reranking(spec, factories.get(spec))
-    return factories, reranked
 
 
 @kb.command(name="eval")
@@ -251,26 +221,17 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
     from rich.table import Table
     from rich.text import Text
 
+    from harness import api
     from harness.core.files import atomic_write_text
-    from kb_builder.evaluation import compare_retrievers, rows_to_json
-    from kb_builder.gold import read_gold
-    from kb_builder.store import kb_files, load_kb
+    from harness.scoring.retrieval_eval import rows_to_json
+    from kb_builder.store import kb_files
 
     if json_out is not None:
         check_output_file(json_out, {"gold CSV": gold, "KB": kb_files(kb_dir), "retrieved file": retrieved_file},
                           force=force, option="--json")
-    kb_ = load_kb(kb_dir)
-    questions = read_gold(gold)
-    kb_.check_cited(questions, gold)
-    kl = sorted(set(_parse_ks(ks)))
-    if bootstrap < 0:
-        raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")
-    specs = list(dict.fromkeys(embedders)) or [kb_.manifest.embedder]
-    factories, reranked = _extra_retrievers(kb_, questions, specs, retrieved_file, rerank, rerank_depth)
-    rows = compare_retrievers(kb_, questions, [*specs, *factories], kl, bootstrap=bootstrap, seed=seed,
-                              factories=factories)
-    if len(rows) == 1 and rows[0].error:
-        raise GraceError(rows[0].error)  # a single retriever that cannot run is an error, as before
+    result = api.eval_retrieval(kb_dir, gold, ks=_parse_ks(ks), embedders=embedders, retrieved=retrieved_file,
+                                rerank=rerank, rerank_depth=rerank_depth, bootstrap=bootstrap, seed=seed)
+    rows, questions, kl, reranked = result.rows, result.questions, result.ks, result.reranked
     console = _console()
     n_ans = sum(not g.must_refuse for g in questions)
     names = ", ".join(r.spec for r in rows)

@@ -1,0 +1,161 @@
+"""``scores.jsonl``: its one description (:class:`ScoreLine`), its writer and its reader.
+
+One line per response, read strictly and leniently. :class:`ScoreLine` is the
+contract: the fields, their order in the file, their types and the schema
+version. The writer and the readers take the field list from it, but neither
+routes a line through pydantic: the scorer writes one line per response (a
+million in a benchmark) and validating each would cost ~25 s per million rows,
+more than scoring them. So :class:`ScoreLines` builds each line with an
+f-string that is byte for byte what ``json.dumps`` of a dict with the model's
+fields gives (tests hold it to that, and to the model's field order), and
+:func:`iter_scores` yields plain dicts checked for the keys every reader joins on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.core.errors import GraceError, where
+from harness.core.jsonl import iter_jsonl
+
+try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the default)
+    from _json import encode_basestring_ascii as _json_str
+except ImportError:  # pragma: no cover - a Python built without the C accelerator
+    from json.encoder import py_encode_basestring_ascii as _json_str
+
+SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
+
+Outcome = Literal[
+    "correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation", "answered_unanswerable",
+    "no_citation", "multiple_citations", "wrong_citation", "error",
+]
+Rule = Literal["json", "inline", "lenient", "none"]
+
+
+class ScoreLine(BaseModel):
+    """One line of ``scores.jsonl``: one response, read strictly and leniently."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCORES_SCHEMA_VERSION
+    question_id: str
+    model: str
+    repeat: int
+    cited_ids: list[str]  # distinct, in order of first appearance
+    refused: bool
+    outcome: Outcome
+    extraction: Rule  # the lenient rule that read the citation
+    strict_cited_ids: list[str]
+    strict_refused: bool
+    strict_outcome: Outcome
+    must_refuse: bool
+    expected_citations: list[str]
+    retrieved_ids: list[str] | None
+    expected_retrieved: bool | None  # any expected ID among retrieved_ids (None: unknown, or must_refuse)
+    cost_usd: float | None
+    latency_ms: float | None
+    input_tokens: int | None
+    output_tokens: int | None
+    truncated: bool = False  # the response's finish_reason says the output limit (max_tokens) cut it off
+
+
+# the fields of a scores line, in file order, as the model declares them
+SCORE_FIELDS = tuple(ScoreLine.model_fields)
+
+_LITERAL = {True: "true", False: "false", None: "null"}
+_BOOLISH = defaultdict(bool, {bool: True, type(None): True})  # flags written from _LITERAL; others by json.dumps
+_INF = float("inf")
+
+
+def _number(x: Any) -> str:
+    """``json.dumps`` of an int, a float or None."""
+    t = type(x)
+    if t is float:
+        if x != x:
+            return "NaN"
+        if x == _INF or x == -_INF:
+            return "Infinity" if x > 0 else "-Infinity"
+        return float.__repr__(x)
+    if t is int:
+        return int.__repr__(x)
+    return _LITERAL[x] if x is None or t is bool else json.dumps(x)
+
+
+def _ids(items: list[str] | None) -> str:
+    """``json.dumps`` of a list of str or None."""
+    if items is None:
+        return "null"
+    return "[" + ", ".join(map(_json_str, items)) + "]" if items else "[]"
+
+
+def score_line(question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
+               rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
+               expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
+               cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
+               truncated: bool) -> str:
+    """One ``scores.jsonl`` line (without the newline), byte for byte what ``json.dumps`` writes."""
+    return ScoreLines().line(question_id, model, repeat, cited, refused, outcome, rule, strict_cited, strict_refused,
+                             strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
+                             tokens_in, tokens_out, truncated)
+
+
+class ScoreLines:
+    """:func:`score_line` for a whole file: the strings that repeat from line to line (question IDs, model
+    and outcome names) are encoded once."""
+
+    def __init__(self) -> None:
+        self._text: dict[str, str] = {}
+
+    def _str(self, value: str) -> str:
+        out = self._text.get(value)
+        if out is None:
+            out = _json_str(value)
+            if len(self._text) < 1_000_000:
+                self._text[value] = out
+        return out
+
+    def line(self, question_id: str, model: str, repeat: int, cited: list[str], refused: bool, outcome: str,
+             rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
+             expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
+             cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
+             truncated: bool) -> str:
+        s, ids, num, lit = self._str, _ids, _number, _LITERAL
+        if not (_BOOLISH[type(refused)] and _BOOLISH[type(strict_refused)] and _BOOLISH[type(must_refuse)]
+                and _BOOLISH[type(expected_retrieved)] and _BOOLISH[type(truncated)]):
+            return json.dumps(dict(zip(SCORE_FIELDS, (
+                SCORES_SCHEMA_VERSION, question_id, model, repeat, cited, refused, outcome, rule, strict_cited,
+                strict_refused, strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
+                tokens_in, tokens_out, truncated), strict=True)))
+        # the keys in SCORE_FIELDS order (tests compare this line with json.dumps over SCORE_FIELDS)
+        return (f'{{"schema_version": {SCORES_SCHEMA_VERSION}, "question_id": {s(question_id)}, "model": {s(model)}, '
+                f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ids(cited)}, "refused": {lit[refused]}, '
+                f'"outcome": {s(outcome)}, "extraction": {s(rule)}, "strict_cited_ids": {ids(strict_cited)}, '
+                f'"strict_refused": {lit[strict_refused]}, "strict_outcome": {s(strict_outcome)}, '
+                f'"must_refuse": {lit[must_refuse]}, "expected_citations": {ids(expected)}, '
+                f'"retrieved_ids": {ids(retrieved)}, "expected_retrieved": {lit[expected_retrieved]}, '
+                f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
+                f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
+
+
+def iter_scores(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, row)`` of a scores file, each row checked for the keys every reader joins on.
+
+    Rows are :class:`ScoreLine`'s fields as a plain dict (older files may lack the
+    fields added since: read them with ``.get``), not validated models: a
+    million-line file is read in seconds, not minutes.
+    """
+    for n, row in iter_jsonl(path, hint="; run 'grace score' again"):
+        try:
+            row["model"], row["question_id"] = str(row["model"]), str(row["question_id"])
+            row["repeat"] = int(row.get("repeat") or 0)
+            row["outcome"]  # noqa: B018 - presence check
+        except (KeyError, TypeError, ValueError):
+            raise GraceError(f"{where(path, n)}: a scores line needs model, question_id, repeat and outcome; "
+                             "run 'grace score' again") from None
+        yield n, row

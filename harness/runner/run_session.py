@@ -1,0 +1,231 @@
+"""One ``grace run`` from its typed config to its scored folder: the orchestration above the stages.
+
+The stages (retrieval and planning in :mod:`harness.runner.session`, the calls,
+scoring, reports) each import only what comes before them in the data flow; this
+module and :mod:`harness.api` sit above them all and call them in order, so the
+gold file and the KB are read once and handed from stage to stage.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+from harness.core.hashing import file_hash
+from harness.prompts import Template
+from harness.providers.base import ModelSpec, RetrievedArticle
+from harness.rundir import RunDir, RunInfo
+from harness.runner.cache import ResponseCache
+from harness.runner.config import RunConfig
+from harness.runner.engine import RunPlan
+from harness.runner.run_result import RunResult
+from harness.runner.session import (
+    RunSettings,
+    adopt_open_batches,
+    check_same_run,
+    choose_batch,
+    describe_rows,
+    estimate_plans,
+    new_run_info,
+    plan_jobs,
+    retrieve_all,
+    retrieved_from_file,
+    run_calls,
+)
+from kb_builder.gold import GoldQuestion, GoldSet
+from kb_builder.store import KB
+
+log = logging.getLogger("grace")
+
+
+class RunSession:
+    """One ``grace run``: the KB and the gold file read once, then plan -> estimate (dry run) or execute -> finish.
+
+    :meth:`open` turns a :class:`RunConfig` (options over the TOML's ``[run]``
+    over defaults) into ready models, the template, the KB and the gold set, all
+    checked before anything is asked; :meth:`plan` retrieves (and reranks) once
+    for every model; :meth:`estimate` prices the calls without making them;
+    :meth:`execute` makes them under the folder's lock; :meth:`finish` scores the
+    folder with the questions and KB already in hand.
+    """
+
+    def __init__(self, config: RunConfig, specs: list[ModelSpec], template: Template, kb: KB, gold: GoldSet,
+                 *, progress: bool = False, console: Any = None):
+        self.config, self.specs, self.template, self.kb, self.gold = config, specs, template, kb, gold
+        self.progress, self.console = progress, console
+        self.folder = RunDir(config.out)
+        self.settings = RunSettings(k=config.k, repeats=config.repeats, concurrency=config.concurrency,
+                                    read_cache=not config.no_cache, max_attempts=config.max_attempts,
+                                    seed=config.seed, threshold=config.threshold, wait=config.wait,
+                                    poll_s=config.poll_interval, cancel_batches=config.cancel_batches)
+        self.retrieved: dict[str, list[RetrievedArticle]] = {}
+        self.rerank_estimate: Any = None
+
+    @classmethod
+    def open(cls, options: dict[str, Any], *, progress: bool = False, console: Any = None) -> RunSession:
+        """Check and load everything a run needs; a problem in any input raises ``GraceError`` before any call."""
+        from harness.core.outputs import check_output_folder
+        from harness.prompts import load_template
+        from harness.runner.config import RunConfig, load_config, resolve_models
+        from kb_builder.gold import load_gold
+        from kb_builder.store import load_kb
+
+        toml = options.get("config")
+        toml_specs, run_table = load_config(Path(toml)) if toml else ([], {})
+        config = RunConfig.build(options, run_table)
+        check_output_folder(config.out, {"KB folder": config.kb, "gold CSV": config.gold, "config": config.config,
+                                         "prices file": config.prices, "retrieved file": config.retrieved},
+                            RunDir(config.out).written_files())
+        specs = resolve_models(config, toml_specs)
+        choose_batch(specs, config.batch)
+        template = load_template(config.template, config.output_mode)
+        kb = load_kb(config.kb)
+        if config.k > len(kb.articles):
+            log.warning(f"--k {config.k} is more than the KB's {len(kb.articles)} articles; every prompt shows all "
+                        f"{len(kb.articles)}")
+            config = config.model_copy(update={"k": len(kb.articles)})
+        gold = load_gold(config.gold)
+        kb.check_cited(gold.questions, gold.path)
+        if config.retrieved and config.embedder:
+            raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
+        return cls(config, specs, template, kb, gold, progress=progress, console=console)
+
+    @property
+    def questions(self) -> list[GoldQuestion]:
+        return list(self.gold.questions)
+
+    def plan(self) -> None:
+        """Each question's top k, from the KB's retriever or the team's file, reranked when asked: once for all models."""
+        from harness.runner.calls import CallSettings
+        from harness.runner.rerank import rerank_for_run
+
+        c, questions = self.config, self.questions
+        depth = max(c.k, c.rerank_depth) if c.rerank else c.k
+        if c.retrieved:
+            self.retrieved = retrieved_from_file(self.kb, questions, depth, c.retrieved)
+            self.settings.extra["retrieved"] = {"path": str(c.retrieved), "hash": file_hash(c.retrieved)}
+        else:
+            self.retrieved = retrieve_all(self.kb, questions, depth, c.embedder)
+        if c.rerank:
+            calls = CallSettings(concurrency=c.concurrency, max_attempts=c.max_attempts, read_cache=not c.no_cache)
+            self.retrieved, self.rerank_estimate, record = rerank_for_run(
+                c.rerank, [(q.question_id, q.question) for q in questions], self.retrieved, c.k, depth, calls,
+                prices=c.prices, dry_run=c.dry_run, console=self.console if self.progress else None)
+            if record is not None:
+                self.settings.extra["rerank"] = record
+
+    def estimate(self) -> RunResult:
+        """The dry run: calls, cached answers, tokens and cost per model; nothing is asked and no key is needed."""
+        folder = self.folder
+        on_file = folder.latest_responses() if folder.responses.exists() else {}
+        ledger = folder.batch_ledger()
+        adopt_open_batches(self.specs, ledger)
+        plans, resume = plan_jobs(self.specs, self.questions, self.retrieved, on_file, self.template,
+                                  self.kb.kb_hash, self.settings, ready=False)
+        cache = ResponseCache.open_for_reading() if self.settings.use_cache else None
+        try:
+            rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger)
+        finally:
+            if cache is not None:
+                cache.close()
+        if self.rerank_estimate is not None:
+            e = self.rerank_estimate
+            rows.append({"model": f"{e.model} (reranking)", "calls": e.calls, "cached": e.cached, "in_batches": 0,
+                         "input_tokens": e.input_tokens, "output_tokens_est": e.output_tokens_est, "batch": False,
+                         "cost_usd_est": e.cost_usd_est, "real_time_cost_usd_est": e.cost_usd_est})
+        return RunResult(folder.path, {}, {}, 0, vars(resume), estimates=rows)
+
+    def execute(self) -> RunResult:
+        """Make the calls still to make, under the folder's lock; ``run.json`` says what the folder then holds."""
+        import threading
+
+        folder, questions, settings = self.folder, self.questions, self.settings
+        with folder.lock():
+            previous = folder.read_run_info()
+            adopt_open_batches(self.specs, folder.batch_ledger())
+            plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.latest_responses(), self.template,
+                                      self.kb.kb_hash, settings)  # first: baselines fit their options on the questions
+            info = new_run_info(self.kb, self.gold, self.template, self.specs, settings, self.config.embedder)
+            check_same_run(folder, info)
+            folder.write_run_info(info)
+            todo = sum(len(p.jobs) for p in plans)
+            if resume.done or resume.failed or resume.stale:
+                msg = (f"resuming {folder.path}: {resume.done} responses already done, {resume.failed} failed call(s) "
+                       "to retry")
+                if resume.stale:
+                    msg += (f", {resume.stale} answer(s) asked with different inputs (question text, retrieval, "
+                            "parameters or template) to ask again")
+                log.warning(f"{msg}, {todo} to do")
+            interrupted = False
+            calls_over = threading.Event()
+            if not self.config.no_score and todo:
+                from harness.core.preload import preload
+
+                # once a first answer is in (the SDK is imported, requests are out and the process waits)
+                preload("harness.reports.inputs", "harness.reports.markdown", "harness.reports.page",
+                        "harness.reports.terminal", "harness.scoring.label_audit", "harness.scoring.votes",
+                        when=lambda: calls_over.is_set() or any(p.stats.done for p in plans))
+            try:
+                if self.progress:
+                    from harness.runner.progress import run_with_progress
+
+                    run_with_progress(plans, self.template, self.kb.kb_hash, folder, settings, self.console)
+                else:
+                    run_calls(plans, self.template, self.kb.kb_hash, folder, settings)
+            except KeyboardInterrupt:
+                interrupted = True
+            finally:
+                calls_over.set()
+                folder.compact_responses([q.question_id for q in questions])
+                stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
+                pending = {p.spec.name: p.stats.pending for p in plans if p.stats.pending}
+                first_error = _record_outcome(folder, info, previous, plans, questions, interrupted, stopped, pending)
+            if interrupted:
+                raise KeyboardInterrupt
+        unanswered = {p.spec.name: first_error.get(p.spec.name, "no row on file")
+                      for p in plans if not (info.rows.get(p.spec.name) or {}).get("answered")
+                      and p.spec.name not in pending and p.spec.name not in stopped}
+        if pending:
+            each = ", ".join(f"{m}: {n:,}" for m, n in pending.items())
+            log.warning(f"{sum(pending.values()):,} call(s) wait in provider batches ({each}); run the same command "
+                        "again to collect them, or add --wait to poll until they end; the run is scored once all are in")
+        return RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume),
+                         pending=pending, unanswered=unanswered)
+
+    def finish(self, result: RunResult) -> bool:
+        """Score and report the folder with the questions and KB in hand; ``False`` when there is nothing to score
+        yet (answers still in batches, no response on file, or ``no_score``)."""
+        if self.config.no_score or result.pending or not self.folder.responses.exists():
+            return False
+        from harness.reports import write_reports
+        from harness.scoring import score_responses
+
+        score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed)
+        write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
+        return True
+
+
+def _record_outcome(folder: RunDir, info: RunInfo, previous: RunInfo | None, plans: list[RunPlan],
+                    questions: list[GoldQuestion], interrupted: bool, stopped: dict[str, str],
+                    pending: dict[str, int]) -> dict[str, str]:
+    """Write ``run.json`` as the calls left the folder; returns each failing model's first error."""
+    info.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+    info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")
+    if pending and not interrupted and not stopped:
+        info.status = "waiting for batches"
+    info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
+                                 "errors": p.stats.errors, "not_tried": p.stats.not_tried,
+                                 "retries": p.stats.retries, "timeouts": p.stats.timeouts,
+                                 "in_flight_limit": p.stats.in_flight_limit, "stopped": p.stats.aborted,
+                                 **({"batch_submitted": p.stats.submitted, "batch_pending": p.stats.pending}
+                                    if p.batch else {})} for p in plans}
+    before = {e.get("name"): e for e in (previous.models if previous else [])}
+    for entry, p in zip(info.models, plans, strict=False):
+        kept = {k: v for k, v in before.get(entry["name"], {}).items() if k.startswith("json_mode")}
+        entry.update(p.provider.learned() or kept)
+    first_error = describe_rows(folder, info, previous, questions)
+    folder.write_run_info(info)
+    return first_error
