@@ -22,3 +22,6 @@ def test_demo_runs_offline_and_writes_its_artefacts(tmp_path):
     suspects = read_suspects(tmp_path / "demo" / "suspects.csv")
     assert report["label_suspects"]["n"] == len(suspects)
     assert "6/6 Leaderboard and report" in out and "Traceback" not in out
+    code, again = run_grace("demo", "--out", tmp_path / "demo")  # the README's command, run a second time
+    assert code == 0, again
+    assert read_suspects(tmp_path / "demo" / "suspects.csv") == suspects

@@ -48,8 +48,10 @@ def demo(out: Path, sample: Path) -> None:
     step("4/6 Spot-check the hits for hallucination (offline lexical judge)")
     grace("spotcheck", "run", out / "run", "--kb", out / "kb", "--judge", "baseline:lexical", "--sample", "20")
     step("5/6 Gold labels from the run: the models' consensus as pre-labels, and the labels they contradict")
-    grace("annotations", "suggest", gold, "--kb", out / "kb", "--run", out / "run", "--out", out / "suggestions.csv")
+    # --force: the demo's folder is its own, and a second demo replaces its files (keeping the last as .bak)
+    grace("annotations", "suggest", gold, "--kb", out / "kb", "--run", out / "run", "--out", out / "suggestions.csv",
+          "--force")
     grace("annotations", "audit", gold, "--kb", out / "kb", "--run", out / "run", "--out", out / "suspects.csv",
-          "--limit", "5")
+          "--limit", "5", "--force")
     step("6/6 Leaderboard and report")
     grace("report", out / "run", "--kb", out / "kb")

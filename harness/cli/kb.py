@@ -38,7 +38,7 @@ def kb() -> None:
 
 @kb.command()
 @click.argument("source", required=False, type=click.Path(path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="KB folder to write (rebuilding into it keeps IDs).")
+@click.option("--out", "-o", "out", required=True, type=click.Path(path_type=Path), help="KB folder to write (rebuilding into it keeps IDs).")
 @click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
 @click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, help="Token budget per article (tiktoken cl100k).")
 @click.option("--min-tokens", default=DEFAULT_MIN_TOKENS, show_default=True, help="Sections below this merge with their parent.")
@@ -157,7 +157,7 @@ def show(kb_dir: Path, article_id: str | None) -> None:
 @click.argument("query", required=False)
 @click.option("-k", "k", default=3, show_default=True, type=click.IntRange(1, None), help="Articles ranked per query.")
 @click.option("--queries", type=click.Path(path_type=Path), help="CSV with question_id, question (other columns ignored).")
-@click.option("--out", type=click.Path(path_type=Path), help="Write JSONL: one line per question with ranked ids and scores.")
+@click.option("--out", "-o", type=click.Path(path_type=Path), help="Write JSONL: one line per question with ranked ids and scores.")
 @click.option("--embedder", default=None, help="Override the KB's embedder.")
 @click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
 def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: Path | None, embedder: str | None,

@@ -12,7 +12,7 @@ import click
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
 @click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, baseline:).")
 @click.option("--config", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices; its [run] table sets defaults for these options.")
-@click.option("--out", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
+@click.option("--out", "-o", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
 @click.option("-k", "--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3; at most the KB's size].")
 @click.option("--repeats", type=int, default=None, help="Calls per question, to measure run-to-run variance [default: 1].")
 @click.option("--concurrency", type=int, default=None, help="Parallel calls per model [default: 8].")

@@ -14,7 +14,7 @@ import click
               help="Gold CSV: question_id, question, expected_citations, must_refuse.")
 @click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path),
               help="KB folder (only articles.jsonl is needed).")
-@click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+@click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
               help="Folder for scores.jsonl and report.json (default: the responses file's folder).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
