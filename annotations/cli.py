@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from collections import Counter
 from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options, model_options
+from harness.cli.call_options import call_options, model_options, redact_option
 from harness.core.errors import GraceError, WorkFailed
 from harness.core.outputs import check_output_file
+from harness.web import listen, serve
 
 _path = click.Path(path_type=Path)
 
@@ -35,8 +35,10 @@ _path = click.Path(path_type=Path)
               help="informative: the weakest suggestions (models split, low support) first.")
 @click.option("--only", "only", type=_path,
               help="Suspects CSV ('grace annotations audit'): open just the questions it lists, with its reasons.")
+@click.option("--question", "question_ids", multiple=True,
+              help="Open just this question (repeatable; with --only, those of its questions).")
 def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browser, k, embedder, suggestions_csv, run,
-             order, only) -> None:
+             order, only, question_ids) -> None:
     """Label questions with the KB article that answers them, in a local web app.
 
     Every label is written to OUT at once (write-then-rename), so closing the browser
@@ -68,7 +70,10 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
     )
     try:
         _focus(session, kb, suggestions_csv, run, only, order)
-        server, url, token = _listen(AnnotationApp(session, retriever, k=k, search_retriever=search_retriever), host, port)
+        if question_ids:
+            n = session.only_questions(list(question_ids))
+            click.echo(f"opening {n} question(s): {', '.join(session.view_ids())}")
+        server, url, token = listen(AnnotationApp(session, retriever, k=k, search_retriever=search_retriever), host, port)
         p = session.progress()
         click.echo(
             f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped"
@@ -77,7 +82,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
             + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(retriever, 'name', '?')})"
         )
         click.echo(f"saving every label to {out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
-        _serve(server, url, host if token else None, no_browser)
+        serve(server, url, host if token else None, no_browser, "label")
         p = session.progress()
         prov = p["provenance"]
         click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled"
@@ -109,46 +114,6 @@ def _focus(session, kb, suggestions_csv: Path | None, run: Path | None, only: Pa
         n = session.only(only)
         click.echo(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
     session.order_by(order)
-
-
-def _listen(app, host: str, port: int):
-    """A server for ``app``, its URL, and the token it demands (bound beyond localhost)."""
-    import secrets
-
-    from annotations.server import make_server, needs_token, url_for
-
-    token = secrets.token_urlsafe(18) if needs_token(host) else None
-    try:
-        server = make_server(app, host, port, token)
-    except OSError as exc:
-        raise GraceError(f"cannot listen on {host}:{port} ({exc.strerror}); try --port 0") from None
-    return server, url_for(host, server.server_address[1], token), token
-
-
-def _serve(server, url: str, open_host: str | None, no_browser: bool) -> None:
-    """Print the URL, open it, and serve until Ctrl-C or ``kill`` (every change is already saved)."""
-    if open_host:
-        click.echo(
-            f"listening on {open_host}: anyone with this URL (it holds the token) can label; "
-            "from another machine use this host's name or address in it"
-        )
-    click.echo(f"open {url}   (Ctrl-C to stop)")
-    sys.stdout.flush()
-    if not no_browser:
-        import webbrowser
-
-        webbrowser.open(url)
-    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it like Ctrl-C: labels are already saved
-    try:
-        server.serve_forever(poll_interval=0.25)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def _retrievers(kb, embedder: str | None):
@@ -207,14 +172,14 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
     try:
         app = ReviewApp(session, sources, kb)
-        server, url, token = _listen(app, host, port)
+        server, url, token = listen(app, host, port)
         p = session.progress()
         click.echo(f"{p['answers']} answers, {p['segments']} segments ({p['reviewed']} reviewed); "
                    f"KB {kb.path} ({len(kb.articles)} articles)")
         for w in app.warnings:
             click.echo(f"warning: {w}", err=True)
         click.echo(f"saving every mark to {out}")
-        _serve(server, url, host if token else None, no_browser)
+        serve(server, url, host if token else None, no_browser, "mark segments")
         p = session.progress()
         where = f"saved in {out}" if out.exists() else f"nothing marked, {out} not written"
         click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, {where}")
@@ -325,8 +290,9 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
 @click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
 @call_options("labeler calls")
+@redact_option
 def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, force, concurrency,
-            max_attempts, prices, no_cache, **model) -> None:
+            max_attempts, prices, no_cache, redact_pii, **model) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
 
     Writes one row per question: suggested (article IDs joined by ';', or REFUSE;
@@ -363,9 +329,17 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
         if suggestions and not todo:
             click.echo("every question has a consensus suggestion; the labeler is not asked")
         else:
+            from harness.privacy import make_redactor
+
+            redactor = make_redactor(redact_pii, console)
             labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=concurrency,
                                             max_attempts=max_attempts, prices=prices, read_cache=not no_cache,
-                                            console=console, options=model_options(model))
+                                            console=console, options=model_options(model), redactor=redactor)
+            if redactor is not None and labelled is not None:
+                from harness.privacy.redactor import summary_line, write_record
+
+                click.echo(f"--redact-pii: {summary_line(redactor.record())}; counts -> {write_record(out, redactor)}",
+                           err=True)
             if labelled is None:  # the dry run printed its estimate
                 return
             by_id = {s.question_id: s for s in labelled}

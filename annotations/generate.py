@@ -197,10 +197,11 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
                    labeler: str | None = None, dry_run: bool = False, concurrency: int = 8, max_attempts: int = 6,
                    timeout: float | None = None, prices: Path | None = None, read_cache: bool = True, seed: int = 0,
                    template: str | None = None, console: Any = None, options: ModelOptions | None = None,
-                   force: bool = False) -> GenerateResult | None:
+                   force: bool = False, redactor: Any = None) -> GenerateResult | None:
     """Write a draft gold CSV to ``out``; with ``dry_run``, print the estimate and return ``None``.
 
-    ``options`` (the model options of ``grace run``) apply to the generator and the labeler alike.
+    ``options`` (the model options of ``grace run``) apply to the generator and the labeler alike, and so does a
+    ``redactor`` (``--redact-pii``, :mod:`harness.privacy`).
     """
     if per_article < 1 or refusals < 0 or k < 1:
         raise GraceError("--per-article and --k must be 1 or more, --refusals 0 or more")
@@ -211,6 +212,7 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
     spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices, options=options)
     lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options)
     settings = call_settings(concurrency, max_attempts, read_cache)
+    settings.redactor = redactor
     articles = list(kb.articles)
     gen = Prompted(spec, provider, kind=KIND, template_hash=tmpl.sha256, json_schema=QUESTIONS_SCHEMA)
     ref = Prompted(spec, provider, kind=KIND, template_hash=tmpl.sha256, json_schema=REFUSALS_SCHEMA)

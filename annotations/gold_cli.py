@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options, model_options
+from harness.cli.call_options import call_options, model_options, redact_option
 from harness.core.errors import WorkFailed
 
 _path = click.Path(path_type=Path)
@@ -32,10 +32,11 @@ def gold() -> None:
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
 @click.option("--force", is_flag=True, help="Replace an --out file that is not an untouched draft (kept as NAME.bak).")
 @call_options("calls")
+@redact_option
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
 def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, force, concurrency,
-             max_attempts, prices, no_cache, seed, **model_opts) -> None:
+             max_attempts, prices, no_cache, seed, redact_pii, **model_opts) -> None:
     """Write N questions per article (and M refusals) with an LLM, check them, and save a draft to review.
 
     Questions that copy their article's wording are rejected; each other one is
@@ -52,15 +53,22 @@ def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dr
     from rich.console import Console
 
     from annotations.generate import generate_draft
+    from harness.privacy import make_redactor
     from kb_builder.store import load_kb
 
     kb = load_kb(kb_dir)
+    console = Console(stderr=True)
+    redactor = make_redactor(redact_pii, console)
     result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
                             dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, prices=prices,
-                            read_cache=not no_cache, seed=seed, template=template, console=Console(stderr=True),
-                            options=model_options(model_opts), force=force)
+                            read_cache=not no_cache, seed=seed, template=template, console=console,
+                            options=model_options(model_opts), force=force, redactor=redactor)
     if result is None:
         return
+    if redactor is not None:
+        from harness.privacy.redactor import summary_line, write_record
+
+        click.echo(f"--redact-pii: {summary_line(redactor.record())}; counts -> {write_record(out, redactor)}", err=True)
     kept = len(result.records)
     click.echo(f"{kept} draft question(s) -> {out}" + ("" if kept else " (nothing kept: see the counts above)"))
     click.echo(f"next: grace annotations validate {out} --kb {kb_dir}; grace annotate {kb_dir} --from-gold {out}")

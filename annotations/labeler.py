@@ -251,18 +251,20 @@ def to_suggestion(question: HasQuestion, res: LabelResult, source: str) -> Sugge
 def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, k: int = 10, dry_run: bool = False,
                          concurrency: int = 8, max_attempts: int = 6, timeout: float | None = None,
                          prices: Path | None = None, read_cache: bool = True, console=None,
-                         options: ModelOptions | None = None) -> list[Suggestion] | None:
+                         options: ModelOptions | None = None, redactor: Any = None) -> list[Suggestion] | None:
     """One suggestion per question, in order, from ``labeler`` (``PROVIDER:MODEL``) reading its top-``k`` articles.
 
     With ``dry_run`` it prints what the calls would cost and returns ``None``
     without calling. Failed calls come back flagged ``labeler_error`` (and are
     not cached, so the same command asks them again). ``options`` are the
-    model options of ``grace run`` (:class:`~harness.runner.model_options.ModelOptions`).
+    model options of ``grace run`` (:class:`~harness.runner.model_options.ModelOptions`); a ``redactor``
+    (``--redact-pii``, :mod:`harness.privacy`) redacts every prompt before it is keyed and sent.
     """
     if k < 1:
         raise GraceError("--k must be 1 or more")
     lab = make_labeler(labeler, timeout=timeout, prices=prices, options=options)
     settings = call_settings(concurrency, max_attempts, read_cache)
+    settings.redactor = redactor
     questions = list(questions)
     retrieved = retrieve(kb, [q.question for q in questions], k)
     jobs = [lab.job(q.question_id, q.question, arts) for q, arts in zip(questions, retrieved, strict=True)]

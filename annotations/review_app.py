@@ -1,6 +1,6 @@
 """The spot-check review page's API: one answer at a time, its segments, and the articles they cite.
 
-Served by the same handler as ``grace annotate`` (:func:`annotations.server.make_server`:
+Served by grace's one web server core, like ``grace annotate`` (:mod:`harness.web`:
 token and Host checks, CSP, static files). Answer and article text are untrusted; they
 leave here as JSON strings cut into pieces, and the page builds text nodes from them.
 The judge's verdict is never sent: a reviewer who sees it anchors on it.
@@ -11,18 +11,23 @@ from __future__ import annotations
 from annotations import passages
 from annotations.review_session import ReviewSession
 from annotations.review_sources import RunSources, answer_pieces, locate
+from annotations.server import STATIC
 from annotations.state import LabelRejected
+from harness.rundir import CLAIMS_REVIEW_CSV
 
 _IDWORDS = frozenset({passages.stem("id"), passages.stem("ids")})
 
 
 class ReviewApp:
+    name = "grace annotations review"
     page = "review.html"
+    static = STATIC
     post_paths = ("/api/review/label",)
 
     def __init__(self, session: ReviewSession, sources: RunSources, kb):
         self.session, self.sources, self.kb = session, sources, kb
         sources.load_answers({rows[0].key[:3] for rows in session.answers})
+        self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV
         self.warnings = list(sources.warnings)
         if sources.kb_hash and sources.kb_hash != kb.manifest.kb_hash:
             self.warnings.append(f"KB {kb.path} is not the one the segments were judged against "
@@ -53,6 +58,7 @@ class ReviewApp:
             "run": str(self.sources.run_dir),
             "kb": {"path": str(self.kb.path), "articles": len(self.kb.articles), "kb_hash": self.kb.manifest.kb_hash},
             "warnings": self.warnings,
+            "claims": self.claims,  # a claims review: a third label, partial
         }
 
     def item(self, i: int) -> dict:
@@ -107,8 +113,8 @@ class ReviewApp:
         if not isinstance(key[0], str) or not isinstance(key[1], str):
             raise LabelRejected("model and question_id must be strings")
         supported = body.get("supported")
-        if supported is not None and not isinstance(supported, bool):
-            raise LabelRejected("supported must be true, false or null")
+        if supported is not None and not isinstance(supported, bool) and not (supported == "partial" and self.claims):
+            raise LabelRejected("supported must be true, false or null" + (' or "partial"' if self.claims else ""))
         note = body.get("note")
         if note is not None and not isinstance(note, str):
             raise LabelRejected("note must be a string")

@@ -25,7 +25,7 @@ from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
-from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, same_text
+from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, parse_verdict, same_text
 
 AnswerKey = tuple[str, str, int]  # model, question_id, repeat
 SegmentKey = tuple[str, str, int, int]  # ... and segment_index
@@ -47,6 +47,11 @@ class ReviewRow:
     def supported(self) -> bool | None:
         return parse_supported(self.values.get("supported", ""), Path("review"), self.line)  # checked on reading
 
+    @property
+    def verdict(self) -> str | None:
+        """supported, partial (a claim's third label; not supported) or unsupported."""
+        return parse_verdict(self.values.get("supported", ""), Path("review"), self.line)
+
     def to_json(self) -> dict:
         citation = self.values.get("citation", "")
         return {
@@ -54,7 +59,7 @@ class ReviewRow:
             "citation": citation,
             "citations": [c.strip() for c in citation.replace(";", ",").split(",") if c.strip()],
             "text": self.values.get("segment_text", ""),
-            "supported": self.supported,
+            "supported": "partial" if self.verdict == "partial" else self.supported,
             "note": self.values.get("note", ""),
             "reviewer": self.values.get("reviewer", ""),
         }
@@ -133,8 +138,9 @@ class ReviewSession:
 
     # -- saving ------------------------------------------------------------------------------------
 
-    def save(self, key: SegmentKey, *, supported: bool | None, note: str | None = None) -> dict:
-        """Set one segment's verdict (``None`` clears it) and note, and rewrite the file before returning."""
+    def save(self, key: SegmentKey, *, supported: bool | str | None, note: str | None = None) -> dict:
+        """Set one segment's verdict (``None`` clears it; ``"partial"`` for a claim) and note, and rewrite the file
+        before returning."""
         row = self.by_key.get(key)
         if row is None:
             raise LabelRejected(f"no segment {key[3]} of {key[0]}/{key[1]}/repeat {key[2]} in {self.out.name}")
@@ -143,7 +149,8 @@ class ReviewSession:
                 raise SaveConflict(f"{self.out} changed on disk since the review app read it (another program wrote "
                                    "it); not saved. Restart the review app to load the new file, then mark again")
             before = dict(row.values)
-            row.values["supported"] = "" if supported is None else ("true" if supported else "false")
+            row.values["supported"] = ("" if supported is None else "partial" if supported == "partial"
+                                       else "true" if supported else "false")
             if note is not None:
                 row.values["note"] = note.strip()
             touched = row.values["supported"] or row.values.get("note", "")
@@ -171,13 +178,14 @@ class ReviewSession:
 
     def progress(self) -> dict:
         with self._lock:
-            verdicts = [r.supported for a in self.answers for r in a]
+            verdicts = [r.verdict for a in self.answers for r in a]
             statuses = [self.status(i) for i in range(len(self.answers))]
             return {
                 "segments": len(verdicts),
                 "reviewed": sum(v is not None for v in verdicts),
-                "supported": sum(v is True for v in verdicts),
-                "unsupported": sum(v is False for v in verdicts),
+                "supported": verdicts.count("supported"),
+                "unsupported": verdicts.count("unsupported"),
+                "partial": verdicts.count("partial"),
                 "answers": len(self.answers),
                 "answers_done": statuses.count("done"),
                 "first_unreviewed": next((i for i, s in enumerate(statuses) if s != "done"), None),

@@ -65,8 +65,11 @@ class RunSources:
         run = Path(run)
         if run.is_file():  # the review CSV itself
             run_dir, review_csv = run.parent, run
-        else:
-            run_dir, review_csv = run, run / REVIEW_CSV
+        else:  # the CSV of the last spot-check: segments or, for --mode claims, claims
+            named = (_read_json(run / SPOTCHECK).get("review_csv") or REVIEW_CSV) if run.is_dir() else REVIEW_CSV
+            run_dir, review_csv = run, run / Path(str(named)).name
+            if not review_csv.exists() and (run / REVIEW_CSV).exists():
+                review_csv = run / REVIEW_CSV
         if not run_dir.exists():
             raise GraceError(f"{run_dir}: run folder not found")
         if not review_csv.exists():

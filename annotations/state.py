@@ -30,6 +30,7 @@ from annotations.suggestions import Suggestion, informative_order, label_of, nor
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.outputs import keep_backup
+from harness.web import Rejected
 from kb_builder.gold import read_questions, split_ids
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
 ORDERS = ("file", "informative")
 
 
-class LabelRejected(ValueError):
-    """A save the server refuses (unknown article, refuse plus citations): the page shows why."""
+class LabelRejected(Rejected):
+    """A save the server refuses (unknown article, refuse plus citations): the page shows why (400)."""
 
 
 def _question_extras(path: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
@@ -173,6 +174,16 @@ class AnnotationSession:
         self.suggestions.update(found)
         self.view = list(ids)
         return len(ids)
+
+    def only_questions(self, question_ids: list[str]) -> int:
+        """Walk just these questions (``--question ID``, as ``grace view`` offers to fix one gold label)."""
+        ids = list(dict.fromkeys(question_ids))
+        unknown = [q for q in ids if q not in self.index]
+        if unknown:
+            raise GraceError(f"no question {', '.join(map(repr, unknown))} in {self.out} ({len(self.records)} "
+                             "questions); give an ID of the gold file")
+        self.view = [q for q in (self.view if self.view is not None else ids) if q in ids]
+        return len(self.view)
 
     def order_by(self, order: str) -> None:
         """``file`` keeps the order; ``informative`` puts the weakest suggestions first."""

@@ -2,7 +2,7 @@
 
 ``import harness as grace`` gives the API (:mod:`harness.api`), the names in
 ``API_NAMES``: ``run``, ``score``, ``report``, ``load_run``, ``build_kb``,
-``load_kb``, ``search``, ``lint_kb`` and their typed results. Attributes load on first use, so importing the package
+``load_kb``, ``search``, ``lint_kb``, ``compare_runs``, ``view`` and their typed results. Attributes load on first use, so importing the package
 (as every command does) costs nothing.
 """
 
@@ -14,8 +14,9 @@ from harness.core.errors import GraceError, WorkFailed
 from harness.core.version import __version__
 
 # the public API, one list: what ``import harness as grace`` offers and what harness.api exports
-API_NAMES = ("Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "eval_retrieval", "index_kb", "lint_kb",
-             "load_kb", "load_run", "report", "run", "score", "search")
+API_NAMES = ("Comparison", "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "compare_models",
+             "compare_runs", "eval_retrieval", "export_view", "index_kb", "lint_kb", "load_kb", "load_run", "report",
+             "run", "score", "search", "view")
 
 
 def __getattr__(name: str) -> Any:

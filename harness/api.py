@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness import API_NAMES
 from harness.core.errors import GraceError
@@ -31,6 +31,9 @@ from harness.providers.base import ModelSpec
 from harness.rundir import RunDir, RunInfo
 from harness.rundir.report import ModelReport, Report
 from harness.runner.run_result import RunResult
+
+if TYPE_CHECKING:  # imported on first use: numpy is not every command's to load
+    from harness.scoring.compare import Comparison
 
 log = logging.getLogger("grace")
 
@@ -105,7 +108,7 @@ def build_kb(source: str | Path | None, out: str | Path, **options: Any):
     """Split documents into self-contained articles and write a KB folder (rebuilding into one keeps its IDs).
 
     ``options``: ``articles_file`` (pre-split articles instead of documents), ``max_tokens``, ``min_tokens``,
-    ``embedder``, ``progress`` (called once per document). Returns a ``BuildResult``: ``.kb`` (the loaded KB),
+    ``embedder``, ``language`` (ISO 639-1, or None to detect it per article), ``progress`` (called once per document). Returns a ``BuildResult``: ``.kb`` (the loaded KB),
     ``.changes`` (IDs added, changed, removed), ``.documents``, ``.skipped``.
     """
     from kb_builder.build import build_kb as _build
@@ -261,6 +264,10 @@ def __getattr__(name: str) -> Any:
         if "__signature__" not in vars(_RUN):
             _RUN.__signature__ = _run_signature()
         return _RUN
+    if name == "Comparison":
+        from harness.scoring.compare import Comparison
+
+        return Comparison
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -278,6 +285,61 @@ def load_run(path: str | Path) -> Run:
         raise GraceError(f"{folder.path}: run folder not found")
     report_data = folder.read_report() if folder.report.exists() else None
     return Run(folder.path, folder.read_run_info(), report_data)
+
+
+# -- compare runs, view runs ------------------------------------------------------
+def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (), *, seed: int | None = None,
+                 bootstrap: int | None = None) -> Comparison:
+    """Run A against run B, question by question, for every model in both (or ``models``).
+
+    Per model: both accuracies, the change with a paired bootstrap 95% CI, McNemar's exact p-value and the
+    question IDs that ``improved`` (not correct in A, correct in B) and ``regressed``, each question read with the
+    report's repeat policy (correct when more than half of its repeats are). ``seed`` and ``bootstrap`` default
+    to the reports'. Raises ``GraceError`` when the runs were scored against different gold sets.
+    """
+    from harness.scoring.compare import compare_runs as _compare
+
+    return _compare(run_a, run_b, models, seed=seed, bootstrap=bootstrap)
+
+
+def compare_models(run: str | Path, model_a: str, model_b: str, *, seed: int | None = None,
+                   bootstrap: int | None = None) -> Comparison:
+    """Two models of one run, compared as :func:`compare_runs` compares runs (A: ``model_a``, B: ``model_b``)."""
+    from harness.scoring.compare import compare_models as _compare
+
+    return _compare(run, model_a, model_b, seed=seed, bootstrap=bootstrap)
+
+
+def view(paths: Sequence[str | Path] = (".",), *, host: str = "127.0.0.1", port: int = 0, open_browser: bool = True,
+         cache_dir: str | Path | None = None) -> None:
+    """Serve ``grace view`` over the runs under ``paths`` (run folders, or folders holding them) until Ctrl-C.
+
+    Read-only on the run folders: each run's index is kept in grace's cache folder (``cache_dir``), built in
+    a child process while the Runs and Leaderboard pages already answer, and rebuilt when the run changes.
+    Bound to 127.0.0.1 unless ``host`` says otherwise (then the URL carries a token).
+    """
+    from harness.viewer import open_viewer
+    from harness.web import listen, serve
+
+    app, indexer = open_viewer(list(paths), cache_dir)
+    try:
+        server, url, token = listen(app, host, port)
+        log.info(f"{len(app.runs)} run(s): {', '.join(app.order)}")
+        serve(server, url, host if token else None, not open_browser, "read these runs")
+    finally:
+        indexer.stop()
+
+
+def export_view(run: str | Path, out: str | Path, *, force: bool = False, cache_dir: str | Path | None = None) -> Path:
+    """Write a static, self-contained copy of ``grace view`` for one run into the folder ``out``.
+
+    ``out/index.html`` opens from ``file://`` with no server: the same grid, filters, question pages and the
+    comparisons of the run's models. Runs up to ``harness.viewer.export.MAX_ANSWERS`` answers; a bigger one is
+    refused with a message. Returns the path of ``index.html``.
+    """
+    from harness.viewer.export import export
+
+    return export(Path(run), Path(out), force=force, cache_dir=cache_dir)
 
 
 ProgressCallback = Callable[[Any], None]

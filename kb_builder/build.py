@@ -14,9 +14,10 @@ from pathlib import Path
 from harness.core.errors import GraceError
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
+from kb_builder.language import is_known
 from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
-from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, load_kb, make_manifest, write_kb
+from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, load_kb, make_manifest, set_languages, write_kb
 
 
 @dataclass
@@ -64,8 +65,10 @@ def build_kb(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     min_tokens: int = DEFAULT_MIN_TOKENS,
     embedder: str | None = None,
+    language: str | None = None,
     progress=None,
 ) -> BuildResult:
+    """``language``: the articles' ISO 639-1 code, or None (or ``auto``) to detect it, per article."""
     from harness.core.outputs import check_output_folder
     from kb_builder.retrieval import canonical_embedder
 
@@ -104,9 +107,15 @@ def build_kb(
         articles, n_docs, skipped = articles_from_documents(source, max_tokens, min_tokens, progress)
         finish_articles(articles)
         changes, next_id, retired = assign_ids(articles, old, next_id, retired)
+    forced = None if (language or "auto").strip().lower() == "auto" else language.strip().lower()
+    if forced is not None and not is_known(forced):
+        raise GraceError(f"--language {language!r}: give a two-letter ISO 639-1 code (fr, de, el, zh...) or auto")
+    kb_language, languages = set_languages(articles, forced)
     manifest = make_manifest(
         articles,
         embedder,
+        language=kb_language,
+        languages=languages,
         next_id=next_id,
         retired_ids=retired,
         sources=sorted({a.source for a in articles if a.source}),

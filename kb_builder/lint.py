@@ -10,7 +10,9 @@ article, each complete on its own. Two kinds of fault break that silently:
   given a scored run, by the pairs the models actually swap.
 * **not self-contained**: an article that leans on text elsewhere ("as
   mentioned above", "the following" with nothing following, a body opening on
-  "This policy" or on a bare list or table), or a heading with no body.
+  "This policy" or on a bare list or table), or a heading with no body. The
+  phrases are read in each article's language ("comme indiqué ci-dessus", "wie
+  oben beschrieben": :mod:`kb_builder.lint_phrases`) and in English.
 
 Plus the plain faults: too short, over the KB's token budget (an imported KB
 records none, so the build default), duplicate titles, titles with markup, HTML
@@ -31,6 +33,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kb_builder.language import stop_words
+from kb_builder.lint_phrases import Phrases, phrases
+from kb_builder.retrieval.lexical import kb_language
 from kb_builder.splitting import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -48,25 +53,14 @@ TITLE_QUERY_CLOSE = 0.9  # another article scoring this share of an article's ow
 TITLE_QUERY_TEXT = 0.3  # ... and sharing this much of its text (TF-IDF cosine)
 SWAPS_AT = 2  # wrong citations between the same two articles (either way) that make a pair worth a look
 
-_WORD = re.compile(r"[a-z0-9]+")
+_WORD = re.compile(r"[^\W_]+")  # letters of any script: "données" is one word, not "donn" and "es"
 _STOP = frozenset("""a an the of to in on at by for from with into about as and or but if so is are was were be been being
 do does did has have had it its this that these those there here i me my we our you your he she they them their who what
 when where why how which can could may might must should would will shall not no any some all each per than then also
 only more most such""".split())
-_LEANS = re.compile(
-    r"\b(?:as (?:mentioned|described|noted|explained|shown|stated|discussed|outlined|listed) "
-    r"(?:above|below|earlier|before|previously|in the previous \w+)"
-    r"|see (?:above|below|the (?:previous|next|section|table|list) (?:above|below)?)"
-    r"|(?:above|below)[- ]mentioned|the (?:previous|preceding) (?:section|page|chapter|paragraph|article)"
-    r"|(?:in|from) the (?:section|table|list|paragraph) (?:above|below))\b",
-    re.IGNORECASE,
-)
-_PRONOUN_START = re.compile(r"^(?:this|these|those|such) (policy|policies|section|process|procedure|rules?|steps|"
-                            r"requirements?|guidance|list|table)\b", re.IGNORECASE)  # "this page" is the article itself
 _PART = re.compile(r"\(part (\d+) of \d+\)\s*$", re.IGNORECASE)
 _NUMBERED = re.compile(r"^\s*(\d+)[.)]\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
-_TRAILING_FOLLOWING = re.compile(r"\b(?:the following|as follows|below)\s*:?\s*$", re.IGNORECASE)
 _LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 _ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
@@ -112,10 +106,10 @@ class LintReport:
                 "findings": [f.as_dict() for f in self.findings]}
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
     out = []
     for w in _WORD.findall(text.lower()):
-        if w in _STOP or len(w) < 2:
+        if w in _STOP or w in stop or len(w) < 2:
             continue
         out.append(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)
     return out
@@ -165,8 +159,9 @@ def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT) -> list[Finding]:
     arts = kb.articles
     if len(arts) < 2:
         return []
-    text = _tfidf([_words(a.text) for a in arts])
-    title = _tfidf([_words(_last_part(a.title)) for a in arts])
+    stop = _kb_stop_words(kb)
+    text = _tfidf([_words(a.text, stop) for a in arts])
+    title = _tfidf([_words(_last_part(a.title), stop) for a in arts])
     text_sim = (text @ text.T).tocoo()
     title_sim = (title @ title.T).tocsr()
     dense = _stored_embeddings(kb)
@@ -275,6 +270,29 @@ def _cut_list(title: str, body: list[str]) -> bool:
     return False
 
 
+def _leans_elsewhere(a: Any, body: list[str], rules: list[Phrases]) -> str | None:
+    """Why the article is not self-contained (in its language's phrases, then English's), or None."""
+    first = body[0].strip()
+    for r in rules:
+        if leans := r.leans.search(a.text):
+            return f"refers to text elsewhere (\"{leans.group(0)}\")"
+    for r in rules:
+        if (m := r.opens.match(first)) and m.group(1).lower().rstrip("s")[:5] not in a.title.lower():
+            return f"opens with \"{m.group(0)}\", and the title does not say which"
+    if _cut_list(a.title, body):
+        return "opens with a list or table cut from its introduction"
+    for r in rules:
+        if r.announces.search(body[-1]):
+            return "ends announcing \"the following\" with nothing following"
+    return None
+
+
+def _kb_stop_words(kb: KB) -> frozenset[str]:
+    """The KB's languages' stop words, so "de", "la", "der" do not make every pair of articles look alike."""
+    langs = set(kb.manifest.languages or {}) | {kb_language(kb)}
+    return frozenset().union(*(stop_words(la) for la in langs if la != "en"))
+
+
 def article_findings(kb: KB) -> list[Finding]:
     budget = kb.manifest.max_tokens
     if budget:
@@ -287,6 +305,7 @@ def article_findings(kb: KB) -> list[Finding]:
                "(grace kb build SOURCE --out KB), which splits to --max-tokens")
     out: list[Finding] = []
     titles: dict[str, list[str]] = defaultdict(list)
+    kb_lang = kb_language(kb)
     for a in kb.articles:
         titles[" ".join(a.title.lower().split())].append(a.id)
         lines = _body_lines(a.text)
@@ -295,17 +314,7 @@ def article_findings(kb: KB) -> list[Finding]:
             out.append(Finding("empty", "error", [a.id], f"{a.id} '{a.title}': a heading with no body; give it its "
                                "text or drop it", 1.0))
             continue
-        leans = _LEANS.search(a.text)
-        first = body[0].strip()
-        why = None
-        if leans:
-            why = f"refers to text elsewhere (\"{leans.group(0)}\")"
-        elif (m := _PRONOUN_START.match(first)) and m.group(1).lower().rstrip("s")[:5] not in a.title.lower():
-            why = f"opens with \"{m.group(0)}\", and the title does not say which"
-        elif _cut_list(a.title, body):
-            why = "opens with a list or table cut from its introduction"
-        elif _TRAILING_FOLLOWING.search(body[-1]):
-            why = "ends announcing \"the following\" with nothing following"
+        why = _leans_elsewhere(a, body, phrases(a.language or kb_lang))
         if why:
             out.append(Finding("not_self_contained", "warning", [a.id], f"{a.id} '{a.title}' {why}; a model shown "
                                "only this article cannot answer from it: make it complete on its own", 1.0))

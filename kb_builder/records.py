@@ -27,6 +27,7 @@ class Article(BaseModel):
     heading_path: list[str] = Field(default_factory=list)
     tokens: int | None = None
     content_hash: str | None = None
+    language: str | None = None  # ISO 639-1, on the articles of a KB that mixes languages (else the manifest's)
 
     def compute_hash(self) -> str:
         """Hash of what a model sees (title + text): embeddings and caches key on it."""
@@ -54,6 +55,9 @@ class Manifest(BaseModel):
     built_with: str | None = None
     built_at: str | None = None
     max_tokens: int | None = None
+    # ISO 639-1 (detected or --language); None: built before languages were recorded, read as English
+    language: str | None = None
+    languages: dict[str, int] = Field(default_factory=dict)  # articles per language (several: a mixed KB)
 
 
 def text_hash(text: str) -> str:

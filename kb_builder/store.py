@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -125,6 +126,32 @@ def finish_articles(articles: list[Article]) -> None:
         a.content_hash = a.compute_hash()
 
 
+def set_languages(articles: list[Article], forced: str | None = None) -> tuple[str, dict[str, int]]:
+    """Detect (or, with ``forced``, set) the KB's language and each article's; returns (language, count per language).
+
+    An article keeps a language its file already names; the others are detected
+    (:func:`kb_builder.language.assign`). Only a KB that mixes languages records
+    one on each article: a one-language KB says it once, in the manifest.
+    """
+    from kb_builder import language as lang
+
+    if forced:
+        main, langs, counts = lang.assign([""] * len(articles), forced)
+    else:
+        given = [a.language for a in articles]
+        todo = [i for i, g in enumerate(given) if not g]
+        _, found, _ = lang.assign([articles[i].title + "\n" + articles[i].text for i in todo])
+        langs = list(given)
+        for i, la in zip(todo, found, strict=True):
+            langs[i] = la
+        counts = dict(Counter(langs).most_common())
+        main = next(iter(counts))
+    mixed = len(counts) > 1
+    for a, la in zip(articles, langs, strict=True):
+        a.language = la if mixed else None
+    return main, counts
+
+
 def make_manifest(articles: list[Article], embedder: str, **extra) -> Manifest:
     return Manifest(
         format_version=KB_FORMAT_VERSION,
@@ -174,7 +201,9 @@ def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
         from kb_builder.retrieval import DEFAULT_EMBEDDER
 
         old = manifest
-        manifest = make_manifest(articles, old.embedder if old else DEFAULT_EMBEDDER)
+        language, languages = set_languages(articles)
+        manifest = make_manifest(articles, old.embedder if old else DEFAULT_EMBEDDER, language=language,
+                                 languages=languages)
         if old is not None:
             manifest.next_id, manifest.retired_ids, manifest.sources = old.next_id, old.retired_ids, old.sources
         if write_missing:
@@ -182,4 +211,6 @@ def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
                 atomic_write_text(mpath, manifest.model_dump_json(indent=2) + "\n")
             except OSError:
                 pass  # a read-only KB is still usable; the manifest is derived data
+    elif len(manifest.languages) > 1 and any(a.language is None for a in articles):
+        set_languages(articles)  # a hand-written mixed KB: each article's language, detected again in memory
     return KB(path=path, articles=articles, manifest=manifest)

@@ -6,7 +6,10 @@ file (``$TIKTOKEN_CACHE_DIR``, else ``data-gym-cache`` in the system temp
 folder, named by the SHA-1 of its URL). Otherwise tokens are counted by an
 approximation (cl100k's pre-tokeniser pattern, long pieces split every 4
 characters) and one line says so; budgets then hold to within a few percent on
-English prose, which is what a split budget needs. ``GRACE_TOKENIZER=tiktoken``
+English prose, which is what a split budget needs. Scripts written without spaces
+(Chinese, Japanese, Thai...) count a token per character, where cl100k spends
+one or more: a long run of them is otherwise one "word" counted as a quarter of
+its length, and a Chinese article would overflow its budget four times over. ``GRACE_TOKENIZER=tiktoken``
 lets tiktoken download the file (it keeps it in that cache);
 ``GRACE_TOKENIZER=approx`` never loads tiktoken.
 """
@@ -19,9 +22,12 @@ import re
 import threading
 from functools import lru_cache
 
+from kb_builder.language import NO_SPACE
+
 log = logging.getLogger("grace")
 
 _PIECE = re.compile(r"'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d{1,3}| ?[^\s\w]+|\s+", re.UNICODE)
+_NO_SPACE = re.compile(f"[{NO_SPACE}]")  # Chinese, Japanese, Thai...: no spaces, and dense in tokens
 _lock = threading.Lock()
 _state: dict[str, object] = {}
 
@@ -90,6 +96,10 @@ def _approx(text: str) -> int:
         piece = m.group(0)
         if piece.isspace():
             n += 1 if "\n" in piece or len(piece) > 1 else 0
+            continue
+        wide = len(_NO_SPACE.findall(piece))
+        if wide:  # cl100k spends about a token per character of these scripts (often more), never 1 per 4
+            n += wide + (len(piece.strip()) - wide + 3) // 4
             continue
         n += max(1, (len(piece.strip()) + 3) // 4) if len(piece) > 6 else 1
     return n

@@ -9,8 +9,9 @@ import threading
 
 import pytest
 
-from annotations.server import AnnotationApp, make_server, url_for
+from annotations.server import AnnotationApp
 from annotations.state import AnnotationSession
+from harness.web import make_server, url_for
 from kb_builder.store import load_kb
 from tests.browser import at_question, launch, open_page, sync_api_or_skip
 from tests.test_annotate_suggestions import rows_by_id

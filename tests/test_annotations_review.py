@@ -23,9 +23,9 @@ import pytest
 from annotations.review_app import ReviewApp
 from annotations.review_session import ReviewSession, SaveConflict
 from annotations.review_sources import RunSources, answer_pieces, locate
-from annotations.server import make_server
 from annotations.state import LabelRejected
 from harness.core.errors import GraceError
+from harness.web import make_server
 from kb_builder.store import load_kb
 from tests.conftest import run_grace, write
 
@@ -57,7 +57,7 @@ def build_run(root: Path) -> Path:
     code, out = run_grace("run", "--kb", root / "kb", "--gold", root / "gold.csv", "--config", root / "models.toml",
                           "--out", root / "run")
     assert code == 0, out
-    code, out = run_grace("spotcheck", "run", root / "run", "--kb", root / "kb", "--judge", "baseline:lexical", "--all")
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", root / "run", "--kb", root / "kb", "--judge", "baseline:lexical", "--all")
     assert code == 0, out
     return root / "run"
 
@@ -232,7 +232,7 @@ def test_a_file_changed_on_disk_is_not_overwritten(app, run, built):
     item = find_item(app, WRITER, "q2")
     app.label({**key(item, 0), "supported": True})
     # the spot-check is run again while the app is open: its rewrite (labels merged in) must survive
-    code, out = run_grace("spotcheck", "run", run, "--kb", built / "kb", "--judge", "baseline:lexical", "--all")
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", run, "--kb", built / "kb", "--judge", "baseline:lexical", "--all")
     assert code == 0, out
     on_disk = (run / "spotcheck_review.csv").read_bytes()
     with pytest.raises(SaveConflict, match="changed on disk"):
@@ -374,7 +374,7 @@ def test_http_routes_and_guards(app, run, built):
                        headers={"Origin": f"http://127.0.0.1:{port}"})[0] == 200
         assert request(port, "/api/review/label", {**key(item, 0)}, headers={"Content-Length": "-1"})[0] == 400
         # the file changed under the server: 409, and the page is told why
-        run_grace("spotcheck", "run", run, "--kb", built / "kb", "--judge", "baseline:lexical", "--all")
+        run_grace("spotcheck", "run", "--mode", "segments", run, "--kb", built / "kb", "--judge", "baseline:lexical", "--all")
         status, raw, _ = request(port, "/api/review/label", {**key(item, 0), "supported": True})
         assert status == 409 and "changed on disk" in json.loads(raw)["error"]
     finally:

@@ -20,10 +20,11 @@ import pytest
 from click.testing import CliRunner
 
 from annotations.labels import LabelRecord, read_labels
-from annotations.server import AnnotationApp, make_server
+from annotations.server import AnnotationApp
 from annotations.state import AnnotationSession, LabelRejected
 from harness.cli.app import cli
 from harness.core.errors import GraceError
+from harness.web import make_server
 from kb_builder.gold import read_gold
 from kb_builder.store import load_kb
 

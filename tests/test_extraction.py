@@ -169,6 +169,36 @@ NOT_REFUSALS = [
 ]
 
 
+# "The answer is no/yes, ..." states the answer: a hedge after it about what the articles leave out is no refusal
+ANSWER_IS_NO = [
+    "The answer is no, you are not allowed to work from abroad, and the provided articles do not mention any "
+    "exception for short trips [ID: 17].",
+    "The answer is no, you are not allowed to bring pets to the office; the provided articles do not list any "
+    "exceptions.",
+    "The answer is no, you are not allowed to carry over more than 5 days. There is no information about exceptions "
+    "in the provided articles.",
+    "The short answer is no: you are not allowed to expense alcohol, and the given context does not specify "
+    "exceptions [ID: 18].",
+    "The answer is yes, you can, although the provided articles do not mention a limit [ID: 5].",
+    '{"answer": "The answer is no, you are not allowed to; the provided articles do not mention exceptions.", '
+    '"citation": "17"}',
+]
+
+
+@pytest.mark.parametrize("text", ANSWER_IS_NO)
+def test_the_answer_is_no_is_an_answer_not_a_refusal(text):
+    assert is_refusal(text) is False
+    got = lenient(text)
+    assert got.refused is False
+
+
+def test_the_answer_is_no_keeps_the_exact_refusal_sentence_and_real_refusals():
+    # the prompt's own sentence stays a refusal wherever it is; "the answer is not in ..." is not "the answer is no"
+    assert is_refusal(f"The answer is no. {REFUSAL_SENTENCE}") is True
+    assert is_refusal("The answer is not in the provided articles; the provided articles do not mention parking.")
+    assert is_refusal("Honestly, the provided articles do not mention whether the answer is no or yes.")
+
+
 @pytest.mark.parametrize("text", NOT_REFUSALS)
 def test_answers_with_negations_are_not_refusals(text):
     assert is_refusal(text) is False
@@ -245,7 +275,8 @@ JSON_FIELDS = [
     ('{"answer": {"details": {"citation": "17"}}}', []),
     # lists: split on list syntax, never inside a title
     ('{"answer": "x", "citation": ["Part 3: Conduct and ethics", "ID: 17"]}', ["17"]),
-    ('{"answer": "x", "citation": "Part 3: Conduct and ethics"}', []),
+    # a citation field holding only text that names no ID: an attempted, invalid citation (the text itself)
+    ('{"answer": "x", "citation": "Part 3: Conduct and ethics"}', ["Part 3: Conduct and ethics"]),
     ('{"answer": "x", "citation": "17, 18"}', ["17", "18"]),
     ('{"answer": "x", "citation": "17; 18"}', ["17", "18"]),
     ('{"answer": "x", "citation": "17 and 18"}', ["17", "18"]),  # "and" between IDs
@@ -254,8 +285,8 @@ JSON_FIELDS = [
     # a value that is not a KB ID counts (invalid) only when it looks like an ID
     ('{"answer": "x", "citation": "999"}', ["999"]),
     ('{"answer": "x", "citation": "uid-kb-7"}', ["uid-kb-7"]),
-    ('{"answer": "x", "citation": "Premises"}', []),
-    ('{"answer": "x", "citation": "Conduct and ethics"}', []),
+    ('{"answer": "x", "citation": "Premises"}', ["Premises"]),
+    ('{"answer": "x", "citation": "Conduct and ethics"}', ["Conduct and ethics"]),
     # not quite JSON
     ("{'answer': 'Leave is 25 days.', 'citation': '17',}", ["17"]),
     ('{"answer": "He said "yes" to it", "citation": "17"}', ["17"]),
@@ -267,6 +298,57 @@ def test_json_citation_fields(text, cited):
     got = lenient(text)
     assert got.cited_ids == cited
     assert got.refused is False
+
+
+# A citation field (not source/reference) whose value names no ID at all: a URL, a title, a sentence. A careful
+# reader counts the model's attempt as an invalid citation, not as no citation. (response, lenient cited IDs)
+ATTEMPTED_CITATIONS = [
+    ('{"answer": "Leave is 25 days.", "citation": "https://intranet.example.com/handbook/annual-leave"}',
+     ["https://intranet.example.com/handbook/annual-leave"]),
+    ('{"answer": "Leave is 25 days.", "citation": "The annual leave section of the employee handbook"}',
+     ["The annual leave section of the employee handbook"]),
+    ('{"answer": "Leave is 25 days.", "citations": ["Annual leave", "Holidays"]}', ["Annual leave", "Holidays"]),
+    ('{"answer": "Leave is 25 days.", "citation": {"title": "Annual leave", "url": "https://x.example/leave"}}',
+     ["Annual leave"]),
+    ('```json\n{"answer": "Leave is 25 days.", "citation_id": "Annual Leave policy (2024)"}\n```',
+     ["Annual Leave policy (2024)"]),
+]
+
+
+@pytest.mark.parametrize(("text", "cited"), ATTEMPTED_CITATIONS)
+def test_a_citation_field_with_no_id_is_an_invalid_citation(text, cited):
+    got = lenient(text)
+    assert (got.cited_ids, got.refused, got.rule) == (cited, False, "json")
+    assert decide_outcome(got.cited_ids, got.refused, False, {"17"}, KB) == "invalid_citation"
+    assert decide_outcome(got.cited_ids, got.refused, True, set(), KB) == "invalid_citation"
+
+
+NOT_ATTEMPTED = [
+    '{"answer": "Leave is 25 days.", "citation": null}',
+    '{"answer": "Leave is 25 days.", "citation": "N/A"}',
+    '{"answer": "Leave is 25 days.", "citation": "No relevant article"}',
+    '{"answer": "Leave is 25 days.", "citation": "none found"}',
+    '{"answer": "Leave is 25 days.", "citation": ""}',
+    '{"answer": "Leave is 25 days.", "citation": []}',
+    # loose keys keep their rule: titles and URLs there are no citation at all
+    '{"answer": "Leave is 25 days.", "source": "https://intranet.example.com/handbook"}',
+    '{"answer": "Leave is 25 days.", "reference": "Employee handbook, 2023 edition"}',
+]
+
+
+@pytest.mark.parametrize("text", NOT_ATTEMPTED)
+def test_empty_citation_fields_and_loose_keys_stay_no_citation(text):
+    got = lenient(text)
+    assert got.cited_ids == [] and got.refused is False
+    assert decide_outcome(got.cited_ids, got.refused, False, {"17"}, KB) == "no_citation"
+
+
+def test_a_real_id_anywhere_wins_over_free_text_in_the_field():
+    # an ID in the answer text, free text in the field: the ID is the citation, the text a label
+    got = lenient('{"answer": "Leave is 25 days [ID: 17].", "citation": "Annual leave"}')
+    assert got.cited_ids == ["17"]
+    got = lenient('{"answer": "Leave is 25 days.", "citation": ["Annual leave", "ID: 17"]}')
+    assert got.cited_ids == ["17"]
 
 
 JSON_TO_CUT = [

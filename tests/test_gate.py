@@ -153,3 +153,70 @@ def test_gate_on_a_real_scored_report(tmp_path, monkeypatch):
     assert code == 1, out  # accuracy 75% passes; 25% invalid citations fail
     assert "PASS  m: accuracy 75.0% >= minimum 70.0%" in out
     assert "FAIL  m: invalid-citation rate 25.0% > maximum 20.0%" in out
+
+
+def spotted(path: Path, models: dict[str, dict], spot: dict[str, tuple[float, list[float] | None, int]],
+            judge: str = "openai:judge", mode: str = "claims") -> Path:
+    """A report with a spot-check block as 'grace spotcheck run' writes it: model -> (rate, CI, checked answers)."""
+    data = json.loads(report_json(models))
+    data["spotcheck"] = {
+        "schema_version": 1, "path": "spotcheck.json", "judge": {"name": judge, "template_hash": "t1"},
+        "mode": mode, "scope": "hits",
+        "models": {m: {"n": n, "hallucination_rate": r, "hallucination_rate_ci95": ci, "hallucination_rate_n": n}
+                   for m, (r, ci, n) in spot.items()}}
+    return write(path, json.dumps(data))
+
+
+@pytest.fixture
+def checked(tmp_path):
+    return spotted(tmp_path / "new" / "report.json", {"gpt": model(0.82, [0.78, 0.86]), "claude": model(0.74)},
+                   {"gpt": (0.06, [0.02, 0.12], 50), "claude": (0.20, [0.10, 0.30], 50)})
+
+
+def test_hallucination_rate_above_the_maximum_fails_and_below_passes(checked):
+    code, out = run_grace("gate", checked, "--max-hallucination-rate", "0.1")
+    assert code == 1, out
+    assert "PASS  gpt: hallucination rate 6.0% (n=50 checked answers) <= maximum 10.0%" in out
+    assert "FAIL  claude: hallucination rate 20.0% (n=50 checked answers) > maximum 10.0%" in out
+    code, out = run_grace("gate", checked, "--max-hallucination-rate", "20%")
+    assert code == 0, out  # at the threshold passes
+
+
+def test_a_hallucination_threshold_without_a_spotcheck_exits_2(new):
+    code, out = run_grace("gate", new, "--max-hallucination-rate", "0.1")
+    assert code == 2
+    assert "no spot-check in this report" in out and "grace spotcheck run" in out
+
+
+def test_a_model_missing_from_the_spotcheck_exits_2(tmp_path):
+    path = spotted(tmp_path / "r" / "report.json", {"gpt": model(0.8), "claude": model(0.7)},
+                   {"gpt": (0.05, None, 5)})
+    code, out = run_grace("gate", path, "--max-hallucination-rate", "0.1")
+    assert code == 2 and "no spot-check figures for 'claude'" in out
+    code, out = run_grace("gate", path, "--max-hallucination-rate", "0.1", "--model", "gpt")
+    assert code == 0, out
+
+
+def test_hallucination_regression_only_beyond_the_baselines_ci(tmp_path, checked):
+    # gpt 6% now; baseline 2% [0, 5]: rose 4 points and is above the CI: regression
+    old = spotted(tmp_path / "old" / "report.json", {"gpt": model(0.82, [0.78, 0.86])}, {"gpt": (0.02, [0.0, 0.05], 50)})
+    code, out = run_grace("gate", checked, "--baseline", old, "--model", "gpt")
+    assert code == 1, out
+    assert "regression: hallucination rate 6.0% vs baseline 2.0% rose 4.0%" in out and "above the baseline 95% CI" in out
+    # the same rise inside a wide baseline CI is noise
+    wide = spotted(tmp_path / "wide" / "report.json", {"gpt": model(0.82, [0.78, 0.86])}, {"gpt": (0.02, [0.0, 0.10], 50)})
+    code, out = run_grace("gate", checked, "--baseline", wide, "--model", "gpt")
+    assert code == 0 and "within noise" in out, out
+    # a rise within --max-hallucination-rise passes whatever the CI
+    code, out = run_grace("gate", checked, "--baseline", old, "--model", "gpt", "--max-hallucination-rise", "0.05")
+    assert code == 0, out
+
+
+def test_hallucination_regression_needs_the_same_judge(tmp_path, checked):
+    other = spotted(tmp_path / "old" / "report.json", {"gpt": model(0.82, [0.78, 0.86])},
+                    {"gpt": (0.0, [0.0, 0.01], 50)}, judge="baseline:lexical")
+    code, out = run_grace("gate", checked, "--baseline", other, "--model", "gpt")
+    assert code == 0, out
+    assert "hallucination regression check skipped" in out
+    code, out = run_grace("gate", checked, "--max-hallucination-rise", "0.05")
+    assert code == 2 and "--max-hallucination-rise needs --baseline" in out

@@ -1,7 +1,7 @@
 """No upward imports: each stage of the data flow imports only the stages before it.
 
 documents -> articles -> KB (kb_builder) -> prompts, providers, run folder -> responses (runner) -> scores
-(scoring) -> spot-check and reports; then the annotation tools, then the orchestration (the API and the run
+(scoring) -> spot-check and reports; then the annotation tools and the results viewer, then the orchestration (the API and the run
 session) and the command lines, which may import anything. A module that reached forward (the scorer into
 the spot-check, the KB builder into the run folder) made every change to a later stage a change to an
 earlier one.
@@ -15,12 +15,13 @@ from tests.conftest import ROOT
 
 ORDER = [
     ("harness.core", "harness.__init__"),
+    ("harness.web",),  # the web apps' server core: needs only harness.core
     ("kb_builder",),
-    ("harness.prompts", "harness.providers", "harness.rundir"),
+    ("harness.prompts", "harness.providers", "harness.rundir", "harness.privacy"),
     ("harness.runner",),
     ("harness.scoring",),
     ("harness.spotcheck", "harness.reports"),
-    ("annotations",),
+    ("annotations", "harness.viewer"),
     ("harness.api", "harness.runner.run_session"),
     ("harness.cli", "annotations.cli", "annotations.gold_cli", "harness.testing"),
 ]

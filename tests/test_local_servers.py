@@ -243,8 +243,8 @@ def test_json_answers_and_a_local_judge_complete_with_one_rejected_call_each(ben
         assert report["models"]["openai:smollm2"]["json_mode"]["used"] == "json_object"
         assert "json_object (server rejected json_schema)" in (bench / "run" / "leaderboard.md").read_text()
         calls = len(srv.requests)
-        code, out = run_grace("spotcheck", "run", bench / "run", "--kb", bench / "kb", "--judge", "openai:smollm2",
-                              "--concurrency", "4")
+        code, out = run_grace("spotcheck", "run", "--mode", "segments", bench / "run", "--kb", bench / "kb",
+                              "--judge", "openai:smollm2", "--concurrency", "4")
         assert code == 0, out
         judged = srv.requests[calls:]
         # in one process the judge knows the endpoint already; a new process pays at most one rejected call

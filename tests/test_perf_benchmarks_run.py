@@ -25,7 +25,8 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 
 
 def test_every_benchmark_has_a_test_here():
-    tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py"}  # phases.py: via bench_commands --phases
+    tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
+              "bench_view.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -41,6 +42,13 @@ def test_bench_scoring_runs():
     out = _run("bench_scoring.py", "--responses", "3000", "--questions", "300", "--articles", "40", "--bootstrap", "20")
     assert "3,000 responses" in out and "responses/s" in out and "goal: 1,000,000 responses" in out
     assert "naive floor" in out or "naive floor could not run" in out
+
+
+def test_bench_view_runs():
+    out = _run("bench_view.py", "--questions", "200", "--articles", "30", "--bootstrap", "20")
+    assert "2,000 scored responses each" in out and "grace compare A B --json" in out
+    assert "cold start (no index yet): first page" in out and "question pages: median" in out
+    assert "goals: first page <= 2 s" in out and "compare <= 15 s" in out
 
 
 def test_bench_runner_runs():

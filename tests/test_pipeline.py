@@ -45,8 +45,9 @@ def test_ten_labels_from_the_annotation_server_make_a_gold_set_eval_and_score_ac
     import threading
     import urllib.request
 
-    from annotations.server import AnnotationApp, make_server
+    from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession
+    from harness.web import make_server
     from kb_builder.store import load_kb
 
     kb_dir = tmp_path / "kb"

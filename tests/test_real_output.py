@@ -171,7 +171,7 @@ def test_reports_show_the_shares_and_warn_about_max_tokens(scored):
     md = written["markdown"].read_text()
     assert "max\\_tokens (400)" in md and "| Unshown cit. |" in md
     details = md.split("## Details")[1]
-    assert re.search(r"\| llama-local-json \| 9 \| [\d.]+% \| [\d.]+% \| 22\.2% \| 22\.2% \(2\) \| 1 \| 400 \|", details)
+    assert re.search(r"\| llama-local-json \| 9 \| [\d.]+% \| [\d.]+% \| 22\.2% \| (?:[\d.]+%|–) \| 22\.2% \(2\) \| 1 \| 400 \|", details)
     html = written["html"].read_text()
     assert "cut off by max_tokens (400)" in html and "Answer format" in html and "unshown citation" in html
     # model output is hostile: the cut-off answer is shown as text among the failures, never as markup

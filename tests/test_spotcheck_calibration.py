@@ -43,7 +43,7 @@ def test_degenerate_calibration_is_none_not_a_number():
 
 
 def lexical_spotcheck(run_dir):
-    code, out = run_grace("spotcheck", "run", run_dir / "run", "--kb", run_dir / "kb", "--judge", "baseline:lexical", "--all")
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", run_dir / "run", "--kb", run_dir / "kb", "--judge", "baseline:lexical", "--all")
     assert code == 0, out
     return run_dir / "run"
 

@@ -76,7 +76,7 @@ def srv(monkeypatch):
 
 
 def spotcheck(run_dir, *extra):
-    code, out = run_grace("spotcheck", "run", run_dir / "run", "--kb", run_dir / "kb", "--judge", "openai:judge-mini",
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", run_dir / "run", "--kb", run_dir / "kb", "--judge", "openai:judge-mini",
                           "--max-attempts", "1", *extra)
     assert code == 0, out
     return json.loads((run_dir / "run" / "spotcheck.json").read_text()), out
@@ -297,10 +297,10 @@ def test_json_mode_timeout_base_url_and_api_key_env_reach_the_judge(run, srv, mo
 
 
 def test_the_provider_judges_the_json_mode_and_the_limit_is_checked(run, srv):
-    code, out = run_grace("spotcheck", "run", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
                           "--json-mode", "yaml")
     assert code == 2 and "json_mode must be one of" in out and not srv.requests
-    code, out = run_grace("spotcheck", "run", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
+    code, out = run_grace("spotcheck", "run", "--mode", "segments", run / "run", "--kb", run / "kb", "--judge", "openai:judge-mini",
                           "--max-tokens", "0")
     assert code == 2 and "--max-tokens" in out and not srv.requests
 
@@ -314,8 +314,8 @@ def test_meta_eval_takes_the_same_options_and_retries_unreadable_verdicts(tmp_pa
          "expected": "supported"}]))
     srv.responder = lambda body: ("no idea" if STRICT_INSTRUCTION not in prompt_text(body)
                                   else json.dumps({"explanation": "x", "supported": "30" not in segment_of(body)}))
-    code, out = run_grace("spotcheck", "meta-eval", "--judge", "openai:judge-mini", "--cases", cases,
-                          "--max-tokens", "128", "--out", tmp_path / "m.json")
+    code, out = run_grace("spotcheck", "meta-eval", "--mode", "segments", "--no-quality", "--judge", "openai:judge-mini",
+                          "--cases", cases, "--max-tokens", "128", "--out", tmp_path / "m.json")
     assert code == 0, out
     assert len(srv.requests) == 4 and {r.body["max_tokens"] for r in srv.requests} == {128}
     result = json.loads((tmp_path / "m.json").read_text())

@@ -52,7 +52,11 @@ def test_lexical_spotcheck_of_baseline_hits_lands_in_the_report(bench):
     assert "word-overlap" in block["notes"]
     html = (run / "report.html").read_text()
     assert "baseline:lexical" in html and "judge not calibrated" in html
-    assert (run / "spotcheck_review.csv").exists() and (run / "spotcheck" / "judgements.jsonl").exists()
+    # the default is claims: one row per claim, and the human labels of claims in their own CSV
+    assert spot["mode"] == "claims" and spot["scope"] == "hits" and m["faithfulness"] == m["groundedness"]
+    assert m["n_claims"] >= m["n"] and spot["review_csv"] == "spotcheck_claims_review.csv"
+    assert (run / "spotcheck_claims_review.csv").exists() and (run / "spotcheck" / "claims.jsonl").exists()
+    assert not (run / "spotcheck_review.csv").exists()
     assert spot["schema_version"] == 1 and spot["sample"]["per_model"] == 20
 
 

@@ -32,7 +32,7 @@
     flashTimer = setTimeout(() => { s.textContent = ""; }, 2500);
   }
 
-  const verdictName = (v) => (v === true ? "supported" : v === false ? "unsupported" : "");
+  const verdictName = (v) => (v === true ? "supported" : v === false ? "unsupported" : v === "partial" ? "partial" : "");
 
   // ---------------------------------------------------------------- progress
 
@@ -40,7 +40,7 @@
     const p = S.state.progress;
     $("progress").textContent = `${p.reviewed} / ${p.segments} segments reviewed`;
     $("progress").title = `${p.answers_done} of ${p.answers} answers fully reviewed`;
-    $("counts").textContent = `${p.supported} supported · ${p.unsupported} unsupported`;
+    $("counts").textContent = `${p.supported} supported · ${S.state.claims ? `${p.partial} partial · ` : ""}${p.unsupported} unsupported`;
     $("bar-supported").style.width = `${(100 * p.supported) / Math.max(1, p.segments)}%`;
     $("bar-unsupported").style.width = `${(100 * p.unsupported) / Math.max(1, p.segments)}%`;
     if (S.item) {
@@ -136,6 +136,8 @@
       el("p", { class: `seg-text${s.located || !S.item.answer ? "" : " unlocated"}`, text: s.text }),
       el("div", { class: "seg-actions" },
         el("button", { type: "button", class: "mark yes", onclick: () => mark(n, true) }, "✓ supported ", el("kbd", { text: "s" })),
+        ...(S.state.claims ? [el("button", { type: "button", class: "mark partial", onclick: () => mark(n, "partial") },
+          "≈ partial ", el("kbd", { text: "h" }))] : []),
         el("button", { type: "button", class: "mark no", onclick: () => mark(n, false) }, "✗ unsupported ", el("kbd", { text: "u" })),
         note));
     li.addEventListener("click", (e) => { if (!e.target.closest("button, input")) setFocus(n); });
@@ -149,8 +151,9 @@
     const badge = li.querySelector(".verdict");
     badge.className = `verdict ${v}`;
     badge.textContent = v ? (s.reviewer ? `${v} · ${s.reviewer}` : v) : "not reviewed";
-    for (const [cls, on] of [["yes", s.supported === true], ["no", s.supported === false]]) {
+    for (const [cls, on] of [["yes", s.supported === true], ["no", s.supported === false], ["partial", s.supported === "partial"]]) {
       const b = li.querySelector(`button.${cls}`);
+      if (!b) continue;
       b.classList.toggle("on", on);
       b.setAttribute("aria-pressed", String(on));
     }
@@ -349,6 +352,7 @@
     const actions = {
       s: () => mark(S.focus, true),
       u: () => mark(S.focus, false),
+      h: () => { if (S.state.claims) mark(S.focus, "partial"); },
       c: () => { if (!S.busy && !S.moving) save(S.focus, null); },
       j: () => setFocus(S.focus + 1),
       k: () => setFocus(S.focus - 1),

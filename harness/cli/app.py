@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("harness.cli.score:score", "Score a responses file against a gold set."),
     "report": ("harness.cli.report:report", "Write the leaderboard and HTML report for a scored run."),
     "gate": ("harness.cli.gate:gate", "Fail (exit 1) when a report misses thresholds; for CI."),
+    "compare": ("harness.cli.compare:compare", "Compare two runs question by question: what improved, what regressed."),
+    "view": ("harness.cli.view:view", "Browse runs in a local web app: every question, every answer, runs compared."),
     "annotate": ("annotations.cli:annotate", "Label gold questions in a local web app."),
     "annotations": ("annotations.cli:annotations", "Check, compare and summarise gold labels."),
     "gold": ("annotations.gold_cli:gold", "Draft a gold set from the KB: generated questions to review."),

@@ -56,6 +56,14 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
     return apply
 
 
+def redact_option(fn: Callable) -> Callable:
+    """``--redact-pii``: the same flag, with the same meaning, on every command that sends data to a model."""
+    return click.option("--redact-pii", is_flag=True,
+                        help="Replace emails, phones, IBANs, cards, national IDs, IP addresses and (with "
+                        "grace-eval[pii]) person names in every prompt with placeholders before it is sent or "
+                        "cached; the counts per type (never the values) are recorded with the results.")(fn)
+
+
 def model_options(kwargs: dict[str, Any]) -> Any:
     """Pop the model options out of a command's ``kwargs`` into a :class:`~harness.runner.model_options.ModelOptions`."""
     from harness.runner.model_options import ModelOptions

@@ -31,6 +31,17 @@ def _parse_ks(text: str) -> list[int]:
     return ks
 
 
+def _languages(manifest) -> str:
+    """``fr`` or ``en 120, fr 14 (mixed: each article read in its own)``, with what grace does with the language."""
+    from kb_builder.language import DEFAULT_LANGUAGE, describe
+
+    main = manifest.language or DEFAULT_LANGUAGE
+    if len(manifest.languages) > 1:
+        counts = ", ".join(f"{k} {v}" for k, v in manifest.languages.items())
+        return f"{counts} (mixed: each article is read in its own language)"
+    return f"{main} ({describe(main)})"
+
+
 @click.group()
 def kb() -> None:
     """Build, index, show, search and evaluate a knowledge base."""
@@ -42,8 +53,10 @@ def kb() -> None:
 @click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
 @click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, help="Token budget per article (tiktoken cl100k).")
 @click.option("--min-tokens", default=DEFAULT_MIN_TOKENS, show_default=True, help="Sections below this merge with their parent.")
-@click.option("--embedder", default=None, help="bm25f (default for a new KB; a rebuild keeps the KB's own) | bm25 | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
-def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None) -> None:
+@click.option("--embedder", default=None, help="bm25f (default for a new KB; a rebuild keeps the KB's own) | bm25 | use | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
+@click.option("--language", default="auto", show_default=True, help="The articles' language (ISO 639-1: fr, de, el, zh...), or auto to detect it per article.")
+def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None,
+          language: str) -> None:
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -57,11 +70,12 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     with Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("docs", total=total)
         result = api.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
-                              embedder=embedder, progress=lambda: bar.advance(task))
+                              embedder=embedder, language=language, progress=lambda: bar.advance(task))
     m = result.kb.manifest
     ts = m.token_stats
     console.print(
         f"[bold]{m.article_count}[/] articles from {result.documents} document(s) in {result.seconds:.2f}s -> {out}\n"
+        f"language: {_languages(m)}\n"
         f"tokens per article: min {ts.get('min')}, median {ts.get('median')}, p95 {ts.get('p95')}, max {ts.get('max')}"
         + (f"  (budget {max_tokens})\n" if articles_file is None else "  (pre-split: no budget applied)\n")
         +
@@ -149,7 +163,8 @@ def show(kb_dir: Path, article_id: str | None) -> None:
     for a in kb_.articles:
         table.add_row(a.id, a.title, str(a.tokens), a.source or "")
     console.print(table)
-    console.print(f"{len(kb_.articles)} articles, kb_hash {kb_.kb_hash}, embedder {kb_.manifest.embedder}")
+    console.print(f"{len(kb_.articles)} articles, kb_hash {kb_.kb_hash}, embedder {kb_.manifest.embedder}, language "
+                  f"{_languages(kb_.manifest)}", highlight=False)
 
 
 @kb.command()

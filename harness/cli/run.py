@@ -38,6 +38,9 @@ import click
 @click.option("--cancel-batches", is_flag=True, help="With --batch: cancel the folder's open batches and submit nothing new; what they answered is still collected.")
 @click.option("--dry-run", is_flag=True, help="Make no calls (and need no API key): print calls, estimated tokens and cost per model (with --batch: the saving).")
 @click.option("--no-score", is_flag=True, help="Only collect responses; do not score or report.")
+@click.option("--redact-pii", is_flag=True, help="Replace emails, phones, IBANs, cards, national IDs, IP addresses and "
+              "(with grace-eval[pii]) person names in every prompt with placeholders before it is sent or cached; "
+              "run.json counts them per type.")
 def run(**options) -> int:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
@@ -60,6 +63,12 @@ def run(**options) -> int:
     out = options["out"]
     console.print(f"responses -> {RunDir(out).responses}" if options["no_score"] else f"run folder -> {out}",
                   highlight=False)
+    info = RunDir(out).read_run_info()
+    if info is not None and info.redaction is not None:
+        from harness.privacy.redactor import RedactionRecord, summary_line
+
+        console.print(f"--redact-pii: {summary_line(RedactionRecord(**info.redaction))}; counts in run.json",
+                      highlight=False)
     for reason in result.stopped.values():
         console.print(Text(reason, style="red"))
     for model, why in result.unanswered.items():  # Text: a model name is never read as markup or an :emoji:

@@ -30,6 +30,28 @@ def _describe_holder(lock_file: Path) -> str:
     return f" ({text})" if text else ""
 
 
+def holder(lock_file: Path) -> str | None:
+    """Who holds ``lock_file`` now ("pid 12, 'grace run ...', since ..."), read without locking it: a reader that
+    took the lock, even for a moment, could make the writer it is looking at fail to start. A holder that was
+    killed left its line behind; its process is gone, so it holds nothing."""
+    import re
+
+    try:
+        text = Path(lock_file).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    m = re.match(r"pid (\d+)", text)
+    if not m:
+        return None
+    try:
+        os.kill(int(m.group(1)), 0)
+    except ProcessLookupError:
+        return None
+    except (PermissionError, OverflowError):
+        pass  # another user's process: alive
+    return text
+
+
 class FileLock:
     """``with FileLock(lock_file, busy)``: hold it, or raise ``GraceError`` (``busy``, who, the fix)."""
 

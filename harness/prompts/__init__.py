@@ -1,7 +1,8 @@
 """Versioned prompt templates (files, not strings in code) and their rendering.
 
 A template is a text file with ``=== system ===`` and ``=== user ===`` sections
-and ``{{articles}}``, ``{{question}}``, ``{{refusal}}`` placeholders. Its
+and ``{{articles}}``, ``{{question}}``, ``{{refusal}}`` placeholders (the refusal
+sentence in the template's language, :mod:`harness.prompts.languages`). Its
 SHA-256 is recorded with every response and is part of the cache key, so editing
 a template can never be confused with the old one.
 """
@@ -13,10 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import GraceError
+from harness.prompts.languages import REFUSALS, refusal_sentence, template_language
 from harness.prompts.template_files import find_template, split_sections, template_sha
 from harness.providers.base import RetrievedArticle
 
-REFUSAL = "I don't have enough information to answer this question."
+REFUSAL = REFUSALS["en"]
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 BUILTIN = {"inline": "grounded-inline.v1", "json": "grounded-json.v1"}
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.M)
@@ -36,10 +38,15 @@ class Template:
     user: str
     sha256: str
     mode: str  # "inline" or "json": how the answer is expected, and whether JSON mode is requested
+    language: str = "en"  # the template's (its "# language: xx" header); the refusal sentence is in it too
+
+    @property
+    def refusal(self) -> str:
+        return refusal_sentence(self.language)
 
     def render(self, question: str, articles: list[RetrievedArticle]) -> list[dict[str, str]]:
         block = "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text}" for a in articles)
-        values = {"articles": block, "question": question, "refusal": REFUSAL}
+        values = {"articles": block, "question": question, "refusal": self.refusal}
 
         def fill(text: str) -> str:
             return re.sub(r"\{\{\s*(articles|question|refusal)\s*\}\}", lambda m: values[m.group(1)], text)
@@ -58,12 +65,19 @@ def parse_template(text: str, name: str, mode: str) -> Template:
     user = sections.get("user", "")
     if "{{question}}" not in user.replace(" ", "") or "{{articles}}" not in (user + sections.get("system", "")).replace(" ", ""):
         raise GraceError(f"template {name}: must contain {{{{question}}}} in the user section and {{{{articles}}}} somewhere")
-    return Template(name, sections.get("system", ""), user, template_sha(text), mode)
+    return Template(name, sections.get("system", ""), user, template_sha(text), mode, template_language(text))
 
 
-def load_template(spec: str | None, mode: str = "inline") -> Template:
-    """A built-in name (``inline``/``json``, or a file name in templates/) or a path to a file."""
+def load_template(spec: str | None, mode: str = "inline", language: str | None = None) -> Template:
+    """A built-in name (``inline``/``json``, or a file name in templates/) or a path to a file.
+
+    With no ``spec``, the built-in template of the KB's ``language`` when grace has one
+    (``grounded-inline.v1.fr``), else the English one: a French KB gets a French prompt
+    and a French refusal sentence without asking.
+    """
     if mode not in ("inline", "json"):
         raise GraceError(f"output mode {mode!r}: use inline or json")
+    if spec is None and language and language != "en" and (TEMPLATES_DIR / f"{BUILTIN[mode]}.{language}.txt").exists():
+        spec = f"{BUILTIN[mode]}.{language}"
     path = find_template(spec or BUILTIN[mode], TEMPLATES_DIR, "template", BUILTIN)
     return parse_template(path.read_text(encoding="utf-8"), path.stem, mode)

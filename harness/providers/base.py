@@ -99,6 +99,8 @@ class Request:
     output_mode: OutputMode = "inline"
     json_schema: dict[str, Any] | None = None  # JSON Schema for structured output (json mode)
     context: RequestContext | None = None
+    # a redacted request (harness.privacy): placeholder -> original, to put the reply back; in memory only, never sent
+    redactions: dict[str, str] | None = None
 
 
 @dataclass

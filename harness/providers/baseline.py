@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.prompts import REFUSAL
+from harness.prompts.languages import REFUSALS
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RunContext
 
 FOLDS = 5  # cross-fitting folds of baseline:threshold
@@ -114,11 +115,17 @@ class BaselineProvider(Provider):
     async def complete(self, request: Request) -> Completion:
         ctx = request.context
         if ctx is None or not ctx.articles:
-            return Completion(format_answer(REFUSAL, None, request.output_mode), finish_reason="stop")
+            return Completion(format_answer(_refusal(request), None, request.output_mode), finish_reason="stop")
         top = ctx.articles[0]
         if self.spec.model == "threshold" and top.score < self._threshold(ctx.question_id):
-            return Completion(format_answer(REFUSAL, None, request.output_mode), finish_reason="stop")
+            return Completion(format_answer(_refusal(request), None, request.output_mode), finish_reason="stop")
         return Completion(format_answer(best_sentence(ctx.question, top.text), top.id, request.output_mode), finish_reason="stop")
+
+
+def _refusal(request: Request) -> str:
+    """The refusal sentence the prompt asks for (a French KB's template asks for the French one), as a model would."""
+    prompt = "\n".join(m.get("content", "") for m in request.messages)
+    return next((s for s in REFUSALS.values() if s in prompt), REFUSAL)
 
 
 def fit_threshold(scored: list[tuple[float, bool, bool]]) -> float:

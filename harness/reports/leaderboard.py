@@ -171,6 +171,7 @@ DETAIL_COLUMNS: list[Column] = [
     Column("no_citation", "No citation", lambda m: _share_of(m, "no_citation")),
     Column("invalid", "Invalid cit.", lambda m: pct(m.invalid_citation_rate)),
     Column("unshown", "Unshown cit.", lambda m: pct(m.unshown_citation_rate)),
+    Column("other_language", "Other language", lambda m: pct(m.other_language_rate)),
     Column("truncated", "Cut off by max_tokens", _cut_off),
     Column("truncated_no_citation", "Cut off before citing",
            lambda m: DASH if m.truncated is None else count(m.truncated.no_citation)),
@@ -179,6 +180,8 @@ DETAIL_COLUMNS: list[Column] = [
 ]
 
 DETAIL_LEGEND = (
+    "Other language: share of answers (of those long enough to tell) written in another language than the "
+    "question's, which is the KB's; the citation scores do not count it. "
     "Cut off by max_tokens: answers whose finish_reason says the output limit stopped them (\"length\", "
     "\"max_tokens\" or \"MAX_TOKENS\"); Cut off before citing: those of them with no citation or refusal in what "
     "was written, scored no_citation (or answered_unanswerable) only because they were cut short; max_tokens: the "

@@ -217,13 +217,27 @@ def spotcheck_section(inputs: ReportInputs) -> str:
         mark = '<span class="badge warn-badge">judge calibration unknown</span>'
     head = f"<p>Judge: <code>{escape(str(judge.get('model', '?')))}</code> {mark}</p>"
     per_model = spot.models
-    rows = []
+    claims = spot.mode == "claims"
+    rows, quality = [], []
     for name in [m for m in inputs.leaderboard if m in per_model] + [m for m in per_model if m not in inputs.models]:
         block = per_model[name]
-        rows.append([f"<strong>{escape(name)}</strong>", count(block.n), _rate(block, "groundedness"),
-                     _rate(block, "hallucination_rate"), _rate(block, "hallucination_risk")])
-    headers = ["Model", "Checked", "Groundedness ± 95% CI", "Hallucination rate ± 95% CI",
-               "Hallucination risk ± 95% CI"]
+        first = ([count(block.n), count(block.n_claims), _rate(block, "faithfulness"), _rate(block, "partial_rate")]
+                 if claims else [count(block.n), _rate(block, "groundedness")])
+        rows.append([f"<strong>{escape(name)}</strong>", *first, _rate(block, "hallucination_rate"),
+                     _rate(block, "hallucination_risk") if block.hallucination_risk is not None else "-",
+                     _rate(block, "coverage") if block.coverage is not None else "-"])
+        g = block.quality
+        if g:
+            def grade(k: str, g: dict = g) -> str:
+                v, ci = g.get(k), g.get(f"{k}_ci95")
+                shown = "-" if v is None else (f"{100 * v:.0f}%" if k == "usefulness" else f"{v:.2f}")
+                return escape(shown + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and k != "usefulness" else "")
+                              + f" (n={g.get(f'{k}_n', 0)})")
+            quality.append([f"<strong>{escape(name)}</strong>", grade("relevancy"), grade("completeness"),
+                            grade("faithfulness"), grade("usefulness"), count(g.get("n_refusals"))])
+    headers = (["Model", "Answers", "Claims", "Faithfulness ± 95% CI", "Partial claims"] if claims
+               else ["Model", "Checked", "Groundedness ± 95% CI"])
+    headers += ["Hallucination rate ± 95% CI", "Hallucination risk ± 95% CI", "Coverage ± 95% CI"]
     notes = spot.notes
     explain = ('<p class="caption"><strong>How to read:</strong> a judge model checks whether each claim in a '
                "correctly cited answer is supported by the cited article. Groundedness is the share of checked "
@@ -234,7 +248,20 @@ def spotcheck_section(inputs: ReportInputs) -> str:
                   "points: differences between models smaller than that are noise."
                   if spot.max_judge_spread is not None else "")
                + (f" {escape(str(notes))}" if notes else "") + "</p>")
-    return head + (table(headers, rows, {1, 2, 3, 4}) if rows else '<p class="muted">No models checked.</p>') + explain
+    unit = ("claims (the judge splits each answer into atomic claims and labels each supported, partial or "
+            "unsupported; faithfulness is the supported share)" if claims else "segments (one verdict per citation)")
+    scope = {"hits": "correctly cited answers", "answered": "every answer that is not a refusal",
+             "all": "every answer and refusal"}.get(spot.scope or "hits", "correctly cited answers")
+    head += f'<p class="caption">Checked: {escape(scope)}, by {escape(unit)}.</p>'
+    body = table(headers, rows, set(range(1, len(headers)))) if rows else '<p class="muted">No models checked.</p>'
+    if quality:
+        body += ('<h3>Answer quality (GroUSE-style)</h3><p class="caption">Mean grades 1–5 against the gold article: '
+                 "relevancy (does all of it address the question), completeness (how much of what the question needs "
+                 "from the gold article it has), faithfulness (each statement in the article it cites); usefulness: "
+                 "share of refusals whose added information helps. n = answers each grade applies to.</p>"
+                 + table(["Model", "Relevancy", "Completeness", "Faithfulness", "Usefulness", "Refusals"], quality,
+                         {1, 2, 3, 4, 5}))
+    return head + body + explain
 
 
 

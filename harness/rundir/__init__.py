@@ -11,6 +11,9 @@ A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
     spotcheck.json, spotcheck/judgements.jsonl, spotcheck_review.csv
     batches.jsonl         batches sent to providers' batch APIs (BatchLedger): recorded before and after each submit
 
+``grace view`` reads a folder and writes nothing in it: its index of the folder
+lives in grace's cache folder (:meth:`RunDir.view_index`).
+
 Every other module asks a :class:`RunDir` for these paths, so each name is
 spelled here only. Writers hold :meth:`RunDir.lock`: one process writes a
 folder at a time, and debris a killed writer left (temp files) is removed
@@ -42,10 +45,14 @@ LEADERBOARD_MD = "leaderboard.md"
 REPORT_HTML = "report.html"
 SPOTCHECK = "spotcheck.json"
 JUDGEMENTS = "spotcheck/judgements.jsonl"
+CLAIMS = "spotcheck/claims.jsonl"  # --mode claims: every claim with its verdict and evidence
+QUALITY = "spotcheck/quality.jsonl"  # --quality: each checked answer's GroUSE-style grades
 REVIEW_CSV = "spotcheck_review.csv"
+CLAIMS_REVIEW_CSV = "spotcheck_claims_review.csv"  # --mode claims: one row per claim (segment labels stay apart)
 CALIBRATION = "calibration.json"
 BATCHES = "batches.jsonl"
 LOCK = ".grace.lock"
+VIEW_INDEX = "view-index.sqlite"  # grace view's index of a run: kept in grace's cache folder, never in the run folder
 
 
 class RunDir:
@@ -89,6 +96,18 @@ class RunDir:
         return self.path / JUDGEMENTS
 
     @property
+    def claims_review_csv(self) -> Path:
+        return self.path / CLAIMS_REVIEW_CSV
+
+    @property
+    def quality(self) -> Path:
+        return self.path / QUALITY
+
+    @property
+    def claims(self) -> Path:
+        return self.path / CLAIMS
+
+    @property
     def review_csv(self) -> Path:
         return self.path / REVIEW_CSV
 
@@ -99,6 +118,21 @@ class RunDir:
     @property
     def batches(self) -> Path:
         return self.path / BATCHES
+
+    def view_index(self, cache_dir: Path) -> Path:
+        """Where ``grace view`` keeps its index of this folder: in ``cache_dir``, one file per folder path."""
+        import hashlib
+        import re
+
+        key = hashlib.sha256(str(self.path.resolve()).encode()).hexdigest()[:16]
+        name = re.sub(r"[^\w.-]", "_", self.path.resolve().name)[:40]
+        return Path(cache_dir) / "view" / f"{name}-{key}-{VIEW_INDEX}"
+
+    def writer(self) -> str | None:
+        """The grace process writing this folder now (its lock's holder), or None; reading it takes no lock."""
+        from harness.core.locks import holder
+
+        return holder(self.path / LOCK)
 
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)
@@ -181,6 +215,6 @@ class _FolderLock(FileLock):
 
 
 __all__ = [
-    "BATCHES", "CALIBRATION", "JUDGEMENTS", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
-    "SPOTCHECK", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
+    "BATCHES", "CALIBRATION", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
+    "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]

@@ -71,3 +71,5 @@ class RunInfo(BaseModel):
     models: list[dict[str, Any]]
     counts: dict[str, Any] = Field(default_factory=dict)  # this command's calls per model
     rows: dict[str, Any] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command
+    # --redact-pii: what this command's prompts had redacted, counted per type (harness.privacy.RedactionRecord)
+    redaction: dict[str, Any] | None = None

@@ -117,6 +117,8 @@ class ModelReport(_Block):
     strict_outcomes: dict[str, int]
     invalid_citation_rate: float
     unshown_citation_rate: float | None = None  # cited a KB article not shown to the model (schema 2)
+    # answers (of those long enough to tell) not in the question's language; None: none could be told
+    other_language_rate: float | None = None
     error_count: int
     truncated: Truncation | None = None  # schema 2
     extraction_rules: dict[str, int]  # how many responses each lenient rule read
@@ -262,6 +264,17 @@ class SpotcheckModel(_Block):
     n_unreadable: int | None = None
     n_failed_calls: int | None = None
     truncated_skipped: int | None = None
+    # --mode claims (harness.spotcheck.records.ModelSpot): faithfulness over claims, the partial share
+    n_claims: int | None = None
+    faithfulness: float | None = None
+    faithfulness_ci95: list[float] | None = None
+    partial_rate: float | None = None
+    partial_rate_ci95: list[float] | None = None
+    n_extraction_failed: int | None = None
+    coverage: float | None = None  # cited share of the retrieved articles that hold the answer
+    coverage_ci95: list[float] | None = None
+    coverage_n: int | None = None
+    quality: dict[str, Any] | None = None  # --quality: GroUSE-style mean grades with n and CIs
 
 
 class SpotcheckBlock(_Block):
@@ -277,6 +290,9 @@ class SpotcheckBlock(_Block):
     min_answers_for_ci: int | None = None
     models: dict[str, SpotcheckModel] = Field(default_factory=dict)
     notes: str | None = None
+    mode: str | None = None  # claims | segments (None: a block written before claims existed, i.e. segments)
+    scope: str | None = None  # hits | answered | all
+    redaction: dict[str, Any] | None = None  # --redact-pii: what the judge was not shown, counted per type
 
     @classmethod
     def from_spotcheck(cls, spot: dict[str, Any]) -> SpotcheckBlock:
@@ -296,6 +312,9 @@ class SpotcheckBlock(_Block):
             "min_answers_for_ci": spot.get("min_answers_for_ci"),
             "models": {m: {k: v.get(k) for k in SpotcheckModel.model_fields} for m, v in spot["models"].items()},
             "notes": spot.get("notes"),
+            "mode": spot.get("mode"),
+            "scope": spot.get("scope"),
+            "redaction": spot.get("redaction"),
         })
 
 

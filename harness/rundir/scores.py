@@ -17,12 +17,12 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.core.errors import GraceError, where
-from harness.core.jsonl import iter_jsonl
+from harness.core.jsonl import iter_jsonl, loads_line
 
 try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the default)
     from _json import encode_basestring_ascii as _json_str
@@ -151,11 +151,53 @@ def iter_scores(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     million-line file is read in seconds, not minutes.
     """
     for n, row in iter_jsonl(path, hint="; run 'grace score' again"):
-        try:
-            row["model"], row["question_id"] = str(row["model"]), str(row["question_id"])
-            row["repeat"] = int(row.get("repeat") or 0)
-            row["outcome"]  # noqa: B018 - presence check
-        except (KeyError, TypeError, ValueError):
-            raise GraceError(f"{where(path, n)}: a scores line needs model, question_id, repeat and outcome; "
-                             "run 'grace score' again") from None
-        yield n, row
+        yield n, _checked(row, path, n)
+
+
+def iter_scores_at(path: Path) -> Iterator[tuple[int, int, int, dict[str, Any]]]:
+    """``(line, byte offset, length, row)``: :func:`iter_scores` for a reader that comes back for single lines
+    (``read_score_at``), such as the results viewer's index."""
+    try:
+        fh = Path(path).open("rb")
+    except OSError:
+        raise GraceError(f"{path}: file not found; run 'grace score'") from None
+    offset = 0
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            yield n, start, len(raw), _checked(_line(path, n, raw), path, n)
+
+
+def read_score_at(fh: IO[bytes], offset: int, length: int) -> dict[str, Any] | None:
+    """One scores line by its place (from :func:`iter_scores_at`); None when the file changed under the reader."""
+    fh.seek(offset)
+    try:
+        row = loads_line(fh.read(length))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return row if isinstance(row, dict) and "outcome" in row else None
+
+
+def _line(path: Path, n: int, raw: bytes) -> dict[str, Any]:
+    if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        row = loads_line(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise GraceError(f"{where(path, n)}: not valid JSON; run 'grace score' again") from None
+    if not isinstance(row, dict):
+        raise GraceError(f"{where(path, n)}: expected a JSON object; run 'grace score' again")
+    return row
+
+
+def _checked(row: dict[str, Any], path: Path, n: int) -> dict[str, Any]:
+    try:
+        row["model"], row["question_id"] = str(row["model"]), str(row["question_id"])
+        row["repeat"] = int(row.get("repeat") or 0)
+        row["outcome"]  # noqa: B018 - presence check
+    except (KeyError, TypeError, ValueError):
+        raise GraceError(f"{where(path, n)}: a scores line needs model, question_id, repeat and outcome; "
+                         "run 'grace score' again") from None
+    return row

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RequestContext, RetrievedArticle
@@ -121,9 +121,24 @@ def run_prompts(who: Prompted, jobs: list[PromptJob], record: Callable[[PromptJo
     progress = settings.progress
     on_update = (lambda plan: progress(label, plan.stats.done, plan.stats.total)) if progress else None
     plan = RunPlan(who.spec, who.provider, jobs)
+    redactor = settings.redactor
+
+    def build(spec: ModelSpec, job: PromptJob) -> Request:
+        request = who.request(job)
+        return redactor.request(request) if redactor is not None else request
+
+    def restored(job: PromptJob, request: Request, result: CallResult) -> dict[str, Any]:
+        """The caller sees the reply with the originals back; the cache keeps what the model said."""
+        comp = result.completion
+        if request.redactions and comp is not None:
+            from harness.privacy import restore
+
+            result = replace(result, completion=replace(comp, text=restore(comp.text, request.redactions)))
+        return record(job, request, result)
+
     try:
-        engine = Engine([plan], build=lambda spec, job: who.request(job), key=lambda spec, request, job: who.key(request, job),
-                        record=lambda plan, job, request, result: record(job, request, result),
+        engine = Engine([plan], build=build, key=lambda spec, request, job: who.key(request, job),
+                        record=lambda plan, job, request, result: restored(job, request, result),
                         out=_Tee(sink, out), cache=cache, on_update=on_update,
                         accept=(lambda job, comp: who.accept(comp)) if who.accept else None, **settings.engine_kwargs())
         asyncio.run(engine.run())
@@ -162,6 +177,8 @@ def estimate_prompts(who: Prompted, jobs: list[PromptJob], settings: CallSetting
     try:
         for job in jobs:
             request = who.request(job)
+            if settings.redactor is not None:
+                request = settings.redactor.request(request)
             if cache is not None and who.provider.needs_network and cache.contains(who.key(request, job)):
                 est.cached += 1
                 continue

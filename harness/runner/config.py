@@ -128,6 +128,7 @@ class RunConfig(BaseModel):
     cancel_batches: bool = False
     dry_run: bool = False
     no_score: bool = _toml(False)
+    redact_pii: bool = _toml(False)  # personal data replaced by placeholders in every prompt (harness.privacy)
 
     @classmethod
     def build(cls, options: dict[str, Any], run_table: dict[str, Any] | None = None) -> RunConfig:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
@@ -49,6 +49,9 @@ from harness.rundir.records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
+
+if TYPE_CHECKING:  # harness.privacy is imported only by a run that redacts
+    from harness.privacy import Redactor
 
 BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
 PERMANENT_AFTER = 3  # permanent failures, before any success, that stop a model
@@ -119,15 +122,18 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
 
 
-def build_request(spec: ModelSpec, template: Template, job: AnswerJob) -> Request:
+def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor: Redactor | None = None) -> Request:
+    """The call for one job; with a ``redactor`` (``--redact-pii``), its messages redacted: the cache key, the
+    fingerprint and what the model sees are all made from the redacted prompt."""
     messages = template.render(job.question, job.articles)
-    return Request(
+    request = Request(
         messages=messages,
         params=dict(spec.params),
         output_mode=template.mode,  # type: ignore[arg-type]
         json_schema=JSON_SCHEMA if template.mode == "json" else None,
         context=RequestContext(job.question_id, job.question, job.articles),
     )
+    return redactor.request(request) if redactor is not None else request
 
 
 def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int, **salt: Any) -> str:
@@ -164,6 +170,7 @@ class EngineSettings:
     backoff_base: float = 1.0
     use_cache: bool = True
     read_cache: bool = True
+    redactor: Redactor | None = None  # --redact-pii: every request's messages redacted before it is keyed and sent
 
     def open_cache(self) -> ResponseCache | None:
         return ResponseCache() if self.use_cache else None
@@ -375,9 +382,10 @@ class ResponseRows:
 
     template: Template
     kb_hash: str
+    redactor: Redactor | None = None
 
     def build(self, spec: ModelSpec, job: AnswerJob) -> Request:
-        return build_request(spec, self.template, job)
+        return build_request(spec, self.template, job, self.redactor)
 
     def key(self, spec: ModelSpec, request: Request, job: AnswerJob) -> str:
         return request_key(spec, self.template, self.kb_hash, request, job.repeat)
@@ -405,6 +413,10 @@ class ResponseRows:
         )
         if comp is not None:
             row.response, row.finish_reason = comp.text, comp.finish_reason
+            if request.redactions:
+                from harness.privacy import restore
+
+                row.response = restore(comp.text, request.redactions)
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
             row.json_mode = comp.json_mode
         return row.model_dump(mode="json", exclude_none=False)

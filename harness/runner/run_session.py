@@ -63,6 +63,10 @@ class RunSession:
                                     poll_s=config.poll_interval, cancel_batches=config.cancel_batches)
         self.retrieved: dict[str, list[RetrievedArticle]] = {}
         self.rerank_estimate: Any = None
+        if config.redact_pii:
+            from harness.privacy import make_redactor
+
+            self.settings.redactor = make_redactor(True, console)
 
     @classmethod
     def open(cls, options: dict[str, Any], *, progress: bool = False, console: Any = None) -> RunSession:
@@ -81,8 +85,9 @@ class RunSession:
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
         choose_batch(specs, config.batch)
-        template = load_template(config.template, config.output_mode)
         kb = load_kb(config.kb)
+        # no --template: the KB's language's built-in one (a French KB: a French prompt and refusal sentence)
+        template = load_template(config.template, config.output_mode, kb.manifest.language)
         if config.k > len(kb.articles):
             log.warning(f"--k {config.k} is more than the KB's {len(kb.articles)} articles; every prompt shows all "
                         f"{len(kb.articles)}")
@@ -110,7 +115,8 @@ class RunSession:
         else:
             self.retrieved = retrieve_all(self.kb, questions, depth, c.embedder)
         if c.rerank:
-            calls = CallSettings(concurrency=c.concurrency, max_attempts=c.max_attempts, read_cache=not c.no_cache)
+            calls = CallSettings(concurrency=c.concurrency, max_attempts=c.max_attempts, read_cache=not c.no_cache,
+                                 redactor=self.settings.redactor)
             self.retrieved, self.rerank_estimate, record = rerank_for_run(
                 c.rerank, [(q.question_id, q.question) for q in questions], self.retrieved, c.k, depth, calls,
                 prices=c.prices, dry_run=c.dry_run, console=self.console if self.progress else None)
@@ -127,7 +133,8 @@ class RunSession:
                                   self.kb.kb_hash, self.settings, ready=False)
         cache = ResponseCache.open_for_reading() if self.settings.use_cache else None
         try:
-            rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger)
+            rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger,
+                                  self.settings.redactor)
         finally:
             if cache is not None:
                 cache.close()
@@ -182,6 +189,8 @@ class RunSession:
                 folder.compact_responses([q.question_id for q in questions])
                 stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
                 pending = {p.spec.name: p.stats.pending for p in plans if p.stats.pending}
+                if settings.redactor is not None:
+                    info.redaction = settings.redactor.record().model_dump()
                 first_error = _record_outcome(folder, info, previous, plans, questions, interrupted, stopped, pending)
             if interrupted:
                 raise KeyboardInterrupt

@@ -131,7 +131,8 @@ def plan_jobs(
                 if row is not None:
                     if row.get("error"):
                         resume.failed += 1
-                    elif row.get("fingerprint") == request_key(spec, template, kb_hash, build_request(spec, template, job), r):
+                    elif row.get("fingerprint") == request_key(spec, template, kb_hash,
+                                                             build_request(spec, template, job, settings.redactor), r):
                         resume.done += 1
                         continue
                     else:
@@ -222,7 +223,7 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,
 
 
 def estimate_plans(plans: list[RunPlan], template: Template, kb_hash: str, cache: ResponseCache | None, read_cache: bool,
-             ledger: BatchLedger | None = None) -> list[dict[str, Any]]:
+             ledger: BatchLedger | None = None, redactor: Any = None) -> list[dict[str, Any]]:
     """Dry-run figures per model: calls to make, cached, already in open batches, estimated tokens and cost
     (no call is made)."""
     from kb_builder.tokens import count_tokens
@@ -234,7 +235,7 @@ def estimate_plans(plans: list[RunPlan], template: Template, kb_hash: str, cache
         in_batches = 0
         max_out = int(p.spec.params.get("max_tokens") or 150)
         for job in p.jobs:
-            req = build_request(p.spec, template, job)
+            req = build_request(p.spec, template, job, redactor)
             key = request_key(p.spec, template, kb_hash, req, job.repeat)
             if cache is not None and read_cache and p.provider.needs_network and cache.contains(key):
                 cached += 1
@@ -291,7 +292,7 @@ def run_calls(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDi
     """Real-time models through the engine and batch models through their batch APIs, side by side."""
     cache = settings.open_cache()
     writer = run.responses_appender()
-    rows = ResponseRows(template, kb_hash)
+    rows = ResponseRows(template, kb_hash, settings.redactor)
     engine = answer_engine([p for p in plans if not p.batch], rows, writer, cache, on_update=on_update,
                              **settings.engine_kwargs())
     batch_plans = [p for p in plans if p.batch]

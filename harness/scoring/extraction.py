@@ -22,7 +22,10 @@ Lists are split on list syntax (JSON arrays, commas, semicolons), and on
 inside a title (``"Part 3: Conduct and ethics"`` gives nothing). In a JSON
 citation field, an item that is not a KB ID counts (as an invalid ID) only when
 it looks like an ID: one token with a digit, ``-`` or ``_`` in it, or an ``ID:``
-label; a title or a word does not. Matching is exact (``uid-kb-5`` is not
+label; a title or a word does not. A citation field that names no ID at all (a
+URL, a title, a sentence), in a response that cites no ID anywhere, is an
+attempted citation: its values are the cited IDs, none of them a KB ID, so the
+outcome is ``invalid_citation`` (see :func:`~harness.scoring.json_answer.attempted_citations`). Matching is exact (``uid-kb-5`` is not
 ``uid-kb-50``); the same ID cited twice counts once. Both readers are pure
 functions of ``(text, kb_ids)``.
 """
@@ -33,7 +36,7 @@ import re
 from collections.abc import Collection
 from typing import NamedTuple
 
-from harness.scoring.json_answer import JsonAnswer, citation_tokens, find_json_answer
+from harness.scoring.json_answer import JsonAnswer, attempted_citations, citation_tokens, find_json_answer
 from harness.scoring.refusal import is_refusal, is_strict_refusal
 
 RULES = ("json", "inline", "lenient", "none")
@@ -243,6 +246,10 @@ def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extrac
         ids = json_ids
         for i in inline:
             _add(ids, i)
+        if not ids and ans.parsed:  # a citation field that names no ID: an attempted, invalid citation
+            for raw in ans.citations:
+                for value in attempted_citations(raw):
+                    _add(ids, value)
         lenient = Extraction(ids, refused or ans.refused, "json")
     elif not inline and not refused:
         lenient = Extraction([], False, "none")

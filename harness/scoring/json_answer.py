@@ -21,6 +21,18 @@ Where a citation is read, and where it is not:
   ``id``/``ids`` key is never a citation: ``{"id": 18, "title": "Premises"}`` is
   an object the model made up, not a citation of article 18. (A citation field
   whose value is an object gives that object's ``id``: ``{"citation": {"id": 18}}``.)
+* A documented citation field whose value names no ID at all (a URL, a title,
+  a sentence: "https://intranet/leave", "The annual leave policy") is an
+  attempted citation, and an invalid one: :func:`attempted_citations` gives
+  those values, and the scorer counts them as cited values that are not KB
+  IDs, so the outcome is ``invalid_citation``, not ``no_citation`` (a careful
+  reader sees the model try to cite). Only when nothing in the response names
+  an ID: a title next to an ID (``["Part 3: Conduct", "ID: 14"]``) is a label.
+  Empty values and "no citation" words (``null``, ``"N/A"``, ``"none"``, ``"No
+  relevant article"``) are no citation; the loose keys keep their rule (a
+  title or URL under ``source`` is no citation at all). An object that does
+  not parse gives no attempted citation: the end of the text may have cut
+  the ID off its list.
 * A JSON answer that does not parse (cut off by the output limit, a trailing
   comma, single quotes) is read by a tolerant parser that keeps every complete
   key and value and drops a value the end of the text cut off, then by the same
@@ -44,6 +56,8 @@ CITATION_KEYS = (
 LOOSE_CITATION_KEYS = ("source", "sources", "reference", "references")
 REFUSED_KEYS = ("refused", "refusal", "refuse", "cannot_answer")
 NO_CITATION = frozenset({"", "null", "none", "n/a", "na", "nil", "-", "refuse", "refused", "refusal"})
+_NO_CITATION_WORDS = re.compile(r"(?:no|none|not|n/a|nothing|unknown)\b", re.IGNORECASE)  # "No relevant article"
+_ATTEMPT_KEYS = ("title", "name", "url", "source", "reference")  # what a citation object names instead of an ID
 _ANSWER, _CITATION, _LOOSE = frozenset(ANSWER_KEYS), frozenset(CITATION_KEYS), frozenset(LOOSE_CITATION_KEYS)
 _ID_KEYS = ("id", "article_id", "citation", "citation_id", "source_id", "doc_id", "document_id")  # of a citation object
 _MAX_STARTS = 20  # '{' positions tried before giving up on prose-wrapped JSON
@@ -60,6 +74,7 @@ class JsonAnswer:
     answer: str = ""
     refused: bool = False
     exact: bool = False  # the whole response is the object the json template asks for
+    parsed: bool = True  # False: read by the tolerant reader (cut off or malformed), so a list may be cut short
 
 
 def _as_answer(obj: Any) -> dict[str, Any] | None:
@@ -108,7 +123,9 @@ def find_json_answer(text: str) -> JsonAnswer | None:
             obj = loose_object(*cand)
             data = _as_answer(obj)
             if data is not None:
-                return _read(data, exact=False)
+                out = _read(data, exact=False)
+                out.parsed = False
+                return out
             continue
         data = _as_answer(obj)
         if data is not None:
@@ -164,6 +181,29 @@ def citation_tokens(value: Any) -> list[str]:
         for key in _ID_KEYS:
             if key in lower:
                 return citation_tokens(lower[key])
+    return []
+
+
+def attempted_citations(value: Any) -> list[str]:
+    """The values of a citation field as the model wrote them, for one that names no ID (see the module docstring).
+
+    Strings as written (whitespace collapsed), numbers as text, lists
+    flattened, an object by its title, name or URL; empty values and "no
+    citation" words give nothing."""
+    if value is None or isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return citation_tokens(value)
+    if isinstance(value, str):
+        v = " ".join(value.split())
+        return [] if v.lower() in NO_CITATION or _NO_CITATION_WORDS.match(v) else [v]
+    if isinstance(value, list):
+        return [t for item in value for t in attempted_citations(item)]
+    if isinstance(value, dict):
+        lower = {str(k).lower(): v for k, v in value.items()}
+        for key in _ATTEMPT_KEYS:
+            if isinstance(lower.get(key), str) and lower[key].strip():
+                return attempted_citations(lower[key])
     return []
 
 

@@ -19,14 +19,27 @@ answers from article 4. They too are anchored on a first-person "I" (or "as an
 AI ... I") followed by the negation, so "you cannot carry over more than 5 days"
 is not one.
 
+An answer that opens by stating its verdict ("The answer is no, you are not
+allowed to ...", "The short answer is yes: ...") has answered, whatever it adds
+about what the articles leave out ("... the provided articles do not mention
+any exception"): only the exact refusal sentence still makes it a refusal. The
+opening is matched at the start of the text or of a JSON answer field, and
+"the answer is not in the articles" is not such an opening.
+
 All patterns are compiled once into two alternations (with and without the
 generic declines); a cheap substring pre-check skips the regex for the many
 answers that contain no negation at all.
+
+The other languages grace has answer templates for (French, German, Spanish,
+Portuguese, Italian, Dutch, Greek) are read by :mod:`harness.scoring.refusal_languages`:
+their exact sentences count for both readings, their paraphrases for the lenient one.
 """
 
 from __future__ import annotations
 
 import re
+
+from harness.scoring.refusal_languages import is_exact, is_paraphrase
 
 REFUSAL_SENTENCE = "I don't have enough information to answer this question."
 
@@ -88,22 +101,29 @@ _DECLINES = [
     rf"\bI\s+{_DONT}\s+know(?:\s*(?:[.!,;]|$)|\s+(?:the\s+answer|that|this|for\s+sure|who|what|when|where|whether|if|how|why|which)\b)",
 ]
 _REFUSAL = re.compile("|".join(f"(?:{p})" for p in _PATTERNS), re.IGNORECASE)
+_STATES_ANSWER = re.compile(  # "The answer is no, ..." at the start of the text or of {"answer": "..."}
+    r"""\s*(?:\{\s*["']?(?:answer|response|final_answer|text|reply)["']?\s*:\s*["']?)?[\s*_"'\u201c]*"""
+    r"the\s+(?:short\s+|simple\s+|direct\s+|quick\s+)?answer\s+is\s*:?[\s*_\"'\u201c]*(?:yes|no)\b",
+    re.IGNORECASE,
+)
 _REFUSAL_OR_DECLINE = re.compile("|".join(f"(?:{p})" for p in _PATTERNS + _DECLINES), re.IGNORECASE)
 
 
 def is_strict_refusal(text: str) -> bool:
-    """The prompt's exact sentence, verbatim (straight apostrophe), anywhere in the response."""
-    return REFUSAL_SENTENCE in text
+    """The prompt's exact sentence, verbatim (straight apostrophe; any template language's), anywhere in the response."""
+    return REFUSAL_SENTENCE in text or is_exact(text)
 
 
 def is_refusal(text: str, *, cites: bool = False) -> bool:
     """The exact sentence or a common paraphrase of it; also a generic decline unless the response ``cites``."""
-    if REFUSAL_SENTENCE in text:
+    if REFUSAL_SENTENCE in text or is_exact(text) or is_paraphrase(text):
         return True
     low = text.lower()
     # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple.
     # Every generic decline has one of these too ("don't", "cannot", "not able", "unable", "have no", "lack").
     if not ("no" in low or "n't" in low or "n\u2019t" in low or "unable" in low or "lack" in low
             or "insufficient" in low or "n\u2018t" in low or "n\u02bct" in low or "n`t" in low):
+        return False
+    if _STATES_ANSWER.match(text):
         return False
     return (_REFUSAL if cites else _REFUSAL_OR_DECLINE).search(text) is not None

@@ -26,6 +26,7 @@ import numpy as np
 
 from harness.rundir.responses import check_file, read_responses, split_ranges
 from harness.rundir.scores import ScoreLines
+from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from kb_builder.gold import GoldQuestion
@@ -46,6 +47,7 @@ class _Columns:
         ("cost", "d"), ("latency", "d"), ("in_tokens", "q"), ("out_tokens", "q"),
         ("truncated", "b"),  # 0 no, 1 cut off, 2 cut off with nothing read
         ("max_tokens", "q"),
+        ("other_language", "b"),  # -1 not told, 0 the question's language, 1 another (answer_language)
     )
 
     def __init__(self) -> None:
@@ -78,9 +80,11 @@ def _collector_off() -> Iterator[None]:
 
 def score_part(
     path: Path, start: int, end: int | None, questions: list[GoldQuestion], kb_ids: frozenset[str],
-    label_ids: list[str], out_path: Path,
+    label_ids: list[str], out_path: Path, question_langs: list[str] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``."""
+    """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``.
+
+    ``question_langs`` (each question's language) turns on the answer-language check; None leaves it off."""
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
     qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
@@ -90,6 +94,7 @@ def score_part(
     models: list[str] = []
     model_index: dict[str, int] = {}
     line, decide, nan = ScoreLines().line, decide_outcome, float("nan")
+    language_of = AnswerLanguage().check if question_langs else None
     buf: list[str] = []
     with _collector_off(), open(out_path, "w", encoding="utf-8") as fh:
         for row in read_responses(path, gold_index, start, end):
@@ -130,7 +135,8 @@ def score_part(
                  -1 if row.input_tokens is None else row.input_tokens,
                  -1 if row.output_tokens is None else row.output_tokens,
                  (2 if not cited and not ext.refused else 1) if cut else 0,
-                 -1 if row.max_tokens is None else row.max_tokens))
+                 -1 if row.max_tokens is None else row.max_tokens,
+                 UNKNOWN if row.error or language_of is None else language_of(row.text, question_langs[qi])))
             if len(buf) >= _FLUSH_EVERY:
                 fh.write("\n".join(buf) + "\n")
                 buf.clear()
@@ -152,14 +158,14 @@ def default_workers(path: Path) -> int:
 
 def score_all(
     path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
-    workers: int | None = None,
+    workers: int | None = None, question_langs: list[str] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score the whole file into ``out_path``; returns the merged columns and the models in file order."""
     path = check_file(path)
     workers = default_workers(path) if workers is None else max(1, workers)
     ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) <= 1:
-        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path)
+        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -171,7 +177,7 @@ def score_all(
         alone = threading.active_count() == 1 and sys.platform == "linux"  # macOS: fork is unsafe there
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part)
+            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs)
                        for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending

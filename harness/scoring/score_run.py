@@ -23,6 +23,7 @@ from harness.core.errors import GraceError
 from harness.core.version import __version__
 from harness.rundir import RunDir
 from harness.rundir.report import REPORT_SCHEMA_VERSION, Report, SpotcheckBlock
+from harness.scoring.answer_language import question_languages
 from harness.scoring.extraction import RULES
 from harness.scoring.metrics import (
     class_metrics,
@@ -91,7 +92,8 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     names = article_ids + unknown + [REFUSE, NONE]
     tmp_name = run.temp_file(run.scores)
     try:
-        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers)
+        langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
+        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs)
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
         arrays, dropped = drop_superseded(arrays)
@@ -145,6 +147,12 @@ def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
     return block
 
 
+def _other_language(told: np.ndarray) -> float | None:
+    """Share of the answers whose language could be told that are not in the question's; None when none could."""
+    checked = told >= 0
+    return round(float((told[checked] == 1).mean()), 6) if checked.any() else None
+
+
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray, names: list[str]) -> dict[str, Any]:
     oc, sc = a["outcome"][sel], a["strict"][sel]
     hits, shits = np.isin(oc, HIT_CODES), np.isin(sc, HIT_CODES)
@@ -166,6 +174,7 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
         "strict_outcomes": {name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
         "invalid_citation_rate": round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
         "unshown_citation_rate": round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
+        "other_language_rate": _other_language(a["other_language"][sel]),
         "error_count": int(counts[OUTCOME_CODE["error"]]),
         "truncated": truncation(a["truncated"][sel], a["max_tokens"][sel]),
         "extraction_rules": {r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},

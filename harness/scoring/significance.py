@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 ALPHA = 0.05
-_CHUNK_CELLS = 4_000_000  # resample indices held at once (32 MB of int64)
+_CHUNK_CELLS = 1_000_000  # resample indices held at once (8 MB of int64; the same draws as any other size, and faster)
 
 
 def per_question(q: np.ndarray, values: np.ndarray, n_questions: int) -> tuple[np.ndarray, np.ndarray]:

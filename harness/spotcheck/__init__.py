@@ -1,19 +1,25 @@
-"""Hallucination spot-checks on correct-citation hits (``grace spotcheck``).
+"""Hallucination spot-checks (``grace spotcheck``): claims or segments, answer quality, calibration, meta-eval.
 
 A model that cites the right article usually answers from it, but not always.
-The spot-check samples hits, splits each answer into segments at its
-citations, checks quotes verbatim and every segment against its own cited
-article with a judge (an LLM through the same runner as ``grace run``, or the
-offline ``baseline:lexical``), checks uncited segments against what was found
-supported, and reports groundedness, the hallucination rate among hits and the
-hallucination risk, each with its n and, from ``metrics.MIN_ANSWERS_FOR_CI``
-checked answers up, a bootstrap CI. Unreadable verdicts are asked again once,
-never cached, and counted; answers cut off by max_tokens are skipped and
-counted; a JSON answer is checked by its answer text. ``calibrate`` measures the judge
-against human labels; ``meta-eval`` runs it on hand-written cases.
+The spot-check samples answers (correct-citation hits by default; ``--scope``),
+and has a judge (an LLM through the same runner as ``grace run``, or the
+offline ``baseline:lexical``) check them: by default each answer is split into
+atomic claims tied to their citations and each claim gets supported, partial
+or unsupported with its evidence sentence (``--mode claims``); the cheaper
+``--mode segments`` splits at citations without an LLM, checks quotes verbatim
+and asks yes/no per segment. It reports faithfulness (groundedness), the
+hallucination rate, the hallucination risk and coverage, each with its n and,
+from ``metrics.MIN_ANSWERS_FOR_CI`` checked answers up, a bootstrap CI;
+``--quality`` adds GroUSE-style grades. Unreadable replies are asked again
+once, never cached, and counted; answers cut off by max_tokens are skipped and
+counted; a JSON answer is checked by its answer text. ``calibrate`` measures
+the judge against human labels (kappa per class for claims); ``meta-eval`` runs
+it on hand-written cases, support and GroUSE's seven failure modes.
 
-Modules: segmentation, quotes (no LLM); judge (template, verdict parsing),
-lexical_judge, judging (engine wiring), passes (the two passes, resumable);
-inputs, sampling, metrics, pipeline, publish (report), review (human CSV),
-calibration, meta_eval; records (the files' typed schemas).
+Modules: segmentation, quotes (no LLM); judge (segment template, verdict
+parsing), claims (extraction and claim verdicts), quality (GroUSE-style
+grades and their meta-eval), lexical_judge, judging (engine wiring), passes
+(the segment passes, resumable); inputs (scopes), sampling, metrics, pipeline,
+publish (report), review (human CSV), calibration, meta_eval; records (the
+files' typed schemas).
 """

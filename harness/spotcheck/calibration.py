@@ -6,6 +6,13 @@ many of the human-found hallucinations the judge caught, and Cohen's kappa the
 agreement beyond chance. Labels are matched on (model, question_id, repeat,
 segment_index); a label whose segment text no longer matches what was judged
 (the run changed since it was labelled) is stale and left out, never guessed.
+
+A claims spot-check (``spotcheck.json`` says ``"mode": "claims"``) is
+calibrated on its claims (``spotcheck_claims_review.csv``, where
+``segment_index`` is the claim's index and a label may also be ``partial``):
+besides the binary figures on "unsupported", Cohen's kappa over the three
+classes and, per class, kappa of that class against the other two, so a judge
+that agrees on supported claims but not on partial ones shows it.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
+from harness.core.jsonl import iter_jsonl
 from harness.rundir import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
@@ -36,6 +44,28 @@ def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
     if pe == 1:
         return None
     return (po - pe) / (1 - pe)
+
+
+def multiclass_kappa(a: list[str], b: list[str]) -> float | None:
+    """Cohen's kappa of two raters over any number of classes; None when chance agreement is total."""
+    n = len(a)
+    if n == 0:
+        return None
+    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    pe = sum((a.count(c) / n) * (b.count(c) / n) for c in set(a) | set(b))
+    return None if pe == 1 else (po - pe) / (1 - pe)
+
+
+def class_stats(human: list[str], judge: list[str], classes: tuple[str, ...]) -> dict[str, Any]:
+    """Kappa over all classes, and per class (that class against the rest), with each class's counts."""
+    r = lambda x: None if x is None else round(x, 6)  # noqa: E731
+    per = {c: {"kappa": r(cohen_kappa([h == c for h in human], [j == c for j in judge])),
+               "human": human.count(c), "judge": judge.count(c),
+               "both": sum(h == c and j == c for h, j in zip(human, judge, strict=True))} for c in classes}
+    confusion = {h: {j: sum(1 for x, y in zip(human, judge, strict=True) if x == h and y == j) for j in classes}
+                 for h in classes}
+    return {"kappa_multiclass": r(multiclass_kappa(human, judge)), "kappa_per_class": per,
+            "confusion_classes": confusion}
 
 
 def agreement_stats(human_unsupported: list[bool], judge_unsupported: list[bool]) -> dict[str, Any]:
@@ -71,6 +101,20 @@ def _judge_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, i
     return out
 
 
+def _claim_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+    """The judge's verdict (repeat 0) per claim, from the claims file spotcheck.json points to; each row's
+    ``segment_text`` is its claim and ``supported`` whether the verdict is "supported"."""
+    path = spot_path.parent / ((spot.get("judgements") or {}).get("path") or "")
+    if not path.is_file():
+        raise GraceError(f"{path}: claims file not found (named by {spot_path})")
+    out: dict[tuple[str, str, int, int], dict[str, Any]] = {}
+    for _, row in iter_jsonl(path, hint="; run 'grace spotcheck run' again"):
+        if row.get("kind") == "claim" and row.get("judge_repeat") == 0 and row.get("verdict") is not None:
+            out[(row["model"], row["question_id"], int(row["repeat"]), int(row["claim_index"]))] = {
+                **row, "segment_text": row["claim"], "supported": row["verdict"] == "supported"}
+    return out
+
+
 def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[str, Any]:
     """Compare, write ``calibration.json`` next to ``judge_json``, and mark the judge calibrated there and in the report."""
     if not judge_json.exists():
@@ -83,8 +127,10 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
     labels = read_labels(human_csv)
     if not labels:
         raise GraceError(f"{human_csv}: no labelled rows (fill the 'supported' column with true or false)")
-    verdicts = _judge_rows(spot, judge_json)
+    claims = spot.get("mode") == "claims"
+    verdicts = _claim_rows(spot, judge_json) if claims else _judge_rows(spot, judge_json)
     human, machine, disagreements = [], [], []
+    human3, judge3 = [], []
     unmatched = stale = 0
     for lab in labels:
         row = verdicts.get(lab.key)
@@ -94,14 +140,22 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
         if lab.segment_text is not None and lab.segment_text.strip() and not same_text(lab.segment_text, row["segment_text"]):
             stale += 1
             continue
-        human.append(not lab.supported)
-        machine.append(not row["supported"])
-        if lab.supported != row["supported"]:
+        if claims:
+            human.append(lab.verdict == "unsupported")
+            machine.append(row["verdict"] == "unsupported")
+            human3.append(lab.verdict)
+            judge3.append(row["verdict"])
+            differ, said = lab.verdict != row["verdict"], (lab.verdict, row["verdict"])
+        else:
+            human.append(not lab.supported)
+            machine.append(not row["supported"])
+            differ = lab.supported != row["supported"]
+            said = ("supported" if lab.supported else "unsupported", "supported" if row["supported"] else "unsupported")
+        if differ:
             disagreements.append({
                 "model": lab.model, "question_id": lab.question_id, "repeat": lab.repeat,
                 "segment_index": lab.segment_index, "segment_text": row["segment_text"],
-                "citations": row.get("citations"), "human": "supported" if lab.supported else "unsupported",
-                "judge": "supported" if row["supported"] else "unsupported",
+                "citations": row.get("citations"), "human": said[0], "judge": said[1],
                 "judge_explanation": row.get("explanation"), "judge_source": row.get("source"),
                 "note": lab.note, "reviewer": lab.reviewer, "line": lab.line,
             })
@@ -109,7 +163,13 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
         raise GraceError(f"{human_csv}: none of the {len(labels)} labelled rows matches a segment judged by "
                          f"{judge['name']} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
     stats = agreement_stats(human, machine)
+    if claims:
+        from harness.spotcheck.claims import VERDICTS
+
+        stats.update(class_stats(human3, judge3, VERDICTS))
+        stats["agreement"] = round(sum(h == j for h, j in zip(human3, judge3, strict=True)) / len(human3), 6)
     calib = CalibrationFile(
+        mode="claims" if claims else "segments",
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
                    "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
@@ -126,6 +186,9 @@ def _write_calibration(out_dir: Path, judge_json: Path, spot: dict[str, Any], ju
     atomic_write_text(RunDir(out_dir).calibration, json.dumps(calib, indent=2, ensure_ascii=False) + "\n")
     judge.update(calibrated=True, kappa=stats["kappa"], precision_unsupported=stats["precision_unsupported"],
                  recall_unsupported=stats["recall_unsupported"], n=stats["n"], calibration=CALIBRATION)
+    if "kappa_per_class" in stats:
+        judge.update(kappa_multiclass=stats["kappa_multiclass"],
+                     kappa_per_class={c: v["kappa"] for c, v in stats["kappa_per_class"].items()})
     from harness.spotcheck.publish import notes_for
 
     spot["notes"] = notes_for(spot)

@@ -1,6 +1,9 @@
-"""What a spot-check reads: the scored run (hits and per-model counts) joined to the answers' text.
+"""What a spot-check reads: the scored run (answers in scope and per-model counts) joined to the answers' text.
 
-Scores say which answers are correct-citation hits; the text lives in the
+Scores say which answers are in scope (``hits``: correct citations, the
+default; ``answered``: every answer that is not a refusal; ``all``: refusals
+too), with their gold and shown articles (for coverage and answer quality);
+the text lives in the
 responses file, joined on (model, question_id, repeat), from the same folder or
 the path ``report.json`` recorded. A hit whose text cannot be found is an error,
 not a skip: a silently smaller sample would bias every rate.
@@ -23,14 +26,31 @@ from harness.rundir import RESPONSES, SCORES, Report, RunDir
 from harness.rundir.responses import read_response_lines
 from harness.scoring.outcomes import is_cut_off
 
+SCOPES = ("hits", "answered", "all")
+_NOT_ANSWERED = frozenset({"correct_refusal", "false_refusal", "error"})
+
+
+def in_scope(outcome: str, scope: str) -> bool:
+    """``hits``: correct citations; ``answered``: every answer that is no refusal; ``all``: refusals too."""
+    if scope == "hits":
+        return outcome == "correct"
+    if scope == "answered":
+        return outcome not in _NOT_ANSWERED
+    return outcome != "error"
+
 
 @dataclass(frozen=True)
 class Hit:
+    """One checked answer (a hit in the default scope; any answer in scope ``answered`` or ``all``)."""
+
     model: str
     question_id: str
     repeat: int
     cited_ids: tuple[str, ...]
     text: str
+    outcome: str = "correct"
+    expected: tuple[str, ...] = ()  # the gold article IDs
+    retrieved: tuple[str, ...] = ()  # the articles shown to the model
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -86,13 +106,16 @@ def _responses_path(run_dir: Path, report: Report | None) -> Path:
                      "the answers' text is needed to check them")
 
 
-def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
+def load_run(path: Path, models: tuple[str, ...] = (), scope: str = "hits") -> RunInputs:
     run_dir = run_folder(path)
     files = RunDir(run_dir)
     report = files.read_report() if files.report.exists() else None
     scores_path = files.scores
     counts: dict[str, Counts] = {}
+    if scope not in SCOPES:
+        raise GraceError(f"--scope must be one of {', '.join(SCOPES)}, got {scope!r}")
     wanted: dict[tuple[str, str, int], tuple[str, ...]] = {}
+    detail: dict[tuple[str, str, int], tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
     scored_cut: set[tuple[str, str, int]] = set()
     for _, row in files.iter_scores():
         model, qid, rep, outcome = row["model"], row["question_id"], row["repeat"], row["outcome"]
@@ -102,8 +125,10 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
         c.n += 1
         c.correct += outcome == "correct"
         c.correct_refusal += outcome == "correct_refusal"
-        if outcome == "correct":
+        if in_scope(outcome, scope):
             wanted[(model, qid, rep)] = tuple(str(i) for i in row.get("cited_ids") or ())
+            detail[(model, qid, rep)] = (outcome, tuple(str(i) for i in row.get("expected_citations") or ()),
+                                         tuple(str(i) for i in row.get("retrieved_ids") or ()))
             if row.get("truncated") is True:
                 scored_cut.add((model, qid, rep))
     if models:
@@ -124,6 +149,7 @@ def load_run(path: Path, models: tuple[str, ...] = ()) -> RunInputs:
         raise GraceError(f"{len(missing)} hit(s) in {scores_path} have no answer text in {responses_path} ({shown}); "
                          "score the responses file again ('grace score') so the two match")
     cut |= scored_cut
-    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)]) for (m, q, r) in wanted if (m, q, r) not in cut]
+    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)], *detail[(m, q, r)])
+            for (m, q, r) in wanted if (m, q, r) not in cut]
     truncated = {m: sum(1 for k in cut if k[0] == m) for m in counts}
     return RunInputs(run_dir, scores_path, responses_path, report, hits, counts, truncated)

@@ -72,17 +72,17 @@ class JudgeTemplate(SectionTemplate):
         return self._messages("uncited", {"supported_segments": block, "segment": claim})
 
 
-def strict_messages(messages: Sequence[dict[str, str]]) -> list[dict[str, str]]:
-    """The same prompt with :data:`STRICT_INSTRUCTION` appended to its last user turn (the retry of an unreadable reply).
+def strict_messages(messages: Sequence[dict[str, str]], instruction: str = STRICT_INSTRUCTION) -> list[dict[str, str]]:
+    """The same prompt with ``instruction`` appended to its last user turn (the retry of an unreadable reply).
 
     Appended rather than sent as a new turn, so every provider takes it (some
     reject two user turns in a row)."""
     out = [dict(m) for m in messages]
     for m in reversed(out):
         if m.get("role") == "user":
-            m["content"] = f"{m['content'].rstrip()}\n\n{STRICT_INSTRUCTION}"
+            m["content"] = f"{m['content'].rstrip()}\n\n{instruction}"
             return out
-    return out + [{"role": "user", "content": STRICT_INSTRUCTION}]
+    return out + [{"role": "user", "content": instruction}]
 
 
 def parse_judge_template(text: str, name: str) -> JudgeTemplate:
@@ -136,7 +136,8 @@ def parse_verdict(text: str | None) -> Verdict:
     return Verdict(None, text.strip()[:1000], 'no {"supported": true|false} in the reply')
 
 
-def make_judge(text: str, options: ModelOptions | None = None, prices: Path | None = None) -> tuple[ModelSpec, Provider]:
+def make_judge(text: str, options: ModelOptions | None = None, prices: Path | None = None,
+               ready: bool = True) -> tuple[ModelSpec, Provider]:
     """``PROVIDER:MODEL`` -> (spec, ready provider); ``baseline:lexical`` is the offline judge.
 
     ``options`` are the model options of ``grace run`` (see
@@ -152,7 +153,8 @@ def make_judge(text: str, options: ModelOptions | None = None, prices: Path | No
         return lambda spec: getattr(importlib.import_module(module), cls)(spec)
 
     opts = (options or ModelOptions()).with_default_max_tokens(DEFAULT_MAX_TOKENS)
-    return ready_model(text, role="judge", options=opts, prices=prices, offline={n: offline(n) for n in OFFLINE_JUDGES})
+    return ready_model(text, role="judge", options=opts, prices=prices, offline={n: offline(n) for n in OFFLINE_JUDGES},
+                       ready=ready)
 
 
 def is_offline_lexical(spec: ModelSpec) -> bool:

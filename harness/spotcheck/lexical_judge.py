@@ -10,7 +10,18 @@ that. Words that can flip a claim's truth (not, never, all, only, ...) count as
 content words, never as stop words.
 
 It answers in the same JSON an LLM judge does and goes through the same parser
-and records, so nothing downstream knows it is not a model.
+and records, so nothing downstream knows it is not a model. It plays every
+judge role of the spot-check, told apart by the request's context ID:
+
+* a segment (``--mode segments``): supported or not, as above;
+* ``claims:extract``: the answer's segments cut into sentences and clauses
+  (at ";" and at ", and"/", but"), each one claim;
+* ``claims:verify``: each claim ``supported`` when all its content words and
+  numbers are in the source, ``partial`` when its numbers are and at least half
+  its content words, else ``unsupported``; the evidence is the source sentence
+  sharing most content words with it;
+* ``quality:`` (GroUSE-style answer quality, :mod:`harness.spotcheck.quality`):
+  word-overlap proxies of relevancy, completeness, faithfulness and usefulness.
 """
 
 from __future__ import annotations
@@ -86,15 +97,68 @@ def lexical_verdict(claim: str, source: str) -> dict[str, object]:
     return {"explanation": "; ".join(parts).capitalize() + ".", "supported": False}
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])|\n+")
+_CLAUSE = re.compile(r"\s*;\s*|,\s+(?:and|but)\s+(?=\w)")
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text) if s and s.strip()]
+
+
+def lexical_claims(segments: list[list]) -> dict[str, object]:
+    """``claims:extract``: sentences and clauses of each segment, each one claim (no pronoun resolution)."""
+    out = []
+    for n, (_, text) in enumerate(segments, 1):
+        for sentence in sentences(text):
+            for clause in _CLAUSE.split(sentence):
+                if len(_words(clause)) + len(_numbers(clause)) > 0:
+                    out.append({"segment": n, "claim": clause.strip().rstrip(".") + "."})
+    return {"claims": out}
+
+
+def _evidence(claim: str, source: str) -> str:
+    words = set(_words(claim))
+    best, score = "", 0
+    for s in sentences(source):
+        shared = len(words & set(_words(s)))
+        if shared > score:
+            best, score = s, shared
+    return best
+
+
+def lexical_claim_verdict(claim: str, source: str) -> dict[str, object]:
+    words, numbers = _words(claim), _numbers(claim)
+    src_words, src_numbers = set(_words(source)), _numbers(source)
+    found = sum(1 for stem in words if stem in src_words)
+    verdict = lexical_verdict(claim, source)
+    if verdict["supported"]:
+        label = "supported"
+    elif numbers <= src_numbers and words and found * 2 >= len(words):
+        label = "partial"
+    else:
+        label = "unsupported"
+    return {"explanation": verdict["explanation"], "evidence": _evidence(claim, source), "verdict": label}
+
+
 class LexicalJudgeProvider(Provider):
-    """Reads the segment and its source from the request context, never from the prompt text."""
+    """Reads what to check and its source from the request context, never from the prompt text."""
 
     provider_name = "baseline"
     needs_network = False
 
     async def complete(self, request: Request) -> Completion:
         ctx = request.context
-        claim = ctx.question if ctx else ""
+        what = ctx.question_id if ctx else ""
         source = "\n\n".join(a.text for a in ctx.articles) if ctx else ""
-        text = json.dumps(lexical_verdict(claim, source), ensure_ascii=False)
-        return Completion(text, finish_reason="stop")
+        if what.startswith("claims:extract"):
+            reply: object = lexical_claims(json.loads(ctx.question))
+        elif what.startswith("claims:verify"):
+            reply = {"verdicts": [{"claim": i, **lexical_claim_verdict(c, source)}
+                                  for i, c in enumerate(json.loads(ctx.question), 1)]}
+        elif what.startswith("quality:"):
+            from harness.spotcheck.quality import lexical_quality
+
+            reply = lexical_quality(json.loads(ctx.question), ctx.articles)
+        else:
+            reply = lexical_verdict(ctx.question if ctx else "", source)
+        return Completion(json.dumps(reply, ensure_ascii=False), finish_reason="stop")

@@ -6,7 +6,10 @@ negation, a claim from world knowledge, a partly supported claim; correct
 paraphrases and exact restatements check that the judge does not cry wolf.
 The pass rate per failure mode lets a team pick a cheaper judge with evidence,
 and see what the one they use will miss. Calls go through the same engine and
-cache as the spot-check itself, with the same prompt (pass 1).
+cache as the spot-check itself, with the same prompt: pass 1 of ``--mode
+segments``, or the claim verification of ``--mode claims`` (the case's segment
+is the one claim; an expected "unsupported" passes as ``partial`` or
+``unsupported``, an expected "supported" only as ``supported``).
 """
 
 from __future__ import annotations
@@ -65,13 +68,61 @@ def load_cases(path: Path | None = None) -> list[Case]:
     return cases
 
 
+def _claim_rows(judge: Judge, cases: list[Case], settings: JudgeSettings,
+                stats: PromptStats) -> tuple[list[dict[str, Any]], int]:
+    """Each case's segment as one claim, through the claims verification step."""
+    from harness.providers.base import RetrievedArticle
+    from harness.runner.calls import Prompted, PromptJob
+    from harness.spotcheck.claims import (
+        STRICT_VERIFY,
+        VERIFY_KIND,
+        VERIFY_SCHEMA,
+        ClaimsJudged,
+        _ask,
+        _has_list,
+        parse_verdicts,
+    )
+
+    who = Prompted(judge.spec, judge.provider, VERIFY_KIND, judge.template.sha256, VERIFY_SCHEMA,
+                   accept=lambda c: _has_list(c.text, "verdicts"))
+    jobs = []
+    for c in cases:
+        source = SourceArticle(c.id, c.article_title, c.article)
+        jobs.append(PromptJob(f"claims:verify:meta:{c.id}", json.dumps([c.segment], ensure_ascii=False),
+                              judge.template.verify([c.segment], [source]),
+                              [RetrievedArticle(c.id, c.article_title, c.article, 0.0)], payload=c))
+    tally = ClaimsJudged({}, stats)
+    done = _ask(who, jobs, lambda j, comp: parse_verdicts(comp.text, 1) is not None, STRICT_VERIFY, settings, stats,
+                "meta-eval (claims)", tally)
+    rows = []
+    for job, res in done.values():
+        case: Case = job.payload
+        comp = res.completion
+        got = parse_verdicts(comp.text, 1) if comp is not None else None
+        verdict = got[0].verdict if got else None
+        supported = None if verdict is None else verdict == "supported"
+        rows.append({"id": case.id, "failure_mode": case.failure_mode, "expected_supported": case.expected_supported,
+                     "supported": supported, "verdict": verdict,
+                     "passed": supported is not None and supported == case.expected_supported,
+                     "explanation": got[0].explanation if got else "", "evidence": got[0].evidence if got else "",
+                     "error": res.error.message if res.error else (None if got else "no readable verdict"),
+                     "unreadable": comp is not None and got is None, "retry": False, "segment": case.segment,
+                     "cost_usd": res.cost_usd, "cached": res.cached})
+    return rows, tally.retried
+
+
 def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | None = None) -> dict[str, Any]:
+    from harness.spotcheck.claims import ClaimsTemplate
+
     settings = settings or JudgeSettings()
+    stats = PromptStats()
+    if isinstance(judge.template, ClaimsTemplate):
+        rows, retried = _claim_rows(judge, cases, settings, stats)
+        return {**_summary(judge, cases, {r["id"]: r for r in rows}, stats, "claims"), "retried": retried}
     jobs = []
     for c in cases:
         source = SourceArticle(c.id, c.article_title, c.article)
         jobs.append(JudgeJob(c.id, c.segment, judge.template.cited(c.segment, [source]), [source], 0, payload=c))
-    stats = PromptStats()
 
     def record(job: JudgeJob, request: Any, res: Any) -> dict[str, Any]:
         case: Case = job.payload
@@ -85,7 +136,12 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
                 "unreadable": verdict is not None and got is None, "retry": job.retry,
                 "segment": case.segment, "cost_usd": res.cost_usd, "cached": res.cached}
 
-    rows = {r["id"]: r for r in run_jobs(judge, jobs, record, settings, stats)}
+    return _summary(judge, cases, {r["id"]: r for r in run_jobs(judge, jobs, record, settings, stats)}, stats,
+                    "segments")
+
+
+def _summary(judge: Judge, cases: list[Case], rows: dict[str, dict[str, Any]], stats: PromptStats,
+             mode: str) -> dict[str, Any]:
     ordered = [rows[c.id] for c in cases]
     modes = [m for m in MODES if any(c.failure_mode == m for c in cases)]
     modes += sorted({c.failure_mode for c in cases} - set(modes))
@@ -101,7 +157,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
     return {
         "schema_version": META_EVAL_SCHEMA_VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "judge": judge.spec.name, "judge_kind": judge.kind,
+        "judge": judge.spec.name, "judge_kind": judge.kind, "mode": mode,
         "template": judge.template.name, "template_hash": judge.template.sha256,
         "cases": len(ordered), "passed": passed, "pass_rate": round(passed / len(ordered), 6),
         "unsupported_caught": round(sum(r["passed"] for r in unsup) / len(unsup), 6) if unsup else None,

@@ -14,6 +14,16 @@ accuracy; the risk interval carries both uncertainties. With judge repeats,
 each answer contributes its mean over repeats, and the per-repeat groundedness
 shows the judge's own run-to-run spread.
 
+In ``--mode claims`` the unit is the atomic claim: faithfulness is supported
+claims / claims (the groundedness formula over claims; a ``partial`` claim is
+not supported, and its share is reported beside), and the hallucination rate
+counts answers with at least one ``unsupported`` claim. Coverage (both modes)
+is, per answer, the share of the retrieved articles that hold the answer (gold
+articles among those shown) that the answer cites; averaged over the answers
+that were shown at least one. Under GRACE's one-article contract an answer
+needs only one of several such articles, so coverage below 1 there is no fault:
+read it where the gold lists articles that each hold part of the answer.
+
 No interval from a handful: below :data:`MIN_ANSWERS_FOR_CI` checked answers
 (answers with every segment judged; the bootstrap's unit) no CI is computed or
 shown, since resampling one or two answers gives "100% [100, 100]", a certainty
@@ -23,7 +33,7 @@ the data do not have. Every figure is printed with its n (:func:`figure`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MIN_ANSWERS_FOR_CI = 10  # checked answers below which no confidence interval is computed or shown
@@ -35,8 +45,18 @@ RISK_FORMULA = ("1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucin
 class AnswerResult:
     key: tuple[str, str, int]
     n_segments: int
-    supported: list[int]  # per judge repeat: segments judged supported
-    hallucinated: list[bool]  # per judge repeat: at least one segment unsupported
+    supported: list[int]  # per judge repeat: segments (claims) judged supported
+    hallucinated: list[bool]  # per judge repeat: at least one segment (claim) unsupported
+    partial: list[int] = field(default_factory=list)  # claims mode, per judge repeat: claims judged partial
+    coverage: float | None = None  # cited share of the retrieved articles that hold the answer; None: none shown
+
+
+def coverage(cited: tuple[str, ...], expected: tuple[str, ...], retrieved: tuple[str, ...]) -> float | None:
+    """Of the retrieved articles that hold the answer (gold articles among those shown), the share the answer cites."""
+    holding = set(expected) & set(retrieved)
+    if not holding:
+        return None
+    return len(holding & set(cited)) / len(holding)
 
 
 def _ci(values, alpha: float = 0.05) -> list[float] | None:
@@ -65,9 +85,15 @@ def figure(value: float | None, ci: list[float] | None, n: int) -> str:
 
 
 def displayed(block: dict[str, Any]) -> dict[str, str]:
-    """The three rates of a model block, each with its n: what the terminal, spotcheck.json and notes show."""
-    return {key: figure(block.get(key), block.get(f"{key}_ci95"), block.get(f"{key}_n") or 0)
-            for key in ("groundedness", "hallucination_rate", "hallucination_risk")}
+    """The rates of a model block, each with its n: what the terminal, spotcheck.json and notes show (claims mode
+    adds faithfulness and the partial share; coverage is there when an answer was shown a gold article)."""
+    keys = ["groundedness", "hallucination_rate", "hallucination_risk"]
+    keys += [k for k in ("faithfulness", "partial_rate") if k in block]
+    out = {key: figure(block.get(key), block.get(f"{key}_ci95"), block.get(f"{key}_n") or block.get("n") or 0)
+           for key in keys}
+    if "coverage" in block:
+        out["coverage"] = figure(block.get("coverage"), block.get("coverage_ci95"), block.get("coverage_n") or 0)
+    return out
 
 
 def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_refusal: int,
@@ -129,6 +155,32 @@ def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_ref
         draws = rng.multinomial(n, [pc, pr, max(0.0, 1 - pc - pr)], size=bootstrap) / n
         out["hallucination_risk_ci95"] = _ci(1 - (draws[:, 1] + draws[:, 0] * (1 - h_b)))
     out["display"] = displayed(out)
+    return out
+
+
+def claim_figures(answers: list[AnswerResult], bootstrap: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """What ``--mode claims`` adds to :func:`model_metrics`: faithfulness (its groundedness, over claims), the
+    partial share, and coverage (any mode), each with its n and, from :data:`MIN_ANSWERS_FOR_CI` answers, a CI."""
+    import numpy as np
+
+    k = len(answers)
+    claims = np.array([a.n_segments for a in answers], dtype=np.float64)
+    partial = np.array([np.mean(a.partial) if a.partial else 0.0 for a in answers], dtype=np.float64)
+    cov = np.array([a.coverage for a in answers if a.coverage is not None], dtype=np.float64)
+    out: dict[str, Any] = {
+        "n_claims": int(claims.sum()), "n_partial_claims": _r(float(partial.sum())),
+        "partial_rate": _r(partial.sum() / claims.sum()) if claims.sum() else None, "partial_rate_ci95": None,
+        "coverage": _r(float(cov.mean())) if len(cov) else None, "coverage_ci95": None, "coverage_n": int(len(cov)),
+    }
+    rng = np.random.default_rng(seed + 7)
+    if bootstrap > 0 and k >= MIN_ANSWERS_FOR_CI and claims.sum():
+        idx = rng.integers(0, k, size=(bootstrap, k))
+        den = claims[idx].sum(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["partial_rate_ci95"] = _ci(np.where(den > 0, partial[idx].sum(axis=1) / np.where(den > 0, den, 1), np.nan))
+    if bootstrap > 0 and len(cov) >= MIN_ANSWERS_FOR_CI:
+        out["coverage_ci95"] = _ci(cov[rng.integers(0, len(cov), size=(bootstrap, len(cov)))].mean(axis=1))
+    out["coverage_display"] = figure(out["coverage"], out["coverage_ci95"], out["coverage_n"])
     return out
 
 

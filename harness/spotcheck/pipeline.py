@@ -1,8 +1,11 @@
-"""``grace spotcheck run``: sample the hits, judge their segments, measure, write, publish.
+"""``grace spotcheck run``: sample the answers in scope, judge their claims (or segments), measure, write, publish.
 
-Writes into the run folder: ``spotcheck/judgements.jsonl`` (every judgement),
-``spotcheck.json`` (the summary), ``spotcheck_review.csv`` (for human labels)
-and the ``spotcheck`` block of ``report.json``, then re-renders the report.
+Writes into the run folder: ``spotcheck/claims.jsonl`` (every claim with its
+verdict and evidence) and ``spotcheck_claims_review.csv`` in claims mode, or
+``spotcheck/judgements.jsonl`` and ``spotcheck_review.csv`` in segments mode
+(for human labels); ``spotcheck/quality.jsonl`` with ``--quality``;
+``spotcheck.json`` (the summary) and the ``spotcheck`` block of
+``report.json``, then re-renders the report.
 
 Nothing is dropped silently: answers cut off by max_tokens are skipped and
 counted, verdicts the judge gave in no readable form are counted ("9 of 10
@@ -21,10 +24,20 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.version import __version__
-from harness.rundir import JUDGEMENTS, REVIEW_CSV, RunDir
+from harness.rundir import CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
+from harness.spotcheck.claims import ClaimsJudged, check_claims
 from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judging import Judge, JudgeSettings
-from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI, RISK_FORMULA, AnswerResult, model_differences, model_metrics
+from harness.spotcheck.metrics import (
+    MIN_ANSWERS_FOR_CI,
+    RISK_FORMULA,
+    AnswerResult,
+    claim_figures,
+    coverage,
+    displayed,
+    model_differences,
+    model_metrics,
+)
 from harness.spotcheck.passes import Judged, judge_hits
 from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
@@ -36,13 +49,49 @@ LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judg
           "scripted": "scripted judge (tests and rehearsals only)", "llm": "LLM judge"}
 
 
+MODES = ("claims", "segments")
+
+
 @dataclass
 class SpotcheckOptions:
-    sample: int | None = 50  # hits per model; None = all
+    sample: int | None = 50  # answers per model; None = all
     seed: int = 0
     repeats: int = 1
     bootstrap: int = 2000
     models: tuple[str, ...] = ()
+    mode: str = "claims"  # claims: atomic claims, 3 verdicts (2 calls per answer); segments: 1 call per segment
+    scope: str = "hits"  # hits | answered | all (harness.spotcheck.inputs.in_scope)
+    quality: bool = False  # GroUSE-style answer quality: one more call per answer (harness.spotcheck.quality)
+    gold: Path | None = None  # the gold CSV, for the questions' text (default: the one report.json names)
+
+
+def _questions(inputs: RunInputs, gold: Path | None) -> dict[str, str]:
+    """Question text by ID: the quality judge reads the question the answer was given."""
+    from kb_builder.gold import load_gold
+
+    recorded = inputs.report.gold.path if inputs.report is not None else None
+    path = gold or (Path(recorded) if recorded and Path(recorded).exists() else None)
+    if path is None:
+        raise GraceError(f"{inputs.run_dir}: --quality needs the questions: give --gold GOLD.csv (report.json names "
+                         f"{recorded or 'no gold file'} that exists)")
+    return {q.question_id: q.question for q in load_gold(path).questions}
+
+
+def grade_quality(judge: Judge, chosen: list[Any], kb: Any, opts: SpotcheckOptions, settings: JudgeSettings,
+                  inputs: RunInputs, stats: Any) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """The answer-quality grades of every checked answer, against its gold article(s) and what it was shown."""
+    from harness.providers.base import RetrievedArticle
+    from harness.spotcheck.quality import QualityItem, grade_answers, load_quality_template
+    from harness.spotcheck.segmentation import answer_body
+
+    questions = _questions(inputs, opts.gold)
+
+    def arts(ids: tuple[str, ...]) -> tuple[RetrievedArticle, ...]:
+        return tuple(RetrievedArticle(i, kb.by_id[i].title, kb.by_id[i].text, 0.0) for i in ids if i in kb.by_id)
+
+    items = [QualityItem(h.key, questions.get(h.question_id, ""), arts(h.expected), arts(h.retrieved),
+                         answer_body(h.text, set(kb.by_id))[0] or h.text) for h in chosen]
+    return grade_answers(judge, load_quality_template(), items, settings, stats)
 
 
 def judge_block(judge: Judge, repeats: int, run_dir: Path) -> JudgeBlock:
@@ -60,12 +109,45 @@ def judge_block(judge: Judge, repeats: int, run_dir: Path) -> JudgeBlock:
         if data.get("judge") == judge.spec.name and data.get("template_hash") == judge.template.sha256:
             block.calibrated, block.n = True, data.get("n")
             block.kappa = data.get("kappa")
+            block.kappa_multiclass = data.get("kappa_multiclass")
+            if data.get("kappa_per_class"):
+                block.kappa_per_class = {c: v.get("kappa") for c, v in data["kappa_per_class"].items()}
             block.precision_unsupported = data.get("precision_unsupported")
             block.recall_unsupported = data.get("recall_unsupported")
     return block
 
 
-def answer_results(judged: Judged, keys: list[tuple[str, str, int]], repeats: int) -> tuple[list[AnswerResult], int]:
+def claim_results(judged: ClaimsJudged, keys: list[tuple[str, str, int]], repeats: int) -> tuple[list[AnswerResult], int]:
+    """Complete answers (claims extracted, every claim with a verdict in every repeat) and how many were not."""
+    done, incomplete = [], 0
+    for key in keys:
+        a = judged.answers[key]
+        if a.claims is None:
+            incomplete += 1
+            continue
+        rows = [[a.verdicts.get((r, c.index), {}).get("verdict") for c in a.claims] for r in range(repeats)]
+        if any(v is None for vs in rows for v in vs):
+            incomplete += 1
+            continue
+        h = a.hit
+        done.append(AnswerResult(key, len(a.claims), [vs.count("supported") for vs in rows],
+                                 ["unsupported" in vs for vs in rows], [vs.count("partial") for vs in rows],
+                                 coverage(h.cited_ids, h.expected, h.retrieved)))
+    return done, incomplete
+
+
+def claim_counts(judged: ClaimsJudged, keys: set[tuple[str, str, int]]) -> dict[str, int]:
+    """The verdict counts of :func:`verdict_counts`, for claims: replies, unreadable ones, failed calls."""
+    rows = [r for k in keys for r in judged.answers[k].verdicts.values() if r.get("source") == "judge"]
+    failed = [judged.answers[k] for k in keys if judged.answers[k].claims is None]
+    return {"n_verdicts": sum(1 for r in rows if not r.get("error")),
+            "n_unreadable": sum(1 for r in rows if not r.get("error") and r.get("verdict") is None),
+            "n_failed_calls": sum(1 for r in rows if r.get("error")) + sum(1 for a in failed if a.extraction_failed_call),
+            "n_retried": 0, "n_retry_recovered": 0, "n_extraction_failed": len(failed)}
+
+
+def answer_results(judged: Judged, keys: list[tuple[str, str, int]], repeats: int,
+                   hits: dict[tuple[str, str, int], Any] | None = None) -> tuple[list[AnswerResult], int]:
     """Complete answers (every segment judged in every repeat) and how many were not complete."""
     done, incomplete = [], 0
     for key in keys:
@@ -79,7 +161,9 @@ def answer_results(judged: Judged, keys: list[tuple[str, str, int]], repeats: in
             sup.append(sum(verdicts))
             hal.append(not all(verdicts))
         if ok:
-            done.append(AnswerResult(key, len(segs), sup, hal))
+            h = (hits or {}).get(key)
+            done.append(AnswerResult(key, len(segs), sup, hal,
+                                     coverage=coverage(h.cited_ids, h.expected, h.retrieved) if h else None))
         else:
             incomplete += 1
     return done, incomplete
@@ -117,6 +201,17 @@ def model_warnings(m: str, v: dict[str, Any]) -> list[str]:
     return out
 
 
+def claim_review_rows(judged: ClaimsJudged, keys: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    """The review CSV in claims mode: one row per claim (``segment_index`` holds the claim's index, and
+    ``segment_text`` the claim), labelled supported, partial or unsupported."""
+    rows = []
+    for model, qid, rep in keys:
+        for c in judged.answers[(model, qid, rep)].claims or []:
+            rows.append({"model": model, "question_id": qid, "repeat": rep, "segment_index": c.index,
+                         "citation": ", ".join(c.citations), "segment_text": c.text})
+    return rows
+
+
 def review_rows(judged: Judged, keys: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
     rows = []
     for model, qid, rep in keys:
@@ -140,7 +235,9 @@ def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: Spotc
     settings = settings or JudgeSettings()
     if opts.repeats < 1 or (opts.sample is not None and opts.sample < 1):
         raise GraceError("--sample and --repeats must be 1 or more")
-    inputs = load_run(run_path, opts.models)
+    if opts.mode not in MODES:
+        raise GraceError(f"--mode must be one of {', '.join(MODES)}, got {opts.mode!r}")
+    inputs = load_run(run_path, opts.models, opts.scope)
     with RunDir(inputs.run_dir).lock():
         return _run_spotcheck(inputs, kb_dir, judge, opts, settings, console)
 
@@ -156,21 +253,54 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
     samples = sample_hits(inputs.hits, opts.sample, opts.seed)
     chosen = [h for m in inputs.models if m in samples for h in samples[m].chosen]
     run_dir, files = inputs.run_dir, RunDir(inputs.run_dir)
-    judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings)
+    by_key = {h.key: h for h in chosen}
+    claims = opts.mode == "claims"
+    if claims:
+        cj = check_claims(judge, judge.template, chosen, kb, opts.repeats, settings)
+        files.claims.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(files.claims, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cj.rows))
+        stats, rows = cj.stats, cj.rows
+    else:
+        judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings)
+        stats, rows = judged.stats, list(judged.rows.values())
+
+    quality = grade_quality(judge, chosen, kb, opts, settings, inputs, stats) if opts.quality else {}
+    if quality:
+        rows = rows + [{"kind": "quality", "model": k[0], "question_id": k[1], "repeat": k[2], "source": "judge", **v}
+                       for k, v in quality.items()]
+        files.quality.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(files.quality, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows
+                                                 if r.get("kind") == "quality"))
 
     models: dict[str, Any] = {}
     for i, m in enumerate(inputs.models):
         keys = [h.key for h in (samples[m].chosen if m in samples else [])]
-        answers, incomplete = answer_results(judged, keys, opts.repeats)
+        keyset = set(keys)
+        if claims:
+            answers, incomplete = claim_results(cj, keys, opts.repeats)
+            counts, quote_fails = claim_counts(cj, keyset), 0
+        else:
+            answers, incomplete = answer_results(judged, keys, opts.repeats, by_key)
+            counts = verdict_counts([row for (k, _, _), row in judged.rows.items() if k in keyset])
+            quote_fails = sum(1 for (k, r, _), row in judged.rows.items()
+                              if r == 0 and k in keyset and row.get("source") == "quote")
         c = inputs.counts[m]
         block = model_metrics(answers, c.n, c.correct, c.correct_refusal, opts.bootstrap, opts.seed + i)
-        keyset = set(keys)
-        quote_fails = sum(1 for (k, r, _), row in judged.rows.items()
-                          if r == 0 and k in keyset and row.get("source") == "quote")
+        block.update(claim_figures(answers, opts.bootstrap, opts.seed + i))
+        if claims:
+            block.update(faithfulness=block["groundedness"], faithfulness_ci95=block["groundedness_ci95"],
+                         faithfulness_n=block["groundedness_n"])
+        if opts.scope != "hits":  # the risk formula holds for correct-citation answers only
+            block.update(hallucination_risk=None, hallucination_risk_ci95=None)
+        block["display"] = displayed(block)
+        if opts.quality:
+            from harness.spotcheck.quality import quality_figures
+
+            block["quality"] = quality_figures([quality[k] for k in keys if k in quality], opts.bootstrap,
+                                               opts.seed + i)
         cut = inputs.truncated.get(m, 0)
         models[m] = {"hits": (samples[m].hits if m in samples else 0) + cut, "n_incomplete": incomplete,
-                     "quote_failures": quote_fails, "truncated_skipped": cut,
-                     **verdict_counts([row for (k, _, _), row in judged.rows.items() if k in keyset]), **block}
+                     "quote_failures": quote_fails, "truncated_skipped": cut, **counts, **block}
         warnings += model_warnings(m, models[m])
     spreads = {m: v["groundedness_spread"] for m, v in models.items()}
     variance = {
@@ -181,7 +311,6 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
         "model_differences": model_differences({m: v["groundedness"] for m, v in models.items()},
                                                spreads if opts.repeats > 1 else {}),
     }
-    rows = list(judged.rows.values())
     costs = [r.get("cost_usd") for r in rows if r.get("source") == "judge"]
     spot = SpotcheckFile(
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -193,16 +322,84 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                 "strategy": "per model, proportional to hits per cited article (seeded)",
                 "models": {m: s.summary() for m, s in samples.items()}},
         seed=opts.seed, bootstrap_samples=opts.bootstrap, models=models, variance=variance,
-        judge_calls={**judged.stats.as_dict(), "reused_from_file": judged.reused,
-                     "decided_without_judge": judged.decided_without_judge,
+        judge_calls={**stats.as_dict(), "reused_from_file": 0 if claims else judged.reused,
+                     "decided_without_judge": (sum(r.get("source") in ("missing_article", "no_source") for r in rows)
+                                               if claims
+                                               else judged.decided_without_judge),
                      "retried": sum(v["n_retried"] for v in models.values()),
                      "unreadable": sum(v["n_unreadable"] for v in models.values())},
-        judgements={"path": JUDGEMENTS, "n": len(rows),
+        mode=opts.mode, scope=opts.scope,
+        quality={"template": "quality.v1", "path": QUALITY} if opts.quality else None,
+        judgements={"path": CLAIMS if claims else JUDGEMENTS, "n": len(rows),
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
-        review_csv=REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
+        review_csv=CLAIMS_REVIEW_CSV if claims else REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI,
+        redaction=settings.redactor.record() if settings.redactor is not None else None, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
     ).model_dump(mode="json")
     spot["notes"] = notes_for(spot)
-    write_review_csv(files.review_csv, review_rows(judged, [h.key for h in chosen]))
+    if claims:
+        write_review_csv(files.claims_review_csv, claim_review_rows(cj, [h.key for h in chosen]))
+    else:
+        write_review_csv(files.review_csv, review_rows(judged, [h.key for h in chosen]))
     atomic_write_text(files.spotcheck, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
     spot["_report_html"] = update_report(run_dir, spot, console)
     return spot
+
+
+def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: SpotcheckOptions,
+                       settings: JudgeSettings | None = None) -> list[Any]:
+    """``--dry-run``: the judge calls the spot-check would make, cached ones apart, with tokens and cost; none is made.
+
+    Exact for what does not depend on a reply (claims: the extractions; segments: pass 1); the claim
+    verifications are estimated from the segments (one call per answer and cited source, the segments standing
+    in for the claims not yet extracted), and pass 2 from the uncited segments, so those rows are marked ``~``.
+    """
+    from harness.providers.base import RetrievedArticle
+    from harness.runner.calls import Prompted, PromptJob, estimate_prompts
+    from harness.spotcheck.claims import EXTRACT_KIND, EXTRACT_SCHEMA, VERIFY_KIND, VERIFY_SCHEMA
+    from harness.spotcheck.judge import JUDGE_SCHEMA, SourceArticle
+    from harness.spotcheck.segmentation import segment_answer
+
+    settings = settings or JudgeSettings()
+    inputs = load_run(run_path, opts.models, opts.scope)
+    kb = load_kb(_kb_dir(kb_dir, inputs), write_missing=False)
+    samples = sample_hits(inputs.hits, opts.sample, opts.seed)
+    chosen = [h for m in inputs.models if m in samples for h in samples[m].chosen]
+    t, kb_ids = judge.template, set(kb.by_id)
+    first, second = [], []
+    for h in chosen:
+        segs = segment_answer(h.text, kb_ids)
+        if not segs:
+            continue
+        if opts.mode == "claims":
+            first.append(PromptJob(f"claims:extract:{h.model}|{h.question_id}|{h.repeat}",
+                                   json.dumps([[s.index, s.claim] for s in segs], ensure_ascii=False), t.extract(segs)))
+        groups: dict[tuple[str, ...], list[str]] = {}
+        cited_any = tuple(dict.fromkeys(i for s in segs for i in s.citations)) or h.cited_ids or h.retrieved
+        for s in segs:
+            ids = tuple(i for i in (s.citations or (cited_any if opts.mode == "claims" else ())) if i in kb.by_id)
+            if opts.mode == "segments" and not s.citations:
+                second.append(PromptJob(f"{h.key}|{s.index}", s.claim, t.uncited(s.claim, [s.claim])))
+            elif ids:
+                groups.setdefault(ids, []).append(s.claim)
+        for ids, texts in groups.items():
+            sources = [SourceArticle(i, kb.by_id[i].title, kb.by_id[i].text) for i in ids]
+            arts = [RetrievedArticle(a.id, a.title, a.text, 0.0) for a in sources]
+            for r in range(opts.repeats):
+                if opts.mode == "claims":
+                    second.append(PromptJob(f"claims:verify:{h.key}|{ids}|{r}", json.dumps(texts), t.verify(texts, sources),
+                                            arts, repeat=r))
+                else:
+                    first += [PromptJob(f"{h.key}|{c}", c, t.cited(c, sources), arts, repeat=r) for c in texts]
+    if opts.mode == "claims":
+        ask1 = Prompted(judge.spec, judge.provider, EXTRACT_KIND, t.sha256, EXTRACT_SCHEMA)
+        ask2 = Prompted(judge.spec, judge.provider, VERIFY_KIND, t.sha256, VERIFY_SCHEMA)
+        return [estimate_prompts(ask1, first, settings, "claims: extracting", 60 * 4),
+                _approx(estimate_prompts(ask2, second, settings, "claims: verifying", 80 * 3))]
+    ask = Prompted(judge.spec, judge.provider, "grace-spotcheck-judge", t.sha256, JUDGE_SCHEMA)
+    return [estimate_prompts(ask, first, settings, "pass 1: cited segments", 80),
+            _approx(estimate_prompts(ask, second, settings, "pass 2: uncited segments", 80))]
+
+
+def _approx(est: Any) -> Any:
+    est.approximate = True
+    return est

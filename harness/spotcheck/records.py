@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.privacy.redactor import RedactionRecord
 from harness.rundir.records import CallError
 
 JUDGEMENTS_SCHEMA_VERSION = 1
@@ -93,7 +94,9 @@ class JudgeBlock(BaseModel):
     kappa: float | None = None
     precision_unsupported: float | None = None
     recall_unsupported: float | None = None
-    n: int | None = None  # human-labelled segments behind the calibration
+    n: int | None = None  # human-labelled segments (claims) behind the calibration
+    kappa_multiclass: float | None = None  # claims: over supported / partial / unsupported
+    kappa_per_class: dict[str, float | None] | None = None  # claims: each class against the other two
 
 
 class ModelSpot(BaseModel):
@@ -127,6 +130,23 @@ class ModelSpot(BaseModel):
     ci_min_answers: int = 10  # no CI below this many checked answers (metrics.MIN_ANSWERS_FOR_CI)
     ci_note: str | None = None  # why there is no CI, when there is none
     display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its n
+    # --mode claims: faithfulness = supported claims / claims (groundedness over claims), partial share
+    faithfulness: float | None = None
+    faithfulness_ci95: list[float] | None = None
+    faithfulness_n: int | None = None
+    n_claims: int | None = None
+    n_partial_claims: float | None = None  # mean over judge repeats
+    partial_rate: float | None = None
+    partial_rate_ci95: list[float] | None = None
+    n_extraction_failed: int | None = None  # answers whose claims could not be read, even asked twice
+    # cited share of the retrieved articles that hold the answer (any mode); n: answers shown one
+    coverage: float | None = None
+    coverage_ci95: list[float] | None = None
+    coverage_n: int | None = None
+    coverage_display: str | None = None
+    # --quality: GroUSE-style grades (mean 1-5 of relevancy, completeness, faithfulness; share of useful refusals),
+    # each with its n and CI (harness.spotcheck.quality.quality_figures)
+    quality: dict[str, Any] | None = None
 
 
 class SpotcheckFile(BaseModel):
@@ -137,6 +157,9 @@ class SpotcheckFile(BaseModel):
     grace_version: str
     run: dict[str, Any]
     judge: JudgeBlock
+    mode: Literal["claims", "segments"] = "segments"  # files written before claims existed are segments
+    scope: Literal["hits", "answered", "all"] = "hits"
+    quality: dict[str, Any] | None = None  # --quality: its template and file
     sample: dict[str, Any]
     seed: int
     bootstrap_samples: int
@@ -145,6 +168,7 @@ class SpotcheckFile(BaseModel):
     judge_calls: dict[str, Any]
     judgements: dict[str, Any]
     review_csv: str | None = None
+    redaction: RedactionRecord | None = None  # --redact-pii: counts per type of what the judge was not shown
     min_answers_for_ci: int = 10  # metrics.MIN_ANSWERS_FOR_CI
     risk_formula: str
     notes: str
@@ -168,3 +192,8 @@ class CalibrationFile(BaseModel):
     recall_unsupported: float | None
     confusion: dict[str, int]  # positive class = unsupported: tp, fp, fn, tn
     disagreements: list[dict[str, Any]]
+    mode: Literal["claims", "segments"] = "segments"
+    # claims: kappa over supported / partial / unsupported, and per class (that class against the other two)
+    kappa_multiclass: float | None = None
+    kappa_per_class: dict[str, dict[str, Any]] | None = None
+    confusion_classes: dict[str, dict[str, int]] | None = None  # human class -> judge class -> count

@@ -28,6 +28,7 @@ from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 
 _TRUE = {"true", "t", "yes", "y", "1", "supported"}
 _FALSE = {"false", "f", "no", "n", "0", "unsupported", "not supported"}
+_PARTIAL = {"partial", "partly", "partially supported", "p"}
 HUMAN_FIELDS = ("supported", "note", "reviewer")
 
 
@@ -42,6 +43,7 @@ class HumanLabel:
     note: str
     reviewer: str
     line: int
+    verdict: str = ""  # supported | partial | unsupported (a claim's label; partial is not supported)
 
     @property
     def key(self) -> tuple[str, str, int, int]:
@@ -99,9 +101,19 @@ def parse_supported(value: str, path: Path, line: int) -> bool | None:
         return None
     if v in _TRUE:
         return True
-    if v in _FALSE:
+    if v in _FALSE or v in _PARTIAL:
         return False
-    raise GraceError(f"{where(path, line)}: supported must be true or false (or empty while unlabelled), got {value!r}")
+    raise GraceError(f"{where(path, line)}: supported must be true or false (for a claim also partial; empty while "
+                     f"unlabelled), got {value!r}")
+
+
+def parse_verdict(value: str, path: Path, line: int) -> str | None:
+    """A claim's label: supported, partial or unsupported (true and false read as the first and last)."""
+    v = (value or "").strip().lower()
+    if v in _PARTIAL:
+        return "partial"
+    got = parse_supported(value, path, line)
+    return None if got is None else ("supported" if got else "unsupported")
 
 
 def read_labels(path: Path) -> list[HumanLabel]:
@@ -122,5 +134,6 @@ def read_labels(path: Path) -> list[HumanLabel]:
         except ValueError:
             raise GraceError(f"{where(path, n)}: repeat and segment_index must be whole numbers") from None
         out.append(HumanLabel(row["model"], row["question_id"], repeat, seg, row.get("segment_text"), supported,
-                              row.get("note") or "", row.get("reviewer") or "", n))
+                              row.get("note") or "", row.get("reviewer") or "", n,
+                              parse_verdict(row.get("supported") or "", path, n) or ""))
     return out

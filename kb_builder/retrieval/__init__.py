@@ -5,6 +5,8 @@ Embedder specs (``--embedder``):
   ``bm25``                                   plain BM25, offline; what KBs built before ``bm25f`` keep using
   ``openai`` / ``openai:MODEL[@DIMS]``       OpenAI embeddings (default text-embedding-3-large@1024)
   ``st`` / ``st:MODEL``                      local sentence-transformers (optional extra ``grace-eval[local]``)
+  ``use``                                    Universal Sentence Encoder Multilingual, offline, weights in the package
+                                             (optional extra ``grace-eval[multilingual]``)
   ``hybrid`` / ``hybrid:DENSE_SPEC``         BM25 and a dense ranking fused by reciprocal rank
 """
 
@@ -49,17 +51,19 @@ def canonical_embedder(spec: str) -> str:
         return "openai:" + (rest or "text-embedding-3-large@1024")
     if kind in {"st", "sentence-transformers"}:
         return "st:" + (rest or "sentence-transformers/all-MiniLM-L6-v2")
+    if kind == "use":
+        return "use"
     if kind == "hybrid":
         return "hybrid:" + canonical_embedder(rest or "st")
-    raise GraceError(f"unknown embedder {spec!r}; use bm25f, bm25, openai[:MODEL], st[:MODEL] or hybrid[:DENSE]")
+    raise GraceError(f"unknown embedder {spec!r}; use bm25f, bm25, use, openai[:MODEL], st[:MODEL] or hybrid[:DENSE]")
 
 
 def make_retriever(kb: KB, spec: str) -> Retriever:
     spec = canonical_embedder(spec)
-    from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
+    from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever, kb_language
 
     if spec == "bm25":
-        return BM25Retriever(kb.articles)
+        return BM25Retriever(kb.articles, language=kb_language(kb))
     if spec == "bm25f":
         return BM25FRetriever.for_kb(kb)
     from kb_builder.retrieval.dense import DenseRetriever, make_embedder
@@ -68,5 +72,5 @@ def make_retriever(kb: KB, spec: str) -> Retriever:
         from kb_builder.retrieval.hybrid import HybridRetriever
 
         dense = DenseRetriever(kb, make_embedder(spec.removeprefix("hybrid:")))
-        return HybridRetriever([BM25Retriever(kb.articles), dense], name=spec)
+        return HybridRetriever([BM25Retriever(kb.articles, language=kb_language(kb)), dense], name=spec)
     return DenseRetriever(kb, make_embedder(spec))

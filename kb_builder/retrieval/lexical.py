@@ -20,6 +20,11 @@ queries, checked on ClapNQ (README, "Retrieval quality"):
 - title ``b = 0.3``: breadcrumbs are short and similar in length; normalising them
   fully would punish a precise three-level breadcrumb against a one-word one.
 
+Both read each article in its language (:mod:`kb_builder.language`: Snowball stems,
+stop words and question words per language, character bigrams for scripts without
+spaces) and a question in each of the KB's languages; an English KB's terms are
+exactly the ones these settings were tuned with.
+
 Tried and dropped (no gain on any benchmark, or a loss): blending in the score of
 the whole page or section the article belongs to, and pseudo-relevance feedback
 (RM3-style query expansion: it cost ClapNQ 11 points of recall@1).
@@ -29,60 +34,58 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kb_builder import language as lang
 from kb_builder.records import Article
 from kb_builder.retrieval import Hit
 
-_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # bm25s's and scikit-learn's pattern: words of two or more characters
-# function words that still carry meaning in a policy question: kept out of the stop list
-_MEANINGFUL = frozenset("""off out up down over under above below against between during after before until
-again further once few more most own same only very no nor not all any both each other some than too""".split())
 K1, WEIGHTS, BS = 4.0, (3.0, 1.0), (0.3, 0.75)  # bm25f's settings (module docstring); part of the index's name
-_SETTINGS = hashlib.sha256(repr((K1, WEIGHTS, BS, _TOKEN.pattern, sorted(_MEANINGFUL))).encode()).hexdigest()[:8]
+_SETTINGS = hashlib.sha256(repr((K1, WEIGHTS, BS, lang.NO_SPACE, sorted(lang.MEANINGFUL_EN))).encode()).hexdigest()[:8]
 INDEX_DIR = "index"  # in the KB folder: derived data, rebuilt when missing
 
 
-def _stemmer():
-    try:
-        import Stemmer  # PyStemmer, optional: improves recall on plurals and verb forms
-
-        return Stemmer.Stemmer("english").stemWords
-    except ImportError:
-        return None
-
-
-def _stop_words() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN_PLUS
-
-    return frozenset(STOPWORDS_EN_PLUS) - _MEANINGFUL
+def article_languages(articles: list[Article], default: str = lang.DEFAULT_LANGUAGE) -> list[str]:
+    """Each article's language: its own (a mixed KB records one per article), else the KB's."""
+    return [getattr(a, "language", None) or default for a in articles]
 
 
 class BM25Retriever:
     name = "bm25"
 
-    def __init__(self, articles: list[Article], k1: float = 1.2, b: float = 0.75):
+    def __init__(self, articles: list[Article], k1: float = 1.2, b: float = 0.75, language: str = lang.DEFAULT_LANGUAGE):
         import bm25s
 
         self._bm25s = bm25s
         self.ids = [a.id for a in articles]
-        self._stem = _stemmer()
+        langs = article_languages(articles, language)
+        self.languages = list(dict.fromkeys(langs))
         corpus = [f"{a.title}\n{a.title}\n{a.text}" for a in articles]
-        tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stem, show_progress=False)
         self.model = bm25s.BM25(k1=k1, b=b)
-        self.model.index(tokens, show_progress=False)
-        self._vocab = tokens.vocab
+        if self.languages == ["en"]:  # exactly what English KBs were always indexed with: their rankings stay put
+            self._stem = lang.stemmer("en")
+            tokens = bm25s.tokenize(corpus, stopwords="en", stemmer=self._stem, show_progress=False)
+            self.model.index(tokens, show_progress=False)
+            self._vocab = tokens.vocab
+        else:
+            docs = [lang.terms(text, la) for text, la in zip(corpus, langs, strict=True)]
+            self.model.index([d or [""] for d in docs], show_progress=False)
+            self._vocab = {t for d in docs for t in d}
+
+    def _query_tokens(self, queries: list[str]) -> list[list[str]]:
+        if self.languages == ["en"]:
+            return self._bm25s.tokenize(queries, stopwords="en", stemmer=self._stem, show_progress=False,
+                                        return_ids=False)
+        return [lang.query_terms(q, self.languages) for q in queries]
 
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
         k = max(1, min(k, len(self.ids)))
-        q = self._bm25s.tokenize(queries, stopwords="en", stemmer=self._stem, show_progress=False, return_ids=False)
         # unknown words would raise inside bm25s; drop them (they cannot match anyway)
-        q = [[t for t in toks if t in self._vocab] for toks in q]
+        q = [[t for t in toks if t in self._vocab] for toks in self._query_tokens(queries)]
         out: list[list[Hit]] = []
         for toks in q:
             if not toks:
@@ -106,19 +109,20 @@ class BM25FRetriever:
 
     name = "bm25f"
 
-    def __init__(self, ids: list[str], vocab: dict[str, int], stop: frozenset[str], indptr: np.ndarray,
+    def __init__(self, ids: list[str], vocab: dict[str, int], languages: list[str], indptr: np.ndarray,
                  rows: np.ndarray, impact: np.ndarray):
-        self.ids, self.vocab, self._stop = ids, vocab, stop
+        self.ids, self.vocab, self.languages = ids, vocab, languages
         self._indptr, self._rows, self._data = indptr, rows, impact
-        self._stem = _stemmer()
 
     @classmethod
     def build(cls, articles: list[Article], *, k1: float = K1, weights: tuple[float, float] = WEIGHTS,
-              bs: tuple[float, float] = BS) -> BM25FRetriever:
+              bs: tuple[float, float] = BS, language: str = lang.DEFAULT_LANGUAGE) -> BM25FRetriever:
+        """The index of ``articles``, each read in its own language (``language``, the KB's, where it records none)."""
         from scipy import sparse
 
-        stop, stem = _stop_words(), _stemmer()
-        fields = [[_tokens(a.title, stop, stem) for a in articles], [_tokens(a.text, stop, stem) for a in articles]]
+        langs = article_languages(articles, language)
+        fields = [[lang.terms(a.title, la) for a, la in zip(articles, langs, strict=True)],
+                  [lang.terms(a.text, la) for a, la in zip(articles, langs, strict=True)]]
         vocab: dict[str, int] = {}
         for field in fields:
             for toks in field:
@@ -145,19 +149,22 @@ class BM25FRetriever:
         pseudo.data = pseudo.data / (k1 + pseudo.data)
         impact = (pseudo @ sparse.diags(idf)).tocsc()
         impact.sort_indices()
-        return cls([a.id for a in articles], vocab, stop, impact.indptr.astype(np.int64),
+        return cls([a.id for a in articles], vocab, list(dict.fromkeys(langs)), impact.indptr.astype(np.int64),
                    impact.indices.astype(np.int32), impact.data.astype(np.float64))
 
     @classmethod
     def for_kb(cls, kb: Any) -> BM25FRetriever:
         """The KB's index from its folder when it matches the KB and these settings; else built (and saved)."""
-        path = Path(kb.path) / INDEX_DIR / f"bm25f-{kb.kb_hash[:16]}-{_SETTINGS}.npz"
+        language = kb_language(kb)
+        langs = sorted(set(article_languages(kb.articles, language)))
+        settings = _SETTINGS if langs == ["en"] else hashlib.sha256((_SETTINGS + repr(langs)).encode()).hexdigest()[:8]
+        path = Path(kb.path) / INDEX_DIR / f"bm25f-{kb.kb_hash[:16]}-{settings}.npz"
         if path.is_file():
             try:
                 return cls._load(path)
             except (OSError, ValueError, KeyError):
                 pass  # damaged or from another numpy: rebuilt below, and replaced
-        index = cls.build(kb.articles)
+        index = cls.build(kb.articles, language=language)
         index._save(path)
         return index
 
@@ -169,7 +176,7 @@ class BM25FRetriever:
             tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
             with tmp.open("wb") as fh:
                 np.savez(fh, ids=np.array(self.ids, dtype=str), terms=np.array(terms, dtype=str),
-                         stop=np.array(sorted(self._stop), dtype=str), indptr=self._indptr, rows=self._rows,
+                         languages=np.array(self.languages, dtype=str), indptr=self._indptr, rows=self._rows,
                          impact=self._data)
             os.replace(tmp, path)
             for old in path.parent.glob("bm25f-*.npz"):
@@ -182,11 +189,11 @@ class BM25FRetriever:
     def _load(cls, path: Path) -> BM25FRetriever:
         with np.load(path, allow_pickle=False) as z:
             terms = z["terms"].tolist()
-            return cls(z["ids"].tolist(), {t: i for i, t in enumerate(terms)}, frozenset(z["stop"].tolist()),
+            return cls(z["ids"].tolist(), {t: i for i, t in enumerate(terms)}, z["languages"].tolist(),
                        z["indptr"], z["rows"], z["impact"])
 
     def _tokens(self, text: str) -> list[str]:
-        return _tokens(text, self._stop, self._stem)
+        return lang.query_terms(text, self.languages)
 
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
         k = max(1, min(k, len(self.ids)))
@@ -194,7 +201,7 @@ class BM25FRetriever:
         scores = np.empty(len(self.ids), dtype=np.float64)
         for q in queries:
             scores.fill(0.0)
-            for t, c in Counter(t for t in _tokens(q, self._stop, self._stem) if t in self.vocab).items():
+            for t, c in Counter(t for t in self._tokens(q) if t in self.vocab).items():
                 j = self.vocab[t]
                 a, b = self._indptr[j], self._indptr[j + 1]
                 scores[self._rows[a:b]] += c * self._data[a:b]
@@ -204,6 +211,9 @@ class BM25FRetriever:
         return out
 
 
-def _tokens(text: str, stop: frozenset[str], stem: Any) -> list[str]:
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in stop]
-    return stem(words) if stem else words
+
+def kb_language(kb: Any) -> str:
+    """The language a KB's articles are read in when they record none: the manifest's, else English (a KB built
+    before languages were recorded keeps the rankings it had)."""
+    manifest = getattr(kb, "manifest", None)
+    return getattr(manifest, "language", None) or lang.DEFAULT_LANGUAGE

@@ -1,4 +1,4 @@
-// Shared by the labelling page (app.js) and the spot-check review page (review.js):
+// Shared by grace's web apps (the labelling page, the spot-check review, the results viewer):
 // the JSON API calls (carrying the access token when the server asks for one) and
 // a DOM builder that only ever puts untrusted text into text nodes, never innerHTML.
 "use strict";

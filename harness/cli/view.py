@@ -1,0 +1,39 @@
+"""``grace view [RUN_OR_FOLDER ...]``: browse runs in a local web app; ``--export DIR``: a static copy of one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+_path = click.Path(path_type=Path)
+
+
+@click.command("view")
+@click.argument("paths", nargs=-1, type=_path)
+@click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Any other address than localhost requires the printed token.")
+@click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option("--export", "export_dir", type=_path,
+              help="Write a static copy of one run into this folder (index.html plus data files, opened from "
+              "file:// with no server) instead of serving.")
+@click.option("--force", is_flag=True, help="With --export: write into a folder that is not empty.")
+def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_dir: Path | None, force: bool) -> None:
+    """Browse runs: leaderboard, every question and answer, runs compared. Read-only on the run folders.
+
+    RUN_OR_FOLDER is a run folder ('grace run --out') or a folder holding several (default: the current
+    folder). Pages: Runs, Leaderboard, Questions (a grid with filters whose state is in the URL, so a link
+    can go into a ticket), Question, Compare. Each run is indexed once into grace's cache folder
+    ($GRACE_CACHE_DIR), and again when it changes.
+    """
+    from harness import api
+    from harness.core.errors import GraceError
+
+    if export_dir is not None:
+        if len(paths) != 1:
+            raise GraceError("--export takes exactly one run folder: grace view RUN --export DIR")
+        index = api.export_view(paths[0], export_dir, force=force)
+        click.echo(f"wrote {index} (open it in a browser; no server needed)")
+        return
+    api.view(list(paths) or ["."], host=host, port=port, open_browser=not no_open)

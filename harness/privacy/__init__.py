@@ -1,0 +1,14 @@
+"""Personal data kept from the models grace calls (``--redact-pii``).
+
+When an eval set holds user data, guidance for grounded-QA evaluation asks to
+redact it before it reaches a judge; grace applies that to every model it calls
+for a command (the answering models of ``grace run`` and its reranker, the
+spot-check judge, the labeler, the question generator). Modules:
+:mod:`.detectors` (patterns with checksums, no dependency), :mod:`.names`
+(person names through Presidio, the optional extra ``grace-eval[pii]``) and
+:mod:`.redactor` (consistent placeholders per call, the way back, the counts).
+"""
+
+from harness.privacy.redactor import RedactionRecord, Redactor, make_redactor, restore
+
+__all__ = ["RedactionRecord", "Redactor", "make_redactor", "restore"]

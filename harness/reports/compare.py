@@ -1,0 +1,110 @@
+"""A comparison of two runs (:class:`~harness.scoring.compare.Comparison`) for people: the terminal and Markdown.
+
+The Markdown is written for a pull-request comment or ``$GITHUB_STEP_SUMMARY``:
+one table (a row per model: both accuracies, the change with its 95% CI, the
+McNemar p-value, how many questions improved and regressed), then the question
+IDs that moved, folded per model. Model names and question IDs are user text:
+escaped, never markup.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.reports.leaderboard import pct
+from harness.reports.markdown import cell
+from harness.scoring.compare import Comparison, ModelComparison
+
+MARKDOWN_IDS = 50  # question IDs listed per direction and model; --json has them all
+TERMINAL_IDS = 20
+ALPHA = 0.05
+
+
+def signed_pct(x: float) -> str:
+    return f"{100 * x:+.1f} pp"
+
+
+def delta_text(m: ModelComparison) -> str:
+    ci = m.delta_ci
+    return signed_pct(m.delta) + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
+def verdict(m: ModelComparison) -> str:
+    """One word a reviewer can act on: better, worse, or no significant change."""
+    if not m.significant:
+        return "no significant change"
+    return "better" if m.delta > 0 else "worse" if m.delta < 0 else "changed"
+
+
+def p_text(p: float) -> str:
+    return "<0.0001" if p < 1e-4 else f"{p:.4f}" if p < 0.01 else f"{p:.3f}"
+
+
+def _ids(ids: list[str], limit: int) -> str:
+    shown = ", ".join(f"`{q.replace('`', chr(39))}`" for q in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "") if ids else "none"
+
+
+def comparison_markdown(cmp: Comparison) -> str:
+    lines = [
+        "## grace compare",
+        "",
+        f"Run A `{cmp.run_a.replace('`', chr(39))}` → run B `{cmp.run_b.replace('`', chr(39))}`"
+        + (f" · gold `{cmp.gold_hash[:12]}`" if cmp.gold_hash else ""),
+        "",
+        "| Model | A | B | Δ accuracy [95% CI] | McNemar p | Improved | Regressed | Verdict |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for m in cmp.models:
+        lines.append(f"| {cell(m.model)} | {pct(m.accuracy_a)} | {pct(m.accuracy_b)} | {delta_text(m)} | "
+                     f"{p_text(m.mcnemar_p)} | {len(m.improved)} | {len(m.regressed)} | {verdict(m)} |")
+    lines += ["", f"Questions both runs answered, {cmp.repeat_policy}. Δ: B − A in percentage points with a paired "
+              f"bootstrap 95% CI over questions ({cmp.bootstrap_samples} resamples, seed {cmp.seed}); McNemar: exact "
+              f"test on the improved and regressed counts (alpha {ALPHA})."]
+    for m in cmp.models:
+        if not (m.improved or m.regressed):
+            continue
+        lines += ["", f"<details><summary>{cell(m.model)}: {len(m.improved)} improved, {len(m.regressed)} regressed"
+                  "</summary>", "", f"Improved: {_ids(m.improved, MARKDOWN_IDS)}", "",
+                  f"Regressed: {_ids(m.regressed, MARKDOWN_IDS)}", "", "</details>"]
+    if cmp.notes:
+        lines += [""] + [f"- {cell(n)}" for n in cmp.notes]
+    return "\n".join(lines) + "\n"
+
+
+def print_comparison(cmp: Comparison, console: Any) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print(Text(f"run A {cmp.run_a}  →  run B {cmp.run_b}"))
+    table = Table(show_edge=False, header_style="bold")
+    for name, right in (("Model", False), ("A", True), ("B", True), ("Δ [95% CI]", True), ("McNemar p", True),
+                        ("Improved", True), ("Regressed", True), ("Verdict", False)):
+        table.add_column(name, justify="right" if right else "left")
+    for m in cmp.models:
+        colour = "green" if m.significant and m.delta > 0 else "red" if m.significant and m.delta < 0 else None
+        table.add_row(Text(m.model), pct(m.accuracy_a), pct(m.accuracy_b), delta_text(m), p_text(m.mcnemar_p),
+                      str(len(m.improved)), str(len(m.regressed)), Text(verdict(m), style=colour or ""))
+    if console.is_terminal:
+        console.print(table)
+    else:  # a CI log: the table at its natural width, as the leaderboard is printed
+        from rich.segment import Segments
+
+        from harness.reports.terminal import _UNLIMITED
+
+        width = console.measure(table, options=console.options.update_width(_UNLIMITED)).maximum
+        console.print(Segments(console.render(table, console.options.update_width(width))), crop=False)
+    soft = not console.is_terminal
+    for m in cmp.models:
+        if m.improved or m.regressed:
+            console.print(Text(f"{m.model}: improved {_plain(m.improved)}; regressed {_plain(m.regressed)}"),
+                          soft_wrap=soft)
+    for n in cmp.notes:
+        console.print(Text(f"note: {n}", style="yellow"), soft_wrap=soft)
+
+
+def _plain(ids: list[str]) -> str:
+    if not ids:
+        return "none"
+    more = f" and {len(ids) - TERMINAL_IDS} more (--json lists them all)" if len(ids) > TERMINAL_IDS else ""
+    return ", ".join(ids[:TERMINAL_IDS]) + more

@@ -1,0 +1,324 @@
+"""Two runs (or two models) side by side, question by question: ``grace compare`` and the viewer's Compare page.
+
+The repeat policy is the report's (:func:`harness.scoring.significance.per_question`
+and ``score_run``'s pairwise tests): a model's result on a question is the share
+of its repeats that were correct; the question counts as *correct* when more than
+half of them were (a tie is a miss). A question *improved* when it was not correct
+in run A and is in run B, *regressed* the other way round. Accuracy is the mean of
+the per-question shares over the questions both sides answered (with every
+question asked equally often, the report's accuracy), the difference gets a paired
+bootstrap 95% CI over those questions (the report's seed and sample count, so a
+rerun gives the same interval), and McNemar's exact test is run on the improved
+and regressed counts, as the report tests two models.
+
+A comparison only means something on one gold set: runs scored against different
+gold files (their ``report.json`` gold hashes differ) are refused with the fix.
+The result is one typed, versioned record (:class:`Comparison`), which ``--json``
+writes as is.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text
+from harness.rundir import RunDir
+from harness.rundir.report import Report
+from harness.scoring.outcomes import HITS, REFUSE
+from harness.scoring.significance import bootstrap_cis, mcnemar_exact
+
+COMPARISON_SCHEMA_VERSION = 1
+_HIT_OUTCOMES = frozenset(HITS)
+
+
+@dataclass
+class RunHits:
+    """One run's scores reduced to what a comparison needs: per model, per question, repeats correct and asked."""
+
+    path: Path
+    questions: list[str]  # question IDs, in the order first seen in scores.jsonl
+    labels: list[str]  # each question's gold: its article ID(s) joined by ";", or REFUSE
+    hits: dict[str, np.ndarray] = field(default_factory=dict)  # model -> correct repeats per question
+    asked: dict[str, np.ndarray] = field(default_factory=dict)  # model -> repeats scored per question (0: never)
+
+    def index(self) -> dict[str, int]:
+        return {q: i for i, q in enumerate(self.questions)}
+
+
+def gold_label(must_refuse: object, expected: object) -> str:
+    if must_refuse:
+        return REFUSE
+    return ";".join(expected) if isinstance(expected, list) else str(expected or "")
+
+
+def read_hits(run: str | Path, models: Iterable[str] | None = None) -> RunHits:
+    """Read ``RUN/scores.jsonl`` once: per model, how many repeats of each question were correct and asked."""
+    folder = RunDir(run)
+    if not folder.path.is_dir():
+        raise GraceError(f"{folder.path}: no such run folder; give a folder 'grace run' or 'grace score' wrote")
+    if not folder.scores.exists():
+        raise GraceError(f"{folder.path}: no scores.jsonl yet; score the run first ('grace score "
+                         f"{folder.responses} --gold GOLD.csv --kb KB --out {folder.path}', or let 'grace run' finish)")
+    wanted = set(models) if models is not None else None
+    index: dict[str, int] = {}
+    labels: list[str] = []
+    hit_lists: dict[str, list[int]] = {}
+    q_lists: dict[str, list[int]] = {}
+    for _, row in folder.iter_scores():
+        qid = row["question_id"]
+        qi = index.get(qid)
+        if qi is None:
+            qi = index[qid] = len(labels)
+            labels.append(gold_label(row.get("must_refuse"), row.get("expected_citations")))
+        model = row["model"]
+        if wanted is not None and model not in wanted:
+            continue
+        qs = q_lists.get(model)
+        if qs is None:
+            qs, hit_lists[model] = q_lists.setdefault(model, []), []
+        qs.append(qi)
+        hit_lists[model].append(row["outcome"] in _HIT_OUTCOMES)
+    out = RunHits(folder.path, list(index), labels)
+    for model, qs in q_lists.items():
+        q = np.asarray(qs, dtype=np.int64)
+        out.asked[model] = np.bincount(q, minlength=len(labels))
+        out.hits[model] = np.bincount(q, weights=np.asarray(hit_lists[model], dtype=np.float64), minlength=len(labels))
+    return out
+
+
+class ArticleDelta(BaseModel):
+    """The questions one article answers (or REFUSE: the must-refuse questions): accuracy on each side."""
+
+    article: str
+    n: int
+    accuracy_a: float
+    accuracy_b: float
+    delta: float
+    improved: int
+    regressed: int
+
+
+class ModelComparison(BaseModel):
+    """One model in both runs (or two models of one run): the change, its interval and test, and which questions."""
+
+    model: str  # the model's name; "A vs B" when two models are compared
+    model_a: str
+    model_b: str
+    n_questions: int  # answered on both sides: what every figure here is over
+    accuracy_a: float
+    accuracy_b: float
+    delta: float  # accuracy_b - accuracy_a
+    delta_ci: list[float] | None  # paired bootstrap 95% CI of delta; None with 0 bootstrap samples
+    mcnemar_p: float  # exact, on the improved and regressed counts
+    significant: bool  # mcnemar_p < 0.05 (one comparison: no multiple-testing correction)
+    improved: list[str]  # question IDs: not correct in A, correct in B
+    regressed: list[str]  # correct in A, not correct in B
+    articles: list[ArticleDelta] = Field(default_factory=list)  # largest change first
+
+
+class Comparison(BaseModel):
+    """What ``grace compare --json`` writes."""
+
+    schema_version: int = COMPARISON_SCHEMA_VERSION
+    run_a: str
+    run_b: str
+    gold_hash: str | None
+    seed: int
+    bootstrap_samples: int
+    repeat_policy: str = "majority of repeats correct (more than half; a tie is not correct), as the report's tests"
+    models: list[ModelComparison]
+    only_in_a: list[str] = Field(default_factory=list)
+    only_in_b: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def __getitem__(self, model: str) -> ModelComparison:
+        for m in self.models:
+            if m.model == model:
+                return m
+        raise KeyError(model)
+
+
+def _report(run: Path) -> Report | None:
+    folder = RunDir(run)
+    return folder.read_report() if folder.report.exists() else None
+
+
+def check_same_gold(a: Path, b: Path, report_a: Report | None, report_b: Report | None) -> str | None:
+    """The gold hash both runs were scored against; a ``GraceError`` with the fix when they differ."""
+    ha = report_a.gold.hash if report_a else None
+    hb = report_b.gold.hash if report_b else None
+    if ha and hb and ha != hb:
+        pa, pb = report_a.gold.path, report_b.gold.path
+        raise GraceError(
+            f"{a} and {b} were scored against different gold sets ({pa or 'in memory'}, hash {ha[:12]}; "
+            f"{pb or 'in memory'}, hash {hb[:12]}): a question-by-question comparison needs one gold set. Re-score "
+            f"one run against the other's gold file: grace score {RunDir(b).responses} --gold {pa or 'GOLD.csv'} "
+            f"--kb KB --out NEW_FOLDER")
+    return ha or hb
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (), *, seed: int | None = None,
+                 bootstrap: int | None = None) -> Comparison:
+    """Every model present in both runs (or ``models``), run A against run B."""
+    a, b = Path(run_a), Path(run_b)
+    report_a, report_b = _report(a), _report(b)
+    gold_hash = check_same_gold(a, b, report_a, report_b)
+    wanted = list(dict.fromkeys(models))
+    hits_a, hits_b = _read_both(a, b, wanted or None)
+    for name in wanted:
+        for side, hits in ((a, hits_a), (b, hits_b)):
+            if name not in hits.hits:
+                raise GraceError(f"{side}: no model {name!r} in scores.jsonl; it has "
+                                 f"{', '.join(sorted(read_hits(side).hits)) or 'none'}")
+    order = [m.model for m in report_b.ranked()] if report_b else []
+    both = [m for m in dict.fromkeys(order + sorted(hits_b.hits)) if m in hits_a.hits and m in hits_b.hits]
+    names = wanted or both
+    seed, bootstrap = _stats_settings(report_a, report_b, seed, bootstrap)
+    result = Comparison(run_a=str(a), run_b=str(b), gold_hash=gold_hash, seed=seed, bootstrap_samples=bootstrap,
+                        models=compare_sides([(hits_a, m, hits_b, m, m) for m in names], seed, bootstrap),
+                        only_in_a=sorted(set(hits_a.hits) - set(hits_b.hits)),
+                        only_in_b=sorted(set(hits_b.hits) - set(hits_a.hits)))
+    result.notes = _notes(result, hits_a, hits_b)
+    return result
+
+
+PARALLEL_BYTES = 32 << 20  # two scores files at least this big are read by two processes at once
+
+
+def _read_both(a: Path, b: Path, models: list[str] | None) -> tuple[RunHits, RunHits]:
+    """Both runs' hits; two big files are read side by side (a million lines each: ~3 s apiece on one core)."""
+    sizes = [RunDir(p).scores.stat().st_size if RunDir(p).scores.exists() else 0 for p in (a, b)]
+    if min(sizes) < PARALLEL_BYTES or (os.cpu_count() or 1) < 2 or sys.platform != "linux":
+        return read_hits(a, models), read_hits(b, models)
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+
+    # a fork starts at once with everything imported; forking a process with other threads running can deadlock
+    context = multiprocessing.get_context("fork" if threading.active_count() == 1 else "spawn")
+    with ProcessPoolExecutor(1, mp_context=context) as pool:
+        other = pool.submit(read_hits, b, models)
+        first = read_hits(a, models)
+        return first, other.result()
+
+
+def compare_models(run: str | Path, model_a: str, model_b: str, *, seed: int | None = None,
+                   bootstrap: int | None = None) -> Comparison:
+    """Two models of one run, on the questions both answered."""
+    path = Path(run)
+    report = _report(path)
+    hits = read_hits(path, [model_a, model_b])
+    for name in (model_a, model_b):
+        if name not in hits.hits:
+            raise GraceError(f"{path}: no model {name!r} in scores.jsonl; it has "
+                             f"{', '.join(sorted(read_hits(path).hits)) or 'none'}")
+    seed, bootstrap = _stats_settings(report, report, seed, bootstrap)
+    label = f"{model_a} vs {model_b}"
+    return Comparison(run_a=str(path), run_b=str(path), gold_hash=report.gold.hash if report else None, seed=seed,
+                      bootstrap_samples=bootstrap,
+                      models=compare_sides([(hits, model_a, hits, model_b, label)], seed, bootstrap))
+
+
+def _stats_settings(ra: Report | None, rb: Report | None, seed: int | None, bootstrap: int | None) -> tuple[int, int]:
+    """The reports' own seed and bootstrap size unless given: the comparison's interval is reproducible."""
+    base = rb or ra
+    return (seed if seed is not None else (base.seed if base else 0),
+            bootstrap if bootstrap is not None else (base.bootstrap_samples if base else 2000))
+
+
+Side = tuple[RunHits, str, RunHits, str, str]  # run A, model in A, run B, model in B, the comparison's name
+
+
+def compare_sides(sides: list[Side], seed: int, bootstrap: int) -> list[ModelComparison]:
+    """One :class:`ModelComparison` per side pair; pairs on the same questions share their bootstrap resamples."""
+    prepared = []
+    for hits_a, model_a, hits_b, model_b, name in sides:
+        to_b = hits_b.index()
+        qa = [(i, to_b.get(q, -1)) for i, q in enumerate(hits_a.questions)]
+        ia = np.array([i for i, j in qa if j >= 0], dtype=np.int64)
+        ib = np.array([j for i, j in qa if j >= 0], dtype=np.int64)
+        asked_a, asked_b = hits_a.asked[model_a][ia], hits_b.asked[model_b][ib]
+        keep = (asked_a > 0) & (asked_b > 0)
+        ia, ib = ia[keep], ib[keep]
+        rate_a = hits_a.hits[model_a][ia] / hits_a.asked[model_a][ia]
+        rate_b = hits_b.hits[model_b][ib] / hits_b.asked[model_b][ib]
+        prepared.append((name, model_a, model_b, hits_a, ia, rate_a, rate_b))
+    cis: dict[int, list[float] | None] = {}
+    groups: dict[bytes, list[int]] = {}
+    for k, p in enumerate(prepared):
+        groups.setdefault(p[4].tobytes(), []).append(k)
+    for members in groups.values():
+        diffs = [prepared[k][6] - prepared[k][5] for k in members]
+        for k, ci in zip(members, bootstrap_cis(diffs, bootstrap, seed), strict=True):
+            cis[k] = ci
+    out = []
+    for k, (name, model_a, model_b, hits_a, ia, rate_a, rate_b) in enumerate(prepared):
+        ok_a, ok_b = rate_a > 0.5, rate_b > 0.5
+        improved, regressed = ~ok_a & ok_b, ok_a & ~ok_b
+        qids = [hits_a.questions[i] for i in ia]
+        n = int(ia.size)
+        acc_a = float(rate_a.mean()) if n else 0.0
+        acc_b = float(rate_b.mean()) if n else 0.0
+        p = mcnemar_exact(int(regressed.sum()), int(improved.sum()))
+        out.append(ModelComparison(
+            model=name, model_a=model_a, model_b=model_b, n_questions=n, accuracy_a=round(acc_a, 6),
+            accuracy_b=round(acc_b, 6), delta=round(acc_b - acc_a, 6), delta_ci=cis[k], mcnemar_p=round(p, 8),
+            significant=p < 0.05, improved=[qids[i] for i in np.flatnonzero(improved)],
+            regressed=[qids[i] for i in np.flatnonzero(regressed)],
+            articles=_by_article([hits_a.labels[i] for i in ia], rate_a, rate_b, improved, regressed)))
+    return out
+
+
+def _by_article(labels: list[str], rate_a: np.ndarray, rate_b: np.ndarray, improved: np.ndarray,
+                regressed: np.ndarray) -> list[ArticleDelta]:
+    """Per gold article (a question labelled with several counts for each of them; REFUSE for must-refuse ones)."""
+    if not labels:
+        return []
+    names: dict[str, int] = {}
+    split: dict[str, list[int]] = {}
+    pos: list[int] = []
+    art: list[int] = []
+    for i, label in enumerate(labels):
+        ids = split.get(label)
+        if ids is None:
+            ids = split[label] = [names.setdefault(a, len(names)) for a in label.split(";") if a] or \
+                [names.setdefault("", len(names))]
+        pos += [i] * len(ids)
+        art += ids
+    q, a = np.asarray(pos, dtype=np.int64), np.asarray(art, dtype=np.int64)
+    k = len(names)
+    n = np.bincount(a, minlength=k)
+    sums_a, sums_b = np.bincount(a, weights=rate_a[q], minlength=k), np.bincount(a, weights=rate_b[q], minlength=k)
+    up = np.bincount(a, weights=improved[q].astype(np.float64), minlength=k)
+    down = np.bincount(a, weights=regressed[q].astype(np.float64), minlength=k)
+    rows = [ArticleDelta(article=name, n=int(n[j]), accuracy_a=round(float(sums_a[j] / n[j]), 6),
+                         accuracy_b=round(float(sums_b[j] / n[j]), 6),
+                         delta=round(float((sums_b[j] - sums_a[j]) / n[j]), 6), improved=int(up[j]),
+                         regressed=int(down[j])) for name, j in names.items()]
+    rows.sort(key=lambda r: (-abs(r.delta), -r.n, r.article))
+    return rows
+
+
+def _notes(result: Comparison, a: RunHits, b: RunHits) -> list[str]:
+    notes = []
+    if result.only_in_a:
+        notes.append(f"only in run A (not compared): {', '.join(result.only_in_a)}")
+    if result.only_in_b:
+        notes.append(f"only in run B (not compared): {', '.join(result.only_in_b)}")
+    total = len(set(a.questions) | set(b.questions))
+    for m in result.models:
+        if m.n_questions < total:
+            notes.append(f"{m.model}: compared on the {m.n_questions} of {total} questions both runs answered")
+    return notes
+
+
+def write_comparison(path: str | Path, comparison: Comparison) -> None:
+    atomic_write_text(Path(path), comparison.model_dump_json(indent=1) + "\n")

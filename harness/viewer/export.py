@@ -1,0 +1,158 @@
+"""``grace view RUN --export DIR``: the viewer as static files, for a CI artifact or an e-mail.
+
+``DIR/index.html`` loads ``assets/`` (the live viewer's own script and styles)
+and ``data/export.js``, which sets ``window.GRACE_EXPORT``: the Runs and
+Leaderboard pages as the server would answer them, the grid's matrices (the page
+filters them itself, with the rules of :mod:`harness.viewer.grid`), the
+comparisons of every pair of the run's models, and, in ``data/questions-N.js``
+(loaded when a question is opened), every Question page. Everything is data
+assigned to a variable, loaded by ``<script src>``: a browser reads it from
+``file://``, where ``fetch`` is not allowed. The page's Content-Security-Policy
+allows scripts and images from its own folder only.
+
+The whole grid is in the page's memory, so an export holds at most
+:data:`MAX_ANSWERS` answers (5,000 questions of 10 models); serve a bigger run
+with ``grace view``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import unicodedata
+from datetime import UTC, datetime
+from itertools import permutations
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text
+from harness.core.outputs import check_output_folder
+from harness.rundir import RunDir
+from harness.viewer.app import PLOTS, STATIC, ViewApp
+from harness.viewer.grid import QUESTION_PREVIEW
+from harness.web.server import SHARED_STATIC
+
+MAX_ANSWERS = 50_000
+CHUNK = 50  # Question pages per data file
+EXPORT_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
+ASSETS = ("base.css", "common.js", "view.css", "view.js")
+WRITES = ("index.html", "assets", "data")
+
+
+def _js(name: str, value: Any) -> str:
+    """``name = <JSON>;``: JSON is valid JavaScript; ASCII-only, so no line separator can end a string early."""
+    return f"{name} = {json.dumps(value, ensure_ascii=True, separators=(',', ':'))};\n"
+
+
+def search_text(*texts: str) -> str:
+    """``" word word ..."``: the words of ``texts`` as the page's search splits them (lower case, accents
+    dropped, letters and digits), each once, so ``includes(" " + w)`` finds a word starting with ``w``."""
+    words: dict[str, None] = {}
+    for text in texts:
+        plain = "".join(ch for ch in unicodedata.normalize("NFD", text.lower()) if not unicodedata.combining(ch))
+        words.update(dict.fromkeys(re.findall(r"[^\W_]+", plain)))
+    return "".join(f" {w}" for w in words)
+
+
+def export(run: Path, out: Path, *, force: bool = False, cache_dir: str | Path | None = None) -> Path:
+    from harness.viewer import open_viewer
+
+    folder = RunDir(run)
+    if not folder.path.is_dir():
+        raise GraceError(f"{run}: no such run folder; give the folder 'grace run --out' wrote")
+    check_output_folder(out, {"run folder": folder.data_files()}, WRITES, option="--export")
+    if out.resolve() == folder.path.resolve() or folder.path.resolve() in out.resolve().parents:
+        raise GraceError(f"--export {out} is inside the run folder {run}, which grace view only reads; give a "
+                         "folder outside it")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise GraceError(f"--export {out} is a folder that is not empty; give a new folder, or add --force to "
+                         "write into it (index.html, assets/ and data/ are replaced)")
+    app, indexer = open_viewer([run], cache_dir, child=False)
+    try:
+        indexer.wait()
+        view_run = next(iter(app.runs.values()))
+        if view_run.index is None:
+            raise GraceError(f"{run}: {view_run.problem or 'the run could not be indexed'}")
+        ix = view_run.index
+        answers = int((ix.arrays["asked"] > 0).sum()) * ix.repeats
+        if answers > MAX_ANSWERS:
+            raise GraceError(f"{run}: {answers:,} answers; an export holds at most {MAX_ANSWERS:,} (its whole grid "
+                             "is in the page's memory). Serve this run with 'grace view' instead")
+        return _write(app, view_run, out)
+    finally:
+        indexer.stop()
+
+
+def _write(app: ViewApp, run, out: Path) -> Path:
+    ix = run.index
+    for name in WRITES[1:]:
+        shutil.rmtree(out / name, ignore_errors=True)
+    (out / "assets").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    for name in ASSETS:
+        source = STATIC / name if (STATIC / name).exists() else SHARED_STATIC / name
+        shutil.copyfile(source, out / "assets" / name)
+    plots = {}
+    for name in PLOTS:
+        if run.report is not None:
+            (out / "assets" / f"plot-{name}.svg").write_bytes(app.plot(run.id, name).body)
+            plots[name] = f"assets/plot-{name}.svg"
+    grid = app.grid([run])
+    chunks: dict[str, int] = {}
+    pages: list[tuple[str, dict]] = []
+    search: list[str] = []
+    for q, qid in enumerate(grid.qids):
+        page = app.question(run.id, qid)
+        rows = ix.answers_of(q)
+        texts = [row.get("response") for _, row in rows.values() if row and isinstance(row.get("response"), str)]
+        search.append(search_text(qid, grid.question[q], *texts))
+        chunks[qid] = q // CHUNK
+        pages.append((qid, page))
+        if len(pages) == CHUNK or q == len(grid.qids) - 1:
+            body = json.dumps(dict(pages), ensure_ascii=True, separators=(",", ":"))
+            atomic_write_text(out / "data" / f"questions-{q // CHUNK}.js",
+                              "window.GRACE_EXPORT.questions = window.GRACE_EXPORT.questions || {};\n"
+                              f"Object.assign(window.GRACE_EXPORT.questions, {body});\n")
+            pages = []
+    compare = {}
+    for a, b in permutations([m.model for m in run.report.ranked()] if run.report else ix.models, 2):
+        compare["|".join([run.id, run.id, a, b])] = app.compare(run.id, run.id, a, b)
+    data = {
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": [run.summary()],
+        "leaderboards": {run.id: app.leaderboard(run.id)} if run.report else {},
+        "plots": {run.id: plots},
+        "grid": _grid(grid, run.id, search),
+        "chunks": chunks,
+        "compare": compare,
+    }
+    atomic_write_text(out / "data" / "export.js", _js("window.GRACE_EXPORT", data))
+    page = (STATIC / "view.html").read_text(encoding="utf-8")
+    page = page.replace("__TOKEN_QUERY__", "").replace('href="static/', 'href="assets/')
+    page = page.replace('<script src="static/common.js" defer></script>',
+                        '<script src="assets/common.js" defer></script>\n<script src="data/export.js" defer></script>')
+    page = page.replace('src="static/', 'src="assets/')
+    page = page.replace('<meta charset="utf-8">',
+                        f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{EXPORT_CSP}">')
+    atomic_write_text(out / "index.html", page)
+    return out / "index.html"
+
+
+def _grid(grid, rid: str, search: list[str]) -> dict[str, Any]:
+    flat = {name: getattr(grid, name).astype(int).ravel().tolist()
+            for name in ("outcome", "hits", "asked", "pred", "truncated")}
+    return {
+        "run": rid,
+        "columns": [{"run": c.run, "model": c.model} for c in grid.columns],
+        "labels": grid.label_names,
+        "none": grid.none_code,
+        "qids": grid.qids,
+        "question": [t[:QUESTION_PREVIEW] + ("…" if len(t) > QUESTION_PREVIEW else "") for t in grid.question],
+        "gold": grid.gold,
+        "suspect": grid.suspect.astype(int).tolist(),
+        "missed": grid.missed.astype(int).tolist(),
+        "search": search,
+        **flat,
+    }

@@ -1,0 +1,218 @@
+"""One question in full, for the Question page: gold, retrieval, every model's answer and why it scored as it did.
+
+Everything here is data for the page (JSON), never HTML: answer and article text
+are hostile and reach the page as strings that it puts into text nodes. An answer
+is cut into pieces, its citations marked (an ID the lenient reading took, where it
+stands in the text), so the page can link each to the article's text without
+parsing anything itself.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+from harness.core.jsonl import iter_jsonl
+from harness.rundir import RunDir
+from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
+from harness.viewer.index import RunIndex
+
+_BRACKETED = re.compile(r"[\[(\u3010\u3014][^\[\]()\u3010\u3011\u3014\u3015\n]{1,300}[\])\u3011\u3015]")
+ARTICLE_TEXT_LIMIT = 20_000  # characters of an article sent with a question page
+
+
+def pieces(text: str, cited: list[str]) -> list[dict[str, Any]]:
+    """``text`` as ``{"text"}`` pieces, the places that cite an article as ``{"text", "cites": [ids]}``.
+
+    A bracketed group (``[ID: 17]``, ``(ID: 4, 9)``, ``[17]``) cites the IDs of the
+    lenient reading that it names as whole tokens; with none found (a JSON answer),
+    each quoted ``"17"`` does.
+    """
+    if not text:
+        return []
+    wanted = [c for c in dict.fromkeys(cited) if c]
+    marks: list[tuple[int, int, list[str]]] = []
+    if wanted:
+        tokens = {c: re.compile(rf"(?<![\w\-]){re.escape(c)}(?![\w\-])") for c in wanted}
+        for m in _BRACKETED.finditer(text):
+            named = [c for c in wanted if tokens[c].search(m.group(0))]
+            if named:
+                marks.append((m.start(), m.end(), named))
+        if not marks:
+            for c in wanted:
+                for m in re.finditer(rf'"{re.escape(c)}"', text):
+                    marks.append((m.start(), m.end(), [c]))
+            marks.sort()
+    out: list[dict[str, Any]] = []
+    at = 0
+    for start, end, ids in marks:
+        if start < at:
+            continue
+        if start > at:
+            out.append({"text": text[at:start]})
+        out.append({"text": text[start:end], "cites": ids})
+        at = end
+    if at < len(text):
+        out.append({"text": text[at:]})
+    return out
+
+
+def why(outcome: str, cited: list[str], refused: bool, must_refuse: bool, expected: list[str],
+        shown: list[str] | None, error: Any = None) -> str:
+    """The outcome in a sentence: what the answer did against what the gold asks."""
+    gold = " or ".join(expected) or "none"
+    ids = ", ".join(cited)
+    return {
+        "correct": f"cited {ids}, the gold article",
+        "correct_refusal": "refused, and the KB cannot answer this question (must_refuse)",
+        "false_refusal": f"refused, but article {gold} answers it",
+        "invalid_citation": f"cited {ids}: not an article of the KB",
+        "unshown_citation": f"cited {ids}: a KB article that was not among the articles shown "
+                            f"({', '.join(shown or [])})",
+        "answered_unanswerable": "answered a question the KB cannot answer (must_refuse)"
+                                 + (f", citing {ids}" if ids else ""),
+        "no_citation": f"cited no article and did not refuse (gold: {gold})",
+        "multiple_citations": f"cited several articles ({ids}); the answer must come from exactly one",
+        "wrong_citation": f"cited {ids}, not the gold article {gold}",
+        "error": f"the call failed: {_error_text(error)}",
+    }.get(outcome, outcome)
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        return f"{error.get('kind', 'error')}: {error.get('message', '')}".strip(": ")
+    return str(error or "no answer")
+
+
+def judgements(run: Path) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    """The spot-check's verdicts per answer (judge repeat 0, the latest line per segment and pass)."""
+    path = RunDir(run).judgements
+    if not path.exists():
+        return {}
+    latest: dict[tuple, dict[str, Any]] = {}
+    try:
+        for _, row in iter_jsonl(path, torn_tail_ok=True):
+            if int(row.get("judge_repeat") or 0) != 0:
+                continue
+            key = (str(row.get("model")), str(row.get("question_id")), int(row.get("repeat") or 0),
+                   int(row.get("segment_index") or 0), str(row.get("pass") or "cited"))
+            latest[key] = row
+    except (GraceError, ValueError, TypeError):
+        return {}
+    out: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for (model, qid, rep, seg, pass_), row in sorted(latest.items(), key=lambda kv: kv[0]):
+        out.setdefault((model, qid, rep), []).append({
+            "segment": seg, "pass": pass_, "text": str(row.get("segment_text") or ""),
+            "citations": [str(c) for c in row.get("citations") or []], "supported": row.get("supported"),
+            "explanation": str(row.get("explanation") or ""), "source": str(row.get("source") or ""),
+            "judge": str(row.get("judge") or ""),
+        })
+    return out
+
+
+def _retrieved(rows: dict[tuple[int, int], tuple[dict | None, dict | None]]) -> tuple[list[str], list, bool]:
+    """The articles shown (from the first answer that says), their scores, and whether models saw different lists."""
+    lists = []
+    for score, row in rows.values():
+        source = row if row is not None and row.get("retrieved_ids") else score
+        ids = source.get("retrieved_ids") if source else None
+        if isinstance(ids, list) and ids:
+            scores = row.get("retrieval_scores") if row is not None else None
+            scores = scores if isinstance(scores, list) else []
+            lists.append(([str(i) for i in ids], [s if isinstance(s, int | float) else None for s in scores]))
+    if not lists:
+        return [], [], False
+    ids, scores = lists[0]
+    return ids, (scores + [None] * len(ids))[:len(ids)], any(other[0] != ids for other in lists[1:])
+
+
+def question_page(runs: list[tuple[str, RunIndex, dict]], qid: str, annotate: dict[str, Any] | None = None) -> dict:
+    """Question ``qid`` across the picked runs: ``runs`` is (run id, index, the run's spot-check verdicts)."""
+    present = [(rid, ix, spot) for rid, ix, spot in runs if qid in ix.qindex]
+    if not present:
+        raise LookupError(f"no question {qid!r} in the runs picked")
+    rid0, ix0, _ = present[0]
+    q0 = ix0.qindex[qid]
+    gold = ix0.gold[q0]
+    must = gold == REFUSE
+    expected = [] if must else [g for g in gold.split(";") if g]
+    articles: dict[str, dict[str, Any]] = {}
+
+    def article(aid: str, ix: RunIndex) -> None:
+        if aid in articles or not aid:
+            return
+        found = ix.article(aid)
+        articles[aid] = {"id": aid, "in_kb": found is not None, "title": found[0] if found else "",
+                         "text": (found[1][:ARTICLE_TEXT_LIMIT] if found else ""),
+                         "cut": bool(found and len(found[1]) > ARTICLE_TEXT_LIMIT)}
+
+    for aid in expected:
+        article(aid, ix0)
+    sections = []
+    for rid, ix, spot in present:
+        q = ix.qindex[qid]
+        rows = ix.answers_of(q)
+        shown, scores, differs = _retrieved(rows)
+        for aid in shown:
+            article(aid, ix)
+        models = []
+        for m, model in enumerate(ix.models):
+            asked = int(ix.arrays["asked"][q, m])
+            if not asked:
+                continue
+            answers = []
+            for rep in range(ix.repeats):
+                if (m, rep) in rows:
+                    score, row = rows[(m, rep)]
+                    answers.append(_answer(score, row, rep, model, qid, must, expected, spot, ix, article))
+            hits = int(ix.arrays["hits"][q, m])
+            models.append({"model": model, "hits": hits, "n": asked, "hit": hits * 2 > asked,
+                           "outcome": _name(ix.arrays["outcome"][q, m]), "answers": answers})
+        sections.append({"run": rid, "models": models,
+                         "retrieved": [{"id": a, "score": s, "gold": a in expected} for a, s in zip(shown, scores,
+                                                                                                    strict=True)],
+                         "retrieval_differs": differs, "suspects": ix.suspects_of(q), "notes": ix.notes})
+    return {"id": qid, "question": ix0.questions[q0], "gold": gold, "must_refuse": must, "expected": expected,
+            "runs": sections, "articles": articles, "annotate": annotate}
+
+
+def _name(code: Any) -> str:
+    from harness.scoring.outcomes import OUTCOMES
+
+    return OUTCOMES[int(code)] if int(code) >= 0 else ""
+
+
+def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, model: str, qid: str, must: bool,
+            expected: list[str], spot: dict, ix: RunIndex, article) -> dict[str, Any]:
+    """One response: its text in pieces, the scorer's two readings (from scores.jsonl) and why, and the spot-check's
+    segments if it was checked."""
+    text = row.get("response") if row is not None and isinstance(row.get("response"), str) else ""
+    error = row.get("error") if row is not None else None
+    shown = [str(i) for i in (score or {}).get("retrieved_ids") or []] or None
+    readings: dict[str, Any] = {}
+    for name, prefix in (("lenient", ""), ("strict", "strict_")):
+        if score is None:
+            readings[name] = {"outcome": "", "cited": [], "refused": False, "hit": False,
+                              "why": "not in scores.jsonl (re-score the run)"}
+            continue
+        outcome = str(score.get(f"{prefix}outcome") or score.get("outcome"))
+        cited = [str(c) for c in score.get(f"{prefix}cited_ids") or []]
+        refused = bool(score.get(f"{prefix}refused"))
+        readings[name] = {"outcome": outcome, "cited": cited, "refused": refused, "hit": outcome in HITS,
+                          "why": why(outcome, cited, refused, must, expected, shown, error)}
+    readings["lenient"]["rule"] = str((score or {}).get("extraction") or "")
+    for c in readings["lenient"]["cited"]:
+        article(c, ix)
+    return {
+        "repeat": rep,
+        "pieces": pieces(text, readings["lenient"]["cited"]),
+        "note": "" if row is not None else "the response is not on file",
+        "lenient": readings["lenient"],
+        "strict": readings["strict"],
+        "truncated": bool((score or {}).get("truncated")) or is_cut_off((row or {}).get("finish_reason")),
+        "latency_ms": (row or {}).get("latency_ms"),
+        "cost_usd": (row or {}).get("cost_usd"),
+        "spotcheck": spot.get((model, qid, rep), []),
+    }

@@ -1,0 +1,208 @@
+"""Which language a KB (and each of its articles) is written in, and how each language is cut into search terms.
+
+Every stage that reads words needs the language: the retrievers stem and drop
+stop words, lint looks for phrases that lean on other text, token counts
+differ for scripts without spaces, and the answer prompt and refusal sentence
+should be the KB's. The language is detected once, at build, with py3langid
+(a maintained fork of langid.py: 97 languages, its model ships inside the
+package, numpy only, no download) or named with ``--language``, and recorded in
+the manifest (``language``, and ``languages`` with article counts) and, for a
+KB that mixes languages, on each article.
+
+Search terms (:func:`terms`): words of two or more letters, lower-cased, stop
+words dropped, Snowball-stemmed (PyStemmer) for the languages in
+:data:`SNOWBALL`. Scripts written without spaces between words (Chinese,
+Japanese kana and kanji, Thai, Lao, Khmer, Burmese) have no word boundaries to
+find, so each run of them becomes its overlapping character bigrams (a
+one-character run stays one term): the usual baseline for CJK retrieval, and
+needs no segmenter. English keeps exactly the terms it had before languages were
+recorded (the stop list of bm25f and bm25, the English stemmer), so no English
+KB's rankings move.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+DEFAULT_LANGUAGE = "en"  # a KB that records no language was built before languages were: English, as it was read
+# ISO 639-1 -> Snowball algorithm in PyStemmer
+SNOWBALL = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
+    "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german",
+    "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "fa": "persian", "pl": "polish", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sr": "serbian", "es": "spanish", "sv": "swedish", "ta": "tamil",
+    "tr": "turkish", "yi": "yiddish",
+}
+# scripts written without spaces between words: Hiragana/Katakana, CJK ideographs, Thai, Lao, Burmese, Khmer
+NO_SPACE = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff"
+BIGRAM_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
+_HAS_NO_SPACE = re.compile(f"[{NO_SPACE}]")
+_WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's and scikit-learn's pattern: what English always used
+_WORD_OR_RUN = re.compile(rf"[{NO_SPACE}]+|(?:(?![{NO_SPACE}])\w){{2,}}")
+# question and function words that still carry meaning in a policy question: kept out of the English stop list
+MEANINGFUL_EN = frozenset("""off out up down over under above below against between during after before until
+again further once few more most own same only very no nor not all any both each other some than too""".split())
+# bm25s ships no Greek list: the common function words, written with and without accents (accents are kept in terms)
+_GREEK_STOP = """ο η το οι τα του της των τον την τους τις ένας μια ένα ενός μιας και κι ή να θα δεν μη μην σε στο στη στην
+στον στα στις στους από για με ως προς κατά μετά χωρίς ότι πως που πού τι ποιος ποια ποιο αν αλλά όμως είναι ήταν
+έχει έχω έχουν είμαι εγώ εσύ αυτός αυτή αυτό αυτοί αυτές αυτά μου σου του μας σας τους επί υπό έως όπως όταν εδώ εκεί""".split()
+
+
+def fold(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c))
+
+
+# the question and helper words a question is built from, which NLTK's lists (made for documents) leave in:
+# "comment", "quand", "faut" match every page that explains anything, and crowd out the question's topic words
+QUESTION_WORDS = {
+    "fr": "comment quand où pourquoi quel quelle quels quelles combien faut peut peuvent puis dois doit doivent "
+          "est-ce lequel laquelle lesquels faire fait",
+    "de": "wie was wann wo warum welche welcher welches welchen wer wen wem kann können muss müssen darf dürfen "
+          "soll sollte sollen ich mein meine",
+    "es": "cómo como cuándo cuando dónde donde por qué cuál cuáles cuánto cuántos puedo puede debo debe hay",
+    "pt": "como quando onde porque por que qual quais quanto quantos posso pode devo deve",
+    "it": "come quando dove perché quale quali quanto quanti posso può devo deve",
+    "nl": "hoe wanneer waar waarom welke wie wat kan kunnen moet moeten mag",
+    "el": "πώς πως πότε πού γιατί ποιος ποια ποιο ποιες πόσο πόσες πόσα μπορώ μπορεί πρέπει",
+}
+
+
+@lru_cache(maxsize=64)
+def stop_words(language: str) -> frozenset[str]:
+    """The stop list of ``language`` (empty where none is known): bm25s's NLTK lists, English less MEANINGFUL_EN."""
+    import bm25s.stopwords as lists
+
+    if language == "en":
+        return frozenset(lists.STOPWORDS_EN_PLUS) - MEANINGFUL_EN
+    if language == "el":
+        greek = _GREEK_STOP + QUESTION_WORDS["el"].split()
+        return frozenset(greek) | frozenset(fold(w) for w in greek)
+    names = {"fr": "FRENCH", "de": "GERMAN", "nl": "DUTCH", "es": "SPANISH", "pt": "PORTUGUESE", "it": "ITALIAN",
+             "da": "DANISH", "no": "NORWEGIAN", "sv": "SWEDISH", "ru": "RUSSIAN", "tr": "TURKISH", "zh": "CHINESE",
+             "ko": "KOREAN"}
+    words = getattr(lists, f"STOPWORDS_{names[language]}", ()) if language in names else ()
+    return frozenset(w.lower() for w in words) | frozenset(QUESTION_WORDS.get(language, "").split())
+
+
+@lru_cache(maxsize=64)
+def stemmer(language: str) -> Callable[[list[str]], list[str]] | None:
+    """PyStemmer's Snowball ``stemWords`` for ``language``; None where Snowball has no stemmer for it."""
+    if language not in SNOWBALL:
+        return None
+    try:
+        import Stemmer
+    except ImportError:  # PyStemmer is a dependency; a broken install still searches, unstemmed
+        return None
+    return Stemmer.Stemmer(SNOWBALL[language]).stemWords
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words of two or more characters; a run of a script without spaces stays one piece here."""
+    text = text.lower()
+    if _HAS_NO_SPACE.search(text) is None:
+        return _WORD.findall(text)
+    return _WORD_OR_RUN.findall(text)
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def terms(text: str, language: str, stop: frozenset[str] | None = None) -> list[str]:
+    """Search terms of ``text`` read as ``language``: stop words out, Snowball stems, bigrams for no-space scripts."""
+    stop = stop_words(language) if stop is None else stop
+    ws = [w for w in words(text) if w not in stop]
+    if not any(_HAS_NO_SPACE.match(w) for w in ws):
+        stem = stemmer(language)
+        return stem(ws) if stem else ws
+    plain = [w for w in ws if not _HAS_NO_SPACE.match(w)]
+    stem = stemmer(language)
+    stems = iter(stem(plain) if stem and plain else plain)
+    out: list[str] = []
+    for w in ws:
+        if _HAS_NO_SPACE.match(w):
+            out.extend(_bigrams(w))
+        else:
+            out.append(next(stems))
+    return out
+
+
+def query_terms(text: str, languages: Iterable[str]) -> list[str]:
+    """A question's terms for a KB in ``languages``: each language's reading, a term counted once per reading that
+    gives it (a one-language KB: exactly :func:`terms`). A question may be asked in any of a mixed KB's languages."""
+    langs = list(dict.fromkeys(languages)) or [DEFAULT_LANGUAGE]
+    if len(langs) == 1:
+        return terms(text, langs[0])
+    seen: list[str] = []
+    for lang in langs:
+        seen.extend(dict.fromkeys(terms(text, lang)))
+    return list(dict.fromkeys(seen))
+
+
+# -- detection -------------------------------------------------------------------------------------------------------
+MIN_DETECT_CHARS = 40  # shorter texts (a stub, a title) take the KB's language: detectors guess on a few words
+MIXED_SHARE = 0.1  # a second language this share of the articles (and at least MIXED_MIN of them) makes a mixed KB
+MIXED_MIN = 3
+
+
+@lru_cache(maxsize=1)
+def _identifier():
+    try:
+        import py3langid
+    except ImportError:
+        return None
+    return py3langid
+
+
+def detect(text: str) -> str | None:
+    """The ISO 639-1 code of ``text``'s language, or None when it is too short to tell (or py3langid is absent)."""
+    text = re.sub(r"https?://\S+|`[^`]*`|\[ID: [^\]]*\]", " ", text or "")
+    if len(text.strip()) < MIN_DETECT_CHARS and not _HAS_NO_SPACE.search(text):
+        return None
+    ident = _identifier()
+    if ident is None:
+        return None
+    lang, _ = ident.classify(text[:4000])
+    return lang
+
+
+def is_known(code: str) -> bool:
+    """A language grace can read: a Snowball stemmer, a bigram script, or any two-letter code (stop words only)."""
+    return bool(re.fullmatch(r"[a-z]{2}", code or ""))
+
+
+def assign(texts: list[str], forced: str | None = None) -> tuple[str, list[str], dict[str, int]]:
+    """(the KB's language, each text's language, article count per language) for a KB of ``texts``.
+
+    ``forced`` (``--language``) sets every article. Otherwise each text is
+    detected; a text too short to tell, or in a language fewer than
+    ``MIXED_SHARE`` of the articles share (a page of English tool names in a
+    French handbook), takes the majority language, so only a KB that really mixes
+    languages is read as mixed.
+    """
+    if forced:
+        return forced, [forced] * len(texts), {forced: len(texts)}
+    found = [detect(t) for t in texts]
+    counts = Counter(x for x in found if x)
+    if not counts:
+        return DEFAULT_LANGUAGE, [DEFAULT_LANGUAGE] * len(texts), {DEFAULT_LANGUAGE: len(texts)}
+    main = counts.most_common(1)[0][0]
+    n = len(texts)
+    keep = {lang for lang, c in counts.items() if lang == main or (c >= MIXED_MIN and c / n >= MIXED_SHARE)}
+    langs = [x if x in keep else main for x in found]
+    return main, langs, dict(Counter(langs).most_common())
+
+
+def describe(code: str) -> str:
+    """What grace does with a language, for messages and the README table."""
+    how = []
+    how.append("Snowball stemmer" if code in SNOWBALL else "no stemmer")
+    how.append("stop words" if stop_words(code) else "no stop words")
+    if code in BIGRAM_LANGUAGES:
+        how.append("character bigrams")
+    return ", ".join(how)

@@ -1,0 +1,311 @@
+"""grace view over HTTP and its Python side: runs found, grid filters, a question, a comparison, the guards,
+the index kept outside the run folders and rebuilt when a run changes, bad input, and the static export."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+import harness as grace
+from harness.viewer import open_viewer
+from harness.web import make_server
+from tests.conftest import ROOT, run_grace
+from tests.view_runs import ANSWER_XSS, MODEL, TITLE_XSS, build_view_runs
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_view_runs(tmp_path_factory.mktemp("view"))
+
+
+def listing(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.rglob("*"))
+            if p.is_file() and p.name != ".grace.lock"}
+
+
+@pytest.fixture(scope="module")
+def served(built, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("view-cache")
+    before = {name: listing(built / name) for name in ("a", "b")}
+    app, indexer = open_viewer([built / "a", built / "b"], cache, child=True)  # the index built as grace view does
+    assert indexer.wait(120)
+    httpd = make_server(app, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    yield {"app": app, "port": httpd.server_address[1], "cache": cache, "before": before, "root": built}
+    httpd.shutdown()
+    httpd.server_close()
+    indexer.stop()
+
+
+def get(port: int, path: str, headers: dict | None = None, method: str = "GET", body: bytes | None = None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=headers or {}, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status, r.read(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read(), dict(e.headers)
+
+
+def api(served, path: str) -> dict:
+    status, body, _ = get(served["port"], path)
+    assert status == 200, body
+    return json.loads(body)
+
+
+def ids(page: dict) -> list[str]:
+    return [r["id"] for r in page["rows"]]
+
+
+def test_runs_are_found_summarised_and_indexed_outside_the_run_folders(served):
+    data = api(served, "/api/runs")
+    assert [r["id"] for r in data["runs"]] == ["a", "b"]
+    a = data["runs"][0]
+    assert a["state"] == "ready" and a["gold"]["questions"] == 14 and {m["model"] for m in a["models"]} == {
+        MODEL, "baseline:top1", "baseline:threshold"}
+    # read-only: the run folders are as they were; the indexes are in the cache folder
+    for name in ("a", "b"):
+        assert listing(served["root"] / name) == served["before"][name]
+    indexes = sorted(p.name for p in (served["cache"] / "view").iterdir())
+    assert len(indexes) == 2 and all(n.endswith("view-index.sqlite") for n in indexes)
+
+
+def test_grid_filters_match_the_scores(served):
+    page = api(served, "/api/questions?runs=a,b")
+    assert page["total"] == 14 and [c["run"] for c in page["columns"]] == ["a"] * 3 + ["b"] * 3
+    assert page["columns"][0]["model"] == "baseline:threshold"  # each run's leaderboard order
+    regressed = api(served, f"/api/questions?runs=a,b&model={MODEL}&flip=regressed")
+    improved = api(served, f"/api/questions?runs=a,b&model={MODEL}&flip=improved")
+    cmp = grace.compare_runs(served["root"] / "a", served["root"] / "b", [MODEL])
+    assert set(ids(regressed)) == set(cmp[MODEL].regressed) == {"q3", "q6", "q9"}
+    assert set(ids(improved)) == set(cmp[MODEL].improved) == {"r1", "r2"}
+    assert ids(api(served, "/api/questions?runs=a&suspect=1")) == ["q2", "r1", "r2"]
+    assert set(ids(api(served, f"/api/questions?runs=b&model={MODEL}&outcome=wrong_citation"))) == {"q2", "q3", "q6", "q9"}
+    assert set(ids(api(served, "/api/questions?runs=b&disagree=1"))) >= {"q3", "q6", "q9"}
+    assert ids(api(served, "/api/questions?runs=b&q=claim%20it")) == ["q7"]  # words of an answer
+    assert ids(api(served, "/api/questions?runs=a&q=capital")) == ["r1"]  # words of a question
+    assert set(ids(api(served, "/api/questions?runs=a&article=6"))) == {"q11", "q12"}
+    assert ids(api(served, "/api/questions?runs=a&sort=id"))[:3] == ["q1", "q10", "q11"]
+    hardest = api(served, "/api/questions?runs=a&sort=hardest")
+    assert ids(hardest)[0] == "q2"  # every model misses the mislabelled question
+    cell = next(c for r in page["rows"] if r["id"] == "q2" for c in r["cells"])
+    assert cell == {"outcome": "wrong_citation", "hits": 0, "n": 1, "hit": False, "cited": "1", "truncated": False}
+
+
+def test_bad_filters_and_runs_say_why(served):
+    for path, words in [("/api/questions?runs=a&sort=sideways", "sort must be one of"),
+                        ("/api/questions?runs=a&flip=any", "needs two runs"),
+                        ("/api/questions?runs=nope", "no run 'nope'"),
+                        ("/api/questions?runs=a&model=gpt-9", "no model 'gpt-9'"),
+                        ("/api/questions?runs=a&page=0", "page must be"),
+                        ("/api/question?runs=a&id=zzz", "no question 'zzz'"),
+                        ("/api/compare?a=a&b=a", "pick the two models")]:
+        status, body, _ = get(served["port"], path)
+        assert status in (400, 404) and words in json.loads(body)["error"], (path, body)
+
+
+def test_question_page_has_gold_retrieval_readings_spotcheck_and_audit(served):
+    q = api(served, "/api/question?runs=a,b&id=q7")
+    assert q["gold"] == "4" and q["articles"]["4"]["title"] == TITLE_XSS
+    assert "<script>" in q["articles"]["4"]["text"]  # data, as written: the page shows it as text
+    run_b = q["runs"][1]
+    assert run_b["retrieved"][0] == {"id": "4", "score": run_b["retrieved"][0]["score"], "gold": True}
+    fake = next(m for m in run_b["models"] if m["model"] == MODEL)
+    answer = fake["answers"][0]
+    assert "".join(p["text"] for p in answer["pieces"]).startswith(ANSWER_XSS)
+    assert [p["cites"] for p in answer["pieces"] if "cites" in p] == [["4"]]
+    assert answer["lenient"]["outcome"] == "correct" and answer["lenient"]["why"] == "cited 4, the gold article"
+    assert answer["strict"]["outcome"] == "correct"
+    assert answer["spotcheck"] and answer["spotcheck"][0]["supported"] is False  # the lexical judge: markup is not in the article
+    wrong = api(served, "/api/question?runs=b&id=q3")
+    fake = next(m for m in wrong["runs"][0]["models"] if m["model"] == MODEL)
+    assert fake["answers"][0]["lenient"]["why"] == "cited 1, not the gold article 2"
+    suspect = api(served, "/api/question?runs=a&id=q2")
+    assert suspect["runs"][0]["suspects"][0]["kind"] == "other_article"
+    argv = suspect["annotate"]["argv"]
+    assert argv[:2] == ["grace", "annotate"] and argv[argv.index("--question") + 1] == "q2"
+
+
+def test_the_annotate_command_offered_opens_that_question(served, tmp_path):
+    """The Question page's command, run as given (another port, a copy of the gold file), opens q2 alone."""
+    argv = api(served, "/api/question?runs=a&id=q2")["annotate"]["argv"]
+    gold = tmp_path / "gold.csv"
+    shutil.copyfile(argv[argv.index("--from-gold") + 1], gold)
+    argv[argv.index("--from-gold") + 1] = str(gold)
+    argv[argv.index("--port") + 1] = "0"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", "from harness.cli.app import main; main()", *argv[1:],
+                             "--no-browser"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            if line.startswith("open http") or not line:
+                break
+        text = "".join(lines)
+        assert "opening 1 question(s): q2" in text and "suggestion" in text, text
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_compare_page_matches_grace_compare(served):
+    data = api(served, "/api/compare?a=a&b=b")
+    fake = next(m for m in data["models"] if m["model"] == MODEL)
+    cmp = grace.compare_runs(served["root"] / "a", served["root"] / "b", [MODEL])[MODEL]
+    for key in ("accuracy_a", "accuracy_b", "delta", "delta_ci", "mcnemar_p", "improved", "regressed"):
+        assert fake[key] == getattr(cmp, key), key
+    two = api(served, f"/api/compare?a=b&b=b&ma=baseline:top1&mb={MODEL}")
+    assert two["models"][0]["model"] == f"baseline:top1 vs {MODEL}"
+    assert any(row["article"] == "REFUSE" for row in fake["articles"])
+
+
+def test_http_headers_and_guards(served):
+    port = served["port"]
+    status, body, headers = get(port, "/")
+    assert status == 200 and b"grace view" in body and b"__TOKEN_QUERY__" not in body
+    csp = headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["X-Frame-Options"] == "DENY"
+    assert get(port, "/static/view.js")[0] == 200 and get(port, "/static/common.js")[0] == 200
+    for sneaky in ("/static/../app.py", "/static/%2e%2e/app.py", "/static/..%2fapp.py", "/api/../../etc/passwd"):
+        assert get(port, sneaky)[0] == 404, sneaky
+    assert get(port, "/api/runs", headers={"Host": f"evil.example:{port}"})[0] == 403
+    status, _, headers = get(port, "/api/plot?run=a&name=accuracy")
+    assert status == 200 and headers["Content-Type"] == "image/svg+xml"
+    # read-only: nothing to post; another origin cannot even try; a bad length never reaches the app
+    assert get(port, "/api/runs", method="POST", body=b"{}", headers={"Content-Type": "application/json"})[0] == 404
+    assert get(port, "/api/runs", method="POST", body=b"{}",
+               headers={"Content-Type": "application/json", "Origin": "http://evil.example"})[0] == 403
+    assert get(port, "/api/runs", method="DELETE")[0] == 405
+
+
+def test_content_length_checks_are_the_shared_cores(served):
+    import socket
+
+    def raw(length: str) -> int:
+        with socket.create_connection(("127.0.0.1", served["port"]), timeout=10) as s:
+            s.sendall(f"POST /api/x HTTP/1.1\r\nHost: 127.0.0.1:{served['port']}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {length}\r\n\r\n".encode())
+            return int(s.recv(200).split()[1])
+
+    class Posting:  # an app with a POST route: the core checks the body before the app sees it
+        name, page, static, post_paths = "t", "view.html", ROOT / "harness" / "viewer" / "static", ("/api/x",)
+        seen: list = []
+
+        def get(self, path, query):
+            return None
+
+        def post(self, path, body):
+            self.seen.append(body)
+            return {"ok": True}
+
+    httpd = make_server(Posting(), "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    served_port, served["port"] = served["port"], httpd.server_address[1]
+    try:
+        assert raw("-1") == 400 and raw("12abc") == 400 and raw(str(10 * 1024 * 1024)) == 413
+        assert Posting.seen == []
+    finally:
+        served["port"] = served_port
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_an_index_is_rebuilt_when_the_run_changes_and_a_writer_is_shown(built, tmp_path):
+    run = tmp_path / "runs" / "today"
+    shutil.copytree(built / "b", run)
+    app, indexer = open_viewer([tmp_path / "runs"], tmp_path / "cache", child=False)
+    try:
+        assert indexer.wait(60) and app.questions({"runs": ["today"]})["total"] == 14
+        first = app.runs["today"].index
+        # a writer holds the folder (grace run resuming it): the pages say so and show what is on file
+        (run / ".grace.lock").write_text(f"pid {os.getpid()}, 'grace run --out today', since now\n")
+        assert app.runs_page()["runs"][0]["in_progress"].startswith(f"pid {os.getpid()}")
+        assert any("being written now" in n for n in app.questions({"runs": ["today"]})["notices"])
+        (run / ".grace.lock").write_text("")
+        # re-scored with one question fewer: the index notices and is built again
+        lines = (run / "scores.jsonl").read_text().splitlines()
+        (run / "scores.jsonl").write_text("\n".join(x for x in lines if '"question_id": "q12"' not in x) + "\n")
+        app.runs["today"].checked = 0
+        app.questions({"runs": ["today"]})
+        deadline = time.monotonic() + 30
+        while app.runs["today"].index is first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert app.questions({"runs": ["today"]})["total"] == 13
+    finally:
+        indexer.stop()
+
+
+def test_bad_input_gets_a_clear_message(built, tmp_path):
+    code, out = run_grace("view", tmp_path / "missing", "--no-open")
+    assert code == 2 and "no such folder" in out and "Traceback" not in out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out = run_grace("view", empty, "--no-open")
+    assert code == 2 and "no run folder inside" in out
+    code, out = run_grace("view", built / "gold.csv", "--no-open")
+    assert code == 2 and "a file, not a run folder" in out
+    # a run with responses but no scores yet (grace run still going): listed, with what is on file and why
+    unscored = tmp_path / "runs" / "fresh"
+    unscored.mkdir(parents=True)
+    shutil.copyfile(built / "a" / "responses.jsonl", unscored / "responses.jsonl")
+    app, indexer = open_viewer([tmp_path / "runs"], tmp_path / "cache", child=False)
+    try:
+        indexer.wait(30)
+        summary = app.runs_page()["runs"][0]
+        assert summary["state"] == "unscored" and "no scores yet: 42 response(s) on file" in summary["problem"]
+        waiting = app.questions({"runs": ["fresh"]})["waiting"]
+        assert "grace score" in waiting["problem"]
+    finally:
+        indexer.stop()
+    # two runs on different gold sets cannot share a grid or be compared
+    other = tmp_path / "other"
+    shutil.copytree(built / "b", other)
+    report = json.loads((other / "report.json").read_text())
+    report["gold"]["hash"] = "f" * 16
+    (other / "report.json").write_text(json.dumps(report))
+    app, indexer = open_viewer([built / "a", other], tmp_path / "cache2", child=False)
+    try:
+        indexer.wait(60)
+        for call in (lambda: app.questions({"runs": ["a,other"]}), lambda: app.compare("a", "other", "", "")):
+            with pytest.raises(Exception, match="different gold sets"):
+                call()
+    finally:
+        indexer.stop()
+
+
+def test_export_writes_a_self_contained_folder(built, tmp_path):
+    out = tmp_path / "site"
+    code, text = run_grace("view", built / "b", "--export", out)
+    assert code == 0, text
+    page = (out / "index.html").read_text()
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page and "://" not in page
+    assert (out / "data" / "export.js").exists() and (out / "data" / "questions-0.js").exists()
+    assert {p.name for p in (out / "assets").iterdir()} >= {"view.js", "common.js", "base.css", "view.css",
+                                                            "plot-accuracy.svg"}
+    assert (out / "data" / "export.js").read_text().isascii()  # JSON with \\u escapes: no line separator ends a string
+    code, text = run_grace("view", built / "b", "--export", out)
+    assert code == 2 and "not empty" in text
+    assert run_grace("view", built / "b", "--export", out, "--force")[0] == 0
+    code, text = run_grace("view", built / "b", "--export", built / "b" / "site")
+    assert code == 2 and "inside the run folder" in text
+    code, text = run_grace("view", built / "a", built / "b", "--export", out)
+    assert code == 2 and "exactly one run folder" in text
+
+
+def test_view_and_compare_are_commands_and_api_names():
+    assert {"view", "export_view", "compare_runs", "compare_models", "Comparison"} <= set(grace.API_NAMES)
+    code, out = run_grace("--help")
+    assert code == 0 and "view" in out and "compare" in out
