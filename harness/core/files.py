@@ -24,6 +24,15 @@ log = logging.getLogger("grace")
 _DISK_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
+def cache_dir() -> Path:
+    """Where grace keeps what it can rebuild (the response cache, the viewer's index, unpacked models):
+    ``$GRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/grace`` or ``~/.cache/grace``."""
+    if os.environ.get("GRACE_CACHE_DIR"):
+        return Path(os.environ["GRACE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "grace"
+
+
 def disk_error(path: Path | str, exc: OSError) -> GraceError:
     """An OSError while writing, as a message that names the file and the fix."""
     if exc.errno in _DISK_ERRNOS:

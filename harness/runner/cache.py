@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.core.files import cache_dir
 from harness.core.hashing import json_hash
 
 log = logging.getLogger("grace")
@@ -40,15 +41,8 @@ _warned: set[tuple[str, str]] = set()
 _warned_lock = threading.Lock()
 
 
-def default_cache_dir() -> Path:
-    if os.environ.get("GRACE_CACHE_DIR"):
-        return Path(os.environ["GRACE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "grace"
-
-
 def default_cache_path() -> Path:
-    return default_cache_dir() / CACHE_FILE
+    return cache_dir() / CACHE_FILE
 
 
 def cache_key(fields: dict[str, Any]) -> str:

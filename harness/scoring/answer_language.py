@@ -52,11 +52,22 @@ class AnswerLanguage:
 
     def __init__(self) -> None:
         self._stop: dict[str, frozenset[str]] = {}
+        self._own: dict[str, frozenset[str]] = {}
 
     def _function_words(self, code: str) -> frozenset[str]:
         words = self._stop.get(code)
         if words is None:
             words = self._stop[code] = lang.stop_words(code) | (lang.MEANINGFUL_EN if code == "en" else frozenset())
+        return words
+
+    def _own_words(self, code: str) -> frozenset[str]:
+        """``code``'s function words that no rival language shares ("the", "and" for English; "und", "nicht"):
+        two of them and none of a rival's settle a tie of shared short words ("a", "in", "de") without the detector,
+        which costs 30 µs a row where the sets cost 2."""
+        words = self._own.get(code)
+        if words is None:
+            others = frozenset().union(*(self._function_words(r) for r in RIVALS if r != code))
+            words = self._own[code] = self._function_words(code) - others
         return words
 
     def check(self, text: str, expected: str) -> int:
@@ -68,8 +79,13 @@ class AnswerLanguage:
             return UNKNOWN
         head = set(words)
         hits = len(head & self._function_words(expected))
-        if hits >= SURE_HITS or (hits >= QUICK_HITS and all(hits > len(head & self._function_words(r))
-                                                           for r in RIVALS if r != expected)):
+        if hits >= SURE_HITS:
+            return SAME
+        rivals = [len(head & self._function_words(r)) for r in RIVALS if r != expected]
+        if hits >= QUICK_HITS and all(hits > r for r in rivals):
+            return SAME
+        if hits >= QUICK_HITS and len(head & self._own_words(expected)) >= 2 and not any(
+                head & self._own_words(r) for r in RIVALS if r != expected):
             return SAME
         found = lang.detect(" ".join(w for w in _WORD.findall(head_text) if w not in _MARKUP))
         if found is None:

@@ -33,7 +33,7 @@ functions of ``(text, kb_ids)``.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from harness.scoring.json_answer import JsonAnswer, attempted_citations, citation_tokens, find_json_answer
@@ -210,8 +210,11 @@ def _json_ids(ans: JsonAnswer, kb_ids: Collection[str]) -> list[str]:
     return out
 
 
-def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extraction]:
-    """``(lenient, strict)`` in one pass: the scorer's hot path shares the JSON parse and canonical scan."""
+def extract_both(text: str, kb_ids: Collection[str],
+                 languages: Iterable[str] | None = None) -> tuple[Extraction, Extraction]:
+    """``(lenient, strict)`` in one pass: the scorer's hot path shares the JSON parse and canonical scan.
+
+    ``languages``: whose refusal paraphrases to look for besides English (the question's; all when None)."""
     if not text:
         return Extraction([], False, "none"), Extraction([], False, "none")
     canon = canonical_ids(text, kb_ids)
@@ -231,7 +234,7 @@ def extract_both(text: str, kb_ids: Collection[str]) -> tuple[Extraction, Extrac
         inline = inline_ids_lenient(text, kb_ids)
     ans = find_json_answer(text) if "{" in text else None
     json_ids = _json_ids(ans, kb_ids) if ans is not None else []
-    refused = strict_refused or is_refusal(text, cites=bool(inline or json_ids))
+    refused = strict_refused or is_refusal(text, cites=bool(inline or json_ids), languages=languages)
 
     if ans is not None and ans.exact:
         strict_ids = list(canon)

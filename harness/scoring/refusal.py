@@ -38,6 +38,7 @@ their exact sentences count for both readings, their paraphrases for the lenient
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from harness.scoring.refusal_languages import is_exact, is_paraphrase
 
@@ -114,9 +115,10 @@ def is_strict_refusal(text: str) -> bool:
     return REFUSAL_SENTENCE in text or is_exact(text)
 
 
-def is_refusal(text: str, *, cites: bool = False) -> bool:
-    """The exact sentence or a common paraphrase of it; also a generic decline unless the response ``cites``."""
-    if REFUSAL_SENTENCE in text or is_exact(text) or is_paraphrase(text):
+def is_refusal(text: str, *, cites: bool = False, languages: Iterable[str] | None = None) -> bool:
+    """The exact sentence (any template language's) or a common paraphrase of it (English, and the other
+    ``languages``: all when None); also a generic decline unless the response ``cites``."""
+    if REFUSAL_SENTENCE in text or is_exact(text) or is_paraphrase(text, languages):
         return True
     low = text.lower()
     # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple.

@@ -17,6 +17,7 @@ translated into each language, reads as a refusal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from harness.prompts.languages import REFUSALS
 
@@ -109,16 +110,29 @@ _GATES = {
     "nl": ("niet", "geen", "onvoldoende"),
     "el": ("δεν", "κανένα"),
 }
-_COMPILED = [(_GATES[code], re.compile("|".join(f"(?:{p})" for p in ps), re.IGNORECASE))
-             for code, ps in _PARAPHRASES.items()]
+_COMPILED = {code: (_GATES[code], re.compile("|".join(f"(?:{p})" for p in ps), re.IGNORECASE))
+             for code, ps in _PARAPHRASES.items()}
 
 
 def is_exact(text: str) -> bool:
     """One of the other languages' exact refusal sentences, verbatim."""
-    return any(s in text for s in EXACT)
+    for sentence in EXACT:  # a loop, not any(genexpr): the scorer asks this of every one of a million answers
+        if sentence in text:
+            return True
+    return False
 
 
-def is_paraphrase(text: str) -> bool:
-    """A common paraphrase of the refusal sentence in one of :data:`LANGUAGES`."""
+def is_paraphrase(text: str, languages: Iterable[str] | None = None) -> bool:
+    """A common paraphrase of the refusal sentence in one of ``languages`` (default: all of :data:`LANGUAGES`).
+
+    The scorer names the question's language: reading every answer to an English
+    question for seven languages' paraphrases made scoring a million answers 60% slower.
+    """
     low = text.lower()
-    return any(any(g in low for g in gates) and rx.search(text) is not None for gates, rx in _COMPILED)
+    for code in LANGUAGES if languages is None else languages:
+        found = _COMPILED.get(code)
+        if found is not None:
+            gates, rx = found
+            if any(g in low for g in gates) and rx.search(text) is not None:
+                return True
+    return False

@@ -109,7 +109,8 @@ def score_part(
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
             else:
-                ext, strict = extract_both(row.text, kb_ids)
+                # refusal paraphrases in English and the question's language only (see refusal_languages)
+                ext, strict = extract_both(row.text, kb_ids, (question_langs[qi],) if question_langs else ())
                 outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved)
                 strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved)
             cited = ext.cited_ids

@@ -28,9 +28,9 @@ def open_viewer(paths: list[str | Path], cache_dir: str | Path | None = None, *,
     from harness.viewer.runs import Indexer, find_runs, load_run, run_ids
 
     if cache_dir is None:
-        from harness.runner.cache import default_cache_dir
+        from harness.core import files
 
-        cache_dir = default_cache_dir()
+        cache_dir = files.cache_dir()
     found = find_runs([Path(p) for p in paths])
     runs = [load_run(rid, path) for rid, path in zip(run_ids(found), found, strict=True)]
     indexer = Indexer(runs, Path(cache_dir), child=child)
