@@ -381,12 +381,10 @@ def audit(gold, kb_dir, run, out, min_models, min_swaps, limit, force) -> None:
     articles the models swap both ways (near-duplicates). Review them with
     `grace annotate KB --from-gold GOLD --only OUT`.
     """
-    from annotations.audit import audit_gold
-    from kb_builder.store import load_kb
+    from harness import api
 
     check_output_file(out, {"gold CSV": gold, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
-    kb = load_kb(kb_dir)
-    result = audit_gold(gold, kb, run, out, min_voters=min_models, min_swaps=min_swaps)
+    result = api.audit_gold(gold, kb_dir, run, out, min_voters=min_models, min_swaps=min_swaps)
     kinds = Counter(s.kind for s in result.suspects)
     if len(result.models) < 3:
         click.echo(f"warning: only {len(result.models)} model(s) voted; a flag is only as good as the models' "

@@ -14,9 +14,9 @@ from harness.core.errors import GraceError, WorkFailed
 from harness.core.version import __version__
 
 # the public API, one list: what ``import harness as grace`` offers and what harness.api exports
-API_NAMES = ("Comparison", "Leaderboard", "LeaderboardRow", "Run", "RunResult", "build_kb", "compare_models",
-             "compare_runs", "eval_retrieval", "export_view", "index_kb", "lint_kb", "load_kb", "load_run", "report",
-             "run", "score", "search", "view")
+API_NAMES = ("Comparison", "Leaderboard", "LeaderboardRow", "Run", "RunResult", "audit_gold", "build_kb",
+             "check_gate", "compare_models", "compare_runs", "eval_retrieval", "export_view", "index_kb", "lint_kb",
+             "load_kb", "load_run", "report", "run", "score", "search", "view")
 
 
 def __getattr__(name: str) -> Any:

@@ -271,6 +271,25 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, **rules: Any):
+    """The gold labels a run's models contradict, most likely wrong first (``grace annotations audit``); written
+    to ``out`` (a suspects CSV) when given. ``rules``: ``min_voters``, ``min_swaps``. Returns an ``AuditResult``."""
+    from annotations.audit import audit_gold as _audit
+
+    return _audit(gold, load_kb(kb) if isinstance(kb, str | Path) else kb, run, out, **rules)
+
+
+def check_gate(report: str | Path, **thresholds: Any):
+    """``grace gate``'s checks of a scored run (``report``: its report.json or folder) for CI: ``min_accuracy``,
+    ``max_invalid_rate``, ``max_hallucination_rate``, and with ``baseline`` (an earlier report) the noise-aware
+    regression rules (``max_drop``, ``max_hallucination_rise``); ``models`` picks models. Returns a ``GateResult``
+    (``.checks`` as (passed, sentence), ``.failed``, ``.notes``)."""
+    from harness.reports.gate import check_gate as _check
+
+    baseline = thresholds.pop("baseline", None)
+    return _check(Path(report), baseline=Path(baseline) if baseline is not None else None, **thresholds)
+
+
 def report(out: str | Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
     """Write ``leaderboard.md`` and ``report.html`` from a scored folder; print the table if given a console."""
     from harness.reports import write_reports
