@@ -15,15 +15,19 @@ is the one claim; an expected "unsupported" passes as ``partial`` or
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.core.errors import GraceError, where
+from harness.core.jsonl import iter_jsonl
 from harness.spotcheck.judge import SourceArticle, parse_verdict
 from harness.spotcheck.judging import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
 from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
+
+T = TypeVar("T")
 
 CASES = Path(__file__).parent / "cases.jsonl"
 MODES = ("number_changed", "entity_swapped", "scope_widened", "negation", "world_knowledge",
@@ -41,24 +45,15 @@ class Case:
     note: str = ""
 
 
-def load_cases(path: Path | None = None) -> list[Case]:
-    path = path or CASES
-    if not path.exists():
-        raise GraceError(f"{path}: cases file not found")
+def read_cases(path: Path, build: Callable[[dict[str, Any]], T], needs: str) -> list[T]:
+    """Hand-written cases, one JSON object a line (the support cases and the quality cases alike): each line
+    through ``build``, a missing or mistyped field named as ``needs``, an id used twice refused."""
     cases, seen = [], set()
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
+    for n, d in iter_jsonl(path):
         try:
-            d = json.loads(raw)
-            expected = {"supported": True, "unsupported": False}[d["expected"]]
-            case = Case(str(d["id"]), str(d["failure_mode"]), str(d.get("article_title") or ""), str(d["article"]),
-                        str(d["segment"]), expected, str(d.get("note") or ""))
-        except json.JSONDecodeError as exc:
-            raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg})") from None
+            case = build(d)
         except (KeyError, TypeError, AttributeError):
-            raise GraceError(f"{where(path, n)}: a case needs id, failure_mode, article, segment and "
-                             "expected ('supported' or 'unsupported')") from None
+            raise GraceError(f"{where(path, n)}: {needs}") from None
         if case.id in seen:
             raise GraceError(f"{where(path, n)}: case id {case.id!r} used twice")
         seen.add(case.id)
@@ -66,6 +61,16 @@ def load_cases(path: Path | None = None) -> list[Case]:
     if not cases:
         raise GraceError(f"{path}: no cases")
     return cases
+
+
+def load_cases(path: Path | None = None) -> list[Case]:
+    def build(d: dict[str, Any]) -> Case:
+        expected = {"supported": True, "unsupported": False}[d["expected"]]
+        return Case(str(d["id"]), str(d["failure_mode"]), str(d.get("article_title") or ""), str(d["article"]),
+                    str(d["segment"]), expected, str(d.get("note") or ""))
+
+    return read_cases(path or CASES, build, "a case needs id, failure_mode, article, segment and expected "
+                                            "('supported' or 'unsupported')")
 
 
 def _claim_rows(judge: Judge, cases: list[Case], settings: JudgeSettings,

@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import GraceError, where
+from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
 from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 from harness.providers.base import RetrievedArticle
@@ -245,25 +245,16 @@ class QualityCase:
 
 
 def load_quality_cases(path: Path | None = None) -> list[QualityCase]:
-    path = path or CASES
-    cases, seen = [], set()
-    for n, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            d = json.loads(raw)
-            arts = {a["id"]: RetrievedArticle(str(a["id"]), a.get("title", ""), a["text"], 0.0) for a in d["articles"]}
-            case = QualityCase(str(d["id"]), str(d["failure_mode"]), d["question"],
-                               tuple(arts[i] for i in d.get("gold") or []), tuple(arts[i] for i in d["shown"]),
-                               d["answer"], dict(d["expect"]), d.get("note", ""))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise GraceError(f"{where(path, n)}: a quality case needs id, failure_mode, question, articles, gold, shown, "
-                             "answer and expect") from None
-        if case.id in seen:
-            raise GraceError(f"{where(path, n)}: case id {case.id!r} used twice")
-        seen.add(case.id)
-        cases.append(case)
-    return cases
+    from harness.spotcheck.meta_eval import read_cases
+
+    def build(d: dict[str, Any]) -> QualityCase:
+        arts = {a["id"]: RetrievedArticle(str(a["id"]), a.get("title", ""), a["text"], 0.0) for a in d["articles"]}
+        return QualityCase(str(d["id"]), str(d["failure_mode"]), d["question"],
+                           tuple(arts[i] for i in d.get("gold") or []), tuple(arts[i] for i in d["shown"]),
+                           d["answer"], dict(d["expect"]), d.get("note", ""))
+
+    return read_cases(path or CASES, build, "a quality case needs id, failure_mode, question, articles, gold, "
+                                            "shown, answer and expect")
 
 
 def meets(value: Any, condition: str) -> bool:
