@@ -197,6 +197,19 @@ class Provider(ABC):
         """Release network clients; called once when the run ends."""
 
 
+def ensure_ready(provider: Provider, who: str, *, ready: bool = True) -> None:
+    """``provider.check_ready()``; with ``ready=False`` (a dry run, which sends nothing) a missing key or SDK is
+    a warning about the real run instead of a refusal."""
+    try:
+        provider.check_ready()
+    except GraceError as exc:
+        if ready:
+            raise
+        import logging
+
+        logging.getLogger("grace").warning(f"{who}: not ready for a real run: {exc}")
+
+
 def require_sdk(module: str, package: str, provider: str):
     """Import an SDK lazily, turning ImportError into an install hint."""
     import importlib

@@ -21,15 +21,12 @@ applied before that check and not validated here.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import GraceError
-from harness.providers.base import ModelSpec, Provider
-
-log = logging.getLogger("grace")
+from harness.providers.base import ModelSpec, Provider, ensure_ready
 
 
 @dataclass(frozen=True)
@@ -100,11 +97,6 @@ def ready_model(text: str, *, role: str, options: ModelOptions | None = None, pr
         provider = offline[spec.model](spec)  # type: ignore[index]
     else:
         provider = make_provider(spec)
-    try:
-        provider.check_ready()
-    except GraceError as exc:
-        if ready:
-            raise
-        log.warning(f"{role} {text}: not ready for a real run: {exc}")  # a dry run sends nothing: no key needed
+    ensure_ready(provider, f"{role} {text}", ready=ready)
     spec.params.setdefault("temperature", 0)  # a verdict, a label or a draft is a measurement: same prompt, same answer
     return price(spec, prices), provider

@@ -25,7 +25,7 @@ from harness.core.hashing import normalise, text_hash
 from harness.core.version import __version__
 from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, provider_class
-from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, is_local_url
+from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.rundir import BatchLedger, RunDir, RunInfo
 from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
@@ -117,12 +117,7 @@ def plan_jobs(
     for spec in specs:
         provider = make_provider(spec)
         provider.prepare_run(context)
-        try:
-            provider.check_ready()
-        except GraceError as exc:
-            if ready:
-                raise
-            log.warning(f"{spec.name}: not ready for a real run: {exc}")
+        ensure_ready(provider, spec.name, ready=ready)
         jobs = []
         for r in range(settings.repeats):
             for q in questions:
