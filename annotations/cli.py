@@ -64,7 +64,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
     if questions is None and from_gold is None and not out.exists():
         raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
     kb = load_kb(kb_dir)
-    retriever, search_retriever = _retrievers(kb, embedder)
+    retriever = _retriever(kb, embedder)
     session = AnnotationSession.open(
         kb, out, questions=questions, from_gold=from_gold, annotator=annotator or default_annotator()
     )
@@ -73,7 +73,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         if question_ids:
             n = session.only_questions(list(question_ids))
             click.echo(f"opening {n} question(s): {', '.join(session.view_ids())}")
-        server, url, token = listen(AnnotationApp(session, retriever, k=k, search_retriever=search_retriever), host, port)
+        server, url, token = listen(AnnotationApp(session, retriever, k=k), host, port)
         p = session.progress()
         click.echo(
             f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped"
@@ -116,19 +116,15 @@ def _focus(session, kb, suggestions_csv: Path | None, run: Path | None, only: Pa
     session.order_by(order)
 
 
-def _retrievers(kb, embedder: str | None):
-    """The KB's retriever for candidates; BM25 for the search box (instant, exact words)."""
+def _retriever(kb, embedder: str | None):
+    """The KB's retriever for candidates (the search box's is lexical: ``search_box_retriever``)."""
     try:
         retriever = kb.retriever(embedder)
     except GraceError as exc:
         if (embedder or kb.manifest.embedder) == "bm25":
             raise
         raise GraceError(f"{exc}\n(or pass --embedder bm25 to label with lexical candidates)") from None
-    if getattr(retriever, "name", "") == "bm25":
-        return retriever, retriever
-    from kb_builder.retrieval.lexical import BM25Retriever
-
-    return retriever, BM25Retriever(kb.articles)
+    return retriever
 
 
 @click.group("annotations")
@@ -287,11 +283,13 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
 @click.option("--min-models", default=2, show_default=True, type=click.IntRange(1, None),
               help="Voting models needed before a consensus counts.")
 @click.option("-k", "--k", "k", default=10, show_default=True, type=click.IntRange(1, 50), help="Articles the labeler sees.")
+@click.option("--template", default=None, help="Labeler template: built-in name or file path [default: labeler.v1 in "
+              "the KB's language when grace has it (labeler.v1.fr)].")
 @click.option("--dry-run", is_flag=True, help="Estimate the labeler's calls and cost; call nothing.")
 @click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
 @call_options("labeler calls")
 @redact_option
-def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, dry_run, force, concurrency,
+def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, template, dry_run, force, concurrency,
             max_attempts, prices, no_cache, redact_pii, **model) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
 
@@ -308,6 +306,8 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
 
     if not run and not labeler:
         raise GraceError("give --run RUN (a run folder or responses file) and/or --labeler PROVIDER:MODEL")
+    if template and not labeler:
+        raise GraceError("--template is the labeler's prompt: give it with --labeler PROVIDER:MODEL")
     if not dry_run:
         check_output_file(out, {"questions file": questions, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
     kb = load_kb(kb_dir)
@@ -334,7 +334,8 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
             redactor = make_redactor(redact_pii, console)
             labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=concurrency,
                                             max_attempts=max_attempts, prices=prices, read_cache=not no_cache,
-                                            console=console, options=model_options(model), redactor=redactor)
+                                            console=console, options=model_options(model), redactor=redactor,
+                                            template=template)
             if redactor is not None and labelled is not None:
                 from harness.privacy.redactor import summary_line, write_record
 

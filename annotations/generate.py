@@ -34,7 +34,6 @@ engine of ``grace run`` (cache, retries, cost), so running again is free.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,17 +55,19 @@ from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.model_options import ModelOptions
+from kb_builder.language import surface_words
 
 COPY_NGRAM = 3
 COPY_SHARE = 0.5
 COPY_MIN_GRAMS = 2
 TITLES_MAX = 400  # titles shown to the refusal prompt; a bigger KB shows a seeded sample (the labeler catches the rest)
 EXTRA_COLUMNS = ["source_article"]
-_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
+    """Words of any script (a character at a time in Chinese, Japanese, Thai...): the rule once read a-z and 0-9
+    only, so a Greek or Chinese question copied from its article had no trigrams and always passed."""
+    return surface_words(text)
 
 
 def copy_overlap(question: str, article: str, n: int = COPY_NGRAM) -> tuple[float, int]:
@@ -102,6 +103,8 @@ class GenerateResult:
     out: Path
     model: str
     labeler: str
+    template: str = ""  # the generator's prompt template (generator.v1.fr: the KB's language's unless --template)
+    labeler_template: str = ""  # the labeler's (labeler.v1.fr: always the KB's language's)
     articles: int = 0
     generated: int = 0
     copied: list[tuple[str, str, float]] = field(default_factory=list)  # (question_id, question, overlap)
@@ -131,7 +134,7 @@ class GenerateResult:
 
     def lines(self, limit: int = 5) -> list[str]:
         out = [f"generated {self.generated} question(s) from {self.articles} article(s) and "
-               f"{self.refusals_generated} refusal question(s)"]
+               f"{self.refusals_generated} refusal question(s); prompts {self.template} and {self.labeler_template}"]
         out.append(f"rejected for copying the article: {len(self.copied)} (>= {COPY_SHARE:.0%} of the question's word "
                    f"trigrams verbatim in the article); duplicates: {self.duplicates}")
         out += [f"  - {qid} ({share:.0%} copied): {q}" for qid, q, share in self.copied[:limit]]
@@ -208,9 +211,10 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
     out = Path(out)
     if not dry_run:
         _check_out(out, kb, force)
-    tmpl = load_generator_template(template)
+    language = kb.manifest.language  # questions are written, and checked, in the KB's language
+    tmpl = load_generator_template(template, language)
     spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices, options=options)
-    lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options)
+    lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options, language=language)
     settings = call_settings(concurrency, max_attempts, read_cache)
     settings.redactor = redactor
     articles = list(kb.articles)
@@ -224,7 +228,7 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
         _print_estimate(kb, gen, gen_jobs, ref, ref_jobs, lab, settings, per_article, refusals, k, console)
         return None
 
-    res = GenerateResult(out, spec.name, lab.spec.name, articles=len(articles))
+    res = GenerateResult(out, spec.name, lab.spec.name, tmpl.name, lab.template.name, articles=len(articles))
     with progress(settings, console) as s:
         res.stats["generator"] = PromptStats()
         rows = run_prompts(gen, gen_jobs, _reply, s, res.stats["generator"], label="writing questions")

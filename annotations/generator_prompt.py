@@ -17,7 +17,7 @@ from typing import Any
 
 from annotations.labeler import json_object
 from harness.core.errors import GraceError
-from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
@@ -51,15 +51,18 @@ class GeneratorTemplate(SectionTemplate):
         return self._messages("refusals", {"m": str(m), "titles": "\n".join(f"- {t}" for t in titles)})
 
 
-def load_generator_template(spec: str | None = None) -> GeneratorTemplate:
-    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "generator template")
+def load_generator_template(spec: str | None = None, language: str | None = None) -> GeneratorTemplate:
+    """A built-in name (``generator.v1``) or a path to a template file; with neither, ``generator.v1`` in ``language``
+    (the KB's: questions are asked for in the language the employees will ask them in)."""
+    path = find_template(spec or builtin_in_language(DEFAULT_TEMPLATE, TEMPLATES_DIR, language), TEMPLATES_DIR,
+                         "generator template")
     text = path.read_text(encoding="utf-8")
     sections = split_sections(text, _SECTION)
     art, ref = (sections.get(s, "").replace(" ", "") for s in ("article", "refusals"))
     if not all(p in art for p in ("{{n}}", "{{article}}")) or not all(p in ref for p in ("{{m}}", "{{titles}}")):
         raise GraceError(f"generator template {path}: needs '=== article ===' with {{{{n}}}} and {{{{article}}}}, and "
                          "'=== refusals ===' with {{m}} and {{titles}} (see annotations/templates/generator.v1.txt)")
-    return GeneratorTemplate(path.stem, sections, template_sha(text))
+    return GeneratorTemplate.from_text(path.stem, text, sections)
 
 
 def parse_questions(text: str | None, second: str) -> list[tuple[str, str]] | None:

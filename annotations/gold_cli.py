@@ -28,7 +28,8 @@ def gold() -> None:
               help="Retrieved articles the labeler checks each question against.")
 @click.option("--labeler", help="PROVIDER:MODEL that checks each question against its neighbours [default: --model]; "
               "baseline:top1 checks offline against the top retrieved article only.")
-@click.option("--template", default=None, help="Generator template: built-in name (generator.v1) or file path.")
+@click.option("--template", default=None, help="Generator template: built-in name or file path [default: generator.v1 "
+              "in the KB's language when grace has it (generator.v1.fr); the labeler's follows the KB's language].")
 @click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
 @click.option("--force", is_flag=True, help="Replace an --out file that is not an untouched draft (kept as NAME.bak).")
 @call_options("calls")

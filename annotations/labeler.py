@@ -32,7 +32,14 @@ from annotations.suggest import HasQuestion
 from annotations.suggestions import Suggestion, label_of
 from harness.core.errors import GraceError
 from harness.core.json_text import first_json_object
-from harness.prompts.template_files import chat_messages, find_template, split_sections, template_sha
+from harness.prompts.languages import template_language
+from harness.prompts.template_files import (
+    builtin_in_language,
+    chat_messages,
+    find_template,
+    split_sections,
+    template_sha,
+)
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.engine import CallResult
@@ -66,6 +73,7 @@ class LabelerTemplate:
     system: str
     user: str
     sha256: str
+    language: str = "en"  # its "# language: xx" header line
 
     def render(self, question: str, articles: Sequence[RetrievedArticle]) -> list[dict[str, str]]:
         values = {"question": question,
@@ -73,16 +81,18 @@ class LabelerTemplate:
         return chat_messages(self.system, self.user, values, _PLACEHOLDER)
 
 
-def load_labeler_template(spec: str | None = None) -> LabelerTemplate:
-    """A built-in name (``labeler.v1``) or a path to a template file."""
-    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "labeler template")
+def load_labeler_template(spec: str | None = None, language: str | None = None) -> LabelerTemplate:
+    """A built-in name (``labeler.v1``) or a path to a template file; with neither, ``labeler.v1`` in ``language``."""
+    path = find_template(spec or builtin_in_language(DEFAULT_TEMPLATE, TEMPLATES_DIR, language), TEMPLATES_DIR,
+                         "labeler template")
     text = path.read_text(encoding="utf-8")
     sections = split_sections(text, _SECTION)
     both = sections.get("system", "") + sections.get("user", "")
     if "{{question}}" not in both.replace(" ", "") or "{{articles}}" not in both.replace(" ", ""):
         raise GraceError(f"labeler template {path}: needs '=== user ===' (and optionally '=== system ===') with "
                          "{{question}} and {{articles}} (see annotations/templates/labeler.v1.txt)")
-    return LabelerTemplate(path.stem, sections.get("system", ""), sections.get("user", ""), template_sha(text))
+    return LabelerTemplate(path.stem, sections.get("system", ""), sections.get("user", ""), template_sha(text),
+                           template_language(text))
 
 
 @dataclass(frozen=True)
@@ -196,10 +206,12 @@ class Labeler:
 
 
 def make_labeler(text: str, *, timeout: float | None = None, prices: Path | None = None,
-                 template: str | None = None, options: ModelOptions | None = None) -> Labeler:
+                 template: str | None = None, options: ModelOptions | None = None,
+                 language: str | None = None) -> Labeler:
+    """The labeler ``text`` names, asked with ``template``, else with ``labeler.v1`` in ``language`` (the KB's)."""
     spec, provider = make_model(text, role="labeler", timeout=timeout, prices=prices, offline=OFFLINE_LABELERS,
                                 options=options)
-    return Labeler(spec, provider, load_labeler_template(template))
+    return Labeler(spec, provider, load_labeler_template(template, language))
 
 
 @dataclass
@@ -236,10 +248,10 @@ def run_labeler(labeler: Labeler, jobs: list[PromptJob], settings: CallSettings,
     return {r["result"].question_id: r["result"] for r in rows}
 
 
-def to_suggestion(question: HasQuestion, res: LabelResult, source: str) -> Suggestion:
+def to_suggestion(question: HasQuestion, res: LabelResult, source: str, template: str = "") -> Suggestion:
     lab = res.label
     s = Suggestion(question_id=question.question_id, question=question.question, source=source, voters=1,
-                   top_score=res.top_score)
+                   top_score=res.top_score, template=template)
     if lab.error:
         s.flag, s.voters = "labeler_error", 0
         s.reason = f"{lab.error}: {lab.reason}" if lab.reason else lab.error
@@ -251,8 +263,11 @@ def to_suggestion(question: HasQuestion, res: LabelResult, source: str) -> Sugge
 def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, k: int = 10, dry_run: bool = False,
                          concurrency: int = 8, max_attempts: int = 6, timeout: float | None = None,
                          prices: Path | None = None, read_cache: bool = True, console=None,
-                         options: ModelOptions | None = None, redactor: Any = None) -> list[Suggestion] | None:
+                         options: ModelOptions | None = None, redactor: Any = None,
+                         template: str | None = None) -> list[Suggestion] | None:
     """One suggestion per question, in order, from ``labeler`` (``PROVIDER:MODEL``) reading its top-``k`` articles.
+
+    It is asked with ``template`` (``--template``), else with ``labeler.v1`` in the KB's language.
 
     With ``dry_run`` it prints what the calls would cost and returns ``None``
     without calling. Failed calls come back flagged ``labeler_error`` (and are
@@ -262,7 +277,8 @@ def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, 
     """
     if k < 1:
         raise GraceError("--k must be 1 or more")
-    lab = make_labeler(labeler, timeout=timeout, prices=prices, options=options)
+    lab = make_labeler(labeler, timeout=timeout, prices=prices, options=options, template=template,
+                       language=kb.manifest.language)
     settings = call_settings(concurrency, max_attempts, read_cache)
     settings.redactor = redactor
     questions = list(questions)
@@ -278,7 +294,7 @@ def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, 
     stats = PromptStats()
     with progress(settings, console) as s:
         results = run_labeler(lab, jobs, s, stats)
-    out = [to_suggestion(q, results[q.question_id], lab.source) for q in questions]
+    out = [to_suggestion(q, results[q.question_id], lab.source, lab.template.name) for q in questions]
     line = summary("labeler", lab.spec.name, stats)
     if console is not None:
         console.print(line, highlight=False)

@@ -8,6 +8,8 @@ The judge's verdict is never sent: a reviewer who sees it anchors on it.
 
 from __future__ import annotations
 
+import re
+
 from annotations import passages
 from annotations.review_session import ReviewSession
 from annotations.review_sources import RunSources, answer_pieces, locate
@@ -15,7 +17,7 @@ from annotations.server import STATIC
 from annotations.state import LabelRejected
 from harness.rundir import CLAIMS_REVIEW_CSV
 
-_IDWORDS = frozenset({passages.stem("id"), passages.stem("ids")})
+_CITATION = re.compile(r"\[\s*ID:[^\]]*\]", re.IGNORECASE)  # "[ID: 17]": the answer's citations are not its words
 
 
 class ReviewApp:
@@ -26,6 +28,8 @@ class ReviewApp:
 
     def __init__(self, session: ReviewSession, sources: RunSources, kb):
         self.session, self.sources, self.kb = session, sources, kb
+        self.words = passages.KBWords(kb)
+        self._id_words = self.words.terms("id ids")
         sources.load_answers({rows[0].key[:3] for rows in session.answers})
         self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV
         self.warnings = list(sources.warnings)
@@ -96,11 +100,13 @@ class ReviewApp:
         if art is None:
             raise LookupError(f"article {article_id!r} is not in the KB {self.kb.path}")
         text = rows[seg].values.get("segment_text", "")
-        terms = passages.query_terms(text) - _IDWORDS - {passages.stem(article_id)}
-        if not passages.match_spans(art.text, terms):  # no shared word: flag no passage rather than the first lines
+        language = self.words.of(art.id)
+        terms = self.words.terms(_CITATION.sub(" ", text)) - self._id_words
+        if not passages.match_spans(art.text, terms, language):  # no shared word: flag no passage, not the first lines
             terms = frozenset()
         # words marked inside the passage only: across a whole article a long claim's words are noise
-        pieces = [[t, m if inside else 0, inside] for t, m, inside in passages.article_segments(art.text, terms)]
+        pieces = [[t, m if inside else 0, inside]
+                  for t, m, inside in passages.article_segments(art.text, terms, language)]
         return {**self._head(article_id), "segments": pieces}
 
     def label(self, body: dict) -> dict:

@@ -40,7 +40,8 @@ class AnnotationApp:
     def __init__(self, session: AnnotationSession, retriever, *, k: int = 10, search_retriever=None):
         self.session, self.kb, self.k = session, session.kb, k
         self.retriever = retriever
-        self.search_retriever = search_retriever or retriever
+        self.search_retriever = search_retriever or search_box_retriever(self.kb, retriever)
+        self.words = passages.KBWords(self.kb)
         self._cache: dict[str, list[Hit]] = {}
         self._cache_lock = threading.Lock()
         walk = set(session.view_ids())
@@ -84,7 +85,7 @@ class AnnotationApp:
 
     def question(self, i: int) -> dict:
         rec = self.session.record(i)  # LookupError when out of range
-        terms = passages.query_terms(rec.question)
+        terms = self.words.terms(rec.question)
         hits = self._candidates(rec.question)
         shown = {h.id for h in hits}
         return {
@@ -105,7 +106,7 @@ class AnnotationApp:
         k = max(1, min(k or self.k, 50))
         if not query:
             return {"query": query, "results": []}
-        terms = passages.query_terms(query)
+        terms = self.words.terms(query)
         hits = [h for h in self.search_retriever.search_many([query], k)[0] if h.score > 0]
         if query in self.kb.by_id:  # typing an article ID jumps straight to it
             hits = [Hit(query, float("inf"))] + [h for h in hits if h.id != query][: k - 1]
@@ -120,7 +121,7 @@ class AnnotationApp:
             "title": art.title,
             "breadcrumb": self._breadcrumb(art),
             "source": art.source or "",
-            "segments": passages.article_segments(art.text, passages.query_terms(query)),
+            "segments": passages.article_segments(art.text, self.words.terms(query), self.words.of(art.id)),
         }
 
     def label(self, body: dict) -> dict:
@@ -175,12 +176,25 @@ class AnnotationApp:
 
     def _card(self, article_id: str, score: float | None, terms: frozenset[str]) -> dict:
         art = self.kb.by_id[article_id]
+        language = self.words.of(art.id)
         return {
             "id": art.id,
             "title": art.title,
             "breadcrumb": self._breadcrumb(art),
             "source": art.source or "",
             "score": None if score is None or score == float("inf") else round(score, 3),
-            "title_segments": passages.segments(art.title, terms),
-            "snippet": passages.passage_snippet(art.text, terms),
+            "title_segments": passages.segments(art.title, terms, language),
+            "snippet": passages.passage_snippet(art.text, terms, language),
         }
+
+
+def search_box_retriever(kb, retriever):
+    """The search box's retriever: lexical (instant, exact words), the KB's own when it is, else its ``bm25f``.
+
+    Either reads the KB in its language(s), as ``grace run`` does: the box once kept
+    an English BM25 of its own beside the KB's index, so a French KB's "rémunération"
+    found nothing and its "les", "de", "la" found every article.
+    """
+    if getattr(retriever, "name", "") in ("bm25", "bm25f"):
+        return retriever
+    return kb.retriever("bm25f")

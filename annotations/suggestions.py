@@ -13,6 +13,8 @@ Columns, in order (extra columns a person adds are kept by readers that copy row
 - ``flag``: empty for a usable suggestion, else why there is none or why it is weak
   (``split``, ``few_voters``, ``no_votes``, ``labeler_error``, ``weak``)
 - ``reason``: one sentence a person can check: the rule that decided, or the labeler's reason
+- ``template``: the labeler's prompt template (``labeler.v1``, ``labeler.v1.fr``: the KB's language's unless
+  ``--template`` named one); empty for a consensus
 
 This module is the format's one owner: its reader, its writer and the order of
 work (:func:`informative_order`) that ``grace annotate --order informative`` uses.
@@ -29,7 +31,8 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from kb_builder.gold import split_ids
 
-COLUMNS = ["question_id", "question", "suggested", "support", "source", "votes", "voters", "top_score", "flag", "reason"]
+COLUMNS = ["question_id", "question", "suggested", "support", "source", "votes", "voters", "top_score", "flag", "reason",
+           "template"]
 FLAGS = ("", "split", "few_voters", "no_votes", "labeler_error", "weak")
 REFUSE = "REFUSE"
 
@@ -46,6 +49,7 @@ class Suggestion:
     top_score: float | None = None
     flag: str = ""
     reason: str = ""
+    template: str = ""  # the labeler's prompt template; "" for a consensus
     line: int = 0
 
     @property
@@ -67,7 +71,7 @@ class Suggestion:
             "support": "" if self.support is None else f"{self.support:.3f}".rstrip("0").rstrip(".") or "0",
             "source": self.source, "votes": self.votes, "voters": str(self.voters),
             "top_score": "" if self.top_score is None else f"{self.top_score:.4f}", "flag": self.flag,
-            "reason": self.reason,
+            "reason": self.reason, "template": self.template,
         }
 
     def to_json(self) -> dict:
@@ -137,7 +141,7 @@ def read_suggestions(path: str | Path) -> dict[str, Suggestion]:
             question_id=qid, question=cells.get("question", ""), suggested=suggested,
             support=_float(cells.get("support", ""), path, n, "support", 0.0, 1.0), source=cells.get("source", ""),
             votes=cells.get("votes", ""), voters=int(voters), top_score=_float(cells.get("top_score", ""), path, n, "top_score"),
-            flag=flag, reason=cells.get("reason", ""), line=n,
+            flag=flag, reason=cells.get("reason", ""), template=cells.get("template", ""), line=n,
         )
     return out
 

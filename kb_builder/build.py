@@ -70,7 +70,7 @@ def build_kb(
 ) -> BuildResult:
     """``language``: the articles' ISO 639-1 code, or None (or ``auto``) to detect it, per article."""
     from harness.core.outputs import check_output_folder
-    from kb_builder.retrieval import canonical_embedder
+    from kb_builder.retrieval import canonical_embedder, default_embedder
 
     # before any source is parsed: a wrong --out is said at once, and a KB never lands on its own input
     check_output_folder(out, {"source": source, "articles file": articles_file}, [ARTICLES, MANIFEST])
@@ -82,7 +82,8 @@ def build_kb(
         old, next_id, retired = prev.articles, prev.manifest.next_id, list(prev.manifest.retired_ids)
         # a rebuild keeps the KB's retriever unless one is named: its rankings do not change under it
         embedder = embedder or prev.manifest.embedder
-    embedder = canonical_embedder(embedder)  # none named and no KB yet: the default (bm25f)
+    if embedder is not None:
+        embedder = canonical_embedder(embedder)  # a wrong name is said before any source is parsed
     skipped: list[str] = []
     if articles_file is not None:
         from kb_builder.imports import read_article_file
@@ -111,6 +112,7 @@ def build_kb(
     if forced is not None and not is_known(forced):
         raise GraceError(f"--language {language!r}: give a two-letter ISO 639-1 code (fr, de, el, zh...) or auto")
     kb_language, languages = set_languages(articles, forced)
+    embedder = embedder or default_embedder(kb_language)  # none named and no KB yet: the language's default
     manifest = make_manifest(
         articles,
         embedder,

@@ -44,6 +44,7 @@ NO_SPACE = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0
 BIGRAM_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 _HAS_NO_SPACE = re.compile(f"[{NO_SPACE}]")
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's and scikit-learn's pattern: what English always used
+_SURFACE = re.compile(rf"[{NO_SPACE}]|(?:(?![{NO_SPACE}])[^\W_])+")  # letters and digits of any script
 _WORD_OR_RUN = re.compile(rf"[{NO_SPACE}]+|(?:(?![{NO_SPACE}])\w){{2,}}")
 # question and function words that still carry meaning in a policy question: kept out of the English stop list
 MEANINGFUL_EN = frozenset("""off out up down over under above below against between during after before until
@@ -124,7 +125,14 @@ def words(text: str) -> list[str]:
     return _WORD_OR_RUN.findall(text)
 
 
-def _bigrams(run: str) -> list[str]:
+def surface_words(text: str) -> list[str]:
+    """Every word of ``text`` as written: lower-cased, unstemmed, stop words and one-letter words kept, a
+    character at a time in a script without spaces. For verbatim comparisons (a question copying its article)."""
+    return _SURFACE.findall(text.lower())
+
+
+def bigrams(run: str) -> list[str]:
+    """A run of a script without spaces as its overlapping character pairs (one character: itself)."""
     return [run] if len(run) < 2 else [run[i : i + 2] for i in range(len(run) - 1)]
 
 
@@ -141,9 +149,35 @@ def terms(text: str, language: str, stop: frozenset[str] | None = None) -> list[
     out: list[str] = []
     for w in ws:
         if _HAS_NO_SPACE.match(w):
-            out.extend(_bigrams(w))
+            out.extend(bigrams(w))
         else:
             out.append(next(stems))
+    return out
+
+
+def term_spans(text: str, language: str, stop: frozenset[str] | None = None) -> list[tuple[int, int, str]]:
+    """:func:`terms` with where each one stands in ``text``: ``(start, end, term)``, a bigram spanning its two
+    characters. For the annotation pages, which mark the words a search matched by what retrieval reads."""
+    stop = stop_words(language) if stop is None else stop
+    low = text.lower()
+    pattern = _WORD if _HAS_NO_SPACE.search(low) is None else _WORD_OR_RUN
+    found = [(m.start(), m.end(), w) for m in pattern.finditer(low) if (w := m.group()) not in stop]
+    if len(low) != len(text):  # a letter lower-cased into two ("İ": "i" and a dot): back to the text's offsets
+        at = [i for i, c in enumerate(text) for _ in c.lower()] + [len(text)]
+        found = [(at[a], at[b], w) for a, b, w in found]
+    stem = stemmer(language)
+    if pattern is _WORD:  # no script without spaces: every piece is a word
+        return [(a, b, t) for (a, b, _), t in zip(found, stem([w for *_, w in found]), strict=True)] if stem else found
+    plain = [w for _, _, w in found if not _HAS_NO_SPACE.match(w)]
+    stems = iter(stem(plain) if stem and plain else plain)
+    out: list[tuple[int, int, str]] = []
+    for a, b, w in found:
+        if not _HAS_NO_SPACE.match(w):
+            out.append((a, b, next(stems)))
+        elif b - a < 2:
+            out.append((a, b, w))
+        else:
+            out.extend((a + i, a + i + 2, w[i : i + 2]) for i in range(b - a - 1))
     return out
 
 
@@ -157,6 +191,41 @@ def query_terms(text: str, languages: Iterable[str]) -> list[str]:
     for lang in langs:
         seen.extend(dict.fromkeys(terms(text, lang)))
     return list(dict.fromkeys(seen))
+
+
+def char_ngrams(text: str, language: str, n: int = 4) -> list[str]:
+    """``text`` as the character ``n``-grams of its words (stop words out, accents folded, each word padded with
+    ``_``), for the ``char4`` retriever; a run of a script without spaces gives its bigrams, as in :func:`terms`.
+
+    Overlapping pieces match what stemming misses: German compounds ("Urlaubsantrag" shares "urla", "rlau"... with
+    "Urlaub beantragen"), inflections Snowball leaves apart, spelling slips. Character 4-grams are the classic choice
+    for European languages (McNamee and Mayfield, 2004).
+    """
+    stop = stop_words(language)
+    out: list[str] = []
+    for w in words(text):
+        if w in stop:
+            continue
+        if _HAS_NO_SPACE.match(w):
+            out.extend(bigrams(w))
+        else:
+            out.extend(_grams(w, n))
+    return out
+
+
+@lru_cache(maxsize=1 << 18)
+def _grams(word: str, n: int) -> tuple[str, ...]:
+    padded = f"_{fold(word)}_"
+    return (padded,) if len(padded) <= n else tuple(padded[i : i + n] for i in range(len(padded) - n + 1))
+
+
+def query_ngrams(text: str, languages: Iterable[str]) -> list[str]:
+    """A question's distinct n-grams in each of the KB's languages' readings (only the stop lists differ): a
+    word's grams count once, as a long question repeating a word should not outweigh its other words."""
+    seen: dict[str, None] = {}
+    for lang in dict.fromkeys(languages) or [DEFAULT_LANGUAGE]:
+        seen.update(dict.fromkeys(char_ngrams(text, lang)))
+    return list(seen)
 
 
 # -- detection -------------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kb_builder.language import stop_words
+from kb_builder.language import NO_SPACE, bigrams, stop_words
 from kb_builder.lint_phrases import Phrases, phrases
 from kb_builder.retrieval.lexical import kb_language
 from kb_builder.splitting import DEFAULT_MAX_TOKENS
@@ -53,7 +53,9 @@ TITLE_QUERY_CLOSE = 0.9  # another article scoring this share of an article's ow
 TITLE_QUERY_TEXT = 0.3  # ... and sharing this much of its text (TF-IDF cosine)
 SWAPS_AT = 2  # wrong citations between the same two articles (either way) that make a pair worth a look
 
-_WORD = re.compile(r"[^\W_]+")  # letters of any script: "données" is one word, not "donn" and "es"
+# letters of any script: "données" is one word, not "donn" and "es"; a run of Chinese, Thai... kept apart
+_WORD = re.compile(rf"[{NO_SPACE}]+|(?:(?![{NO_SPACE}])[^\W_])+")
+_NO_SPACE = re.compile(f"[{NO_SPACE}]")
 _STOP = frozenset("""a an the of to in on at by for from with into about as and or but if so is are was were be been being
 do does did has have had it its this that these those there here i me my we our you your he she they them their who what
 when where why how which can could may might must should would will shall not no any some all each per than then also
@@ -109,6 +111,9 @@ class LintReport:
 def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
     out = []
     for w in _WORD.findall(text.lower()):
+        if _NO_SPACE.match(w):  # no spaces between its words: its character bigrams, as retrieval reads it
+            out.extend(b for b in bigrams(w) if b not in stop)
+            continue
         if w in _STOP or w in stop or len(w) < 2:
             continue
         out.append(w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w)

@@ -198,11 +198,11 @@ def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
     current = kb_content_hash(articles)
     if manifest is None or manifest.kb_hash != current or manifest.article_count != len(articles):
         # hand-written or hand-edited articles.jsonl: derive a fresh manifest, keep the embedder choice
-        from kb_builder.retrieval import DEFAULT_EMBEDDER
+        from kb_builder.retrieval import default_embedder
 
         old = manifest
         language, languages = set_languages(articles)
-        manifest = make_manifest(articles, old.embedder if old else DEFAULT_EMBEDDER, language=language,
+        manifest = make_manifest(articles, old.embedder if old else default_embedder(language), language=language,
                                  languages=languages)
         if old is not None:
             manifest.next_id, manifest.retired_ids, manifest.sources = old.next_id, old.retired_ids, old.sources

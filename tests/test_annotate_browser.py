@@ -200,3 +200,32 @@ def test_shift_digits_pick_several_articles_in_a_row(browser, served):
     assert len(rows_by_id(gold)["q1"]["expected_citations"].split(";")) == 2
     assert errors == []
     page.close()
+
+
+def test_the_search_box_of_a_french_kb_finds_and_marks_french_words(browser, tmp_path):
+    from kb_builder import language as lang
+    from tests.test_annotate_languages import FR, build
+
+    kb = load_kb(build(tmp_path, FR, "fr"))
+    (tmp_path / "q.txt").write_text("Combien de jours de télétravail par semaine ?\n", encoding="utf-8")
+    session = AnnotationSession.open(kb, tmp_path / "gold.csv", questions=tmp_path / "q.txt", annotator="tester")
+    httpd = make_server(AnnotationApp(session, kb.retriever(), k=5), "127.0.0.1", 0, None)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        page, errors = open_page(browser, url_for("127.0.0.1", httpd.server_address[1], None))
+        at_question(page, 1)
+        page.keyboard.press("/")
+        page.keyboard.type("la rémunération des congés")
+        page.keyboard.press("Enter")
+        expect(page.locator("#list-title")).to_have_text(re.compile("^Search results"))
+        expect(page.locator("#cands li")).to_have_count(1)  # no article found by "la" and "des" alone
+        first = page.locator("#cands li").first
+        assert first.get_attribute("data-id") == next(a.id for a in kb.articles if a.title == "Congé payé")
+        marks = [m.lower() for m in first.locator("mark").all_inner_texts()]
+        assert {"congé", "rémunéré"} <= set(marks) and not set(marks) & lang.stop_words("fr")
+        assert errors == []
+        page.close()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        session.close()

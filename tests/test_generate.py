@@ -186,6 +186,23 @@ def test_the_copy_rule():
     assert copies_article("Do I need a doctor's note from the fourth day of illness?", article) is None
 
 
+@pytest.mark.parametrize("article, copied, own", [
+    ("Κάθε εργαζόμενος δικαιούται δέκα ημέρες άδειας ασθενείας με αποδοχές τον χρόνο, και οι ημέρες που δεν "
+     "χρησιμοποιούνται χάνονται στο τέλος του έτους.",
+     "Είναι αλήθεια ότι κάθε εργαζόμενος δικαιούται δέκα ημέρες άδειας ασθενείας με αποδοχές τον χρόνο;",
+     "Πόσες μέρες μπορώ να λείπω άρρωστος;"),
+    ("Каждый сотрудник имеет право на десять дней оплачиваемого больничного в год.",
+     "Правда ли, что каждый сотрудник имеет право на десять дней оплачиваемого больничного?",
+     "Сколько дней я могу болеть?"),
+    ("员工每年享有十天带薪病假，未使用的病假在年底作废。", "员工每年享有十天带薪病假吗？", "我生病了可以请几天假？"),
+], ids=["el", "ru", "zh"])
+def test_the_copy_rule_reads_every_script(article, copied, own):
+    """Words of any script, a character at a time where there are no spaces: the rule once saw only a-z and 0-9,
+    so a Greek, Russian or Chinese question copied from its article had no words at all and always passed."""
+    assert copies_article(copied, article) is not None
+    assert copies_article(own, article) is None
+
+
 def test_the_copy_threshold_passes_every_human_question_of_the_sample(tmp_path):
     """The calibration the threshold rests on: no human question of the bundled sample reaches it."""
     code, out = run_grace("kb", "build", ROOT / "benchmarks" / "sample" / "handbook", "--out", tmp_path / "kb")

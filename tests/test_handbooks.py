@@ -65,6 +65,26 @@ def test_labels_join_the_kb_built_from_the_pages_and_held_out_recall_has_interva
         assert 0 <= lo <= row["recall"]["3"] <= hi <= 1
 
 
+@pytest.mark.parametrize("name", ["etalab-fr", "berlin-opendata-de"])
+def test_the_french_and_german_default_beats_bm25f_on_both_parts(tmp_path, name):
+    """The evidence LANGUAGE_DEFAULTS rests on (README, "Languages"): a new KB in the language gets the default, and
+    it finds more questions than bm25f in the tuning part and in the held-out part."""
+    mod = _handbooks()
+    kb = tmp_path / "kb"
+    c, out = run_grace("kb", "build", EXTERNAL / name / "pages", "--out", kb)
+    assert c == 0, out
+    assert json.loads((kb / "manifest.json").read_text(encoding="utf-8"))["embedder"] == "bm25f+char4"
+    rows = mod.read_labels(EXTERNAL / name / "gold.csv")
+    for split in ("tuning", "heldout"):
+        part = tmp_path / f"{split}.csv"
+        mod.write_part(rows, split, part)
+        c, out = run_grace("kb", "eval", kb, "--gold", part, "--embedder", "bm25f", "--embedder", "bm25f+char4",
+                           "--json", tmp_path / f"{split}.json", "--bootstrap", "0")
+        assert c == 0, out
+        got = {r["retriever"]: r["recall"]["3"] for r in json.loads((tmp_path / f"{split}.json").read_text())["retrievers"]}
+        assert got["bm25f+char4"] > got["bm25f"], (split, got)
+
+
 def test_a_label_whose_article_moved_is_refused(tmp_path):
     mod = _handbooks()
     gold = EXTERNAL / "clef-en" / "gold.csv"

@@ -142,3 +142,22 @@ def test_an_imported_kb_without_a_budget_is_checked_against_the_build_default(tm
     assert code == 0 and "over_budget (2)" in text
     code, _ = run_grace("kb", "lint", kb, "--strict")
     assert code == 1
+
+
+ZH_BODY = "如有疑问，请先咨询直属经理，然后在五个工作日内通过人事系统提交申请，审批结果会在一周内通过邮件通知。"
+ZH = [
+    ("休假 > 年假", "员工每年享有二十天带薪年假，需要提前两周在人事系统中申请，并由直属经理批准。" + ZH_BODY),
+    ("休假 > 病假", "员工生病时应在当天通知经理，连续病假超过三天需要提供医生证明。" + ZH_BODY),
+    ("报销 > 餐费", "出差期间的餐费可以报销，每天最多一百元，需要上传发票。" + ZH_BODY),
+    ("设备 > 笔记本电脑", "每位员工入职第一天领取笔记本电脑，离职时交还信息技术部门。" + ZH_BODY),
+]
+
+
+def test_confusable_chinese_articles_are_found_by_their_character_bigrams(tmp_path):
+    """Chinese has no spaces: read as whole runs, two near-duplicate articles shared almost no "word" (0.22)."""
+    kb, _ = build(tmp_path, ZH)
+    assert [f for f in lint_json(kb)["findings"] if f["kind"] == "confusable"] == []
+    planted = ZH + [("休假 > 带薪年假", "员工每年享有二十天带薪年假，需要提前两周在人事系统里申请，并由直属经理审批。" + ZH_BODY)]
+    kb, out = build(tmp_path, planted, "planted")
+    pairs = [f["articles"] for f in lint_json(kb)["findings"] if f["kind"] == "confusable"]
+    assert pairs == [["1", "5"]], out

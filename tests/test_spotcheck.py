@@ -175,6 +175,23 @@ def test_lexical_judge_checks_every_content_word_and_number():
     assert list(lexical_verdict("x", "y")) == ["explanation", "supported"]  # explanation first, as the LLM judge
 
 
+def test_lexical_judge_reads_a_french_source_in_french():
+    """Read with English rules, every French article and verb ("les", "sont", "par") is a content word the source
+    must hold, and every inflected word a miss: a faithful French claim failed."""
+    from harness.spotcheck.lexical_judge import lexical_claim_verdict, source_language
+
+    src = ("Chaque salarié a droit à 25 jours de congés payés par an. Les congés non pris ne sont pas reportés "
+           "sur l'année suivante, sauf accord écrit du responsable.")
+    assert source_language(src) == "fr"
+    claim = "Les salariés ont droit à 25 jours de congé payé."
+    assert lexical_verdict(claim, src, "en")["supported"] is False  # what the judge said before
+    assert lexical_verdict(claim, src, "fr")["supported"] is True
+    assert lexical_verdict("Les salariés ont droit à 30 jours de congé payé.", src, "fr")["supported"] is False
+    changed = lexical_claim_verdict("Les congés non pris sont payés en fin d'année.", src, "fr")
+    assert changed["verdict"] in ("partial", "unsupported") and "fin" in changed["explanation"]
+    assert lexical_claim_verdict(claim, src, "fr")["evidence"].startswith("Chaque salarié")
+
+
 @pytest.mark.parametrize("reply, expected", [
     ('{"explanation": "The article says 25.", "supported": true}', True),
     ('```json\n{"explanation": "no", "supported": false}\n```', False),

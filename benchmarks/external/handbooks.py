@@ -11,10 +11,10 @@ ID, fixed before anything was tuned. A default retriever changes only on what th
 held-out part shows. ``tts-en`` has no pages: it reads the TTS handbook from the
 shared data beside the repository.
 
-    python benchmarks/external/handbooks.py [--embedders bm25,bm25f,use,hybrid:use] [--only etalab-fr] [--out DIR]
+    python benchmarks/external/handbooks.py [--embedders bm25,bm25f,char4,bm25f+char4,use,hybrid:use] [--only etalab-fr] [--out DIR]
 
 prints one ``grace kb eval`` table (recall@k and MRR with bootstrap 95% intervals,
-a row per retriever) per handbook and part.
+a row per retriever) per handbook and part, then all of them as one Markdown table (the README's).
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ def write_part(rows: list[dict[str, str]], split: str, path: Path) -> int:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=Path("/tmp/grace-handbooks"))
-    ap.add_argument("--embedders", default="bm25,bm25f", help="comma separated, e.g. bm25,bm25f,use,hybrid:use")
+    ap.add_argument("--embedders", default="bm25,bm25f,char4,bm25f+char4",
+                    help="comma separated, e.g. bm25,bm25f,char4,bm25f+char4,use,hybrid:use,bm25f+char4+use")
     ap.add_argument("--only", default="", help="comma separated handbook names (default: all)")
     ap.add_argument("--splits", default="tuning,heldout")
     ap.add_argument("-k", default="1,3,5")
@@ -97,6 +98,7 @@ def main() -> None:
 
     names = [n for n in args.only.split(",") if n] or list(HANDBOOKS)
     embedders = [x for e in args.embedders.split(",") if e for x in ("--embedder", e)]
+    results: list[tuple[str, str, int, Path]] = []
     for name in names:
         source, gold = HANDBOOKS[name], HERE / name / "gold.csv"
         if not source.exists():
@@ -115,6 +117,21 @@ def main() -> None:
             print(f"\n== {name}, {split}: {n} answerable questions ==")
             run(["kb", "eval", str(kb), "--gold", str(part), "-k", args.k, *embedders, "--show-misses", "0",
                  "--json", str(part.with_suffix(".json")), "--force"])
+            results.append((name, split, n, part.with_suffix(".json")))
+    print("\n" + markdown_table(results))
+
+
+def markdown_table(results: list[tuple[str, str, int, Path]]) -> str:
+    """The README's table: a row per handbook, part and retriever; recall@k with 95% intervals, then MRR."""
+    lines = ["| handbook | part | retriever | recall@1 | recall@3 | recall@5 | MRR |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for name, split, n, path in results:
+        for i, r in enumerate(json.loads(path.read_text(encoding="utf-8"))["retrievers"]):
+            if "recall" not in r:
+                continue  # a retriever that could not run here: its reason is in the printed table
+            cells = [f"{r['recall'][k]:.3f} ({r['recall_ci'][k][0]:.2f}–{r['recall_ci'][k][1]:.2f})" for k in ("1", "3", "5")]
+            head = [name, f"{split} ({n})"] if i == 0 else ["", ""]
+            lines.append("| " + " | ".join([*head, r["retriever"], *cells, f"{r['mrr']:.3f}"]) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def kb() -> None:
 @click.option("--articles", "articles_file", type=click.Path(path_type=Path), help="Pre-split articles (.jsonl, .csv or .json) instead of documents.")
 @click.option("--max-tokens", default=DEFAULT_MAX_TOKENS, show_default=True, help="Token budget per article (tiktoken cl100k).")
 @click.option("--min-tokens", default=DEFAULT_MIN_TOKENS, show_default=True, help="Sections below this merge with their parent.")
-@click.option("--embedder", default=None, help="bm25f (default for a new KB; a rebuild keeps the KB's own) | bm25 | use | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE].")
+@click.option("--embedder", default=None, help="bm25f (default for a new KB; bm25f+char4 for French and German; a rebuild keeps the KB's own) | bm25 | char4 | use | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE] | A+B[+C] to fuse several, e.g. bm25f+char4+use.")
 @click.option("--language", default="auto", show_default=True, help="The articles' language (ISO 639-1: fr, de, el, zh...), or auto to detect it per article.")
 def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None,
           language: str) -> None:
@@ -75,7 +75,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     ts = m.token_stats
     console.print(
         f"[bold]{m.article_count}[/] articles from {result.documents} document(s) in {result.seconds:.2f}s -> {out}\n"
-        f"language: {_languages(m)}\n"
+        f"language: {_languages(m)}; retriever: {m.embedder}\n"
         f"tokens per article: min {ts.get('min')}, median {ts.get('median')}, p95 {ts.get('p95')}, max {ts.get('max')}"
         + (f"  (budget {max_tokens})\n" if articles_file is None else "  (pre-split: no budget applied)\n")
         +

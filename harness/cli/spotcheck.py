@@ -14,14 +14,14 @@ from harness.spotcheck.judge import DEFAULT_MAX_TOKENS
 
 def _judge(spec_text: str, template: str | None, call: dict, mode: str = "segments", ready: bool = True):
     """The judge from the command's options (see :func:`harness.runner.model_options.ready_model`), with the
-    template of ``mode`` (``claims.v1`` or ``judge.v1`` unless ``--template`` names another)."""
+    template ``--template`` names; without one, none yet: ``grace spotcheck run`` takes ``mode``'s built-in one
+    (``claims.v1``, ``judge.v1``) in the KB's language once it has read the KB (:meth:`Judge.in_language`)."""
     from harness.cli.call_options import model_options
-    from harness.spotcheck.claims import load_claims_template
-    from harness.spotcheck.judge import load_judge_template, make_judge
-    from harness.spotcheck.judging import Judge
+    from harness.spotcheck.judge import make_judge
+    from harness.spotcheck.judging import Judge, mode_template
 
     spec, provider = make_judge(spec_text, model_options(call), call.get("prices"), ready=ready)
-    return Judge(spec, provider, load_claims_template(template) if mode == "claims" else load_judge_template(template))
+    return Judge(spec, provider, mode_template(mode, template) if template else None)
 
 
 def mode_option(fn):
@@ -55,8 +55,9 @@ def _pct(x, n: int | None = None) -> str:
 def judge_options(fn):
     fn = call_options("judge calls", "Do not read the response cache (verdicts are still recorded in it; "
                       "judgements already in RUN/spotcheck/ are reused).", max_tokens_default=DEFAULT_MAX_TOKENS)(fn)
-    fn = click.option("--template", default=None, help="Judge prompt template: built-in name (claims.v1 for --mode "
-                      "claims, judge.v1 for segments) or file path.")(fn)
+    fn = click.option("--template", default=None, help="Judge prompt template: built-in name or file path [default: "
+                      "claims.v1 for --mode claims, judge.v1 for segments, in the KB's language when grace has it "
+                      "(claims.v1.fr)].")(fn)
     return click.option("--judge", "judge_spec", required=True,
                         help="Judge model PROVIDER:MODEL (openai:gpt-4o-mini, anthropic:..., google:...), or "
                         "baseline:lexical offline.")(fn)
@@ -114,7 +115,8 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     jb = spot["judge"]
     mark = (f"[green]calibrated[/] (kappa {jb['kappa']:.2f}, n={jb['n']})" if jb["calibrated"] and jb.get("kappa") is not None
             else "[yellow]judge not calibrated[/]")
-    console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}; max_tokens {jb.get('max_tokens')}")
+    console.print(f"Spot-check judge: {jb['name']}, {jb['label']}; {mark}; template {jb['template']}; "
+                  f"max_tokens {jb.get('max_tokens')}")
     what = {"hits": "Correct-citation answers", "answered": "Answers (refusals left out)",
             "all": "Answers and refusals"}[scope]
     table = Table(title=f"{what}, fact-checked by {mode} (95% CIs; n = checked answers; "
@@ -236,7 +238,7 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
     if out is not None:
         check_output_file(out, {"cases file": cases, "quality cases file": quality_cases}, force=force)
     console = Console()
-    judge = _judge(judge_spec, template, call, mode)
+    judge = _judge(judge_spec, template, call, mode).in_language(mode, None)  # the cases are English
     settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console)
     result = run_meta_eval(judge, load_cases(cases), settings)
     table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.prompts.languages import REFUSALS, refusal_sentence, template_language
-from harness.prompts.template_files import find_template, split_sections, template_sha
+from harness.prompts.template_files import builtin_in_language, find_template, split_sections, template_sha
 from harness.providers.base import RetrievedArticle
 
 REFUSAL = REFUSALS["en"]
@@ -77,7 +77,6 @@ def load_template(spec: str | None, mode: str = "inline", language: str | None =
     """
     if mode not in ("inline", "json"):
         raise GraceError(f"output mode {mode!r}: use inline or json")
-    if spec is None and language and language != "en" and (TEMPLATES_DIR / f"{BUILTIN[mode]}.{language}.txt").exists():
-        spec = f"{BUILTIN[mode]}.{language}"
-    path = find_template(spec or BUILTIN[mode], TEMPLATES_DIR, "template", BUILTIN)
+    path = find_template(spec or builtin_in_language(BUILTIN[mode], TEMPLATES_DIR, language), TEMPLATES_DIR, "template",
+                         BUILTIN)
     return parse_template(path.read_text(encoding="utf-8"), path.stem, mode)

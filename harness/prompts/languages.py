@@ -22,6 +22,27 @@ REFUSALS = {
     "el": "Δεν έχω αρκετές πληροφορίες για να απαντήσω σε αυτή την ερώτηση.",
 }
 TEMPLATE_LANGUAGES = tuple(REFUSALS)
+# The few words grace itself writes into a judge's prompt (a segment's citations, an empty block): in the
+# template's language, so a French prompt is French throughout.
+NOTES = {
+    "en": {"cites": "cites {ids}", "cites_nothing": "cites nothing", "no_gold": "none: no article holds the answer",
+           "none": "none", "nothing_verified": "nothing in this answer was verified"},
+    "fr": {"cites": "cite {ids}", "cites_nothing": "ne cite rien", "no_gold": "aucun : aucun article ne contient la "
+           "réponse", "none": "aucun", "nothing_verified": "rien dans cette réponse n'a été vérifié"},
+    "de": {"cites": "zitiert {ids}", "cites_nothing": "zitiert nichts", "no_gold": "keiner: kein Artikel enthält die "
+           "Antwort", "none": "keiner", "nothing_verified": "nichts in dieser Antwort wurde bestätigt"},
+    "es": {"cites": "cita {ids}", "cites_nothing": "no cita nada", "no_gold": "ninguno: ningún artículo contiene la "
+           "respuesta", "none": "ninguno", "nothing_verified": "nada de esta respuesta se ha verificado"},
+    "pt": {"cites": "cita {ids}", "cites_nothing": "não cita nada", "no_gold": "nenhum: nenhum artigo contém a "
+           "resposta", "none": "nenhum", "nothing_verified": "nada nesta resposta foi verificado"},
+    "it": {"cites": "cita {ids}", "cites_nothing": "non cita nulla", "no_gold": "nessuno: nessun articolo contiene la "
+           "risposta", "none": "nessuno", "nothing_verified": "nulla in questa risposta è stato verificato"},
+    "nl": {"cites": "citeert {ids}", "cites_nothing": "citeert niets", "no_gold": "geen: geen artikel bevat het "
+           "antwoord", "none": "geen", "nothing_verified": "niets in dit antwoord is geverifieerd"},
+    "el": {"cites": "παραπέμπει στο {ids}", "cites_nothing": "δεν παραπέμπει πουθενά", "no_gold": "κανένα: κανένα "
+           "άρθρο δεν περιέχει την απάντηση", "none": "κανένα", "nothing_verified": "τίποτα σε αυτή την απάντηση δεν "
+           "επαληθεύτηκε"},
+}
 _HEADER = re.compile(r"^#\s*language:\s*([a-z]{2})\s*$", re.MULTILINE)
 
 
@@ -35,3 +56,8 @@ def template_language(text: str) -> str:
 def refusal_sentence(language: str | None) -> str:
     """The refusal sentence in ``language``; English for a language without one."""
     return REFUSALS.get(language or "en", REFUSALS["en"])
+
+
+def note(language: str | None, key: str, **values: str) -> str:
+    """One of :data:`NOTES` in ``language`` (English where grace has none), in parentheses: ``(cites 3, 7)``."""
+    return "(" + NOTES.get(language or "en", NOTES["en"])[key].format(**values) + ")"

@@ -1,7 +1,10 @@
 """What the answer prompt and the judge prompt have in common: template files.
 
 Both are text files with ``=== name ===`` section lines, found by built-in name
-or by path, and named in records by the SHA-256 of their text.
+or by path, and named in records by the SHA-256 of their text. A built-in
+template may have translations beside it (``claims.v1.fr.txt``); with no
+``--template``, every prompt grace sends is the one in the KB's language
+(:func:`builtin_in_language`).
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from harness.core.errors import GraceError
+from harness.prompts.languages import template_language
 
 
 def template_sha(text: str) -> str:
@@ -39,6 +43,18 @@ def find_template(spec: str, directory: Path, what: str, aliases: dict[str, str]
     return builtin
 
 
+def builtin_in_language(name: str, directory: Path, language: str | None) -> str:
+    """The built-in ``name`` in ``language`` (``claims.v1`` -> ``claims.v1.fr``) when grace has it, else ``name``.
+
+    The one rule by which the answer, judge, claims, quality, labeler and generator prompts follow the KB's
+    language when no ``--template`` names one: a French KB is asked and judged in French without asking, and a
+    language grace has no translation for gets the English template (English files have no suffix).
+    """
+    if language and language != "en" and (directory / f"{name}.{language}.txt").exists():
+        return f"{name}.{language}"
+    return name
+
+
 def chat_messages(system: str, user: str, values: Mapping[str, str], placeholder: re.Pattern[str]) -> list[dict[str, str]]:
     """The system message (left out when the template has none) and the user message, placeholders filled.
 
@@ -59,6 +75,12 @@ class SectionTemplate:
     name: str
     sections: dict[str, str]
     sha256: str
+    language: str = "en"  # its "# language: xx" header line
+
+    @classmethod
+    def from_text(cls, name: str, text: str, sections: dict[str, str]) -> Self:
+        """The template of ``text``, named as records name it (its file's stem: ``claims.v1.fr``)."""
+        return cls(name, sections, template_sha(text), template_language(text))
 
     def _messages(self, section: str, values: dict[str, str]) -> list[dict[str, str]]:
         return chat_messages(self.sections.get("system", ""), self.sections[section], values, self.placeholder)

@@ -37,7 +37,7 @@ from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
 from harness.scoring.json_answer import JsonAnswer, attempted_citations, citation_tokens, find_json_answer
-from harness.scoring.refusal import is_refusal, is_strict_refusal
+from harness.scoring.refusal import is_lenient_refusal, is_strict_refusal
 
 RULES = ("json", "inline", "lenient", "none")
 
@@ -234,7 +234,7 @@ def extract_both(text: str, kb_ids: Collection[str],
         inline = inline_ids_lenient(text, kb_ids)
     ans = find_json_answer(text) if "{" in text else None
     json_ids = _json_ids(ans, kb_ids) if ans is not None else []
-    refused = strict_refused or is_refusal(text, cites=bool(inline or json_ids), languages=languages)
+    refused = strict_refused or is_lenient_refusal(text, cites=bool(inline or json_ids), languages=languages)
 
     if ans is not None and ans.exact:
         strict_ids = list(canon)

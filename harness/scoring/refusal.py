@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from harness.scoring.refusal_languages import is_exact, is_paraphrase
+from harness.scoring.refusal_languages import EXACT, is_paraphrase, sentence_search
 
 REFUSAL_SENTENCE = "I don't have enough information to answer this question."
 
@@ -108,19 +108,27 @@ _STATES_ANSWER = re.compile(  # "The answer is no, ..." at the start of the text
     re.IGNORECASE,
 )
 _REFUSAL_OR_DECLINE = re.compile("|".join(f"(?:{p})" for p in _PATTERNS + _DECLINES), re.IGNORECASE)
+_holds_exact = sentence_search((REFUSAL_SENTENCE, *EXACT))  # the template languages' sentences
 
 
 def is_strict_refusal(text: str) -> bool:
     """The prompt's exact sentence, verbatim (straight apostrophe; any template language's), anywhere in the response."""
-    return REFUSAL_SENTENCE in text or is_exact(text)
+    return _holds_exact(text)
 
 
 def is_refusal(text: str, *, cites: bool = False, languages: Iterable[str] | None = None) -> bool:
     """The exact sentence (any template language's) or a common paraphrase of it (English, and the other
     ``languages``: all when None); also a generic decline unless the response ``cites``."""
-    if REFUSAL_SENTENCE in text or is_exact(text) or is_paraphrase(text, languages):
-        return True
+    return is_strict_refusal(text) or is_lenient_refusal(text, cites=cites, languages=languages)
+
+
+def is_lenient_refusal(text: str, *, cites: bool = False, languages: Iterable[str] | None = None) -> bool:
+    """What the lenient reading adds to the strict one: a paraphrase, or a generic decline unless the response
+    ``cites``. The scorer, which has just asked :func:`is_strict_refusal`, asks this rather than
+    :func:`is_refusal`, so a million answers are not searched twice for eight exact sentences."""
     low = text.lower()
+    if (languages is None or languages) and is_paraphrase(text, languages, low=low):
+        return True
     # "no" also covers not, none and cannot; chained `in` tests beat any() over a tuple.
     # Every generic decline has one of these too ("don't", "cannot", "not able", "unable", "have no", "lack").
     if not ("no" in low or "n't" in low or "n\u2019t" in low or "unable" in low or "lack" in low

@@ -17,7 +17,7 @@ translated into each language, reads as a refusal.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from harness.prompts.languages import REFUSALS
 
@@ -114,25 +114,48 @@ _COMPILED = {code: (_GATES[code], re.compile("|".join(f"(?:{p})" for p in ps), r
              for code, ps in _PARAPHRASES.items()}
 
 
-def is_exact(text: str) -> bool:
-    """One of the other languages' exact refusal sentences, verbatim."""
-    for sentence in EXACT:  # a loop, not any(genexpr): the scorer asks this of every one of a million answers
-        if sentence in text:
-            return True
-    return False
+# Every refusal sentence says "information" ("information", "informations", "Informationen", "información", ...
+# "πληροφορίες"): one search for the shared part of the word rules out every sentence that holds it, so most
+# answers cost one search instead of nine (a sentence holding neither key would be searched for in every answer).
+# An ASCII answer (str.isascii reads a flag) cannot hold a sentence with an accent or in Greek.
+_KEYS = ("nforma", "πληροφορ")
 
 
-def is_paraphrase(text: str, languages: Iterable[str] | None = None) -> bool:
+def _by_key(sentences: tuple[str, ...]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    keyed = tuple((key, tuple(s for s in sentences if key in s)) for key in _KEYS)
+    unkeyed = tuple(s for s in sentences if not any(key in s for key in _KEYS))
+    return tuple((key, found) for key, found in keyed if found) + tuple(("", (s,)) for s in unkeyed)
+
+
+def sentence_search(sentences: tuple[str, ...]) -> Callable[[str], bool]:
+    """A test of whether a text holds one of ``sentences`` verbatim, searching for their keys first."""
+    every, ascii_only = _by_key(sentences), _by_key(tuple(s for s in sentences if s.isascii()))
+
+    def holds(text: str) -> bool:
+        # loops, not any(genexpr): the scorer asks this of every one of a million answers
+        for key, group in ascii_only if text.isascii() else every:
+            if key in text:
+                for sentence in group:
+                    if sentence in text:
+                        return True
+        return False
+
+    return holds
+
+
+def is_paraphrase(text: str, languages: Iterable[str] | None = None, *, low: str | None = None) -> bool:
     """A common paraphrase of the refusal sentence in one of ``languages`` (default: all of :data:`LANGUAGES`).
 
     The scorer names the question's language: reading every answer to an English
     question for seven languages' paraphrases made scoring a million answers 60% slower.
+    ``low``: ``text.lower()``, when the caller has it already.
     """
-    low = text.lower()
     for code in LANGUAGES if languages is None else languages:
         found = _COMPILED.get(code)
         if found is not None:
             gates, rx = found
+            if low is None:
+                low = text.lower()
             if any(g in low for g in gates) and rx.search(text) is not None:
                 return True
     return False

@@ -17,7 +17,7 @@ import shutil
 import sys
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -29,6 +29,7 @@ from harness.rundir.scores import ScoreLines
 from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
+from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
 from kb_builder.gold import GoldQuestion
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
@@ -39,7 +40,12 @@ _NOTHING = Extraction([], False, "none")
 
 class _Columns:
     """One compact typed array per per-row fact, instead of a dict per response. Rows arrive as tuples in
-    ``FIELDS`` order and are moved into the arrays a block at a time (one tuple per row, not 17 appends)."""
+    ``FIELDS`` order and are moved into the arrays a block at a time (one tuple per row, not 17 appends).
+
+    The answer-language column is filled a block at a time too, from the answers kept until then: checked in
+    one run, the check keeps its word sets and code in the processor's caches, where checked between the
+    extraction and the scores line of each row it found them evicted, and took half as long again.
+    """
 
     FIELDS = (
         ("model", "i"), ("q", "i"), ("repeat", "i"), ("outcome", "b"), ("strict", "b"), ("rule", "b"),
@@ -47,18 +53,28 @@ class _Columns:
         ("cost", "d"), ("latency", "d"), ("in_tokens", "q"), ("out_tokens", "q"),
         ("truncated", "b"),  # 0 no, 1 cut off, 2 cut off with nothing read
         ("max_tokens", "q"),
-        ("other_language", "b"),  # -1 not told, 0 the question's language, 1 another (answer_language)
     )
+    LANGUAGE = ("other_language", "b")  # -1 not told, 0 the question's language, 1 another (answer_language)
 
-    def __init__(self) -> None:
-        self.arrays = {name: array(code) for name, code in self.FIELDS}
+    def __init__(self, language_of: Callable[[str, str], int] | None) -> None:
+        self.arrays = {name: array(code) for name, code in (*self.FIELDS, self.LANGUAGE)}
         self.rows: list[tuple] = []
+        self.answers: list[str] = []  # each row's answer, "" for a failed call (too short to tell: UNKNOWN)
+        self.languages: list[str] = []  # and its question's language
+        self._language_of = language_of
 
     def flush(self) -> None:
         if self.rows:
             for (name, _), column in zip(self.FIELDS, zip(*self.rows, strict=True), strict=True):
                 self.arrays[name].extend(column)
+            told = self.arrays[self.LANGUAGE[0]]
+            if self._language_of is None:
+                told.extend([UNKNOWN] * len(self.rows))
+            else:
+                told.extend(map(self._language_of, self.answers, self.languages))
             self.rows.clear()
+            self.answers.clear()
+            self.languages.clear()
 
     def numpy(self) -> dict[str, np.ndarray]:
         self.flush()
@@ -89,12 +105,17 @@ def score_part(
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
     qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
-    c = _Columns()
-    add = c.rows.append
+    language_of = AnswerLanguage().check if question_langs else None
+    c = _Columns(language_of)
+    add, add_answer, add_language = c.rows.append, c.answers.append, c.languages.append
+    langs = question_langs or [""] * len(questions)
     models: list[str] = []
     model_index: dict[str, int] = {}
     line, decide, nan = ScoreLines().line, decide_outcome, float("nan")
-    language_of = AnswerLanguage().check if question_langs else None
+    # each question's language as the tuple of refusal languages extract_both takes (empty for English or another
+    # language without paraphrases of its own: none to look for), one tuple per language, not one per row
+    as_tuple = {code: (code,) if code in PARAPHRASED else () for code in set(question_langs or ())}
+    refusal_langs = [as_tuple[code] for code in question_langs] if question_langs else [()] * len(questions)
     buf: list[str] = []
     with _collector_off(), open(out_path, "w", encoding="utf-8") as fh:
         for row in read_responses(path, gold_index, start, end):
@@ -110,7 +131,7 @@ def score_part(
                 outcome = strict_outcome = "error"
             else:
                 # refusal paraphrases in English and the question's language only (see refusal_languages)
-                ext, strict = extract_both(row.text, kb_ids, (question_langs[qi],) if question_langs else ())
+                ext, strict = extract_both(row.text, kb_ids, refusal_langs[qi])
                 outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved)
                 strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved)
             cited = ext.cited_ids
@@ -136,8 +157,9 @@ def score_part(
                  -1 if row.input_tokens is None else row.input_tokens,
                  -1 if row.output_tokens is None else row.output_tokens,
                  (2 if not cited and not ext.refused else 1) if cut else 0,
-                 -1 if row.max_tokens is None else row.max_tokens,
-                 UNKNOWN if row.error or language_of is None else language_of(row.text, question_langs[qi])))
+                 -1 if row.max_tokens is None else row.max_tokens))
+            add_answer("" if row.error else row.text)
+            add_language(langs[qi])
             if len(buf) >= _FLUSH_EVERY:
                 fh.write("\n".join(buf) + "\n")
                 buf.clear()

@@ -34,7 +34,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import Completion, RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, run_prompts
 from harness.runner.engine import CallResult
@@ -78,7 +78,10 @@ class ClaimsTemplate(SectionTemplate):
         return chat_messages(self.sections.get(f"{section}_system", ""), self.sections[section], values, self.placeholder)
 
     def extract(self, segments: Sequence[Segment]) -> list[dict[str, str]]:
-        lines = [f"[{i}] {s.claim}" + (f"  (cites {', '.join(s.citations)})" if s.citations else "  (cites nothing)")
+        from harness.prompts.languages import note
+
+        lines = [f"[{i}] {s.claim}  " + (note(self.language, "cites", ids=", ".join(s.citations)) if s.citations
+                                         else note(self.language, "cites_nothing"))
                  for i, s in enumerate(segments, 1)]
         return self._pair("extract", {"segments": "\n".join(lines)})
 
@@ -90,9 +93,11 @@ class ClaimsTemplate(SectionTemplate):
         })
 
 
-def load_claims_template(spec: str | None = None) -> ClaimsTemplate:
-    """A built-in name (``claims.v1``) or a path to a template file with the four sections."""
-    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "claims template")
+def load_claims_template(spec: str | None = None, language: str | None = None) -> ClaimsTemplate:
+    """A built-in name (``claims.v1``) or a path to a template file with the four sections; with neither,
+    ``claims.v1`` in ``language``."""
+    path = find_template(spec or builtin_in_language(DEFAULT_TEMPLATE, TEMPLATES_DIR, language), TEMPLATES_DIR,
+                         "claims template")
     text = path.read_text(encoding="utf-8")
     sections = split_sections(text, _SECTION)
     squash = {k: v.replace(" ", "") for k, v in sections.items()}
@@ -100,7 +105,7 @@ def load_claims_template(spec: str | None = None) -> ClaimsTemplate:
             p for p in ("{{article}}", "{{claims}}") if p in squash.get("verify", "")}:
         raise GraceError(f"claims template {path.stem}: needs '=== extract ===' with {{{{segments}}}} and "
                          "'=== verify ===' with {{article}} and {{claims}} (see templates/claims.v1.txt)")
-    return ClaimsTemplate(path.stem, sections, template_sha(text))
+    return ClaimsTemplate.from_text(path.stem, text, sections)
 
 
 @dataclass(frozen=True)

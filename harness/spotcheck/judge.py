@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import ModelSpec, Provider
 from harness.runner.model_options import ModelOptions
 
@@ -68,7 +68,9 @@ class JudgeTemplate(SectionTemplate):
 
     def uncited(self, claim: str, supported: Sequence[str]) -> list[dict[str, str]]:
         """Pass 2: an uncited segment against the answer's segments judged supported."""
-        block = "\n".join(f"- {s}" for s in supported) if supported else "(nothing in this answer was verified)"
+        from harness.prompts.languages import note
+
+        block = "\n".join(f"- {s}" for s in supported) if supported else note(self.language, "nothing_verified")
         return self._messages("uncited", {"supported_segments": block, "segment": claim})
 
 
@@ -94,12 +96,13 @@ def parse_judge_template(text: str, name: str) -> JudgeTemplate:
     unknown = sorted(set(sections) - set(SECTIONS))
     if unknown:
         raise GraceError(f"judge template {name}: unknown section(s) {', '.join(unknown)}; use {', '.join(SECTIONS)}")
-    return JudgeTemplate(name, sections, template_sha(text))
+    return JudgeTemplate.from_text(name, text, sections)
 
 
-def load_judge_template(spec: str | None = None) -> JudgeTemplate:
-    """A built-in name (``judge.v1``) or a path to a template file."""
-    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "judge template")
+def load_judge_template(spec: str | None = None, language: str | None = None) -> JudgeTemplate:
+    """A built-in name (``judge.v1``) or a path to a template file; with neither, ``judge.v1`` in ``language``."""
+    path = find_template(spec or builtin_in_language(DEFAULT_TEMPLATE, TEMPLATES_DIR, language), TEMPLATES_DIR,
+                         "judge template")
     return parse_judge_template(path.read_text(encoding="utf-8"), path.stem)
 
 

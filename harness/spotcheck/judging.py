@@ -22,23 +22,42 @@ from typing import Any
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, run_prompts
 from harness.runner.engine import CallResult
-from harness.spotcheck.judge import JUDGE_SCHEMA, JudgeTemplate, SourceArticle, parse_verdict, strict_messages
+from harness.spotcheck.claims import ClaimsTemplate, load_claims_template
+from harness.spotcheck.judge import (
+    JUDGE_SCHEMA,
+    JudgeTemplate,
+    SourceArticle,
+    load_judge_template,
+    parse_verdict,
+    strict_messages,
+)
 
 JudgeSettings = CallSettings
 __all__ = ["PromptStats", "Judge", "JudgeJob", "JudgeSettings", "run_jobs"]
+
+
+def mode_template(mode: str, spec: str | None = None, language: str | None = None) -> JudgeTemplate | ClaimsTemplate:
+    """The judge's template for ``mode``: ``spec`` (``--template``) when given, else the mode's built-in one
+    (``claims.v1`` or ``judge.v1``) in ``language`` when grace has it."""
+    return load_claims_template(spec, language) if mode == "claims" else load_judge_template(spec, language)
 
 
 @dataclass
 class Judge:
     spec: ModelSpec
     provider: Provider
-    template: JudgeTemplate
+    template: JudgeTemplate | ClaimsTemplate | None  # None until the KB's language is known (:meth:`in_language`)
 
     @property
     def kind(self) -> str:
         if self.spec.provider == "baseline":
             return "lexical"
         return "scripted" if self.spec.provider == "scripted" else "llm"
+
+    def in_language(self, mode: str, language: str | None) -> Judge:
+        """This judge with its template: the one it was given (``--template`` wins), else ``mode``'s built-in one in
+        ``language`` (the KB's), so a French KB's answers are checked with French prompts."""
+        return self if self.template is not None else replace(self, template=mode_template(mode, None, language))
 
 
 @dataclass

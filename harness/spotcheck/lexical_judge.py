@@ -6,7 +6,8 @@ judge: it catches changed numbers, new names and claims from world knowledge,
 but not a swapped pair of words that both occur in the source, a dropped
 condition, or a negation moved within the sentence, and it fails correct
 paraphrases that use other words. ``grace spotcheck meta-eval`` measures all of
-that. Words that can flip a claim's truth (not, never, all, only, ...) count as
+that. Words are read in the source's language (its stop words and Snowball
+stemmer; English exactly as before). Words that can flip a claim's truth (not, never, all, only, ...) count as
 content words, never as stop words.
 
 It answers in the same JSON an LLM judge does and goes through the same parser
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 
 from harness.providers.base import Completion, Provider, Request
 
@@ -55,6 +57,26 @@ def _stemmer():
 _STEM = _stemmer()
 
 
+@lru_cache(maxsize=32)
+def _reading(language: str):
+    """(stop words, stem of one word) for ``language``: English's own list and stemmer above; another language's
+    stop list (less the words that flip a claim, which only English lists here) and Snowball stemmer, so "les
+    congés sont payés" is checked on "congé" and "pai", not on "les" and "sont"."""
+    if language == "en":
+        return STOP, _STEM
+    from kb_builder import language as lang
+
+    many = lang.stemmer(language)
+    return STOP | lang.stop_words(language), (lambda w: many([w])[0]) if many else (lambda w: w)
+
+
+def source_language(source: str) -> str:
+    """The language a source is read in: detected from its text (English when too short to tell)."""
+    from kb_builder import language as lang
+
+    return lang.detect(source) or "en"
+
+
 def _numbers(text: str) -> set[str]:
     out = set()
     for n in _NUMBER.findall(text):
@@ -63,14 +85,17 @@ def _numbers(text: str) -> set[str]:
     return out
 
 
-def _words(text: str) -> dict[str, str]:
+def _words(text: str, language: str = "en") -> dict[str, str]:
     """stem -> first surface form, for content words only."""
+    stop, stem = _reading(language)
     out: dict[str, str] = {}
     for w in _WORD.findall(text.lower().replace("\u2019", "'")):
         base = w.split("'")[0] if w.endswith("'s") else w
-        if base in STOP or len(base) < 2:
+        if language != "en" and "'" in base:  # French and Italian elision: "l'employeur" is "employeur"
+            base = base.split("'", 1)[1]
+        if base in stop or len(base) < 2:
             continue
-        out.setdefault(_STEM(base), w)
+        out.setdefault(stem(base), w)
     return out
 
 
@@ -78,9 +103,9 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def lexical_verdict(claim: str, source: str) -> dict[str, object]:
-    words, numbers = _words(claim), _numbers(claim)
-    src_words, src_numbers = set(_words(source)), _numbers(source)
+def lexical_verdict(claim: str, source: str, language: str = "en") -> dict[str, object]:
+    words, numbers = _words(claim, language), _numbers(claim)
+    src_words, src_numbers = set(_words(source, language)), _numbers(source)
     missing_w = [w for stem, w in words.items() if stem not in src_words]
     missing_n = sorted(numbers - src_numbers)
     if not words and not numbers:
@@ -116,28 +141,28 @@ def lexical_claims(segments: list[list]) -> dict[str, object]:
     return {"claims": out}
 
 
-def _evidence(claim: str, source: str) -> str:
-    words = set(_words(claim))
+def _evidence(claim: str, source: str, language: str = "en") -> str:
+    words = set(_words(claim, language))
     best, score = "", 0
     for s in sentences(source):
-        shared = len(words & set(_words(s)))
+        shared = len(words & set(_words(s, language)))
         if shared > score:
             best, score = s, shared
     return best
 
 
-def lexical_claim_verdict(claim: str, source: str) -> dict[str, object]:
-    words, numbers = _words(claim), _numbers(claim)
-    src_words, src_numbers = set(_words(source)), _numbers(source)
+def lexical_claim_verdict(claim: str, source: str, language: str = "en") -> dict[str, object]:
+    words, numbers = _words(claim, language), _numbers(claim)
+    src_words, src_numbers = set(_words(source, language)), _numbers(source)
     found = sum(1 for stem in words if stem in src_words)
-    verdict = lexical_verdict(claim, source)
+    verdict = lexical_verdict(claim, source, language)
     if verdict["supported"]:
         label = "supported"
     elif numbers <= src_numbers and words and found * 2 >= len(words):
         label = "partial"
     else:
         label = "unsupported"
-    return {"explanation": verdict["explanation"], "evidence": _evidence(claim, source), "verdict": label}
+    return {"explanation": verdict["explanation"], "evidence": _evidence(claim, source, language), "verdict": label}
 
 
 class LexicalJudgeProvider(Provider):
@@ -150,15 +175,16 @@ class LexicalJudgeProvider(Provider):
         ctx = request.context
         what = ctx.question_id if ctx else ""
         source = "\n\n".join(a.text for a in ctx.articles) if ctx else ""
+        language = source_language(source)
         if what.startswith("claims:extract"):
             reply: object = lexical_claims(json.loads(ctx.question))
         elif what.startswith("claims:verify"):
-            reply = {"verdicts": [{"claim": i, **lexical_claim_verdict(c, source)}
+            reply = {"verdicts": [{"claim": i, **lexical_claim_verdict(c, source, language)}
                                   for i, c in enumerate(json.loads(ctx.question), 1)]}
         elif what.startswith("quality:"):
             from harness.spotcheck.quality import lexical_quality
 
-            reply = lexical_quality(json.loads(ctx.question), ctx.articles)
+            reply = lexical_quality(json.loads(ctx.question), ctx.articles, language)
         else:
-            reply = lexical_verdict(ctx.question if ctx else "", source)
+            reply = lexical_verdict(ctx.question if ctx else "", source, language)
         return Completion(json.dumps(reply, ensure_ascii=False), finish_reason="stop")

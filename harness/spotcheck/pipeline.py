@@ -40,6 +40,7 @@ from harness.spotcheck.metrics import (
 )
 from harness.spotcheck.passes import Judged, judge_hits
 from harness.spotcheck.publish import notes_for, update_report
+from harness.spotcheck.quality import QualityTemplate, load_quality_template
 from harness.spotcheck.records import JudgeBlock, SpotcheckFile
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
@@ -77,11 +78,11 @@ def _questions(inputs: RunInputs, gold: Path | None) -> dict[str, str]:
     return {q.question_id: q.question for q in load_gold(path).questions}
 
 
-def grade_quality(judge: Judge, chosen: list[Any], kb: Any, opts: SpotcheckOptions, settings: JudgeSettings,
-                  inputs: RunInputs, stats: Any) -> dict[tuple[str, str, int], dict[str, Any]]:
+def grade_quality(judge: Judge, template: QualityTemplate, chosen: list[Any], kb: Any, opts: SpotcheckOptions,
+                  settings: JudgeSettings, inputs: RunInputs, stats: Any) -> dict[tuple[str, str, int], dict[str, Any]]:
     """The answer-quality grades of every checked answer, against its gold article(s) and what it was shown."""
     from harness.providers.base import RetrievedArticle
-    from harness.spotcheck.quality import QualityItem, grade_answers, load_quality_template
+    from harness.spotcheck.quality import QualityItem, grade_answers
     from harness.spotcheck.segmentation import answer_body
 
     questions = _questions(inputs, opts.gold)
@@ -91,7 +92,7 @@ def grade_quality(judge: Judge, chosen: list[Any], kb: Any, opts: SpotcheckOptio
 
     items = [QualityItem(h.key, questions.get(h.question_id, ""), arts(h.expected), arts(h.retrieved),
                          answer_body(h.text, set(kb.by_id))[0] or h.text) for h in chosen]
-    return grade_answers(judge, load_quality_template(), items, settings, stats)
+    return grade_answers(judge, template, items, settings, stats)
 
 
 def judge_block(judge: Judge, repeats: int, run_dir: Path) -> JudgeBlock:
@@ -245,6 +246,7 @@ def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: Spotc
 def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: SpotcheckOptions,
                    settings: JudgeSettings, console: Any) -> dict[str, Any]:
     kb = load_kb(_kb_dir(kb_dir, inputs), write_missing=False)
+    judge = judge.in_language(opts.mode, kb.manifest.language)
     warnings = []
     run_kb = inputs.report.kb.hash if inputs.report is not None else None
     if run_kb and run_kb != kb.kb_hash:
@@ -264,7 +266,8 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
         judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings)
         stats, rows = judged.stats, list(judged.rows.values())
 
-    quality = grade_quality(judge, chosen, kb, opts, settings, inputs, stats) if opts.quality else {}
+    qtemplate = load_quality_template(None, kb.manifest.language) if opts.quality else None  # the KB's language's
+    quality = grade_quality(judge, qtemplate, chosen, kb, opts, settings, inputs, stats) if qtemplate else {}
     if quality:
         rows = rows + [{"kind": "quality", "model": k[0], "question_id": k[1], "repeat": k[2], "source": "judge", **v}
                        for k, v in quality.items()]
@@ -329,7 +332,7 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                      "retried": sum(v["n_retried"] for v in models.values()),
                      "unreadable": sum(v["n_unreadable"] for v in models.values())},
         mode=opts.mode, scope=opts.scope,
-        quality={"template": "quality.v1", "path": QUALITY} if opts.quality else None,
+        quality={"template": qtemplate.name, "template_hash": qtemplate.sha256, "path": QUALITY} if qtemplate else None,
         judgements={"path": CLAIMS if claims else JUDGEMENTS, "n": len(rows),
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
         review_csv=CLAIMS_REVIEW_CSV if claims else REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI,
@@ -362,6 +365,7 @@ def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: 
     settings = settings or JudgeSettings()
     inputs = load_run(run_path, opts.models, opts.scope)
     kb = load_kb(_kb_dir(kb_dir, inputs), write_missing=False)
+    judge = judge.in_language(opts.mode, kb.manifest.language)
     samples = sample_hits(inputs.hits, opts.sample, opts.seed)
     chosen = [h for m in inputs.models if m in samples for h in samples[m].chosen]
     t, kb_ids = judge.template, set(kb.by_id)

@@ -37,7 +37,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
+from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats
 
@@ -74,18 +74,22 @@ class QualityTemplate(SectionTemplate):
         def block(arts: Sequence[Any]) -> str:
             return "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text.strip()}" for a in arts)
 
-        return self._messages("grade", {"question": question, "gold": block(gold) or "(none: no article holds the answer)",
-                                        "retrieved": block(shown) or "(none)", "answer": answer})
+        from harness.prompts.languages import note
+
+        return self._messages("grade", {"question": question, "gold": block(gold) or note(self.language, "no_gold"),
+                                        "retrieved": block(shown) or note(self.language, "none"), "answer": answer})
 
 
-def load_quality_template(spec: str | None = None) -> QualityTemplate:
-    path = find_template(spec or DEFAULT_TEMPLATE, TEMPLATES_DIR, "quality template")
+def load_quality_template(spec: str | None = None, language: str | None = None) -> QualityTemplate:
+    """A built-in name (``quality.v1``) or a path to a template file; with neither, ``quality.v1`` in ``language``."""
+    path = find_template(spec or builtin_in_language(DEFAULT_TEMPLATE, TEMPLATES_DIR, language), TEMPLATES_DIR,
+                         "quality template")
     text = path.read_text(encoding="utf-8")
     sections = split_sections(text, _SECTION)
     if not all(f"{{{{{p}}}}}" in sections.get("grade", "").replace(" ", "") for p in ("question", "gold", "answer")):
         raise GraceError(f"quality template {path.stem}: needs '=== grade ===' with {{{{question}}}}, {{{{gold}}}} and "
                          "{{answer}} (see templates/quality.v1.txt)")
-    return QualityTemplate(path.stem, sections, template_sha(text))
+    return QualityTemplate.from_text(path.stem, text, sections)
 
 
 @dataclass(frozen=True)
@@ -134,35 +138,38 @@ def parse_grades(text: str | None) -> Grades | None:
 
 # --- the offline judge's proxies ----------------------------------------------------------------------------------
 
-def lexical_quality(item: dict[str, Any], shown: Sequence[RetrievedArticle]) -> dict[str, Any]:
+def lexical_quality(item: dict[str, Any], shown: Sequence[RetrievedArticle], language: str = "en") -> dict[str, Any]:
     """Word-overlap stand-ins for the four grades, so the pipeline and the meta-eval run offline; the meta-eval
     shows how far they are from a judge's."""
     from harness.scoring.refusal import is_refusal
     from harness.spotcheck.lexical_judge import _numbers, _words, sentences
 
+    def content(text: str) -> dict[str, str]:
+        return _words(text, language)
+
     question, answer, gold_ids = item["question"], item["answer"], set(item.get("gold") or [])
     gold = [a for a in shown if a.id in gold_ids]
-    qwords = set(_words(question))
+    qwords = set(content(question))
     parts = sentences(re.sub(r"\[ID:[^\]]*\]", "", answer))
     refuses = is_refusal(answer)
-    extra = [s for s in parts if not is_refusal(s) and _words(s)]
+    extra = [s for s in parts if not is_refusal(s) and content(s)]
     scale = lambda share: max(1, min(5, round(1 + 4 * share)))  # noqa: E731
-    relevancy = None if refuses else scale(sum(bool(qwords & set(_words(s))) for s in parts) / max(1, len(parts)))
+    relevancy = None if refuses else scale(sum(bool(qwords & set(content(s))) for s in parts) / max(1, len(parts)))
     completeness = None
     if gold:
-        key = [s for a in gold for s in sentences(a.text) if len(qwords & set(_words(s))) >= 1] or \
+        key = [s for a in gold for s in sentences(a.text) if len(qwords & set(content(s))) >= 1] or \
               [s for a in gold for s in sentences(a.text)][:1]
-        needed = set().union(*(set(_words(s)) for s in key)) - qwords
-        have = set(_words(answer))
+        needed = set().union(*(set(content(s)) for s in key)) - qwords
+        have = set(content(answer))
         completeness = 1 if refuses and not extra else scale(len(needed & have) / max(1, len(needed)))
     faithfulness = None
     if extra:
         source = "\n".join(a.text for a in shown)
-        words, src = set(_words(" ".join(extra))), set(_words(source))
+        words, src = set(content(" ".join(extra))), set(content(source))
         faithfulness = scale(len(words & src) / max(1, len(words)))
         if _numbers(" ".join(extra)) - _numbers(source):
             faithfulness = min(faithfulness, 2)
-    usefulness = (any(qwords & set(_words(s)) for s in extra) if refuses and extra else None)
+    usefulness = (any(qwords & set(content(s)) for s in extra) if refuses and extra else None)
     return {"answer_refuses": refuses, "relevancy_justification": "share of sentences sharing a word with the question",
             "relevancy": relevancy, "completeness_justification": "share of the gold sentences' words in the answer",
             "completeness": completeness, "faithfulness_justification": "share of the answer's words in the articles",
