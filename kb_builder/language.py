@@ -271,24 +271,38 @@ _DONE = "complete"  # written last: a folder without it was cut short and is unp
 
 
 def _unpack(packed, folder) -> None:
+    """Unpack into a folder of this process's own, then rename it into place: several processes (scoring workers
+    spawned at once) may unpack into one empty cache, and writing the arrays in place truncated files another
+    process had memory-mapped, which killed it with SIGBUS."""
     import lzma
+    import os
     import shutil
     import tempfile
 
     import numpy as np
 
+    own = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(own, ignore_errors=True)
+        own.mkdir(parents=True)
         with tempfile.TemporaryFile(suffix=".npz") as tmp:
             with lzma.open(packed) as src:
                 shutil.copyfileobj(src, tmp, length=1 << 20)
             tmp.seek(0)
             with np.load(tmp, allow_pickle=False) as data:
                 for name in _ARRAYS:
-                    np.save(folder / f"{name}.npy", data[name], allow_pickle=False)
-        (folder / _DONE).write_text("ok\n")
+                    np.save(own / f"{name}.npy", data[name], allow_pickle=False)
+        (own / _DONE).write_text("ok\n")
+        if folder.exists() and not (folder / _DONE).exists():  # cut short by an earlier version: moved aside
+            stale = folder.with_name(f".{folder.name}.{os.getpid()}.stale")
+            os.rename(folder, stale)
+            shutil.rmtree(stale, ignore_errors=True)
+        os.rename(own, folder)
     except (OSError, ValueError, KeyError):
-        pass  # a read-only or full cache: the caller falls back to the package's load
+        pass  # another process's copy landed first (it is complete), or a read-only or full cache: the caller
+        #       loads what is there, else falls back to the package's own load
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
 
 
 def detect(text: str) -> str | None:

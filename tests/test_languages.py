@@ -202,3 +202,25 @@ def test_the_unpacked_model_classifies_as_the_package_does(tmp_path, monkeypatch
         language._identifier.cache_clear()
     assert ours == [py3langid.classify(t)[0] for t in texts]
     assert ours == ["fr", "de", "es", "it", "el", "en", "nl", "pt"]
+
+
+def test_processes_unpacking_the_detector_at_once_never_break_each_other(tmp_path):
+    """Scoring workers (spawned when the parent runs threads) each unpack the detector's model into an empty cache:
+    written in place, one process truncated the files another had memory-mapped, and that worker died of SIGBUS
+    (BrokenProcessPool). Each now unpacks into a folder of its own and renames it into place."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = ("import sys; from kb_builder import language as lang\n"
+            "for _ in range(20): assert lang.detect('Les salariés ont droit à vingt-cinq jours de congés payés par an, "
+            "à poser avant la fin du mois de mai.') == 'fr'\n"
+            "sys.exit(0 if lang._identifier().__class__.__name__ == 'LanguageIdentifier' else 3)")
+    env = {**os.environ, "GRACE_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, cwd=ROOT, stderr=subprocess.PIPE) for _ in range(6)]
+    results = [(p.wait(timeout=300), p.stderr.read().decode()[-500:]) for p in procs]
+    assert all(rc == 0 for rc, _ in results), results
+    folders = [p for p in (tmp_path / "cache" / "models").iterdir()]
+    assert len(folders) == 1 and (folders[0] / "complete").exists(), folders  # no half-written or stray copies
