@@ -96,6 +96,19 @@ def test_the_baseline_refuses_in_the_prompts_language(tmp_path):
     assert texts and all(REFUSALS["fr"] in t for t in texts)
 
 
+def test_the_baseline_quotes_the_sentence_that_shares_the_questions_french_words():
+    """Read with a-z words and English stop words, "élus" and "pièces" were no words at all and "les", "de" the
+    only matches: the baseline quoted whichever sentence was longest."""
+    from harness.providers.baseline import best_sentence
+
+    text = ("Les demandes de congés sont posées dans l'outil RH et validées par le responsable hiérarchique direct "
+            "dans un délai de cinq jours ouvrés. Les élus du personnel disposent de quinze heures de délégation par "
+            "mois. Les pièces justificatives sont conservées dix ans.")
+    question = "Quelle délégation pour un élu ?"
+    assert best_sentence(question, text, "fr").startswith("Les élus du personnel")
+    assert best_sentence(question, text, "en").startswith("Les demandes de congés")  # what it quoted before
+
+
 # --- refusal detection in each template language -------------------------------------------------------------
 
 PARAPHRASES = {

@@ -29,14 +29,26 @@ _EMPHASIS = re.compile(r"\*\*|__|`")
 _STOP = frozenset("a an the of to in on for and or is are do does i my me we our you your can how what when who which with be it at by as from if not".split())
 
 
-def best_sentence(question: str, text: str) -> str:
-    q = {w for w in _WORD.findall(question.lower()) if w not in _STOP}
+def best_sentence(question: str, text: str, language: str = "en") -> str:
+    """The article's sentence sharing most words with the question (the longer one on a tie). English reads a-z
+    words less a short stop list, as it always did; another language its own stems and stop words, or a French
+    article was read for "les" and "de" only, and its longest sentence quoted whatever was asked."""
+    if language == "en":
+        def read(t: str) -> set[str]:
+            return set(_WORD.findall(t.lower()))
+        q = read(question) - _STOP
+    else:
+        from kb_builder import language as lang
+
+        def read(t: str) -> set[str]:
+            return set(lang.terms(t, language))
+        q = read(question)
     best, best_score = "", -1.0
     for s in _SENT.split(text):
         s = _EMPHASIS.sub("", s).strip().lstrip("#-*> ").strip()
         if len(s) < 15:
             continue
-        words = set(_WORD.findall(s.lower()))
+        words = read(s)
         score = len(q & words) + 0.001 * min(len(s), 200)
         if score > best_score:
             best, best_score = s, score
@@ -119,13 +131,20 @@ class BaselineProvider(Provider):
         top = ctx.articles[0]
         if self.spec.model == "threshold" and top.score < self._threshold(ctx.question_id):
             return Completion(format_answer(_refusal(request), None, request.output_mode), finish_reason="stop")
-        return Completion(format_answer(best_sentence(ctx.question, top.text), top.id, request.output_mode), finish_reason="stop")
+        return Completion(format_answer(best_sentence(ctx.question, top.text, _language(request)), top.id,
+                                        request.output_mode), finish_reason="stop")
+
+
+def _language(request: Request) -> str:
+    """The prompt's language, told by the refusal sentence it asks for (a French KB's template asks for the French
+    one), as a model reads it from the prompt."""
+    prompt = "\n".join(m.get("content", "") for m in request.messages)
+    return next((code for code, s in REFUSALS.items() if s in prompt), "en")
 
 
 def _refusal(request: Request) -> str:
-    """The refusal sentence the prompt asks for (a French KB's template asks for the French one), as a model would."""
-    prompt = "\n".join(m.get("content", "") for m in request.messages)
-    return next((s for s in REFUSALS.values() if s in prompt), REFUSAL)
+    """The refusal sentence the prompt asks for, as a model would."""
+    return REFUSALS.get(_language(request), REFUSAL)
 
 
 def fit_threshold(scored: list[tuple[float, bool, bool]]) -> float:
