@@ -87,14 +87,7 @@ def main() -> None:
     ap.add_argument("--splits", default="tuning,heldout")
     ap.add_argument("-k", default="1,3,5")
     args = ap.parse_args()
-    from harness.cli.app import main as grace
-
-    def run(argv: list[str]) -> None:
-        try:
-            grace(argv)
-        except SystemExit as exc:
-            if exc.code:
-                raise
+    from harness.cli.app import main as run  # returns when a command succeeds; exits non-zero when it fails
 
     names = [n for n in args.only.split(",") if n] or list(HANDBOOKS)
     embedders = [x for e in args.embedders.split(",") if e for x in ("--embedder", e)]

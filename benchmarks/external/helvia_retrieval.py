@@ -107,14 +107,7 @@ def main() -> None:
         print(f"skipped: {args.data} not found; this benchmark reads the shared Helvia Playbook-RAG data "
               "(dataset.csv and map.json), which is not copied into the repository", file=sys.stderr)
         return
-    from harness.cli.app import main as grace
-
-    def run(argv: list[str]) -> None:
-        try:
-            grace(argv)
-        except SystemExit as exc:
-            if exc.code:
-                raise
+    from harness.cli.app import main as run  # returns when a command succeeds; exits non-zero when it fails
 
     kb = args.out / "kb"
     run(["kb", "build", "--articles", str(args.data / "map.json"), "--out", str(kb)])

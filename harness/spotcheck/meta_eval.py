@@ -63,6 +63,20 @@ def read_cases(path: Path, build: Callable[[dict[str, Any]], T], needs: str) -> 
     return cases
 
 
+def per_failure_mode(rows: list[dict[str, Any]], known: tuple[str, ...],
+                     extra: Callable[[list[dict[str, Any]]], dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Cases and passes per failure mode (the support and the quality meta-eval alike): ``known`` modes in their
+    order, then any other a case file names; ``extra`` adds fields from a mode's rows."""
+    found = {r["failure_mode"] for r in rows}
+    out = {}
+    for m in [m for m in known if m in found] + sorted(found - set(known)):
+        rs = [r for r in rows if r["failure_mode"] == m]
+        passed = sum(r["passed"] for r in rs)
+        out[m] = {"cases": len(rs), "passed": passed, "pass_rate": round(passed / len(rs), 6),
+                  **(extra(rs) if extra else {})}
+    return out
+
+
 def load_cases(path: Path | None = None) -> list[Case]:
     def build(d: dict[str, Any]) -> Case:
         expected = {"supported": True, "unsupported": False}[d["expected"]]
@@ -148,14 +162,8 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
 def _summary(judge: Judge, cases: list[Case], rows: dict[str, dict[str, Any]], stats: PromptStats,
              mode: str) -> dict[str, Any]:
     ordered = [rows[c.id] for c in cases]
-    modes = [m for m in MODES if any(c.failure_mode == m for c in cases)]
-    modes += sorted({c.failure_mode for c in cases} - set(modes))
-    per_mode = {}
-    for m in modes:
-        rs = [r for r in ordered if r["failure_mode"] == m]
-        passed = sum(r["passed"] for r in rs)
-        per_mode[m] = {"cases": len(rs), "passed": passed, "pass_rate": round(passed / len(rs), 6),
-                       "expected": sorted({"supported" if r["expected_supported"] else "unsupported" for r in rs})}
+    per_mode = per_failure_mode(ordered, MODES, lambda rs: {
+        "expected": sorted({"supported" if r["expected_supported"] else "unsupported" for r in rs})})
     unsup = [r for r in ordered if not r["expected_supported"]]
     sup = [r for r in ordered if r["expected_supported"]]
     passed = sum(r["passed"] for r in ordered)

@@ -295,13 +295,9 @@ def run_quality_meta_eval(judge: Any, template: QualityTemplate, cases: list[Qua
                      "got": {k: g.get(k) for k in (*SCORES, "usefulness", "answer_refuses")},
                      "passed": not failed, "failed_on": failed, "unreadable": not g.get("readable"),
                      "error": g.get("error")})
-    modes = [m for m in MODES if any(c.failure_mode == m for c in cases)]
-    modes += sorted({c.failure_mode for c in cases} - set(modes))
-    per_mode = {}
-    for m in modes:
-        rs = [r for r in rows if r["failure_mode"] == m]
-        passed = sum(r["passed"] for r in rs)
-        per_mode[m] = {"cases": len(rs), "passed": passed, "pass_rate": round(passed / len(rs), 6)}
+    from harness.spotcheck.meta_eval import per_failure_mode
+
+    per_mode = per_failure_mode(rows, MODES)
     passed = sum(r["passed"] for r in rows)
     return {"template": template.name, "template_hash": template.sha256, "cases": len(rows), "passed": passed,
             "pass_rate": round(passed / len(rows), 6) if rows else None,

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from kb_builder.retrieval import Hit, Retriever
 
-LEXICAL = frozenset({"bm25", "bm25f", "char4"})
-
 
 class HybridRetriever:
     """``unmatched``: whether an article a lexical part scores 0 (no word in common; lexical retrievers pad their
@@ -23,7 +21,7 @@ class HybridRetriever:
 
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
         rankings = [p.search_many(queries, max(k, self.depth)) for p in self.parts]
-        lexical = [getattr(p, "name", "") in LEXICAL for p in self.parts]
+        lexical = [getattr(p, "lexical", False) for p in self.parts]
         out: list[list[Hit]] = []
         for qi in range(len(queries)):
             fused: dict[str, float] = {}

@@ -56,6 +56,7 @@ def article_languages(articles: list[Article], default: str = lang.DEFAULT_LANGU
 
 class BM25Retriever:
     name = "bm25"
+    lexical = True  # scores 0 where no word is shared, and pads its ranking with those (see HybridRetriever)
 
     def __init__(self, articles: list[Article], k1: float = 1.2, b: float = 0.75, language: str = lang.DEFAULT_LANGUAGE):
         import bm25s
@@ -108,6 +109,7 @@ class BM25FRetriever:
     """
 
     name = "bm25f"
+    lexical = True
 
     def __init__(self, ids: list[str], vocab: dict[str, int], languages: list[str], indptr: np.ndarray,
                  rows: np.ndarray, impact: np.ndarray):
@@ -231,7 +233,7 @@ class Char4Retriever(BM25FRetriever):
 
     name = "char4"
     k1 = 1.2
-    settings = hashlib.sha256(repr(("char4", 1.2, WEIGHTS, BS, lang.NO_SPACE)).encode()).hexdigest()[:8]
+    settings = hashlib.sha256(repr((name, k1, WEIGHTS, BS, lang.NO_SPACE)).encode()).hexdigest()[:8]
 
     @staticmethod
     def _doc_terms(text: str, language: str) -> list[str]:
