@@ -29,9 +29,10 @@ class BuildResult:
     seconds: float = 0.0
 
 
-def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, progress=None) -> tuple[list[Article], int, list[str]]:
+def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, progress=None,
+                            keep_short: bool = False) -> tuple[list[Article], int, list[str]]:
     files = discover(source)
-    splitter = Splitter(max_tokens=max_tokens, min_tokens=min_tokens)
+    splitter = Splitter(max_tokens=max_tokens, min_tokens=min_tokens, keep_short=keep_short)
     articles: list[Article] = []
     skipped: list[str] = []
     single = source.is_file()
@@ -51,6 +52,9 @@ def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, prog
             if d.parts > 1:
                 art.part = d.part  # type: ignore[attr-defined]
             articles.append(art)
+    if not articles and not keep_short and not skipped:
+        # every section was short enough to pass for a fragment: a KB of one short article is still a KB
+        return articles_from_documents(source, max_tokens, min_tokens, None, keep_short=True)
     if not articles:
         detail = f" ({len(skipped)} file(s) unreadable: {skipped[0]})" if skipped else ""
         raise GraceError(f"{source}: no articles could be made: the documents hold no text{detail}")

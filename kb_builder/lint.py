@@ -36,6 +36,16 @@ import numpy as np
 from kb_builder.language import NO_SPACE, bigrams, stop_words
 from kb_builder.lint_phrases import Phrases, phrases
 from kb_builder.retrieval.lexical import kb_language
+from kb_builder.similar_pairs import (
+    BLOCK_WORK,
+    PER_ROW,
+    row_blocks,
+    row_dots,
+    row_work,
+    similar_pairs,
+    top_per_row,
+    work_budget_for,
+)
 from kb_builder.splitting import DEFAULT_MAX_TOKENS
 
 if TYPE_CHECKING:
@@ -87,6 +97,7 @@ class LintReport:
     kb: str
     articles: int
     findings: list[Finding] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)  # what lint left out to stay within its budget
 
     @property
     def counts(self) -> dict[str, int]:
@@ -104,7 +115,7 @@ class LintReport:
         return "lint: " + ", ".join(f"{n} {names[k]}" for k, n in self.counts.items())
 
     def as_json(self) -> dict[str, Any]:
-        return {"kb": self.kb, "articles": self.articles, "counts": self.counts,
+        return {"kb": self.kb, "articles": self.articles, "counts": self.counts, "notices": self.notices,
                 "findings": [f.as_dict() for f in self.findings]}
 
 
@@ -120,23 +131,34 @@ def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
     return out
 
 
-def _tfidf(docs: list[list[str]]) -> Any:
-    """Rows L2-normalised TF-IDF (sublinear tf), as a scipy CSR matrix."""
+def _tfidf(docs: Iterable[list[str]]) -> Any:
+    """Rows L2-normalised TF-IDF (sublinear tf), as a scipy CSR matrix; built in typed arrays (a 50 MB KB has
+    millions of (article, word) cells: Python lists of them took hundreds of MB)."""
+    from array import array
+
     from scipy import sparse
 
     vocab: dict[str, int] = {}
-    rows, cols, vals = [], [], []
-    for i, words in enumerate(docs):
+    indptr, cols, vals = array("q", [0]), array("q"), array("d")
+    for words in docs:
         for w, c in Counter(words).items():
-            rows.append(i)
             cols.append(vocab.setdefault(w, len(vocab)))
             vals.append(1.0 + math.log(c))
-    n = len(docs)
-    m = sparse.csr_matrix((vals, (rows, cols)), shape=(n, max(1, len(vocab))))
+        indptr.append(len(cols))
+    n = len(indptr) - 1
+    m = sparse.csr_matrix((np.frombuffer(vals, dtype=np.float64), np.frombuffer(cols, dtype=np.int64),
+                           np.frombuffer(indptr, dtype=np.int64)), shape=(n, max(1, len(vocab))))
+    m.sum_duplicates()
     df = np.bincount(m.indices, minlength=m.shape[1])
     m = m @ sparse.diags(np.log((1 + n) / (1 + df)) + 1.0)
     norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
-    return sparse.diags(1.0 / np.where(norms == 0, 1.0, norms)) @ m
+    return (sparse.diags(1.0 / np.where(norms == 0, 1.0, norms)) @ m).tocsr()
+
+
+def _text_tfidf(kb: KB) -> Any:
+    """The articles' texts as TF-IDF rows, the KB's languages' stop words left out."""
+    stop = _kb_stop_words(kb)
+    return _tfidf(_words(a.text, stop) for a in kb.articles)
 
 
 def _last_part(title: str) -> str:
@@ -159,23 +181,29 @@ def _stored_embeddings(kb: KB) -> np.ndarray | None:
     return None
 
 
-def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT) -> list[Finding]:
-    """Pairs whose text and titles are so alike that a question could be answered by either."""
+def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT, notices: list[str] | None = None,
+                     text: Any = None) -> list[Finding]:
+    """Pairs whose text and titles are so alike that a question could be answered by either (each article's
+    closest few: :func:`kb_builder.similar_pairs.similar_pairs`, which says in ``notices`` what it left out).
+    ``text``: the articles' :func:`_text_tfidf`, when the caller has it."""
     arts = kb.articles
     if len(arts) < 2:
         return []
     stop = _kb_stop_words(kb)
-    text = _tfidf([_words(a.text, stop) for a in arts])
+    text = _text_tfidf(kb) if text is None else text
+    # candidates by text alone: each article's closest several, of which the titles then keep the closest few
+    found = similar_pairs(text, at - 0.3, per_row=4 * PER_ROW)
+    if notices is not None and found.notice:
+        notices.append(found.notice)
+    if not len(found.rows):
+        return []
     title = _tfidf([_words(_last_part(a.title), stop) for a in arts])
-    text_sim = (text @ text.T).tocoo()
-    title_sim = (title @ title.T).tocsr()
+    title_sims = row_dots(title, title, found.rows, found.cols)
     dense = _stored_embeddings(kb)
     out = []
-    for i, j, t in zip(text_sim.row, text_sim.col, text_sim.data, strict=True):
-        if i >= j or t < at - 0.3:
-            continue
-        ti = float(title_sim[i, j])
-        score = 0.75 * float(t) + 0.25 * ti
+    for i, j, t, ti in zip(found.rows.tolist(), found.cols.tolist(), found.sims.tolist(), title_sims.tolist(),
+                           strict=True):
+        score = 0.75 * t + 0.25 * ti
         emb = float(dense[i] @ dense[j]) if dense is not None else None
         if emb is not None:
             score = max(score, 0.5 * score + 0.5 * emb)
@@ -190,42 +218,103 @@ def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT) -> list[Finding]:
         out.append(Finding("confusable", "error" if dup else "warning", [a.id, b.id],
                            f"{a.id} '{a.title}' and {b.id} '{b.title}' are {score:.0%} alike ({how}); {advice}",
                            score))
+    return _closest_few(out, notices)
+
+
+def _closest_few(found: list[Finding], notices: list[str] | None) -> list[Finding]:
+    """Each article's ``PER_ROW`` most alike partners (a pair stays when it is among either article's): a KB of
+    near copies gets a finding per copy, not one per pair of them (a 20-word handbook of 27,000 articles had
+    hundreds of millions)."""
+    ranked = sorted(found, key=lambda f: (-f.score, f.articles))
+    taken: Counter = Counter()
+    seen: Counter = Counter()
+    out = []
+    for f in ranked:
+        a, b = f.articles
+        if taken[a] < PER_ROW or taken[b] < PER_ROW:
+            out.append(f)
+            taken[a] += 1
+            taken[b] += 1
+        seen[a] += 1
+        seen[b] += 1
+    over = sum(1 for k, n in seen.items() if n > taken[k])
+    if over and notices is not None:
+        notices.append(f"{over:,} article(s) are alike to more than {PER_ROW} others: each lists its {PER_ROW} "
+                       "closest")
     return out
 
 
-def title_query_pairs(kb: KB, close: float = TITLE_QUERY_CLOSE) -> list[Finding]:
+def _title_hits(kb: KB, k: int, notices: list[str] | None) -> list[list[tuple[str, float]]]:
+    """Each article's title searched in the KB (bm25f): its ``k`` best (id, score) with a score above 0, ties to
+    the earlier article, as ``search_many`` ranks them. All titles at once, a block of them at a time, within the
+    budget :mod:`kb_builder.similar_pairs` keeps: over it, the most common words are left out of the titles (they
+    weigh least in BM25) and ``notices`` says so."""
+    from scipy import sparse
+
+    arts = kb.articles
+    retriever = kb.retriever("bm25f")
+    queries = retriever.query_matrix([_last_part(a.title) for a in arts])
+    terms = retriever.term_matrix()
+    df = np.diff(terms.indptr).astype(np.float64)
+    budget = work_budget_for(len(arts), None)
+    work_per_term = np.bincount(queries.indices, minlength=len(df)) * df  # titles holding it x its articles
+    if work_per_term.sum() > budget:
+        order = np.argsort(-df, kind="stable")
+        left = work_per_term.sum() - np.cumsum(work_per_term[order])
+        dropped = int(np.argmax(left <= budget)) + 1
+        keep = np.ones(len(df))
+        keep[order[:dropped]] = 0.0
+        queries = (queries @ sparse.diags(keep)).tocsr()
+        queries.eliminate_zeros()
+        if notices is not None:
+            notices.append(f"lint searched the KB for each article's title without the {dropped:,} most common words "
+                           f"of the KB (to keep it within its budget of {budget:.2g} steps): a title made of them "
+                           "finds nothing")
+    out: list[list[tuple[str, float]]] = [[] for _ in arts]
+    for s, e in row_blocks(row_work(queries, df), BLOCK_WORK):
+        prod = queries[s:e] @ terms
+        rows = np.repeat(np.arange(s, e), np.diff(prod.indptr))
+        keep = prod.data > 0
+        r, c, v, _ = top_per_row(rows[keep], prod.indices[keep].astype(np.int64), prod.data[keep], k)
+        for i, j, x in zip(r.tolist(), c.tolist(), v.tolist(), strict=True):
+            out[i].append((arts[j].id, x))
+    return out
+
+
+def title_query_pairs(kb: KB, close: float = TITLE_QUERY_CLOSE, text: Any = None,
+                      notices: list[str] | None = None) -> list[Finding]:
     """Pairs a question about one article's topic retrieves together: its own title, asked as a question,
     ranks the other article first or within ``close`` of it (same topic, other words, e.g. one process
     written for two kinds of worker)."""
     arts = kb.articles
     if len(arts) < 3:
         return []
-    retriever = kb.retriever("bm25f")
-    hits = retriever.search_many([_last_part(a.title) for a in arts], 3)
-    text = _tfidf([_words(a.text) for a in arts])
+    hits = _title_hits(kb, 3, notices)
+    # stop words count here, as the threshold was set (English KBs have none left out: the same matrix)
+    text = _tfidf(_words(a.text) for a in arts) if text is None or _kb_stop_words(kb) else text
     row = {a.id: i for i, a in enumerate(arts)}
     seen: set[tuple[str, str]] = set()
     out = []
     for a, hs in zip(arts, hits, strict=True):
-        scores = {h.id: h.score for h in hs}
+        scores = dict(hs)
         own = scores.get(a.id)
         if not own or own <= 0 or len(_words(_last_part(a.title))) < 2:
             continue  # a one-word title ("Overview", "Resources") is no question
-        for h in hs:
-            pair = tuple(sorted((a.id, h.id)))
-            if h.id == a.id or pair in seen or h.score < close * own:
+        for hid, hscore in hs:
+            pair = tuple(sorted((a.id, hid)))
+            if hid == a.id or pair in seen or hscore < close * own:
                 continue
-            if float(text[row[a.id]].multiply(text[row[h.id]]).sum()) < TITLE_QUERY_TEXT:
+            if float(text[row[a.id]].multiply(text[row[hid]]).sum()) < TITLE_QUERY_TEXT:
                 continue  # the titles meet but the texts are about different things
             seen.add(pair)
-            b = kb.by_id[h.id]
-            ahead = f", so {b.id} ranks first" if h.score > own else ""
+            b = kb.by_id[hid]
+            ahead = f", so {b.id} ranks first" if hscore > own else ""
             out.append(Finding("confusable", "warning", list(pair),
                                f"{a.id} '{a.title}' and {b.id} '{b.title}': searching the KB for {a.id}'s title "
-                               f"'{_last_part(a.title).strip()}' gives {b.id} {h.score / own:.0%} of the retrieval "
+                               f"'{_last_part(a.title).strip()}' gives {b.id} {hscore / own:.0%} of the retrieval "
                                f"score {a.id} itself gets{ahead} (bm25f), so a question on this topic may retrieve "
                                "either; sharpen their titles and texts so each owns its topic, or list both in "
-                               "expected_citations where either answers", min(h.score / own, 1.0) * 0.8))
+                               "expected_citations where either answers", min(hscore / own, 1.0) * 0.8))
     return out
 
 
@@ -348,10 +437,13 @@ def article_findings(kb: KB) -> list[Finding]:
 
 def lint_kb(kb: KB, scores: Iterable[dict[str, Any]] | None = None) -> LintReport:
     """Every finding on ``kb`` (and the pairs a scored run's ``scores`` rows swap), worst first."""
-    lexical = confusable_pairs(kb)
+    notices: list[str] = []
+    text = _text_tfidf(kb)
+    lexical = confusable_pairs(kb, notices=notices, text=text)
     pairs = {tuple(f.articles) for f in lexical}
-    findings = lexical + [f for f in title_query_pairs(kb) if tuple(f.articles) not in pairs] + article_findings(kb)
+    findings = (lexical + [f for f in title_query_pairs(kb, text=text, notices=notices) if tuple(f.articles) not in pairs]
+                + article_findings(kb))
     if scores is not None:
         findings = swapped_pairs(kb, scores) + findings
     findings.sort(key=lambda f: (SEVERITY[f.severity], KIND_ORDER.index(f.kind), -f.score, f.articles))
-    return LintReport(str(kb.path), len(kb.articles), findings)
+    return LintReport(str(kb.path), len(kb.articles), findings, notices)

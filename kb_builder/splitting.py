@@ -231,12 +231,16 @@ def _likely_texts(doc: Document) -> list[str]:
 
 
 class Splitter:
-    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS):
+    def __init__(self, max_tokens: int = DEFAULT_MAX_TOKENS, min_tokens: int = DEFAULT_MIN_TOKENS,
+                 keep_short: bool = False):
         if max_tokens < 50:
             from harness.core.errors import GraceError
 
             raise GraceError(f"--max-tokens {max_tokens} is too small to hold an article; use 200 or more")
         self.max, self.min = max_tokens, min(min_tokens, max_tokens // 2)
+        # a short section among others is a fragment and is dropped; a KB whose every document is that short
+        # (one FAQ answer, a first article) keeps it: the build asks again with keep_short
+        self.keep_short = keep_short
         self._count = _Counter()
 
     def _tokens(self, node: Node) -> int:
@@ -294,6 +298,8 @@ class Splitter:
             self._count = _Counter()  # lines are shared within a document, rarely across: free them
 
     def _is_stub(self, d: Draft) -> bool:
+        if self.keep_short:
+            return not d.text.strip() or is_navigation(d.path[-1], d.text)
         return self._count(d.text) < STUB_TOKENS or is_navigation(d.path[-1], d.text)
 
     def _budget(self, path: list[str]) -> int:

@@ -26,7 +26,7 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
-              "bench_view.py"}  # phases.py: via bench_commands --phases
+              "bench_view.py", "bench_kb_scale.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -54,6 +54,13 @@ def test_bench_view_runs():
 def test_bench_runner_runs():
     out = _run("bench_runner.py", "--calls", "20", "--concurrency", "4", "--latency", "0.01")
     assert "achieved/ideal" in out and "harness overhead per call" in out
+
+
+def test_bench_kb_scale_runs():
+    out = _run("bench_kb_scale.py", "--sizes", "0.3")
+    for kind in ("unique", "repeated", "small"):
+        assert f"\n{kind}  " in out
+    assert "peak memory < 2048 MB at 50 MB" in out and "lint:" in out and "confusable pair(s)" in out
 
 
 def test_bench_split_runs():

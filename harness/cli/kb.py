@@ -55,8 +55,9 @@ def kb() -> None:
 @click.option("--min-tokens", default=DEFAULT_MIN_TOKENS, show_default=True, help="Sections below this merge with their parent.")
 @click.option("--embedder", default=None, help="bm25f (default for a new KB; bm25f+char4 for French and German; a rebuild keeps the KB's own) | bm25 | char4 | use | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE] | A+B[+C] to fuse several, e.g. bm25f+char4+use.")
 @click.option("--language", default="auto", show_default=True, help="The articles' language (ISO 639-1: fr, de, el, zh...), or auto to detect it per article.")
+@click.option("--no-lint", is_flag=True, help="Skip the lint the build ends with (run `grace kb lint KB` later).")
 def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None,
-          language: str) -> None:
+          language: str, no_lint: bool) -> None:
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -86,9 +87,15 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"removed IDs (retired, never reused): {', '.join(result.changes.removed[:30])}")
     for s in result.skipped:
         console.print(f"[yellow]skipped:[/] {s}")
-    report = api.lint_kb(result.kb)
+    if no_lint:
+        console.print(f"lint: skipped (--no-lint); run `grace kb lint {out}` to check the KB", highlight=False)
+        return
+    with console.status(f"linting {m.article_count:,} articles"):
+        report = api.lint_kb(result.kb)
     console.print(report.summary() + ("" if not report.findings else f"; run `grace kb lint {out}` for details"),
                   highlight=False)
+    for notice in report.notices:
+        console.print(f"[yellow]note:[/] {notice}", highlight=False)
 
 
 @kb.command()
@@ -114,6 +121,8 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
     else:
         console = _console()
         console.print(f"{report.articles} articles in {kb_dir}: {report.summary()}", highlight=False)
+        for notice in report.notices:
+            console.print(f"[yellow]note:[/] {notice}", highlight=False)
         for kind in KIND_ORDER:
             found = [f for f in report.findings if f.kind == kind]
             if not found:

@@ -93,7 +93,7 @@ class BM25Retriever:
                 out.append([Hit(self.ids[i], 0.0) for i in range(k)])
                 continue
             scores = self.model.get_scores(toks)
-            order = np.argsort(-scores, kind="stable")[:k]
+            order = top_k(scores, k)
             out.append([Hit(self.ids[i], float(scores[i])) for i in order])
         return out
 
@@ -205,6 +205,26 @@ class BM25FRetriever:
     def _tokens(self, text: str) -> list[str]:
         return lang.query_terms(text, self.languages)
 
+    def query_matrix(self, queries: list[str]) -> Any:
+        """Each query's counts of the index's terms (a scipy CSR matrix, queries x terms): with
+        :meth:`term_matrix`, ``Q @ T`` scores many queries at once (lint asks one per article)."""
+        from scipy import sparse
+
+        indptr, cols, vals = [0], [], []
+        for q in queries:
+            for t, c in Counter(t for t in self._tokens(q) if t in self.vocab).items():
+                cols.append(self.vocab[t])
+                vals.append(float(c))
+            indptr.append(len(cols))
+        return sparse.csr_matrix((np.asarray(vals, dtype=np.float64), np.asarray(cols, dtype=np.int64),
+                                  np.asarray(indptr, dtype=np.int64)), shape=(len(queries), len(self.vocab)))
+
+    def term_matrix(self) -> Any:
+        """The impact matrix by term (terms x articles, CSR): the arrays :meth:`search_many` reads, no copy."""
+        from scipy import sparse
+
+        return sparse.csr_matrix((self._data, self._rows, self._indptr), shape=(len(self.vocab), len(self.ids)))
+
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
         k = max(1, min(k, len(self.ids)))
         out: list[list[Hit]] = []
@@ -216,7 +236,7 @@ class BM25FRetriever:
                 a, b = self._indptr[j], self._indptr[j + 1]
                 scores[self._rows[a:b]] += c * self._data[a:b]
             # a query sharing no word with the KB scores 0 everywhere: padded in KB order, like bm25
-            order = np.argsort(-scores, kind="stable")[:k]
+            order = top_k(scores, k)
             out.append([Hit(self.ids[i], float(scores[i])) for i in order])
         return out
 
@@ -241,6 +261,27 @@ class Char4Retriever(BM25FRetriever):
 
     def _tokens(self, text: str) -> list[str]:
         return lang.query_ngrams(text, self.languages)
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-scores, kind="stable")[:k]``, ties to the lower index, without sorting every article: only
+    the scores at least as high as the ``k``-th best are sorted (lint asks a question per article: sorting all of
+    them each time was quadratic in the KB). Scores of 0 (no word in common) pad in KB order, as the sort has it."""
+    n = len(scores)
+    if k >= n or n <= 256:
+        return np.argsort(-scores, kind="stable")[:k]
+    if scores.min() < 0:  # never for BM25; the general way
+        kth = np.partition(scores, n - k)[n - k]
+        cand = np.flatnonzero(scores >= kth)
+        return cand[np.argsort(-scores[cand], kind="stable")[:k]]
+    pos = np.flatnonzero(scores)  # usually a few: most articles share no word with a question
+    if len(pos) > k:
+        vals = scores[pos]
+        pos = pos[vals >= np.partition(vals, len(pos) - k)[len(pos) - k]]
+    best = pos[np.argsort(-scores[pos], kind="stable")][:k]
+    if len(best) < k:
+        best = np.r_[best, np.flatnonzero(scores == 0)[:k - len(best)]]
+    return best
 
 
 def kb_language(kb: Any) -> str:
