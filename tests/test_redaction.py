@@ -127,3 +127,68 @@ def test_person_names_with_the_extra(monkeypatch):
     assert "[ID: 17]" in out and "25 days" in out
     assert restore("Ask <PERSON_1>.", done.restore) == "Ask Maria Fernandes."
     assert "PERSON" in r.record().types and r.record().found["PERSON"] == 2
+
+
+# issue 28: spellings a user measured reaching the model with --redact-pii on (each missed before the text was
+# folded and the national formats added)
+MEASURED_MISSES = [
+    ("Call 415 555 0199 for payroll.", "PHONE", "415 555 0199"),
+    ("Call 4155550199 for payroll.", "PHONE", "4155550199"),
+    ("Appelez le 06-12-34-56-78 pour la paie.", "PHONE", "06-12-34-56-78"),
+    ("Pay into GB82-WEST-1234-5698-7654-32 by Friday.", "IBAN", "GB82-WEST-1234-5698-7654-32"),
+    ("Pay into gb82 west 1234 5698 7654 32 by Friday.", "IBAN", "gb82 west 1234 5698 7654 32"),
+    ("NIR 1 84 12 75 108 058 15 sur la fiche.", "NATIONAL_ID", "1 84 12 75 108 058 15"),
+    ("Call 415\u00a0555\u00a00199 for payroll.", "PHONE", "415\u00a0555\u00a00199"),
+    ("Appelez le 06\u00a012\u00a034\u00a056\u00a078.", "PHONE", "06\u00a012\u00a034\u00a056\u00a078"),
+    ("Tél. : 01\u202f42\u202f68\u202f53\u202f00 (accueil).", "PHONE", "01\u202f42\u202f68\u202f53\u202f00"),
+    ("Card 4111\u00a01111\u00a01111\u00a01111 expires soon.", "CARD", "4111\u00a01111\u00a01111\u00a01111"),
+    ("Card 4111\u20091111\u20091111\u20091111 expires soon.", "CARD", "4111\u20091111\u20091111\u20091111"),
+]
+
+
+@pytest.mark.parametrize(("text", "kind", "value"), MEASURED_MISSES)
+def test_the_measured_misses_are_found_whole(text, kind, value):
+    spans = resolve(find_patterns(text))
+    assert [(s.kind, s.value) for s in spans] == [(kind, value)]
+    done = Redactor().redact([{"role": "user", "content": text}])
+    out = done.messages[0]["content"]
+    # the whole span goes, separators and all; every other character stays as it was
+    assert out == text.replace(value, f"<{kind}_1>")
+    assert restore(out, done.restore) == text
+
+
+def test_one_value_in_two_spellings_is_one_placeholder():
+    text = ("IBAN GB82 WEST 1234 5698 7654 32, or gb82-west-1234-5698-7654-32; call 06 12 34 56 78 "
+            "or 06\u00a012\u00a034\u00a056\u00a078.")
+    out = Redactor().redact([{"role": "user", "content": text}]).messages[0]["content"]
+    assert out == "IBAN <IBAN_1>, or <IBAN_1>; call <PHONE_1> or <PHONE_1>."
+
+
+def test_phone_shapes_still_work_without_phonenumbers(monkeypatch):
+    """phonenumbers is a dependency; without it the shapes only phones have are still taken, and the commonest
+    contiguous forms."""
+    from harness.privacy import phones
+
+    monkeypatch.setattr(phones, "phonenumbers", None)
+    phones._valid_national.cache_clear()
+    try:
+        for text, value in [("Call 415 555 0199.", "415 555 0199"), ("Call 4155550199.", "4155550199"),
+                            ("Appelez le 06-12-34-56-78.", "06-12-34-56-78"), ("Tel +33 6 12 34 56 78.", "+33 6 12 34 56 78")]:
+            assert [(s.kind, s.value) for s in resolve(find_patterns(text))] == [("PHONE", value)], text
+        assert resolve(find_patterns("From 2024-01-15 to 15/01/2024, EUR 1,250.00.")) == []
+    finally:
+        phones._valid_national.cache_clear()
+
+
+def test_the_names_hint_keeps_its_extra_on_a_rich_console(monkeypatch):
+    """Rich markup read "[pii]" in "grace-eval[pii]" as a tag and printed pip install 'grace-eval'."""
+    import io
+
+    from rich.console import Console
+
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    monkeypatch.setenv("GRACE_PII_SPACY_MODEL", "xx_no_such_model_here")
+    buf = io.StringIO()
+    r = make_redactor(True, Console(file=buf, width=300))
+    assert r.names is None
+    assert "pip install 'grace-eval[pii]'" in buf.getvalue()

@@ -225,3 +225,16 @@ def test_dry_run_counts_the_redacted_prompt(bench):
     assert code == 0, out
     row = next(line for line in out.splitlines() if "answerer" in line)
     assert re.search(r"answerer\s*│\s*0\s*│\s*5\b", row), row  # all five cached, none to make
+
+
+def test_the_names_hint_keeps_its_extra_in_the_console_lines(bench, fresh_cache, monkeypatch):
+    """Both lines that name the extra (the warning at the start, the counts at the end) print grace-eval[pii]:
+    Rich markup read "[pii]" as a tag and printed pip install 'grace-eval'."""
+    root, srv = bench
+    fresh_cache()
+    monkeypatch.setenv("GRACE_PII_SPACY_MODEL", "xx_no_such_model_here")
+    code, out = run_grace(*run_cmd(root, "hint", "--redact-pii"))
+    assert code == 0, out
+    flat = " ".join(out.split())  # the console wraps long lines
+    assert flat.count("pip install 'grace-eval[pii]'") == 2, out
+    assert "'grace-eval')" not in flat

@@ -93,6 +93,7 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     """Sample correct-citation hits of RUN_OR_SCORES (a scored run folder) and fact-check each segment."""
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI
     from harness.spotcheck.pipeline import SpotcheckOptions, run_spotcheck
@@ -160,7 +161,8 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     if spot.get("redaction"):
         from harness.privacy.redactor import RedactionRecord, summary_line
 
-        console.print(f"--redact-pii: {summary_line(RedactionRecord(**spot['redaction']))}", highlight=False)
+        # printed as plain text: the note names the extra, grace-eval[pii], which Rich markup would read as a tag
+        console.print(Text(f"--redact-pii: {summary_line(RedactionRecord(**spot['redaction']))}"), highlight=False)
     for w in spot["warnings"] + calls["aborted"]:
         console.print(f"[yellow]{w}[/]")
     run_dir = RunDir(spot["run"]["path"])

@@ -4,7 +4,8 @@ When an eval set holds user data, guidance for grounded-QA evaluation asks to
 redact it before it reaches a judge; grace applies that to every model it calls
 for a command (the answering models of ``grace run`` and its reranker, the
 spot-check judge, the labeler, the question generator). Modules:
-:mod:`.detectors` (patterns with checksums, no dependency), :mod:`.names`
+:mod:`.detectors` (patterns with checksums, read on the text folded by :mod:`.folding`; phone numbers in
+:mod:`.phones`, national IDs in :mod:`.national_ids`, check digits in :mod:`.checks`), :mod:`.names`
 (person names through Presidio, the optional extra ``grace-eval[pii]``) and
 :mod:`.redactor` (consistent placeholders per call, the way back, the counts).
 """

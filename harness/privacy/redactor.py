@@ -170,8 +170,10 @@ def make_redactor(enabled: bool, console: Any = None) -> Redactor | None:
     names, note = load_name_finder()
     if note:
         line = f"--redact-pii: {note}; emails, phones, IBANs, cards, national IDs and IP addresses are redacted"
-        if console is not None:
-            console.print(f"[yellow]{line}[/]", highlight=False)
+        if console is not None:  # a Text, not markup: "grace-eval[pii]" would lose "[pii]" as a tag
+            from rich.text import Text
+
+            console.print(Text(line, style="yellow"), highlight=False)
         else:
             log.warning(line)
     return Redactor(names, note)

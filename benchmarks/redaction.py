@@ -1,0 +1,244 @@
+"""How well does ``--redact-pii`` find personal data, and how often does it blank out ordinary handbook text?
+
+Two measures, per type (the patterns only: person names depend on the optional extra):
+
+- recall on ``tests/data/pii_spellings.jsonl``: real-world spellings of phone
+  numbers, IBANs, cards, national IDs, emails and IP addresses, per country of
+  grace's languages; a row counts as found when a span of its type covers
+  exactly the value, separators included. Rows marked ``"split": "heldout"``
+  were written after the detectors were tuned on the others and are shown
+  apart; rows with ``"pii": null`` are ordinary numbers (dates, amounts,
+  postcodes, IDs, near misses that fail a checksum) where nothing may be found;
+- false positives on real handbooks: the TTS handbook and the Helvia playbook
+  from the shared data beside the repository (skipped, and said, when absent),
+  and the handbooks shipped with grace's retrieval benchmarks (French, German,
+  English). Every find there was read once: those that really are a value of
+  their type (an office's phone number, a team mailbox) are listed by hash in
+  ``tests/data/pii_handbook_reviewed.tsv``; any other find counts as a false
+  positive, and the script prints it so it can be read.
+
+    python benchmarks/redaction.py             # the table (also as Markdown, for the README)
+    python benchmarks/redaction.py --show      # every handbook find with its context
+    python benchmarks/redaction.py --review    # print the reviewed list's rows for the current finds
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import json
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from harness.privacy.detectors import find_patterns, resolve  # noqa: E402
+
+CORPUS = ROOT / "tests" / "data" / "pii_spellings.jsonl"
+REVIEWED = ROOT / "tests" / "data" / "pii_handbook_reviewed.tsv"
+SHARED = ROOT.parent / "shared" / "data"
+TYPES = ("PHONE", "IBAN", "CARD", "NATIONAL_ID", "EMAIL", "IP")
+_PARAGRAPH = re.compile(r"\n\s*\n")  # what the redactor looks at one at a time
+
+
+# --- the corpus ----------------------------------------------------------------------------------------------------
+
+def load_corpus(path: Path = CORPUS) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def found_exactly(row: dict) -> bool:
+    """The row's value is one span of its type, separators included."""
+    return any(s.kind == row["type"] and s.value == row["pii"] for s in resolve(find_patterns(row["text"])))
+
+
+def false_finds(row: dict) -> list[tuple[str, str]]:
+    return [(s.kind, s.value) for s in resolve(find_patterns(row["text"]))]
+
+
+@dataclass
+class CorpusScore:
+    found: Counter = field(default_factory=Counter)  # (type, split) -> rows found
+    rows: Counter = field(default_factory=Counter)  # (type, split) -> positive rows
+    negatives: int = 0
+    negative_hits: list[dict] = field(default_factory=list)
+    misses: list[dict] = field(default_factory=list)
+    countries: Counter = field(default_factory=Counter)
+
+
+def score_corpus(rows: list[dict]) -> CorpusScore:
+    sc = CorpusScore()
+    for r in rows:
+        split = r.get("split", "tuned")
+        if r["pii"] is None:
+            sc.negatives += 1
+            if false_finds(r):
+                sc.negative_hits.append(r)
+            continue
+        sc.rows[r["type"], split] += 1
+        sc.countries[r["type"], r["country"]] += 1
+        if found_exactly(r):
+            sc.found[r["type"], split] += 1
+        else:
+            sc.misses.append(r)
+    return sc
+
+
+# --- the handbooks -------------------------------------------------------------------------------------------------
+
+def _strings(x):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            if k != "bodyPreview":  # the first characters of "body" again
+                yield from _strings(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _strings(v)
+    elif isinstance(x, str):
+        yield x
+
+
+def handbooks() -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
+    """[(handbook, [(file, text)])] and the reasons any of them was skipped."""
+    out, skipped = [], []
+    tts = SHARED / "tts-handbook"
+    if tts.exists():
+        out.append(("TTS handbook (en)", [(str(p.relative_to(tts)), p.read_text(encoding="utf-8"))
+                                         for p in sorted(tts.rglob("*.md"))]))
+    else:
+        skipped.append(f"{tts} is absent (shared data set not available on this machine)")
+    helvia = SHARED / "helvia-playbook-rag"
+    if helvia.exists():
+        strings = list(dict.fromkeys(_strings(json.loads((helvia / "map.json").read_text(encoding="utf-8")))))
+        with (helvia / "dataset.csv").open(encoding="utf-8", newline="") as fh:
+            queries = [r["query"] for r in csv.DictReader(fh)]
+        out.append(("Helvia playbook (en)", [("map.json", "\n\n".join(strings)), ("dataset.csv", "\n\n".join(queries))]))
+    else:
+        skipped.append(f"{helvia} is absent (shared data set not available on this machine)")
+    for name, folder in (("etalab guides (fr)", "etalab-fr"), ("Berlin open data (de)", "berlin-opendata-de"),
+                         ("Clef handbook (en)", "clef-en")):
+        pages = ROOT / "benchmarks" / "external" / folder / "pages"
+        out.append((name, [(str(p.relative_to(pages)), p.read_text(encoding="utf-8"))
+                           for p in sorted(pages.rglob("*.md"))]))
+    sample = ROOT / "benchmarks" / "sample" / "handbook"
+    out.append(("grace's sample handbook (en)", [(p.name, p.read_text(encoding="utf-8"))
+                                                  for p in sorted(sample.rglob("*.md"))]))
+    return out, skipped
+
+
+def review_key(kind: str, value: str) -> str:
+    return hashlib.sha256(f"{kind}\t{value}".encode()).hexdigest()[:16]
+
+
+def load_reviewed(path: Path = REVIEWED) -> set[str]:
+    """Hashes of the handbook finds read and judged real values of their type."""
+    if not path.exists():
+        return set()
+    return {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")}
+
+
+@dataclass
+class Find:
+    handbook: str
+    file: str
+    kind: str
+    value: str
+    context: str
+
+
+def scan(books: list[tuple[str, list[tuple[str, str]]]]) -> tuple[list[Find], int, int, float]:
+    """Every find in the handbooks (paragraph by paragraph, as the redactor reads a prompt), the words and the
+    bytes read, and the seconds it took."""
+    finds, words, size = [], 0, 0
+    t0 = time.perf_counter()
+    for book, files in books:
+        for name, text in files:
+            words += len(text.split())
+            size += len(text.encode("utf-8"))
+            for para in _PARAGRAPH.split(text):
+                for s in resolve(find_patterns(para)):
+                    ctx = para[max(0, s.start - 50):s.end + 30].replace("\n", " ")
+                    finds.append(Find(book, name, s.kind, s.value, ctx))
+    return finds, words, size, time.perf_counter() - t0
+
+
+# --- the table -----------------------------------------------------------------------------------------------------
+
+def table(sc: CorpusScore, finds: list[Find], reviewed: set[str], words: int) -> list[str]:
+    false = Counter(f.kind for f in finds if review_key(f.kind, f.value) not in reviewed)
+    real = Counter(f.kind for f in finds if review_key(f.kind, f.value) in reviewed)
+    lines = ["| type | countries | recall, tuned rows | recall, held-out rows | handbook finds: real / false | "
+             "false per 1,000 words |", "| --- | --- | --- | --- | --- | --- |"]
+
+    def pct(t: str, split: str) -> str:
+        n = sc.rows[t, split]
+        return f"{sc.found[t, split]}/{n} ({100 * sc.found[t, split] / n:.0f}%)" if n else "-"
+
+    for t in TYPES:
+        countries = sorted({c for (k, c) in sc.countries if k == t and c != "any"})
+        per_k = 1000 * false[t] / words if words else 0.0
+        lines.append(f"| {t} | {', '.join(countries) or 'any'} | {pct(t, 'tuned')} | {pct(t, 'heldout')} | "
+                     f"{real[t]} / {false[t]} | {per_k:.3f} |")
+    tot_rows = sum(sc.rows.values())
+    tot_found = sum(sc.found.values())
+    lines.append(f"| all | | {sum(v for (t, s), v in sc.found.items() if s == 'tuned')}/"
+                 f"{sum(v for (t, s), v in sc.rows.items() if s == 'tuned')} | "
+                 f"{sum(v for (t, s), v in sc.found.items() if s == 'heldout')}/"
+                 f"{sum(v for (t, s), v in sc.rows.items() if s == 'heldout')} | {sum(real.values())} / "
+                 f"{sum(false.values())} | {1000 * sum(false.values()) / words if words else 0:.3f} |")
+    lines.append("")
+    lines.append(f"{tot_found}/{tot_rows} spellings found; ordinary numbers with a find: "
+                 f"{len(sc.negative_hits)}/{sc.negatives}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--show", action="store_true", help="Print every handbook find with its context.")
+    ap.add_argument("--review", action="store_true",
+                    help="Print a reviewed-list row (hash, type, where) for every handbook find, to be read and pasted.")
+    ap.add_argument("--no-handbooks", action="store_true", help="The corpus only.")
+    args = ap.parse_args(argv)
+
+    sc = score_corpus(load_corpus(args.corpus))
+    books, skipped = ([], []) if args.no_handbooks else handbooks()
+    for reason in skipped:
+        print(f"skipped: {reason}", file=sys.stderr)
+    finds, words, size, secs = scan(books)
+    reviewed = load_reviewed()
+    print(f"corpus: {sum(sc.rows.values())} spellings of personal data, {sc.negatives} ordinary numbers "
+          f"({args.corpus.name})")
+    for book, files in books:
+        print(f"handbook: {book}, {len(files)} file(s)")
+    print(f"handbooks read: {words:,} words, {size / 1e6:.2f} MB in {secs:.2f} s")
+    print()
+    for line in table(sc, finds, reviewed, words):
+        print(line)
+    for r in sc.misses:
+        print(f"missed [{r.get('split', 'tuned')}] {r['type']} {r['country']}: {r['text']!r} (want {r['pii']!r}; "
+              f"found {false_finds(r)})")
+    for r in sc.negative_hits:
+        print(f"false find [{r.get('split', 'tuned')}] {r['country']} ({r.get('note', '')}): {r['text']!r} -> "
+              f"{false_finds(r)}")
+    for f in finds:
+        key = review_key(f.kind, f.value)
+        if key not in reviewed:
+            print(f"false positive (not in {REVIEWED.name}) {f.handbook} {f.file}: {f.kind} {f.value!r} in "
+                  f"{f.context!r}")
+        elif args.show:
+            print(f"find {f.handbook} {f.file}: {f.kind} {f.value!r} in {f.context!r}")
+        if args.review:
+            print(f"{key}\t{f.kind}\t{f.handbook}: {f.file}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
