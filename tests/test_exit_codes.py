@@ -25,6 +25,15 @@ def failing(monkeypatch):
         yield srv
 
 
+@pytest.fixture
+def hung(monkeypatch):
+    """The fake server accepting every call and answering none, as the OpenAI endpoint."""
+    with FakeAPIServer(hang=True) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "k")
+        yield srv
+
+
 def last_line(out: str) -> str:
     return out.strip().splitlines()[-1]
 
@@ -93,3 +102,18 @@ def test_judge_with_every_call_failing_exits_1(bench, tmp_path, failing):
     code, out = run_grace("spotcheck", "run", tmp_path / "run", "--judge", "openai:j", "--max-attempts", "1")
     assert code == 1, out
     assert "gave no usable verdict" in out
+
+
+def test_judge_against_a_server_that_never_answers_is_stopped_and_exits_1(bench, tmp_path, hung):
+    """Before: each of the 20 verdicts was asked 6 times, 0.3 s each, one at a time, with back-off between."""
+    import time
+
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1",
+                          "--out", tmp_path / "run")
+    assert code == 0, out
+    t0 = time.monotonic()
+    code, out = run_grace("spotcheck", "run", tmp_path / "run", "--judge", "openai:j", "--timeout", "0.3")
+    assert code == 1, out
+    assert time.monotonic() - t0 < 15
+    assert f"timeouts in a row from {hung.openai_base_url} (no answer within 0.3s" in out and "Stopping this model" in out
+    assert "gave no usable verdict" in out and "Traceback" not in out

@@ -220,3 +220,109 @@ def test_hallucination_regression_needs_the_same_judge(tmp_path, checked):
     assert "hallucination regression check skipped" in out
     code, out = run_grace("gate", checked, "--max-hallucination-rise", "0.05")
     assert code == 2 and "--max-hallucination-rise needs --baseline" in out
+
+
+# -- gates fail closed: a figure a check reads that is not a number in 0..1 is bad input (exit 2), never a pass ------
+def test_a_nan_accuracy_does_not_pass_a_regression_check(tmp_path):
+    """Measured: accuracy NaN against a 55% baseline with --max-drop 0.03 printed "accuracy nan% vs baseline
+    55.0%" and exited 0 (NaN compares false with everything, so the drop never counted)."""
+    old = report(tmp_path / "old" / "report.json", {"gpt": model(0.55, [0.50, 0.60])})
+    new = report(tmp_path / "new" / "report.json", {"gpt": model(float("nan"), [0.5, 0.6])})
+    code, out = run_grace("gate", new, "--baseline", old, "--max-drop", "0.03")
+    assert code == 2, out
+    assert f"{new}: models['gpt'].accuracy is NaN, not a fraction between 0 and 1, so --max-drop cannot be checked" in out
+    assert "re-run 'grace score'" in out and "PASS" not in out
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+
+MISSING = _Missing()
+RATES = [float("nan"), "NaN", "0.5", True, float("inf"), 1.5, -0.1, None, MISSING]
+CIS = [[float("nan"), 0.9], ["0.5", "0.9"], [0.5], [], [0.9, 0.5], [True, 1], "x"]
+SPOT = ("spotcheck", "models", "gpt")
+# (options, which file holds the bad figure, where the figure is, what it can be): every check grace gate has
+CHECKS = [
+    (["--min-accuracy", "0.5"], "new", ("models", "gpt", "accuracy"), RATES),
+    (["--max-invalid-rate", "0.5"], "new", ("models", "gpt", "invalid_citation_rate"), RATES),
+    (["--baseline", "OLD", "--max-drop", "0.03"], "new", ("models", "gpt", "accuracy"), RATES),
+    (["--baseline", "OLD", "--max-drop", "0.03"], "old", ("models", "gpt", "accuracy"), RATES),
+    (["--baseline", "OLD"], "old", ("models", "gpt", "accuracy_ci95"), CIS),
+    (["--max-hallucination-rate", "0.1"], "new", (*SPOT, "hallucination_rate"), RATES),
+    (["--baseline", "OLD", "--max-hallucination-rise", "0.05"], "new", (*SPOT, "hallucination_rate"), RATES),
+    (["--baseline", "OLD", "--max-hallucination-rise", "0.05"], "old", (*SPOT, "hallucination_rate"), RATES),
+    (["--baseline", "OLD"], "old", (*SPOT, "hallucination_rate"), RATES[:-2]),  # unasked: null only skips
+    (["--baseline", "OLD"], "old", (*SPOT, "hallucination_rate_ci95"), CIS),
+]
+
+
+def _shown(keys: tuple[str, ...]) -> str:
+    return ".".join(keys[:-2]) + f"[{keys[-2]!r}].{keys[-1]}" if len(keys) > 3 else f"models[{keys[1]!r}].{keys[2]}"
+
+
+@pytest.mark.parametrize(("options", "side", "keys", "value"),
+                         [(o, s, k, v) for o, s, k, values in CHECKS for v in values],
+                         ids=[f"{' '.join(o)}|{s}|{k[-1]}|{v!r}" for o, s, k, values in CHECKS for v in values])
+def test_every_figure_a_check_reads_must_be_a_fraction_as_written(tmp_path, options, side, keys, value):
+    files = {}
+    for which, acc, rate in (("new", 0.82, 0.06), ("old", 0.84, 0.05)):
+        data = json.loads(spotted(tmp_path / which / "report.json", {"gpt": model(acc, [acc - 0.03, acc + 0.03])},
+                                  {"gpt": (rate, [0.02, 0.12], 50)}).read_text())
+        if which == side:
+            *parents, last = keys
+            block = data
+            for key in parents:
+                block = block[key]
+            if value is MISSING:
+                del block[last]
+            else:
+                block[last] = value
+        files[which] = write(tmp_path / which / "report.json", json.dumps(data))
+    code, out = run_grace("gate", files["new"], *[str(files["old"]) if o == "OLD" else o for o in options])
+    assert code == 2, out
+    # the file, the model and the figure (a required figure missing is refused by the typed report, in its words)
+    assert f"{files[side]}: {_shown(keys)}" in out or f"{files[side]}: models['gpt'] has no {keys[-1]}" in out
+    assert "re-run 'grace" in out and "PASS" not in out and "Traceback" not in out
+
+
+def test_a_hallucination_rise_asked_for_needs_a_comparable_spotcheck_on_both_sides(tmp_path, checked):
+    """Before, each of these printed a note (or nothing) and passed: the check asked for by name never ran."""
+    bare = report(tmp_path / "bare" / "report.json", {"gpt": model(0.82, [0.78, 0.86])})
+    code, out = run_grace("gate", checked, "--baseline", bare, "--max-hallucination-rise", "0.05")
+    assert code == 2 and f"{bare}: no spot-check in this report" in out, out
+    code, out = run_grace("gate", bare, "--baseline", checked, "--max-hallucination-rise", "0.05")
+    assert code == 2 and f"{bare}: no spot-check in this report" in out, out
+    other = spotted(tmp_path / "other" / "report.json", {"gpt": model(0.82, [0.78, 0.86])},
+                    {"gpt": (0.02, [0.0, 0.05], 50)}, judge="baseline:lexical")
+    code, out = run_grace("gate", checked, "--baseline", other, "--max-hallucination-rise", "0.05", "--model", "gpt")
+    assert code == 2 and "differ in judge" in out and "cannot be compared" in out, out
+    unchecked = spotted(tmp_path / "old" / "report.json", {"gpt": model(0.82, [0.78, 0.86])}, {"claude": (0.1, None, 5)})
+    code, out = run_grace("gate", checked, "--baseline", unchecked, "--max-hallucination-rise", "0.05", "--model", "gpt")
+    assert code == 2 and f"{unchecked}: no spot-check figures for 'gpt' in the baseline" in out, out
+    # the regression --baseline runs unasked says what it skipped
+    code, out = run_grace("gate", checked, "--baseline", unchecked, "--model", "gpt")
+    assert code == 0 and "gpt: not in the baseline's spot-check; hallucination regression check skipped" in out, out
+    null = spotted(tmp_path / "null" / "report.json", {"gpt": model(0.82, [0.78, 0.86])}, {"gpt": (None, None, 0)})
+    code, out = run_grace("gate", checked, "--baseline", null, "--model", "gpt")
+    assert code == 0 and "gpt: no hallucination rate in the baseline; hallucination regression check skipped" in out
+    code, out = run_grace("gate", checked, "--baseline", null, "--model", "gpt", "--max-hallucination-rise", "0.05")
+    assert code == 2 and "spotcheck.models['gpt'].hallucination_rate is null" in out, out
+
+
+def test_a_report_the_typed_model_refuses_names_the_file_the_figure_and_what_it_holds(tmp_path, new):
+    bad = report(tmp_path / "bad" / "report.json", {"gpt": {**model(0.8), "accuracy": None}})
+    for args in (("gate", bad, "--min-accuracy", "0.5"), ("gate", new, "--baseline", bad)):
+        code, out = run_grace(*args)
+        assert code == 2 and "Traceback" not in out
+        assert f"{bad}: models['gpt'].accuracy: Input should be a valid number (it is null); re-run 'grace score'" in out
+
+
+@pytest.mark.parametrize("threshold", ["min_accuracy", "max_invalid_rate", "max_drop", "max_hallucination_rise"])
+def test_api_thresholds_are_fractions_too(tmp_path, checked, threshold):
+    from harness import api
+    from harness.core.errors import GraceError
+
+    with pytest.raises(GraceError, match="must be a fraction between 0 and 1"):
+        api.check_gate(checked, baseline=checked, **{threshold: float("nan")})

@@ -164,7 +164,7 @@ def test_local_endpoints_get_a_generous_default_timeout():
     lan = make_provider(ModelSpec("openai", "m", base_url="http://192.168.1.20:11434/v1", api_key="k"))
     hosted = make_provider(ModelSpec("openai", "m", base_url="https://api.together.xyz/v1", api_key="k"))
     given = make_provider(ModelSpec("openai", "m", base_url="http://localhost:8080/v1", api_key="k", timeout_s=30))
-    assert (local.timeout_s, lan.timeout_s, hosted.timeout_s, given.timeout_s) == (600, 600, 60, 30)
+    assert (local.timeout_s, lan.timeout_s, hosted.timeout_s, given.timeout_s) == (300, 300, 60, 30)
 
 
 def test_concurrency_follows_the_servers_slots(bench, local_env):

@@ -141,7 +141,7 @@ def test_api_key_env_replaces_the_presets_variable(srv, monkeypatch):
 def test_local_presets_get_the_self_hosted_timeout_and_hosted_ones_the_default():
     for name in EXPECTED:
         provider = make_provider(parse_model_spec(f"{name}:m"))
-        assert provider.timeout_s == (60 if name in HOSTED else 600), name
+        assert provider.timeout_s == (60 if name in HOSTED else 300), name
 
 
 def test_two_services_never_share_an_endpoint():

@@ -290,3 +290,66 @@ base_url = "{srv.google_base_url}"
     for name, m in report["models"].items():
         assert m["n"] == 12 and m["error_count"] == 0, name
         assert m["cost"]["total_usd"] is not None and m["cost"]["total_usd"] > 0  # list prices known for all three
+
+
+def _many_questions(bench, n: int):
+    lines = ["question_id,question,expected_citations,must_refuse"]
+    lines += [f"q{i},how many sick days do I get ({i}),1,false" for i in range(n)]
+    return write(bench / "many.csv", "\n".join(lines) + "\n")
+
+
+def test_a_server_that_accepts_and_never_answers_stops_the_model_like_a_dead_one(bench, monkeypatch):
+    """Measured before: --timeout 3 took 83 s and 30 requests for 5 questions (6 attempts each, one at a time);
+    with the local default timeout, 0 of 5 calls answered after 700 s. Now it stops as a refused connection does."""
+    with FakeAPIServer(hang=True) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        gold = _many_questions(bench, 40)
+        t0 = time.monotonic()
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", gold, "--model", "openai:stuck", "--model",
+                              "baseline:top1", "--out", bench / "run", "--concurrency", "4", "--timeout", "0.3")
+        took = time.monotonic() - t0
+        assert code == 1, out
+        assert (f"openai:stuck: 3 timeouts in a row from {srv.openai_base_url} (no answer within 0.3s, none answered "
+                "yet); is the server stuck, or slower than --timeout? Stopping this model") in out
+        assert took < 10, took  # the four sent at once time out, and that is all: seconds, not hours
+        stuck = [r for r in responses(bench / "run") if r["model"] == "openai:stuck"]
+        assert len(stuck) == 40 and all(r["error"] for r in stuck)
+        # every attempt on file is one request: the SDK adds no retries of its own (max_retries=0)
+        assert len(srv.requests) == sum(r["attempts"] for r in stuck) == 4
+        assert srv.hung == 5  # and the slot probe's GET /props, given up after the (short) timeout, not 3 s twice
+        assert sum(r["error"]["kind"] == "not_tried" for r in stuck) == 36
+    report = json.loads((bench / "run" / "report.json").read_text())
+    assert report["leaderboard"] == ["baseline:top1"] and "openai:stuck" in report["failed_models"]
+    info = json.loads((bench / "run" / "run.json").read_text())
+    counts = info["counts"]["openai:stuck"]
+    assert info["status"] == "failed" and counts["not_tried"] == 36 and counts["timeouts"] == 4
+    assert counts["stopped"].startswith("openai:stuck: 3 timeouts in a row")
+
+
+def test_a_run_stopped_by_timeouts_keeps_what_was_answered_and_the_next_run_asks_only_the_rest(bench, monkeypatch):
+    answered = []
+
+    def then_hang(body):  # answers five calls, then the server stops answering
+        answered.append(1)
+        if len(answered) >= 5:
+            srv.hang = True
+        return cite_first_id(body)
+
+    with FakeAPIServer(responder=then_hang) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "x")
+        args = ["run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--model", "openai:m", "--out", bench / "run",
+                "--no-score", "--concurrency", "4", "--timeout", "0.3"]
+        code, out = run_grace(*args)
+        assert code == 1 and "timeouts in a row" in out and "sent one at a time); is the server stuck" in out, out
+        kept = [r for r in responses(bench / "run") if r["response"]]
+        assert len(kept) == len(answered) >= 5  # every answer the server gave is on file
+        srv.hang, srv.responder = False, cite_first_id
+        srv.clear()
+        code, out = run_grace(*args)
+        assert code == 0, out
+        assert f"{len(kept)} responses already done, {12 - len(kept)} failed call(s) to retry" in out
+        assert len(srv.requests) == 12 - len(kept)  # nothing answered is asked again
+        rows = responses(bench / "run")
+        assert len(rows) == 12 and all(r["response"] and r["error"] is None for r in rows)

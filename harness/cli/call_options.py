@@ -34,7 +34,7 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
         click.option("--max-attempts", type=int, default=6, show_default=True,
                      help=f"Attempts per {one} (429/5xx retried)."),
         click.option("--timeout", type=float, default=None,
-                     help=f"Seconds per {one} [default: 60, or 600 for a server on this machine or network]."),
+                     help=f"Seconds per {one} [default: 60, or 300 for a server on this machine or network]."),
         click.option("--max-tokens", type=click.IntRange(min=1), default=max_tokens_default,
                      help=f"Output limit per {one}, sent with every call and part of the cache key [default: {limit}]."),
         click.option("--json-mode", default=None, metavar="MODE",

@@ -63,9 +63,16 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | Non
     --baseline, when both reports were spot-checked by the same judge, template,
     mode and scope, a model fails only when its rate rose by more than
     --max-hallucination-rise AND is above the upper bound of the baseline's 95% CI.
+    Given by name, --max-hallucination-rise needs such a spot-check on both sides.
+
+    The gate fails closed: every figure a check reads, in the report and in the
+    baseline, must be a number from 0 to 1 as written (a CI: null or [low, high]).
+    NaN, null, a string, true or a missing figure is bad input, named by file,
+    model and figure.
 
     Exit codes: 0 all checks passed, 1 a check failed, 2 bad input (missing
-    file, not a grace report, unknown model, no spot-check for a hallucination threshold).
+    file, not a grace report, unknown model, no spot-check for a hallucination
+    threshold, a figure a check needs that is not a number).
     """
     from harness import api
 

@@ -18,7 +18,7 @@ import click
 @click.option("--concurrency", type=int, default=None, help="Parallel calls per model [default: 8].")
 @click.option("--rpm", type=float, default=None, help="Requests per minute cap per model.")
 @click.option("--tpm", type=float, default=None, help="Tokens per minute cap per model.")
-@click.option("--timeout", type=float, default=None, help="Seconds per call before it counts as a timeout [default: 60, or 600 for a server on this machine or network].")
+@click.option("--timeout", type=float, default=None, help="Seconds per call before it counts as a timeout [default: 60, or 300 for a server on this machine or network].")
 @click.option("--max-attempts", type=int, default=None, help="Attempts per call (retries on 429/5xx/timeouts) [default: 6].")
 @click.option("--no-cache", is_flag=True, help="Do not read the response cache (answers are still recorded in it).")
 @click.option("--template", default=None, help="Prompt template: built-in name or file path.")
@@ -67,7 +67,8 @@ def run(**options) -> int:
     if info is not None and info.redaction is not None:
         from harness.privacy.redactor import RedactionRecord, summary_line
 
-        console.print(f"--redact-pii: {summary_line(RedactionRecord(**info.redaction))}; counts in run.json",
+        # plain text: the note names the extra, grace-eval[pii], which Rich markup would read as a tag
+        console.print(Text(f"--redact-pii: {summary_line(RedactionRecord(**info.redaction))}; counts in run.json"),
                       highlight=False)
     for reason in result.stopped.values():
         console.print(Text(reason, style="red"))

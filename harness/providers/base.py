@@ -27,7 +27,14 @@ DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MAX_TOKENS = 1024
 # A self-hosted server on a laptop or a small GPU answers one long prompt in tens of seconds and queues the
 # rest; 60 s would time requests out while they wait their turn, and each retry joins the back of the queue.
-LOCAL_TIMEOUT_S = 600.0
+# Measured on the 2-core development machine (llama.cpp's Python server, SmolLM2-135M Q4, other jobs sharing
+# the cores): grace's prompts (~1,100 tokens, k=3) 15 s per answer; a 1,662-token prompt with a full 1,024-token
+# answer (DEFAULT_MAX_TOKENS) 77 s; a 3,116-token prompt 48 s. The slowest answer that fits its 4,096-token
+# context, ~3,000 prompt tokens plus 1,024 answer tokens, is about 100 s; 300 s leaves three times that for a
+# larger model or a busier machine, and eight queued 15-s answers (120 s) still fit. It is also what a stuck
+# server costs before the timeout breaker stops the model (harness.runner.engine): one timeout when it never
+# answered, three or four when it stops mid-run, where 600 s and six attempts per call took hours.
+LOCAL_TIMEOUT_S = 300.0
 
 
 @dataclass
@@ -49,7 +56,7 @@ class ModelSpec:
     batch: bool | None = None  # through the provider's batch API; None: as the run says (--batch). Not in any key
     rpm: float | None = None
     tpm: float | None = None
-    timeout_s: float | None = None  # None: 60 s, or 600 s for a server on this machine or network
+    timeout_s: float | None = None  # None: 60 s, or 300 s for a server on this machine or network
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific (e.g. baseline threshold)
 
     def __post_init__(self) -> None:
@@ -178,7 +185,7 @@ class Provider(ABC):
 
     @property
     def timeout_s(self) -> float:
-        """Seconds per call: the spec's, else 60, or 600 for a self-hosted server (see LOCAL_TIMEOUT_S)."""
+        """Seconds per call: the spec's, else 60, or 300 for a self-hosted server (see LOCAL_TIMEOUT_S)."""
         if self.spec.timeout_s is not None:
             return float(self.spec.timeout_s)
         return LOCAL_TIMEOUT_S if is_local_url(type(self).endpoint(self.spec)) else DEFAULT_TIMEOUT_S

@@ -64,20 +64,23 @@ def _schema_name(schema: dict[str, Any]) -> str:
     return (re.sub(r"[^a-zA-Z0-9_-]+", "_", raw).strip("_") or "answer")[:64]
 
 
-def _get_json(url: str, key: str) -> Any:
+def _get_json(url: str, key: str, timeout: float) -> Any:
     import urllib.request
 
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}", "Accept": "application/json"})
-    with urllib.request.urlopen(request, timeout=3) as resp:  # noqa: S310 - the user's own endpoint
+    with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - the user's own endpoint
         return json.loads(resp.read(1_000_000))
 
 
-def _slots_of(root: str, key: str) -> int | None:
-    """``/props`` ``total_slots``, else the length of ``/slots``; None when the server says neither."""
+def _slots_of(root: str, key: str, timeout: float = 3.0) -> int | None:
+    """``/props`` ``total_slots``, else the length of ``/slots``; None when the server says neither, or does not
+    answer (a server that lets ``/props`` time out is not asked ``/slots`` too: its calls will say the rest)."""
     for path in ("/props", "/slots"):
         try:
-            data = _get_json(root + path, key)
-        except (OSError, ValueError):  # URLError and HTTPError are OSErrors
+            data = _get_json(root + path, key, timeout)
+        except (OSError, ValueError) as exc:  # URLError and HTTPError are OSErrors
+            if isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None), TimeoutError):
+                return None
             continue
         value = data.get("total_slots") if isinstance(data, dict) else (len(data) if isinstance(data, list) else None)
         if isinstance(value, int) and value > 0:
@@ -224,7 +227,7 @@ class OpenAIChatProvider(Provider):
             return None
         root = re.sub(r"/v1/?$", "", endpoint.rstrip("/"))
         key = self._api_key() or ""
-        return await asyncio.to_thread(_slots_of, root, key)
+        return await asyncio.to_thread(_slots_of, root, key, min(3.0, self.timeout_s))
 
     @contextmanager
     def sdk_errors(self) -> Iterator[None]:

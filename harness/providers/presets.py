@@ -13,7 +13,7 @@ Where a preset's calls go, first match wins: the model's ``base_url`` (TOML or
 key comes from ``api_key_env`` when the model names one, else from the
 service's own variable. Hosted services require a key; local servers (Ollama,
 vLLM, llama.cpp) take a placeholder when no key is set, since they only check
-one when started with ``--api-key``. Local URLs get the 600 s self-hosted
+one when started with ``--api-key``. Local URLs get the 300 s self-hosted
 timeout and the llama.cpp slot probe; hosted ones are never probed.
 """
 

@@ -3,16 +3,24 @@
 Each check is a (passed, sentence) pair: the sentences are what a CI log shows,
 so the rule and its numbers are said in words (which bound, which CI). The
 command line (``harness/cli/gate.py``) only parses fractions and prints.
+
+Gates fail closed: every figure a check reads (in the report and in the
+baseline) must be a number between 0 and 1 as written in the file, and a CI
+null or ``[low, high]``. NaN compares false with everything, so a NaN accuracy
+passed ``--max-drop``; a hand-edited ``"0.5"`` or ``true`` is read as a number
+by the typed report. Any of them, or a figure a check asked for by name that is
+missing, is bad input (exit 2) naming the file, the model and the figure.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.rundir.report import ModelReport, Report
+from harness.rundir.report import ModelReport, Report, as_written, field_name
 
 
 @dataclass
@@ -25,12 +33,74 @@ class GateResult:
         return [msg for ok, msg in self.checks if not ok]
 
 
-def load_report(path: Path) -> Report:
-    """A report.json (or the folder holding it), read and checked by its owner."""
-    from harness.rundir import RunDir
-    from harness.rundir.report import read_report
+@dataclass
+class _Read:
+    """One report.json: typed, and as written (where a figure is checked before the typed value is trusted)."""
 
-    return read_report(RunDir(path).report if path.is_dir() else path)
+    path: Path
+    report: Report
+    data: dict[str, Any]
+
+    def _bad(self, where: str, found: str, wanted: str, needed_by: str, fix: str) -> GraceError:
+        return GraceError(f"{self.path}: {where} is {found}, not {wanted}, so {needed_by} cannot be checked; {fix} "
+                          "(or correct the figure in the file)")
+
+    def rate(self, keys: tuple[str, ...], needed_by: str, fix: str, *, optional: bool = False) -> float | None:
+        """The figure at ``keys`` (under ``models`` or ``spotcheck``), a number within 0..1 as written; None
+        when it is null or missing and ``optional`` (a check ``--baseline`` runs unasked skips it)."""
+        value = _at(self.data, keys)
+        if optional and (value is None or value is _MISSING):
+            return None
+        if not _is_rate(value):
+            raise self._bad(field_name(keys), _found(value), "a fraction between 0 and 1", needed_by, fix)
+        return float(value)
+
+    def ci(self, keys: tuple[str, ...], needed_by: str, fix: str) -> None:
+        """The CI at ``keys``: null (none was computed) or ``[low, high]``, two fractions with low <= high."""
+        value = _at(self.data, keys)
+        if value is None or value is _MISSING:
+            return
+        if not (isinstance(value, list) and len(value) == 2 and all(map(_is_rate, value)) and value[0] <= value[1]):
+            raise self._bad(field_name(keys), _found(value), "null or [low, high] (fractions, low <= high)", needed_by,
+                            fix)
+
+
+_MISSING = object()
+
+
+def _at(data: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return _MISSING
+        data = data[key]
+    return data
+
+
+def _is_rate(value: Any) -> bool:
+    return (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            and 0.0 <= value <= 1.0)
+
+
+def _found(value: Any) -> str:
+    """What the file holds, said so a reader finds it: missing, null, NaN, the string "0.5", true, 1.5."""
+    if value is _MISSING:
+        return "missing"
+    return ("the string " if isinstance(value, str) else "") + as_written(value)
+
+
+def load_report(path: Path) -> _Read:
+    """A report.json (or the folder holding it), read and checked by its owner, with the JSON it was read from."""
+    from harness.rundir import RunDir
+    from harness.rundir.report import read_report_data
+
+    file = RunDir(path).report if path.is_dir() else path
+    return _Read(file, *read_report_data(file))
+
+
+def _fraction(name: str, value: float | None) -> None:
+    """A threshold given through the Python API: the CLI's own type refuses anything but 0..1 already."""
+    if value is not None and not _is_rate(value):
+        raise GraceError(f"{name} must be a fraction between 0 and 1 (0.85), not {value!r}")
 
 
 def _pick(report: Report, path: Path, wanted: tuple[str, ...]) -> list[str]:
@@ -82,13 +152,13 @@ def check_model(
     return out
 
 
-def _spot_models(report: Report, path: Path) -> dict[str, Any]:
+def _spot_models(read: _Read, option: str) -> dict[str, Any]:
     """The report's spot-check figures per model; a report without a spot-check cannot answer a hallucination
     threshold, and says how to get one (exit 2, like any input that cannot be checked)."""
-    if report.spotcheck is None:
-        raise GraceError(f"{path}: no spot-check in this report, so there is no hallucination rate to check; run "
-                         f"'grace spotcheck run {path.parent if path.suffix else path} --judge MODEL' first")
-    return report.spotcheck.models
+    if read.report.spotcheck is None:
+        raise GraceError(f"{read.path}: no spot-check in this report, so there is no hallucination rate to check "
+                         f"({option}); run 'grace spotcheck run {read.path.parent} --judge MODEL' first")
+    return read.report.spotcheck.models
 
 
 def _judged_by(report: Report) -> tuple[Any, ...]:
@@ -128,11 +198,23 @@ def check_hallucination(name: str, spot: Any, max_rate: float | None, base: Any,
     return out
 
 
+_SCORE_FIX = "re-run 'grace score'"
+_SPOT_FIX = "re-run 'grace spotcheck run'"
+
+
 def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_invalid_rate: float | None = None,
                baseline: Path | None = None, max_drop: float | None = None,
                max_hallucination_rate: float | None = None, max_hallucination_rise: float | None = None,
                models: tuple[str, ...] = ()) -> GateResult:
-    """Every check of ``grace gate`` on ``report_path`` (a report.json or its folder), against ``baseline``."""
+    """Every check of ``grace gate`` on ``report_path`` (a report.json or its folder), against ``baseline``.
+
+    Every figure a check reads is checked first, as written (:class:`_Read`); a check that was asked for by
+    name (``--max-hallucination-rise``) and has no figure to read is an error too, where the regression
+    checks that ``--baseline`` alone runs are skipped with a note."""
+    for option, value in (("--min-accuracy", min_accuracy), ("--max-invalid-rate", max_invalid_rate),
+                          ("--max-drop", max_drop), ("--max-hallucination-rate", max_hallucination_rate),
+                          ("--max-hallucination-rise", max_hallucination_rise)):
+        _fraction(option, value)
     if max_drop is not None and baseline is None:
         raise GraceError("--max-drop needs --baseline OLD/report.json to compare against")
     if max_hallucination_rise is not None and baseline is None:
@@ -141,36 +223,75 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
         raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate, --max-hallucination-rate "
                          "and/or --baseline")
     out = GateResult()
-    report = load_report(report_path)
-    names = _pick(report, report_path, models)
-    base_report = load_report(baseline) if baseline is not None else None
-    spots = _spot_models(report, report_path) if max_hallucination_rate is not None else (
-        report.spotcheck.models if report.spotcheck is not None else {})
-    base_spots: dict[str, Any] = {}
-    if base_report is not None and spots and base_report.spotcheck is not None:
-        if _judged_by(base_report) == _judged_by(report):
-            base_spots = base_report.spotcheck.models
-        else:
-            out.notes.append("the two spot-checks differ in judge, template, mode or scope "
-                             f"({' / '.join(map(str, _judged_by(report)))} vs "
-                             f"{' / '.join(map(str, _judged_by(base_report)))}); hallucination regression check skipped")
+    new = load_report(report_path)
+    report = new.report
+    names = _pick(report, new.path, models)
+    old = load_report(baseline) if baseline is not None else None
+    rise_asked = max_hallucination_rise is not None
+    if max_hallucination_rate is not None or rise_asked:
+        spots = _spot_models(new, "--max-hallucination-rate" if max_hallucination_rate is not None
+                             else "--max-hallucination-rise")
+    else:
+        spots = report.spotcheck.models if report.spotcheck is not None else {}
+    base_spots: dict[str, Any] | None = None  # None: no spot-check in the baseline to compare with
+    if old is not None and rise_asked:
+        base_spots = _spot_models(old, "--max-hallucination-rise")
+    elif old is not None and spots and old.report.spotcheck is not None:
+        base_spots = old.report.spotcheck.models
+    if base_spots is not None and _judged_by(old.report) != _judged_by(report):
+        differ = (f"the two spot-checks differ in judge, template, mode or scope ({' / '.join(map(str, _judged_by(report)))}"
+                  f" vs {' / '.join(map(str, _judged_by(old.report)))})")
+        if rise_asked:
+            raise GraceError(f"{differ}, so their hallucination rates cannot be compared (--max-hallucination-rise); "
+                             f"spot-check {old.path.parent} with the report's judge, or drop --max-hallucination-rise")
+        out.notes.append(f"{differ}; hallucination regression check skipped")
+        base_spots = None
+    regression = "--max-drop" if max_drop is not None else "the regression check (--baseline)"
+    hal_regression = "--max-hallucination-rise" if rise_asked else "the hallucination regression check (--baseline)"
     for name in names:
         base = None
-        if base_report is not None:
-            base = base_report.models.get(name)
+        if old is not None:
+            base = old.report.models.get(name)
             if base is None:
                 if name in models:
-                    raise GraceError(f"{baseline}: no model {name!r} in the baseline report; "
-                                     f"it has {', '.join(base_report.models) or 'none'}")
+                    raise GraceError(f"{old.path}: no model {name!r} in the baseline report; "
+                                     f"it has {', '.join(old.report.models) or 'none'}")
                 out.notes.append(f"{name}: not in the baseline report; regression check skipped")
+        if min_accuracy is not None:
+            new.rate(("models", name, "accuracy"), "--min-accuracy", _SCORE_FIX)
+        if max_invalid_rate is not None:
+            new.rate(("models", name, "invalid_citation_rate"), "--max-invalid-rate", _SCORE_FIX)
+        if base is not None:
+            new.rate(("models", name, "accuracy"), regression, _SCORE_FIX)
+            old.rate(("models", name, "accuracy"), regression, _SCORE_FIX)
+            old.ci(("models", name, "accuracy_ci95"), regression, _SCORE_FIX)
         out.checks += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0)
-        spot = spots.get(name)
-        if spot is None or spot.hallucination_rate is None:
-            if max_hallucination_rate is not None:
-                raise GraceError(f"{report_path}: no spot-check figures for {name!r} (spot-checked: "
+
+        spot, rate = spots.get(name), ("spotcheck", "models", name, "hallucination_rate")
+        if spot is None:
+            if max_hallucination_rate is not None or (rise_asked and base is not None):
+                raise GraceError(f"{new.path}: no spot-check figures for {name!r} (spot-checked: "
                                  f"{', '.join(spots) or 'none'}); spot-check it, or pick models with --model")
             continue
-        out.checks += check_hallucination(name, spot, max_hallucination_rate,
-                                       base_spots.get(name) if base is not None else None,
-                                       max_hallucination_rise or 0.0)
+        if max_hallucination_rate is not None:
+            new.rate(rate, "--max-hallucination-rate", _SPOT_FIX)
+        compared = None
+        if base is not None and base_spots is not None and name not in base_spots:
+            if rise_asked:
+                raise GraceError(f"{old.path}: no spot-check figures for {name!r} in the baseline (spot-checked: "
+                                 f"{', '.join(base_spots) or 'none'}), so --max-hallucination-rise cannot be checked; "
+                                 "spot-check it there, or pick models with --model")
+            out.notes.append(f"{name}: not in the baseline's spot-check; hallucination regression check skipped")
+        elif base is not None and base_spots is not None:
+            now = new.rate(rate, hal_regression, _SPOT_FIX, optional=not rise_asked)
+            then = old.rate(rate, hal_regression, _SPOT_FIX, optional=not rise_asked)
+            old.ci(("spotcheck", "models", name, "hallucination_rate_ci95"), hal_regression, _SPOT_FIX)
+            if now is None or then is None:
+                out.notes.append(f"{name}: no hallucination rate in the {'report' if now is None else 'baseline'}; "
+                                 "hallucination regression check skipped")
+            else:
+                compared = base_spots[name]
+        if max_hallucination_rate is not None or compared is not None:
+            out.checks += check_hallucination(name, spot, max_hallucination_rate, compared,
+                                              max_hallucination_rise or 0.0)
     return out

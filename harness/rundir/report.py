@@ -350,6 +350,12 @@ class Report(_Block):
 
 
 def read_report(path: Path) -> Report:
+    return read_report_data(path)[0]
+
+
+def read_report_data(path: Path) -> tuple[Report, dict[str, Any]]:
+    """The typed report and the JSON it was read from: where a check must know a figure as written (``"0.5"``
+    and ``true`` are read as numbers by the typed model; ``grace gate`` refuses them)."""
     if not path.exists():
         raise GraceError(f"{path}: not found; run 'grace score' on this folder first")
     try:
@@ -367,7 +373,7 @@ def read_report(path: Path) -> Report:
             f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'"
         )
     try:
-        return Report.model_validate(data)
+        return Report.model_validate(data), data
     except ValidationError as exc:
         raise GraceError(f"{path}: {_first_problem(exc)}; re-run 'grace score'") from None
 
@@ -376,24 +382,35 @@ _KEYED = {"models", "failed_models", "per_class", "by_kind", "outcomes", "strict
           "display"}  # dict fields: what follows them in an error's location is a key, shown as ['key']
 
 
+def field_name(parts: list[Any] | tuple[Any, ...]) -> str:
+    """A place in the report as messages name it: ("models", "gpt", "accuracy") -> models['gpt'].accuracy."""
+    text = ""
+    for i, p in enumerate(parts):
+        keyed = isinstance(p, int) or (i > 0 and parts[i - 1] in _KEYED)
+        text += f"[{p!r}]" if keyed else (f".{p}" if text else str(p))
+    return text
+
+
 def _first_problem(exc: ValidationError) -> str:
-    """"models['gpt'] has no accuracy", "models['gpt'].n: Input should be a valid integer" (and how many more)."""
+    """"models['gpt'] has no accuracy", "models['gpt'].n: Input should be a valid integer (it is "x")" (and how
+    many more)."""
     errors = exc.errors(include_url=False)
     loc = list(errors[0]["loc"])
-
-    def named(parts: list[Any]) -> str:
-        text = ""
-        for i, p in enumerate(parts):
-            keyed = isinstance(p, int) or (i > 0 and parts[i - 1] in _KEYED)
-            text += f"[{p!r}]" if keyed else (f".{p}" if text else str(p))
-        return text
-
     if errors[0]["type"] == "missing":
-        text = f"{named(loc[:-1]) or 'the report'} has no {loc[-1]}"
+        text = f"{field_name(loc[:-1]) or 'the report'} has no {loc[-1]}"
     else:
-        text = f"{named(loc)}: {errors[0]['msg']}"
+        text = f"{field_name(loc)}: {errors[0]['msg']} (it is {as_written(errors[0].get('input'))})"
     more = len(errors) - 1
     return text + (f" (and {more} more problem{'s' if more > 1 else ''})" if more else "")
+
+
+def as_written(value: Any) -> str:
+    """A value as the file has it (null, "high", NaN), cut short: what an error message says was found."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def report_json(report: Report) -> str:

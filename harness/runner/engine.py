@@ -8,15 +8,21 @@ retries what failed.
 
 A model stops early, with one clear reason, when its endpoint refuses the key
 (401/403) or does not know the model, when its first ``PERMANENT_AFTER`` calls
-all fail permanently (an invalid request fails the same way every time), or
-when it cannot be reached ``BREAKER_AFTER`` times in a row: retrying a dead
-server to the limit would take minutes per call. Its untried calls are written
-as error rows, so the next run asks them again.
+all fail permanently (an invalid request fails the same way every time), when
+it cannot be reached ``BREAKER_AFTER`` times in a row (retrying a dead server to
+the limit would take minutes per call), or when it accepts calls and answers
+none: ``TIMEOUT_BREAKER_AFTER`` timeouts in a row that its queue cannot explain.
+Its untried calls are written as error rows, so the next run asks them again; a
+call waiting for its turn when the model stops is not sent.
 
 Self-hosted servers queue what they cannot work on yet: where the server says
 how many requests it serves at once (llama.cpp's slots), no more are sent; when
 ``TIMEOUT_CLUSTER`` calls in a row time out with several in flight, the model
 goes on one call at a time and says so once, instead of retrying into the queue.
+A timeout with several in flight may be the queue; one with a single call in
+flight, or before the server has answered anything (a working server answers the
+first call of its queue within the timeout), is the server itself: those are
+what the timeout breaker counts.
 """
 
 from __future__ import annotations
@@ -56,6 +62,14 @@ if TYPE_CHECKING:  # harness.privacy is imported only by a run that redacts
 BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
 PERMANENT_AFTER = 3  # permanent failures, before any success, that stop a model
 TIMEOUT_CLUSTER = 3  # timeouts in a row (no success between) that send one call at a time
+# Timeouts in a row (no success between), from at least two calls, of calls sent one at a time or before the
+# model's first answer, that stop a model: the server accepts and does not answer. Two calls, so that one prompt
+# too long to answer within the timeout fails alone instead of stopping the model.
+TIMEOUT_BREAKER_AFTER = 3
+# Attempts of one call that may time out with nothing else in flight: the second says the server cannot answer
+# this prompt within the timeout, and four more would cost four more timeouts (the call stays on file as a
+# timeout, asked again by the next run). So a stuck server is stopped after 3 timeouts at one call at a time.
+LONE_TIMEOUT_TRIES = 2
 log = logging.getLogger("grace")
 
 
@@ -83,6 +97,11 @@ class PlanStats:
     answered: int = 0  # calls the endpoint answered (not from the cache)
     permanent_failures: int = 0  # before the first answer
     timeouts_in_a_row: int = 0
+    # of those, the ones the server's queue cannot explain (sent one at a time, or before the first answer),
+    # from how many calls in turn (2 or more: not one slow prompt's own retries) and the last one's call
+    server_timeouts_in_a_row: int = 0
+    server_timeout_calls: int = 0
+    last_server_timeout: Request | None = None
     retries: int = 0  # attempts beyond the first, over all calls
     timeouts: int = 0  # attempts that timed out
     in_flight_limit: int | None = None  # lowered from the worker count by the server's slots or a timeout cluster
@@ -300,6 +319,9 @@ class Engine:
             comp = result.completion
         else:
             comp, latency, attempts, err = await self._call(plan, request, limiter, gate)
+            if attempts == 0:  # the model was stopped while this call waited for its turn: never sent
+                self._not_tried(plan, job)
+                return
             if not provider.needs_network:
                 latency = None  # an offline baseline's "latency" is event-loop noise, not a figure to compare
             if comp is not None and use_cache and (self.accept is None or self.accept(job, comp)):
@@ -328,16 +350,21 @@ class Engine:
         spec, provider, st = plan.spec, plan.provider, plan.stats
         est_tokens = sum(len(m["content"]) for m in request.messages) // 4
         timeout = provider.timeout_s
-        attempt = 0
+        attempt, err, lone_timeouts = 0, None, 0
         while True:
             attempt += 1
-            st.retries += attempt > 1
             await limiter.acquire(est_tokens)
+            alone = False
             try:
                 async with gate:
+                    if st.aborted is not None:  # stopped while this call waited for its turn: not sent (again)
+                        return None, None, attempt - 1, call_error(err, attempt - 1) if err is not None else None
+                    st.retries += attempt > 1
+                    alone = gate.limit == 1  # nothing else in flight: a timeout is the server's, not its queue's
                     t0 = time.perf_counter()
                     comp = await asyncio.wait_for(provider.complete(request), timeout=timeout * 1.5 + 1)
-                st.connection_failures_in_a_row = st.timeouts_in_a_row = 0
+                st.connection_failures_in_a_row = st.timeouts_in_a_row = st.server_timeouts_in_a_row = 0
+                st.server_timeout_calls, st.last_server_timeout = 0, None
                 st.answered += 1
                 return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
             except ProviderError as exc:
@@ -351,7 +378,20 @@ class Engine:
             if err.kind == "timeout":
                 st.timeouts += 1
                 st.timeouts_in_a_row += 1
-                if st.timeouts_in_a_row >= TIMEOUT_CLUSTER and gate.limit > 1:
+                lone_timeouts += alone
+                if alone or st.answered == 0:
+                    st.server_timeouts_in_a_row += 1
+                    st.server_timeout_calls += request is not st.last_server_timeout
+                    st.last_server_timeout = request
+                    if (st.server_timeouts_in_a_row >= TIMEOUT_BREAKER_AFTER and st.server_timeout_calls > 1
+                            and st.aborted is None):
+                        where = endpoint_of(spec) or spec.provider
+                        how = ("none answered yet" if st.answered == 0
+                               else f"the last {st.server_timeouts_in_a_row} sent one at a time")
+                        st.aborted = (f"{spec.name}: {st.timeouts_in_a_row} timeouts in a row from {where} (no answer "
+                                      f"within {timeout:g}s, {how}); is the server stuck, or slower than --timeout? "
+                                      "Stopping this model")
+                if st.timeouts_in_a_row >= TIMEOUT_CLUSTER and gate.limit > 1 and st.aborted is None:
                     log.warning(f"{spec.name}: {st.timeouts_in_a_row} calls in a row timed out after {timeout:g}s with "
                                 f"up to {gate.limit} in flight: the server seems to answer one request at a time and "
                                 "the rest wait in its queue; going on one call at a time (next time: --concurrency 1 "
@@ -363,7 +403,8 @@ class Engine:
                     where = endpoint_of(spec) or spec.provider
                     st.aborted = (f"{spec.name}: {st.connection_failures_in_a_row} connection failures in a row "
                                   f"to {where} ({err.message[:200]}); is the server running? Stopping this model")
-            if not err.retryable or attempt >= self.max_attempts or st.aborted is not None:
+            if (not err.retryable or attempt >= self.max_attempts or st.aborted is not None
+                    or lone_timeouts >= LONE_TIMEOUT_TRIES):
                 return None, None, attempt, call_error(err, attempt)
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
             if st.aborted is not None:

@@ -29,6 +29,12 @@ llama.cpp logs "disconnected before llm invoked"), rejects ``response_format``
 server does, and, with ``props=True``, answers ``GET /props`` and ``/slots`` like
 the C++ ``llama-server``.
 
+``srv.hang = True`` (or ``FakeAPIServer(hang=True)``) makes it a server that
+accepts every connection and reads every request, then never answers (a stuck
+server, or a port held by something that is not one): each request waits until
+the server stops, and is counted in ``hung``; model calls are still recorded in
+``requests``. Setting it back to False answers the requests that come after.
+
 The three vendors' batch APIs (OpenAI's and Azure's files + batches, Anthropic's
 Message Batches, Gemini's batch mode) are answered by :mod:`harness.testing.fake_batches`,
 tuned with ``batch=BatchBehaviour(...)`` (or ``srv.batch``). Their calls go to
@@ -108,6 +114,17 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         pass
 
+    def _hang(self) -> bool:
+        """Hang mode: keep the request unanswered until the server stops; True when it was kept."""
+        owner = self.server.owner
+        if not owner.hang:
+            return False
+        with owner._lock:
+            owner.hung += 1
+        owner._stopping.wait()
+        self.close_connection = True
+        return True
+
     def _batch_call(self, method: str, raw: bytes = b"") -> bool:
         """Answer a batch or file endpoint (fake_batches); False when the path is none of them."""
         owner = self.server.owner
@@ -118,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
         return answer is not None
 
     def do_GET(self) -> None:  # noqa: N802
-        if self._batch_call("GET"):
+        if self._hang() or self._batch_call("GET"):
             return
         owner = self.server.owner
         path = self.path.partition("?")[0]
@@ -133,12 +150,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route for GET {self.path}"}})
 
     def do_DELETE(self) -> None:  # noqa: N802
+        if self._hang():
+            return
         if not self._batch_call("DELETE"):
             self._send(404, {"error": {"message": f"no route for DELETE {self.path}"}})
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.server.owner.hang and route(self.path.partition("?")[0]) == "unknown":
+            self._hang()  # a batch or file endpoint: not a model call, so not recorded
+            return
         if self._batch_call("POST", raw):
             return
         try:
@@ -149,6 +171,8 @@ class _Handler(BaseHTTPRequestHandler):
         api = route(path)
         owner = self.server.owner
         owner._record(RecordedRequest("POST", path, query, {k.lower(): v for k, v in self.headers.items()}, body, api))
+        if self._hang():
+            return
         request = body if isinstance(body, dict) else {}
         local = owner.local
         if local is not None and api == "openai" and local.reject_json_schema and rejected_json_schema(request):
@@ -207,8 +231,10 @@ class FakeAPIServer:
     """The server, on 127.0.0.1 and a free port, in a background thread."""
 
     def __init__(self, *, latency: float = 0.0, responder: Responder | None = None, local: LocalServer | None = None,
-                 batch: BatchBehaviour | None = None):
+                 batch: BatchBehaviour | None = None, hang: bool = False):
         self.latency = latency
+        self.hang = hang  # accept and read every request, answer none (until the server stops)
+        self.hung = 0  # requests left unanswered in hang mode
         self.responder = responder
         self.local = local
         self.batch = batch or BatchBehaviour()  # read by each batch when it is created
