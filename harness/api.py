@@ -354,7 +354,10 @@ def export_view(run: str | Path, out: str | Path, *, force: bool = False, cache_
 
     ``out/index.html`` opens from ``file://`` with no server: the same grid, filters, question pages and the
     comparisons of the run's models. Runs up to ``harness.viewer.export.MAX_ANSWERS`` answers; a bigger one is
-    refused with a message. Returns the path of ``index.html``.
+    refused with a message. Returns the path of ``index.html``. A folder that is not empty needs ``force``; then
+    only the files an earlier export wrote (``out/.grace-export.json`` lists them with their hashes) are replaced
+    or removed, any other file at a name the export writes (or one of its files edited since) is kept as
+    ``NAME.bak``, and a symbolic link that leads out of ``out`` is refused (``GraceError``).
     """
     from harness.viewer.export import export
 

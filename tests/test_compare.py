@@ -162,3 +162,35 @@ def test_bad_inputs_exit_2_with_the_fix(runs, tmp_path):
     # --json may not overwrite an input, nor an existing file unasked
     code, out = run_grace("compare", runs / "a", runs / "b", "--json", runs / "a" / "report.json")
     assert code == 2 and "would destroy it" in out
+
+
+def test_a_run_still_being_written_or_not_yet_scored_is_named_with_what_to_do(runs, tmp_path):
+    """grace compare reads scores.jsonl; a run grace run is still writing (its folder's lock is held), or whose
+    responses.jsonl is newer than its scores, is compared on old scores: the terminal, --json and --markdown say
+    so, naming the run and what to do."""
+    import os
+    import shutil
+
+    b = tmp_path / "b"
+    shutil.copytree(runs / "b", b)  # times kept: scores.jsonl is newer than responses.jsonl, as grace run leaves it
+    code, out = run_grace("compare", runs / "a", b)
+    assert code == 0 and "being written" not in out and "not scored yet" not in out
+    (b / ".grace.lock").write_text(f"pid {os.getpid()}, 'grace run --out {b}', since now\n")  # grace run holds it
+    md = tmp_path / "summary.md"
+    code, out = run_grace("compare", runs / "a", b, "--json", tmp_path / "cmp.json", "--markdown", md)
+    assert code == 0, out
+    note = next(line for line in out.splitlines() if "being written now" in line)
+    assert note.startswith("note: run B") and str(b) in note and f"pid {os.getpid()}" in note
+    assert "wait for" in note.lower() and "grace compare again" in note
+    assert any("being written now" in n and str(b) in n for n in json.loads((tmp_path / "cmp.json").read_text())["notes"])
+    assert "being written now" in md.read_text()
+    # the writer is gone (killed, or --no-score) and left answers newer than the scores
+    (b / ".grace.lock").write_text("")
+    scores = (b / "scores.jsonl").stat()
+    os.utime(b / "responses.jsonl", ns=(scores.st_atime_ns, scores.st_mtime_ns + 10**9))
+    code, out = run_grace("compare", b, runs / "a")
+    assert code == 0, out
+    note = next(line for line in out.splitlines() if "not scored yet" in line)
+    assert note.startswith("note: run A") and f"grace score {b / 'responses.jsonl'} --gold" in note
+    two = grace.compare_models(b, "baseline:top1", MODEL)
+    assert any("not scored yet" in n for n in two.notes)

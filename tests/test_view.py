@@ -309,3 +309,180 @@ def test_view_and_compare_are_commands_and_api_names():
     assert {"view", "export_view", "compare_runs", "compare_models", "Comparison"} <= set(grace.API_NAMES)
     code, out = run_grace("--help")
     assert code == 0 and "view" in out and "compare" in out
+
+
+def test_export_force_replaces_only_its_own_files_and_keeps_edited_ones_as_bak(built, tmp_path):
+    """--force into an earlier export: the user's files stay, an export file the user edited is kept as NAME.bak,
+    an untouched one is replaced without a backup; the manifest lists exactly what was written, with hashes."""
+    import hashlib
+
+    def sha(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest()
+
+    out = tmp_path / "site"
+    assert run_grace("view", built / "b", "--export", out)[0] == 0
+    manifest = json.loads((out / ".grace-export.json").read_text())
+    files = manifest["files"]
+    written = {str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.name != ".grace-export.json"}
+    assert set(files) == written and {"index.html", "data/export.js", "assets/view.js"} <= written
+    assert all(files[name] == sha(out / name) for name in files)
+    original_page = (out / "index.html").read_text()
+    # the user's own files beside the export, and an edit to the export's page
+    (out / "data" / "notes.csv").write_text("mine\n")
+    (out / "assets" / "logo.txt").write_text("mine too\n")
+    (out / "README.txt").write_text("read me\n")
+    (out / "index.html").write_text(original_page + "<!-- my edit -->\n")
+    # an earlier export of a bigger run left a data file this one does not write: its own, untouched, removed;
+    # another it wrote that the user since edited is kept as .bak
+    (out / "data" / "questions-9.js").write_text("old chunk\n")
+    (out / "data" / "questions-8.js").write_text("old chunk, edited\n")
+    manifest["files"]["data/questions-9.js"] = sha(out / "data" / "questions-9.js")
+    manifest["files"]["data/questions-8.js"] = hashlib.sha256(b"old chunk\n").hexdigest()
+    (out / ".grace-export.json").write_text(json.dumps(manifest))
+    code, text = run_grace("view", built / "b", "--export", out, "--force")
+    assert code == 0, text
+    assert (out / "data" / "notes.csv").read_text() == "mine\n"
+    assert (out / "assets" / "logo.txt").read_text() == "mine too\n" and (out / "README.txt").exists()
+    assert (out / "index.html.bak").read_text().endswith("<!-- my edit -->\n")
+    assert (out / "index.html").read_text() == original_page and "index.html.bak" in text
+    assert not (out / "data" / "questions-9.js").exists() and not (out / "data" / "questions-9.js.bak").exists()
+    assert not (out / "data" / "questions-8.js").exists()
+    assert (out / "data" / "questions-8.js.bak").read_text() == "old chunk, edited\n"
+    backups = sorted(str(p.relative_to(out)) for p in out.rglob("*.bak"))
+    assert backups == ["data/questions-8.js.bak", "index.html.bak"]  # untouched export files: no backup
+    files = json.loads((out / ".grace-export.json").read_text())["files"]
+    assert "data/notes.csv" not in files and "data/questions-9.js" not in files
+    assert all(files[name] == sha(out / name) for name in files)
+
+
+def test_export_force_into_a_folder_it_never_wrote_keeps_every_file(built, tmp_path):
+    """No manifest: every file at a name the export writes is the user's, kept as NAME.bak; the rest untouched."""
+    out = tmp_path / "site"
+    (out / "data").mkdir(parents=True)
+    (out / "index.html").write_text("<p>my page</p>\n")
+    (out / "data" / "export.js").write_text("my script\n")
+    (out / "data" / "keep.json").write_text("{}\n")
+    code, text = run_grace("view", built / "b", "--export", out)
+    assert code == 2 and "not empty" in text
+    code, text = run_grace("view", built / "b", "--export", out, "--force")
+    assert code == 0, text
+    assert (out / "index.html.bak").read_text() == "<p>my page</p>\n"
+    assert (out / "data" / "export.js.bak").read_text() == "my script\n"
+    assert (out / "data" / "keep.json").read_text() == "{}\n"
+    assert "window.GRACE_EXPORT" in (out / "data" / "export.js").read_text()
+
+
+@pytest.mark.parametrize("link", ["data", "assets", "index.html", "data/questions-0.js"])
+def test_export_refuses_a_symbolic_link_out_of_the_folder(built, tmp_path, link):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "victim.txt").write_text("keep me\n")
+    (elsewhere / "questions-0.js").write_text("keep me too\n")
+    out = tmp_path / "site"
+    out.mkdir()
+    if link == "data/questions-0.js":
+        (out / "data").mkdir()
+    target = elsewhere / "questions-0.js" if link.endswith(".js") else elsewhere / "victim.txt" \
+        if link == "index.html" else elsewhere
+    (out / link).symlink_to(target)
+    before = listing(elsewhere)
+    code, text = run_grace("view", built / "b", "--export", out, "--force")
+    assert code == 2, text
+    assert "Traceback" not in text and str(out / link) in text and "outside" in text and "symbolic link" in text
+    assert f"rm {out / link}" in text  # the fix
+    assert listing(elsewhere) == before and sorted(p.name for p in elsewhere.iterdir()) == ["questions-0.js",
+                                                                                            "victim.txt"]
+    assert (out / link).is_symlink()
+    # a link that stays inside the folder is followed: the export lands in it
+    (out / link).unlink()
+    if link in ("data", "assets"):
+        (out / f"real-{link}").mkdir()
+        (out / link).symlink_to(out / f"real-{link}")
+        code, text = run_grace("view", built / "b", "--export", out, "--force")
+        assert code == 0, text
+        assert any((out / f"real-{link}").iterdir())
+
+
+def test_every_page_rereads_a_run_that_gained_a_model(built, tmp_path):
+    """A run gains a model while the viewer is open: Runs, Leaderboard and Questions all show it, not the report
+    read at start beside a grid indexed since."""
+    run = tmp_path / "runs" / "growing"
+    common = ["run", "--kb", built / "kb", "--gold", built / "gold.csv", "--out", run, "-m", "baseline:top1"]
+    code, out = run_grace(*common)
+    assert code == 0, out
+    app, indexer = open_viewer([tmp_path / "runs"], tmp_path / "cache", child=False)
+    try:
+        assert indexer.wait(60)
+        assert [m["model"] for m in app.runs_page()["runs"][0]["models"]] == ["baseline:top1"]
+        code, out = run_grace(*common, "-m", "baseline:threshold")
+        assert code == 0, out
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            app.runs["growing"].checked = 0  # as if the next page came after the recheck interval
+            page = app.questions({"runs": ["growing"]})
+            if len(page.get("columns", [])) == 2 and not app.runs["growing"].stale:
+                break
+            time.sleep(0.05)
+        grid = sorted(c["model"] for c in app.questions({"runs": ["growing"]})["columns"])
+        assert grid == ["baseline:threshold", "baseline:top1"]
+        assert sorted(m["model"] for m in app.runs_page()["runs"][0]["models"]) == grid
+        board = app.leaderboard("growing")
+        assert sorted(r["model"] for r in board["rows"]) == grid
+        assert sorted(m["model"] for m in board["summary"]["models"]) == grid
+    finally:
+        indexer.stop()
+
+
+def test_the_question_page_refuses_runs_scored_on_different_gold(built, tmp_path):
+    """The grid and Compare refuse two runs on different gold sets; the Question page did not, and showed run B's
+    answers under run A's question and gold. It refuses them by the same rule, saying how to see each."""
+    other = tmp_path / "other"
+    shutil.copytree(built / "b", other)
+    report = json.loads((other / "report.json").read_text())
+    report["gold"]["hash"] = "f" * 16
+    (other / "report.json").write_text(json.dumps(report))
+    app, indexer = open_viewer([built / "a", other], tmp_path / "cache", child=False)
+    try:
+        indexer.wait(60)
+        with pytest.raises(Exception, match="different gold sets") as refused:
+            app.question("a,other", "q1")
+        assert "runs=a" in str(refused.value) and "runs=other" in str(refused.value)
+        assert app.question("other", "q1")["runs"][0]["run"] == "other"  # each run alone still opens
+        assert [r["run"] for r in app.question("a", "q1")["runs"]] == ["a"]
+    finally:
+        indexer.stop()
+    # over HTTP: a 400 with the reason, not a page
+    httpd_app, indexer = open_viewer([built / "a", other], tmp_path / "cache", child=False)
+    try:
+        indexer.wait(60)
+        httpd = make_server(httpd_app, "127.0.0.1", 0)
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        try:
+            status, body, _ = get(httpd.server_address[1], "/api/question?runs=a,other&id=q1")
+            assert status == 400 and "different gold sets" in json.loads(body)["error"]
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+    finally:
+        indexer.stop()
+
+
+def test_compare_page_and_grid_note_a_run_in_progress(built, tmp_path):
+    """The viewer's Compare page says what grace compare says of a run still being written or not yet scored."""
+    run = tmp_path / "runs" / "today"
+    shutil.copytree(built / "b", run)
+    app, indexer = open_viewer([built / "a", run], tmp_path / "cache", child=False)
+    try:
+        assert indexer.wait(60)
+        assert app.compare("a", "today", "", "")["notices"] == []
+        (run / ".grace.lock").write_text(f"pid {os.getpid()}, 'grace run --out today', since now\n")
+        notices = app.compare("a", "today", "", "")["notices"]
+        assert len(notices) == 1 and notices[0].startswith("run B (today)") and "being written now" in notices[0]
+        (run / ".grace.lock").write_text("")
+        scores = (run / "scores.jsonl").stat()
+        os.utime(run / "responses.jsonl", ns=(scores.st_atime_ns, scores.st_mtime_ns + 10**9))
+        notices = app.compare("a", "today", "", "")["notices"]
+        assert len(notices) == 1 and "not scored yet" in notices[0] and "grace score" in notices[0]
+        assert any("not scored yet" in n for n in app.questions({"runs": ["today"]})["notices"])
+    finally:
+        indexer.stop()

@@ -18,7 +18,9 @@ _path = click.Path(path_type=Path)
 @click.option("--export", "export_dir", type=_path,
               help="Write a static copy of one run into this folder (index.html plus data files, opened from "
               "file:// with no server) instead of serving.")
-@click.option("--force", is_flag=True, help="With --export: write into a folder that is not empty.")
+@click.option("--force", is_flag=True, help="With --export: write into a folder that is not empty. Only the files "
+              "an earlier export wrote (listed in DIR/.grace-export.json) are replaced; any other file at a name it "
+              "writes is kept as NAME.bak, and nothing else is touched.")
 def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_dir: Path | None, force: bool) -> None:
     """Browse runs: leaderboard, every question and answer, runs compared. Read-only on the run folders.
 

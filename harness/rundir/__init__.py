@@ -134,6 +134,14 @@ class RunDir:
 
         return holder(self.path / LOCK)
 
+    def scores_behind(self) -> bool:
+        """``responses.jsonl`` changed after ``scores.jsonl`` was written: answers on file the scores do not hold
+        yet (a run still going, interrupted, or run with --no-score). A finished ``grace run`` scores last."""
+        try:
+            return self.responses.stat().st_mtime_ns > self.scores.stat().st_mtime_ns
+        except OSError:
+            return False
+
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)
 

@@ -13,6 +13,9 @@ and regressed counts, as the report tests two models.
 
 A comparison only means something on one gold set: runs scored against different
 gold files (their ``report.json`` gold hashes differ) are refused with the fix.
+It is made from ``scores.jsonl`` as it stands: a run that a grace process is
+still writing (its folder's lock is held), or whose ``responses.jsonl`` is newer
+than its scores, gets a note naming it and what to do (:func:`progress_note`).
 The result is one typed, versioned record (:class:`Comparison`), which ``--json``
 writes as is.
 """
@@ -165,6 +168,25 @@ def check_same_gold(a: Path, b: Path, report_a: Report | None, report_b: Report 
     return ha or hb
 
 
+def progress_note(run: str | Path, side: str, report: Report | None = None,
+                  then: str = "run grace compare again") -> str | None:
+    """Why ``run``'s scores may be older than its answers, with what to do, or None: a grace process holds the
+    folder's lock (``grace run`` still going), or ``responses.jsonl`` is newer than ``scores.jsonl``."""
+    folder = RunDir(run)
+    writer = folder.writer()
+    if writer:
+        return (f"{side} {folder.path} is being written now ({writer}): compared on its scores.jsonl as it stands, "
+                f"without the answers still to come. Wait for that command to finish (grace run scores its answers "
+                f"when it ends), then {then}")
+    if folder.scores_behind():
+        gold = (report.gold.path if report else None) or "GOLD.csv"
+        kb = (report.kb.path if report else None) or "KB"
+        return (f"{side} {folder.path}: its responses.jsonl is newer than its scores.jsonl, so answers on file are "
+                f"not scored yet and are left out of this comparison. Score them (grace score {folder.responses} "
+                f"--gold {gold} --kb {kb} --out {folder.path}), then {then}")
+    return None
+
+
 def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (), *, seed: int | None = None,
                  bootstrap: int | None = None) -> Comparison:
     """Every model present in both runs (or ``models``), run A against run B."""
@@ -186,7 +208,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (
                         models=compare_sides([(hits_a, m, hits_b, m, m) for m in names], seed, bootstrap),
                         only_in_a=sorted(set(hits_a.hits) - set(hits_b.hits)),
                         only_in_b=sorted(set(hits_b.hits) - set(hits_a.hits)))
-    result.notes = _notes(result, hits_a, hits_b)
+    progress = [progress_note(a, "run A", report_a), progress_note(b, "run B", report_b) if b != a else None]
+    result.notes = [n for n in progress if n] + _notes(result, hits_a, hits_b)
     return result
 
 
@@ -222,9 +245,11 @@ def compare_models(run: str | Path, model_a: str, model_b: str, *, seed: int | N
                              f"{', '.join(sorted(read_hits(path).hits)) or 'none'}")
     seed, bootstrap = _stats_settings(report, report, seed, bootstrap)
     label = f"{model_a} vs {model_b}"
+    note = progress_note(path, "the run", report)
     return Comparison(run_a=str(path), run_b=str(path), gold_hash=report.gold.hash if report else None, seed=seed,
                       bootstrap_samples=bootstrap,
-                      models=compare_sides([(hits, model_a, hits, model_b, label)], seed, bootstrap))
+                      models=compare_sides([(hits, model_a, hits, model_b, label)], seed, bootstrap),
+                      notes=[note] if note else [])
 
 
 def _stats_settings(ra: Report | None, rb: Report | None, seed: int | None, bootstrap: int | None) -> tuple[int, int]:

@@ -134,8 +134,8 @@ class ViewApp:
         return None
 
     def grid(self, runs: list[ViewRun]) -> Grid:
-        key = tuple((r.id, id(r.index)) for r in runs)
-        current = {(r.id, id(r.index)) for r in self.runs.values()}
+        key = tuple((r.id, id(r.index), id(r.report)) for r in runs)  # the report orders the columns
+        current = {(r.id, id(r.index), id(r.report)) for r in self.runs.values()}
         with self._lock:
             for old in [k for k in self._grids if not set(k) <= current]:  # a run was indexed again
                 del self._grids[old]
@@ -161,6 +161,9 @@ class ViewApp:
                            for r in runs if r.stale]
                           + [f"{r.id} is being written now ({writer}): showing what is on file"
                              for r in runs if (writer := r.folder.writer())]
+                          + [f"{r.id}: its responses.jsonl is newer than its scores.jsonl: answers on file are not "
+                             "scored yet, and the grid shows the scored ones (grace score the run, then reload)"
+                             for r in runs if not r.folder.writer() and r.folder.scores_behind()]
                           + [f"{r.id}: {note}" for r in runs for note in r.index.notes])
         return out
 
@@ -168,6 +171,8 @@ class ViewApp:
         if not qid:
             raise Rejected("which question? add id=QUESTION_ID")
         runs = self.picked(ids)
+        self._same_gold(runs, "be shown on one question page", " Or open the question in each run alone ("
+                        + ", ".join(f"runs={r.id}" for r in runs) + ").")
         waiting = self.waiting(runs)
         if waiting:
             return waiting
@@ -187,7 +192,7 @@ class ViewApp:
         return {"argv": argv, "url": f"http://127.0.0.1:{port}/"}
 
     def compare(self, a: str, b: str, ma: str, mb: str) -> dict[str, Any]:
-        from harness.scoring.compare import RunHits, check_same_gold, compare_sides
+        from harness.scoring.compare import RunHits, check_same_gold, compare_sides, progress_note
 
         if not a or not b:
             raise Rejected("pick run A and run B (the same run twice compares two of its models)")
@@ -229,17 +234,22 @@ class ViewApp:
             data["articles"] = [{**x, "title": titles.get(x["article"], "")} for x in data["articles"]
                                 if x["improved"] or x["regressed"] or x["delta"]][:200]
             out.append(data)
+        sides = [(ra, "run A")] if ra is rb else [(ra, "run A"), (rb, "run B")]
+        notices = [n for r, side in sides if (n := progress_note(r.path, f"{side} ({r.id})", r.report,
+                                                                 "reload this page"))]
         return {"a": ra.id, "b": rb.id, "models": out, "seed": seed, "bootstrap": bootstrap,
-                "models_a": ra.index.models, "models_b": rb.index.models}
+                "models_a": ra.index.models, "models_b": rb.index.models, "notices": notices}
 
-    def _same_gold(self, runs: list[ViewRun]) -> None:
+    def _same_gold(self, runs: list[ViewRun], what: str = "share a grid", then: str = "") -> None:
+        """The one rule of ``grace compare`` (:func:`~harness.scoring.compare.check_same_gold`): runs scored on
+        different gold sets are never shown as one (the grid, a question, Compare)."""
         from harness.scoring.compare import check_same_gold
 
         for other in runs[1:]:
             try:
                 check_same_gold(runs[0].path, other.path, runs[0].report, other.report)
             except GraceError as exc:
-                raise Rejected(f"{runs[0].id} and {other.id} cannot share a grid: {exc}") from None
+                raise Rejected(f"{runs[0].id} and {other.id} cannot {what}: {exc}.{then}") from None
 
 
 def _empty_svg(text: str) -> str:

@@ -13,13 +13,19 @@ allows scripts and images from its own folder only.
 The whole grid is in the page's memory, so an export holds at most
 :data:`MAX_ANSWERS` answers (5,000 questions of 10 models); serve a bigger run
 with ``grace view``.
+
+The folder may hold other files: ``DIR/.grace-export.json`` (:data:`MANIFEST`)
+lists the files the export wrote, with their hashes, and ``--force`` replaces or
+removes only those (:class:`harness.core.outputs.OwnedFolder`): a file the user
+put there stays, one at a name the export writes (or an export file the user
+edited since) is kept as ``NAME.bak``, and a symbolic link out of ``DIR`` is
+refused. The files are made in memory first, so a refusal writes nothing.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import unicodedata
 from datetime import UTC, datetime
 from itertools import permutations
@@ -27,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.core.files import atomic_write_text
-from harness.core.outputs import check_output_folder
+from harness.core.outputs import OwnedFolder, check_output_folder
+from harness.core.version import __version__
 from harness.rundir import RunDir
 from harness.viewer.app import PLOTS, STATIC, ViewApp
 from harness.viewer.grid import QUESTION_PREVIEW
@@ -39,6 +45,7 @@ CHUNK = 50  # Question pages per data file
 EXPORT_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'"
 ASSETS = ("base.css", "common.js", "view.css", "view.js")
 WRITES = ("index.html", "assets", "data")
+MANIFEST = ".grace-export.json"  # the files the export wrote, with their hashes: all that --force may replace
 
 
 def _js(name: str, value: Any) -> str:
@@ -62,13 +69,12 @@ def export(run: Path, out: Path, *, force: bool = False, cache_dir: str | Path |
     folder = RunDir(run)
     if not folder.path.is_dir():
         raise GraceError(f"{run}: no such run folder; give the folder 'grace run --out' wrote")
-    check_output_folder(out, {"run folder": folder.data_files()}, WRITES, option="--export")
+    check_output_folder(out, {"run folder": folder.data_files()}, (*WRITES, MANIFEST), option="--export")
     if out.resolve() == folder.path.resolve() or folder.path.resolve() in out.resolve().parents:
         raise GraceError(f"--export {out} is inside the run folder {run}, which grace view only reads; give a "
                          "folder outside it")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise GraceError(f"--export {out} is a folder that is not empty; give a new folder, or add --force to "
-                         "write into it (index.html, assets/ and data/ are replaced)")
+    target = OwnedFolder(out, MANIFEST, written_by="grace view --export", option="--export")
+    target.check(WRITES, force)
     app, indexer = open_viewer([run], cache_dir, child=False)
     try:
         indexer.wait()
@@ -80,24 +86,24 @@ def export(run: Path, out: Path, *, force: bool = False, cache_dir: str | Path |
         if answers > MAX_ANSWERS:
             raise GraceError(f"{run}: {answers:,} answers; an export holds at most {MAX_ANSWERS:,} (its whole grid "
                              "is in the page's memory). Serve this run with 'grace view' instead")
-        return _write(app, view_run, out)
+        files = _files(app, view_run)
     finally:
         indexer.stop()
+    target.write(files, {"grace_version": __version__, "run": str(folder.path.resolve())})
+    return out / "index.html"
 
 
-def _write(app: ViewApp, run, out: Path) -> Path:
+def _files(app: ViewApp, run) -> dict[str, str]:
+    """Every file of the export (its path in the folder -> its text), made in memory before any is written."""
     ix = run.index
-    for name in WRITES[1:]:
-        shutil.rmtree(out / name, ignore_errors=True)
-    (out / "assets").mkdir(parents=True, exist_ok=True)
-    (out / "data").mkdir(parents=True, exist_ok=True)
+    files: dict[str, str] = {}
     for name in ASSETS:
         source = STATIC / name if (STATIC / name).exists() else SHARED_STATIC / name
-        shutil.copyfile(source, out / "assets" / name)
+        files[f"assets/{name}"] = source.read_text(encoding="utf-8")
     plots = {}
     for name in PLOTS:
         if run.report is not None:
-            (out / "assets" / f"plot-{name}.svg").write_bytes(app.plot(run.id, name).body)
+            files[f"assets/plot-{name}.svg"] = app.plot(run.id, name).body.decode("utf-8")
             plots[name] = f"assets/plot-{name}.svg"
     grid = app.grid([run])
     chunks: dict[str, int] = {}
@@ -112,9 +118,9 @@ def _write(app: ViewApp, run, out: Path) -> Path:
         pages.append((qid, page))
         if len(pages) == CHUNK or q == len(grid.qids) - 1:
             body = json.dumps(dict(pages), ensure_ascii=True, separators=(",", ":"))
-            atomic_write_text(out / "data" / f"questions-{q // CHUNK}.js",
-                              "window.GRACE_EXPORT.questions = window.GRACE_EXPORT.questions || {};\n"
-                              f"Object.assign(window.GRACE_EXPORT.questions, {body});\n")
+            files[f"data/questions-{q // CHUNK}.js"] = (
+                "window.GRACE_EXPORT.questions = window.GRACE_EXPORT.questions || {};\n"
+                f"Object.assign(window.GRACE_EXPORT.questions, {body});\n")
             pages = []
     compare = {}
     for a, b in permutations([m.model for m in run.report.ranked()] if run.report else ix.models, 2):
@@ -128,7 +134,7 @@ def _write(app: ViewApp, run, out: Path) -> Path:
         "chunks": chunks,
         "compare": compare,
     }
-    atomic_write_text(out / "data" / "export.js", _js("window.GRACE_EXPORT", data))
+    files["data/export.js"] = _js("window.GRACE_EXPORT", data)
     page = (STATIC / "view.html").read_text(encoding="utf-8")
     page = page.replace("__TOKEN_QUERY__", "").replace('href="static/', 'href="assets/')
     page = page.replace('<script src="static/common.js" defer></script>',
@@ -136,8 +142,8 @@ def _write(app: ViewApp, run, out: Path) -> Path:
     page = page.replace('src="static/', 'src="assets/')
     page = page.replace('<meta charset="utf-8">',
                         f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{EXPORT_CSP}">')
-    atomic_write_text(out / "index.html", page)
-    return out / "index.html"
+    files["index.html"] = page
+    return files
 
 
 def _grid(grid, rid: str, search: list[str]) -> dict[str, Any]:

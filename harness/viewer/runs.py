@@ -11,7 +11,9 @@ Indexes (:mod:`harness.viewer.index`) are built one at a time by a child process
 (Runs, Leaderboard) answer at once, and a big run's index (a minute for a million
 responses) neither blocks them nor shares their interpreter lock. A run whose
 files change (``grace run`` still writing, a re-score) is indexed again; the old
-index serves, with a notice, until the new one is in place.
+index serves, with a notice, until the new one is in place. Its ``report.json``
+is read again as soon as a page sees it changed (:func:`reread_report`), so the
+Runs and Leaderboard pages never show an older report than the grid's index.
 """
 
 from __future__ import annotations
@@ -111,7 +113,8 @@ def run_ids(paths: list[Path]) -> list[str]:
 
 @dataclass
 class ViewRun:
-    """One run as the viewer holds it: its report (read once), its index (when built) and what to tell the user."""
+    """One run as the viewer holds it: its report (read again when it changes), its index (when built) and what
+    to tell the user."""
 
     id: str
     path: Path
@@ -126,6 +129,8 @@ class ViewRun:
     checked: float = 0.0
     quick: tuple | None = None
     spot: dict | None = None
+    report_stat: tuple | None = None  # report.json's (size, mtime) when it was read; None: no file
+    report_error: str | None = None  # why the report on file could not be read
 
     @property
     def folder(self) -> RunDir:
@@ -164,14 +169,7 @@ def load_run(rid: str, path: Path) -> ViewRun:
     """Read what the Runs and Leaderboard pages need; a run that cannot be shown says why, it does not fail."""
     run = ViewRun(rid, path)
     folder = run.folder
-    if folder.report.exists():
-        try:
-            run.report = folder.read_report()
-        except GraceError as exc:
-            run.problem = str(exc)
-        else:  # no page shows them, and a 500-article run holds ten 500 x 500 matrices: not kept
-            for m in run.report.models.values():
-                m.confusion.matrix, m.confusion.labels, m.per_class = [], [], {}
+    reread_report(run)
     if not folder.scores.exists():
         run.state = "unscored"
         rows = _count_lines(folder.responses) if folder.responses.exists() else 0
@@ -179,6 +177,38 @@ def load_run(rid: str, path: Path) -> ViewRun:
                        if folder.writer() else "") + f". The questions appear once the run is scored (grace score "
                        f"{folder.responses} --gold GOLD.csv --kb KB, or let grace run finish).")
     return run
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
+
+
+def reread_report(run: ViewRun) -> bool:
+    """Read the run's ``report.json`` (again) when it is not the one read last (size, time); True when read.
+
+    Every page looks (through :meth:`Indexer.check`): a run that gained a model while the viewer is open shows it
+    on the Runs and Leaderboard pages as soon as its report says so, as the grid does once it is indexed again."""
+    stat = _stat(run.folder.report)
+    if stat == run.report_stat:
+        return False
+    report, error = None, None
+    if stat is not None:
+        try:
+            report = run.folder.read_report()
+        except GraceError as exc:
+            error = str(exc)
+        else:  # no page shows them, and a 500-article run holds ten 500 x 500 matrices: not kept
+            for m in report.models.values():
+                m.confusion.matrix, m.confusion.labels, m.per_class = [], [], {}
+    if run.problem is None or run.problem == run.report_error:
+        run.problem = error
+    run.report, run.report_stat, run.report_error = report, stat, error
+    run.plots.clear()
+    return True
 
 
 def _count_lines(path: Path) -> int:
@@ -244,6 +274,7 @@ class Indexer:
         if run.quick is None or quick == run.quick:
             return
         run.quick = quick
+        reread_report(run)  # the Runs and Leaderboard pages at once; the grid once the new index is in place
         if not run.folder.scores.exists():
             return
         with self._wake:
@@ -284,6 +315,7 @@ class Indexer:
         run.index = old  # the one it replaces closes when the last page using it is done with it
         run.state, run.stale, run.progress, run.phase, run.spot = "ready", False, 1.0, "ready", None
         run.plots.clear()
+        reread_report(run)  # a report rewritten while this index was built (check saw the files' keys already)
 
     def _build(self, run: ViewRun, dest: Path) -> None:
         if not self.child:

@@ -436,6 +436,7 @@
           el("td", { class: "num" }, String(x.regressed))))))));
     setMain(section("Compare", form, summary,
       el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`)),
+    ...(data.notices || []).map((n) => el("p", { class: "card warn" }, n)),
     ...details);
   }
 
