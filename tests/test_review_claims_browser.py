@@ -66,7 +66,10 @@ def test_claims_get_a_partial_label_and_calibrate_per_class(run, browser):
         expect(page.locator("#segments > li")).to_have_count(1)
         expect(page.locator("button.mark.partial")).to_have_count(1)
         segment = page.locator("#segments > li[data-seg='0']")
-        # a key pressed while the page still moves to the answer is dropped, as a person's is: press once it rests
+        # a key pressed while the page still moves to the answer is dropped, as a person's is: press once it rests.
+        # Auto-advance off: with it, the page moves on to the next answer once the mark is saved, and on a loaded
+        # machine it did so before the mark was looked for (the next answer's segment 0 was checked instead)
+        page.locator("#auto-advance").uncheck()
         page.wait_for_load_state("networkidle")
         page.keyboard.press("h")
         expect(segment).to_have_class(re.compile(r"\bpartial\b"))

@@ -271,11 +271,7 @@ def test_bad_input_gets_a_clear_message(built, tmp_path):
     finally:
         indexer.stop()
     # two runs on different gold sets cannot share a grid or be compared
-    other = tmp_path / "other"
-    shutil.copytree(built / "b", other)
-    report = json.loads((other / "report.json").read_text())
-    report["gold"]["hash"] = "f" * 16
-    (other / "report.json").write_text(json.dumps(report))
+    other = on_other_gold(built / "b", tmp_path / "other")
     app, indexer = open_viewer([built / "a", other], tmp_path / "cache2", child=False)
     try:
         indexer.wait(60)
@@ -433,14 +429,19 @@ def test_every_page_rereads_a_run_that_gained_a_model(built, tmp_path):
         indexer.stop()
 
 
+def on_other_gold(run, to):
+    """A copy of ``run`` whose report names another gold set."""
+    shutil.copytree(run, to)
+    report = json.loads((to / "report.json").read_text())
+    report["gold"]["hash"] = "f" * 16
+    (to / "report.json").write_text(json.dumps(report))
+    return to
+
+
 def test_the_question_page_refuses_runs_scored_on_different_gold(built, tmp_path):
     """The grid and Compare refuse two runs on different gold sets; the Question page did not, and showed run B's
     answers under run A's question and gold. It refuses them by the same rule, saying how to see each."""
-    other = tmp_path / "other"
-    shutil.copytree(built / "b", other)
-    report = json.loads((other / "report.json").read_text())
-    report["gold"]["hash"] = "f" * 16
-    (other / "report.json").write_text(json.dumps(report))
+    other = on_other_gold(built / "b", tmp_path / "other")
     app, indexer = open_viewer([built / "a", other], tmp_path / "cache", child=False)
     try:
         indexer.wait(60)
