@@ -24,6 +24,16 @@ from pathlib import Path
 from annotations.labels import REFUSE, LabelRecord, read_labels
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, spreadsheet_safe
+from kb_builder.gold import (
+    EXPECTED_ANSWER,
+    EXPECTED_CITATIONS,
+    GOLD_COLUMNS,
+    MUST_REFUSE,
+    QUESTION,
+    QUESTION_ID,
+    STATUS,
+    format_bool,
+)
 
 
 def cohen_kappa(a: list[str], b: list[str]) -> float:
@@ -217,7 +227,7 @@ def write_merge(res: Comparison, path: Path, titles: dict[str, str] | None = Non
     """
     titles = titles or {}
     compared = {q: i for i, q in enumerate(res.compared)}
-    cols = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes", "status", "agreement"]
+    cols = [*GOLD_COLUMNS, STATUS, "agreement"]
     for name in res.names:
         cols += [f"label_{name}", f"notes_{name}"]
     buf = io.StringIO()
@@ -225,20 +235,15 @@ def write_merge(res: Comparison, path: Path, titles: dict[str, str] | None = Non
     w.writeheader()
     for qid in res.order:
         first = next(recs[qid] for recs in res.records if qid in recs)
-        row = {"question_id": qid, "question": first.question, "expected_answer": first.expected_answer}
+        row = {QUESTION_ID: qid, QUESTION: first.question, EXPECTED_ANSWER: first.expected_answer}
         i = compared.get(qid)
         if i is not None and i not in res.disagreements:
             lab = res.labels[i][0]
-            row.update(
-                agreement="agreed",
-                status="labelled",
-                must_refuse="true" if lab == REFUSE else "false",
-                expected_citations="" if lab == REFUSE else lab,
-            )
+            row.update({"agreement": "agreed", STATUS: "labelled", MUST_REFUSE: format_bool(lab == REFUSE),
+                        EXPECTED_CITATIONS: "" if lab == REFUSE else lab})
         else:
-            row.update(
-                agreement="disagree" if i is not None else "incomplete", status="unlabelled", must_refuse="false"
-            )
+            row.update({"agreement": "disagree" if i is not None else "incomplete", STATUS: "unlabelled",
+                        MUST_REFUSE: format_bool(False)})
         for name, recs in zip(res.names, res.records, strict=True):
             rec = recs.get(qid)
             lab = (rec.label or rec.status) if rec else "missing"

@@ -13,6 +13,12 @@ from harness.core.errors import GraceError, WorkFailed
 from harness.core.outputs import check_output_file
 from harness.web import listen, serve
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "annotate": "Label gold questions in a local web app.",
+    "annotations": "Check, compare and summarise gold labels.",
+}
+
+
 _path = click.Path(path_type=Path)
 
 
@@ -382,10 +388,10 @@ def audit(gold, kb_dir, run, out, min_models, min_swaps, limit, force) -> None:
     articles the models swap both ways (near-duplicates). Review them with
     `grace annotate KB --from-gold GOLD --only OUT`.
     """
-    from harness import api
+    from harness.workflows.annotate import audit_gold
 
     check_output_file(out, {"gold CSV": gold, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
-    result = api.audit_gold(gold, kb_dir, run, out, min_voters=min_models, min_swaps=min_swaps)
+    result = audit_gold(gold, kb_dir, run, out, min_voters=min_models, min_swaps=min_swaps)
     kinds = Counter(s.kind for s in result.suspects)
     if len(result.models) < 3:
         click.echo(f"warning: only {len(result.models)} model(s) voted; a flag is only as good as the models' "

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options, model_options, redact_option
+from harness.cli.call_options import call_options, model_calls, redact_option
 from harness.core.errors import WorkFailed
+
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "gold": "Draft a gold set from the KB: generated questions to review.",
+}
+
 
 _path = click.Path(path_type=Path)
 
@@ -36,8 +41,7 @@ def gold() -> None:
 @redact_option
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Another seed asks the generator again (new cache entries) and samples other titles for a big KB.")
-def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, force, concurrency,
-             max_attempts, prices, no_cache, seed, redact_pii, **model_opts) -> None:
+def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dry_run, force, seed, **call) -> None:
     """Write N questions per article (and M refusals) with an LLM, check them, and save a draft to review.
 
     Questions that copy their article's wording are rejected; each other one is
@@ -53,23 +57,19 @@ def generate(kb_dir, model, per_article, out, refusals, k, labeler, template, dr
     """
     from rich.console import Console
 
-    from annotations.generate import generate_draft
-    from harness.privacy import make_redactor
-    from kb_builder.store import load_kb
+    from harness.workflows.gold import generate_gold
 
-    kb = load_kb(kb_dir)
     console = Console(stderr=True)
-    redactor = make_redactor(redact_pii, console)
-    result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
-                            dry_run=dry_run, concurrency=concurrency, max_attempts=max_attempts, prices=prices,
-                            read_cache=not no_cache, seed=seed, template=template, console=console,
-                            options=model_options(model_opts), force=force, redactor=redactor)
+    draft = generate_gold(kb_dir, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
+                          template=template, seed=seed, dry_run=dry_run, force=force, calls=model_calls(call),
+                          console=console)
+    result = draft.result
     if result is None:
         return
-    if redactor is not None:
-        from harness.privacy.redactor import summary_line, write_record
+    if draft.redaction is not None:
+        from harness.privacy.redactor import summary_line
 
-        click.echo(f"--redact-pii: {summary_line(redactor.record())}; counts -> {write_record(out, redactor)}", err=True)
+        click.echo(f"--redact-pii: {summary_line(draft.redaction)}; counts -> {draft.redaction_file}", err=True)
     kept = len(result.records)
     click.echo(f"{kept} draft question(s) -> {out}" + ("" if kept else " (nothing kept: see the counts above)"))
     click.echo(f"next: grace annotations validate {out} --kb {kb_dir}; grace annotate {kb_dir} --from-gold {out}")

@@ -21,14 +21,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
-from harness.core.files import csv_text, spreadsheet_unsafe
-from kb_builder.gold import GOLD_COLUMNS, parse_bool, split_ids
+from harness.core.files import csv_text
+from kb_builder.gold import (
+    EXPECTED_CITATIONS,
+    GOLD_COLUMNS,
+    ID_SEP,
+    MUST_REFUSE,
+    QUESTION_COLUMNS,
+    STATUS,
+    GoldRecord,
+    check_label,
+    check_unique,
+    parse_row,
+    read_table,
+)
 
 STATUSES = ("labelled", "skipped", "unlabelled", "draft")
 PROVENANCES = ("human", "accepted_suggestion", "changed_suggestion")
-BOOK_COLUMNS = ["status", "annotator", "labelled_at", "expected_titles", "original_question", "provenance", "suggested",
+BOOK_COLUMNS = [STATUS, "annotator", "labelled_at", "expected_titles", "original_question", "provenance", "suggested",
                 "suggestion_source"]
 OUT_COLUMNS = GOLD_COLUMNS + BOOK_COLUMNS
 TITLE_SEP = " | "
@@ -36,13 +47,9 @@ REFUSE = "REFUSE"
 
 
 @dataclass
-class LabelRecord:
-    question_id: str
-    question: str
-    expected_citations: list[str] = field(default_factory=list)
-    must_refuse: bool = False
-    expected_answer: str = ""
-    notes: str = ""
+class LabelRecord(GoldRecord):
+    """A row of an annotation file: the gold record plus the labeller's bookkeeping (``BOOK_COLUMNS``)."""
+
     status: str = "unlabelled"
     annotator: str = ""
     labelled_at: str = ""
@@ -51,8 +58,6 @@ class LabelRecord:
     provenance: str = ""
     suggested: str = ""  # a label string (``17;18`` or ``REFUSE``), as suggested when the label was saved
     suggestion_source: str = ""
-    line: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str | None:
@@ -66,44 +71,24 @@ class LabelRecord:
         """The label the row carries, labelled or draft: ``REFUSE``, the sorted IDs, or ``None``."""
         if self.must_refuse:
             return REFUSE
-        return ";".join(sorted(self.expected_citations)) or None
+        return ID_SEP.join(sorted(self.expected_citations)) or None
+
+    def book_cells(self) -> dict[str, str]:
+        """The bookkeeping columns as the CSV spells them, in ``BOOK_COLUMNS`` order."""
+        return dict(zip(BOOK_COLUMNS, (
+            self.status, self.annotator, self.labelled_at, TITLE_SEP.join(self.expected_titles),
+            self.original_question, self.provenance, self.suggested, self.suggestion_source,
+        ), strict=True))
 
     def to_row(self) -> dict[str, str]:
-        return {
-            "question_id": self.question_id,
-            "question": self.question,
-            "expected_answer": self.expected_answer,
-            "expected_citations": ";".join(self.expected_citations),
-            "must_refuse": "true" if self.must_refuse else "false",
-            "notes": self.notes,
-            "status": self.status,
-            "annotator": self.annotator,
-            "labelled_at": self.labelled_at,
-            "expected_titles": TITLE_SEP.join(self.expected_titles),
-            "original_question": self.original_question,
-            "provenance": self.provenance,
-            "suggested": self.suggested,
-            "suggestion_source": self.suggestion_source,
-            **self.extra,
-        }
+        return {**self.gold_cells(), **self.book_cells(), **self.extra}
 
     def to_json(self) -> dict:
-        return {
-            "question_id": self.question_id,
-            "question": self.question,
-            "expected_citations": list(self.expected_citations),
-            "must_refuse": self.must_refuse,
-            "expected_answer": self.expected_answer,
-            "notes": self.notes,
-            "status": self.status,
-            "annotator": self.annotator,
-            "labelled_at": self.labelled_at,
-            "original_question": self.original_question,
-            "provenance": self.provenance,
-            "suggested": self.suggested,
-            "suggestion_source": self.suggestion_source,
-            "extra": dict(self.extra),
-        }
+        """The record for the annotation page: the CSV's cells, with the IDs a list and must_refuse a boolean."""
+        cells = {**self.gold_cells(), **self.book_cells()}
+        del cells["expected_titles"]
+        return {**cells, EXPECTED_CITATIONS: list(self.expected_citations), MUST_REFUSE: self.must_refuse,
+                "extra": dict(self.extra)}
 
 
 def split_titles(value: str) -> list[str]:
@@ -113,53 +98,31 @@ def split_titles(value: str) -> list[str]:
 
 def read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """Header and non-blank rows of a label CSV; structural problems raise ``GraceError``."""
-    header, rows = read_csv_rows(path)
-    if not header:
-        raise GraceError(f"{path}: the file is empty; expected a header with question_id, question")
-    missing = [c for c in ("question_id", "question") if c not in header]
-    if missing:
-        raise GraceError(
-            f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
-        )
-    return header, [(line, {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}) for line, row in rows]
+    return read_table(path, QUESTION_COLUMNS)
 
 
 def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
     """One row as a record; a value that cannot be right raises ``GraceError`` naming the line."""
-    qid = row.get("question_id", "").strip()
-    question = row.get("question", "").strip()
-    if not qid:
-        raise GraceError(f"{where(path, line)}: empty question_id")
-    if not question:
-        raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
-    must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
-    cites = split_ids(row.get("expected_citations", ""))
-    status = row.get("status", "").strip().lower()
+    gold = parse_row(path, line, row, known=OUT_COLUMNS)
+    status = row.get(STATUS, "").strip().lower()
     if status and status not in STATUSES:
-        raise GraceError(f"{where(path, line)}: status must be one of {', '.join(STATUSES)}, got {status!r}")
+        raise GraceError(f"{where(path, line)}: {STATUS} must be one of {', '.join(STATUSES)}, got {status!r}")
     if not status:
-        status = "labelled" if (must_refuse or cites) else "unlabelled"
-    if status in ("labelled", "draft") and must_refuse and cites:
+        status = "labelled" if (gold.must_refuse or gold.expected_citations) else "unlabelled"
+    if status in ("labelled", "draft"):
+        check_label(path, gold, required=False)
+    else:  # a row not labelled yet keeps no label
+        gold.must_refuse, gold.expected_citations = False, []
+    if status == "labelled" and not gold.must_refuse and not gold.expected_citations:
         raise GraceError(
-            f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
-            f"{';'.join(cites)}; clear one of the two"
-        )
-    if status == "labelled" and not must_refuse and not cites:
-        raise GraceError(
-            f"{where(path, line)}: question {qid!r} is marked labelled but has no expected_citations "
-            "and must_refuse is false"
+            f"{where(path, line)}: question {gold.question_id!r} is marked labelled but has no {EXPECTED_CITATIONS} "
+            f"and {MUST_REFUSE} is false"
         )
     provenance = row.get("provenance", "").strip().lower()
     if provenance and provenance not in PROVENANCES:
         raise GraceError(f"{where(path, line)}: provenance must be one of {', '.join(PROVENANCES)}, got {provenance!r}")
-    known = set(OUT_COLUMNS)
     return LabelRecord(
-        question_id=qid,
-        question=question,
-        expected_citations=cites if status in ("labelled", "draft") else [],
-        must_refuse=must_refuse if status in ("labelled", "draft") else False,
-        expected_answer=row.get("expected_answer", "").strip(),
-        notes=row.get("notes", "").strip(),
+        **vars(gold),
         status=status,
         annotator=row.get("annotator", "").strip(),
         labelled_at=row.get("labelled_at", "").strip(),
@@ -168,8 +131,6 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
         provenance=provenance,
         suggested=row.get("suggested", "").strip(),
         suggestion_source=row.get("suggestion_source", "").strip(),
-        line=line,
-        extra={k: v for k, v in row.items() if k not in known},
     )
 
 
@@ -181,11 +142,7 @@ def read_labels(path: str | Path) -> tuple[list[LabelRecord], list[str]]:
     seen: dict[str, int] = {}
     for line, row in rows:
         rec = row_to_record(path, line, row)
-        if rec.question_id in seen:
-            raise GraceError(
-                f"{where(path, line)}: duplicate question_id {rec.question_id!r} (first on line {seen[rec.question_id]})"
-            )
-        seen[rec.question_id] = line
+        check_unique(path, line, rec.question_id, seen)
         out.append(rec)
     if not out:
         raise GraceError(f"{path}: no questions found")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from annotations.labels import LabelRecord, read_rows, row_to_record
 from harness.core.errors import GraceError, where
+from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
 from kb_builder.store import KB, load_kb
 
 REFUSE_SHARE_RANGE = (0.10, 0.30)
@@ -97,26 +98,25 @@ def validate_gold(
     def warn(kind: str, msg: str, line: int | None = None, qid: str | None = None) -> None:
         rep.warnings.append(Issue(kind=kind, message=msg, line=line, question_id=qid))
 
-    missing = [c for c in ("expected_citations", "must_refuse") if c not in header]
+    missing = [c for c in LABEL_COLUMNS if c not in header]
     if missing:
         err("columns", f"{where(gold, 1)}: missing gold column(s) {', '.join(missing)}", 1)
-    has_status = "status" in header
+    has_status = STATUS in header
     records: list[LabelRecord] = []
     seen: dict[str, int] = {}
     for line, row in rows:
         try:
             rec = row_to_record(gold, line, row)
         except GraceError as exc:
-            err("row", str(exc), line, row.get("question_id", "").strip() or None)
+            err("row", str(exc), line, row.get(QUESTION_ID, "").strip() or None)
             continue
-        if rec.question_id in seen:
-            err("duplicate_id", f"{where(gold, line)}: duplicate question_id {rec.question_id!r} "
-                f"(first on line {seen[rec.question_id]})", line, rec.question_id)
+        try:
+            check_unique(gold, line, rec.question_id, seen)
+        except GraceError as exc:
+            err("duplicate_id", str(exc), line, rec.question_id)
             continue
-        seen[rec.question_id] = line
-        if rec.status == "unlabelled" and not has_status:
-            err("row", f"{where(gold, line)}: question {rec.question_id!r} has no expected_citations and "
-                "must_refuse is false; give the answering article ID(s) or set must_refuse", line, rec.question_id)
+        if rec.status == "unlabelled" and not has_status:  # a plain gold file: the row must be labelled
+            err("row", no_label(gold, line, rec.question_id), line, rec.question_id)
         records.append(rec)
     labelled = [r for r in records if r.status == "labelled"]
     rep.questions, rep.labelled = len(records), len(labelled)

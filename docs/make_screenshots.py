@@ -1,4 +1,4 @@
-"""Make the README's screenshots of ``grace view``: docs/view-grid.png and docs/view-question.png.
+"""Make the documentation's screenshots of ``grace view``: docs/view-grid.png and docs/view-question.png.
 
 Offline: the sample benchmark's KB and gold set, two runs of the two baselines and a model answered by grace's
 fake OpenAI server (run A quotes the first article shown; run B, "a new prompt", the second one for every fifth

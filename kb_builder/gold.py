@@ -19,23 +19,57 @@ from harness.core.csv_rows import Row, read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import decode_checked, read_text_checked, spreadsheet_unsafe
 
-GOLD_COLUMNS = ["question_id", "question", "expected_answer", "expected_citations", "must_refuse", "notes"]
-REQUIRED_COLUMNS = ["question_id", "question", "expected_citations", "must_refuse"]
+# The gold CSV's columns, spelled here only: every other module names them through these constants
+# (tests/test_gold_format.py holds the source tree to that).
+QUESTION_ID = "question_id"
+QUESTION = "question"
+EXPECTED_ANSWER = "expected_answer"
+EXPECTED_CITATIONS = "expected_citations"
+MUST_REFUSE = "must_refuse"
+NOTES = "notes"
+STATUS = "status"  # optional here; written by `grace annotate` and `grace gold generate`
+GOLD_COLUMNS = [QUESTION_ID, QUESTION, EXPECTED_ANSWER, EXPECTED_CITATIONS, MUST_REFUSE, NOTES]
+QUESTION_COLUMNS = [QUESTION_ID, QUESTION]  # what a file of questions to label needs
+LABEL_COLUMNS = [EXPECTED_CITATIONS, MUST_REFUSE]  # ... and what makes it gold
+REQUIRED_COLUMNS = QUESTION_COLUMNS + LABEL_COLUMNS
 SKIP_STATUSES = {"skipped", "unlabelled", "unlabeled", "draft"}
+ID_SEP = ";"
 _TRUE = {"true", "1", "yes", "y", "t"}
 _FALSE = {"false", "0", "no", "n", "f", ""}
 
 
 @dataclass
-class GoldQuestion:
+class GoldRecord:
+    """One row's gold columns, as typed: what a gold file and an annotation file have in common.
+
+    :class:`GoldQuestion` (a question of a gold set) and ``annotations.labels.LabelRecord`` (a row of an
+    annotation file, labelled or not, with the labeller's bookkeeping) are this record plus their own fields.
+    """
+
     question_id: str
     question: str
-    expected_citations: list[str]
-    must_refuse: bool
+    expected_citations: list[str] = field(default_factory=list)
+    must_refuse: bool = False
     expected_answer: str = ""
     notes: str = ""
     line: int = 0
-    extra: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)  # the row's other columns, as written
+
+    def gold_cells(self) -> dict[str, str]:
+        """The gold columns as the CSV spells them, in :data:`GOLD_COLUMNS` order."""
+        return {
+            QUESTION_ID: self.question_id,
+            QUESTION: self.question,
+            EXPECTED_ANSWER: self.expected_answer,
+            EXPECTED_CITATIONS: ID_SEP.join(self.expected_citations),
+            MUST_REFUSE: format_bool(self.must_refuse),
+            NOTES: self.notes,
+        }
+
+
+@dataclass
+class GoldQuestion(GoldRecord):
+    """A question of a gold set: labelled, with either ``expected_citations`` or ``must_refuse``."""
 
     @property
     def label(self) -> str:
@@ -59,23 +93,24 @@ def parse_bool(value: str, path: Path, line: int, column: str) -> bool:
     raise GraceError(f"{where(path, line)}: column '{column}' must be true or false, got {value!r}")
 
 
+def format_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
 def split_ids(value: str) -> list[str]:
     """``"17; 18;17"`` -> ``["17", "18"]`` (order kept, duplicates dropped)."""
     seen: list[str] = []
-    for part in (value or "").replace(",", ";").split(";"):
+    for part in (value or "").replace(",", ID_SEP).split(ID_SEP):
         p = part.strip()
         if p and p not in seen:
             seen.append(p)
     return seen
 
 
-def _unescaped(row: dict[str, str]) -> dict[str, str]:
-    """Cells as typed: ``grace annotate`` writes ``'=...`` so a spreadsheet does not run them as formulas."""
-    return {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}
-
-
-def _open_csv(path: Path, required: list[str], text: str | None = None) -> list[Row]:
-    """Rows of a CSV that has the ``required`` columns; a runaway quote or a row of the wrong width names its line."""
+def read_table(path: Path, required: list[str], text: str | None = None) -> tuple[list[str], list[Row]]:
+    """Header and non-blank rows of a CSV that has the ``required`` columns, cells as typed (``grace annotate``
+    writes ``'=...`` so a spreadsheet does not run a cell as a formula); a runaway quote or a row of the wrong
+    width names its line."""
     header, rows = read_csv_rows(path, text)
     if not header:
         raise GraceError(f"{path}: the file is empty; expected a header row with {', '.join(required)}")
@@ -84,7 +119,58 @@ def _open_csv(path: Path, required: list[str], text: str | None = None) -> list[
         raise GraceError(
             f"{where(path, 1)}: missing column(s) {', '.join(missing)}; the header has {', '.join(header)}"
         )
-    return rows
+    return header, [(line, {k: spreadsheet_unsafe(v) or "" for k, v in row.items()}) for line, row in rows]
+
+
+def parse_row(path: Path, line: int, row: dict[str, str], *, known: list[str] = GOLD_COLUMNS,
+              seen: dict[str, int] | None = None) -> GoldRecord:
+    """One row's gold columns, checked: a question ID and a question, must_refuse a boolean, the IDs split.
+
+    ``seen`` (question ID -> line), when given, also refuses a question ID met before and records this one.
+    Whether the row must carry a label is the reader's rule: :func:`check_label`. Columns not in ``known``
+    go to ``extra``.
+    """
+    qid = (row.get(QUESTION_ID) or "").strip()
+    question = (row.get(QUESTION) or "").strip()
+    if not qid:
+        raise GraceError(f"{where(path, line)}: empty {QUESTION_ID}")
+    if not question:
+        raise GraceError(f"{where(path, line)}: question {qid!r} has an empty {QUESTION}")
+    if seen is not None:
+        check_unique(path, line, qid, seen)
+    return GoldRecord(
+        question_id=qid,
+        question=question,
+        expected_citations=split_ids(row.get(EXPECTED_CITATIONS, "")),
+        must_refuse=parse_bool(row.get(MUST_REFUSE, ""), path, line, MUST_REFUSE),
+        expected_answer=(row.get(EXPECTED_ANSWER) or "").strip(),
+        notes=(row.get(NOTES) or "").strip(),
+        line=line,
+        extra={k: v for k, v in row.items() if k not in known},
+    )
+
+
+def check_unique(path: Path, line: int, qid: str, seen: dict[str, int]) -> None:
+    if qid in seen:
+        raise GraceError(f"{where(path, line)}: duplicate {QUESTION_ID} {qid!r} (first on line {seen[qid]})")
+    seen[qid] = line
+
+
+def check_label(path: Path, rec: GoldRecord, *, required: bool = True) -> None:
+    """A label is ``must_refuse`` or ``expected_citations``, not both; ``required``: and not neither."""
+    if rec.must_refuse and rec.expected_citations:
+        raise GraceError(
+            f"{where(path, rec.line)}: question {rec.question_id!r} is {MUST_REFUSE} but lists {EXPECTED_CITATIONS} "
+            f"{ID_SEP.join(rec.expected_citations)}; clear one of the two"
+        )
+    if required and not rec.must_refuse and not rec.expected_citations:
+        raise GraceError(no_label(path, rec.line, rec.question_id))
+
+
+def no_label(path: Path, line: int, qid: str) -> str:
+    """What a gold row with no label is told."""
+    return (f"{where(path, line)}: question {qid!r} has no {EXPECTED_CITATIONS} and {MUST_REFUSE} is false; "
+            f"give the answering article ID(s) or set {MUST_REFUSE} to true")
 
 
 @dataclass(frozen=True)
@@ -120,44 +206,12 @@ def read_gold(path: str | Path) -> list[GoldQuestion]:
 def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
     out: list[GoldQuestion] = []
     seen: dict[str, int] = {}
-    for line, row in _open_csv(path, REQUIRED_COLUMNS, text):
-        row = _unescaped(row)  # never blank: the reader leaves blank rows out
-        if (row.get("status") or "").strip().lower() in SKIP_STATUSES:
+    for line, row in read_table(path, REQUIRED_COLUMNS, text)[1]:
+        if (row.get(STATUS) or "").strip().lower() in SKIP_STATUSES:
             continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
-        qid = (row.get("question_id") or "").strip()
-        question = (row.get("question") or "").strip()
-        if not qid:
-            raise GraceError(f"{where(path, line)}: empty question_id")
-        if not question:
-            raise GraceError(f"{where(path, line)}: question {qid!r} has an empty question")
-        if qid in seen:
-            raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r} (first on line {seen[qid]})")
-        seen[qid] = line
-        must_refuse = parse_bool(row.get("must_refuse", ""), path, line, "must_refuse")
-        cites = split_ids(row.get("expected_citations", ""))
-        if must_refuse and cites:
-            raise GraceError(
-                f"{where(path, line)}: question {qid!r} is must_refuse but lists expected_citations "
-                f"{';'.join(cites)}; clear one of the two"
-            )
-        if not must_refuse and not cites:
-            raise GraceError(
-                f"{where(path, line)}: question {qid!r} has no expected_citations and must_refuse is false; "
-                "give the answering article ID(s) or set must_refuse to true"
-            )
-        extra = {k: v for k, v in row.items() if k not in GOLD_COLUMNS}
-        out.append(
-            GoldQuestion(
-                question_id=qid,
-                question=question,
-                expected_citations=cites,
-                must_refuse=must_refuse,
-                expected_answer=(row.get("expected_answer") or "").strip(),
-                notes=(row.get("notes") or "").strip(),
-                line=line,
-                extra=extra,
-            )
-        )
+        rec = parse_row(path, line, row, seen=seen)
+        check_label(path, rec)
+        out.append(GoldQuestion(**vars(rec)))
     if not out:
         raise GraceError(f"{path}: no questions found")
     return out
@@ -174,15 +228,15 @@ def read_questions(path: str | Path) -> list[Question]:
         return qs
     out: list[Question] = []
     seen: set[str] = set()
-    for line, row in _open_csv(path, ["question_id", "question"]):
-        qid = (spreadsheet_unsafe(row.get("question_id")) or "").strip()
-        text = (spreadsheet_unsafe(row.get("question")) or "").strip()
+    for line, row in read_table(path, QUESTION_COLUMNS)[1]:
+        qid = row[QUESTION_ID].strip()
+        text = row[QUESTION].strip()
         if not qid and not text:
             continue
         if not qid or not text:
-            raise GraceError(f"{where(path, line)}: each row needs a question_id and a question")
+            raise GraceError(f"{where(path, line)}: each row needs a {QUESTION_ID} and a {QUESTION}")
         if qid in seen:
-            raise GraceError(f"{where(path, line)}: duplicate question_id {qid!r}")
+            raise GraceError(f"{where(path, line)}: duplicate {QUESTION_ID} {qid!r}")
         seen.add(qid)
         out.append(Question(qid, text, line))
     if not out:

@@ -11,7 +11,7 @@ Three kinds, each a pattern per language (ISO 639-1):
 An article is checked with its own language's patterns and the English ones
 (English phrases turn up in every KB). A language with no entry is checked in
 English only; adding one is adding its three patterns here and a planted-article
-test (README, "Languages").
+test (docs/how-to/languages.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Python API: the README's example runs as written, and results are typed."""
+"""The Python API: the documented example (docs/how-to/python-api.md) runs as written, and results are typed."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from tests.conftest import ROOT
 
 
 def readme_example() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("### Python API", 1)[1]
+    text = (ROOT / "docs" / "how-to" / "python-api.md").read_text(encoding="utf-8")
+    section = text.split("## Example", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
@@ -20,12 +20,12 @@ def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = readme_example().replace("benchmarks/sample", str(ROOT / "benchmarks" / "sample"))
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 - the documented example, as a user runs it
+    exec(compile(code, "docs/how-to/python-api.md", "exec"), scope)  # noqa: S102 - the documented example, as a user runs it
     board, df, run = scope["board"], scope["df"], scope["run"]
     assert [r.model for r in board] == ["baseline:threshold", "baseline:top1"]
     assert board["baseline:top1"].n_questions == 90 and 0 < board["baseline:top1"].accuracy < 1
     assert list(df.index) == ["baseline:threshold", "baseline:top1"] and "ci_low" in df.columns
-    assert run.info.rows["baseline:top1"]["rows"] == 90 and len(run.responses()) == 90 + 90  # both answer all
+    assert run.info.rows["baseline:top1"].rows == 90 and len(run.responses()) == 90 + 90  # both answer all
     assert "1 " in capsys.readouterr().out
     assert [p.name for p in tmp_path.iterdir()] == ["grace-example"]  # nothing else in the user's folder
     assert (tmp_path / "grace-example" / "runs" / "first" / "report.html").is_file()
@@ -51,3 +51,44 @@ def test_one_export_list_and_every_name_in_it_resolves():
     defined = {n for n, v in vars(api).items() if not n.startswith("_") and getattr(v, "__module__", "") == api.__name__
                and callable(v)}
     assert defined - set(grace.API_NAMES) == set(), "a public name of harness.api missing from API_NAMES"
+
+
+def test_every_workflow_is_in_the_api():
+    """A workflow (harness.workflows: one function per command) is callable from Python as ``grace.NAME``."""
+    import importlib
+    import inspect
+
+    for path in sorted((ROOT / "harness" / "workflows").glob("[!_]*.py")):
+        module = importlib.import_module(f"harness.workflows.{path.stem}")
+        for name, value in vars(module).items():
+            if not name.startswith("_") and inspect.isfunction(value) and value.__module__ == module.__name__:
+                assert name in grace.API_NAMES and getattr(grace, name) is value, f"{module.__name__}.{name}"
+
+
+def test_the_api_is_the_workflows_lists():
+    """``grace.API_NAMES`` is read from each workflow module's ``__all__``: a new workflow needs no list edited."""
+    import importlib
+
+    from harness.workflows import api_names
+
+    names = api_names()
+    for module in sorted(set(names.values())):
+        listed = getattr(importlib.import_module(f"harness.workflows.{module}"), "__all__", None)
+        if listed is not None:
+            assert sorted(n for n, m in names.items() if m == module) == sorted(listed), module
+    assert list(grace.API_NAMES) == sorted(names)
+
+
+def test_every_command_is_found_in_its_module():
+    """``grace --help`` lists what the command modules declare (``COMMANDS``), each a click command of that name."""
+    import importlib
+
+    import click
+
+    from harness.cli.app import COMMANDS, discover
+
+    assert COMMANDS == discover() and {"kb", "run", "spotcheck", "gold", "annotate"} <= set(COMMANDS)
+    for name, (target, help_text) in COMMANDS.items():
+        module, _, attr = target.partition(":")
+        found = importlib.import_module(module)
+        assert attr == name and isinstance(getattr(found, attr), click.Command) and found.COMMANDS[name] == help_text

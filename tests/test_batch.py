@@ -396,7 +396,7 @@ batch = true
     assert result.ok and result.errors == 0, result.stopped
     assert len(result.leaderboard) == 5
     info = api.load_run(tmp_path / "run").info
-    assert [m["batch"] for m in info.models] == [False, False, False, False, True]
+    assert [m.batch for m in info.models] == [False, False, False, False, True]
     assert {r["model"] for r in rows_of(tmp_path / "run") if r["batch"]} == {"anthropic:claude-haiku-4-5"}
     assert len(srv.batch_submitted) == 14
 

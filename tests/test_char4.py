@@ -1,7 +1,7 @@
 """Character 4-gram retrieval (``char4``), fusions written ``A+B``, and the per-language default retriever.
 
 The measured problem: on French and German handbooks the default ``bm25f`` found fewer held-out questions than
-plain ``bm25`` (README, "Languages"), largely where stems do not meet: German compounds ("Urlaubsantrag" for
+plain ``bm25`` (docs/how-to/languages.md), largely where stems do not meet: German compounds ("Urlaubsantrag" for
 "Urlaub beantragen") and inflections Snowball leaves apart. A French or German KB now defaults to ``bm25f+char4``.
 """
 

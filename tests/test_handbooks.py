@@ -67,7 +67,7 @@ def test_labels_join_the_kb_built_from_the_pages_and_held_out_recall_has_interva
 
 @pytest.mark.parametrize("name", ["etalab-fr", "berlin-opendata-de"])
 def test_the_french_and_german_default_beats_bm25f_on_both_parts(tmp_path, name):
-    """The evidence LANGUAGE_DEFAULTS rests on (README, "Languages"): a new KB in the language gets the default, and
+    """The evidence LANGUAGE_DEFAULTS rests on (docs/how-to/languages.md): a new KB in the language gets the default, and
     it finds more questions than bm25f in the tuning part and in the held-out part."""
     mod = _handbooks()
     kb = tmp_path / "kb"

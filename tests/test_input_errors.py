@@ -289,8 +289,9 @@ def test_gold_read_again_after_an_edit_of_the_same_size(tmp_path):
 def test_an_unknown_provider_lists_only_documented_providers(tmp_path):
     from harness.providers import parse_model_spec, public_providers
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    assert public_providers() and all(f"`{name}" in readme for name in public_providers())
+    root = Path(__file__).resolve().parent.parent  # the README and the docs pages that list the providers
+    documented = "\n".join(p.read_text(encoding="utf-8") for p in [root / "README.md", *sorted((root / "docs").rglob("*.md"))])
+    assert public_providers() and all(f"`{name}" in documented for name in public_providers())
     with pytest.raises(GraceError) as exc:
         parse_model_spec("opnai:gpt-4o-mini")
     listed = str(exc.value).split("known: ", 1)[1]

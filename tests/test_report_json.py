@@ -49,14 +49,16 @@ def test_a_newer_schema_version_is_refused_with_what_to_do(run):
         write_reports(out)
 
 
-def test_fields_of_a_newer_grace_are_kept_when_the_report_is_written_back(run):
+def test_fields_this_grace_does_not_know_are_read_with_a_warning_and_not_written_back(run, caplog):
     out, _ = run
     data = json.loads((out / "report.json").read_text())
     data["models"]["acme/large"]["future_metric"] = 0.5
     data["future_block"] = {"x": 1}
     (out / "report.json").write_text(json.dumps(data))
-    again = json.loads(report_json(read_report(out / "report.json")))
-    assert again["models"]["acme/large"]["future_metric"] == 0.5 and again["future_block"] == {"x": 1}
+    with caplog.at_level("WARNING", logger="grace"):
+        again = json.loads(report_json(read_report(out / "report.json")))
+    assert "models['acme/large'].future_metric, future_block" in caplog.text  # said, never silent
+    assert "future_metric" not in again["models"]["acme/large"] and "future_block" not in again
     assert "model" not in again["models"]["acme/large"]  # the name is the key, never a field in the file
 
 

@@ -65,8 +65,8 @@ def test_rerank_reorders_the_candidates_and_is_cached_and_recorded(bench, tmp_pa
         after = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "run").response_rows()}
         assert after == {q: list(reversed(ids))[:2] for q, ids in before.items()}
         info = api.load_run(tmp_path / "run").info
-        assert info.config["rerank"]["reranker"] == "openai:reranker-model" and info.config["rerank"]["depth"] == 4
-        assert info.config["rerank"]["changed"] == 9 and info.config["rerank"]["calls"]["calls"] == 9
+        assert info.config.rerank["reranker"] == "openai:reranker-model" and info.config.rerank["depth"] == 4
+        assert info.config.rerank["changed"] == 9 and info.config.rerank["calls"]["calls"] == 9
         srv.clear()
         api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "again", k=2,
                 rerank="openai:reranker-model", rerank_depth=4)
@@ -86,7 +86,7 @@ def test_an_unreadable_ranking_keeps_the_retrievers_order(bench, tmp_path, monke
         same = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "plain").response_rows()}
         reranked = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "run").response_rows()}
         assert {q: v for q, v in same.items() if q != "r1"} == {q: v for q, v in reranked.items() if q != "r1"}
-        assert api.load_run(tmp_path / "run").info.config["rerank"]["kept_order"] == 8
+        assert api.load_run(tmp_path / "run").info.config.rerank["kept_order"] == 8
         srv.responder = lambda body: "The first one looks best."  # no usable ranking at all: no model is asked
         with pytest.raises(WorkFailed, match="no usable ranking for any of 9 question"):
             api.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "none", k=2, rerank="openai:r2")

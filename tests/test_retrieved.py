@@ -32,7 +32,7 @@ def test_kb_search_output_runs_as_retrieved_and_matches_graces_own_retrieval(ben
     theirs = {r["question_id"]: r["retrieved_ids"] for r in RunDir(tmp_path / "theirs").response_rows()}
     assert mine == theirs
     info = api.load_run(tmp_path / "theirs").info
-    assert info.config["retrieved"]["path"].endswith("retrieved.jsonl") and own.leaderboard
+    assert info.config.retrieved.path.endswith("retrieved.jsonl") and own.leaderboard
 
 
 def test_a_production_retrievers_ranking_is_used_as_given(bench, tmp_path):

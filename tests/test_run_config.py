@@ -81,7 +81,7 @@ def test_k_short_flag_and_k_larger_than_the_kb_is_clamped_with_a_warning(bench, 
     assert "--k 100000 is more than the KB's 4 articles; every prompt shows all 4" in out
     from harness.rundir import RunDir
 
-    assert RunDir(tmp_path / "all").read_run_info().config["k"] == 4
+    assert RunDir(tmp_path / "all").read_run_info().config.k == 4
 
 
 def test_a_dry_run_needs_no_api_key(bench, tmp_path):
@@ -102,7 +102,7 @@ def test_toml_run_table_sets_defaults_the_command_line_overrides(bench, tmp_path
     from harness.rundir import RunDir
 
     folder = RunDir(tmp_path / "run")
-    assert folder.read_run_info().config["k"] == 2 and not folder.report.exists()  # no_score from the TOML
+    assert folder.read_run_info().config.k == 2 and not folder.report.exists()  # no_score from the TOML
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", board, "-k", "3",
                           "--out", tmp_path / "run3")
-    assert code == 0 and RunDir(tmp_path / "run3").read_run_info().config["k"] == 3
+    assert code == 0 and RunDir(tmp_path / "run3").read_run_info().config.k == 3

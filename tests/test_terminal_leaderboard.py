@@ -29,8 +29,17 @@ def inputs(tmp_path_factory):
     return load_inputs(out, kb)
 
 
+@pytest.fixture(autouse=True)
+def _terminal_type(monkeypatch):
+    """Each test's terminal is the one it names, whatever the shell running the tests is (rich reads TERM: under
+    TERM=dumb it takes any terminal for 80 columns)."""
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 def printed(inputs, width: int, terminal: bool) -> str:
-    console = Console(file=io.StringIO(), width=width, force_terminal=terminal, color_system=None, record=True)
+    console = Console(file=io.StringIO(), width=width, height=50, force_terminal=terminal, color_system=None,
+                      record=True)
     print_leaderboard(inputs, console)
     return console.export_text()
 
@@ -55,6 +64,14 @@ def test_piped_output_is_the_whole_table_at_its_natural_width(inputs):
 
 def test_a_wide_terminal_gets_the_same_table(inputs):
     assert printed(inputs, 250, terminal=True) == printed(inputs, 80, terminal=False)
+
+
+def test_a_dumb_terminal_gets_the_whole_table_as_a_log_does(inputs, monkeypatch):
+    """TERM=dumb (an editor's shell, some CI runners): rich cannot read its width and says 80, so the table is not
+    fitted to it (which would leave columns out and ask to widen a terminal that may be wide already)."""
+    piped = printed(inputs, 80, terminal=False)
+    monkeypatch.setenv("TERM", "dumb")
+    assert printed(inputs, 100, terminal=True) == piped
 
 
 @pytest.mark.parametrize("width", [120, 100, 80])

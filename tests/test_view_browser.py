@@ -181,3 +181,21 @@ def test_the_export_answers_like_the_server_from_file_urls(browser, served, expo
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert all(u.startswith("file://") for u in page.requested), [u for u in page.requested if not u.startswith("file")]
     assert errors == []
+
+
+def test_the_page_takes_the_outcome_names_from_the_data(browser, served, exported):
+    """view.js spells no outcome: the filter's options and the cells' texts come from /api/questions (served) or
+    data/export.js (exported), and read the same in both."""
+    from harness.scoring.outcomes import OUTCOMES
+
+    seen = []
+    for url in (served + "#/questions?runs=b", exported.as_uri() + "#/questions?runs=b"):
+        page, errors = open_page(browser, url)
+        expect(page.locator("#total")).to_have_text("14")
+        options = page.locator("#f-outcome option").evaluate_all("os => os.map(o => [o.value, o.textContent])")
+        assert options[3:] == [[o, o.replace("_", " ")] for o in OUTCOMES]
+        cells = page.locator("#grid td.cell").all_inner_texts()
+        assert any(t.startswith("✓") for t in cells) and any(t.startswith("✗ ") for t in cells), cells
+        seen.append(cells)
+        assert errors == []
+    assert seen[0] == seen[1]

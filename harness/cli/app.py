@@ -1,7 +1,8 @@
 """Root of the ``grace`` CLI.
 
-Command groups are registered as ``"module:attr"`` strings and imported on first
-use, so ``grace --help`` stays fast and never imports an SDK or scikit-learn.
+Command groups are found in their modules (:func:`discover`, each module's
+``COMMANDS``) and imported on first use, so ``grace --help`` stays fast and never
+imports an SDK or scikit-learn.
 User errors (:class:`GraceError`) print one clear line and exit 2; Ctrl-C exits
 130 after the command's own cleanup (runs flush as they go, so nothing is lost).
 """
@@ -22,21 +23,32 @@ import click
 from harness.core.errors import GraceError
 from harness.core.version import __version__
 
-COMMANDS: dict[str, tuple[str, str]] = {
-    "kb": ("harness.cli.kb:kb", "Build, index, search and evaluate a knowledge base."),
-    "run": ("harness.cli.run:run", "Ask models to answer gold questions from retrieved articles."),
-    "score": ("harness.cli.score:score", "Score a responses file against a gold set."),
-    "report": ("harness.cli.report:report", "Write the leaderboard and HTML report for a scored run."),
-    "gate": ("harness.cli.gate:gate", "Fail (exit 1) when a report misses thresholds; for CI."),
-    "compare": ("harness.cli.compare:compare", "Compare two runs question by question: what improved, what regressed."),
-    "view": ("harness.cli.view:view", "Browse runs in a local web app: every question, every answer, runs compared."),
-    "annotate": ("annotations.cli:annotate", "Label gold questions in a local web app."),
-    "annotations": ("annotations.cli:annotations", "Check, compare and summarise gold labels."),
-    "gold": ("annotations.gold_cli:gold", "Draft a gold set from the KB: generated questions to review."),
-    "spotcheck": ("harness.cli.spotcheck:spotcheck", "Fact-check correct-citation answers for hallucination."),
-    "cache": ("harness.cli.cache:cache", "Show, check or clear the response cache shared by all runs."),
-    "demo": ("harness.cli.demo:demo", "Run the offline demo on the bundled sample benchmark."),
-}
+# Each command module declares the commands it defines (``COMMANDS = {"name": "one-line help"}``, each an attribute
+# of that name); they are found by reading the modules' text, never importing them, so ``grace --help`` stays fast.
+# Adding a command is its module here (and its workflow): no list to edit. ``grace --help`` lists these first,
+# in this order, then any other command by name.
+COMMAND_FOLDERS = (("harness.cli", "*.py"), ("annotations", "*cli.py"))
+HELP_ORDER = ("kb", "run", "score", "report", "gate", "compare", "view", "annotate", "annotations", "gold", "spotcheck",
+              "cache", "demo")
+
+
+def discover() -> dict[str, tuple[str, str]]:
+    """Command name -> (``"module:attr"``, one-line help), from every command module's ``COMMANDS``."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    found: dict[str, tuple[str, str]] = {}
+    for package, pattern in COMMAND_FOLDERS:
+        for path in sorted((root / package.replace(".", "/")).glob(pattern)):
+            block = re.search(r"^COMMANDS = \{(.*?)^\}", path.read_text(encoding="utf-8"), re.M | re.S)
+            for name, help_text in re.findall(r'^\s+"([\w-]+)": "([^"]*)",', block.group(1) if block else "", re.M):
+                found[name] = (f"{package}.{path.stem}:{name}", help_text)
+    rank = {name: i for i, name in enumerate(HELP_ORDER)}
+    return dict(sorted(found.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
+
+
+COMMANDS: dict[str, tuple[str, str]] = discover()
 
 
 class LazyGroup(click.Group):

@@ -16,11 +16,14 @@ import click
 
 from harness.core.errors import GraceError
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "cache": "Show, check or clear the response cache shared by all runs.",
+}
+
 _path_option = click.option(
     "--path", "cache_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
     help="Cache file to use instead of the default ($GRACE_CACHE_DIR/responses.sqlite).",
 )
-
 
 def _resolve(cache_path: Path | None) -> Path:
     from harness.runner.cache import default_cache_path

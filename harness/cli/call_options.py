@@ -1,10 +1,12 @@
-"""The options every command that calls a model shares, spelled once.
+"""The flags every command that calls a model shares, spelled once, and the :class:`ModelCalls` they make.
 
 The judge (``grace spotcheck``), the labeler (``grace annotations suggest``) and
 the question generator (``grace gold generate``) all go through the same engine,
-so they take the same knobs with the same defaults, and the same model options
-as ``grace run`` (``--max-tokens --json-mode --timeout --base-url
---api-key-env``), turned into a spec by :func:`harness.runner.model_options.apply_model_options`.
+so they take the same knobs, and the same model options as ``grace run``
+(``--max-tokens --json-mode --timeout --base-url --api-key-env``). The knobs and
+their defaults are :class:`harness.workflows.calls.ModelCalls`'s fields; these
+flags only spell them for the command line, and :func:`model_calls` turns what
+a command received back into one.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from harness.workflows.calls import ModelCalls
 
 MODEL_OPTION_NAMES = ("max_tokens", "json_mode", "timeout", "base_url", "api_key_env")
 
@@ -30,8 +34,8 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
     one = what.removesuffix("s")
     limit = f"{max_tokens_default}" if max_tokens_default is not None else max_tokens_none
     options = [
-        click.option("--concurrency", type=int, default=8, show_default=True, help=f"Parallel {what}."),
-        click.option("--max-attempts", type=int, default=6, show_default=True,
+        click.option("--concurrency", type=int, default=ModelCalls.concurrency, show_default=True, help=f"Parallel {what}."),
+        click.option("--max-attempts", type=int, default=ModelCalls.max_attempts, show_default=True,
                      help=f"Attempts per {one} (429/5xx retried)."),
         click.option("--timeout", type=float, default=None,
                      help=f"Seconds per {one} [default: 60, or 300 for a server on this machine or network]."),
@@ -62,6 +66,14 @@ def redact_option(fn: Callable) -> Callable:
                         help="Replace emails, phones, IBANs, cards, national IDs, IP addresses and (with "
                         "grace-eval[pii]) person names in every prompt with placeholders before it is sent or "
                         "cached; the counts per type (never the values) are recorded with the results.")(fn)
+
+
+def model_calls(kwargs: dict[str, Any]) -> ModelCalls:
+    """Pop the flags of :func:`call_options` (and ``--redact-pii``, when the command has it) out of a command's
+    ``kwargs`` into one :class:`ModelCalls`."""
+    return ModelCalls(concurrency=kwargs.pop("concurrency"), max_attempts=kwargs.pop("max_attempts"),
+                      read_cache=not kwargs.pop("no_cache"), prices=kwargs.pop("prices"), options=model_options(kwargs),
+                      redact_pii=kwargs.pop("redact_pii", False))
 
 
 def model_options(kwargs: dict[str, Any]) -> Any:

@@ -8,6 +8,11 @@ import click
 
 from harness.core.errors import GraceError
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "compare": "Compare two runs question by question: what improved, what regressed.",
+}
+
+
 _path = click.Path(path_type=Path)
 
 
@@ -32,11 +37,11 @@ def compare(run_a: Path, run_b: Path, models: tuple[str, ...], json_out: Path | 
     """
     from rich.console import Console
 
-    from harness import api
     from harness.core.outputs import check_output_file
     from harness.reports.compare import comparison_markdown, print_comparison
     from harness.rundir import RunDir
     from harness.scoring.compare import write_comparison
+    from harness.workflows import compare as workflow
 
     inputs = {"run A": RunDir.input_files(run_a), "run B": RunDir.input_files(run_b)}
     if json_out is not None:
@@ -44,7 +49,7 @@ def compare(run_a: Path, run_b: Path, models: tuple[str, ...], json_out: Path | 
     if markdown_out is not None:  # appended to, like $GITHUB_STEP_SUMMARY: only never an input
         check_output_file(markdown_out, inputs, owned=True, option="--markdown")
     with Console(stderr=True).status(f"reading the scores of {run_a} and {run_b}"):  # a million lines: seconds
-        result = api.compare_runs(run_a, run_b, models)
+        result = workflow.compare_runs(run_a, run_b, models)
     if not result.models:
         raise GraceError(f"no model is in both {run_a} and {run_b} (A: {', '.join(result.only_in_a) or 'none'}; "
                          f"B: {', '.join(result.only_in_b) or 'none'}); name one with --model")

@@ -15,6 +15,11 @@ import click
 
 from harness.core.errors import GraceError
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "demo": "Run the offline demo on the bundled sample benchmark.",
+}
+
+
 SAMPLE = Path(__file__).resolve().parents[2] / "benchmarks" / "sample"
 
 

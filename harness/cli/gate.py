@@ -8,6 +8,10 @@ from typing import Any
 
 import click
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "gate": "Fail (exit 1) when a report misses thresholds; for CI.",
+}
+
 
 class Fraction(click.ParamType):
     """0.85 or 85%."""
@@ -74,9 +78,9 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | Non
     file, not a grace report, unknown model, no spot-check for a hallucination
     threshold, a figure a check needs that is not a number).
     """
-    from harness import api
+    from harness.workflows import gate as workflow
 
-    result = api.check_gate(report_path, min_accuracy=min_accuracy, max_invalid_rate=max_invalid_rate,
+    result = workflow.check_gate(report_path, min_accuracy=min_accuracy, max_invalid_rate=max_invalid_rate,
                             baseline=baseline, max_drop=max_drop, max_hallucination_rate=max_hallucination_rate,
                             max_hallucination_rise=max_hallucination_rise, models=models)
     for note in result.notes:

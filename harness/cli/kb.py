@@ -12,6 +12,11 @@ from harness.core.errors import GraceError
 from harness.core.outputs import check_output_file
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "kb": "Build, index, search and evaluate a knowledge base.",
+}
+
+
 log = logging.getLogger("grace")
 
 
@@ -61,7 +66,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harness import api
+    from harness.workflows import kb as workflow
     from kb_builder.documents import discover
 
     if source is None and articles_file is None:
@@ -70,7 +75,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
     total = len(discover(source)) if source is not None and articles_file is None else 1
     with Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
         task = bar.add_task("docs", total=total)
-        result = api.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
+        result = workflow.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
                               embedder=embedder, language=language, progress=lambda: bar.advance(task))
     m = result.kb.manifest
     ts = m.token_stats
@@ -91,7 +96,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"lint: skipped (--no-lint); run `grace kb lint {out}` to check the KB", highlight=False)
         return
     with console.status(f"linting {m.article_count:,} articles"):
-        report = api.lint_kb(result.kb)
+        report = workflow.lint_kb(result.kb)
     console.print(report.summary() + ("" if not report.findings else f"; run `grace kb lint {out}` for details"),
                   highlight=False)
     for notice in report.notices:
@@ -112,10 +117,10 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
     """
     from rich.table import Table
 
-    from harness import api
+    from harness.workflows import kb as workflow
     from kb_builder.lint import KIND_ORDER
 
-    report = api.lint_kb(kb_dir, run_dir)
+    report = workflow.lint_kb(kb_dir, run_dir)
     if as_json:
         click.echo(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
     else:
@@ -143,9 +148,9 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
 @click.option("--embedder", default=None, help="Re-index with this embedder (default: the manifest's).")
 def index(kb_dir: Path, embedder: str | None) -> None:
     """Create a missing manifest and embeddings for a KB folder (e.g. a hand-written articles.jsonl)."""
-    from harness import api
+    from harness.workflows import kb as workflow
 
-    kb_, embedded = api.index_kb(kb_dir, embedder)
+    kb_, embedded = workflow.index_kb(kb_dir, embedder)
     extra = f", {embedded} article(s) embedded" if embedded is not None else ""
     _console().print(f"{len(kb_.articles)} articles indexed with {kb_.manifest.embedder}{extra}; kb_hash {kb_.kb_hash}")
 
@@ -157,9 +162,9 @@ def show(kb_dir: Path, article_id: str | None) -> None:
     """List articles with token counts, or show one article."""
     from rich.table import Table
 
-    from harness import api
+    from harness.workflows import kb as workflow
 
-    kb_ = api.load_kb(kb_dir)
+    kb_ = workflow.load_kb(kb_dir)
     console = _console()
     if article_id:
         art = kb_.by_id.get(article_id)
@@ -189,7 +194,7 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
     """Rank articles for one QUERY, or for every question in --queries."""
     from rich.table import Table
 
-    from harness import api
+    from harness.workflows import kb as workflow
     from kb_builder.gold import read_questions
     from kb_builder.store import kb_files
 
@@ -197,21 +202,21 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
         raise GraceError("give a QUERY or --queries FILE")
     if out is not None:
         check_output_file(out, {"questions file": queries, "KB": kb_files(kb_dir)}, force=force)
-    kb_ = api.load_kb(kb_dir)
+    kb_ = workflow.load_kb(kb_dir)
     if k > len(kb_.articles):
         n = len(kb_.articles)
         log.warning(f"k {k} is more than the KB's {n} articles; {'showing' if query else 'searching'} all {n}")
         k = n
     console = _console()
     if query:
-        hits = api.search(kb_, query, k, embedder)
+        hits = workflow.search(kb_, query, k, embedder)
         table = Table("Rank", "ID", "Score", "Title")
         for i, h in enumerate(hits, 1):
             table.add_row(str(i), h.id, f"{h.score:.3f}", kb_.by_id[h.id].title)
         console.print(table)
         return
     qs = read_questions(queries)
-    results = api.search(kb_, [q.question for q in qs], k, embedder)
+    results = workflow.search(kb_, [q.question for q in qs], k, embedder)
     rows = [(q.question_id, [(h.id, h.score) for h in hits]) for q, hits in zip(qs, results, strict=True)]
     if out:
         from kb_builder.retrieved_file import write_retrieved
@@ -245,15 +250,15 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
     from rich.table import Table
     from rich.text import Text
 
-    from harness import api
     from harness.core.files import atomic_write_text
     from harness.scoring.retrieval_eval import rows_to_json
+    from harness.workflows import kb as workflow
     from kb_builder.store import kb_files
 
     if json_out is not None:
         check_output_file(json_out, {"gold CSV": gold, "KB": kb_files(kb_dir), "retrieved file": retrieved_file},
                           force=force, option="--json")
-    result = api.eval_retrieval(kb_dir, gold, ks=_parse_ks(ks), embedders=embedders, retrieved=retrieved_file,
+    result = workflow.eval_retrieval(kb_dir, gold, ks=_parse_ks(ks), embedders=embedders, retrieved=retrieved_file,
                                 rerank=rerank, rerank_depth=rerank_depth, bootstrap=bootstrap, seed=seed)
     rows, questions, kl, reranked = result.rows, result.questions, result.ks, result.reranked
     console = _console()

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "report": "Write the leaderboard and HTML report for a scored run.",
+}
+
 
 @click.command("report")
 @click.argument("out_dir", type=click.Path(path_type=Path, file_okay=False))
@@ -18,6 +22,6 @@ def report(out_dir: Path, kb_dir: Path | None) -> None:
     """
     from rich.console import Console
 
-    from harness import api
+    from harness.workflows import score as workflow
 
-    api.report(out_dir, kb=kb_dir, console=Console())
+    workflow.report(out_dir, kb=kb_dir, console=Console())

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import click
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "run": "Ask models to answer gold questions from retrieved articles.",
+}
+
 
 @click.command()
 @click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
@@ -52,11 +56,11 @@ def run(**options) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from harness import api
     from harness.rundir import RunDir
+    from harness.workflows import run as workflow
 
     console = Console(stderr=False)
-    result = api.run(**options, progress=True, console=console)
+    result = workflow.run(**options, progress=True, console=console)
     if options["dry_run"]:
         console.print(dry_run_table(result.estimates or []))
         return 0
@@ -65,10 +69,10 @@ def run(**options) -> int:
                   highlight=False)
     info = RunDir(out).read_run_info()
     if info is not None and info.redaction is not None:
-        from harness.privacy.redactor import RedactionRecord, summary_line
+        from harness.privacy.redactor import summary_line
 
         # plain text: the note names the extra, grace-eval[pii], which Rich markup would read as a tag
-        console.print(Text(f"--redact-pii: {summary_line(RedactionRecord(**info.redaction))}; counts in run.json"),
+        console.print(Text(f"--redact-pii: {summary_line(info.redaction)}; counts in run.json"),
                       highlight=False)
     for reason in result.stopped.values():
         console.print(Text(reason, style="red"))

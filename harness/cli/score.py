@@ -7,6 +7,10 @@ from pathlib import Path
 
 import click
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "score": "Score a responses file against a gold set.",
+}
+
 
 @click.command("score")
 @click.argument("responses", type=click.Path(path_type=Path, dir_okay=False))
@@ -38,18 +42,18 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     from rich.console import Console
     from rich.text import Text
 
-    from harness import api
+    from harness.workflows import score as workflow
     from kb_builder.store import load_kb
 
     console = Console()
     out_dir = out_dir or responses.parent
     kb = load_kb(kb_dir, write_missing=False)
     start = time.perf_counter()
-    report = api.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers).report
+    report = workflow.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers).report
     took = time.perf_counter() - start
     soft = not console.is_terminal  # a log line is not broken at 80 columns
     console.print(Text(f"scored {report.responses.n:,} responses from {len(report.models)} model(s) in {took:.1f}s "
                        f"-> {out_dir}"), soft_wrap=soft)
     for warning in report.warnings:
         console.print(Text("warning: ", style="yellow") + Text(warning), soft_wrap=soft)  # Text: names are not markup
-    api.report(out_dir, kb=kb, console=console)
+    workflow.report(out_dir, kb=kb, console=console)

@@ -6,22 +6,14 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options, redact_option
+from harness.cli.call_options import call_options, model_calls, redact_option
 from harness.core.errors import GraceError, WorkFailed
 from harness.rundir import RunDir
 from harness.spotcheck.judge import DEFAULT_MAX_TOKENS
 
-
-def _judge(spec_text: str, template: str | None, call: dict, mode: str = "segments", ready: bool = True):
-    """The judge from the command's options (see :func:`harness.runner.model_options.ready_model`), with the
-    template ``--template`` names; without one, none yet: ``grace spotcheck run`` takes ``mode``'s built-in one
-    (``claims.v1``, ``judge.v1``) in the KB's language once it has read the KB (:meth:`Judge.in_language`)."""
-    from harness.cli.call_options import model_options
-    from harness.spotcheck.judge import make_judge
-    from harness.spotcheck.judging import Judge, mode_template
-
-    spec, provider = make_judge(spec_text, model_options(call), call.get("prices"), ready=ready)
-    return Judge(spec, provider, mode_template(mode, template) if template else None)
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "spotcheck": "Fact-check correct-citation answers for hallucination.",
+}
 
 
 def mode_option(fn):
@@ -29,21 +21,6 @@ def mode_option(fn):
                         help="claims: the judge splits each answer into atomic claims and gives each supported, "
                         "partial or unsupported with its evidence (about 2 calls per answer); segments: one "
                         "yes/no per citation segment, no extraction call (the cheaper, coarser check).")(fn)
-
-
-def _settings(concurrency: int, max_attempts: int, no_cache: bool, console=None, redact_pii: bool = False):
-    from harness.privacy import make_redactor
-    from harness.spotcheck.judging import JudgeSettings
-
-    if concurrency < 1 or max_attempts < 1:
-        raise GraceError("--concurrency and --max-attempts must be 1 or more")
-    def show(label: str, done: int, total: int) -> None:
-        console.file.write(f"\r{label}: {done}/{total} judge calls" + ("\n" if done == total else ""))
-        console.file.flush()
-
-    progress = show if console is not None and console.is_terminal else None
-    return JudgeSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=not no_cache, progress=progress,
-                         redactor=make_redactor(redact_pii, console))
 
 
 def _pct(x, n: int | None = None) -> str:
@@ -96,23 +73,23 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     from rich.text import Text
 
     from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI
-    from harness.spotcheck.pipeline import SpotcheckOptions, run_spotcheck
+    from harness.spotcheck.pipeline import SpotcheckOptions
+    from harness.workflows.spotcheck import spotcheck_run
 
     if take_all and sample is not None:
         raise GraceError("give --sample N or --all, not both")
     console = Console()
-    judge = _judge(judge_spec, template, call, mode, ready=not dry_run)
     opts = SpotcheckOptions(sample=None if take_all else (50 if sample is None else sample), seed=seed, repeats=repeats,
                             bootstrap=bootstrap, models=tuple(models), mode=mode, scope=scope, quality=quality,
                             gold=gold)
-    settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console, redact_pii)
-    if dry_run:
+    done = spotcheck_run(run_or_scores, judge_spec, kb=kb_dir, template=template, options=opts,
+                         calls=model_calls({**call, "redact_pii": redact_pii}), dry_run=dry_run, console=console)
+    if done.estimates is not None:
         from annotations.model_calls import print_estimates
-        from harness.spotcheck.pipeline import estimate_spotcheck
 
-        print_estimates(console, estimate_spotcheck(run_or_scores, kb_dir, judge, opts, settings))
+        print_estimates(console, done.estimates)
         return
-    spot = run_spotcheck(run_or_scores, kb_dir, judge, opts, settings, console)
+    spot = done.result
     jb = spot["judge"]
     mark = (f"[green]calibrated[/] (kappa {jb['kappa']:.2f}, n={jb['n']})" if jb["calibrated"] and jb.get("kappa") is not None
             else "[yellow]judge not calibrated[/]")
@@ -169,12 +146,8 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     console.print(f"spotcheck -> {run_dir.spotcheck}; for human labels: {run_dir.path / spot['review_csv']}")
     if spot.get("_report_html"):
         console.print(f"report: {spot['_report_html']}")
-    asked = sum(v["n_verdicts"] + v["n_failed_calls"] + (v.get("n_extraction_failed") or 0)
-                for v in spot["models"].values())
-    readable = sum(v["n_verdicts"] - v["n_unreadable"] for v in spot["models"].values())
-    if asked and not readable:
-        raise WorkFailed(f"the judge {jb['name']} gave no usable verdict for any of the {asked} segment(s) it was "
-                         f"asked about ({calls['errors']} call(s) failed); run the same command again to retry")
+    if done.failure():
+        raise WorkFailed(done.failure())
     if calls["errors"]:  # last: a partial failure exits 0, and this count is what a CI log should end on
         console.print(f"[yellow]{calls['errors']} judge call(s) failed; run the same command again to retry them[/]")
 
@@ -187,13 +160,10 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
     """Compare the judge's verdicts (JUDGE_JSON = spotcheck.json) with human labels (HUMAN_CSV)."""
     from rich.console import Console
 
-    from harness.core.outputs import check_output_file
-    from harness.spotcheck.calibration import calibrate
+    from harness.workflows.spotcheck import calibrate_judge
 
-    check_output_file(RunDir(judge_json.parent).calibration, {"human labels": human_csv, "judge verdicts": judge_json},
-                      owned=True, option="the calibration file")
     console = Console()
-    c = calibrate(human_csv, judge_json, console)
+    c = calibrate_judge(human_csv, judge_json, console=console)
     fmt = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731
     console.print(f"judge {c['judge']} vs {c['n']} human labels: kappa {fmt(c['kappa'])}, agreement {fmt(c['agreement'])}, "
                   f"precision(unsupported) {fmt(c['precision_unsupported'])}, recall(unsupported) {fmt(c['recall_unsupported'])}")
@@ -228,21 +198,15 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
     seven failure modes (an incomplete answer, irrelevant information, an unfaithful answer, a wrong citation,
     useless information in a refusal, positive acceptance, negative rejection), each graded by the --quality judge.
     """
-    import json
-
     from rich.console import Console
     from rich.table import Table
 
-    from harness.core.files import atomic_write_text
-    from harness.core.outputs import check_output_file
-    from harness.spotcheck.meta_eval import load_cases, run_meta_eval
+    from harness.workflows.spotcheck import meta_eval_judge
 
-    if out is not None:
-        check_output_file(out, {"cases file": cases, "quality cases file": quality_cases}, force=force)
     console = Console()
-    judge = _judge(judge_spec, template, call, mode).in_language(mode, None)  # the cases are English
-    settings = _settings(call["concurrency"], call["max_attempts"], call["no_cache"], console)
-    result = run_meta_eval(judge, load_cases(cases), settings)
+    done = meta_eval_judge(judge_spec, template=template, mode=mode, cases=cases, quality_cases=quality_cases,
+                           quality=not no_quality, out=out, force=force, calls=model_calls(call), console=console)
+    judge, result = done.judge, done.result
     table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate",
                   title=f"Judge meta-eval ({mode}): {judge.spec.name}")
     for mode, v in result["per_mode"].items():
@@ -259,10 +223,7 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
         console.print(f"- {f['id']} ({f['failure_mode']}): expected {'supported' if f['expected_supported'] else 'unsupported'}, "
                       f"got {f['supported']}: {f['explanation'][:140]}")
     if not no_quality:
-        from harness.spotcheck.quality import load_quality_cases, load_quality_template, run_quality_meta_eval
-
-        q = run_quality_meta_eval(judge, load_quality_template(), load_quality_cases(quality_cases), settings)
-        result["quality"] = q
+        q = result["quality"]
         table = Table("GroUSE failure mode", "Cases", "Passed", "Pass rate",
                       title=f"Answer-quality meta-eval: {judge.spec.name}")
         for m, v in q["per_mode"].items():
@@ -272,7 +233,6 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
         for f in q["failures"][:show]:
             console.print(f"- {f['id']} ({f['failure_mode']}): expected {f['expect']}, got {f['got']}")
     if out:
-        atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
         console.print(f"meta-eval -> {out}")
-    if result["cases"] and result["unreadable"] == result["cases"]:
-        raise WorkFailed(f"the judge {judge.spec.name} gave no readable verdict on any of the {result['cases']} cases")
+    if done.failure():
+        raise WorkFailed(done.failure())

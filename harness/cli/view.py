@@ -6,6 +6,11 @@ from pathlib import Path
 
 import click
 
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "view": "Browse runs in a local web app: every question, every answer, runs compared.",
+}
+
+
 _path = click.Path(path_type=Path)
 
 
@@ -29,13 +34,13 @@ def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_di
     can go into a ticket), Question, Compare. Each run is indexed once into grace's cache folder
     ($GRACE_CACHE_DIR), and again when it changes.
     """
-    from harness import api
     from harness.core.errors import GraceError
+    from harness.workflows import view as workflow
 
     if export_dir is not None:
         if len(paths) != 1:
             raise GraceError("--export takes exactly one run folder: grace view RUN --export DIR")
-        index = api.export_view(paths[0], export_dir, force=force)
+        index = workflow.export_view(paths[0], export_dir, force=force)
         click.echo(f"wrote {index} (open it in a browser; no server needed)")
         return
-    api.view(list(paths) or ["."], host=host, port=port, open_browser=not no_open)
+    workflow.view(list(paths) or ["."], host=host, port=port, open_browser=not no_open)

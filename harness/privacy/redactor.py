@@ -28,27 +28,14 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from pydantic import BaseModel, Field
-
 from harness.privacy.detectors import PERSON, TYPES, Span, find_patterns, normalised, resolve
 from harness.privacy.names import NameFinder, load_name_finder
+from harness.rundir.records import RedactionRecord  # what run.json and spotcheck.json record
 
 log = logging.getLogger("grace")
 PLACEHOLDER = re.compile(r"<(" + "|".join(TYPES) + r")_(\d+)>")
 _PARAGRAPH = re.compile(r"(\n\s*\n)")
 PATTERN_TYPES = [t for t in TYPES if t != PERSON]
-
-
-class RedactionRecord(BaseModel):
-    """What was redacted in one command's calls: counts, never values."""
-
-    enabled: bool = True
-    types: list[str]  # what was looked for
-    names: str | None  # what found person names, or None
-    names_note: str = ""  # why names were not looked for, when they were not
-    prompts: int = 0  # distinct prompts redacted (asked, cached or already on file)
-    prompts_with_pii: int = 0
-    found: dict[str, int] = Field(default_factory=dict)  # type -> distinct values per prompt, summed over prompts
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,22 @@ from pathlib import Path
 from harness.core.errors import GraceError
 from harness.prompts.languages import REFUSALS, refusal_sentence, template_language
 from harness.prompts.template_files import builtin_in_language, find_template, split_sections, template_sha
-from harness.providers.base import RetrievedArticle
 
 REFUSAL = REFUSALS["en"]
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 BUILTIN = {"inline": "grounded-inline.v1", "json": "grounded-json.v1"}
 _SECTION = re.compile(r"^=== (system|user) ===\s*$", re.M)
+
+
+@dataclass
+class RetrievedArticle:
+    """An article as a prompt shows it to a model: what retrieval found for a question, with its score."""
+
+    id: str
+    title: str
+    text: str
+    score: float
+
 
 JSON_SCHEMA = {
     "type": "object",

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from harness.core.errors import GraceError
+from harness.prompts import RetrievedArticle  # noqa: F401 - where the providers' callers have long found it
 
 OutputMode = Literal["inline", "json"]
 DEFAULT_TIMEOUT_S = 60.0
@@ -70,14 +71,6 @@ class ModelSpec:
             if env and os.environ.get(env):
                 return os.environ[env]
         return None
-
-
-@dataclass
-class RetrievedArticle:
-    id: str
-    title: str
-    text: str
-    score: float
 
 
 @dataclass

@@ -85,16 +85,16 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
         colour = "green" if m.significant and m.delta > 0 else "red" if m.significant and m.delta < 0 else None
         table.add_row(Text(m.model), pct(m.accuracy_a), pct(m.accuracy_b), delta_text(m), p_text(m.mcnemar_p),
                       str(len(m.improved)), str(len(m.regressed)), Text(verdict(m), style=colour or ""))
-    if console.is_terminal:
+    from harness.reports.terminal import _UNLIMITED, sized_terminal
+
+    if sized_terminal(console):
         console.print(table)
     else:  # a CI log: the table at its natural width, as the leaderboard is printed
         from rich.segment import Segments
 
-        from harness.reports.terminal import _UNLIMITED
-
         width = console.measure(table, options=console.options.update_width(_UNLIMITED)).maximum
         console.print(Segments(console.render(table, console.options.update_width(width))), crop=False)
-    soft = not console.is_terminal
+    soft = not sized_terminal(console)
     for m in cmp.models:
         if m.improved or m.regressed:
             console.print(Text(f"{m.model}: improved {_plain(m.improved)}; regressed {_plain(m.regressed)}"),

@@ -37,6 +37,14 @@ CAPTION = "Sig.: models sharing a letter are not significantly different (McNema
 _UNLIMITED = 100_000
 
 
+def sized_terminal(console: Any) -> bool:
+    """Whether ``console`` is a terminal whose width is known, so a table is fitted to it. A dumb one
+    (``TERM=dumb``: an editor's shell, some CI runners) is not: rich takes it for 80 columns whatever its width (and
+    ``COLUMNS``), so fitting would leave columns out and ask to widen a terminal that is wide already; it gets the
+    whole table at its natural width, as a pipe or a log does."""
+    return console.is_terminal and not console.is_dumb_terminal
+
+
 def _header(column: Column, compact: bool) -> str:
     if not compact:
         return column.header
@@ -136,7 +144,7 @@ def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None
     from rich.segment import Segments
     from rich.text import Text
 
-    terminal = console.is_terminal
+    terminal = sized_terminal(console)
     table, left_out = leaderboard_table(inputs, console, console.width if terminal else None)
     if terminal:
         console.print(table)

@@ -25,13 +25,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.locks import FileLock
 from harness.rundir.batches import BatchEntry, BatchLedger
 from harness.rundir.records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.rundir.report import Report, read_report, write_report
-from harness.rundir.responses import compact_responses, latest_rows, read_response_lines
+from harness.rundir.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
 from harness.rundir.scores import iter_scores
 
 log = logging.getLogger("grace")
@@ -175,6 +177,14 @@ class RunDir:
             return None
         try:
             info = RunInfo.model_validate_json(self.run_info.read_bytes())
+        except ValidationError as exc:  # a wrong type or a missing field: named, and the file is not used
+            e = exc.errors(include_url=False)[0]
+            place = ".".join(str(p) for p in e["loc"])
+            problem = f"has no {place}" if e["type"] == "missing" else f"{place}: {e['msg']} (it is {e.get('input')!r})"
+            if e["type"] == "json_invalid":
+                problem = f"not valid JSON ({e['msg']})"
+            log.warning(f"{self.run_info}: unreadable ({problem}); it is rewritten from the rows on file")
+            return None
         except ValueError:
             log.warning(f"{self.run_info}: unreadable; it is rewritten from the rows on file")
             return None
@@ -188,6 +198,10 @@ class RunDir:
     # -- responses.jsonl -------------------------------------------------------
     def response_rows(self) -> list[dict]:
         return read_response_lines(self.responses)
+
+    def response_records(self) -> list[ResponseRecord]:
+        """Every row as the model it was written with (:class:`ResponseRecord`)."""
+        return list(iter_response_records(self.responses))
 
     def latest_responses(self) -> dict[tuple[str, str, int], dict]:
         return latest_rows(self.response_rows())

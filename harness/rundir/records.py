@@ -18,6 +18,19 @@ RESPONSES_SCHEMA_VERSION = 2  # 2: fingerprint, question_hash and params on ever
 RUN_INFO_SCHEMA_VERSION = 2  # 2: "rows" describes what is on file
 
 
+class RedactionRecord(BaseModel):
+    """--redact-pii: what was redacted in one command's calls, counts never values (``run.json["redaction"]``,
+    ``spotcheck.json["redaction"]``; made by :class:`harness.privacy.Redactor`)."""
+
+    enabled: bool = True
+    types: list[str]  # what was looked for
+    names: str | None  # what found person names, or None
+    names_note: str = ""  # why names were not looked for, when they were not
+    prompts: int = 0  # distinct prompts redacted (asked, cached or already on file)
+    prompts_with_pii: int = 0
+    found: dict[str, int] = Field(default_factory=dict)  # type -> distinct values per prompt, summed over prompts
+
+
 class CallError(BaseModel):
     kind: str
     message: str
@@ -54,22 +67,143 @@ class ResponseRecord(BaseModel):
     created_at: str | None = None
 
 
-class RunInfo(BaseModel):
-    """``run.json``: what the rows on file were asked with, not only the last command line."""
+_RUN_BLOCK = ConfigDict(extra="forbid", validate_assignment=True)
 
-    model_config = ConfigDict(extra="allow")
+
+def _absent_if_none(default: Any = None) -> Any:
+    """A field the file holds only once it has a value (as it was written before it was typed)."""
+    return Field(default, exclude_if=lambda v: v is None)
+
+
+class RunKb(BaseModel):
+    """``run.json["kb"]``: the KB the rows on file were answered from."""
+
+    model_config = _RUN_BLOCK
+
+    path: str
+    kb_hash: str
+    articles: int
+    embedder: str | None = None
+
+
+class RunGold(BaseModel):
+    """``run.json["gold"]``: the gold set the run asked."""
+
+    model_config = _RUN_BLOCK
+
+    path: str | None
+    hash: str
+    questions: int
+    must_refuse: int
+
+
+class RetrievedFile(BaseModel):
+    """``--retrieved FILE``: the rankings file the run used instead of the KB's retriever."""
+
+    model_config = _RUN_BLOCK
+
+    path: str
+    hash: str
+
+
+class RunConfig(BaseModel):
+    """``run.json["config"]``: the run's settings that decide what the rows on file hold."""
+
+    model_config = _RUN_BLOCK
+
+    k: int
+    repeats: int
+    concurrency: int
+    cache: bool
+    read_cache: bool
+    max_attempts: int
+    seed: int
+    output_mode: str
+    retrieved: RetrievedFile | None = _absent_if_none()  # --retrieved
+    rerank: dict[str, Any] | None = _absent_if_none()  # --rerank: the reranker's record (harness.runner.rerank)
+
+
+class ModelEntry(BaseModel):
+    """One model of ``run.json["models"]``: what it was asked with, and what the run learned about its endpoint."""
+
+    model_config = _RUN_BLOCK
+
+    name: str
+    provider: str
+    model: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    endpoint: str | None = None
+    batch: bool = False
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    price_batch_per_mtok: list[float] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    # learned (Provider.learned()): the JSON mode a server made grace fall back to, and why; a baseline's fit
+    json_mode: str | None = _absent_if_none()
+    json_mode_reason: str | None = _absent_if_none()
+    calibration: dict[str, Any] | None = _absent_if_none()
+
+    def learned(self) -> dict[str, Any]:
+        """What the run learned about the endpoint, as ``Provider.learned()`` gives it."""
+        return {k: getattr(self, k) for k in ("json_mode", "json_mode_reason", "calibration")
+                if getattr(self, k) is not None}
+
+    def learn(self, values: dict[str, Any]) -> None:
+        """Record ``Provider.learned()``; a key this model has no field for is an error, never dropped."""
+        for key, value in values.items():
+            setattr(self, key, value)
+
+
+class CallCounts(BaseModel):
+    """``run.json["counts"][model]``: this command's calls."""
+
+    model_config = _RUN_BLOCK
+
+    planned: int
+    done: int
+    cached: int
+    errors: int
+    not_tried: int
+    retries: int
+    timeouts: int
+    in_flight_limit: int | None = None  # lowered from the worker count by the server's slots or a timeout cluster
+    stopped: str | None = None  # why the model was stopped early
+    batch_submitted: int | None = _absent_if_none()  # batch mode only
+    batch_pending: int | None = _absent_if_none()
+
+
+class RowCounts(BaseModel):
+    """``run.json["rows"][model]``: what responses.jsonl holds for the model after this command."""
+
+    model_config = _RUN_BLOCK
+
+    rows: int = 0
+    answered: int = 0
+    errors: int = 0
+    stale: int = 0  # answers to an earlier text of the question, or to one no longer in the gold set
+    params_variants: int = 0
+
+
+class RunInfo(BaseModel):
+    """``run.json``: what the rows on file were asked with, not only the last command line.
+
+    Every block is typed and strict when written (an unknown key, or a value of the wrong type, is an error);
+    :meth:`harness.rundir.RunDir.read_run_info` names the first problem of a file that does not fit.
+    """
+
+    model_config = _RUN_BLOCK
 
     schema_version: int = RUN_INFO_SCHEMA_VERSION
     grace_version: str
     started_at: str
     finished_at: str | None = None
-    status: str = "running"  # running | finished | interrupted | failed
-    kb: dict[str, Any]
-    gold: dict[str, Any]
+    status: str = "running"  # running | finished | interrupted | failed | waiting for batches
+    kb: RunKb
+    gold: RunGold
     templates: dict[str, str]  # name -> sha256
-    config: dict[str, Any]
-    models: list[dict[str, Any]]
-    counts: dict[str, Any] = Field(default_factory=dict)  # this command's calls per model
-    rows: dict[str, Any] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command
-    # --redact-pii: what this command's prompts had redacted, counted per type (harness.privacy.RedactionRecord)
-    redaction: dict[str, Any] | None = None
+    config: RunConfig
+    models: list[ModelEntry]
+    counts: dict[str, CallCounts] = Field(default_factory=dict)  # this command's calls per model
+    rows: dict[str, RowCounts] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command
+    # --redact-pii: what this command's prompts had redacted, counted per type
+    redaction: RedactionRecord | None = None

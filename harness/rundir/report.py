@@ -6,12 +6,19 @@ The scorer builds a :class:`Report`; ``grace report`` (terminal, ``leaderboard.m
 :func:`read_report`, so a figure has one name and one type everywhere, and
 adding one is a field here, not a ``.get`` in every reader.
 
-The per-model block (:class:`ModelReport`) is typed field by field because every
-leaderboard reads it. Fields added after schema 1 default to None, so an older
-report still reads (and shows a dash). The spot-check's judge block and the
-label audit's ``sample`` stay plain dicts: their owners (``harness.spotcheck``)
-type them in ``spotcheck.json``. A report from a newer grace (a higher
-``schema_version``) is refused with a message, never half-read.
+The scorer builds the report as these models from the start (never a dict
+validated at the end), and every block forbids unknown keys and checks values
+assigned to it: a misspelt key in the code that builds a report is an error, not
+a figure that silently reads back as null. Reading is lenient on unknown keys
+only (a newer grace's extra field is dropped with a warning naming it, see
+:mod:`harness.rundir.strict`). The per-model block (:class:`ModelReport`) is
+typed field by field because every leaderboard reads it. Fields added after
+schema 1 default to None, so an older report still reads (and shows a dash). The
+spot-check block's per-model figures are a declared subset of ``spotcheck.json``'s
+:class:`~harness.rundir.spotcheck.ModelSpot` (one description of each figure);
+its judge block stays a plain dict, a copy of ``spotcheck.json``'s. A report from
+a newer grace (a higher ``schema_version``) is refused with a message, never
+half-read.
 
 The field order of each model is the key order of the file (pydantic dumps
 fields in declaration order), so reordering fields changes ``report.json``.
@@ -24,19 +31,20 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
+from harness.rundir.spotcheck import ModelSpot, SpotcheckFile
+from harness.rundir.strict import validate_known
 
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
 
 
 class _Block(BaseModel):
-    """Fields this grace does not know (from a newer grace of the same schema) are kept, not dropped, when a
-    reader writes the report back (``grace spotcheck run``)."""
+    """Strict when built: an unknown key is an error, and so is a value of the wrong type assigned later."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 class ClassScores(_Block):
@@ -241,40 +249,20 @@ class LabelSuspects(_Block):
     top: list[LabelSuspect]  # the first few; 'grace annotations audit' lists them all
 
 
-class SpotcheckModel(_Block):
-    """One model's spot-check figures, copied from ``spotcheck.json`` (``harness.spotcheck.records.ModelSpot``)."""
+# the per-model spot-check figures the report carries, in the report's key order: each typed once, in ModelSpot
+SPOT_FIGURES = (
+    "hits", "n", "n_segments", "groundedness", "groundedness_ci95", "hallucination_rate", "hallucination_rate_ci95",
+    "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread", "groundedness_n", "hallucination_rate_n",
+    "hallucination_risk_n", "ci_note", "display", "n_incomplete", "n_verdicts", "n_unreadable", "n_failed_calls",
+    "truncated_skipped", "n_claims", "faithfulness", "faithfulness_ci95", "partial_rate", "partial_rate_ci95",
+    "n_extraction_failed", "coverage", "coverage_ci95", "coverage_n", "quality",
+)
 
-    hits: int | None = None
-    n: int | None = None  # checked answers: the n behind each figure
-    n_segments: int | None = None
-    groundedness: float | None = None
-    groundedness_ci95: list[float] | None = None
-    hallucination_rate: float | None = None
-    hallucination_rate_ci95: list[float] | None = None
-    hallucination_risk: float | None = None
-    hallucination_risk_ci95: list[float] | None = None
-    groundedness_spread: float | None = None
-    groundedness_n: int | None = None
-    hallucination_rate_n: int | None = None
-    hallucination_risk_n: int | None = None
-    ci_note: str | None = None  # why there is no CI
-    display: dict[str, str] | None = None  # each rate as printed, with its n
-    n_incomplete: int | None = None
-    n_verdicts: int | None = None
-    n_unreadable: int | None = None
-    n_failed_calls: int | None = None
-    truncated_skipped: int | None = None
-    # --mode claims (harness.spotcheck.records.ModelSpot): faithfulness over claims, the partial share
-    n_claims: int | None = None
-    faithfulness: float | None = None
-    faithfulness_ci95: list[float] | None = None
-    partial_rate: float | None = None
-    partial_rate_ci95: list[float] | None = None
-    n_extraction_failed: int | None = None
-    coverage: float | None = None  # cited share of the retrieved articles that hold the answer
-    coverage_ci95: list[float] | None = None
-    coverage_n: int | None = None
-    quality: dict[str, Any] | None = None  # --quality: GroUSE-style mean grades with n and CIs
+SpotcheckModel: type[_Block] = create_model(  # ModelSpot's fields, each optional (null in an older report)
+    "SpotcheckModel", __base__=_Block, __module__=__name__,
+    __doc__="One model's spot-check figures in the report: ``SPOT_FIGURES`` of ``spotcheck.json``'s ModelSpot.",
+    **{name: (ModelSpot.model_fields[name].annotation | None, None) for name in SPOT_FIGURES},
+)
 
 
 class SpotcheckBlock(_Block):
@@ -295,27 +283,27 @@ class SpotcheckBlock(_Block):
     redaction: dict[str, Any] | None = None  # --redact-pii: what the judge was not shown, counted per type
 
     @classmethod
-    def from_spotcheck(cls, spot: dict[str, Any]) -> SpotcheckBlock:
+    def from_spotcheck(cls, spot: SpotcheckFile) -> SpotcheckBlock:
         """The block for ``spotcheck.json``'s content: what ``grace spotcheck run`` puts in the report, and what
         re-scoring a folder carries over (both here, so the scorer need not import the spot-check)."""
         from harness.rundir import SPOTCHECK
 
-        return cls.model_validate({
-            "schema_version": spot["schema_version"],
-            "path": SPOTCHECK,
-            "created_at": spot["created_at"],
-            "judge": dict(spot["judge"]),
-            "sample": {"per_model": spot["sample"].get("per_model"), "seed": spot["seed"],
-                       "strategy": spot["sample"].get("strategy")},
-            "repeats": spot["variance"].get("repeats"),
-            "max_judge_spread": spot["variance"].get("max_spread"),
-            "min_answers_for_ci": spot.get("min_answers_for_ci"),
-            "models": {m: {k: v.get(k) for k in SpotcheckModel.model_fields} for m, v in spot["models"].items()},
-            "notes": spot.get("notes"),
-            "mode": spot.get("mode"),
-            "scope": spot.get("scope"),
-            "redaction": spot.get("redaction"),
-        })
+        return cls(
+            schema_version=spot.schema_version,
+            path=SPOTCHECK,
+            created_at=spot.created_at,
+            judge=spot.judge.model_dump(mode="json"),
+            sample={"per_model": spot.sample.get("per_model"), "seed": spot.seed,
+                    "strategy": spot.sample.get("strategy")},
+            repeats=spot.variance.get("repeats"),
+            max_judge_spread=spot.variance.get("max_spread"),
+            min_answers_for_ci=spot.min_answers_for_ci,
+            models={m: SpotcheckModel(**{k: getattr(v, k) for k in SPOT_FIGURES}) for m, v in spot.models.items()},
+            notes=spot.notes,
+            mode=spot.mode,
+            scope=spot.scope,
+            redaction=spot.redaction.model_dump(mode="json") if spot.redaction is not None else None,
+        )
 
 
 class Report(_Block):
@@ -373,7 +361,7 @@ def read_report_data(path: Path) -> tuple[Report, dict[str, Any]]:
             f"(<= {REPORT_SCHEMA_VERSION}); upgrade grace or re-run 'grace score'"
         )
     try:
-        return Report.model_validate(data), data
+        return validate_known(Report, data, path, field_name), data
     except ValidationError as exc:
         raise GraceError(f"{path}: {_first_problem(exc)}; re-run 'grace score'") from None
 

@@ -1,8 +1,11 @@
 """The responses file (``grace run`` output, or hand-written): its readers and its compaction.
 
-Two readers, one format: :func:`read_responses` is the scorer's fast, checked
-pass (plain tuples); :func:`read_response_lines` gives whole rows for resuming
-and reports. Both name the file and line of a bad row. Every line is checked as it is read and the first bad one stops the run with
+One format, one model: a line is a :class:`~harness.rundir.records.ResponseRecord`
+(the runner writes that model), and :func:`iter_response_records` reads it back
+as the same model. Two faster readers give parts of it: :func:`read_responses`
+is the scorer's checked pass (plain tuples of the fields it scores), and
+:func:`read_response_lines` gives whole rows as plain dicts for resuming and
+reports. Both name the file and line of a bad row. Every line is checked as it is read and the first bad one stops the run with
 its file:line and what to fix, because a silently skipped response would shift
 every accuracy on the leaderboard. Rows are yielded as plain tuples: a million
 pydantic objects would cost more than the whole scoring.
@@ -16,9 +19,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from pydantic import ValidationError
+
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl, loads_line
+from harness.rundir.records import ResponseRecord
 
 REQUIRED = ("question_id", "model", "response")
 
@@ -219,7 +225,27 @@ def read_response_lines(path: Path, hint: str = "; fix or delete the line") -> l
 
 def iter_response_lines(path: Path, hint: str = "; fix or delete the line") -> Iterator[dict[str, Any]]:
     """:func:`read_response_lines` one row at a time, for a reader that keeps a few of a million rows."""
+    for _, row in _numbered_rows(Path(path), hint):
+        yield row
+
+
+def iter_response_records(path: Path, hint: str = "; fix or delete the line") -> Iterator[ResponseRecord]:
+    """Each row as the :class:`ResponseRecord` the runner wrote: a row read back equals the record written.
+
+    A hand-written file's own extra columns are kept (``ResponseRecord`` allows them); a field of the wrong type
+    is a ``GraceError`` naming the file, line and field.
+    """
     path = Path(path)
+    for n, row in _numbered_rows(path, hint):
+        try:
+            yield ResponseRecord.model_validate(row)
+        except ValidationError as exc:
+            e = exc.errors(include_url=False)[0]
+            place = ".".join(str(p) for p in e["loc"])
+            raise GraceError(f"{where(path, n)}: '{place}': {e['msg']}, got {e.get('input')!r}{hint}") from None
+
+
+def _numbered_rows(path: Path, hint: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.exists():
         return
     for n, row in iter_jsonl(path, torn_tail_ok=True, hint=hint):
@@ -233,7 +259,7 @@ def iter_response_lines(path: Path, hint: str = "; fix or delete the line") -> I
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
             raise GraceError(f"{where(path, n)}: 'repeat' must be a whole number >= 0, got {repeat!r}{hint}")
         row["question_id"], row["repeat"] = str(qid).strip(), repeat
-        yield row
+        yield n, row
 
 
 def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:

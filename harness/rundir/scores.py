@@ -17,7 +17,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,10 +31,13 @@ except ImportError:  # pragma: no cover - a Python built without the C accelerat
 
 SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
 
+# the outcome names, spelled here only, in the order the scorer codes them (OUTCOMES[code]); the rules that
+# choose one are harness/scoring/outcomes.py, and the viewer's page gets the names from its API or export
 Outcome = Literal[
     "correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation", "answered_unanswerable",
     "no_citation", "multiple_citations", "wrong_citation", "error",
 ]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Rule = Literal["json", "inline", "lenient", "none"]
 
 

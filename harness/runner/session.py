@@ -27,6 +27,7 @@ from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.rundir import BatchLedger, RunDir, RunInfo
+from harness.rundir.records import ModelEntry, RowCounts, RunConfig, RunGold, RunKb
 from harness.runner.batch import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (
@@ -138,12 +139,12 @@ def plan_jobs(
     return plans, resume
 
 
-def model_entry(spec: ModelSpec) -> dict[str, Any]:
-    return {"name": spec.name, "provider": spec.provider, "model": spec.model, "params": normalise(spec.params),
-            "endpoint": endpoint_of(spec), "batch": bool(spec.batch), "price_input_per_mtok": spec.price_input_per_mtok,
-            "price_output_per_mtok": spec.price_output_per_mtok,
-            "price_batch_per_mtok": list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
-            "options": {k: v for k, v in spec.options.items() if k != "responses"}}
+def model_entry(spec: ModelSpec) -> ModelEntry:
+    return ModelEntry(name=spec.name, provider=spec.provider, model=spec.model, params=normalise(spec.params),
+                      endpoint=endpoint_of(spec), batch=bool(spec.batch), price_input_per_mtok=spec.price_input_per_mtok,
+                      price_output_per_mtok=spec.price_output_per_mtok,
+                      price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
+                      options={k: v for k, v in spec.options.items() if k != "responses"})
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,
@@ -151,13 +152,14 @@ def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpe
     return RunInfo(
         grace_version=__version__,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        kb={"path": str(kb.path), "kb_hash": kb.kb_hash, "articles": len(kb.articles), "embedder": embedder or kb.manifest.embedder},
-        gold={"path": str(gold.path), "hash": gold.hash, "questions": len(gold.questions),
-              "must_refuse": sum(q.must_refuse for q in gold.questions)},
+        kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles),
+                 embedder=embedder or kb.manifest.embedder),
+        gold=RunGold(path=str(gold.path), hash=gold.hash, questions=len(gold.questions),
+                     must_refuse=sum(q.must_refuse for q in gold.questions)),
         templates={template.name: template.sha256},
-        config={"k": settings.k, "repeats": settings.repeats, "concurrency": settings.concurrency,
-                "cache": settings.use_cache, "read_cache": settings.read_cache, "max_attempts": settings.max_attempts,
-                "seed": settings.seed, "output_mode": template.mode, **settings.extra},
+        config=RunConfig(k=settings.k, repeats=settings.repeats, concurrency=settings.concurrency,
+                         cache=settings.use_cache, read_cache=settings.read_cache, max_attempts=settings.max_attempts,
+                         seed=settings.seed, output_mode=template.mode, **settings.extra),
         models=[model_entry(s) for s in specs],
     )
 
@@ -168,9 +170,9 @@ def check_same_run(run: RunDir, info: RunInfo) -> None:
     if old is None or not run.responses.exists():
         return
     for label, a, b in (
-        ("KB", old.kb.get("kb_hash"), info.kb["kb_hash"]),
+        ("KB", old.kb.kb_hash, info.kb.kb_hash),
         ("prompt template", sorted(old.templates.values()), sorted(info.templates.values())),
-        ("k", old.config.get("k"), info.config["k"]),
+        ("k", old.config.k, info.config.k),
     ):
         if a is not None and a != b:
             raise GraceError(f"{run.path} holds a run with a different {label}; use a new --out folder (answers are "
@@ -187,32 +189,32 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,
     """
     first_error: dict[str, str] = {}
     current = {q.question_id: text_hash(q.question) for q in questions}
-    per_model: dict[str, dict[str, Any]] = {}
+    per_model: dict[str, RowCounts] = {}
     params: dict[str, Counter] = {}
     for (model, qid, _), row in run.latest_responses().items():
-        m = per_model.setdefault(model, {"rows": 0, "answered": 0, "errors": 0, "stale": 0})
-        m["rows"] += 1
+        m = per_model.setdefault(model, RowCounts())
+        m.rows += 1
         if row.get("error"):
-            m["errors"] += 1
+            m.errors += 1
             if model not in first_error:
                 err = row["error"] if isinstance(row["error"], dict) else {"message": str(row["error"])}
                 first_error[model] = f"{err.get('kind', 'error')}: {err.get('message', '')}".strip(": ")
         else:
-            m["answered"] += 1
+            m.answered += 1
         qh = row.get("question_hash")
         if qid not in current or (qh is not None and qh != current[qid]):
-            m["stale"] += 1
+            m.stale += 1
         params.setdefault(model, Counter())[repr(sorted((row.get("params") or {}).items()))] += 1
     for model, m in per_model.items():
-        m["params_variants"] = len(params[model])
+        m.params_variants = len(params[model])
     info.rows = per_model
-    known = {e["name"] for e in info.models}
+    known = {e.name for e in info.models}
     for entry in previous.models if previous else []:
-        if entry.get("name") in per_model and entry.get("name") not in known:
+        if entry.name in per_model and entry.name not in known:
             info.models.append(entry)
     for model, m in per_model.items():
-        if m["stale"] and model not in known:
-            log.warning(f"{model}: {m['stale']} answer(s) on file in {run.path} were given to questions that have "
+        if m.stale and model not in known:
+            log.warning(f"{model}: {m.stale} answer(s) on file in {run.path} were given to questions that have "
                         f"since changed or left the gold set; run {model} again on this folder to refresh them")
     return first_error
 

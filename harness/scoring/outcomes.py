@@ -28,18 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-OUTCOMES = (
-    "correct",
-    "correct_refusal",
-    "false_refusal",
-    "invalid_citation",
-    "unshown_citation",
-    "answered_unanswerable",
-    "no_citation",
-    "multiple_citations",
-    "wrong_citation",
-    "error",
-)
+# the names and their order: spelled once, with the scores.jsonl contract they are values of
+from harness.rundir.scores import OUTCOMES as OUTCOMES
+
 OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 HITS = frozenset({"correct", "correct_refusal"})
 HIT_CODES = tuple(OUTCOME_CODE[h] for h in sorted(HITS))

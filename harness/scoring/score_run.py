@@ -5,6 +5,11 @@ The pass over the responses is the hot path (a million rows in well under a
 minute): each row is read, extracted strictly and leniently, judged, written,
 and reduced to a few integers in compact arrays; every whole-run metric is then
 computed once per model on numpy arrays.
+
+The report is built as its typed model from the start (:class:`ModelReport`
+per model, then :class:`Report`), never as a dict validated at the end: the
+blocks forbid unknown keys and check assigned values, so a misspelt figure
+name here is an error at once, not a null in ``report.json``.
 """
 
 from __future__ import annotations
@@ -15,14 +20,27 @@ import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.core.errors import GraceError
 from harness.core.version import __version__
 from harness.rundir import RunDir
-from harness.rundir.report import REPORT_SCHEMA_VERSION, Report, SpotcheckBlock
+from harness.rundir.report import (
+    REPORT_SCHEMA_VERSION,
+    FailedModel,
+    GoldInfo,
+    JsonMode,
+    KbInfo,
+    LabelSuspect,
+    LabelSuspects,
+    ModelReport,
+    Pair,
+    Report,
+    ResponsesInfo,
+    SpotcheckBlock,
+)
+from harness.rundir.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
 from harness.scoring.extraction import RULES
 from harness.scoring.metrics import (
@@ -40,20 +58,18 @@ from kb_builder.gold import GoldQuestion, GoldSet, load_gold
 from kb_builder.store import KB, load_kb
 
 
-def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], dict[str, Any]]:
+def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], GoldInfo]:
     if isinstance(gold, str | Path):
         gold = load_gold(gold)
     if isinstance(gold, GoldSet):
         questions = list(gold.questions)
-        info = {"path": str(gold.path), "hash": gold.hash}
+        path, h = str(gold.path), gold.hash
     else:
         questions = list(gold)
-        h = hashlib.sha256(json.dumps([[g.question_id, g.expected_citations, g.must_refuse] for g in questions])
-                           .encode()).hexdigest()[:16]
-        info = {"path": None, "hash": h}
-    info["n_questions"] = len(questions)
-    info["n_must_refuse"] = sum(g.must_refuse for g in questions)
-    return questions, info
+        path, h = None, hashlib.sha256(json.dumps([[g.question_id, g.expected_citations, g.must_refuse]
+                                                   for g in questions]).encode()).hexdigest()[:16]
+    return questions, GoldInfo(path=path, hash=h, n_questions=len(questions),
+                               n_must_refuse=sum(g.must_refuse for g in questions))
 
 
 def score_responses(
@@ -99,32 +115,28 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         arrays, dropped = drop_superseded(arrays)
         if dropped.size:
             rewrite_without(Path(tmp_name), set(dropped.tolist()))
-        report = _build_report(arrays, models, questions, names, seed, bootstrap)
-        report["label_suspects"] = _label_suspects(arrays, models, questions, names, kb_obj)
-        report["warnings"] = _warnings(report, len(questions), int(dropped.size), unknown)
+        report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
+                               KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
+                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size)))
+        report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
+        report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         _add_endpoint_notes(report, RunDir(responses_path.parent))
-        report.update(
-            gold=gold_info,
-            kb={"path": str(kb_obj.path), "hash": kb_obj.kb_hash, "n_articles": len(article_ids)},
-            responses={"path": str(responses_path), "n": int(arrays["model"].size)},
-        )
-        typed = Report.model_validate(report)
         os.replace(tmp_name, run.scores)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
-    typed.spotcheck = _earlier_spotcheck(run, typed)
-    run.write_report(typed)
-    return typed
+    report.spotcheck = _earlier_spotcheck(run, report)
+    run.write_report(report)
+    return report
 
 
-def _add_endpoint_notes(report: dict[str, Any], folder: RunDir) -> None:
+def _add_endpoint_notes(report: Report, folder: RunDir) -> None:
     """What ``grace run`` learned about each model's endpoint (the JSON mode a server made it fall back to)."""
     info = folder.read_run_info()
     for entry in info.models if info else []:
-        model = report["models"].get(entry.get("name"))
-        if model is not None and entry.get("json_mode"):
-            model["json_mode"] = {"used": entry["json_mode"], "reason": entry.get("json_mode_reason") or ""}
+        model = report.models.get(entry.name)
+        if model is not None and entry.json_mode:
+            model.json_mode = JsonMode(used=entry.json_mode, reason=entry.json_mode_reason or "")
 
 
 def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
@@ -138,8 +150,8 @@ def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
     if not path.exists():
         return None
     try:
-        block = SpotcheckBlock.from_spotcheck(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):  # a pydantic ValidationError is a ValueError
+        block = SpotcheckBlock.from_spotcheck(read_spotcheck(path))
+    except (OSError, GraceError):
         report.warnings.append(f"{path} could not be read; the spot-check is not shown")
         return None
     block.notes = ((block.notes or "") + " Spot-check from an earlier scoring of this run folder; "
@@ -153,7 +165,10 @@ def _other_language(told: np.ndarray) -> float | None:
     return round(float((told[checked] == 1).mean()), 6) if checked.any() else None
 
 
-def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray, names: list[str]) -> dict[str, Any]:
+def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray,
+                   names: list[str]) -> tuple[ModelReport, np.ndarray, np.ndarray]:
+    """One model's block (rank, significance group and CIs filled in later, across models), and its lenient and
+    strict hits per response."""
     oc, sc = a["outcome"][sel], a["strict"][sel]
     hits, shits = np.isin(oc, HIT_CODES), np.isin(sc, HIT_CODES)
     n = int(sel.size)
@@ -164,45 +179,47 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
     answer_code = a["pred"][sel].astype(np.int64) * len(OUTCOMES) + oc
     cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel])
     repeats = int(np.unique(a["repeat"][sel]).size)
-    return {
-        "n": n,
-        "n_questions": int(np.unique(q).size),
-        "repeats": repeats,
-        "accuracy": round(float(hits.mean()), 6),
-        "strict_accuracy": round(float(shits.mean()), 6),
-        "outcomes": {name: int(x) for name, x in zip(OUTCOMES, counts, strict=True)},
-        "strict_outcomes": {name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
-        "invalid_citation_rate": round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
-        "unshown_citation_rate": round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
-        "other_language_rate": _other_language(a["other_language"][sel]),
-        "error_count": int(counts[OUTCOME_CODE["error"]]),
-        "truncated": truncation(a["truncated"][sel], a["max_tokens"][sel]),
-        "extraction_rules": {r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
+    block = ModelReport(
+        rank=0,  # set once every model is scored
+        significance_group="",
+        n=n,
+        n_questions=int(np.unique(q).size),
+        repeats=repeats,
+        accuracy=round(float(hits.mean()), 6),
+        accuracy_ci95=None,
+        strict_accuracy=round(float(shits.mean()), 6),
+        strict_accuracy_ci95=None,
+        outcomes={name: int(x) for name, x in zip(OUTCOMES, counts, strict=True)},
+        strict_outcomes={name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
+        invalid_citation_rate=round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
+        unshown_citation_rate=round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
+        other_language_rate=_other_language(a["other_language"][sel]),
+        error_count=int(counts[OUTCOME_CODE["error"]]),
+        truncated=truncation(a["truncated"][sel], a["max_tokens"][sel]),
+        extraction_rules={r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
         **class_metrics(a["true"][sel], a["pred"][sel], names),
-        "refusal": refusal_calibration(must, a["refused"][sel] == 1, valid),
-        "retrieval": retrieval_split(a["retrieved_len"][sel], a["expected_retrieved"][sel], hits),
-        "repeat_stats": repeat_stats(q, a["repeat"][sel], hits, answer_code),
-        "cost": cost,
-        "latency": latency,
-        "_hits": hits,
-        "_strict_hits": shits,
-    }
+        refusal=refusal_calibration(must, a["refused"][sel] == 1, valid),
+        retrieval=retrieval_split(a["retrieved_len"][sel], a["expected_retrieved"][sel], hits),
+        repeat_stats=repeat_stats(q, a["repeat"][sel], hits, answer_code),
+        cost=cost,
+        latency=latency,
+    )
+    return block, hits, shits
 
 
-def _build_report(
-    a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str], seed: int, bootstrap: int
-) -> dict[str, Any]:
+def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
+                  seed: int, bootstrap: int, gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo) -> Report:
     nq = len(questions)
     must_q = np.array([g.must_refuse for g in questions], dtype=bool)
-    per_model: dict[str, dict[str, Any]] = {}
+    per_model: dict[str, ModelReport] = {}
     majority: dict[str, np.ndarray] = {}
     # models that answered the same questions are bootstrapped together, on the same resamples
     same_questions: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         sel = np.flatnonzero(a["model"] == mi)
-        m = _model_metrics(a, sel, must_q, names)
-        answered, rate = per_question(a["q"][sel], m.pop("_hits").astype(np.float64), nq)
-        _, strict_rate = per_question(a["q"][sel], m.pop("_strict_hits").astype(np.float64), nq)
+        m, hits, strict_hits = _model_metrics(a, sel, must_q, names)
+        answered, rate = per_question(a["q"][sel], hits.astype(np.float64), nq)
+        _, strict_rate = per_question(a["q"][sel], strict_hits.astype(np.float64), nq)
         same_questions.setdefault(answered.tobytes(), []).append((name, rate, strict_rate))
         vote = np.full(nq, -1, dtype=np.int8)
         vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
@@ -211,37 +228,40 @@ def _build_report(
     for group in same_questions.values():
         cis = bootstrap_cis([s for _, rate, strict in group for s in (rate, strict)], bootstrap, seed)
         for k, (name, _, _) in enumerate(group):
-            per_model[name]["accuracy_ci95"], per_model[name]["strict_accuracy_ci95"] = cis[2 * k], cis[2 * k + 1]
-    failed = {name: {"n": m["n"], "error_count": m["error_count"],
-                     "reason": f"all {m['n']} calls failed; see the error rows in the responses file and run again"}
-              for name, m in per_model.items() if m["error_count"] == m["n"]}
+            per_model[name].accuracy_ci95, per_model[name].strict_accuracy_ci95 = cis[2 * k], cis[2 * k + 1]
+    failed = {name: FailedModel(n=m.n, error_count=m.error_count,
+                                reason=f"all {m.n} calls failed; see the error rows in the responses file and run again")
+              for name, m in per_model.items() if m.error_count == m.n}
     board = sorted((m for m in models if m not in failed),
-                   key=lambda x: (-per_model[x]["accuracy"], -per_model[x]["strict_accuracy"], x))
+                   key=lambda x: (-per_model[x].accuracy, -per_model[x].strict_accuracy, x))
     pairs = pairwise_tests(board, majority)
     letters = compact_letters(board, {frozenset((p["a"], p["b"])) for p in pairs if p["significant"]})
     for name in board:
-        acc = per_model[name]["accuracy"]
-        per_model[name]["rank"] = 1 + sum(per_model[o]["accuracy"] > acc for o in board)
-        per_model[name]["significance_group"] = letters[name]
-    return {
-        "schema_version": REPORT_SCHEMA_VERSION,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "grace_version": __version__,
-        "seed": seed,
-        "bootstrap_samples": bootstrap,
-        "leaderboard": board,
-        "models": {name: per_model[name] for name in board},
-        "pairwise": pairs,
-        "spotcheck": None,
-        "failed_models": failed,
-    }
+        acc = per_model[name].accuracy
+        per_model[name].rank = 1 + sum(per_model[o].accuracy > acc for o in board)
+        per_model[name].significance_group = letters[name]
+    return Report(
+        schema_version=REPORT_SCHEMA_VERSION,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        grace_version=__version__,
+        gold=gold,
+        kb=kb,
+        responses=responses,
+        seed=seed,
+        bootstrap_samples=bootstrap,
+        leaderboard=board,
+        models={name: per_model[name] for name in board},
+        pairwise=[Pair(**p) for p in pairs],
+        spotcheck=None,
+        failed_models=failed,
+    )
 
 
 SUSPECTS_IN_REPORT = 10
 
 
 def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
-                    kb: KB) -> dict[str, Any] | None:
+                    kb: KB) -> LabelSuspects | None:
     """The gold labels the run's models contradict (see label_audit), for the report's "labels to check"."""
     if len(models) < 2:
         return None
@@ -254,10 +274,11 @@ def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list
     kinds: dict[str, int] = {}
     for s in suspects:
         kinds[s.kind] = kinds.get(s.kind, 0) + 1
-    return {"n": len(suspects), "by_kind": kinds, "top": [s.to_json() for s in suspects[:SUSPECTS_IN_REPORT]]}
+    return LabelSuspects(n=len(suspects), by_kind=kinds,
+                         top=[LabelSuspect(**s.to_json()) for s in suspects[:SUSPECTS_IN_REPORT]])
 
 
-def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str]) -> list[str]:
+def _warnings(report: Report, nq: int, dropped: int, unknown: list[str]) -> list[str]:
     out = []
     if unknown:
         shown = ", ".join(unknown[:10]) + (" ..." if len(unknown) > 10 else "")
@@ -266,16 +287,16 @@ def _warnings(report: dict[str, Any], nq: int, dropped: int, unknown: list[str])
     if dropped:
         out.append(f"{dropped} response(s) were superseded by a later line for the same model, question and "
                    "repeat; only the last one is scored")
-    for name, m in report["models"].items():
-        if m["n_questions"] < nq:
-            out.append(f"{name} answered {m['n_questions']} of {nq} gold questions; its accuracy is over those only")
-    for name, f in report["failed_models"].items():
-        out.append(f"{name} is not ranked: {f['reason']}")
-    suspects = report.get("label_suspects") or {}
-    if suspects.get("n"):
-        out.append(f"{suspects['n']} gold label(s) are contradicted by most models (a wrong label reads as a model "
+    for name, m in report.models.items():
+        if m.n_questions < nq:
+            out.append(f"{name} answered {m.n_questions} of {nq} gold questions; its accuracy is over those only")
+    for name, f in report.failed_models.items():
+        out.append(f"{name} is not ranked: {f.reason}")
+    suspects = report.label_suspects
+    if suspects is not None and suspects.n:
+        out.append(f"{suspects.n} gold label(s) are contradicted by most models (a wrong label reads as a model "
                    "error): list them with 'grace annotations audit GOLD --kb KB --run RUN --out SUSPECTS.csv'")
-    failed = [f"{name} {m['error_count']}" for name, m in report["models"].items() if m["error_count"]]
+    failed = [f"{name} {m.error_count}" for name, m in report.models.items() if m.error_count]
     if failed:
         out.append(f"failed calls scored as misses ({', '.join(failed)}); run the same 'grace run' again to retry them")
     return out

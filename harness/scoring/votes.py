@@ -26,7 +26,6 @@ from typing import Any
 from harness.core.errors import GraceError
 
 REFUSE = "REFUSE"
-_NO_VOTE = ("error", "unshown_citation")
 
 
 @dataclass
@@ -147,15 +146,6 @@ def votes_from_responses(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[s
 def _shown(row: Mapping[str, Any]) -> list[str] | None:
     shown = row.get("retrieved_ids")
     return [str(x) for x in shown] if isinstance(shown, list) else None
-
-
-def votes_from_scores(rows: Iterable[Mapping[str, Any]], kb_ids: Collection[str]) -> dict[str, QuestionVotes]:
-    """Votes from ``scores.jsonl`` rows: the citations are already read."""
-    kb_ids = frozenset(kb_ids)
-    return collect((str(r["question_id"]), str(r["model"]),
-                    None if r.get("outcome") in _NO_VOTE else row_vote(r.get("cited_ids") or [], bool(r.get("refused")),
-                                                                       kb_ids, _shown(r)),
-                    None) for r in rows)
 
 
 def load_votes(source: str | Path, kb_ids: Collection[str]) -> tuple[dict[str, QuestionVotes], list[str]]:

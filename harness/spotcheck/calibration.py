@@ -29,7 +29,7 @@ from harness.core.jsonl import iter_jsonl
 from harness.rundir import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
-from harness.spotcheck.records import CalibrationFile
+from harness.spotcheck.records import CalibrationFile, JudgeBlock, SpotcheckFile, read_spotcheck, write_spotcheck
 from harness.spotcheck.review import read_labels, same_text
 
 
@@ -85,15 +85,15 @@ def agreement_stats(human_unsupported: list[bool], judge_unsupported: list[bool]
     }
 
 
-def _judge_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+def _judge_rows(spot: SpotcheckFile, spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
     """The judge's verdict (repeat 0) per segment, from the judgements file spotcheck.json points to."""
-    rel = (spot.get("judgements") or {}).get("path")
+    rel = spot.judgements.get("path")
     if not rel:
         raise GraceError(f"{spot_path}: no judgements path; is this a spotcheck.json written by 'grace spotcheck run'?")
     path = spot_path.parent / rel
     if not path.exists():
         raise GraceError(f"{path}: judgements file not found (named by {spot_path})")
-    judge, template_hash = spot["judge"]["name"], spot["judge"]["template_hash"]
+    judge, template_hash = spot.judge.name, spot.judge.template_hash
     out: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     for row in load_done(path).values():  # already the latest row per judgement
         if row.get("judge") == judge and row.get("template_hash") == template_hash and row.get("judge_repeat") == 0:
@@ -101,10 +101,10 @@ def _judge_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, i
     return out
 
 
-def _claim_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
+def _claim_rows(spot: SpotcheckFile, spot_path: Path) -> dict[tuple[str, str, int, int], dict[str, Any]]:
     """The judge's verdict (repeat 0) per claim, from the claims file spotcheck.json points to; each row's
     ``segment_text`` is its claim and ``supported`` whether the verdict is "supported"."""
-    path = spot_path.parent / ((spot.get("judgements") or {}).get("path") or "")
+    path = spot_path.parent / (spot.judgements.get("path") or "")
     if not path.is_file():
         raise GraceError(f"{path}: claims file not found (named by {spot_path})")
     out: dict[tuple[str, str, int, int], dict[str, Any]] = {}
@@ -117,17 +117,12 @@ def _claim_rows(spot: dict[str, Any], spot_path: Path) -> dict[tuple[str, str, i
 
 def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[str, Any]:
     """Compare, write ``calibration.json`` next to ``judge_json``, and mark the judge calibrated there and in the report."""
-    if not judge_json.exists():
-        raise GraceError(f"{judge_json}: file not found; give the spotcheck.json written by 'grace spotcheck run'")
-    try:
-        spot = json.loads(judge_json.read_text(encoding="utf-8"))
-        judge = spot["judge"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise GraceError(f"{judge_json}: not a spotcheck.json (no judge block)") from None
+    spot = read_spotcheck(judge_json)
+    judge = spot.judge
     labels = read_labels(human_csv)
     if not labels:
         raise GraceError(f"{human_csv}: no labelled rows (fill the 'supported' column with true or false)")
-    claims = spot.get("mode") == "claims"
+    claims = spot.mode == "claims"
     verdicts = _claim_rows(spot, judge_json) if claims else _judge_rows(spot, judge_json)
     human, machine, disagreements = [], [], []
     human3, judge3 = [], []
@@ -161,7 +156,7 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
             })
     if not human:
         raise GraceError(f"{human_csv}: none of the {len(labels)} labelled rows matches a segment judged by "
-                         f"{judge['name']} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
+                         f"{judge.name} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
     stats = agreement_stats(human, machine)
     if claims:
         from harness.spotcheck.claims import VERDICTS
@@ -173,7 +168,7 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
                    "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
-        judge=judge["name"], template_hash=judge["template_hash"], n_unmatched=unmatched, n_stale=stale,
+        judge=judge.name, template_hash=judge.template_hash, n_unmatched=unmatched, n_stale=stale,
         disagreements=disagreements, **stats,
     ).model_dump(mode="json")
     out_dir = judge_json.parent
@@ -181,17 +176,18 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
         return _write_calibration(out_dir, judge_json, spot, judge, calib, stats, console)
 
 
-def _write_calibration(out_dir: Path, judge_json: Path, spot: dict[str, Any], judge: dict[str, Any],
+def _write_calibration(out_dir: Path, judge_json: Path, spot: SpotcheckFile, judge: JudgeBlock,
                        calib: dict[str, Any], stats: dict[str, Any], console: Any) -> dict[str, Any]:
     atomic_write_text(RunDir(out_dir).calibration, json.dumps(calib, indent=2, ensure_ascii=False) + "\n")
-    judge.update(calibrated=True, kappa=stats["kappa"], precision_unsupported=stats["precision_unsupported"],
-                 recall_unsupported=stats["recall_unsupported"], n=stats["n"], calibration=CALIBRATION)
+    judge.calibrated, judge.kappa, judge.n = True, stats["kappa"], stats["n"]
+    judge.precision_unsupported, judge.recall_unsupported = stats["precision_unsupported"], stats["recall_unsupported"]
+    judge.calibration = CALIBRATION
     if "kappa_per_class" in stats:
-        judge.update(kappa_multiclass=stats["kappa_multiclass"],
-                     kappa_per_class={c: v["kappa"] for c, v in stats["kappa_per_class"].items()})
+        judge.kappa_multiclass = stats["kappa_multiclass"]
+        judge.kappa_per_class = {c: v["kappa"] for c, v in stats["kappa_per_class"].items()}
     from harness.spotcheck.publish import notes_for
 
-    spot["notes"] = notes_for(spot)
-    atomic_write_text(judge_json, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
+    spot.notes = notes_for(spot)
+    write_spotcheck(judge_json, spot)
     calib["_report_html"] = update_report(out_dir, spot, console)
     return calib

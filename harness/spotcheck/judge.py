@@ -158,7 +158,3 @@ def make_judge(text: str, options: ModelOptions | None = None, prices: Path | No
     opts = (options or ModelOptions()).with_default_max_tokens(DEFAULT_MAX_TOKENS)
     return ready_model(text, role="judge", options=opts, prices=prices, offline={n: offline(n) for n in OFFLINE_JUDGES},
                        ready=ready)
-
-
-def is_offline_lexical(spec: ModelSpec) -> bool:
-    return spec.provider == "baseline" and spec.model == "lexical"

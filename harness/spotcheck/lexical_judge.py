@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
-from harness.providers.base import Completion, Provider, Request
+from harness.providers.base import Completion, Provider, Request, RetrievedArticle
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
@@ -165,6 +167,44 @@ def lexical_claim_verdict(claim: str, source: str, language: str = "en") -> dict
     return {"explanation": verdict["explanation"], "evidence": _evidence(claim, source, language), "verdict": label}
 
 
+def lexical_quality(item: dict[str, Any], shown: Sequence[RetrievedArticle], language: str = "en") -> dict[str, Any]:
+    """Word-overlap stand-ins for the four grades, so the pipeline and the meta-eval run offline; the meta-eval
+    shows how far they are from a judge's."""
+    from harness.scoring.refusal import is_refusal
+
+    def content(text: str) -> dict[str, str]:
+        return _words(text, language)
+
+    question, answer, gold_ids = item["question"], item["answer"], set(item.get("gold") or [])
+    gold = [a for a in shown if a.id in gold_ids]
+    qwords = set(content(question))
+    parts = sentences(re.sub(r"\[ID:[^\]]*\]", "", answer))
+    refuses = is_refusal(answer)
+    extra = [s for s in parts if not is_refusal(s) and content(s)]
+    scale = lambda share: max(1, min(5, round(1 + 4 * share)))  # noqa: E731
+    relevancy = None if refuses else scale(sum(bool(qwords & set(content(s))) for s in parts) / max(1, len(parts)))
+    completeness = None
+    if gold:
+        key = [s for a in gold for s in sentences(a.text) if len(qwords & set(content(s))) >= 1] or \
+              [s for a in gold for s in sentences(a.text)][:1]
+        needed = set().union(*(set(content(s)) for s in key)) - qwords
+        have = set(content(answer))
+        completeness = 1 if refuses and not extra else scale(len(needed & have) / max(1, len(needed)))
+    faithfulness = None
+    if extra:
+        source = "\n".join(a.text for a in shown)
+        words, src = set(content(" ".join(extra))), set(content(source))
+        faithfulness = scale(len(words & src) / max(1, len(words)))
+        if _numbers(" ".join(extra)) - _numbers(source):
+            faithfulness = min(faithfulness, 2)
+    usefulness = (any(qwords & set(content(s)) for s in extra) if refuses and extra else None)
+    return {"answer_refuses": refuses, "relevancy_justification": "share of sentences sharing a word with the question",
+            "relevancy": relevancy, "completeness_justification": "share of the gold sentences' words in the answer",
+            "completeness": completeness, "faithfulness_justification": "share of the answer's words in the articles",
+            "faithfulness": faithfulness, "usefulness_justification": "the extra information shares a word with the "
+            "question", "usefulness": usefulness}
+
+
 class LexicalJudgeProvider(Provider):
     """Reads what to check and its source from the request context, never from the prompt text."""
 
@@ -182,8 +222,6 @@ class LexicalJudgeProvider(Provider):
             reply = {"verdicts": [{"claim": i, **lexical_claim_verdict(c, source, language)}
                                   for i, c in enumerate(json.loads(ctx.question), 1)]}
         elif what.startswith("quality:"):
-            from harness.spotcheck.quality import lexical_quality
-
             reply = lexical_quality(json.loads(ctx.question), ctx.articles, language)
         else:
             reply = lexical_verdict(ctx.question if ctx else "", source, language)

@@ -41,7 +41,7 @@ from harness.spotcheck.metrics import (
 from harness.spotcheck.passes import Judged, judge_hits
 from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.quality import QualityTemplate, load_quality_template
-from harness.spotcheck.records import JudgeBlock, SpotcheckFile
+from harness.spotcheck.records import JudgeBlock, SpotcheckFile, write_spotcheck
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
 from kb_builder.store import load_kb
@@ -337,15 +337,15 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
         review_csv=CLAIMS_REVIEW_CSV if claims else REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI,
         redaction=settings.redactor.record() if settings.redactor is not None else None, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
-    ).model_dump(mode="json")
-    spot["notes"] = notes_for(spot)
+    )
+    spot.notes = notes_for(spot)
     if claims:
         write_review_csv(files.claims_review_csv, claim_review_rows(cj, [h.key for h in chosen]))
     else:
         write_review_csv(files.review_csv, review_rows(judged, [h.key for h in chosen]))
-    atomic_write_text(files.spotcheck, json.dumps(spot, indent=2, ensure_ascii=False) + "\n")
-    spot["_report_html"] = update_report(run_dir, spot, console)
-    return spot
+    write_spotcheck(files.spotcheck, spot)
+    report_html = update_report(run_dir, spot, console)
+    return {**spot.model_dump(mode="json"), "_report_html": report_html}
 
 
 def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: SpotcheckOptions,

@@ -18,29 +18,30 @@ from typing import Any
 
 from harness.rundir import RunDir
 from harness.rundir.report import SpotcheckBlock
+from harness.rundir.spotcheck import SpotcheckFile
 
 
-def notes_for(spot: dict[str, Any]) -> str:
-    judge, variance = spot["judge"], spot["variance"]
+def notes_for(spot: SpotcheckFile) -> str:
+    judge, variance = spot.judge, spot.variance
     parts = []
-    if judge.get("kind") == "lexical":
+    if judge.kind == "lexical":
         parts.append("Judge baseline:lexical is an offline word-overlap check (every content word and number of a "
                      "segment must appear in its article), not an LLM: a cheap, lower-quality judge that misses "
                      "swapped entities and dropped conditions and fails correct paraphrases.")
-    if not judge.get("calibrated"):
+    if not judge.calibrated:
         parts.append("Judge not calibrated against human labels (grace spotcheck calibrate).")
-    models = spot.get("models") or {}
-    few = [m for m, v in models.items() if v.get("ci_note")]
+    models = spot.models
+    few = [m for m, v in models.items() if v.ci_note]
     if few:
-        shown = "; ".join(f"{m}: " + ", ".join(f"{k.replace('_', ' ')} {t}" for k, t in (models[m].get("display") or {}).items())
+        shown = "; ".join(f"{m}: " + ", ".join(f"{k.replace('_', ' ')} {t}" for k, t in models[m].display.items())
                           for m in few)
-        parts.append(f"No interval is given from fewer than {spot.get('min_answers_for_ci')} checked answers ({shown}).")
+        parts.append(f"No interval is given from fewer than {spot.min_answers_for_ci} checked answers ({shown}).")
     for m, v in models.items():
-        if v.get("n_unreadable"):
-            parts.append(f"{m}: {v['n_unreadable']} of {v.get('n_verdicts')} verdicts unreadable (asked twice); "
+        if v.n_unreadable:
+            parts.append(f"{m}: {v.n_unreadable} of {v.n_verdicts} verdicts unreadable (asked twice); "
                          "their answers are left out.")
-        if v.get("truncated_skipped"):
-            n = v["truncated_skipped"]
+        if v.truncated_skipped:
+            n = v.truncated_skipped
             parts.append(f"{m}: {n} truncated answer{'' if n == 1 else 's'} skipped (cut off by max_tokens).")
     if (variance.get("repeats") or 1) > 1 and variance.get("max_spread") is not None:
         parts.append(f"Judge run-to-run spread over {variance['repeats']} repeats: up to "
@@ -52,7 +53,7 @@ def notes_for(spot: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def update_report(run_dir: Path, spot: dict[str, Any], console: Any = None) -> Path | None:
+def update_report(run_dir: Path, spot: SpotcheckFile, console: Any = None) -> Path | None:
     """Write the block into ``run_dir/report.json`` (if there is one) and re-render the HTML; returns report.html."""
     run = RunDir(run_dir)
     if not run.report.exists():

@@ -136,47 +136,6 @@ def parse_grades(text: str | None) -> Grades | None:
     return None
 
 
-# --- the offline judge's proxies ----------------------------------------------------------------------------------
-
-def lexical_quality(item: dict[str, Any], shown: Sequence[RetrievedArticle], language: str = "en") -> dict[str, Any]:
-    """Word-overlap stand-ins for the four grades, so the pipeline and the meta-eval run offline; the meta-eval
-    shows how far they are from a judge's."""
-    from harness.scoring.refusal import is_refusal
-    from harness.spotcheck.lexical_judge import _numbers, _words, sentences
-
-    def content(text: str) -> dict[str, str]:
-        return _words(text, language)
-
-    question, answer, gold_ids = item["question"], item["answer"], set(item.get("gold") or [])
-    gold = [a for a in shown if a.id in gold_ids]
-    qwords = set(content(question))
-    parts = sentences(re.sub(r"\[ID:[^\]]*\]", "", answer))
-    refuses = is_refusal(answer)
-    extra = [s for s in parts if not is_refusal(s) and content(s)]
-    scale = lambda share: max(1, min(5, round(1 + 4 * share)))  # noqa: E731
-    relevancy = None if refuses else scale(sum(bool(qwords & set(content(s))) for s in parts) / max(1, len(parts)))
-    completeness = None
-    if gold:
-        key = [s for a in gold for s in sentences(a.text) if len(qwords & set(content(s))) >= 1] or \
-              [s for a in gold for s in sentences(a.text)][:1]
-        needed = set().union(*(set(content(s)) for s in key)) - qwords
-        have = set(content(answer))
-        completeness = 1 if refuses and not extra else scale(len(needed & have) / max(1, len(needed)))
-    faithfulness = None
-    if extra:
-        source = "\n".join(a.text for a in shown)
-        words, src = set(content(" ".join(extra))), set(content(source))
-        faithfulness = scale(len(words & src) / max(1, len(words)))
-        if _numbers(" ".join(extra)) - _numbers(source):
-            faithfulness = min(faithfulness, 2)
-    usefulness = (any(qwords & set(content(s)) for s in extra) if refuses and extra else None)
-    return {"answer_refuses": refuses, "relevancy_justification": "share of sentences sharing a word with the question",
-            "relevancy": relevancy, "completeness_justification": "share of the gold sentences' words in the answer",
-            "completeness": completeness, "faithfulness_justification": "share of the answer's words in the articles",
-            "faithfulness": faithfulness, "usefulness_justification": "the extra information shares a word with the "
-            "question", "usefulness": usefulness}
-
-
 # --- the calls ----------------------------------------------------------------------------------------------------
 
 @dataclass(frozen=True)

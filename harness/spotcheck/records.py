@@ -2,7 +2,9 @@
 
 ``spotcheck/judgements.jsonl`` holds one line per segment judgement, appended
 and flushed as each is made, so an interrupted spot-check resumes where it
-stopped; ``spotcheck.json`` is the summary the report reads;
+stopped; ``spotcheck.json`` is the summary the report reads (its model,
+:class:`SpotcheckFile`, with its reader and writer, lives with the run folder:
+:mod:`harness.rundir.spotcheck`, re-exported here);
 ``calibration.json`` is the judge-versus-human comparison. The review CSV's
 columns are fixed here too, because the annotation app writes the same file.
 """
@@ -13,11 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.privacy.redactor import RedactionRecord
 from harness.rundir.records import CallError
+from harness.rundir.spotcheck import (
+    SPOTCHECK_SCHEMA_VERSION,
+    JudgeBlock,
+    ModelSpot,
+    SpotcheckFile,
+    read_spotcheck,
+    write_spotcheck,
+)
 
 JUDGEMENTS_SCHEMA_VERSION = 1
-SPOTCHECK_SCHEMA_VERSION = 1
 CALIBRATION_SCHEMA_VERSION = 1
 META_EVAL_SCHEMA_VERSION = 1
 
@@ -74,107 +82,6 @@ class JudgementRecord(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
-class JudgeBlock(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-    model: str  # what the report prints
-    provider: str
-    kind: Literal["llm", "lexical", "scripted"]
-    label: str
-    template: str
-    template_hash: str
-    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens: part of every call's cache key
-    max_tokens: int | None = None  # the judge's output limit per call (--max-tokens, default 1024)
-    options: dict[str, Any] = Field(default_factory=dict)  # provider options, e.g. json_mode (--json-mode)
-    timeout_s: float | None = None  # --timeout; None: the provider's default
-    base_url: str | None = None  # --base-url
-    repeats: int = 1
-    calibrated: bool = False
-    kappa: float | None = None
-    precision_unsupported: float | None = None
-    recall_unsupported: float | None = None
-    n: int | None = None  # human-labelled segments (claims) behind the calibration
-    kappa_multiclass: float | None = None  # claims: over supported / partial / unsupported
-    kappa_per_class: dict[str, float | None] | None = None  # claims: each class against the other two
-
-
-class ModelSpot(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    hits: int  # correct-citation answers in the run (truncated ones included)
-    n: int  # answers checked (complete: every segment judged)
-    n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable verdict
-    n_segments: int
-    n_unsupported_segments: float  # mean over judge repeats
-    accuracy: float | None
-    correct_answer_rate: float | None
-    groundedness: float | None
-    groundedness_ci95: list[float] | None
-    hallucination_rate: float | None
-    hallucination_rate_ci95: list[float] | None
-    hallucination_risk: float | None
-    hallucination_risk_ci95: list[float] | None
-    groundedness_per_repeat: list[float | None] = Field(default_factory=list)
-    groundedness_spread: float | None = None  # max - min over judge repeats
-    quote_failures: int = 0
-    truncated_skipped: int = 0  # hits not checked: the answer was cut off by max_tokens
-    n_verdicts: int = 0  # judge replies to this model's segments (all judge repeats; failed calls apart)
-    n_unreadable: int = 0  # ... of which held no readable verdict, even asked again
-    n_failed_calls: int = 0
-    n_retried: int = 0  # verdicts asked again with the stricter instruction
-    n_retry_recovered: int = 0  # ... that then gave a readable verdict
-    groundedness_n: int = 0  # the n behind each figure (checked answers)
-    hallucination_rate_n: int = 0
-    hallucination_risk_n: int = 0
-    ci_min_answers: int = 10  # no CI below this many checked answers (metrics.MIN_ANSWERS_FOR_CI)
-    ci_note: str | None = None  # why there is no CI, when there is none
-    display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its n
-    # --mode claims: faithfulness = supported claims / claims (groundedness over claims), partial share
-    faithfulness: float | None = None
-    faithfulness_ci95: list[float] | None = None
-    faithfulness_n: int | None = None
-    n_claims: int | None = None
-    n_partial_claims: float | None = None  # mean over judge repeats
-    partial_rate: float | None = None
-    partial_rate_ci95: list[float] | None = None
-    n_extraction_failed: int | None = None  # answers whose claims could not be read, even asked twice
-    # cited share of the retrieved articles that hold the answer (any mode); n: answers shown one
-    coverage: float | None = None
-    coverage_ci95: list[float] | None = None
-    coverage_n: int | None = None
-    coverage_display: str | None = None
-    # --quality: GroUSE-style grades (mean 1-5 of relevancy, completeness, faithfulness; share of useful refusals),
-    # each with its n and CI (harness.spotcheck.quality.quality_figures)
-    quality: dict[str, Any] | None = None
-
-
-class SpotcheckFile(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    schema_version: int = SPOTCHECK_SCHEMA_VERSION
-    created_at: str
-    grace_version: str
-    run: dict[str, Any]
-    judge: JudgeBlock
-    mode: Literal["claims", "segments"] = "segments"  # files written before claims existed are segments
-    scope: Literal["hits", "answered", "all"] = "hits"
-    quality: dict[str, Any] | None = None  # --quality: its template and file
-    sample: dict[str, Any]
-    seed: int
-    bootstrap_samples: int
-    models: dict[str, ModelSpot]
-    variance: dict[str, Any]
-    judge_calls: dict[str, Any]
-    judgements: dict[str, Any]
-    review_csv: str | None = None
-    redaction: RedactionRecord | None = None  # --redact-pii: counts per type of what the judge was not shown
-    min_answers_for_ci: int = 10  # metrics.MIN_ANSWERS_FOR_CI
-    risk_formula: str
-    notes: str
-    warnings: list[str] = Field(default_factory=list)
-
-
 class CalibrationFile(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -197,3 +104,10 @@ class CalibrationFile(BaseModel):
     kappa_multiclass: float | None = None
     kappa_per_class: dict[str, dict[str, Any]] | None = None
     confusion_classes: dict[str, dict[str, int]] | None = None  # human class -> judge class -> count
+
+
+__all__ = [
+    "CALIBRATION_SCHEMA_VERSION", "JUDGEMENTS_SCHEMA_VERSION", "META_EVAL_SCHEMA_VERSION", "REQUIRED_REVIEW_COLUMNS",
+    "REVIEW_COLUMNS", "SPOTCHECK_SCHEMA_VERSION", "CalibrationFile", "JudgeBlock", "JudgementRecord", "ModelSpot",
+    "SpotcheckFile", "read_spotcheck", "write_spotcheck",
+]

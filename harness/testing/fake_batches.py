@@ -35,13 +35,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
 from email.parser import BytesParser
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 from harness.testing.api_formats import Reply, error_body, limit_reply, success_body
 
-if TYPE_CHECKING:
-    from harness.testing.fake_api import FakeAPIServer
+
+class FakeAPIServer(Protocol):
+    """What a batch reads of the server it belongs to (:class:`harness.testing.fake_api.FakeAPIServer`, which
+    imports this module: named here, not imported, so the two files are no circle)."""
+
+    batch: BatchBehaviour
+    anthropic_base_url: str
+
+    def _next_reply(self, body: dict[str, Any]) -> Reply: ...
 
 __all__ = ["Answer", "BatchBehaviour", "BatchStore", "FakeBatch", "FakeItem"]
 

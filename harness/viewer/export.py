@@ -37,7 +37,7 @@ from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
 from harness.rundir import RunDir
 from harness.viewer.app import PLOTS, STATIC, ViewApp
-from harness.viewer.grid import QUESTION_PREVIEW
+from harness.viewer.grid import OUTCOME_NAMES, QUESTION_PREVIEW
 from harness.web.server import SHARED_STATIC
 
 MAX_ANSWERS = 50_000
@@ -152,6 +152,7 @@ def _grid(grid, rid: str, search: list[str]) -> dict[str, Any]:
     return {
         "run": rid,
         "columns": [{"run": c.run, "model": c.model} for c in grid.columns],
+        "outcomes": OUTCOME_NAMES,  # the page's names for the codes in "outcome"
         "labels": grid.label_names,
         "none": grid.none_code,
         "qids": grid.qids,

@@ -3,7 +3,10 @@
 The filter state is a flat set of parameters (:class:`GridQuery`), the same names
 the page keeps in its URL, so a pasted link reproduces the grid. A static export
 (``grace view --export``) runs the same filters in its page's script over the same
-matrices (``static/view.js``, ``filterRows``); a test holds the two to one answer.
+matrices (``static/view.js``, ``Local.questions``); a test holds the two to one answer.
+The page names no outcome itself: :data:`OUTCOME_NAMES` (names in code order, how the
+filter lists them, how a cell shows them) comes with every answer of ``/api/questions``
+and, in an export, with the grid's matrices.
 
 Runs are aligned by question ID: the rows are the first run's questions, then any
 question only later runs have. "Flipped" compares the first picked run (A) with the
@@ -28,6 +31,15 @@ SORTS = ("file", "id", "hardest", "easiest", "disagreement")
 FLIPS = ("any", "improved", "regressed")
 OUTCOME_FILTERS = ("hit", "miss", *OUTCOMES)
 QUESTION_PREVIEW = 240  # characters of a question shown in the grid
+# how a grid cell shows each outcome: {cited} is the cited article (blank for none or a refusal)
+CELL_TEXT = {
+    "correct": "✓ {cited}", "correct_refusal": "✓ refused", "false_refusal": "refused",
+    "invalid_citation": "invalid {cited}", "unshown_citation": "unshown {cited}",
+    "answered_unanswerable": "answered {cited}", "no_citation": "no citation", "multiple_citations": "several",
+    "wrong_citation": "✗ {cited}", "error": "error",
+}
+# what the page knows of the outcomes, in OUTCOMES order (the grid's codes index it)
+OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": CELL_TEXT[o]} for o in OUTCOMES]
 
 
 @dataclass
@@ -266,6 +278,7 @@ class Grid:
             "page": page,
             "pages": pages,
             "page_size": PAGE_SIZE,
+            "outcomes": OUTCOME_NAMES,
             "columns": [{"run": c.run, "model": c.model,
                          "accuracy": _share(matched_hits[:, i], matched_asked[:, i]),
                          "focus": cols is None or i in cols} for i, c in enumerate(self.columns)],

@@ -141,7 +141,7 @@ class ViewRun:
         info = self.folder.read_run_info() if self.folder.run_info.exists() else None
         r = self.report
         models = [{"model": m.model, "accuracy": m.accuracy, "ci": m.accuracy_ci95, "rank": m.rank}
-                  for m in r.ranked()] if r else [{"model": m.get("name", "?"), "accuracy": None, "ci": None,
+                  for m in r.ranked()] if r else [{"model": m.name, "accuracy": None, "ci": None,
                                                    "rank": None} for m in (info.models if info else [])]
         cost = sum(m.cost.total_usd or 0 for m in r.ranked()) if r else None
         writer = self.folder.writer()
@@ -149,9 +149,9 @@ class ViewRun:
             "id": self.id,
             "path": str(self.path),
             "when": (r.created_at if r else None) or (info.started_at if info else None),
-            "kb": {"path": r.kb.path, "articles": r.kb.n_articles} if r else (info.kb if info else None),
+            "kb": {"path": r.kb.path, "articles": r.kb.n_articles} if r else (info.kb.model_dump() if info else None),
             "gold": {"path": r.gold.path, "questions": r.gold.n_questions, "must_refuse": r.gold.n_must_refuse}
-            if r else (info.gold if info else None),
+            if r else (info.gold.model_dump() if info else None),
             "models": models,
             "responses": r.responses.n if r else None,
             "cost_usd": cost,

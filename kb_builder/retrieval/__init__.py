@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 from harness.core.errors import GraceError
 
 if TYPE_CHECKING:
-    from kb_builder.store import KB
+    from pathlib import Path
+
+    from kb_builder.records import Article, Manifest
 
 # New KBs get it; a KB keeps the embedder its manifest names, so an old KB's rankings never move under it.
 DEFAULT_EMBEDDER = "bm25f"
-# ...except in the languages where another one won on held-out questions (README, "Languages"): a French or German
+# ...except in the languages where another one won on held-out questions (docs/how-to/languages.md): a French or German
 # KB's default adds character 4-grams. Other languages keep bm25f until data in them says otherwise.
 LANGUAGE_DEFAULTS = {"fr": "bm25f+char4", "de": "bm25f+char4"}
 
@@ -34,6 +36,15 @@ LANGUAGE_DEFAULTS = {"fr": "bm25f+char4", "de": "bm25f+char4"}
 class Hit:
     id: str
     score: float
+
+
+class KB(Protocol):
+    """What a retriever reads of a KB (:class:`kb_builder.store.KB`, which imports the retrievers: named here, not
+    imported, so the store and the retrievers are no circle)."""
+
+    path: Path
+    articles: list[Article]
+    manifest: Manifest
 
 
 class Retriever(Protocol):

@@ -10,15 +10,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
 from harness.core.errors import GraceError
-from kb_builder.retrieval import Hit
-
-if TYPE_CHECKING:
-    from kb_builder.store import KB
+from kb_builder.retrieval import KB, Hit
 
 
 class Embedder(Protocol):

@@ -9,7 +9,7 @@ breadcrumb) and the text as two fields: each field's term counts are normalised
 by that field's own length, weighted (title 3, text 1) and added before the
 saturation, so a breadcrumb word counts like three text words without a long
 article drowning it. Tuned on the sample handbook and the Helvia Playbook-RAG
-queries, checked on ClapNQ (README, "Retrieval quality"):
+queries, checked on ClapNQ (docs/how-to/build-a-kb.md, "Retrieval quality"):
 
 - ``k1 = 4``: employees ask long, wordy questions; a low k1 saturates after one
   occurrence, so an article that mentions many of the question's words once beats
@@ -247,7 +247,7 @@ class Char4Retriever(BM25FRetriever):
     Pieces of words match where whole stems do not: German compounds, French and German inflections Snowball
     leaves apart, typos. Alone it is uneven; fused with ``bm25f`` (``bm25f+char4``) it found more held-out French
     and German questions than ``bm25f`` on every setting tried, and is the default for those languages
-    (README, "Languages"). ``k1 = 1.2``: a word gives several grams, so they saturate sooner than stems; chosen on
+    (docs/how-to/languages.md). ``k1 = 1.2``: a word gives several grams, so they saturate sooner than stems; chosen on
     the tuning parts. Title and text fields as ``bm25f``.
     """
 

@@ -4,15 +4,14 @@
 // so a link reproduces exactly what was on screen, and a reload restores it.
 // A static export (grace view --export) loads this same file with window.GRACE_EXPORT set: the API is then
 // answered here, from the exported data, by Local below (the same filters as harness/viewer/grid.py).
+// The outcome names (and their labels and cell texts) come with the data, from harness/viewer/grid.py's
+// OUTCOME_NAMES: this file spells none.
 "use strict";
 
 (() => {
   const ui = window.graceUI;
   const { $, el } = ui;
   const EXPORT = window.GRACE_EXPORT || null;
-  const OUTCOMES = ["correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation",
-    "answered_unanswerable", "no_citation", "multiple_citations", "wrong_citation", "error"];
-  const HIT = new Set(["correct", "correct_refusal"]);
   const PAGE_SIZE = 50;
   const FILTERS = ["runs", "model", "outcome", "article", "disagree", "flip", "suspect", "missed", "truncated", "q",
     "sort", "page"];
@@ -67,13 +66,9 @@
     return `${x >= 0 ? "+" : ""}${(100 * x).toFixed(1)} pp`;
   }
 
-  function outcomeShort(cell) {
+  function outcomeShort(cell, cellText) {
     const c = cell.cited && cell.cited !== "none" && cell.cited !== "REFUSE" ? cell.cited : "";
-    const text = {
-      correct: `✓ ${c}`, correct_refusal: "✓ refused", false_refusal: "refused", invalid_citation: `invalid ${c}`,
-      unshown_citation: `unshown ${c}`, answered_unanswerable: `answered ${c}`, no_citation: "no citation",
-      multiple_citations: "several", wrong_citation: `✗ ${c}`, error: "error",
-    }[cell.outcome] || cell.outcome;
+    const text = cellText[cell.outcome] ? cellText[cell.outcome].replace("{cited}", () => c) : cell.outcome;
     return text.trim() + (cell.n > 1 ? ` ${cell.hits}/${cell.n}` : "") + (cell.truncated ? " ✂" : "");
   }
 
@@ -242,7 +237,7 @@
       el("span", { class: "muted" }, `Runs: ${runs.join(", ")} `), link("change", "runs", {}), " ",
       sel("f-model", "Model", state.model, [["", "every model"], ...models.map((m) => [m, m])]),
       sel("f-outcome", "Outcome", state.outcome, [["", "any outcome"], ["hit", "correct (majority)"],
-        ["miss", "not correct"], ...OUTCOMES.map((o) => [o, o.replace(/_/g, " ")])]),
+        ["miss", "not correct"], ...data.outcomes.map((o) => [o.name, o.label])]),
       el("label", {}, "Article ", article),
       runs.length > 1 ? sel("f-flip", "Flipped", state.flip, [["", "–"], ["any", `flipped ${runs[0]} → ${runs[runs.length - 1]}`],
         ["improved", "improved"], ["regressed", "regressed"]]) : null,
@@ -263,6 +258,7 @@
     const data = await api("/api/questions", Object.fromEntries(Object.entries(s).filter(([, v]) => v)));
     if (data.waiting) { setMain(waitingView(data.waiting, again)); return; }
     const runsParam = s.runs || data.runs.join(",");
+    const cellText = Object.fromEntries(data.outcomes.map((o) => [o.name, o.cell]));
     const many = data.runs.length > 1;
     const head = [el("th", {}, "Question"), el("th", {}, "Gold"),
       ...data.columns.map((c) => el("th", { class: `col ${c.focus ? "" : "dim"}`, title: `${c.model} in ${c.run}` },
@@ -278,7 +274,7 @@
       ...r.cells.map((c, i) => c
         ? el("td", { class: `cell oc-${c.outcome} ${c.hit ? "hit" : "miss"} ${data.columns[i].focus ? "" : "dim"}`,
           title: `${data.columns[i].model}: ${c.outcome}${c.n > 1 ? ` (${c.hits} of ${c.n} repeats correct)` : ""}` },
-        outcomeShort(c))
+        outcomeShort(c, cellText))
         : el("td", { class: "cell absent" }, "–"))));
     const pager = el("div", { class: "pager" },
       data.page > 1 ? link("← previous", "questions", { ...s, page: data.page - 1 }, { id: "prev" }) : el("span", {}),
@@ -493,6 +489,7 @@
       if (p.flip) throw new Error("'flipped between runs' needs two runs: pick another run on the Runs page");
       const words = (p.q || "").toLowerCase().normalize("NFD").replace(/\p{M}/gu, "").split(/[^\p{L}\p{N}]+/u).filter(Boolean).slice(0, 12);
       const at = (name, r, c) => G[name][r * nCols + c];
+      const outcomeAt = (r, c) => (G.outcomes[at("outcome", r, c)] || {}).name;
       const keep = [];
       for (let r = 0; r < G.qids.length; r++) {
         if (p.outcome) {
@@ -502,7 +499,7 @@
             if (p.outcome === "hit" || p.outcome === "miss") {
               const hit = at("hits", r, c) * 2 > asked;
               if (asked > 0 && (p.outcome === "hit") === hit) ok = true;
-            } else if (asked > 0 && OUTCOMES[at("outcome", r, c)] === p.outcome) ok = true;
+            } else if (asked > 0 && outcomeAt(r, c) === p.outcome) ok = true;
           }
           if (!ok) continue;
         }
@@ -555,11 +552,12 @@
           if (!asked) return null;
           const pred = at("pred", r, i);
           const label = pred >= 0 ? G.labels[pred] : "";
-          return { outcome: OUTCOMES[at("outcome", r, i)], hits: at("hits", r, i), n: asked,
+          return { outcome: outcomeAt(r, i), hits: at("hits", r, i), n: asked,
             hit: at("hits", r, i) * 2 > asked, cited: label || (pred === G.none ? "none" : ""), truncated: !!at("truncated", r, i) };
         }),
       }));
-      return { total: keep.length, all: G.qids.length, page, pages, page_size: PAGE_SIZE, columns, rows, runs: [G.run], notices: [] };
+      return { total: keep.length, all: G.qids.length, page, pages, page_size: PAGE_SIZE, outcomes: G.outcomes, columns, rows,
+        runs: [G.run], notices: [] };
     },
     question(id) {
       const chunk = EXPORT.chunks[id];

@@ -1,14 +1,17 @@
-"""One ``grace run`` from its typed config to its scored folder: the orchestration above the stages.
+"""The run workflow: one ``grace run`` from its typed config (:class:`harness.runner.config.RunConfig`) to its
+scored folder.
 
 The stages (retrieval and planning in :mod:`harness.runner.session`, the calls,
 scoring, reports) each import only what comes before them in the data flow; this
-module and :mod:`harness.api` sit above them all and call them in order, so the
-gold file and the KB are read once and handed from stage to stage.
+module sits above them all and calls them in order, so the gold file and the KB
+are read once and handed from stage to stage. :func:`run` is ``grace.run`` and
+what ``grace run`` calls.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -195,13 +198,13 @@ class RunSession:
             if interrupted:
                 raise KeyboardInterrupt
         unanswered = {p.spec.name: first_error.get(p.spec.name, "no row on file")
-                      for p in plans if not (info.rows.get(p.spec.name) or {}).get("answered")
+                      for p in plans if not getattr(info.rows.get(p.spec.name), "answered", 0)
                       and p.spec.name not in pending and p.spec.name not in stopped}
         if pending:
             each = ", ".join(f"{m}: {n:,}" for m, n in pending.items())
             log.warning(f"{sum(pending.values()):,} call(s) wait in provider batches ({each}); run the same command "
                         "again to collect them, or add --wait to poll until they end; the run is scored once all are in")
-        return RunResult(folder.path, info.counts, stopped, sum(p.stats.errors for p in plans), vars(resume),
+        return RunResult(folder.path, {m: c.model_dump() for m, c in info.counts.items()}, stopped, sum(p.stats.errors for p in plans), vars(resume),
                          pending=pending, unanswered=unanswered)
 
     def finish(self, result: RunResult) -> bool:
@@ -231,10 +234,43 @@ def _record_outcome(folder: RunDir, info: RunInfo, previous: RunInfo | None, pla
                                  "in_flight_limit": p.stats.in_flight_limit, "stopped": p.stats.aborted,
                                  **({"batch_submitted": p.stats.submitted, "batch_pending": p.stats.pending}
                                     if p.batch else {})} for p in plans}
-    before = {e.get("name"): e for e in (previous.models if previous else [])}
+    before = {e.name: e.learned() for e in (previous.models if previous else [])}
     for entry, p in zip(info.models, plans, strict=False):
-        kept = {k: v for k, v in before.get(entry["name"], {}).items() if k.startswith("json_mode")}
-        entry.update(p.provider.learned() or kept)
+        kept = {k: v for k, v in before.get(entry.name, {}).items() if k.startswith("json_mode")}
+        entry.learn(p.provider.learned() or kept)
     first_error = describe_rows(folder, info, previous, questions)
     folder.write_run_info(info)
     return first_error
+
+
+def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = (), *, progress: bool = False,
+        console: Any = None, **options: Any) -> RunResult:
+    """Ask every model every gold question from the same retrieved articles; resume ``out`` if it holds a run.
+
+    The keywords are the options of ``grace run``, under the same names (see
+    :class:`harness.runner.config.RunConfig`, or ``help(grace.run)``): ``out`` (required), ``config`` (a
+    leaderboard TOML, whose ``[run]`` table the keywords override), ``k``, ``repeats``, ``no_cache``,
+    ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ...
+
+    Re-running with the same ``out`` asks only what is missing, failed, or was
+    asked with different inputs. The folder is locked while this runs.
+    ``retrieved`` takes each question's top ``k`` from a file of ranked article
+    IDs (``grace kb search --out``'s format, or your production retriever's)
+    instead of grace's retriever; ``rerank`` (``PROVIDER:MODEL`` or
+    ``cross-encoder[:MODEL]``) reorders each question's top ``rerank_depth``
+    candidates first. ``batch`` sends the calls of every model whose provider has
+    a batch API through it at half price; without ``wait`` the call returns once
+    they are submitted (``RunResult.pending``) and calling it again collects them.
+    A ``dry_run`` returns the estimate (``RunResult.estimates``) and needs no key.
+    """
+    from harness.workflows.results import load_run
+
+    session = RunSession.open({"kb": kb, "gold": gold, "models": tuple(models), **options}, progress=progress,
+                              console=console)
+    session.plan()
+    if session.config.dry_run:
+        return session.estimate()
+    result = session.execute()
+    if session.finish(result):
+        result.run = load_run(session.folder.path)
+    return result

@@ -1,0 +1,351 @@
+"""Generate the file-format reference (``reference/files.md``) from the code's own typed models.
+
+Each file grace reads or writes has one pydantic model (or dataclass) that its writer and its readers use.
+This module renders each into a table of fields, types, defaults and descriptions, so the reference cannot
+drift from the code. A description is the field's ``Field(description=...)`` when it has one, else the
+comment on the field's line (or the comment lines just above it) in the class's source.
+
+Used two ways:
+
+- as a MkDocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds the generated page to the site;
+- as a script: ``python docs/gen_ref.py`` prints the page (``--check`` exits 1 if a model cannot be found).
+
+It writes the Python API page too (``reference/python-api.md``): one mkdocstrings block per name of
+``harness.API_NAMES``, found where it is defined, so the page follows the code when a function moves.
+
+A model is found by its class name (``FORMATS`` below), first in its usual module, then anywhere in grace's
+packages, so moving a class to another module does not break the reference; renaming one does, loudly.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import io
+import re
+import sys
+import textwrap
+import tokenize
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("harness", "kb_builder", "annotations")
+PAGE = "reference/files.md"
+API_PAGE = "reference/python-api.md"
+
+
+@dataclass(frozen=True)
+class Format:
+    path: str  # the file as a user sees it
+    group: str
+    model: str  # the class name
+    module: str  # where it usually lives (searched first)
+    about: str  # one sentence: who writes it, what one record is
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("KB/articles.jsonl", "Knowledge base", "Article", "kb_builder.records",
+           "One line per article. Written by `grace kb build`; a hand-written file with `id`, `title`, `text` is a valid KB."),
+    Format("KB/manifest.json", "Knowledge base", "Manifest", "kb_builder.records",
+           "What the KB is and how it was built. Written by `grace kb build` and `grace kb index`."),
+    Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
+           "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
+           "`true` or `false`; extra columns are kept."),
+    Format("RUN/run.json", "Run folder", "RunInfo", "harness.rundir.records",
+           "What the rows on file were asked with, per model. Written by `grace run`."),
+    Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.rundir.records",
+           "One line per call. Written by `grace run`; `grace score` accepts any file with at least "
+           "`question_id`, `model` and `response`."),
+    Format("RUN/batches.jsonl", "Run folder", "BatchEntry", "harness.rundir.batches",
+           "One line per batch sent to a provider's batch API (`grace run --batch`)."),
+    Format("RUN/scores.jsonl", "Run folder", "ScoreLine", "harness.rundir.scores",
+           "One line per response, read strictly and leniently. Written by `grace score` and at the end of `grace run`."),
+    Format("RUN/report.json", "Run folder", "Report", "harness.rundir.report",
+           "Every figure of the leaderboard. Written by `grace score`; read by `grace report`, `grace gate`, "
+           "`grace view` and `grace.load_run`."),
+    Format("RUN/spotcheck.json", "Spot-check", "SpotcheckFile", "harness.spotcheck.records",
+           "The spot-check's figures per model. Written by `grace spotcheck run`."),
+    Format("RUN/spotcheck/judgements.jsonl", "Spot-check", "JudgementRecord", "harness.spotcheck.records",
+           "One line per judged segment or claim, appended as the judge answers (an interrupted spot-check resumes)."),
+    Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.records",
+           "The judge against human labels. Written by `grace spotcheck calibrate`."),
+    Format("compare.json", "Comparisons", "Comparison", "harness.scoring.compare",
+           "Two runs question by question. Written by `grace compare --json FILE`."),
+)
+
+
+# -- finding the classes ---------------------------------------------------------------------------
+
+
+def find_class(fmt: Format) -> type:
+    """The class named ``fmt.model``: in ``fmt.module`` if it is still there, else wherever grace defines it."""
+    candidates = [fmt.module]
+    pattern = re.compile(rf"^class {re.escape(fmt.model)}\b", re.M)
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if pattern.search(path.read_text(encoding="utf-8")):
+                candidates.append(".".join(path.relative_to(ROOT).with_suffix("").parts))
+    for module in dict.fromkeys(candidates):
+        try:
+            cls = getattr(importlib.import_module(module), fmt.model, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and getattr(cls, "__module__", "") == module:
+            return cls
+    raise LookupError(f"{fmt.path}: no class {fmt.model} in {', '.join(PACKAGES)}; update FORMATS in docs/gen_ref.py")
+
+
+def _is_model(kind: Any) -> bool:
+    from pydantic import BaseModel
+
+    return isinstance(kind, type) and (issubclass(kind, BaseModel) or dataclasses.is_dataclass(kind))
+
+
+def nested_models(cls: type) -> dict[str, type]:
+    """Every model reachable from ``cls``'s fields, by class name, in order of first use."""
+    found: dict[str, type] = {}
+
+    def walk(kind: Any) -> None:
+        if _is_model(kind):
+            if kind.__name__ in found:
+                return
+            found[kind.__name__] = kind
+            for hint in _hints(kind).values():
+                walk(hint)
+        for arg in typing.get_args(kind):
+            walk(arg)
+
+    walk(cls)
+    return found
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(cls, include_extras=False)
+    except Exception:  # noqa: BLE001 - a forward reference this page cannot resolve: fall back to no nesting
+        return {}
+    return {name: hints[name] for name, _ in _field_pairs(cls) if name in hints}
+
+
+def _field_pairs(cls: type) -> list[tuple[str, str]]:
+    """(attribute name, key in the file) per field, in declaration order; a pydantic alias is the file's key."""
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.name) for f in dataclasses.fields(cls)]
+    return [(name, field.alias or name) for name, field in cls.model_fields.items() if not field.exclude]
+
+
+def _field_names(cls: type) -> list[str]:
+    """The keys as the file spells them."""
+    return [key for _, key in _field_pairs(cls)]
+
+
+# -- descriptions from the source ------------------------------------------------------------------
+
+
+def source_comments(cls: type) -> dict[str, str]:
+    """Field name -> the comment on its line, or the comment lines just above it."""
+    try:
+        source = textwrap.dedent(inspect.getsource(cls))
+    except (OSError, TypeError):
+        return {}
+    comments: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.COMMENT:
+            comments[tok.start[0]] = tok.string.lstrip("#").strip()
+    lines = source.splitlines()
+    out: dict[str, str] = {}
+    body = ast.parse(source).body[0].body  # type: ignore[attr-defined]
+    for node in body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        text = comments.get(node.end_lineno or node.lineno, "")
+        if not text:
+            above, line = [], node.lineno - 1
+            while line >= 1 and lines[line - 1].strip().startswith("#"):
+                above.insert(0, comments.get(line, ""))
+                line -= 1
+            text = " ".join(above)
+        if text and not text.lower().startswith(("noqa", "type:")):
+            out[node.target.id] = text
+    return out
+
+
+# -- types from the JSON schema --------------------------------------------------------------------
+
+
+def schema_of(cls: type) -> dict[str, Any]:
+    from pydantic import BaseModel, TypeAdapter
+
+    if isinstance(cls, type) and issubclass(cls, BaseModel):
+        return cls.model_json_schema()
+    return TypeAdapter(cls).json_schema()
+
+
+def type_text(prop: dict[str, Any]) -> str:
+    if "$ref" in prop:
+        name = prop["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#{_anchor(name)})"
+    if "const" in prop:
+        return f'`"{prop["const"]}"`' if isinstance(prop["const"], str) else f"`{prop['const']}`"
+    if "enum" in prop:
+        return " | ".join(f'`"{v}"`' if isinstance(v, str) else f"`{v}`" for v in prop["enum"])
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in prop:
+            return " | ".join(dict.fromkeys(type_text(p) for p in prop[key]))
+    kind = prop.get("type")
+    if kind == "array":
+        if "prefixItems" in prop:
+            return "[" + ", ".join(type_text(p) for p in prop["prefixItems"]) + "]"
+        return f"list[{type_text(prop.get('items', {}))}]"
+    if kind == "object":
+        extra = prop.get("additionalProperties")
+        return f"dict[str, {type_text(extra)}]" if isinstance(extra, dict) and extra else "object"
+    if isinstance(kind, list):
+        return " | ".join(kind)
+    return {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "null"}.get(kind, "any")
+
+
+def _anchor(name: str) -> str:
+    return name.lower()
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _has_factory(cls: type, name: str) -> bool:
+    if dataclasses.is_dataclass(cls):
+        return any(f.name == name and f.default_factory is not dataclasses.MISSING for f in dataclasses.fields(cls))
+    return cls.model_fields[name].default_factory is not None
+
+
+def _default(prop: dict[str, Any], required: bool, factory: bool = False) -> str:
+    if required:
+        return "required"
+    if "default" not in prop:
+        return "empty" if factory else ""
+    value = prop["default"]
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return f'`"{value}"`'
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{value}`" if not isinstance(value, (list, dict)) or len(str(value)) < 40 else "…"
+
+
+def model_table(cls: type, schema: dict[str, Any]) -> list[str]:
+    comments = source_comments(cls)
+    props: dict[str, Any] = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    rows = ["| field | type | default | description |", "| --- | --- | --- | --- |"]
+    for attr, key in _field_pairs(cls):
+        if key not in props:
+            continue
+        prop = props[key]
+        about = (prop.get("description") or comments.get(attr, "")).replace("``", "`")
+        default = _default(prop, key in required, _has_factory(cls, attr))
+        rows.append(f"| `{key}` | {_cell(type_text(prop))} | {default} | {_cell(about)} |")
+    extra = getattr(cls, "model_config", {}).get("extra") if not dataclasses.is_dataclass(cls) else None
+    note = {"allow": "Keys this grace does not know are kept.",
+            "forbid": "A key this grace does not know is refused."}.get(extra or "", "")
+    return rows + ([f"\n{note}"] if note else [])
+
+
+def _doc(cls: type) -> str:
+    doc = inspect.cleandoc(cls.__dict__.get("__doc__") or "")  # its own docstring, never BaseModel's
+    if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
+        return ""  # the dataclass's generated signature, not a description
+    return doc.replace(":class:", "").replace(":func:", "").replace("``", "`")
+
+
+def render() -> str:
+    out = ["# File formats", "",
+           "Every file grace reads or writes, field by field. This page is generated from the typed models the",
+           "code itself reads and writes them with (`docs/gen_ref.py`), so it is always the current version.",
+           "For the rules around the files (ordering, resume, what each count means), see",
+           "[Run-folder files in detail](../report-schema.md).", ""]
+    out += ["| file | model | what one record is |", "| --- | --- | --- |"]
+    found = [(fmt, find_class(fmt)) for fmt in FORMATS]
+    out += [f"| `{fmt.path}` | [{cls.__name__}](#{_anchor(cls.__name__)}) | {_cell(fmt.about)} |" for fmt, cls in found]
+    seen: set[str] = set()
+    group = ""
+    for fmt, cls in found:
+        if fmt.group != group:
+            group = fmt.group
+            out += ["", f"## {group}"]
+        schema = schema_of(cls)
+        defs = schema.get("$defs", {})
+        out += ["", f"### `{fmt.path}`", "", fmt.about, ""]
+        for name, kind in nested_models(cls).items():
+            if name in seen:
+                continue
+            seen.add(name)
+            sub = schema if kind is cls else defs.get(name)
+            if sub is None:
+                continue
+            where = f"`{kind.__module__}.{kind.__qualname__}`"
+            out += ["", f"#### {name} {{#{_anchor(name)}}}", "", f"Defined in {where}.", ""]
+            doc = _doc(kind)
+            if doc:
+                out += [doc, ""]
+            out += model_table(kind, sub)
+    return "\n".join(out) + "\n"
+
+
+# -- the Python API page ---------------------------------------------------------------------------
+
+
+def api_objects() -> list[tuple[str, str]]:
+    """(public name, where it is defined) for every name of ``import harness as grace``, in API_NAMES order."""
+    import harness
+
+    names = [*harness.API_NAMES, "GraceError", "WorkFailed"]
+    out = []
+    for name in names:
+        obj = getattr(harness, name)
+        out.append((name, f"{obj.__module__}.{obj.__qualname__}"))
+    return out
+
+
+def render_api() -> str:
+    """The Python API page: one mkdocstrings block per public name, each rendered from its docstring."""
+    out = ["# Python API reference", "",
+           "`import harness as grace` gives every name below. Each `grace` command is one call of this API;",
+           "[Use grace from Python](../how-to/python-api.md) shows them at work. This page is generated from",
+           "`harness.API_NAMES` and each name's docstring.", ""]
+    out += ["| name | defined in |", "| --- | --- |"]
+    out += [f"| [`grace.{name}`](#{path}) | `{path.rsplit('.', 1)[0]}` |" for name, path in api_objects()]
+    for _, path in api_objects():
+        out += ["", f"::: {path}", "    options:", "      show_root_full_path: false", "      heading_level: 2",
+                "      filters: [\"!^_\"]"]
+    return "\n".join(out) + "\n"
+
+
+# -- the MkDocs hook -------------------------------------------------------------------------------
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    files.append(File.generated(config, PAGE, content=render()))
+    files.append(File.generated(config, API_PAGE, content=render_api()))
+    return files
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    try:
+        page = render()
+    except LookupError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    if "--check" not in sys.argv:
+        sys.stdout.write(page)

@@ -1,0 +1,176 @@
+"""``spotcheck.json``: the spot-check's summary, one typed model read and written through this module.
+
+``grace spotcheck run`` writes it (:func:`write_spotcheck`); re-scoring a folder
+(the report keeps the last spot-check), ``grace spotcheck calibrate`` and the
+report block (:class:`harness.rundir.report.SpotcheckBlock`) read it back with
+:func:`read_spotcheck`, as the same :class:`SpotcheckFile`. Each model's
+figures are declared once, in :class:`ModelSpot`; the report's per-model block
+is a declared subset of those fields (``report.SPOT_FIGURES``), not a second
+description. Written strictly (an unknown key is an error); read leniently on
+unknown keys only (:mod:`harness.rundir.strict`). It lives with the run folder
+so that the scorer and the reports read it without importing the spot-check.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from harness.core.errors import GraceError, where
+from harness.core.files import atomic_write_text
+from harness.rundir.records import RedactionRecord
+from harness.rundir.strict import validate_known
+
+SPOTCHECK_SCHEMA_VERSION = 1
+_STRICT = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class JudgeBlock(BaseModel):
+    """Who judged: ``spotcheck.json["judge"]``, copied into the report's spot-check block."""
+
+    model_config = _STRICT
+
+    name: str
+    model: str  # what the report prints
+    provider: str
+    kind: Literal["llm", "lexical", "scripted"]
+    label: str
+    template: str
+    template_hash: str
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens: part of every call's cache key
+    max_tokens: int | None = None  # the judge's output limit per call (--max-tokens, default 1024)
+    options: dict[str, Any] = Field(default_factory=dict)  # provider options, e.g. json_mode (--json-mode)
+    timeout_s: float | None = None  # --timeout; None: the provider's default
+    base_url: str | None = None  # --base-url
+    repeats: int = 1
+    calibrated: bool = False
+    kappa: float | None = None
+    precision_unsupported: float | None = None
+    recall_unsupported: float | None = None
+    n: int | None = None  # human-labelled segments (claims) behind the calibration
+    kappa_multiclass: float | None = None  # claims: over supported / partial / unsupported
+    kappa_per_class: dict[str, float | None] | None = None  # claims: each class against the other two
+    # the calibration file (calibration.json) once 'grace spotcheck calibrate' ran; absent from the file until then
+    calibration: str | None = Field(None, exclude_if=lambda v: v is None)
+
+
+class ModelSpot(BaseModel):
+    """One answering model's spot-check figures (``spotcheck.json["models"][name]``)."""
+
+    model_config = _STRICT
+
+    hits: int  # correct-citation answers in the run (truncated ones included)
+    n: int  # answers checked (complete: every segment judged)
+    n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable verdict
+    n_segments: int
+    n_unsupported_segments: float  # mean over judge repeats
+    accuracy: float | None
+    correct_answer_rate: float | None
+    groundedness: float | None
+    groundedness_ci95: list[float] | None
+    hallucination_rate: float | None
+    hallucination_rate_ci95: list[float] | None
+    hallucination_risk: float | None
+    hallucination_risk_ci95: list[float] | None
+    groundedness_per_repeat: list[float | None] = Field(default_factory=list)
+    groundedness_spread: float | None = None  # max - min over judge repeats
+    quote_failures: int = 0
+    truncated_skipped: int = 0  # hits not checked: the answer was cut off by max_tokens
+    n_verdicts: int = 0  # judge replies to this model's segments (all judge repeats; failed calls apart)
+    n_unreadable: int = 0  # ... of which held no readable verdict, even asked again
+    n_failed_calls: int = 0
+    n_retried: int = 0  # verdicts asked again with the stricter instruction
+    n_retry_recovered: int = 0  # ... that then gave a readable verdict
+    groundedness_n: int = 0  # the n behind each figure (checked answers)
+    hallucination_rate_n: int = 0
+    hallucination_risk_n: int = 0
+    ci_min_answers: int = 10  # no CI below this many checked answers (metrics.MIN_ANSWERS_FOR_CI)
+    ci_note: str | None = None  # why there is no CI, when there is none
+    display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its n
+    # --mode claims: faithfulness = supported claims / claims (groundedness over claims), partial share
+    faithfulness: float | None = None
+    faithfulness_ci95: list[float] | None = None
+    faithfulness_n: int | None = None
+    n_claims: int | None = None
+    n_partial_claims: float | None = None  # mean over judge repeats
+    partial_rate: float | None = None
+    partial_rate_ci95: list[float] | None = None
+    n_extraction_failed: int | None = None  # answers whose claims could not be read, even asked twice
+    # cited share of the retrieved articles that hold the answer (any mode); n: answers shown one
+    coverage: float | None = None
+    coverage_ci95: list[float] | None = None
+    coverage_n: int | None = None
+    coverage_display: str | None = None
+    # --quality: GroUSE-style grades (mean 1-5 of relevancy, completeness, faithfulness; share of useful refusals),
+    # each with its n and CI (harness.spotcheck.quality.quality_figures)
+    quality: dict[str, Any] | None = None
+
+
+class SpotcheckFile(BaseModel):
+    """The whole of ``spotcheck.json``."""
+
+    model_config = _STRICT
+
+    schema_version: int = SPOTCHECK_SCHEMA_VERSION
+    created_at: str
+    grace_version: str
+    run: dict[str, Any]
+    judge: JudgeBlock
+    mode: Literal["claims", "segments"] = "segments"  # files written before claims existed are segments
+    scope: Literal["hits", "answered", "all"] = "hits"
+    quality: dict[str, Any] | None = None  # --quality: its template and file
+    sample: dict[str, Any]
+    seed: int
+    bootstrap_samples: int
+    models: dict[str, ModelSpot]
+    variance: dict[str, Any]
+    judge_calls: dict[str, Any]
+    judgements: dict[str, Any]
+    review_csv: str | None = None
+    redaction: RedactionRecord | None = None  # --redact-pii: counts per type of what the judge was not shown
+    min_answers_for_ci: int = 10  # metrics.MIN_ANSWERS_FOR_CI
+    risk_formula: str
+    notes: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+
+
+def spotcheck_json(spot: SpotcheckFile) -> str:
+    """The file's text: indented, non-ASCII kept (json.dumps, as the file has always been written)."""
+    return json.dumps(spot.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def write_spotcheck(path: Path, spot: SpotcheckFile) -> None:
+    atomic_write_text(path, spotcheck_json(spot))
+
+
+def _place(loc: Any) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def read_spotcheck(path: Path) -> SpotcheckFile:
+    """The typed ``spotcheck.json``; a ``GraceError`` naming the file and the first problem otherwise."""
+    if not path.is_file():
+        raise GraceError(f"{path}: file not found; give the spotcheck.json written by 'grace spotcheck run'")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise GraceError(f"{path}: not UTF-8 text; run 'grace spotcheck run' again") from None
+    except json.JSONDecodeError as exc:
+        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); run 'grace spotcheck run' again") from None
+    if not isinstance(data, dict) or not isinstance(data.get("judge"), dict):
+        raise GraceError(f"{path}: not a spotcheck.json (no judge block)")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SPOTCHECK_SCHEMA_VERSION:
+        raise GraceError(f"{path}: spotcheck schema_version {version!r} is not one this grace reads "
+                         f"(<= {SPOTCHECK_SCHEMA_VERSION}); upgrade grace or run 'grace spotcheck run' again")
+    try:
+        return validate_known(SpotcheckFile, data, path, _place)
+    except ValidationError as exc:
+        e = exc.errors(include_url=False)[0]
+        problem = f"has no {_place(e['loc'])}" if e["type"] == "missing" else f"{_place(e['loc'])}: {e['msg']}"
+        raise GraceError(f"{path}: {problem}; run 'grace spotcheck run' again") from None

@@ -1,0 +1,46 @@
+"""The gold workflow of ``grace gold generate``: draft gold questions from a KB for a person to review."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.workflows.calls import ModelCalls
+
+__all__ = ["GoldDraft", "generate_gold"]
+
+
+@dataclass
+class GoldDraft:
+    """A draft written (``result``: an ``annotations.generate.GenerateResult``; None after a dry run, which printed
+    its estimate), and with ``redact_pii`` what was redacted (``redaction``) and where its counts went."""
+
+    result: Any = None
+    redaction: Any = None  # harness.privacy.redactor.RedactionRecord
+    redaction_file: Path | None = None
+
+
+def generate_gold(kb: Any, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
+                  labeler: str | None = None, template: str | None = None, seed: int = 0, dry_run: bool = False,
+                  force: bool = False, calls: ModelCalls | None = None, console: Any = None) -> GoldDraft:
+    """Write ``per_article`` questions per article (and ``refusals`` must_refuse ones) with ``model``, each checked by
+    ``labeler`` (default: ``model``) against its top-``k`` articles, into the draft CSV ``out``
+    (``grace gold generate``). ``calls`` apply to both models. A dry run prints the estimate on ``console``."""
+    from annotations.generate import generate_draft
+
+    calls = calls or ModelCalls()
+    if isinstance(kb, str | Path):
+        from kb_builder.store import load_kb
+
+        kb = load_kb(kb)
+    redactor = calls.redactor(console)
+    result = generate_draft(kb, model, out, per_article=per_article, refusals=refusals, k=k, labeler=labeler,
+                            dry_run=dry_run, concurrency=calls.concurrency, max_attempts=calls.max_attempts,
+                            prices=calls.prices, read_cache=calls.read_cache, seed=seed, template=template,
+                            console=console, options=calls.options, force=force, redactor=redactor)
+    if result is None or redactor is None:
+        return GoldDraft(result)
+    from harness.privacy.redactor import write_record
+
+    return GoldDraft(result, redactor.record(), write_record(out, redactor))

@@ -1,0 +1,37 @@
+"""The scoring workflows: ``grace score`` (a responses file into scores and a report) and ``grace report``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.workflows.results import Run
+
+__all__ = ["report", "score"]
+
+
+def score(responses: str | Path, gold: str | Path, kb: Any, out: str | Path | None = None, *, seed: int = 0,
+          bootstrap: int = 2000, workers: int | None = None) -> Run:
+    """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder)."""
+    from harness.core.outputs import check_output_folder
+    from harness.rundir import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
+    from harness.scoring import score_responses
+    from harness.workflows.results import load_run
+
+    responses = Path(responses)
+    if responses.is_dir():
+        responses = RunDir(responses).responses
+    out = Path(out) if out is not None else responses.parent
+    check_output_folder(out, {"responses file": responses, "gold CSV": gold,
+                              "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None)},
+                        [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
+    score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers)
+    return load_run(out)
+
+
+def report(out: str | Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
+    """Write ``leaderboard.md`` and ``report.html`` from a scored folder; print the table if given a console."""
+    from harness.reports import write_reports
+
+    return write_reports(Path(out), kb=kb, console=console)

@@ -1,0 +1,73 @@
+"""The outcome names have one home: ``Outcome`` in harness/rundir/scores.py (``OUTCOMES``, in code order).
+
+The scorer, the reports and the viewer take the list from there (harness.scoring.outcomes re-exports it), and the
+viewer's page receives it (with each outcome's label and cell text) from /api/questions, or in a static export
+from data/export.js: view.js spelled the list a third time, and the names again in its cell texts.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+import pytest
+
+from harness.rundir.scores import OUTCOMES, ScoreLine
+from harness.viewer import open_viewer
+from harness.viewer.export import export
+from harness.viewer.grid import CELL_TEXT, OUTCOME_NAMES
+from tests.conftest import ROOT
+from tests.view_runs import build_view_runs
+
+VIEW_JS = ROOT / "harness" / "viewer" / "static" / "view.js"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    return build_view_runs(tmp_path_factory.mktemp("outcome-names"))
+
+
+def test_the_outcome_list_is_spelled_once():
+    """No literal list, tuple or set (a Literal[...] included) of every outcome outside rundir/scores.py."""
+    lists = []
+    for package in ("harness", "kb_builder", "annotations"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.List | ast.Tuple | ast.Set):
+                    names = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                    if set(OUTCOMES) <= names:
+                        lists.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
+    assert [at.split(":")[0] for at in lists] == ["harness/rundir/scores.py"], lists
+    assert OUTCOMES == ScoreLine.model_fields["outcome"].annotation.__args__
+
+
+def test_the_viewer_script_names_no_outcome():
+    """view.js spells no outcome as a string or an object key (prose such as "repeats correct" aside)."""
+    js = VIEW_JS.read_text(encoding="utf-8")
+    named = [name for name in OUTCOMES if re.search(rf"""["'`]{name}["'`]|(?<![\w.$-]){name}\s*:(?!:)""", js)]
+    assert named == [], f"view.js names {named}: take them from the data's outcomes"
+
+
+def test_every_outcome_has_a_cell_text_in_code_order():
+    assert set(CELL_TEXT) == set(OUTCOMES)
+    assert [o["name"] for o in OUTCOME_NAMES] == list(OUTCOMES)
+    assert OUTCOME_NAMES[OUTCOMES.index("wrong_citation")] == {"name": "wrong_citation", "label": "wrong citation",
+                                                                 "cell": "✗ {cited}"}
+
+
+def test_the_api_and_the_export_hand_the_page_the_names(built, tmp_path):
+    app, indexer = open_viewer([built / "b"], tmp_path / "cache", child=False)
+    try:
+        assert indexer.wait(60)
+        page = app.questions({"runs": ["b"]})
+    finally:
+        indexer.stop()
+    assert page["outcomes"] == OUTCOME_NAMES
+    # the grid's codes index that list: a cell's outcome is the name at its code
+    assert {c["outcome"] for r in page["rows"] for c in r["cells"] if c} <= set(OUTCOMES)
+    out = export(built / "b", tmp_path / "site", cache_dir=tmp_path / "cache2").parent
+    text = (out / "data" / "export.js").read_text(encoding="utf-8")
+    data = json.loads(text.removeprefix("window.GRACE_EXPORT = ").rstrip().removesuffix(";"))
+    assert data["grid"]["outcomes"] == OUTCOME_NAMES
+    assert max(data["grid"]["outcome"]) < len(OUTCOME_NAMES)
