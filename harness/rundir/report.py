@@ -33,10 +33,10 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
-from harness.core.errors import GraceError, where
+from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.rundir.spotcheck import ModelSpot, SpotcheckFile
-from harness.rundir.strict import validate_known
+from harness.rundir.strict import read_json_object, validate_known
 
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
 
@@ -344,15 +344,9 @@ def read_report(path: Path) -> Report:
 def read_report_data(path: Path) -> tuple[Report, dict[str, Any]]:
     """The typed report and the JSON it was read from: where a check must know a figure as written (``"0.5"``
     and ``true`` are read as numbers by the typed model; ``grace gate`` refuses them)."""
-    if not path.exists():
-        raise GraceError(f"{path}: not found; run 'grace score' on this folder first")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise GraceError(f"{path}: not UTF-8 text; re-run 'grace score'") from None
-    except json.JSONDecodeError as exc:
-        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); re-run 'grace score'") from None
-    if not isinstance(data, dict) or not isinstance(data.get("models"), dict):
+    data = read_json_object(path, missing="not found; run 'grace score' on this folder first",
+                            redo="re-run 'grace score'")
+    if not isinstance(data.get("models"), dict):
         raise GraceError(f"{path}: not a grace report (no 'models' object); re-run 'grace score'")
     version = data.get("schema_version")
     if not isinstance(version, int) or version > REPORT_SCHEMA_VERSION:

@@ -19,10 +19,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.core.errors import GraceError, where
+from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.rundir.records import RedactionRecord
-from harness.rundir.strict import validate_known
+from harness.rundir.strict import read_json_object, validate_known
 
 SPOTCHECK_SCHEMA_VERSION = 1
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)
@@ -154,15 +154,9 @@ def _place(loc: Any) -> str:
 
 def read_spotcheck(path: Path) -> SpotcheckFile:
     """The typed ``spotcheck.json``; a ``GraceError`` naming the file and the first problem otherwise."""
-    if not path.is_file():
-        raise GraceError(f"{path}: file not found; give the spotcheck.json written by 'grace spotcheck run'")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise GraceError(f"{path}: not UTF-8 text; run 'grace spotcheck run' again") from None
-    except json.JSONDecodeError as exc:
-        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); run 'grace spotcheck run' again") from None
-    if not isinstance(data, dict) or not isinstance(data.get("judge"), dict):
+    data = read_json_object(path, missing="file not found; give the spotcheck.json written by 'grace spotcheck run'",
+                            redo="run 'grace spotcheck run' again")
+    if not isinstance(data.get("judge"), dict):
         raise GraceError(f"{path}: not a spotcheck.json (no judge block)")
     version = data.get("schema_version")
     if not isinstance(version, int) or version > SPOTCHECK_SCHEMA_VERSION:

@@ -13,6 +13,7 @@ wrong type) is still an error.
 from __future__ import annotations
 
 import copy
+import json
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,9 +21,27 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.core.errors import GraceError, where
+
 log = logging.getLogger("grace")
 
 M = TypeVar("M", bound=BaseModel)
+
+
+def read_json_object(path: Path, *, missing: str, redo: str) -> dict[str, Any]:
+    """The JSON object in ``path``, or a ``GraceError`` that names the file (and line) and says to ``redo``
+    (``"re-run 'grace score'"``); ``missing`` is what a user is told when there is no file."""
+    if not path.is_file():
+        raise GraceError(f"{path}: {missing}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise GraceError(f"{path}: not UTF-8 text; {redo}") from None
+    except json.JSONDecodeError as exc:
+        raise GraceError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}); {redo}") from None
+    if not isinstance(data, dict):
+        raise GraceError(f"{path}: not a JSON object; {redo}")
+    return data
 
 
 def validate_known(model: type[M], data: Any, path: Path, name: Callable[[Sequence[Any]], str]) -> M:
