@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from harness.cli.call_options import call_options, model_options, redact_option
+from harness.cli.call_options import call_options, model_calls, redact_option
 from harness.core.errors import GraceError, WorkFailed
 from harness.core.outputs import check_output_file
 from harness.web import listen, serve
@@ -55,6 +55,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
     """
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
+    from harness.workflows.annotate import _kb_inputs, _run_inputs
     from kb_builder.store import load_kb
 
     if suggestions_csv and run:
@@ -66,7 +67,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
         out = from_gold
     # the gold file is this app's to write (and to resume), never a file it only reads
     check_output_file(out, {"questions file": questions, "suggestions file": suggestions_csv, "suspects file": only,
-                            "KB": _kb_files(kb_dir), "run": _run_files(run)}, owned=True)
+                            "KB": _kb_inputs(kb_dir), "run": _run_inputs(run)}, owned=True)
     if questions is None and from_gold is None and not out.exists():
         raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
     kb = load_kb(kb_dir)
@@ -164,12 +165,13 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     from annotations.review_sources import RunSources
     from annotations.state import default_annotator
     from harness.rundir import RunDir
+    from harness.workflows.annotate import _kb_inputs
     from kb_builder.store import load_kb
 
     sources = RunSources.find(run_dir, kb_dir=kb_dir, gold=gold)
     out = out or sources.review_csv
     run_files = [f for f in RunDir(sources.run_dir).data_files() if f != sources.review_csv]
-    check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_files(sources.kb_dir), "run": run_files}, owned=True)
+    check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_inputs(sources.kb_dir), "run": run_files}, owned=True)
     kb = load_kb(sources.kb_dir, write_missing=False)
     session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
     try:
@@ -205,24 +207,18 @@ def agree(files, merge, kb_dir, limit, force) -> None:
     file alone gives just that.
     """
     from annotations import agreement
+    from harness.workflows.annotate import agree_labels
 
-    if merge:
-        check_output_file(merge, {"annotation CSV": files, "KB": _kb_files(kb_dir)}, force=force, option="--merge")
-    suggester = agreement.suggester_agreement(list(files))
-    if len(files) < 2:
-        if not suggester:
-            raise GraceError("give two or more annotation CSVs to compare (or one whose labels carry suggestions)")
-        click.echo(agreement.render_suggester(suggester))
+    done = agree_labels(files, merge=merge, kb=kb_dir, force=force)
+    if done.comparison is None:
+        click.echo(agreement.render_suggester(done.suggester))
         return
-    titles = _titles(kb_dir)
-    result = agreement.compare_files(list(files))
-    click.echo(agreement.render(result, titles, limit=limit))
-    if suggester:
-        click.echo(agreement.render_suggester(suggester))
+    click.echo(agreement.render(done.comparison, done.titles, limit=limit))
+    if done.suggester:
+        click.echo(agreement.render_suggester(done.suggester))
         click.echo("  (people shown the same suggestion are anchored by it: their agreement overstates independent labels)")
-    if merge:
-        agreement.write_merge(result, merge, titles)
-        click.echo(f"adjudication sheet: {merge} ({len(result.disagreements)} to adjudicate)")
+    if done.merged:
+        click.echo(f"adjudication sheet: {done.merged} ({len(done.comparison.disagreements)} to adjudicate)")
 
 
 @annotations.command("validate")
@@ -236,8 +232,9 @@ def agree(files, merge, kb_dir, limit, force) -> None:
 def validate(gold, kb_dir, old_kb, k, embedder, as_json) -> None:
     """Check a gold CSV against its KB; exit 1 when it has errors."""
     from annotations import validate as v
+    from harness.workflows.annotate import validate_gold
 
-    report = v.validate_gold(gold, kb_dir, old_kb=old_kb, k=k, embedder=embedder)
+    report = validate_gold(gold, kb_dir, old_kb=old_kb, k=k, embedder=embedder)
     click.echo(report.model_dump_json(indent=2) if as_json else v.render(report))
     if report.errors:
         sys.exit(1)
@@ -252,29 +249,10 @@ def validate(gold, kb_dir, old_kb, k, embedder, as_json) -> None:
 def stats(gold, kb_dir, column, limit, as_json) -> None:
     """Questions per article, coverage gaps, and category counts."""
     from annotations import stats as s
+    from harness.workflows.annotate import gold_stats
 
-    st = s.gold_stats(gold, kb_dir, column=column)
+    st = gold_stats(gold, kb_dir, column=column)
     click.echo(st.model_dump_json(indent=2) if as_json else s.render(st, limit=limit))
-
-
-def _kb_files(kb_dir: Path | None) -> list[Path] | None:
-    from kb_builder.store import kb_files
-
-    return kb_files(kb_dir) if kb_dir is not None else None
-
-
-def _run_files(run: Path | None) -> list[Path] | None:
-    from harness.rundir import RunDir
-
-    return RunDir.input_files(run) if run is not None else None
-
-
-def _titles(kb_dir: Path | None) -> dict[str, str]:
-    if kb_dir is None:
-        return {}
-    from kb_builder.store import load_kb
-
-    return {a.id: a.title for a in load_kb(kb_dir).articles}
 
 
 @annotations.command("suggest")
@@ -295,8 +273,7 @@ def _titles(kb_dir: Path | None) -> dict[str, str]:
 @click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
 @call_options("labeler calls")
 @redact_option
-def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, template, dry_run, force, concurrency,
-            max_attempts, prices, no_cache, redact_pii, **model) -> None:
+def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, template, dry_run, force, **call) -> None:
     """Pre-label questions: the consensus of a run's models (--run), an LLM labeler (--labeler), or both.
 
     Writes one row per question: suggested (article IDs joined by ';', or REFUSE;
@@ -305,67 +282,37 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
     """
     from rich.console import Console
 
-    from annotations.suggest import suggest_from_run
-    from annotations.suggestions import write_suggestions
-    from kb_builder.gold import read_questions
-    from kb_builder.store import load_kb
+    from harness.workflows.annotate import suggest_labels
 
-    if not run and not labeler:
-        raise GraceError("give --run RUN (a run folder or responses file) and/or --labeler PROVIDER:MODEL")
-    if template and not labeler:
-        raise GraceError("--template is the labeler's prompt: give it with --labeler PROVIDER:MODEL")
-    if not dry_run:
-        check_output_file(out, {"questions file": questions, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
-    kb = load_kb(kb_dir)
-    qs = read_questions(questions)
-    console = Console(stderr=True)
-    suggestions = []
-    if run:
-        suggestions, models = suggest_from_run(qs, run, kb.by_id, min_agreement=min_agreement, min_voters=min_models)
-        usable = sum(s.usable for s in suggestions)
-        if len(models) < 3:
-            click.echo(f"warning: only {len(models)} model(s) voted; consensus from 3+ different LLMs is what makes "
-                       "a suggestion worth accepting with one key", err=True)
-        click.echo(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {len(qs)} questions "
-                   f"(rule: >= {min_models} voting models, >= {min_agreement:.0%} of them on one label)")
-    if labeler:
-        from annotations.labeler import suggest_with_labeler
+    def consensus(done) -> None:
+        if len(done.models) < 3:
+            click.echo(f"warning: only {len(done.models)} model(s) voted; consensus from 3+ different LLMs is what "
+                       "makes a suggestion worth accepting with one key", err=True)
+        click.echo(f"consensus of {len(done.models)} model(s) in {run}: a suggestion for {done.usable} of "
+                   f"{done.questions} questions (rule: >= {min_models} voting models, >= {min_agreement:.0%} of them "
+                   "on one label)")
 
-        todo = [q for q, s in zip(qs, suggestions, strict=True) if not s.usable] if suggestions else qs
-        if suggestions and not todo:
-            click.echo("every question has a consensus suggestion; the labeler is not asked")
-        else:
-            from harness.privacy import make_redactor
+    done = suggest_labels(questions, kb_dir, out, run=run, labeler=labeler, min_agreement=min_agreement,
+                          min_models=min_models, k=k, template=template, dry_run=dry_run, force=force,
+                          calls=model_calls(call), console=Console(stderr=True), on_consensus=consensus)
+    if done.labeler_skipped:
+        click.echo("every question has a consensus suggestion; the labeler is not asked")
+    if done.redaction is not None:
+        from harness.privacy.redactor import summary_line
 
-            redactor = make_redactor(redact_pii, console)
-            labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=concurrency,
-                                            max_attempts=max_attempts, prices=prices, read_cache=not no_cache,
-                                            console=console, options=model_options(model), redactor=redactor,
-                                            template=template)
-            if redactor is not None and labelled is not None:
-                from harness.privacy.redactor import summary_line, write_record
-
-                click.echo(f"--redact-pii: {summary_line(redactor.record())}; counts -> {write_record(out, redactor)}",
-                           err=True)
-            if labelled is None:  # the dry run printed its estimate
-                return
-            by_id = {s.question_id: s for s in labelled}
-            suggestions = [by_id.get(q.question_id) or s for q, s in zip(qs, suggestions, strict=True)] \
-                if suggestions else labelled
-    elif dry_run:
+        click.echo(f"--redact-pii: {summary_line(done.redaction)}; counts -> {done.redaction_file}", err=True)
+    if done.suggestions is None:  # the labeler's dry run printed its estimate
+        return
+    if dry_run and not labeler:
         click.echo("--dry-run: a consensus needs no calls")
-    write_suggestions(out, suggestions)
-    flags = Counter(s.flag or "suggested" for s in suggestions)
-    click.echo(f"{len(suggestions)} rows -> {out} ({', '.join(f'{k} {n}' for k, n in flags.most_common())})")
+    flags = done.flags()
+    click.echo(f"{len(done.suggestions)} rows -> {out} ({', '.join(f'{k} {n}' for k, n in flags.most_common())})")
     click.echo(f"next: grace annotate {kb_dir} --questions {questions} --suggestions {out} --order informative")
-    asked = sum(s.source.startswith("labeler:") for s in suggestions)
-    failed = flags.get("labeler_error", 0)
-    if labeler and asked and failed == asked:
-        first = next(s.reason for s in suggestions if s.flag == "labeler_error")
-        raise WorkFailed(f"the labeler {labeler} gave no usable answer for any of the {asked} question(s) it was asked "
-                         f"({first}); {out} lists each failure; run the same command again to retry them")
-    if failed:  # last: a partial failure exits 0, and this count is what a CI log should end on
-        click.echo(f"{failed} labeler call(s) failed (flagged labeler_error in {out}); run the same command again "
+    why = done.failure()
+    if why:
+        raise WorkFailed(why)
+    if done.failed:  # last: a partial failure exits 0, and this count is what a CI log should end on
+        click.echo(f"{done.failed} labeler call(s) failed (flagged labeler_error in {out}); run the same command again "
                    "to retry them", err=True)
 
 
@@ -390,8 +337,7 @@ def audit(gold, kb_dir, run, out, min_models, min_swaps, limit, force) -> None:
     """
     from harness.workflows.annotate import audit_gold
 
-    check_output_file(out, {"gold CSV": gold, "KB": _kb_files(kb_dir), "run": _run_files(run)}, force=force)
-    result = audit_gold(gold, kb_dir, run, out, min_voters=min_models, min_swaps=min_swaps)
+    result = audit_gold(gold, kb_dir, run, out, force=force, min_voters=min_models, min_swaps=min_swaps)
     kinds = Counter(s.kind for s in result.suspects)
     if len(result.models) < 3:
         click.echo(f"warning: only {len(result.models)} model(s) voted; a flag is only as good as the models' "

@@ -53,7 +53,7 @@ from annotations.suggestions import label_of
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
-from harness.runner.calls import Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
+from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.model_options import ModelOptions
 from kb_builder.language import surface_words
 
@@ -197,7 +197,8 @@ def _norm(question: str) -> str:
 
 
 def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
-                   labeler: str | None = None, dry_run: bool = False, concurrency: int = 8, max_attempts: int = 6,
+                   labeler: str | None = None, dry_run: bool = False,
+                   concurrency: int = CallSettings.concurrency, max_attempts: int = CallSettings.max_attempts,
                    timeout: float | None = None, prices: Path | None = None, read_cache: bool = True, seed: int = 0,
                    template: str | None = None, console: Any = None, options: ModelOptions | None = None,
                    force: bool = False, redactor: Any = None) -> GenerateResult | None:

@@ -261,7 +261,8 @@ def to_suggestion(question: HasQuestion, res: LabelResult, source: str, template
 
 
 def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, k: int = 10, dry_run: bool = False,
-                         concurrency: int = 8, max_attempts: int = 6, timeout: float | None = None,
+                         concurrency: int = CallSettings.concurrency,
+                         max_attempts: int = CallSettings.max_attempts, timeout: float | None = None,
                          prices: Path | None = None, read_cache: bool = True, console=None,
                          options: ModelOptions | None = None, redactor: Any = None,
                          template: str | None = None) -> list[Suggestion] | None:

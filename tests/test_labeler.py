@@ -188,3 +188,18 @@ def test_annotations_suggest_with_labeler_writes_the_suggestions_file(tmp_path, 
     rows = read_suggestions(tmp_path / "s.csv")
     assert {q: s.suggested for q, s in rows.items()} == EXPECTED
     assert all(s.source == f"labeler:{MODEL}" for s in rows.values())
+
+
+def test_the_suggest_workflow_is_in_the_python_api(kb, tmp_path):
+    import harness as grace
+    from harness.runner.calls import CallSettings
+
+    assert (grace.ModelCalls.concurrency, grace.ModelCalls.max_attempts) == \
+        (CallSettings.concurrency, CallSettings.max_attempts)  # one set of defaults for every model call
+    qs = tmp_path / "q.csv"
+    qs.write_text("question_id,question\n" + "".join(f"{q.question_id},{q.question}\n" for q in QUESTIONS),
+                  encoding="utf-8")
+    done = grace.suggest_labels(qs, kb, tmp_path / "s.csv", labeler="baseline:top1",
+                                console=Console(file=io.StringIO()))
+    assert list(read_suggestions(done.out)) == ["q1", "q2", "q3"]
+    assert (done.asked, done.failed, done.failure(), done.models) == (3, 0, None, None)

@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from harness.core.errors import GraceError
-from harness.scoring.retrieval_eval import compare_retrievers, evaluate_retrieval
 from kb_builder.gold import read_gold
 from kb_builder.records import Article
+from kb_builder.retrieval.evaluate import compare_retrievers, evaluate_retrieval
 from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 from kb_builder.store import load_kb
 from tests.conftest import BODY, ROOT, run_grace, shared, write

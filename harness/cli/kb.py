@@ -219,7 +219,7 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
     results = workflow.search(kb_, [q.question for q in qs], k, embedder)
     rows = [(q.question_id, [(h.id, h.score) for h in hits]) for q, hits in zip(qs, results, strict=True)]
     if out:
-        from kb_builder.retrieved_file import write_retrieved
+        from kb_builder.retrieval.files import write_retrieved
 
         n = write_retrieved(out, rows)
         console.print(f"{n} questions searched (k={k}) -> {out} (grace run --retrieved reads it)")
@@ -251,8 +251,8 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
     from rich.text import Text
 
     from harness.core.files import atomic_write_text
-    from harness.scoring.retrieval_eval import rows_to_json
     from harness.workflows import kb as workflow
+    from kb_builder.retrieval.evaluate import rows_to_json
     from kb_builder.store import kb_files
 
     if json_out is not None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -260,3 +260,10 @@ class RerankedRetriever:
         if self.summary.calls.get("aborted"):
             raise GraceError(f"the reranker was stopped: {self.summary.calls['aborted'][0]}")
         return [[Hit(a.id, a.score) for a in ordered[qid][:k]] for qid, _ in asked]
+
+
+def reranking(text: str, kb: Any, depth: int) -> Callable[[Any], RerankedRetriever]:
+    """``grace kb eval --rerank TEXT``: a function that wraps a retriever so its top ``depth`` are reranked
+    (for :func:`kb_builder.retrieval.evaluate.compare_on_gold`)."""
+    reranker = make_reranker(text)
+    return lambda base: RerankedRetriever(base, reranker, kb, depth, CallSettings())

@@ -78,11 +78,11 @@ def retrieve_all(kb: KB, questions: list[GoldQuestion], k: int, embedder: str | 
 
 
 def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any) -> dict[str, list[RetrievedArticle]]:
-    """The top ``k`` of a team's own retriever, read from ``path`` (see kb_builder.retrieved_file).
+    """The top ``k`` of a team's own retriever, read from ``path`` (see kb_builder.retrieval.files).
 
     A missing score becomes ``1 / rank``, so the rows (and baseline:threshold) still see a falling score.
     """
-    from kb_builder.retrieved_file import read_retrieved
+    from kb_builder.retrieval.files import read_retrieved
 
     ranked = read_retrieved(path, kb.by_id)
     missing = [q.question_id for q in questions if q.question_id not in ranked]

@@ -31,12 +31,13 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
+from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.rundir import RunDir
 from harness.rundir.report import Report
 from harness.scoring.outcomes import HITS, REFUSE
-from harness.scoring.significance import bootstrap_cis, mcnemar_exact
+from harness.scoring.significance import mcnemar_exact
 
 COMPARISON_SCHEMA_VERSION = 1
 _HIT_OUTCOMES = frozenset(HITS)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.version import __version__
 from harness.rundir import RunDir
@@ -53,7 +54,7 @@ from harness.scoring.metrics import (
 )
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
-from harness.scoring.significance import bootstrap_cis, compact_letters, pairwise_tests, per_question
+from harness.scoring.significance import compact_letters, pairwise_tests, per_question
 from kb_builder.gold import GoldQuestion, GoldSet, load_gold
 from kb_builder.store import KB, load_kb
 

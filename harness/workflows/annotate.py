@@ -1,17 +1,202 @@
-"""The gold-label workflows of ``grace annotations``: what a command does, as one call each."""
+"""The gold-label workflows of ``grace annotations``: what a command does, as one call each.
+
+The labelling web apps (``grace annotate``, ``grace annotations review``) are
+still started by their command line (:mod:`annotations.cli`).
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["audit_gold"]
+from harness.workflows.calls import ModelCalls
+
+__all__ = ["Agreement", "Suggested", "agree_labels", "audit_gold", "gold_stats", "suggest_labels", "validate_gold"]
 
 
-def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, **rules: Any):
-    """The gold labels a run's models contradict, most likely wrong first (``grace annotations audit``); written
-    to ``out`` (a suspects CSV) when given. ``rules``: ``min_voters``, ``min_swaps``. Returns an ``AuditResult``."""
-    from annotations.audit import audit_gold as _audit
+def _load(kb: Any) -> Any:
     from kb_builder.store import load_kb as _load_kb
 
-    return _audit(gold, _load_kb(kb) if isinstance(kb, str | Path) else kb, run, out, **rules)
+    return _load_kb(kb) if isinstance(kb, str | Path) else kb
+
+
+def _kb_inputs(kb: Any) -> list[Path] | None:
+    from kb_builder.store import kb_files
+
+    if kb is None:
+        return None
+    return kb_files(kb if isinstance(kb, str | Path) else kb.path)
+
+
+def _run_inputs(run: str | Path | None) -> list[Path] | None:
+    from harness.rundir import RunDir
+
+    return RunDir.input_files(run) if run is not None else None
+
+
+def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, *, force: bool = False,
+               **rules: Any):
+    """The gold labels a run's models contradict, most likely wrong first (``grace annotations audit``); written
+    to ``out`` (a suspects CSV) when given, which may replace an existing file only with ``force`` and never one
+    of its inputs. ``rules``: ``min_voters``, ``min_swaps``. Returns an ``AuditResult``."""
+    from annotations.audit import audit_gold as _audit
+    from harness.core.outputs import check_output_file
+
+    if out is not None:
+        check_output_file(Path(out), {"gold CSV": gold, "KB": _kb_inputs(kb), "run": _run_inputs(run)}, force=force)
+    return _audit(gold, _load(kb), run, out, **rules)
+
+
+def validate_gold(gold: str | Path, kb: str | Path, *, old_kb: str | Path | None = None, k: int = 10,
+                  embedder: str | None = None):
+    """A gold CSV checked against its KB (``grace annotations validate``): an ``annotations.validate.ValidationReport``
+    (``errors``, ``warnings``). ``old_kb``: the KB the labels were made on, to name retired IDs by title; ``k`` and
+    ``embedder``: the retrieval of the 'never surfaced' check."""
+    from annotations.validate import validate_gold as _validate
+
+    return _validate(gold, kb, old_kb=old_kb, k=k, embedder=embedder)
+
+
+def gold_stats(gold: str | Path, kb: str | Path, *, column: str | None = None):
+    """Questions per article, coverage gaps and category counts (``grace annotations stats``): an
+    ``annotations.stats.GoldStats``. ``column``: the category column (default: ``category`` if present)."""
+    from annotations.stats import gold_stats as _stats
+
+    return _stats(gold, kb, column=column)
+
+
+@dataclass
+class Agreement:
+    """Annotators compared (``grace annotations agree``): ``comparison`` (an ``annotations.agreement.Comparison``;
+    None for one file), the suggester's agreement with the people (``suggester``), the KB's titles, and the
+    adjudication sheet written (``merged``)."""
+
+    comparison: Any = None
+    suggester: list[Any] = field(default_factory=list)
+    titles: dict[str, str] = field(default_factory=dict)
+    merged: Path | None = None
+
+
+def agree_labels(files: list[str | Path], *, merge: str | Path | None = None, kb: str | Path | None = None,
+                 force: bool = False) -> Agreement:
+    """Agreement between annotators' CSVs: Cohen's kappa (two) or Fleiss' kappa (three or more), and with the
+    suggestions their labels were made with. ``merge``: an adjudication CSV to write (``force`` replaces one);
+    ``kb``: for article titles."""
+    from annotations import agreement
+    from harness.core.errors import GraceError
+    from harness.core.outputs import check_output_file
+
+    files = [Path(f) for f in files]
+    if merge:
+        check_output_file(merge, {"annotation CSV": files, "KB": _kb_inputs(kb)}, force=force, option="--merge")
+    suggester = agreement.suggester_agreement(files)
+    if len(files) < 2:
+        if not suggester:
+            raise GraceError("give two or more annotation CSVs to compare (or one whose labels carry suggestions)")
+        return Agreement(suggester=suggester)
+    titles = {a.id: a.title for a in _load(kb).articles} if kb is not None else {}
+    result = Agreement(agreement.compare_files(files), suggester, titles)
+    if merge:
+        agreement.write_merge(result.comparison, Path(merge), titles)
+        result.merged = Path(merge)
+    return result
+
+
+@dataclass
+class Suggested:
+    """Suggestions made (``grace annotations suggest``). ``suggestions``: one per question, as written to ``out``
+    (None after a labeler dry run, which printed its estimate); ``models``: the run's voting models (None without a
+    run), ``usable`` of whose consensus suggestions count; ``labeler_skipped``: every question had a consensus.
+    With ``redact_pii``, what was redacted (``redaction``) and where its counts went."""
+
+    out: Path
+    questions: int = 0
+    suggestions: list[Any] | None = None
+    models: list[str] | None = None
+    usable: int = 0
+    labeler: str | None = None
+    labeler_skipped: bool = False
+    redaction: Any = None  # harness.privacy.redactor.RedactionRecord
+    redaction_file: Path | None = None
+
+    def flags(self) -> Counter:
+        return Counter(s.flag or "suggested" for s in self.suggestions or [])
+
+    @property
+    def asked(self) -> int:
+        return sum(s.source.startswith("labeler:") for s in self.suggestions or [])
+
+    @property
+    def failed(self) -> int:
+        return self.flags().get("labeler_error", 0)
+
+    def failure(self) -> str | None:
+        """Why the labeler failed as a whole (no usable answer for any question it was asked), or None."""
+        asked = self.asked
+        if not (self.labeler and asked and self.failed == asked):
+            return None
+        first = next(s.reason for s in self.suggestions if s.flag == "labeler_error")
+        return (f"the labeler {self.labeler} gave no usable answer for any of the {asked} question(s) it was asked "
+                f"({first}); {self.out} lists each failure; run the same command again to retry them")
+
+
+def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str | Path | None = None,
+                   labeler: str | None = None, min_agreement: float = 0.6, min_models: int = 2, k: int = 10,
+                   template: str | None = None, dry_run: bool = False, force: bool = False,
+                   calls: ModelCalls | None = None, console: Any = None,
+                   on_consensus: Callable[[Suggested], None] | None = None) -> Suggested:
+    """Pre-label ``questions`` (a CSV or text file) into the suggestions CSV ``out``: the consensus of ``run``'s
+    models, the LLM ``labeler`` (``PROVIDER:MODEL``, asked with ``calls``), or both, the labeler then only where the
+    models do not agree enough. ``on_consensus`` is called with the consensus (``models``, ``usable``) before the
+    labeler is asked; a dry run prints the labeler's estimate on ``console`` and writes nothing."""
+    from annotations.suggest import suggest_from_run
+    from annotations.suggestions import write_suggestions
+    from harness.core.errors import GraceError
+    from harness.core.outputs import check_output_file
+    from kb_builder.gold import read_questions
+
+    if not run and not labeler:
+        raise GraceError("give --run RUN (a run folder or responses file) and/or --labeler PROVIDER:MODEL")
+    if template and not labeler:
+        raise GraceError("--template is the labeler's prompt: give it with --labeler PROVIDER:MODEL")
+    calls = calls or ModelCalls()
+    out = Path(out)
+    if not dry_run:
+        check_output_file(out, {"questions file": questions, "KB": _kb_inputs(kb), "run": _run_inputs(run)}, force=force)
+    kb = _load(kb)
+    qs = read_questions(questions)
+    done = Suggested(out, len(qs), labeler=labeler)
+    suggestions = []
+    if run:
+        suggestions, done.models = suggest_from_run(qs, run, kb.by_id, min_agreement=min_agreement,
+                                                    min_voters=min_models)
+        done.usable = sum(s.usable for s in suggestions)
+        if on_consensus is not None:
+            on_consensus(done)
+    if labeler:
+        from annotations.labeler import suggest_with_labeler
+
+        todo = [q for q, s in zip(qs, suggestions, strict=True) if not s.usable] if suggestions else qs
+        if suggestions and not todo:
+            done.labeler_skipped = True
+        else:
+            redactor = calls.redactor(console)
+            labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=calls.concurrency,
+                                            max_attempts=calls.max_attempts, prices=calls.prices,
+                                            read_cache=calls.read_cache, console=console, options=calls.model_options(),
+                                            redactor=redactor, template=template)
+            if redactor is not None and labelled is not None:
+                from harness.privacy.redactor import write_record
+
+                done.redaction, done.redaction_file = redactor.record(), write_record(out, redactor)
+            if labelled is None:  # the dry run printed its estimate
+                return done
+            by_id = {s.question_id: s for s in labelled}
+            suggestions = [by_id.get(q.question_id) or s for q, s in zip(qs, suggestions, strict=True)] \
+                if suggestions else labelled
+    write_suggestions(out, suggestions)
+    done.suggestions = suggestions
+    return done

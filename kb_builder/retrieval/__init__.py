@@ -11,6 +11,11 @@ Embedder specs (``--embedder``):
   ``hybrid`` / ``hybrid:DENSE_SPEC``         BM25 and a dense ranking fused by reciprocal rank
   ``A+B[+C...]``                             any of the above fused by reciprocal rank: ``bm25f+char4``
                                              (the French and German default), ``bm25f+char4+use``
+
+The package is retrieval's one home: ``lexical``, ``dense`` and ``hybrid`` (retrievers and fusion), ``files``
+(a team's own rankings: ``grace kb search --out``, ``--retrieved``) and ``evaluate`` (recall@k and MRR,
+``grace kb eval``). Reranking calls a model through the run engine, so it lives there
+(``harness.runner.rerank``) and ``evaluate`` takes it as a function that wraps a retriever.
 """
 
 from __future__ import annotations

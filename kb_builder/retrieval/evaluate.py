@@ -7,6 +7,10 @@ seeded resamples of questions (paired, as the leaderboard's are), so two rows
 whose intervals overlap widely are not shown to differ by a handful of questions.
 A retriever that cannot run here (no API key, an optional extra not installed)
 becomes a row with its reason instead of stopping the comparison.
+
+Reranking calls a model, so it lives with the run engine
+(:mod:`harness.runner.rerank`); :func:`compare_on_gold` takes it as a function
+that wraps a retriever, made by the caller (``grace kb eval --rerank``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
-from harness.scoring.significance import bootstrap_cis
 from kb_builder.gold import GoldQuestion
 from kb_builder.retrieval import Retriever
 
@@ -167,8 +171,13 @@ class RetrievalComparison:
 
 
 def compare_on_gold(kb: KB, gold: Any, ks: list[int], embedders: list[str], retrieved: Path | None,
-                    rerank: str | None, rerank_depth: int, bootstrap: int, seed: int) -> RetrievalComparison:
-    """The retrievers named (the KB's own when none), a team's ranked file, each reranked: on one gold set."""
+                    rerank: Callable[[], Callable[[Retriever], Any]] | None, bootstrap: int,
+                    seed: int) -> RetrievalComparison:
+    """The retrievers named (the KB's own when none), a team's ranked file, each reranked: on one gold set.
+
+    ``rerank``, when given, is called once (after the file is read) for a function that wraps a retriever in
+    its reranked version (see :func:`harness.runner.rerank.reranking`).
+    """
     questions = list(gold.questions)
     kb.check_cited(questions, gold.path)
     ks = sorted(set(ks))
@@ -177,7 +186,7 @@ def compare_on_gold(kb: KB, gold: Any, ks: list[int], embedders: list[str], retr
     if bootstrap < 0:
         raise GraceError(f"--bootstrap {bootstrap}: give 0 (no intervals) or a number of resamples such as 2000")
     specs = list(dict.fromkeys(embedders)) or [kb.manifest.embedder]
-    factories, reranked = _extra_retrievers(kb, questions, specs, retrieved, rerank, rerank_depth)
+    factories, reranked = _extra_retrievers(kb, questions, specs, retrieved, rerank)
     rows = compare_retrievers(kb, questions, [*specs, *factories], ks, bootstrap=bootstrap, seed=seed,
                               factories=factories)
     if len(rows) == 1 and rows[0].error:
@@ -186,26 +195,23 @@ def compare_on_gold(kb: KB, gold: Any, ks: list[int], embedders: list[str], retr
 
 
 def _extra_retrievers(kb: KB, questions: list[GoldQuestion], specs: list[str], retrieved: Path | None,
-                      rerank: str | None, depth: int) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
+                      rerank: Callable[[], Callable[[Retriever], Any]] | None,
+                      ) -> tuple[dict[str, Callable[[], Any]], list[Any]]:
     """Rows beside the embedders: a file of the team's own rankings, and each retriever reranked."""
     factories: dict[str, Callable[[], Any]] = {}
     reranked: list[Any] = []
     if retrieved is not None:
-        from kb_builder.retrieved_file import FileRetriever, read_retrieved
+        from kb_builder.retrieval.files import FileRetriever, read_retrieved
 
         ranked = read_retrieved(retrieved, kb.by_id)
         name = f"file:{retrieved.name}"
         factories[name] = lambda: FileRetriever(name, ranked, [(q.question_id, q.question) for q in questions])
-    if rerank:
-        from harness.runner.calls import CallSettings
-        from harness.runner.rerank import RerankedRetriever, make_reranker
-
-        reranker = make_reranker(rerank)
+    if rerank is not None:
+        wrap = rerank()
 
         def reranking(spec: str, base: Callable[[], Any] | None) -> Callable[[], Any]:
             def make() -> Any:
-                retriever = RerankedRetriever(base() if base else kb.retriever(spec), reranker, kb, depth,
-                                              CallSettings())
+                retriever = wrap(base() if base else kb.retriever(spec))
                 reranked.append(retriever)
                 return retriever
 
