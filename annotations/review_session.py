@@ -24,8 +24,8 @@ from annotations.state import LabelRejected
 from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
-from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, parse_verdict, same_text
+from harness.spotcheck.spotcheck_records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 
 AnswerKey = tuple[str, str, int]  # model, question_id, repeat
 SegmentKey = tuple[str, str, int, int]  # ... and segment_index

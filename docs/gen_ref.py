@@ -49,16 +49,16 @@ class Format:
 
 
 FORMATS: tuple[Format, ...] = (
-    Format("KB/articles.jsonl", "Knowledge base", "Article", "kb_builder.records",
+    Format("KB/articles.jsonl", "Knowledge base", "Article", "kb_builder.kb_records",
            "One line per article. Written by `grace kb build`; a hand-written file with `id`, `title`, `text` is a valid KB."),
-    Format("KB/manifest.json", "Knowledge base", "Manifest", "kb_builder.records",
+    Format("KB/manifest.json", "Knowledge base", "Manifest", "kb_builder.kb_records",
            "What the KB is and how it was built. Written by `grace kb build` and `grace kb index`."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; extra columns are kept."),
-    Format("RUN/run.json", "Run folder", "RunInfo", "harness.rundir.records",
+    Format("RUN/run.json", "Run folder", "RunInfo", "harness.rundir.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
-    Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.rundir.records",
+    Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.rundir.run_records",
            "One line per call. Written by `grace run`; `grace score` accepts any file with at least "
            "`question_id`, `model` and `response`."),
     Format("RUN/batches.jsonl", "Run folder", "BatchEntry", "harness.rundir.batches",
@@ -68,13 +68,13 @@ FORMATS: tuple[Format, ...] = (
     Format("RUN/report.json", "Run folder", "Report", "harness.rundir.report",
            "Every figure of the leaderboard. Written by `grace score`; read by `grace report`, `grace gate`, "
            "`grace view` and `grace.load_run`."),
-    Format("RUN/spotcheck.json", "Spot-check", "SpotcheckFile", "harness.spotcheck.records",
+    Format("RUN/spotcheck.json", "Spot-check", "SpotcheckFile", "harness.spotcheck.spotcheck_records",
            "The spot-check's figures per model. Written by `grace spotcheck run`."),
-    Format("RUN/spotcheck/judgements.jsonl", "Spot-check", "JudgementRecord", "harness.spotcheck.records",
+    Format("RUN/spotcheck/judgements.jsonl", "Spot-check", "JudgementRecord", "harness.spotcheck.spotcheck_records",
            "One line per judged segment or claim, appended as the judge answers (an interrupted spot-check resumes)."),
-    Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.records",
+    Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.spotcheck_records",
            "The judge against human labels. Written by `grace spotcheck calibrate`."),
-    Format("compare.json", "Comparisons", "Comparison", "harness.scoring.compare",
+    Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",
            "Two runs question by question. Written by `grace compare --json FILE`."),
 )
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from harness.core.errors import GraceError
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
+from kb_builder.kb_records import Article
 from kb_builder.language import is_known
-from kb_builder.records import Article
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
 from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, load_kb, make_manifest, set_languages, write_kb
 

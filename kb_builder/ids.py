@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from kb_builder.documents.cleanup import clean_title
-from kb_builder.records import Article
+from kb_builder.kb_records import Article
 
 
 def article_key(source: str | None, heading_path: list[str], part: int) -> str:

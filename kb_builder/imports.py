@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import read_text_checked
-from kb_builder.records import Article
+from kb_builder.kb_records import Article
 from kb_builder.store import read_articles
 
 _TEXT_KEYS = ("text", "body", "content")

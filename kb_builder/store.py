@@ -22,7 +22,7 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
 from harness.core.version import __version__
-from kb_builder.records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
+from kb_builder.kb_records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
 from kb_builder.tokens import count_tokens
 
 ARTICLES = "articles.jsonl"

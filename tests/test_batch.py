@@ -26,7 +26,7 @@ from harness.providers.base import Completion
 from harness.providers.batch import BatchItem, batch_api_of, expired
 from harness.rundir import RunDir
 from harness.rundir.batches import BatchLedger
-from harness.runner.batch import split_batches
+from harness.runner.batch_mode import split_batches
 from harness.testing.fake_api import BatchBehaviour, FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, run_grace, small_bench, write
 

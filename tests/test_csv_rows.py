@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import GraceError
-from harness.spotcheck.records import REVIEW_COLUMNS
+from harness.spotcheck.spotcheck_records import REVIEW_COLUMNS
 from tests.conftest import run_grace, write
 
 

@@ -178,7 +178,7 @@ def test_gold_with_a_bom_still_reads(tmp_path):
 
 @pytest.mark.parametrize("counts", [[1, 100], [10, 20, 30], [5, 5, 6, 1000], [7], [3, 3], [1, 2, 3, 4, 5, 400]])
 def test_token_stats_percentiles_stay_within_min_and_max(counts):
-    from kb_builder.records import Article
+    from kb_builder.kb_records import Article
     from kb_builder.store import token_stats
 
     stats = token_stats([Article(id=str(i), title="t", text="x", tokens=n) for i, n in enumerate(counts)])

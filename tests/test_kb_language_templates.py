@@ -15,7 +15,7 @@ from annotations.generator_prompt import load_generator_template
 from annotations.labeler import load_labeler_template
 from annotations.suggestions import read_suggestions
 from harness.spotcheck.claims import load_claims_template
-from harness.spotcheck.judge import load_judge_template
+from harness.spotcheck.judge_prompt import load_judge_template
 from harness.spotcheck.quality import load_quality_template
 from harness.testing import FakeAPIServer, prompt_text
 from tests.conftest import run_grace, write

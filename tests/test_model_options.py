@@ -13,7 +13,7 @@ import pytest
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec
 from harness.runner.model_options import ModelOptions, apply_model_options, ready_model
-from harness.spotcheck.judge import DEFAULT_MAX_TOKENS, make_judge
+from harness.spotcheck.judge_prompt import DEFAULT_MAX_TOKENS, make_judge
 from harness.testing import generate_questions, label_by_overlap, prompt_text
 from tests.conftest import run_grace, write
 from tests.test_labeler import ARTICLES, QUESTIONS

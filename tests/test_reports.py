@@ -18,7 +18,7 @@ from harness.reports.failures import sample_failures
 from harness.reports.heatmap import top_labels
 from harness.reports.inputs import load_inputs
 from harness.reports.plots import pareto_front
-from kb_builder.records import Article, kb_content_hash
+from kb_builder.kb_records import Article, kb_content_hash
 
 XSS_SCRIPT = "<script>window.__pwned = 1</script>"
 XSS_IMG = '<img src=x onerror="window.__pwned = 1">'

@@ -10,7 +10,7 @@ import pytest
 
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
-from kb_builder.records import Article
+from kb_builder.kb_records import Article
 from kb_builder.retrieval.evaluate import compare_retrievers, evaluate_retrieval
 from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 from kb_builder.store import load_kb

@@ -10,8 +10,14 @@ import pytest
 
 from harness.core.errors import GraceError
 from harness.spotcheck.inputs import Hit
-from harness.spotcheck.judge import STRICT_INSTRUCTION, load_judge_template, make_judge, parse_verdict, strict_messages
-from harness.spotcheck.judging import Judge, JudgeSettings
+from harness.spotcheck.judge_calls import Judge, JudgeSettings
+from harness.spotcheck.judge_prompt import (
+    STRICT_INSTRUCTION,
+    load_judge_template,
+    make_judge,
+    parse_verdict,
+    strict_messages,
+)
 from harness.spotcheck.lexical_judge import lexical_verdict
 from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI, AnswerResult, figure, model_metrics
 from harness.spotcheck.passes import judge_hits, load_done

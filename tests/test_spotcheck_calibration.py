@@ -12,11 +12,11 @@ from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec
 from harness.providers.scripted import ScriptedProvider
 from harness.spotcheck.calibration import agreement_stats, cohen_kappa
-from harness.spotcheck.judge import load_judge_template, make_judge
-from harness.spotcheck.judging import Judge
+from harness.spotcheck.judge_calls import Judge
+from harness.spotcheck.judge_prompt import load_judge_template, make_judge
 from harness.spotcheck.meta_eval import MODES, load_cases, run_meta_eval
-from harness.spotcheck.records import REVIEW_COLUMNS
 from harness.spotcheck.review import read_labels, write_review_csv
+from harness.spotcheck.spotcheck_records import REVIEW_COLUMNS
 from tests.conftest import run_grace, write
 from tests.test_spotcheck_judge import run  # noqa: F401 - the hand-written run folder fixture
 

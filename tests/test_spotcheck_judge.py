@@ -14,8 +14,8 @@ import pytest
 
 from harness.providers.base import ModelSpec
 from harness.providers.openai_chat import OpenAIChatProvider
-from harness.spotcheck.judge import STRICT_INSTRUCTION, load_judge_template
-from harness.spotcheck.judging import Judge, JudgeSettings
+from harness.spotcheck.judge_calls import Judge, JudgeSettings
+from harness.spotcheck.judge_prompt import STRICT_INSTRUCTION, load_judge_template
 from harness.spotcheck.meta_eval import load_cases, run_meta_eval
 from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI
 from harness.testing import FakeAPIServer, Reply, prompt_text

@@ -16,8 +16,8 @@ from harness.prompts.languages import TEMPLATE_LANGUAGES, template_language
 from harness.prompts.template_files import builtin_in_language
 from harness.providers.base import RetrievedArticle
 from harness.spotcheck.claims import VERDICTS, _verdict_word, load_claims_template
-from harness.spotcheck.judge import TEMPLATES_DIR as JUDGE_TEMPLATES
-from harness.spotcheck.judge import SourceArticle, load_judge_template
+from harness.spotcheck.judge_prompt import TEMPLATES_DIR as JUDGE_TEMPLATES
+from harness.spotcheck.judge_prompt import SourceArticle, load_judge_template
 from harness.spotcheck.quality import SCHEMA, load_quality_template
 from harness.spotcheck.segmentation import segment_answer
 

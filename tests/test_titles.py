@@ -7,7 +7,7 @@ import pytest
 from kb_builder.documents import Document, Section, load_file
 from kb_builder.documents.cleanup import clean_title
 from kb_builder.ids import assign_ids
-from kb_builder.records import Article
+from kb_builder.kb_records import Article
 from kb_builder.splitting import Splitter
 from kb_builder.store import finish_articles
 from tests.conftest import BODY, write

@@ -15,8 +15,8 @@ from pydantic import ValidationError
 
 import harness as grace
 from harness.rundir import RunDir
-from harness.rundir.records import ResponseRecord, RunInfo
 from harness.rundir.report import ModelReport, SpotcheckBlock, SpotcheckModel, read_report
+from harness.rundir.run_records import ResponseRecord, RunInfo
 from harness.rundir.spotcheck import ModelSpot, SpotcheckFile, read_spotcheck, spotcheck_json
 from tests.conftest import SAMPLE, run_grace
 

@@ -38,9 +38,9 @@ def compare(run_a: Path, run_b: Path, models: tuple[str, ...], json_out: Path | 
     from rich.console import Console
 
     from harness.core.outputs import check_output_file
-    from harness.reports.compare import comparison_markdown, print_comparison
+    from harness.reports.comparison_table import comparison_markdown, print_comparison
     from harness.rundir import RunDir
-    from harness.scoring.compare import write_comparison
+    from harness.scoring.run_comparison import write_comparison
     from harness.workflows import compare as workflow
 
     inputs = {"run A": RunDir.input_files(run_a), "run B": RunDir.input_files(run_b)}

@@ -5,7 +5,7 @@ thousands of requests at once at half the price and answer within a day. Each
 provider that has one names its :class:`BatchAPI` class (``Provider.batch_api``)
 and that class owns everything about the endpoint: the input format, the
 provider's limits per batch, its status words and its result format. The runner
-(``harness.runner.batch``) owns the rest, once: what to submit, recording it in
+(``harness.runner.batch_mode``) owns the rest, once: what to submit, recording it in
 the run folder before and after submitting, polling, and writing the answers as
 ordinary response rows.
 

@@ -176,7 +176,7 @@ def _load_questions(inputs: ReportInputs, gold: Any = None) -> None:
 
 def _load_titles(inputs: ReportInputs, kb: Any) -> None:
     """Titles only: read ``articles.jsonl`` directly; ``load_kb`` would count tokens and write a manifest."""
-    from kb_builder.records import kb_content_hash
+    from kb_builder.kb_records import kb_content_hash
     from kb_builder.store import ARTICLES, read_articles
 
     explicit = kb is not None

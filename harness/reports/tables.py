@@ -206,7 +206,7 @@ def spotcheck_section(inputs: ReportInputs) -> str:
     if spot is None:
         return ('<p class="muted">No spot-check yet. <code>grace spotcheck</code> has a judge model fact-check a '
                 "sample of correctly cited answers for unsupported claims.</p>")
-    judge = spot.judge  # spotcheck.json's judge block, as a dict (harness.spotcheck.records.JudgeBlock)
+    judge = spot.judge  # spotcheck.json's judge block, as a dict (harness.spotcheck.spotcheck_records.JudgeBlock)
     kappa = number(judge.get("kappa"))
     if judge.get("calibrated") is False:
         mark = ('<span class="badge warn-badge">judge not calibrated</span> The judge has not been checked against '

@@ -31,9 +31,9 @@ from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.locks import FileLock
 from harness.rundir.batches import BatchEntry, BatchLedger
-from harness.rundir.records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.rundir.report import Report, read_report, write_report
 from harness.rundir.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
+from harness.rundir.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.rundir.scores import iter_scores
 
 log = logging.getLogger("grace")

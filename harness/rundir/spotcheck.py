@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
-from harness.rundir.records import RedactionRecord
+from harness.rundir.run_records import RedactionRecord
 from harness.rundir.strict import read_json_object, validate_known
 
 SPOTCHECK_SCHEMA_VERSION = 1

@@ -51,7 +51,7 @@ from harness.providers.base import (
     RequestContext,
     RetrievedArticle,
 )
-from harness.rundir.records import CallError, ResponseRecord
+from harness.rundir.run_records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
@@ -134,7 +134,7 @@ class RunPlan:
     provider: Provider
     jobs: list[AnswerJob]
     stats: PlanStats = field(default_factory=PlanStats)
-    batch: bool = False  # through the provider's batch API (harness.runner.batch) instead of the engine
+    batch: bool = False  # through the provider's batch API (harness.runner.batch_mode) instead of the engine
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:

@@ -29,8 +29,14 @@ from harness.core.jsonl import iter_jsonl
 from harness.rundir import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
-from harness.spotcheck.records import CalibrationFile, JudgeBlock, SpotcheckFile, read_spotcheck, write_spotcheck
 from harness.spotcheck.review import read_labels, same_text
+from harness.spotcheck.spotcheck_records import (
+    CalibrationFile,
+    JudgeBlock,
+    SpotcheckFile,
+    read_spotcheck,
+    write_spotcheck,
+)
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:

@@ -39,7 +39,7 @@ from harness.providers.base import Completion, RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, run_prompts
 from harness.runner.engine import CallResult
 from harness.spotcheck.inputs import Hit
-from harness.spotcheck.judge import SourceArticle, strict_messages
+from harness.spotcheck.judge_prompt import SourceArticle, strict_messages
 from harness.spotcheck.segmentation import Segment, segment_answer
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"

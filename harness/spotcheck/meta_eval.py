@@ -23,9 +23,9 @@ from typing import Any, TypeVar
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import iter_jsonl
-from harness.spotcheck.judge import SourceArticle, parse_verdict
-from harness.spotcheck.judging import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
-from harness.spotcheck.records import META_EVAL_SCHEMA_VERSION
+from harness.spotcheck.judge_calls import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
+from harness.spotcheck.judge_prompt import SourceArticle, parse_verdict
+from harness.spotcheck.spotcheck_records import META_EVAL_SCHEMA_VERSION
 
 T = TypeVar("T")
 

@@ -27,11 +27,11 @@ from harness.core.jsonl import iter_jsonl
 from harness.providers.base import Request
 from harness.runner.engine import CallResult, prompt_hash
 from harness.spotcheck.inputs import Hit
-from harness.spotcheck.judge import SourceArticle, parse_verdict
-from harness.spotcheck.judging import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
+from harness.spotcheck.judge_calls import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
+from harness.spotcheck.judge_prompt import SourceArticle, parse_verdict
 from harness.spotcheck.quotes import missing_quotes
-from harness.spotcheck.records import JudgementRecord
 from harness.spotcheck.segmentation import Segment, segment_answer
+from harness.spotcheck.spotcheck_records import JudgementRecord
 
 SlotKey = tuple[tuple[str, str, int], int, int]  # (answer key, judge repeat, segment index)
 

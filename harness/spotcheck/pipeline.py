@@ -27,7 +27,7 @@ from harness.core.version import __version__
 from harness.rundir import CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
 from harness.spotcheck.claims import ClaimsJudged, check_claims
 from harness.spotcheck.inputs import RunInputs, load_run
-from harness.spotcheck.judging import Judge, JudgeSettings
+from harness.spotcheck.judge_calls import Judge, JudgeSettings
 from harness.spotcheck.metrics import (
     MIN_ANSWERS_FOR_CI,
     RISK_FORMULA,
@@ -41,9 +41,9 @@ from harness.spotcheck.metrics import (
 from harness.spotcheck.passes import Judged, judge_hits
 from harness.spotcheck.publish import notes_for, update_report
 from harness.spotcheck.quality import QualityTemplate, load_quality_template
-from harness.spotcheck.records import JudgeBlock, SpotcheckFile, write_spotcheck
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
+from harness.spotcheck.spotcheck_records import JudgeBlock, SpotcheckFile, write_spotcheck
 from kb_builder.store import load_kb
 
 LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judge)",
@@ -359,7 +359,7 @@ def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: 
     from harness.providers.base import RetrievedArticle
     from harness.runner.calls import Prompted, PromptJob, estimate_prompts
     from harness.spotcheck.claims import EXTRACT_KIND, EXTRACT_SCHEMA, VERIFY_KIND, VERIFY_SCHEMA
-    from harness.spotcheck.judge import JUDGE_SCHEMA, SourceArticle
+    from harness.spotcheck.judge_prompt import JUDGE_SCHEMA, SourceArticle
     from harness.spotcheck.segmentation import segment_answer
 
     settings = settings or JudgeSettings()

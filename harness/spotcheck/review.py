@@ -24,7 +24,7 @@ from typing import Any
 from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, spreadsheet_safe, spreadsheet_unsafe
-from harness.spotcheck.records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
+from harness.spotcheck.spotcheck_records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
 
 _TRUE = {"true", "t", "yes", "y", "1", "supported"}
 _FALSE = {"false", "f", "no", "n", "0", "unsupported", "not supported"}

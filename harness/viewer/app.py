@@ -192,7 +192,7 @@ class ViewApp:
         return {"argv": argv, "url": f"http://127.0.0.1:{port}/"}
 
     def compare(self, a: str, b: str, ma: str, mb: str) -> dict[str, Any]:
-        from harness.scoring.compare import RunHits, check_same_gold, compare_sides, progress_note
+        from harness.scoring.run_comparison import RunHits, check_same_gold, compare_sides, progress_note
 
         if not a or not b:
             raise Rejected("pick run A and run B (the same run twice compares two of its models)")
@@ -241,9 +241,9 @@ class ViewApp:
                 "models_a": ra.index.models, "models_b": rb.index.models, "notices": notices}
 
     def _same_gold(self, runs: list[ViewRun], what: str = "share a grid", then: str = "") -> None:
-        """The one rule of ``grace compare`` (:func:`~harness.scoring.compare.check_same_gold`): runs scored on
+        """The one rule of ``grace compare`` (:func:`~harness.scoring.run_comparison.check_same_gold`): runs scored on
         different gold sets are never shown as one (the grid, a question, Compare)."""
-        from harness.scoring.compare import check_same_gold
+        from harness.scoring.run_comparison import check_same_gold
 
         for other in runs[1:]:
             try:

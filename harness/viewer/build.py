@@ -24,8 +24,8 @@ from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
 from harness.rundir import RunDir
 from harness.rundir.scores import iter_scores_at
-from harness.scoring.compare import gold_label
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE, OUTCOMES, REFUSE
+from harness.scoring.run_comparison import gold_label
 from harness.viewer.index import (
     INDEX_SCHEMA_VERSION,
     NONE_LABEL,
@@ -72,7 +72,7 @@ def _gold_texts(report: Any, run: Path, notes: list[str]) -> dict[str, str]:
 
 
 def _articles(report: Any, run: Path, notes: list[str]) -> list[tuple[str, str, str]]:
-    from kb_builder.records import kb_content_hash
+    from kb_builder.kb_records import kb_content_hash
     from kb_builder.store import ARTICLES, read_articles
 
     folder = recorded_path(report.kb.path if report else None, run)

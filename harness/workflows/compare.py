@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first use: numpy is not every command's to load
-    from harness.scoring.compare import Comparison
+    from harness.scoring.run_comparison import Comparison
 
 __all__ = ["Comparison", "compare_models", "compare_runs"]
 
@@ -21,7 +21,7 @@ def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (
     report's repeat policy (correct when more than half of its repeats are). ``seed`` and ``bootstrap`` default
     to the reports'. Raises ``GraceError`` when the runs were scored against different gold sets.
     """
-    from harness.scoring.compare import compare_runs as _compare
+    from harness.scoring.run_comparison import compare_runs as _compare
 
     return _compare(run_a, run_b, models, seed=seed, bootstrap=bootstrap)
 
@@ -29,14 +29,14 @@ def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (
 def compare_models(run: str | Path, model_a: str, model_b: str, *, seed: int | None = None,
                    bootstrap: int | None = None) -> Comparison:
     """Two models of one run, compared as :func:`compare_runs` compares runs (A: ``model_a``, B: ``model_b``)."""
-    from harness.scoring.compare import compare_models as _compare
+    from harness.scoring.run_comparison import compare_models as _compare
 
     return _compare(run, model_a, model_b, seed=seed, bootstrap=bootstrap)
 
 
 def __getattr__(name: str) -> Any:
     if name == "Comparison":
-        from harness.scoring.compare import Comparison
+        from harness.scoring.run_comparison import Comparison
 
         return Comparison
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from harness.workflows.calls import ModelCalls
 
 if TYPE_CHECKING:
-    from harness.spotcheck.judging import Judge
+    from harness.spotcheck.judge_calls import Judge
     from harness.spotcheck.pipeline import SpotcheckOptions
 
 __all__ = ["MetaEval", "Spotcheck", "SpotcheckOptions", "calibrate_judge", "meta_eval_judge", "spotcheck_run"]
@@ -71,8 +71,8 @@ def _judge(judge: str, template: str | None, calls: ModelCalls, mode: str = "seg
     """The judge (see :func:`harness.runner.model_options.ready_model`), with the template ``template`` names;
     without one, none yet: :func:`spotcheck` takes ``mode``'s built-in one (``claims.v1``, ``judge.v1``) in the KB's
     language once it has read the KB (:meth:`Judge.in_language`)."""
-    from harness.spotcheck.judge import make_judge as _make
-    from harness.spotcheck.judging import Judge, mode_template
+    from harness.spotcheck.judge_calls import Judge, mode_template
+    from harness.spotcheck.judge_prompt import make_judge as _make
 
     spec, provider = _make(judge, calls.options, calls.prices, ready=ready)
     return Judge(spec, provider, mode_template(mode, template) if template else None)

@@ -28,7 +28,7 @@ from harness.core.errors import GraceError
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from kb_builder.records import Article, Manifest
+    from kb_builder.kb_records import Article, Manifest
 
 # New KBs get it; a KB keeps the embedder its manifest names, so an old KB's rankings never move under it.
 DEFAULT_EMBEDDER = "bm25f"

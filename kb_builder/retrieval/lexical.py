@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from kb_builder import language as lang
-from kb_builder.records import Article
+from kb_builder.kb_records import Article
 from kb_builder.retrieval import Hit
 
 K1, WEIGHTS, BS = 4.0, (3.0, 1.0), (0.3, 0.75)  # bm25f's settings (module docstring); part of the index's name

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.rundir.records import CallError
+from harness.rundir.run_records import CallError
 from harness.rundir.spotcheck import (
     SPOTCHECK_SCHEMA_VERSION,
     JudgeBlock,

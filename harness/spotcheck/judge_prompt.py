@@ -5,7 +5,7 @@ explanation first, so a model writing left to right reasons before it decides.
 Parsing is lenient (code fences, prose around the object, "true" as a string)
 because a verdict lost to formatting is a call paid for nothing; a reply with
 no readable verdict is kept as unjudged, never guessed, never cached, and asked
-once more with :data:`STRICT_INSTRUCTION` appended (see :mod:`.judging`).
+once more with :data:`STRICT_INSTRUCTION` appended (see :mod:`.judge_calls`).
 """
 
 from __future__ import annotations

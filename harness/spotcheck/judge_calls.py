@@ -8,7 +8,7 @@ the judge repeat (so ``--repeats`` makes fresh calls, not cache hits).
 
 A reply with no readable verdict is recorded but never cached (``Prompted.accept``),
 and asked once more with the stricter instruction appended
-(:func:`harness.spotcheck.judge.strict_messages`): another prompt, so another
+(:func:`harness.spotcheck.judge_prompt.strict_messages`): another prompt, so another
 cache key, and the row says ``retry``. If that reply is unreadable too, the
 segment stays unjudged, and the next run asks both again.
 """
@@ -23,7 +23,7 @@ from harness.providers.base import Completion, ModelSpec, Provider, Request, Ret
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, run_prompts
 from harness.runner.engine import CallResult
 from harness.spotcheck.claims import ClaimsTemplate, load_claims_template
-from harness.spotcheck.judge import (
+from harness.spotcheck.judge_prompt import (
     JUDGE_SCHEMA,
     JudgeTemplate,
     SourceArticle,

@@ -33,7 +33,7 @@ from harness.core.files import JsonlAppender
 from harness.providers.base import MODEL_FATAL, ProviderError, Request
 from harness.providers.batch import BatchAPI, BatchItem, BatchStatus, batch_api_of
 from harness.rundir.batches import BatchEntry, BatchLedger
-from harness.rundir.records import CallError
+from harness.rundir.run_records import CallError
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import AnswerJob, CallResult, ResponseRows, RunPlan, account, cached_result, call_error
 from harness.runner.limits import backoff_delay

@@ -1,4 +1,4 @@
-"""A comparison of two runs (:class:`~harness.scoring.compare.Comparison`) for people: the terminal and Markdown.
+"""A comparison of two runs (:class:`~harness.scoring.run_comparison.Comparison`) for people: the terminal and Markdown.
 
 The Markdown is written for a pull-request comment or ``$GITHUB_STEP_SUMMARY``:
 one table (a row per model: both accuracies, the change with its 95% CI, the
@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.reports.leaderboard import pct
 from harness.reports.markdown import cell
-from harness.scoring.compare import Comparison, ModelComparison
+from harness.scoring.run_comparison import Comparison, ModelComparison
 
 MARKDOWN_IDS = 50  # question IDs listed per direction and model; --json has them all
 TERMINAL_IDS = 20
