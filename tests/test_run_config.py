@@ -30,6 +30,38 @@ def test_every_run_option_is_a_field_and_a_keyword_once():
     assert set(keywords) - set(flags) == {"progress", "console"}  # the API's own: a progress bar, and where to
 
 
+def test_the_engine_settings_of_a_run_come_from_its_config_by_name():
+    """RunSettings took eleven options from RunConfig one by one; now every field they share is copied by name, so an
+    option the engine reads is a field of each and nothing more."""
+    from dataclasses import fields
+    from pathlib import Path
+
+    from harness.runner.session import RunSettings
+
+    given = {"k": 5, "repeats": 2, "concurrency": 3, "max_attempts": 2, "seed": 7, "threshold": 0.4, "wait": True,
+             "cancel_batches": True}
+    config = RunConfig(kb=Path("kb"), gold=Path("g.csv"), out=Path("o"), no_cache=True, poll_interval=5, **given)
+    settings = RunSettings.of(config)
+    shared = {f.name for f in fields(RunSettings)} & set(RunConfig.model_fields)
+    assert shared == set(given)
+    assert {n: getattr(settings, n) for n in shared} == given
+    assert settings.read_cache is False and settings.poll_s == 5
+
+
+def test_how_many_calls_at_once_and_how_often_is_said_once():
+    """grace run's flags, the engine, and the judge / labeler / generator calls start from one pair of defaults."""
+    from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
+    from harness.runner.engine import EngineSettings
+    from harness.workflows.calls import ModelCalls
+
+    for owner in (EngineSettings, ModelCalls):
+        assert (owner.concurrency, owner.max_attempts) == (CONCURRENCY, MAX_ATTEMPTS)
+    fields_ = RunConfig.model_fields
+    assert (fields_["concurrency"].default, fields_["max_attempts"].default) == (CONCURRENCY, MAX_ATTEMPTS)
+    code, out = run_grace("run", "--help")
+    assert code == 0 and f"[default: {CONCURRENCY}]" in out
+
+
 def test_toml_keys_are_the_fields_marked_for_it_and_keep_their_bounds():
     assert {"k", "repeats", "batch", "retrieved", "no_score", "poll_interval"} <= set(RunTable.model_fields)
     assert not {"kb", "gold", "out", "models", "dry_run", "cancel_batches"} & set(RunTable.model_fields)

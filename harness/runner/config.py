@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec
+from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 
 # strict: TOML has real types, so "3" is a typo for 3, not a number; floats still accept ints (0 and 0.0)
 _STRICT = ConfigDict(extra="forbid", strict=True)
@@ -105,11 +106,11 @@ class RunConfig(BaseModel):
     config: Path | None = None  # the leaderboard TOML
     k: Count = _toml(3)
     repeats: Count = _toml(1)
-    concurrency: Count = _toml(8)
+    concurrency: Count = _toml(CONCURRENCY)
     rpm: NonNegative | None = _toml()
     tpm: NonNegative | None = _toml()
     timeout: Positive | None = _toml()
-    max_attempts: Count = _toml(6)
+    max_attempts: Count = _toml(MAX_ATTEMPTS)
     no_cache: bool = False
     template: str | None = _toml()
     output_mode: Literal["inline", "json"] = _toml("inline")

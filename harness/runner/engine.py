@@ -53,6 +53,7 @@ from harness.providers.base import (
 )
 from harness.rundir.run_records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
+from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
 
@@ -184,8 +185,8 @@ def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Requ
 class EngineSettings:
     """How calls are made; shared by ``grace run`` and the spot-check judge, never part of a cache key."""
 
-    concurrency: int = 8
-    max_attempts: int = 6
+    concurrency: int = CONCURRENCY
+    max_attempts: int = MAX_ATTEMPTS
     backoff_base: float = 1.0
     use_cache: bool = True
     read_cache: bool = True
@@ -252,8 +253,8 @@ class Engine:
         cache: ResponseCache | None,
         *,
         read_cache: bool = True,
-        concurrency: int = 8,
-        max_attempts: int = 6,
+        concurrency: int = CONCURRENCY,
+        max_attempts: int = MAX_ATTEMPTS,
         backoff_base: float = 1.0,
         on_update: Callable[[RunPlan], None] | None = None,
         accept: Callable[[Any, Completion], bool] | None = None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,6 +56,15 @@ class RunSettings(EngineSettings):
     cancel_batches: bool = False  # batch models: cancel the open batches and submit nothing new
     poll_s: float = POLL_SECONDS
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: Any) -> RunSettings:
+        """The settings of a run (``config``: its :class:`~harness.runner.config.RunConfig`). Every field here that
+        the config has under the same name comes from it, so a run option the engine reads is a field of each,
+        never copied by hand; the two that differ in kind (``--no-cache``, ``--poll-interval``) are said here."""
+        names = {f.name for f in fields(cls)} & set(type(config).model_fields)
+        return cls(**{n: getattr(config, n) for n in sorted(names)}, read_cache=not config.no_cache,
+                   poll_s=config.poll_interval)
 
 
 @dataclass

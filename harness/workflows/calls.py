@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
+
 if TYPE_CHECKING:  # loaded by the workflow that calls: a command's --help imports no provider
     from harness.runner.calls import CallSettings
     from harness.runner.model_options import ModelOptions
@@ -27,8 +29,8 @@ __all__ = ["ModelCalls"]
 class ModelCalls:
     """The calls of a workflow's model: how many at once, how often tried, cache, prices, model options, redaction."""
 
-    concurrency: int = 8  # parallel calls
-    max_attempts: int = 6  # attempts per call (429/5xx retried)
+    concurrency: int = CONCURRENCY  # parallel calls
+    max_attempts: int = MAX_ATTEMPTS  # attempts per call (429/5xx retried)
     read_cache: bool = True  # False: do not read the response cache (answers are still saved in it)
     prices: Path | None = None  # JSON {model: [input, output]} USD per 1M tokens
     options: ModelOptions | None = None  # the model options of ``grace run``; None: the spec's and provider's own

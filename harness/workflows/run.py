@@ -60,10 +60,7 @@ class RunSession:
         self.config, self.specs, self.template, self.kb, self.gold = config, specs, template, kb, gold
         self.progress, self.console = progress, console
         self.folder = RunDir(config.out)
-        self.settings = RunSettings(k=config.k, repeats=config.repeats, concurrency=config.concurrency,
-                                    read_cache=not config.no_cache, max_attempts=config.max_attempts,
-                                    seed=config.seed, threshold=config.threshold, wait=config.wait,
-                                    poll_s=config.poll_interval, cancel_batches=config.cancel_batches)
+        self.settings = RunSettings.of(config)
         self.retrieved: dict[str, list[RetrievedArticle]] = {}
         self.rerank_estimate: Any = None
         if config.redact_pii:
