@@ -44,6 +44,7 @@ from kb_builder.similar_pairs import (
     row_work,
     similar_pairs,
     top_per_row,
+    without_common,
     work_budget_for,
 )
 from kb_builder.splitting import DEFAULT_MAX_TOKENS
@@ -249,8 +250,6 @@ def _title_hits(kb: KB, k: int, notices: list[str] | None) -> list[list[tuple[st
     the earlier article, as ``search_many`` ranks them. All titles at once, a block of them at a time, within the
     budget :mod:`kb_builder.similar_pairs` keeps: over it, the most common words are left out of the titles (they
     weigh least in BM25) and ``notices`` says so."""
-    from scipy import sparse
-
     arts = kb.articles
     retriever = kb.retriever("bm25f")
     queries = retriever.query_matrix([_last_part(a.title) for a in arts])
@@ -258,18 +257,11 @@ def _title_hits(kb: KB, k: int, notices: list[str] | None) -> list[list[tuple[st
     df = np.diff(terms.indptr).astype(np.float64)
     budget = work_budget_for(len(arts), None)
     work_per_term = np.bincount(queries.indices, minlength=len(df)) * df  # titles holding it x its articles
-    if work_per_term.sum() > budget:
-        order = np.argsort(-df, kind="stable")
-        left = work_per_term.sum() - np.cumsum(work_per_term[order])
-        dropped = int(np.argmax(left <= budget)) + 1
-        keep = np.ones(len(df))
-        keep[order[:dropped]] = 0.0
-        queries = (queries @ sparse.diags(keep)).tocsr()
-        queries.eliminate_zeros()
-        if notices is not None:
-            notices.append(f"lint searched the KB for each article's title without the {dropped:,} most common words "
-                           f"of the KB (to keep it within its budget of {budget:.2g} steps): a title made of them "
-                           "finds nothing")
+    queries, dropped, _ = without_common(queries, df, work_per_term, budget)
+    if dropped and notices is not None:
+        notices.append(f"lint searched the KB for each article's title without the {dropped:,} most common words "
+                       f"of the KB (to keep it within its budget of {budget:.2g} steps): a title made of them "
+                       "finds nothing")
     out: list[list[tuple[str, float]]] = [[] for _ in arts]
     for s, e in row_blocks(row_work(queries, df), BLOCK_WORK):
         prod = queries[s:e] @ terms

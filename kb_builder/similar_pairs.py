@@ -98,6 +98,25 @@ def row_work(rows: Any, df: np.ndarray) -> np.ndarray:
     return np.asarray(ones @ df).ravel()
 
 
+def without_common(m: Any, df: np.ndarray, work_per_term: np.ndarray, budget: float) -> tuple[Any, int, np.ndarray]:
+    """``m`` without the columns of its most common terms (highest ``df`` first), as few as bring the summed
+    ``work_per_term`` of the rest within ``budget``; how many were left out, and which terms are kept. ``m`` itself
+    when none need to be."""
+    from scipy import sparse
+
+    order = np.argsort(-df, kind="stable")
+    total = work_per_term.sum()
+    left = np.r_[total, total - np.cumsum(work_per_term[order])]  # left[k]: the work without the k most common
+    dropped = int(np.argmax(left <= budget))  # left[-1] is 0: leaving out every term always fits
+    keep = np.ones(len(df), bool)
+    if not dropped:
+        return m, 0, keep
+    keep[order[:dropped]] = False
+    part = (m @ sparse.diags(keep.astype(np.float64))).tocsr()
+    part.eliminate_zeros()
+    return part, dropped, keep
+
+
 def _search(full: Any, part: Any, dropped_norm: np.ndarray, which: np.ndarray, at: float, per_row: int,
             df: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Each row in ``which``: its partners by ``part`` (a lower bound of the cosine) that could reach ``at``,
@@ -145,21 +164,12 @@ def similar_pairs(m: Any, at: float, *, per_row: int = PER_ROW, work_budget: flo
         return Pairs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     budget = work_budget_for(n, work_budget)
     df = np.bincount(m.indices, minlength=vocab).astype(np.float64)
-    order = np.argsort(-df, kind="stable")
-    # work of the exact product without the k most common words: sum of df² over the rest
-    tail = np.cumsum((df[order] ** 2)[::-1])[::-1]  # tail[k] = work when words order[:k] are left out
-    dropped = int(np.argmax(tail <= budget)) if tail[-1] <= budget else vocab
-    if tail[0] <= budget:
-        dropped = 0
+    part, dropped, keep = without_common(m, df, df ** 2, budget)  # a word's share of the product: df²
     notice = None
     every = np.arange(n)
     if not dropped:
         r, c, v, capped = _search(m, m, np.zeros(n), every, at, per_row, df)
     else:
-        keep = np.ones(vocab, bool)
-        keep[order[:dropped]] = False
-        part = m @ sparse.diags(keep.astype(np.float64))
-        part.eliminate_zeros()
         dropped_norm = np.sqrt(np.clip(1.0 - np.asarray(part.multiply(part).sum(axis=1)).ravel(), 0.0, 1.0))
         r, c, v, capped = _search(m, part, dropped_norm, every, at, per_row, df * keep)
         # rows made mostly of common words may have partners that share no rarer word: a sample of them in full
