@@ -35,6 +35,7 @@ from harness.providers.batch import BatchAPI, BatchItem, BatchStatus, batch_api_
 from harness.rundir.batches import BatchEntry, BatchLedger
 from harness.rundir.run_records import CallError
 from harness.runner.cache import ResponseCache
+from harness.runner.call_defaults import MAX_ATTEMPTS
 from harness.runner.engine import AnswerJob, CallResult, ResponseRows, RunPlan, account, cached_result, call_error
 from harness.runner.limits import backoff_delay
 from harness.runner.pricing import batch_price
@@ -64,7 +65,7 @@ def split_batches(keys: list[str], size: Callable[[str], int], max_requests: int
 class BatchRunner:
     def __init__(self, plans: list[RunPlan], rows: ResponseRows, out: JsonlAppender, cache: ResponseCache | None,
                  ledger: BatchLedger, *, read_cache: bool = True, wait: bool = False, poll_s: float = POLL_SECONDS,
-                 max_attempts: int = 6, backoff_base: float = 1.0, cancel: bool = False,
+                 max_attempts: int = MAX_ATTEMPTS, backoff_base: float = 1.0, cancel: bool = False,
                  on_update: Callable[[RunPlan], None] | None = None):
         self.plans, self.rows, self.out, self.cache, self.ledger = plans, rows, out, cache, ledger
         self.read_cache, self.wait, self.poll_s, self.cancel = read_cache, wait, poll_s, cancel
