@@ -13,7 +13,7 @@ its options, makes one call here and prints the result.
 * :mod:`harness.workflows.compare`: ``grace compare``
 * :mod:`harness.workflows.view`: ``grace view``, ``grace view --export``
 * :mod:`harness.workflows.spotcheck`: ``grace spotcheck`` (run, calibrate, meta-eval)
-* :mod:`harness.workflows.annotate`: ``grace annotations audit``
+* :mod:`harness.workflows.annotate`: ``grace annotations`` (audit, suggest, validate, stats, agree)
 * :mod:`harness.workflows.gold`: ``grace gold generate``
 * :mod:`harness.workflows.calls`: :class:`~harness.workflows.calls.ModelCalls`, the one model-call config
 * :mod:`harness.workflows.results`: the typed results (a run folder read, its leaderboard)
