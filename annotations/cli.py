@@ -164,7 +164,7 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     from annotations.review_session import ReviewSession
     from annotations.review_sources import RunSources
     from annotations.state import default_annotator
-    from harness.rundir import RunDir
+    from harness.run_folder import RunDir
     from harness.workflows.annotate import _kb_inputs
     from kb_builder.store import load_kb
 

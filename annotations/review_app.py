@@ -15,7 +15,7 @@ from annotations.review_session import ReviewSession
 from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import STATIC
 from annotations.state import LabelRejected
-from harness.rundir import CLAIMS_REVIEW_CSV
+from harness.run_folder import CLAIMS_REVIEW_CSV
 
 _CITATION = re.compile(r"\[\s*ID:[^\]]*\]", re.IGNORECASE)  # "[ID: 17]": the answer's citations are not its words
 

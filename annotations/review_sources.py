@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.files import spreadsheet_unsafe
-from harness.rundir import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK, Report, RunDir
+from harness.run_folder import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK, Report, RunDir
 
 
 def _read_json(path: Path) -> dict:

@@ -56,16 +56,16 @@ FORMATS: tuple[Format, ...] = (
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; extra columns are kept."),
-    Format("RUN/run.json", "Run folder", "RunInfo", "harness.rundir.run_records",
+    Format("RUN/run.json", "Run folder", "RunInfo", "harness.run_folder.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
-    Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.rundir.run_records",
+    Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.run_folder.run_records",
            "One line per call. Written by `grace run`; `grace score` accepts any file with at least "
            "`question_id`, `model` and `response`."),
-    Format("RUN/batches.jsonl", "Run folder", "BatchEntry", "harness.rundir.batches",
+    Format("RUN/batches.jsonl", "Run folder", "BatchEntry", "harness.run_folder.batches",
            "One line per batch sent to a provider's batch API (`grace run --batch`)."),
-    Format("RUN/scores.jsonl", "Run folder", "ScoreLine", "harness.rundir.scores",
+    Format("RUN/scores.jsonl", "Run folder", "ScoreLine", "harness.run_folder.scores",
            "One line per response, read strictly and leniently. Written by `grace score` and at the end of `grace run`."),
-    Format("RUN/report.json", "Run folder", "Report", "harness.rundir.report",
+    Format("RUN/report.json", "Run folder", "Report", "harness.run_folder.report",
            "Every figure of the leaderboard. Written by `grace score`; read by `grace report`, `grace gate`, "
            "`grace view` and `grace.load_run`."),
     Format("RUN/spotcheck.json", "Spot-check", "SpotcheckFile", "harness.spotcheck.spotcheck_records",

@@ -469,7 +469,7 @@ def test_outcome_lists_agree():
     from typing import get_args
 
     from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS
-    from harness.rundir.scores import Outcome
+    from harness.run_folder.scores import Outcome
     from harness.scoring.outcomes import OUTCOMES
 
     assert get_args(Outcome) == OUTCOMES

@@ -23,7 +23,7 @@ GOLD_ONLY = (gold.EXPECTED_ANSWER, gold.EXPECTED_CITATIONS, gold.MUST_REFUSE)
 
 # modules where those words name a field of another format, not a gold CSV column
 OTHER_FORMATS = {
-    "harness/reports/failures.py": "scores.jsonl rows (harness/rundir/scores.py ScoreLine)",
+    "harness/reports/failures.py": "scores.jsonl rows (harness/run_folder/scores.py ScoreLine)",
     "harness/scoring/run_comparison.py": "scores.jsonl rows",
     "harness/spotcheck/inputs.py": "scores.jsonl rows",
     "harness/viewer/build.py": "scores.jsonl rows",

@@ -26,7 +26,7 @@ ORDER = [
     ("harness.core", "harness.__init__"),
     ("harness.web",),  # the web apps' server core: needs only harness.core
     ("kb_builder",),
-    ("harness.prompts", "harness.rundir", "harness.privacy"),
+    ("harness.prompts", "harness.run_folder", "harness.privacy"),
     ("harness.providers",),
     ("harness.runner",),
     ("harness.scoring",),

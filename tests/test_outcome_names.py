@@ -1,4 +1,4 @@
-"""The outcome names have one home: ``Outcome`` in harness/rundir/scores.py (``OUTCOMES``, in code order).
+"""The outcome names have one home: ``Outcome`` in harness/run_folder/scores.py (``OUTCOMES``, in code order).
 
 The scorer, the reports and the viewer take the list from there (harness.scoring.outcomes re-exports it), and the
 viewer's page receives it (with each outcome's label and cell text) from /api/questions, or in a static export
@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from harness.rundir.scores import OUTCOMES, ScoreLine
+from harness.run_folder.scores import OUTCOMES, ScoreLine
 from harness.viewer import open_viewer
 from harness.viewer.export import export
 from harness.viewer.grid import CELL_TEXT, OUTCOME_NAMES
@@ -29,7 +29,7 @@ def built(tmp_path_factory):
 
 
 def test_the_outcome_list_is_spelled_once():
-    """No literal list, tuple or set (a Literal[...] included) of every outcome outside rundir/scores.py."""
+    """No literal list, tuple or set (a Literal[...] included) of every outcome outside run_folder/scores.py."""
     lists = []
     for package in ("harness", "kb_builder", "annotations"):
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -38,7 +38,7 @@ def test_the_outcome_list_is_spelled_once():
                     names = {e.value for e in node.elts if isinstance(e, ast.Constant)}
                     if set(OUTCOMES) <= names:
                         lists.append(f"{path.relative_to(ROOT).as_posix()}:{node.lineno}")
-    assert [at.split(":")[0] for at in lists] == ["harness/rundir/scores.py"], lists
+    assert [at.split(":")[0] for at in lists] == ["harness/run_folder/scores.py"], lists
     assert OUTCOMES == ScoreLine.model_fields["outcome"].annotation.__args__
 
 

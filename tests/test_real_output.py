@@ -21,7 +21,7 @@ import pytest
 from rich.console import Console
 
 from harness.reports import write_reports
-from harness.rundir.scores import ScoreLine
+from harness.run_folder.scores import ScoreLine
 from harness.scoring import score_responses
 from tests.conftest import write
 

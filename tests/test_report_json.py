@@ -12,9 +12,9 @@ import harness as grace
 from harness.core.errors import GraceError
 from harness.reports import write_reports
 from harness.reports.leaderboard import COLUMNS, Column, pct
-from harness.rundir import RunDir
-from harness.rundir.report import REPORT_SCHEMA_VERSION, ModelReport, Report, read_report, report_json
-from harness.rundir.scores import SCORE_FIELDS, ScoreLine
+from harness.run_folder import RunDir
+from harness.run_folder.report import REPORT_SCHEMA_VERSION, ModelReport, Report, read_report, report_json
+from harness.run_folder.scores import SCORE_FIELDS, ScoreLine
 from tests.test_reports import build_run
 
 

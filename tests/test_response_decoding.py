@@ -9,7 +9,7 @@ import pytest
 
 from harness.core import jsonl
 from harness.core.errors import GraceError
-from harness.rundir import responses
+from harness.run_folder import responses
 
 GOLD = {"q1": 0, "123456789012345678901234567890": 1}
 LINES = [

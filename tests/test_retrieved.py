@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness import api
-from harness.rundir import RunDir
+from harness.run_folder import RunDir
 from tests.conftest import run_grace, small_bench, write
 
 

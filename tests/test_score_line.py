@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from harness.rundir.scores import SCORE_FIELDS, SCORES_SCHEMA_VERSION, ScoreLines, score_line
+from harness.run_folder.scores import SCORE_FIELDS, SCORES_SCHEMA_VERSION, ScoreLines, score_line
 
 STRINGS = ["", "17", "uid-kb-5", 'quote " and \\ back', "tab\tnew\nline", "caf\u00e9 \u6587\u66f8", "emoji \U0001f600",
            "lone \ud800 surrogate", "\x00\x1f control", "</script><b>x</b>", "=cmd|' /C calc'!A0"]

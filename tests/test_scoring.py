@@ -10,8 +10,8 @@ import pytest
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
-from harness.rundir.report import read_report
-from harness.rundir.scores import ScoreLine
+from harness.run_folder.report import read_report
+from harness.run_folder.scores import ScoreLine
 from harness.scoring import REFUSAL_SENTENCE, score_responses
 from harness.scoring.significance import compact_letters, holm, mcnemar_exact
 from tests.conftest import run_grace, write

@@ -14,10 +14,10 @@ import pytest
 from pydantic import ValidationError
 
 import harness as grace
-from harness.rundir import RunDir
-from harness.rundir.report import ModelReport, SpotcheckBlock, SpotcheckModel, read_report
-from harness.rundir.run_records import ResponseRecord, RunInfo
-from harness.rundir.spotcheck import ModelSpot, SpotcheckFile, read_spotcheck, spotcheck_json
+from harness.run_folder import RunDir
+from harness.run_folder.report import ModelReport, SpotcheckBlock, SpotcheckModel, read_report
+from harness.run_folder.run_records import ResponseRecord, RunInfo
+from harness.run_folder.spotcheck import ModelSpot, SpotcheckFile, read_spotcheck, spotcheck_json
 from tests.conftest import SAMPLE, run_grace
 
 

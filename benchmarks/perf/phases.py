@@ -41,7 +41,7 @@ PHASES = [
     ("scoring", "harness.scoring.score_run", "score_responses"),
     ("scoring", "harness.scoring", "score_responses"),
     ("reports", "harness.reports", "write_reports"),
-    ("responses compacted", "harness.rundir.responses", "compact_responses"),
+    ("responses compacted", "harness.run_folder.responses", "compact_responses"),
     ("rows described (run.json)", "harness.runner.session", "describe_rows"),
     ("leaderboard printed", "harness.reports.terminal", "print_leaderboard"),
 ]

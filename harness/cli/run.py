@@ -56,7 +56,7 @@ def run(**options) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from harness.rundir import RunDir
+    from harness.run_folder import RunDir
     from harness.workflows import run as workflow
 
     console = Console(stderr=False)

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.privacy.detectors import PERSON, TYPES, Span, find_patterns, normalised, resolve
 from harness.privacy.names import NameFinder, load_name_finder
-from harness.rundir.run_records import RedactionRecord  # what run.json and spotcheck.json record
+from harness.run_folder.run_records import RedactionRecord  # what run.json and spotcheck.json record
 
 log = logging.getLogger("grace")
 PLACEHOLDER = re.compile(r"<(" + "|".join(TYPES) + r")_(\d+)>")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.rundir.report import ModelReport, Report, as_written, field_name
+from harness.run_folder.report import ModelReport, Report, as_written, field_name
 
 
 @dataclass
@@ -90,8 +90,8 @@ def _found(value: Any) -> str:
 
 def load_report(path: Path) -> _Read:
     """A report.json (or the folder holding it), read and checked by its owner, with the JSON it was read from."""
-    from harness.rundir import RunDir
-    from harness.rundir.report import read_report_data
+    from harness.run_folder import RunDir
+    from harness.run_folder.report import read_report_data
 
     file = RunDir(path).report if path.is_dir() else path
     return _Read(file, *read_report_data(file))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.reports.svg import GRID, INK, document, fmt, rect, text, truncate
-from harness.rundir.report import Confusion
+from harness.run_folder.report import Confusion
 
 MAX_LABELS = 40
 

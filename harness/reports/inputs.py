@@ -16,9 +16,9 @@ from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
-from harness.rundir import Report, RunDir
-from harness.rundir.report import ModelReport
-from harness.rundir.responses import RowKey, iter_response_lines
+from harness.run_folder import Report, RunDir
+from harness.run_folder.report import ModelReport
+from harness.run_folder.responses import RowKey, iter_response_lines
 
 
 @dataclass

@@ -3,7 +3,7 @@
 One definition keeps the three views identical: a reader comparing the
 terminal table with ``leaderboard.md`` or the page never finds two numbers for
 the same thing. Adding a column is one :class:`Column` here (its header, its
-cell from the typed :class:`~harness.rundir.report.ModelReport`, its legend
+cell from the typed :class:`~harness.run_folder.report.ModelReport`, its legend
 line and how early a narrow terminal may leave it out); the three renderers
 take it from :data:`COLUMNS`. Missing values (a model with no price, no
 latency, no must-refuse questions) are shown as an en dash, never as 0.
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.rundir.report import ModelReport
+from harness.run_folder.report import ModelReport
 
 DASH = "–"
 

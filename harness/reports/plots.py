@@ -31,7 +31,7 @@ from harness.reports.svg import (
     text,
     truncate,
 )
-from harness.rundir.report import ModelReport
+from harness.run_folder.report import ModelReport
 
 Models = list[ModelReport]  # in leaderboard order
 NAME_LIMIT = 34

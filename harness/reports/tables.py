@@ -27,7 +27,7 @@ from harness.reports.leaderboard import (
     truncation_notes,
     usd,
 )
-from harness.rundir.report import SpotcheckModel
+from harness.run_folder.report import SpotcheckModel
 
 VISIBLE_ARTICLES = 25
 

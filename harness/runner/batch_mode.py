@@ -32,8 +32,8 @@ from typing import TypeVar
 from harness.core.files import JsonlAppender
 from harness.providers.base import MODEL_FATAL, ProviderError, Request
 from harness.providers.batch import BatchAPI, BatchItem, BatchStatus, batch_api_of
-from harness.rundir.batches import BatchEntry, BatchLedger
-from harness.rundir.run_records import CallError
+from harness.run_folder.batches import BatchEntry, BatchLedger
+from harness.run_folder.run_records import CallError
 from harness.runner.cache import ResponseCache
 from harness.runner.call_defaults import MAX_ATTEMPTS
 from harness.runner.engine import AnswerJob, CallResult, ResponseRows, RunPlan, account, cached_result, call_error

@@ -51,7 +51,7 @@ from harness.providers.base import (
     RequestContext,
     RetrievedArticle,
 )
-from harness.rundir.run_records import CallError, ResponseRecord
+from harness.run_folder.run_records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 from harness.runner.limits import RateLimiter, backoff_delay

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.prompts import Template
-from harness.rundir import RunDir
+from harness.run_folder import RunDir
 from harness.runner.engine import RunPlan
 from harness.runner.session import RunSettings, run_calls
 

@@ -26,8 +26,8 @@ from harness.core.version import __version__
 from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
-from harness.rundir import BatchLedger, RunDir, RunInfo
-from harness.rundir.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunKb
+from harness.run_folder import BatchLedger, RunDir, RunInfo
+from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunKb
 from harness.runner.batch_mode import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 # the names and their order: spelled once, with the scores.jsonl contract they are values of
-from harness.rundir.scores import OUTCOMES as OUTCOMES
+from harness.run_folder.scores import OUTCOMES as OUTCOMES
 
 OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
 HITS = frozenset({"correct", "correct_refusal"})

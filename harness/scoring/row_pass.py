@@ -24,8 +24,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from harness.rundir.responses import check_file, read_responses, split_ranges
-from harness.rundir.scores import ScoreLines
+from harness.run_folder.responses import check_file, read_responses, split_ranges
+from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
 from harness.scoring.extraction import RULES, Extraction, extract_both
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off

@@ -34,8 +34,8 @@ from pydantic import BaseModel, Field
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
-from harness.rundir import RunDir
-from harness.rundir.report import Report
+from harness.run_folder import RunDir
+from harness.run_folder.report import Report
 from harness.scoring.outcomes import HITS, REFUSE
 from harness.scoring.significance import mcnemar_exact
 

@@ -26,8 +26,8 @@ import numpy as np
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.version import __version__
-from harness.rundir import RunDir
-from harness.rundir.report import (
+from harness.run_folder import RunDir
+from harness.run_folder.report import (
     REPORT_SCHEMA_VERSION,
     FailedModel,
     GoldInfo,
@@ -41,7 +41,7 @@ from harness.rundir.report import (
     ResponsesInfo,
     SpotcheckBlock,
 )
-from harness.rundir.spotcheck import read_spotcheck
+from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
 from harness.scoring.extraction import RULES
 from harness.scoring.metrics import (

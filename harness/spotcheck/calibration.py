@@ -26,7 +26,7 @@ from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
 from harness.core.jsonl import iter_jsonl
-from harness.rundir import CALIBRATION, RunDir
+from harness.run_folder import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
 from harness.spotcheck.review import read_labels, same_text

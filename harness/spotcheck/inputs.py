@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError
-from harness.rundir import RESPONSES, SCORES, Report, RunDir
-from harness.rundir.responses import read_response_lines
+from harness.run_folder import RESPONSES, SCORES, Report, RunDir
+from harness.run_folder.responses import read_response_lines
 from harness.scoring.outcomes import is_cut_off
 
 SCOPES = ("hits", "answered", "all")

@@ -24,7 +24,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.version import __version__
-from harness.rundir import CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
+from harness.run_folder import CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
 from harness.spotcheck.claims import ClaimsJudged, check_claims
 from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judge_calls import Judge, JudgeSettings

@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.rundir import RunDir
-from harness.rundir.report import SpotcheckBlock
-from harness.rundir.spotcheck import SpotcheckFile
+from harness.run_folder import RunDir
+from harness.run_folder.report import SpotcheckBlock
+from harness.run_folder.spotcheck import SpotcheckFile
 
 
 def notes_for(spot: SpotcheckFile) -> str:

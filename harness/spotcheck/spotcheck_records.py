@@ -4,7 +4,7 @@
 and flushed as each is made, so an interrupted spot-check resumes where it
 stopped; ``spotcheck.json`` is the summary the report reads (its model,
 :class:`SpotcheckFile`, with its reader and writer, lives with the run folder:
-:mod:`harness.rundir.spotcheck`, re-exported here);
+:mod:`harness.run_folder.spotcheck`, re-exported here);
 ``calibration.json`` is the judge-versus-human comparison. The review CSV's
 columns are fixed here too, because the annotation app writes the same file.
 """
@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.rundir.run_records import CallError
-from harness.rundir.spotcheck import (
+from harness.run_folder.run_records import CallError
+from harness.run_folder.spotcheck import (
     SPOTCHECK_SCHEMA_VERSION,
     JudgeBlock,
     ModelSpot,

@@ -35,7 +35,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
-from harness.rundir import RunDir
+from harness.run_folder import RunDir
 from harness.viewer.app import PLOTS, STATIC, ViewApp
 from harness.viewer.grid import OUTCOME_NAMES, QUESTION_PREVIEW
 from harness.web.server import SHARED_STATIC

@@ -37,8 +37,8 @@ import numpy as np
 
 from harness.core.errors import GraceError
 from harness.core.jsonl import loads_line
-from harness.rundir import RunDir
-from harness.rundir.scores import read_score_at
+from harness.run_folder import RunDir
+from harness.run_folder.scores import read_score_at
 
 INDEX_SCHEMA_VERSION = 1
 NONE_LABEL = 0  # label code of an answer that names no single KB article (no vote)

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.jsonl import iter_jsonl
-from harness.rundir import RunDir
+from harness.run_folder import RunDir
 from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
 from harness.viewer.index import RunIndex
 

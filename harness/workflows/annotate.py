@@ -32,7 +32,7 @@ def _kb_inputs(kb: Any) -> list[Path] | None:
 
 
 def _run_inputs(run: str | Path | None) -> list[Path] | None:
-    from harness.rundir import RunDir
+    from harness.run_folder import RunDir
 
     return RunDir.input_files(run) if run is not None else None
 

@@ -74,7 +74,7 @@ def lint_kb(kb: Any, run: str | Path | None = None):
     """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
     scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
     from harness.core.errors import GraceError
-    from harness.rundir import RunDir
+    from harness.run_folder import RunDir
     from kb_builder.lint import lint_kb as _lint
 
     scores = None

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.rundir import RunDir, RunInfo
-from harness.rundir.report import ModelReport, Report
+from harness.run_folder import RunDir, RunInfo
+from harness.run_folder.report import ModelReport, Report
 from harness.runner.run_result import RunResult as RunResult
 
 __all__ = ["Leaderboard", "LeaderboardRow", "Run", "RunResult", "load_run"]
 
-# A leaderboard row is report.json's own typed per-model block (harness.rundir.report.ModelReport): row.model,
+# A leaderboard row is report.json's own typed per-model block (harness.run_folder.report.ModelReport): row.model,
 # row.rank, row.accuracy, row.ci_low / row.ci_high, row.refusal.calibration, row.cost.total_usd, ... A figure
 # added to the report is here, and in to_records(), with no second field list to keep in step.
 LeaderboardRow = ModelReport
@@ -73,7 +73,7 @@ class Run:
         return list(RunDir(self.path).latest_responses().values())
 
     def scores(self) -> list[dict[str, Any]]:
-        """One dict per scores.jsonl line (harness.rundir.scores.ScoreLine's fields), not validated: fast for a million."""
+        """One dict per scores.jsonl line (harness.run_folder.scores.ScoreLine's fields), not validated: fast for a million."""
         return [row for _, row in RunDir(self.path).iter_scores()]
 
 

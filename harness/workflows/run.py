@@ -20,7 +20,7 @@ from harness.core.errors import GraceError
 from harness.core.hashing import file_hash
 from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
-from harness.rundir import RunDir, RunInfo
+from harness.run_folder import RunDir, RunInfo
 from harness.runner.cache import ResponseCache
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan

@@ -15,7 +15,7 @@ def score(responses: str | Path, gold: str | Path, kb: Any, out: str | Path | No
           bootstrap: int = 2000, workers: int | None = None) -> Run:
     """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder)."""
     from harness.core.outputs import check_output_folder
-    from harness.rundir import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
+    from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.scoring import score_responses
     from harness.workflows.results import load_run
 

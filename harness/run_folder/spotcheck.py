@@ -2,12 +2,12 @@
 
 ``grace spotcheck run`` writes it (:func:`write_spotcheck`); re-scoring a folder
 (the report keeps the last spot-check), ``grace spotcheck calibrate`` and the
-report block (:class:`harness.rundir.report.SpotcheckBlock`) read it back with
+report block (:class:`harness.run_folder.report.SpotcheckBlock`) read it back with
 :func:`read_spotcheck`, as the same :class:`SpotcheckFile`. Each model's
 figures are declared once, in :class:`ModelSpot`; the report's per-model block
 is a declared subset of those fields (``report.SPOT_FIGURES``), not a second
 description. Written strictly (an unknown key is an error); read leniently on
-unknown keys only (:mod:`harness.rundir.strict`). It lives with the run folder
+unknown keys only (:mod:`harness.run_folder.strict`). It lives with the run folder
 so that the scorer and the reports read it without importing the spot-check.
 """
 
@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
-from harness.rundir.run_records import RedactionRecord
-from harness.rundir.strict import read_json_object, validate_known
+from harness.run_folder.run_records import RedactionRecord
+from harness.run_folder.strict import read_json_object, validate_known
 
 SPOTCHECK_SCHEMA_VERSION = 1
 _STRICT = ConfigDict(extra="forbid", validate_assignment=True)

@@ -1,6 +1,6 @@
 """The responses file (``grace run`` output, or hand-written): its readers and its compaction.
 
-One format, one model: a line is a :class:`~harness.rundir.run_records.ResponseRecord`
+One format, one model: a line is a :class:`~harness.run_folder.run_records.ResponseRecord`
 (the runner writes that model), and :func:`iter_response_records` reads it back
 as the same model. Two faster readers give parts of it: :func:`read_responses`
 is the scorer's checked pass (plain tuples of the fields it scores), and
@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl, loads_line
-from harness.rundir.run_records import ResponseRecord
+from harness.run_folder.run_records import ResponseRecord
 
 REQUIRED = ("question_id", "model", "response")
 

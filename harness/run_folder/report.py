@@ -11,11 +11,11 @@ validated at the end), and every block forbids unknown keys and checks values
 assigned to it: a misspelt key in the code that builds a report is an error, not
 a figure that silently reads back as null. Reading is lenient on unknown keys
 only (a newer grace's extra field is dropped with a warning naming it, see
-:mod:`harness.rundir.strict`). The per-model block (:class:`ModelReport`) is
+:mod:`harness.run_folder.strict`). The per-model block (:class:`ModelReport`) is
 typed field by field because every leaderboard reads it. Fields added after
 schema 1 default to None, so an older report still reads (and shows a dash). The
 spot-check block's per-model figures are a declared subset of ``spotcheck.json``'s
-:class:`~harness.rundir.spotcheck.ModelSpot` (one description of each figure);
+:class:`~harness.run_folder.spotcheck.ModelSpot` (one description of each figure);
 its judge block stays a plain dict, a copy of ``spotcheck.json``'s. A report from
 a newer grace (a higher ``schema_version``) is refused with a message, never
 half-read.
@@ -35,8 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
-from harness.rundir.spotcheck import ModelSpot, SpotcheckFile
-from harness.rundir.strict import read_json_object, validate_known
+from harness.run_folder.spotcheck import ModelSpot, SpotcheckFile
+from harness.run_folder.strict import read_json_object, validate_known
 
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
 
@@ -286,7 +286,7 @@ class SpotcheckBlock(_Block):
     def from_spotcheck(cls, spot: SpotcheckFile) -> SpotcheckBlock:
         """The block for ``spotcheck.json``'s content: what ``grace spotcheck run`` puts in the report, and what
         re-scoring a folder carries over (both here, so the scorer need not import the spot-check)."""
-        from harness.rundir import SPOTCHECK
+        from harness.run_folder import SPOTCHECK
 
         return cls(
             schema_version=spot.schema_version,

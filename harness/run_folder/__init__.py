@@ -30,11 +30,11 @@ from pydantic import ValidationError
 from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.locks import FileLock
-from harness.rundir.batches import BatchEntry, BatchLedger
-from harness.rundir.report import Report, read_report, write_report
-from harness.rundir.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
-from harness.rundir.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
-from harness.rundir.scores import iter_scores
+from harness.run_folder.batches import BatchEntry, BatchLedger
+from harness.run_folder.report import Report, read_report, write_report
+from harness.run_folder.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
+from harness.run_folder.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
+from harness.run_folder.scores import iter_scores
 
 log = logging.getLogger("grace")
 
