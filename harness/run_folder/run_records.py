@@ -39,6 +39,11 @@ class CallError(BaseModel):
     retryable: bool | None = None  # False: the server said the request itself is wrong (asking again cannot help)
 
 
+def _absent_if_none(default: Any = None) -> Any:
+    """A field the file holds only once it has a value (as it was written before it was typed)."""
+    return Field(default, exclude_if=lambda v: v is None)
+
+
 class ResponseRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -49,6 +54,15 @@ class ResponseRecord(BaseModel):
     response: str | None = None
     retrieved_ids: list[str] = Field(default_factory=list)
     retrieval_scores: list[float] = Field(default_factory=list)
+    # a system that retrieves for itself (python:, http:, imported logs): the IDs it retrieved, in rank order; None
+    # when grace's own retrieval (retrieved_ids) is what the model was shown
+    system_retrieved: list[str] | None = _absent_if_none()
+    # the citations a system returned as data rather than as [ID: x] in its text; None: read them from the text
+    citations: list[str] | None = _absent_if_none()
+    # who asked (imported logs) and the groups they belong to (from the log, or the gold question's groups column):
+    # a citation of an article whose audience they are not in is a forbidden_citation
+    user: str | None = _absent_if_none()
+    user_groups: list[str] | None = _absent_if_none()
     prompt_hash: str | None = None
     template_hash: str | None = None
     fingerprint: str | None = None  # hash of question, retrieved articles, model, params, template, mode, KB, repeat
@@ -68,11 +82,6 @@ class ResponseRecord(BaseModel):
 
 
 _RUN_BLOCK = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def _absent_if_none(default: Any = None) -> Any:
-    """A field the file holds only once it has a value (as it was written before it was typed)."""
-    return Field(default, exclude_if=lambda v: v is None)
 
 
 class RunKb(BaseModel):
