@@ -13,10 +13,11 @@ import re
 
 import pytest
 
+from harness.reports.svg import OUTCOME_COLORS, OUTCOME_LABELS
 from harness.run_folder.scores import OUTCOMES, ScoreLine
 from harness.viewer import open_viewer
 from harness.viewer.export import export
-from harness.viewer.grid import CELL_TEXT, OUTCOME_NAMES
+from harness.viewer.grid import OUTCOME_LOOK, OUTCOME_NAMES
 from tests.conftest import ROOT
 from tests.view_runs import build_view_runs
 
@@ -50,10 +51,20 @@ def test_the_viewer_script_names_no_outcome():
 
 
 def test_every_outcome_has_a_cell_text_in_code_order():
-    assert set(CELL_TEXT) == set(OUTCOMES)
+    assert set(OUTCOME_LOOK) == set(OUTCOMES)
     assert [o["name"] for o in OUTCOME_NAMES] == list(OUTCOMES)
     assert OUTCOME_NAMES[OUTCOMES.index("wrong_citation")] == {"name": "wrong_citation", "label": "wrong citation",
-                                                                 "cell": "✗ {cited}"}
+                                                                 "cell": "✗ {cited}", "tone": "none"}
+
+
+def test_every_outcome_has_a_colour_and_a_label_in_the_plots():
+    assert set(OUTCOME_COLORS) == set(OUTCOMES) == set(OUTCOME_LABELS)
+
+
+def test_the_stylesheet_names_no_outcome():
+    """view.css colours by tone (.tone-warn, ...), which the data hands the page with each outcome."""
+    css = (VIEW_JS.parent / "view.css").read_text(encoding="utf-8")
+    assert [o for o in OUTCOMES if re.search(rf"[.-]{o}\b", css) or ("_" in o and o in css)] == []
 
 
 def test_the_api_and_the_export_hand_the_page_the_names(built, tmp_path):

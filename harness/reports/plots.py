@@ -24,6 +24,7 @@ from harness.reports.svg import (
     document,
     esc,
     fmt,
+    ink_on,
     label_width,
     legend,
     line,
@@ -197,8 +198,7 @@ def outcome_chart(models: Models) -> str | None:
             body.append(rect(x, y + 5, w, ROW - 10, OUTCOME_COLORS.get(o, OTHER_COLOR), hover=tip,
                              extra=' stroke="white" stroke-width="0.5"'))
             if w > 34:
-                ink = "white" if o in ("correct", "wrong_citation", "invalid_citation", "unshown_citation", "error") else INK
-                body.append(text(x + w / 2, y + ROW / 2 + 4, f"{share:.0%}", anchor="middle", size=11, fill=ink))
+                body.append(text(x + w / 2, y + ROW / 2 + 4, f"{share:.0%}", anchor="middle", size=11, fill=ink_on(o)))
             start += share
     return document(left + plot_w + 20, top + ROW * len(order) + 24, body, "Outcome breakdown per model", "outcomes")
 

@@ -27,6 +27,8 @@ OUTCOME_COLORS: dict[str, str] = {
     "error": "#37474f",
 }
 OTHER_COLOR = "#bdbdbd"
+# the fills dark enough that a share printed on them reads in white
+_WHITE_INK = frozenset({"correct", "wrong_citation", "invalid_citation", "unshown_citation", "error"})
 OUTCOME_LABELS: dict[str, str] = {
     "correct": "correct",
     "correct_refusal": "correct refusal",
@@ -151,3 +153,8 @@ def legend(
         parts.append(text(cx + 16, cy, label, size=11.5))
         cx += w
     return "".join(parts), cy - y + 18
+
+
+def ink_on(outcome: str) -> str:
+    """The text colour for a figure printed on an outcome's fill."""
+    return "white" if outcome in _WHITE_INK else INK

@@ -31,15 +31,22 @@ SORTS = ("file", "id", "hardest", "easiest", "disagreement")
 FLIPS = ("any", "improved", "regressed")
 OUTCOME_FILTERS = ("hit", "miss", *OUTCOMES)
 QUESTION_PREVIEW = 240  # characters of a question shown in the grid
-# how a grid cell shows each outcome: {cited} is the cited article (blank for none or a refusal)
-CELL_TEXT = {
-    "correct": "✓ {cited}", "correct_refusal": "✓ refused", "false_refusal": "refused",
-    "invalid_citation": "invalid {cited}", "unshown_citation": "unshown {cited}",
-    "answered_unanswerable": "answered {cited}", "no_citation": "no citation", "multiple_citations": "several",
-    "wrong_citation": "✗ {cited}", "error": "error",
+# how a grid cell shows each outcome ({cited} is the cited article, blank for none or a refusal), and its tone: the
+# page's colour family beyond hit and miss (view.css styles .tone-*, so the stylesheet spells no outcome)
+OUTCOME_LOOK = {
+    "correct": ("✓ {cited}", "none"), "correct_refusal": ("✓ refused", "none"), "false_refusal": ("refused", "warn"),
+    "invalid_citation": ("invalid {cited}", "odd"), "unshown_citation": ("unshown {cited}", "odd"),
+    "answered_unanswerable": ("answered {cited}", "none"), "no_citation": ("no citation", "plain"),
+    "multiple_citations": ("several", "plain"), "wrong_citation": ("✗ {cited}", "none"), "error": ("error", "fault"),
 }
-# what the page knows of the outcomes, in OUTCOMES order (the grid's codes index it)
-OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": CELL_TEXT[o]} for o in OUTCOMES]
+OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": OUTCOME_LOOK[o][0], "tone": OUTCOME_LOOK[o][1]}
+                 for o in OUTCOMES]
+
+
+def tone(outcome: str) -> str:
+    """The page's colour family for an outcome (``none`` for one the page does not know, or no outcome)."""
+    look = OUTCOME_LOOK.get(outcome)
+    return look[1] if look else "none"
 
 
 @dataclass

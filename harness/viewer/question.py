@@ -17,6 +17,7 @@ from harness.core.errors import GraceError
 from harness.core.jsonl import iter_jsonl
 from harness.run_folder import RunDir
 from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
+from harness.viewer.grid import tone
 from harness.viewer.index import RunIndex
 
 _BRACKETED = re.compile(r"[\[(\u3010\u3014][^\[\]()\u3010\u3011\u3014\u3015\n]{1,300}[\])\u3011\u3015]")
@@ -169,7 +170,8 @@ def question_page(runs: list[tuple[str, RunIndex, dict]], qid: str, annotate: di
                     answers.append(_answer(score, row, rep, model, qid, must, expected, spot, ix, article))
             hits = int(ix.arrays["hits"][q, m])
             models.append({"model": model, "hits": hits, "n": asked, "hit": hits * 2 > asked,
-                           "outcome": _name(ix.arrays["outcome"][q, m]), "answers": answers})
+                           "outcome": (name := _name(ix.arrays["outcome"][q, m])), "tone": tone(name),
+                           "answers": answers})
         sections.append({"run": rid, "models": models,
                          "retrieved": [{"id": a, "score": s, "gold": a in expected} for a, s in zip(shown, scores,
                                                                                                     strict=True)],
@@ -194,13 +196,14 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
     readings: dict[str, Any] = {}
     for name, prefix in (("lenient", ""), ("strict", "strict_")):
         if score is None:
-            readings[name] = {"outcome": "", "cited": [], "refused": False, "hit": False,
+            readings[name] = {"outcome": "", "tone": "none", "cited": [], "refused": False, "hit": False,
                               "why": "not in scores.jsonl (re-score the run)"}
             continue
         outcome = str(score.get(f"{prefix}outcome") or score.get("outcome"))
         cited = [str(c) for c in score.get(f"{prefix}cited_ids") or []]
         refused = bool(score.get(f"{prefix}refused"))
-        readings[name] = {"outcome": outcome, "cited": cited, "refused": refused, "hit": outcome in HITS,
+        readings[name] = {"outcome": outcome, "tone": tone(outcome), "cited": cited, "refused": refused,
+                          "hit": outcome in HITS,
                           "why": why(outcome, cited, refused, must, expected, shown, error)}
     readings["lenient"]["rule"] = str((score or {}).get("extraction") or "")
     for c in readings["lenient"]["cited"]:

@@ -76,8 +76,8 @@
     return el("span", { class: `badge ${cls || ""}`, ...(title ? { title } : {}) }, text);
   }
 
-  function outcomeBadge(outcome, hit) {
-    return badge(outcome ? outcome.replace(/_/g, " ") : "–", `oc-${outcome || "none"} ${hit ? "hit" : "miss"}`);
+  function outcomeBadge(outcome, hit, tone) {
+    return badge(outcome ? outcome.replace(/_/g, " ") : "–", `tone-${tone || "none"} ${hit ? "hit" : "miss"}`);
   }
 
   function section(title, ...children) {
@@ -259,6 +259,7 @@
     if (data.waiting) { setMain(waitingView(data.waiting, again)); return; }
     const runsParam = s.runs || data.runs.join(",");
     const cellText = Object.fromEntries(data.outcomes.map((o) => [o.name, o.cell]));
+    const toneOf = Object.fromEntries(data.outcomes.map((o) => [o.name, o.tone]));
     const many = data.runs.length > 1;
     const head = [el("th", {}, "Question"), el("th", {}, "Gold"),
       ...data.columns.map((c) => el("th", { class: `col ${c.focus ? "" : "dim"}`, title: `${c.model} in ${c.run}` },
@@ -272,7 +273,7 @@
         r.missed ? badge("retrieval missed", "missed", "the gold article was not shown to the models") : null),
       el("td", { class: "gold" }, r.gold),
       ...r.cells.map((c, i) => c
-        ? el("td", { class: `cell oc-${c.outcome} ${c.hit ? "hit" : "miss"} ${data.columns[i].focus ? "" : "dim"}`,
+        ? el("td", { class: `cell tone-${toneOf[c.outcome] || "none"} ${c.hit ? "hit" : "miss"} ${data.columns[i].focus ? "" : "dim"}`,
           title: `${data.columns[i].model}: ${c.outcome}${c.n > 1 ? ` (${c.hits} of ${c.n} repeats correct)` : ""}` },
         outcomeShort(c, cellText))
         : el("td", { class: "cell absent" }, "–"))));
@@ -313,7 +314,7 @@
       }
     }
     const reading = (name, r) => el("div", { class: "reading" }, el("span", { class: "muted" }, `${name}: `),
-      outcomeBadge(r.outcome, r.hit), " ", r.why, r.rule ? el("span", { class: "muted small" }, ` (read by: ${r.rule})`) : null);
+      outcomeBadge(r.outcome, r.hit, r.tone), " ", r.why, r.rule ? el("span", { class: "muted small" }, ` (read by: ${r.rule})`) : null);
     const spot = ans.spotcheck.length ? el("details", { class: "spot", open: "" },
       el("summary", {}, `Spot-check: ${ans.spotcheck.length} segment(s)`),
       table(["#", "Segment", "Cites", "Verdict", "Why"], ans.spotcheck.map((s) => el("tr", {},
@@ -358,7 +359,7 @@
       if (!m) return el("div", { class: "model muted" }, `not in ${r.run}`);
       return el("div", { class: "model", "data-model": m.model, "data-run": r.run },
         el("h3", {}, data.runs.length > 1 ? el("span", { class: "muted" }, `${r.run}: `) : null, m.model, " ",
-          outcomeBadge(m.outcome, m.hit),
+          outcomeBadge(m.outcome, m.hit, m.tone),
           m.n > 1 ? el("span", { class: "muted small" }, ` ${m.hits} of ${m.n} repeats correct`) : null),
         ...m.answers.map((a) => answerView(a, data, m.answers.length > 1)));
     };
