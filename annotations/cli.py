@@ -9,8 +9,7 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options, model_calls, redact_option
-from harness.core.errors import GraceError, WorkFailed
-from harness.core.outputs import check_output_file
+from harness.core.errors import WorkFailed
 from harness.web import listen, serve
 
 COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
@@ -53,42 +52,25 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
     accepts; every label records its provenance (human, accepted_suggestion,
     changed_suggestion). Draft rows ('grace gold generate') are suggested the same way.
     """
-    from annotations.server import AnnotationApp
-    from annotations.state import AnnotationSession, default_annotator
-    from harness.workflows.annotate import _kb_inputs, _run_inputs
-    from kb_builder.store import load_kb
+    from harness.workflows.annotate import open_labelling
 
-    if suggestions_csv and run:
-        raise GraceError("give --suggestions FILE or --run RUN, not both")
-
-    if out is None:
-        if from_gold is None:
-            raise GraceError("give --out GOLD.csv: the file labels are saved to (it is resumed if it exists)")
-        out = from_gold
-    # the gold file is this app's to write (and to resume), never a file it only reads
-    check_output_file(out, {"questions file": questions, "suggestions file": suggestions_csv, "suspects file": only,
-                            "KB": _kb_inputs(kb_dir), "run": _run_inputs(run)}, owned=True)
-    if questions is None and from_gold is None and not out.exists():
-        raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
-    kb = load_kb(kb_dir)
-    retriever = _retriever(kb, embedder)
-    session = AnnotationSession.open(
-        kb, out, questions=questions, from_gold=from_gold, annotator=annotator or default_annotator()
-    )
-    try:
-        _focus(session, kb, suggestions_csv, run, only, order)
-        if question_ids:
-            n = session.only_questions(list(question_ids))
-            click.echo(f"opening {n} question(s): {', '.join(session.view_ids())}")
-        server, url, token = listen(AnnotationApp(session, retriever, k=k), host, port)
+    with open_labelling(kb_dir, out, questions=questions, from_gold=from_gold, annotator=annotator, k=k,
+                        embedder=embedder, suggestions=suggestions_csv, run=run, order=order, only=only,
+                        question_ids=question_ids) as opened:
+        for note in opened.notes:
+            click.echo(note)
+        for w in opened.warnings:
+            click.echo(f"warning: {w}", err=True)
+        server, url, token = listen(opened.app, host, port)
+        session, kb = opened.session, opened.kb
         p = session.progress()
         click.echo(
             f"{p['total']} questions ({p['labelled']} labelled, {p['skipped']} skipped"
             + (f", {p['draft']} drafts" if p["draft"] else "")
             + (f", {p['suggested']} with a suggestion: y accepts" if p["suggested"] else "")
-            + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(retriever, 'name', '?')})"
+            + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(opened.retriever, 'name', '?')})"
         )
-        click.echo(f"saving every label to {out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
+        click.echo(f"saving every label to {opened.out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
         serve(server, url, host if token else None, no_browser, "label")
         p = session.progress()
         prov = p["provenance"]
@@ -96,42 +78,7 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
                    + (f" ({p['reviewed']} reviewed)" if only else "")
                    + (f", {prov.get('accepted_suggestion', 0)} suggestions accepted, "
                       f"{prov.get('changed_suggestion', 0)} changed" if p["suggested"] else "")
-                   + f", saved in {out}")
-    finally:
-        session.close()
-
-
-def _focus(session, kb, suggestions_csv: Path | None, run: Path | None, only: Path | None, order: str) -> None:
-    """Suggestions, the --only subset and the order, onto an open session (it closes on error)."""
-    if suggestions_csv:
-        from annotations.suggestions import read_suggestions
-
-        n = session.use_suggestions(read_suggestions(suggestions_csv), suggestions_csv)
-        click.echo(f"suggestions from {suggestions_csv} for {n} of {len(session.records)} questions")
-    if run:
-        from annotations.suggest import suggest_from_run
-
-        found, models = suggest_from_run(session.records, run, kb.by_id)
-        n = session.use_suggestions({s.question_id: s for s in found}, run)
-        usable = sum(s.usable for s in found)
-        click.echo(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {n} questions")
-        if len(models) < 3:
-            click.echo("warning: fewer than 3 models voted; look before accepting", err=True)
-    if only:
-        n = session.only(only)
-        click.echo(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
-    session.order_by(order)
-
-
-def _retriever(kb, embedder: str | None):
-    """The KB's retriever for candidates (the search box's is lexical: ``search_box_retriever``)."""
-    try:
-        retriever = kb.retriever(embedder)
-    except GraceError as exc:
-        if (embedder or kb.manifest.embedder) == "bm25":
-            raise
-        raise GraceError(f"{exc}\n(or pass --embedder bm25 to label with lexical candidates)") from None
-    return retriever
+                   + f", saved in {opened.out}")
 
 
 @click.group("annotations")
@@ -160,37 +107,23 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     \b
       grace spotcheck calibrate RUN_DIR/spotcheck_review.csv RUN_DIR/spotcheck.json
     """
-    from annotations.review_app import ReviewApp
-    from annotations.review_session import ReviewSession
-    from annotations.review_sources import RunSources
-    from annotations.state import default_annotator
     from harness.run_folder import RunDir
-    from harness.workflows.annotate import _kb_inputs
-    from kb_builder.store import load_kb
+    from harness.workflows.annotate import open_review
 
-    sources = RunSources.find(run_dir, kb_dir=kb_dir, gold=gold)
-    out = out or sources.review_csv
-    run_files = [f for f in RunDir(sources.run_dir).data_files() if f != sources.review_csv]
-    check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_inputs(sources.kb_dir), "run": run_files}, owned=True)
-    kb = load_kb(sources.kb_dir, write_missing=False)
-    session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
-    try:
-        app = ReviewApp(session, sources, kb)
-        server, url, token = listen(app, host, port)
-        p = session.progress()
+    with open_review(run_dir, kb=kb_dir, gold=gold, out=out, reviewer=reviewer) as opened:
+        server, url, token = listen(opened.app, host, port)
+        p = opened.session.progress()
         click.echo(f"{p['answers']} answers, {p['segments']} segments ({p['reviewed']} reviewed); "
-                   f"KB {kb.path} ({len(kb.articles)} articles)")
-        for w in app.warnings:
+                   f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
+        for w in opened.warnings:
             click.echo(f"warning: {w}", err=True)
-        click.echo(f"saving every mark to {out}")
+        click.echo(f"saving every mark to {opened.out}")
         serve(server, url, host if token else None, no_browser, "mark segments")
-        p = session.progress()
-        where = f"saved in {out}" if out.exists() else f"nothing marked, {out} not written"
+        p = opened.session.progress()
+        where = f"saved in {opened.out}" if opened.out.exists() else f"nothing marked, {opened.out} not written"
         click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, {where}")
         if p["reviewed"]:
-            click.echo(f"next: grace spotcheck calibrate {out} {RunDir(sources.run_dir).spotcheck}")
-    finally:
-        session.close()
+            click.echo(f"next: grace spotcheck calibrate {opened.out} {RunDir(opened.sources.run_dir).spotcheck}")
 
 
 @annotations.command("agree")

@@ -142,25 +142,26 @@ def test_a_suggestions_file_round_trips_and_bad_ones_say_where(kb, tmp_path):
         s.close()
 
 
-def test_run_consensus_through_the_cli_helper(kb, tmp_path):
-    from annotations.cli import _focus
+def test_run_consensus_through_the_labelling_workflow(kb, tmp_path):
+    from harness.api import open_labelling
 
     responses = tmp_path / "responses.jsonl"
     rows = [{"question_id": q, "model": m, "repeat": 0, "response": text}
             for q, answers in {"q1": ["[ID: 1]", "[ID: 1]", "[ID: 2]"], "q2": ["[ID: 4]", "[ID: 5]", "[ID: 6]"]}.items()
             for m, text in zip(("a", "b", "c"), answers, strict=True)]
     responses.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    s = AnnotationSession.open(kb, tmp_path / "gold.csv", questions=write_questions(tmp_path / "q.csv"))
-    try:
-        _focus(s, kb, None, responses, None, "informative")
-        app = app_for(s)
+    with open_labelling(kb.path, tmp_path / "gold.csv", questions=write_questions(tmp_path / "q.csv"), k=5,
+                        run=responses, order="informative") as opened:
+        app = opened.app
+        assert opened.notes == [f"consensus of 3 model(s) in {responses}: a suggestion for 1 of 4 questions"]
+        assert opened.warnings == []
         # informative: no suggestion first (q3, q4 have no votes; q2 split), the 2-of-3 consensus last
         assert app.state()["question_ids"] == ["q2", "q3", "q4", "q1"]
         q1 = app.question(3)["suggestion"]
         assert (q1["suggested"], q1["flag"], q1["source"]) == ("1", "weak", f"run:{responses}")
         assert label(app, "q1", ["1"])["provenance"] == "accepted_suggestion"
-    finally:
-        s.close()
+    # closed: the gold file is free for the next writer, and holds the accepted label
+    assert rows_by_id(tmp_path / "gold.csv")["q1"]["expected_citations"] == "1"
 
 
 def test_order_informative_puts_the_weakest_suggestions_first(suggested):

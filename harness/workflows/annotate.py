@@ -1,7 +1,7 @@
-"""The gold-label workflows of ``grace annotations``: what a command does, as one call each.
+"""The gold-label workflows of ``grace annotate`` and ``grace annotations``: what a command does, as one call each.
 
-The labelling web apps (``grace annotate``, ``grace annotations review``) are
-still started by their command line (:mod:`annotations.cli`).
+The two web apps (labelling gold, reviewing a spot-check) are opened here, checked and ready to serve; the command
+line then serves them (``harness.web.listen`` and ``serve``) and prints, and a script may do the same.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 from harness.workflows.calls import ModelCalls
 
-__all__ = ["Agreement", "Suggested", "agree_labels", "audit_gold", "gold_stats", "suggest_labels", "validate_gold"]
+__all__ = ["Agreement", "LabellingApp", "ReviewingApp", "Suggested", "agree_labels", "audit_gold", "gold_stats",
+           "open_labelling", "open_review", "suggest_labels", "validate_gold"]
 
 
 def _load(kb: Any) -> Any:
@@ -35,6 +36,163 @@ def _run_inputs(run: str | Path | None) -> list[Path] | None:
     from harness.run_folder import RunDir
 
     return RunDir.input_files(run) if run is not None else None
+
+
+@dataclass
+class LabellingApp:
+    """The labelling app, open on its gold file (``grace annotate``): ``app`` is the WSGI app to serve, ``session``
+    the annotation session that writes every label to ``out`` at once; ``notes`` and ``warnings`` say what was
+    loaded. ``close()`` when the server stops (it releases the gold file)."""
+
+    app: Any
+    session: Any
+    kb: Any
+    retriever: Any
+    out: Path
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> LabellingApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: str | Path | None = None,
+                   from_gold: str | Path | None = None, annotator: str | None = None, k: int = 10,
+                   embedder: str | None = None, suggestions: str | Path | None = None, run: str | Path | None = None,
+                   order: str = "file", only: str | Path | None = None,
+                   question_ids: list[str] | tuple[str, ...] = ()) -> LabellingApp:
+    """Open the labelling app on ``out`` (a gold CSV, resumed if it exists; default ``from_gold``) for the
+    ``questions`` (a CSV or text file) or the labels of ``from_gold``, with ``k`` candidates from ``embedder`` (the
+    KB's own retriever by default). Suggestions come from a ``suggestions`` CSV or the consensus of a ``run``'s
+    models (accepted with one key); ``only`` (an audit's suspects CSV) and ``question_ids`` narrow the questions;
+    ``order="informative"`` puts the weakest suggestions first. Refuses an ``out`` that is one of its inputs."""
+    from annotations.server import AnnotationApp
+    from annotations.state import AnnotationSession, default_annotator
+    from harness.core.errors import GraceError
+    from harness.core.outputs import check_output_file
+    from kb_builder.store import load_kb
+
+    if suggestions and run:
+        raise GraceError("give --suggestions FILE or --run RUN, not both")
+    if out is None:
+        if from_gold is None:
+            raise GraceError("give --out GOLD.csv: the file labels are saved to (it is resumed if it exists)")
+        out = from_gold
+    out = Path(out)
+    # the gold file is this app's to write (and to resume), never a file it only reads
+    check_output_file(out, {"questions file": questions, "suggestions file": suggestions, "suspects file": only,
+                            "KB": _kb_inputs(kb), "run": _run_inputs(run)}, owned=True)
+    if questions is None and from_gold is None and not out.exists():
+        raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
+    kb = load_kb(kb)
+    retriever = _candidates(kb, embedder)
+    session = AnnotationSession.open(kb, out, questions=questions, from_gold=from_gold,
+                                     annotator=annotator or default_annotator())
+    opened = LabellingApp(AnnotationApp(session, retriever, k=k), session, kb, retriever, out)
+    try:
+        _focus(opened, suggestions, run, only, order)
+        if question_ids:
+            n = session.only_questions(list(question_ids))
+            opened.notes.append(f"opening {n} question(s): {', '.join(session.view_ids())}")
+    except BaseException:
+        session.close()
+        raise
+    return opened
+
+
+def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,
+           order: str) -> None:
+    """Suggestions, the --only subset and the order, onto the open session."""
+    session, notes = opened.session, opened.notes
+    if suggestions:
+        from annotations.suggestions import read_suggestions
+
+        n = session.use_suggestions(read_suggestions(suggestions), suggestions)
+        notes.append(f"suggestions from {suggestions} for {n} of {len(session.records)} questions")
+    if run:
+        from annotations.suggest import suggest_from_run
+
+        found, models = suggest_from_run(session.records, run, opened.kb.by_id)
+        n = session.use_suggestions({s.question_id: s for s in found}, run)
+        usable = sum(s.usable for s in found)
+        notes.append(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {n} questions")
+        if len(models) < 3:
+            opened.warnings.append("fewer than 3 models voted; look before accepting")
+    if only:
+        n = session.only(only)
+        notes.append(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
+    session.order_by(order)
+
+
+def _candidates(kb: Any, embedder: str | None) -> Any:
+    """The KB's retriever for candidates (the search box's is lexical: ``search_box_retriever``)."""
+    from harness.core.errors import GraceError
+
+    try:
+        return kb.retriever(embedder)
+    except GraceError as exc:
+        if (embedder or kb.manifest.embedder) == "bm25":
+            raise
+        raise GraceError(f"{exc}\n(or pass --embedder bm25 to label with lexical candidates)") from None
+
+
+@dataclass
+class ReviewingApp:
+    """The spot-check review app, open on its labels CSV (``grace annotations review``): ``app`` to serve,
+    ``session`` writing every mark to ``out`` at once, the run's ``sources`` (KB, gold, spot-check) and the app's
+    ``warnings``. ``close()`` when the server stops."""
+
+    app: Any
+    session: Any
+    kb: Any
+    sources: Any
+    out: Path
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self.app.warnings)
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> ReviewingApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Path | None = None,
+                out: str | Path | None = None, reviewer: str | None = None) -> ReviewingApp:
+    """Open the review app on a spot-checked ``run``: each answer segment is marked supported or not by its cited
+    article, saved to ``out`` (default ``RUN/spotcheck_review.csv``, which ``grace spotcheck calibrate`` reads;
+    resumed if it exists). ``kb`` and ``gold`` default to the ones the spot-check used and the run names."""
+    from annotations.review_app import ReviewApp
+    from annotations.review_session import ReviewSession
+    from annotations.review_sources import RunSources
+    from annotations.state import default_annotator
+    from harness.core.outputs import check_output_file
+    from harness.run_folder import RunDir
+    from kb_builder.store import load_kb
+
+    sources = RunSources.find(run, kb_dir=kb, gold=gold)
+    out = Path(out) if out is not None else sources.review_csv
+    run_files = [f for f in RunDir(sources.run_dir).data_files() if f != sources.review_csv]
+    check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_inputs(sources.kb_dir), "run": run_files}, owned=True)
+    kb = load_kb(sources.kb_dir, write_missing=False)
+    session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
+    try:
+        app = ReviewApp(session, sources, kb)
+    except BaseException:
+        session.close()
+        raise
+    return ReviewingApp(app, session, kb, sources, out)
 
 
 def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, *, force: bool = False,
