@@ -50,12 +50,14 @@ class Format:
 
 FORMATS: tuple[Format, ...] = (
     Format("KB/articles.jsonl", "Knowledge base", "Article", "kb_builder.kb_records",
-           "One line per article. Written by `grace kb build`; a hand-written file with `id`, `title`, `text` is a valid KB."),
+           "One line per article. Written by `grace kb build`; a hand-written file with `id`, `title`, `text` is a valid KB. "
+           "An optional `audience` lists the groups that may see the article (permissions)."),
     Format("KB/manifest.json", "Knowledge base", "Manifest", "kb_builder.kb_records",
            "What the KB is and how it was built. Written by `grace kb build` and `grace kb index`."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
-           "`true` or `false`; extra columns are kept."),
+           "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
+           "`category` (accuracy per category); extra columns are kept."),
     Format("RUN/run.json", "Run folder", "RunInfo", "harness.run_folder.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
     Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.run_folder.run_records",
@@ -68,6 +70,14 @@ FORMATS: tuple[Format, ...] = (
     Format("RUN/report.json", "Run folder", "Report", "harness.run_folder.report",
            "Every figure of the leaderboard. Written by `grace score`; read by `grace report`, `grace gate`, "
            "`grace view` and `grace.load_run`."),
+    Format("LOGS.jsonl", "Production logs", "AuditRecord", "harness.run_folder.audit_log",
+           "One line per answer your deployed system gave, under grace's field names (other names through "
+           "`--map` or `--mapping`). Written by your system; read by `grace import-logs`."),
+    Format("RUN/malformed.jsonl", "Production logs", "LogProblem", "harness.run_folder.audit_log",
+           "One line per log line that was not imported, with its line number and why. Written by `grace import-logs`."),
+    Format("RUN/unmatched.jsonl", "Production logs", "UnmatchedRecord", "harness.run_folder.audit_log",
+           "One line per log record no gold question matched, by ID or by text. Written by "
+           "`grace import-logs --gold`."),
     Format("RUN/spotcheck.json", "Spot-check", "SpotcheckFile", "harness.spotcheck.spotcheck_records",
            "The spot-check's figures per model. Written by `grace spotcheck run`."),
     Format("RUN/spotcheck/judgements.jsonl", "Spot-check", "JudgementRecord", "harness.spotcheck.spotcheck_records",
@@ -148,11 +158,37 @@ def _field_names(cls: type) -> list[str]:
 
 
 def source_comments(cls: type) -> dict[str, str]:
-    """Field name -> the comment on its line, or the comment lines just above it."""
+    """Field name -> the comment on its line, or the comment lines just above it, in ``cls`` or the grace class
+    that declares the field (a dataclass inherits its base's fields, and their comments are in the base's source).
+
+    A model made at run time (pydantic's ``create_model``) has no source: its comments are those of the model it
+    copies its fields from (:func:`_made_from`), so a figure is described once, where it is declared."""
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is cls or klass.__module__.split(".")[0] in PACKAGES:
+            own = _own_comments(klass)
+            if own is None and klass is cls and (origin := _made_from(cls)) is not None:
+                own = source_comments(origin)
+            out.update(own or {})
+    return out
+
+
+def _made_from(cls: type) -> type | None:
+    """The first model of ``cls``'s module whose fields include all of ``cls``'s: what a class made at run time
+    was made from (``report.SpotcheckModel`` from ``ModelSpot``)."""
+    mine = {attr for attr, _ in _field_pairs(cls)}
+    for value in vars(sys.modules[cls.__module__]).values():
+        if value is not cls and _is_model(value) and mine <= {attr for attr, _ in _field_pairs(value)}:
+            return value
+    return None
+
+
+def _own_comments(cls: type) -> dict[str, str] | None:
+    """None when the class has no source to read."""
     try:
         source = textwrap.dedent(inspect.getsource(cls))
     except (OSError, TypeError):
-        return {}
+        return None
     comments: dict[int, str] = {}
     for tok in tokenize.generate_tokens(io.StringIO(source).readline):
         if tok.type == tokenize.COMMENT:
@@ -239,18 +275,25 @@ def _default(prop: dict[str, Any], required: bool, factory: bool = False) -> str
     return f"`{value}`" if not isinstance(value, (list, dict)) or len(str(value)) < 40 else "…"
 
 
-def model_table(cls: type, schema: dict[str, Any]) -> list[str]:
+def field_rows(cls: type, schema: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(key in the file, type, default, description) of each field the model's table shows, in file order."""
     comments = source_comments(cls)
     props: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
-    rows = ["| field | type | default | description |", "| --- | --- | --- | --- |"]
+    rows = []
     for attr, key in _field_pairs(cls):
         if key not in props:
             continue
         prop = props[key]
         about = (prop.get("description") or comments.get(attr, "")).replace("``", "`")
-        default = _default(prop, key in required, _has_factory(cls, attr))
-        rows.append(f"| `{key}` | {_cell(type_text(prop))} | {default} | {_cell(about)} |")
+        rows.append((key, type_text(prop), _default(prop, key in required, _has_factory(cls, attr)), about))
+    return rows
+
+
+def model_table(cls: type, schema: dict[str, Any]) -> list[str]:
+    rows = ["| field | type | default | description |", "| --- | --- | --- | --- |"]
+    rows += [f"| `{key}` | {_cell(kind)} | {default} | {_cell(about)} |"
+             for key, kind, default, about in field_rows(cls, schema)]
     extra = getattr(cls, "model_config", {}).get("extra") if not dataclasses.is_dataclass(cls) else None
     note = {"allow": "Keys this grace does not know are kept.",
             "forbid": "A key this grace does not know is refused."}.get(extra or "", "")
@@ -262,6 +305,22 @@ def _doc(cls: type) -> str:
     if dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
         return ""  # the dataclass's generated signature, not a description
     return doc.replace(":class:", "").replace(":func:", "").replace("``", "`")
+
+
+def section_models(cls: type, seen: set[str]) -> list[tuple[type, dict[str, Any]]]:
+    """The tables of ``cls``'s file: ``cls`` and the models its fields use, each with its JSON schema, in order of
+    first use. A model in ``seen`` (already shown under an earlier file) is left out; the others are added to it."""
+    schema = schema_of(cls)
+    defs = schema.get("$defs", {})
+    out = []
+    for name, kind in nested_models(cls).items():
+        if name in seen:
+            continue
+        seen.add(name)
+        sub = schema if kind is cls else defs.get(name)
+        if sub is not None:
+            out.append((kind, sub))
+    return out
 
 
 def render() -> str:
@@ -279,17 +338,9 @@ def render() -> str:
         if fmt.group != group:
             group = fmt.group
             out += ["", f"## {group}"]
-        schema = schema_of(cls)
-        defs = schema.get("$defs", {})
         out += ["", f"### `{fmt.path}`", "", fmt.about, ""]
-        for name, kind in nested_models(cls).items():
-            if name in seen:
-                continue
-            seen.add(name)
-            sub = schema if kind is cls else defs.get(name)
-            if sub is None:
-                continue
-            where = f"`{kind.__module__}.{kind.__qualname__}`"
+        for kind, sub in section_models(cls, seen):
+            name, where = kind.__name__, f"`{kind.__module__}.{kind.__qualname__}`"
             out += ["", f"#### {name} {{#{_anchor(name)}}}", "", f"Defined in {where}.", ""]
             doc = _doc(kind)
             if doc:

@@ -2,7 +2,9 @@
 
 Columns: ``question_id, question, expected_answer, expected_citations, must_refuse,
 notes`` (extra columns are kept in ``extra``). ``expected_citations`` holds article
-IDs separated by ``;``. Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
+IDs separated by ``;``. Two optional columns are read into a gold question too: ``groups``, the groups of the
+user who asks (``;``-separated; a citation of an article whose ``audience`` has none of them is a
+``forbidden_citation``), and ``category``, the slice the report shows accuracy for. Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
 ``draft`` (a file still being labelled in ``grace annotate``, or questions ``grace gold generate``
 proposed that no person has accepted yet) are not gold yet and are left out.
 Every reader of gold files goes through here so a bad row
@@ -28,6 +30,9 @@ EXPECTED_CITATIONS = "expected_citations"
 MUST_REFUSE = "must_refuse"
 NOTES = "notes"
 STATUS = "status"  # optional here; written by `grace annotate` and `grace gold generate`
+GROUPS = "groups"  # optional: the asking user's groups, ";"-separated (permissions: forbidden_citation)
+CATEGORY = "category"  # optional: the question's category (the report's per-category slices)
+NO_CATEGORY = "(no category)"  # the slice of the questions whose category cell is empty, in a file that has the column
 GOLD_COLUMNS = [QUESTION_ID, QUESTION, EXPECTED_ANSWER, EXPECTED_CITATIONS, MUST_REFUSE, NOTES]
 QUESTION_COLUMNS = [QUESTION_ID, QUESTION]  # what a file of questions to label needs
 LABEL_COLUMNS = [EXPECTED_CITATIONS, MUST_REFUSE]  # ... and what makes it gold
@@ -46,13 +51,14 @@ class GoldRecord:
     annotation file, labelled or not, with the labeller's bookkeeping) are this record plus their own fields.
     """
 
-    question_id: str
-    question: str
+    question_id: str  # the question's ID, unique in the file
+    question: str  # the question as a model is asked it
+    # the IDs of the articles that answer it, separated by ; in the file (empty for must_refuse)
     expected_citations: list[str] = field(default_factory=list)
-    must_refuse: bool = False
-    expected_answer: str = ""
-    notes: str = ""
-    line: int = 0
+    must_refuse: bool = False  # true when no article answers it and the right response is to refuse (then no citations)
+    expected_answer: str = ""  # the answer in words, for people reading the set; scoring uses the citations, not this
+    notes: str = ""  # the labeller's free-text notes
+    line: int = 0  # not a column: the line of the file the row starts on, which error messages name
     extra: dict[str, str] = field(default_factory=dict)  # the row's other columns, as written
 
     def gold_cells(self) -> dict[str, str]:
@@ -69,7 +75,17 @@ class GoldRecord:
 
 @dataclass
 class GoldQuestion(GoldRecord):
-    """A question of a gold set: labelled, with either ``expected_citations`` or ``must_refuse``."""
+    """A question of a gold set: labelled, with either ``expected_citations`` or ``must_refuse``.
+
+    ``groups`` and ``category`` are read from the ``groups`` and ``category`` columns (also kept in ``extra``, as
+    written): None when the file has no such column or, for ``groups``, the cell is empty (no groups known: the
+    permission check skips the question unless its responses carry ``user_groups``).
+    """
+
+    # the asking user's groups, separated by ; in the file; null when the column is absent or the cell empty
+    groups: list[str] | None = None
+    # the question's category (report slices); "(no category)" when the cell is empty; null: no column
+    category: str | None = None
 
     @property
     def label(self) -> str:
@@ -91,6 +107,20 @@ def parse_bool(value: str, path: Path, line: int, column: str) -> bool:
     if v in _FALSE:
         return False
     raise GraceError(f"{where(path, line)}: column '{column}' must be true or false, got {value!r}")
+
+
+def parse_groups(value: str | None, path: Path, line: int) -> list[str] | None:
+    """A ``groups`` cell: ``"staff; hr"`` -> ``["staff", "hr"]``; empty or no column -> None (not known).
+
+    Another format (a JSON list, commas) is refused with how to write it: read as one group name it would
+    silently make every restricted citation forbidden (or allowed)."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    if any(ch in text for ch in '[]{}"\'') or "," in text:
+        raise GraceError(f"{where(path, line)}: column '{GROUPS}' must list group names separated by '{ID_SEP}' "
+                         f"(staff{ID_SEP}hr), got {value!r}")
+    return list(dict.fromkeys(g.strip() for g in text.split(ID_SEP) if g.strip())) or None
 
 
 def format_bool(value: bool) -> str:
@@ -211,7 +241,8 @@ def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
             continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
         rec = parse_row(path, line, row, seen=seen)
         check_label(path, rec)
-        out.append(GoldQuestion(**vars(rec)))
+        out.append(GoldQuestion(**vars(rec), groups=parse_groups(row.get(GROUPS), path, line),
+                                category=(row.get(CATEGORY) or "").strip() or NO_CATEGORY if CATEGORY in row else None))
     if not out:
         raise GraceError(f"{path}: no questions found")
     return out

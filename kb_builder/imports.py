@@ -3,6 +3,9 @@
 JSON may be a list of articles or any nesting of objects holding them (a
 knowledge map with topics that hold articles): every object in an array with a
 title and a text/body is an article, and one filed twice counts once. Articles without an ``id`` are numbered in file order.
+
+An article's ``audience`` (the groups that may see it; absent: everyone) is a list of group names in JSON and
+JSONL, and in CSV an ``audience`` column with the groups separated by ``;`` (an empty cell: everyone).
 """
 
 from __future__ import annotations
@@ -13,10 +16,28 @@ from pathlib import Path
 from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import read_text_checked
-from kb_builder.kb_records import Article
+from kb_builder.kb_records import Article, check_audience
 from kb_builder.store import read_articles
 
 _TEXT_KEYS = ("text", "body", "content")
+AUDIENCE = "audience"
+GROUP_SEP = ";"
+
+
+def split_groups(cell: str) -> list[str] | None:
+    """A CSV cell of groups, ``"hr; managers"`` -> ``["hr", "managers"]``; an empty cell -> None (everyone)."""
+    groups = [g.strip() for g in (cell or "").split(GROUP_SEP) if g.strip()]
+    return list(dict.fromkeys(groups)) or None
+
+
+def _audience(value: object, place: str) -> list[str] | None:
+    """An audience as a JSON file gives it (a list, or a string of ``;``-separated groups), checked."""
+    if isinstance(value, str):
+        value = split_groups(value)
+    try:
+        return check_audience(value)
+    except ValueError as exc:
+        raise GraceError(f"{place}: {exc}") from None
 
 
 def _from_json(path: Path) -> list[Article]:
@@ -50,8 +71,11 @@ def _from_json(path: Path) -> list[Article]:
     out = []
     for n, f in enumerate(found, 1):
         text = next(f[k] for k in _TEXT_KEYS if isinstance(f.get(k), str) and f[k].strip())
-        extra = {k: v for k, v in f.items() if k not in ("id", "title", *_TEXT_KEYS) and isinstance(v, str | int | float | bool)}
-        out.append(Article(id=str(f["id"]) if use_ids else str(n), title=str(f["title"]).strip(), text=text.strip(), **extra))
+        extra = {k: v for k, v in f.items()
+                 if k not in ("id", "title", AUDIENCE, *_TEXT_KEYS) and isinstance(v, str | int | float | bool)}
+        aid, title = str(f["id"]) if use_ids else str(n), str(f["title"]).strip()
+        audience = _audience(f.get(AUDIENCE), f"{path}: article {aid!r} ({title!r})")
+        out.append(Article(id=aid, title=title, text=text.strip(), audience=audience, **extra))
     return out
 
 
@@ -70,8 +94,12 @@ def _from_csv(path: Path) -> list[Article]:
         if aid in seen:
             raise GraceError(f"{where(path, line)}: duplicate article id {aid!r} (first on line {seen[aid]})")
         seen[aid] = line
-        extra = {k: v for k, v in row.items() if k not in ("id", "title", "text") and v}
-        out.append(Article(id=aid, title=title or aid, text=text, **extra))
+        extra = {k: v for k, v in row.items() if k not in ("id", "title", "text", AUDIENCE) and v}
+        audience = split_groups(row.get(AUDIENCE) or "")
+        if audience and any(ch in row[AUDIENCE] for ch in "[]{}\""):
+            raise GraceError(f"{where(path, line)}: audience {row[AUDIENCE]!r}: write the groups as plain names "
+                             f"separated by '{GROUP_SEP}' (hr{GROUP_SEP}managers), not as JSON")
+        out.append(Article(id=aid, title=title or aid, text=text, audience=audience, **extra))
     if not out:
         raise GraceError(f"{path}: no articles in the file")
     return out

@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 KB_FORMAT_VERSION = 1
 
@@ -20,14 +20,27 @@ class Article(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    id: str
-    title: str
-    text: str
+    id: str  # the article's ID: what a model cites and a gold label names; kept when the article is rebuilt
+    title: str  # the title a model sees; built articles: document title > headings ("(part N of M)" when split)
+    text: str  # the article's body, as a model sees it
+    # the document it was built from, relative to the source folder; absent for imported articles without one
     source: str | None = None
+    # the headings above the article in its document, outermost first (the document title excluded)
     heading_path: list[str] = Field(default_factory=list)
+    # length of title and text in tokens (cl100k, or a close approximation when tiktoken's file is absent)
     tokens: int | None = None
+    # first 16 hex digits of the SHA-256 of title, newline, text; embeddings and caches key on it
     content_hash: str | None = None
     language: str | None = None  # ISO 639-1, on the articles of a KB that mixes languages (else the manifest's)
+    # the groups that may see the article; None (absent): everyone. A citation of it for an asker in none of these
+    # groups is a forbidden_citation (harness.scoring.outcomes)
+    audience: list[str] | None = None
+
+    @field_validator("audience", mode="before")
+    @classmethod
+    def _groups(cls, value: object) -> object:
+        """A list of group names, each a non-empty string; said in words, since the reader shows this message."""
+        return check_audience(value)
 
     def compute_hash(self) -> str:
         """Hash of what a model sees (title + text): embeddings and caches key on it."""
@@ -44,20 +57,46 @@ class Manifest(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    # version of the KB file format; a grace refuses a KB newer than the one it reads
     format_version: int = KB_FORMAT_VERSION
-    kb_hash: str
+    kb_hash: str  # 16 hex digits of a SHA-256 over every article's ID, title and text, in any order: names this content
+    # the retriever that ranks articles (bm25, bm25f, char4, openai:MODEL, st:MODEL, use, A+B fused...)
     embedder: str = "bm25"
-    article_count: int
+    article_count: int  # number of articles in articles.jsonl
+    # article length in tokens: min, p5, median, mean, p95, max and total
     token_stats: dict[str, float] = Field(default_factory=dict)
+    # the number the next new article gets as its ID (only grows); null for a KB imported from a file
     next_id: int | None = None
-    retired_ids: list[str] = Field(default_factory=list)
+    retired_ids: list[str] = Field(default_factory=list)  # IDs of removed articles: never given to another article
+    # the documents the articles were built from, relative to the source folder, sorted
     sources: list[str] = Field(default_factory=list)
-    built_with: str | None = None
-    built_at: str | None = None
+    built_with: str | None = None  # the grace that wrote the manifest, e.g. "grace 1.2.0"
+    built_at: str | None = None  # when the manifest was written: ISO 8601 date and time, UTC, to the second
+    # the token budget documents were split to (--max-tokens); null for a KB imported from a file
     max_tokens: int | None = None
     # ISO 639-1 (detected or --language); None: built before languages were recorded, read as English
     language: str | None = None
     languages: dict[str, int] = Field(default_factory=dict)  # articles per language (several: a mixed KB)
+
+
+def check_audience(value: object) -> list[str] | None:
+    """An article's ``audience`` as given: None, or a non-empty list of group names (each stripped). Raises
+    ``ValueError`` saying what is wrong and how to write it (the article readers add the file and line)."""
+    if value is None:
+        return None
+    example = '["hr", "managers"]'
+    if not isinstance(value, list):
+        raise ValueError(f"audience must be a list of group names such as {example}, got {value!r}")
+    groups = []
+    for g in value:
+        if not isinstance(g, str) or not g.strip():
+            raise ValueError(f"audience must be a list of group names (non-empty strings) such as {example}; "
+                             f"{g!r} is not one")
+        groups.append(g.strip())
+    if not groups:
+        raise ValueError("audience is an empty list: leave it out for an article everyone may see, or name the "
+                         f"groups that may, such as {example}")
+    return list(dict.fromkeys(groups))
 
 
 def text_hash(text: str) -> str:

@@ -88,7 +88,7 @@ def read_articles(path: Path) -> list[Article]:
         except ValidationError as exc:
             first = exc.errors()[0]
             field_name = ".".join(str(p) for p in first["loc"]) or "?"
-            raise GraceError(f"{where(path, n)}: field '{field_name}': {first['msg']}") from None
+            raise GraceError(f"{where(path, n)}: field '{field_name}': {first['msg'].removeprefix('Value error, ')}") from None
         art.id = art.id.strip()
         if not art.id:
             raise GraceError(f"{where(path, n)}: empty article id")

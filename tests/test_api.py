@@ -91,4 +91,5 @@ def test_every_command_is_found_in_its_module():
     for name, (target, help_text) in COMMANDS.items():
         module, _, attr = target.partition(":")
         found = importlib.import_module(module)
-        assert attr == name and isinstance(getattr(found, attr), click.Command) and found.COMMANDS[name] == help_text
+        assert attr == name.replace("-", "_") and isinstance(getattr(found, attr), click.Command)  # import-logs
+        assert found.COMMANDS[name] == help_text and getattr(found, attr).name == name

@@ -80,6 +80,20 @@ def test_the_file_reference_covers_every_format_and_field():
             assert f"| `{name}` |" in page, f"{fmt.path}: field {name} of {cls.__name__} missing"
 
 
+def test_every_field_of_the_file_reference_has_a_description():
+    """An empty description cell tells a user nothing about the value: every field the page shows needs one (a
+    comment on its line, or the lines just above it, or ``Field(description=...)``), found as the page finds it."""
+    gen_ref = _gen_ref()
+    seen: set[str] = set()
+    missing = []
+    for fmt in gen_ref.FORMATS:
+        for kind, schema in gen_ref.section_models(gen_ref.find_class(fmt), seen):
+            missing += [f"{fmt.path}: {kind.__module__}.{kind.__qualname__}.{key}"
+                        for key, _, _, about in gen_ref.field_rows(kind, schema) if not about.strip()]
+    assert seen and not missing, ("fields with no description in the file reference (add a comment on the field's "
+                                  "line saying what the value is, with its unit or format):\n" + "\n".join(missing))
+
+
 def test_readme_is_short_and_keeps_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200

@@ -312,11 +312,21 @@ def test_a_hallucination_rise_asked_for_needs_a_comparable_spotcheck_on_both_sid
 
 
 def test_a_report_the_typed_model_refuses_names_the_file_the_figure_and_what_it_holds(tmp_path, new):
-    bad = report(tmp_path / "bad" / "report.json", {"gpt": {**model(0.8), "accuracy": None}})
+    bad = report(tmp_path / "bad" / "report.json", {"gpt": {**model(0.8), "n": None}})
     for args in (("gate", bad, "--min-accuracy", "0.5"), ("gate", new, "--baseline", bad)):
         code, out = run_grace(*args)
         assert code == 2 and "Traceback" not in out
-        assert f"{bad}: models['gpt'].accuracy: Input should be a valid number (it is null); re-run 'grace score'" in out
+        assert f"{bad}: models['gpt'].n: Input should be a valid integer (it is null); re-run 'grace score'" in out
+    # a null accuracy is a report's own (an unlabelled run has none), but no figure a check can pass on
+    text = json.loads(report_json({"gpt": {**model(0.8), "accuracy": None}}))
+    code, out = run_grace("gate", write(tmp_path / "damaged" / "report.json", json.dumps(text)), "--min-accuracy", "0.5")
+    assert code == 2 and "models['gpt'].accuracy: null in a report of labelled questions; re-run 'grace score'" in out
+    text["unlabelled"] = {"absent": ["accuracy"], "reason": "the questions carry no label"}
+    code, out = run_grace("gate", write(tmp_path / "unlabelled" / "report.json", json.dumps(text)), "--min-accuracy", "0.5")
+    assert code == 2 and "its questions carry no label (imported logs without --gold), so it has no accuracy for " \
+        "--min-accuracy to check" in out
+    code, out = run_grace("gate", tmp_path / "unlabelled" / "report.json", "--max-invalid-rate", "0.5")
+    assert code == 0, out
 
 
 @pytest.mark.parametrize("threshold", ["min_accuracy", "max_invalid_rate", "max_drop", "max_hallucination_rise"])

@@ -14,7 +14,7 @@ from annotations.labels import OUT_COLUMNS, LabelRecord, read_labels, render_csv
 from annotations.validate import validate_gold
 from harness.core.errors import GraceError
 from kb_builder import gold
-from kb_builder.gold import GOLD_COLUMNS, GoldQuestion, GoldRecord, load_gold
+from kb_builder.gold import GOLD_COLUMNS, NO_CATEGORY, GoldQuestion, GoldRecord, load_gold
 from tests.conftest import ROOT
 from tests.test_annotations_validate import make_kb, write
 
@@ -106,8 +106,8 @@ def test_a_label_record_is_the_gold_record_plus_its_bookkeeping(tmp_path):
     assert [r.to_row() for r in back] == [r.to_row() for r in recs]
     assert extra == ["category"]
     questions = load_gold(path).questions
-    assert questions == (
-        GoldQuestion("q1", "=1+1?", ["7", "3"], False, notes="n", line=2, extra=questions[0].extra),
-        GoldQuestion("q2", "Out of scope?", [], True, line=3, extra=questions[1].extra),
+    assert questions == (  # the category column is also read into the question (an empty cell: its own slice)
+        GoldQuestion("q1", "=1+1?", ["7", "3"], False, notes="n", line=2, extra=questions[0].extra, category="x"),
+        GoldQuestion("q2", "Out of scope?", [], True, line=3, extra=questions[1].extra, category=NO_CATEGORY),
     )
     assert questions[0].extra["status"] == "labelled" and questions[0].extra["category"] == "x"

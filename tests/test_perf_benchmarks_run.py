@@ -26,7 +26,7 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
-              "bench_view.py", "bench_kb_scale.py"}  # phases.py: via bench_commands --phases
+              "bench_view.py", "bench_kb_scale.py", "bench_python_system.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -54,6 +54,11 @@ def test_bench_view_runs():
 def test_bench_runner_runs():
     out = _run("bench_runner.py", "--calls", "20", "--concurrency", "4", "--latency", "0.01")
     assert "achieved/ideal" in out and "harness overhead per call" in out
+
+
+def test_bench_python_system_runs():
+    out = _run("bench_python_system.py", "--questions", "60", "--rounds", "1")
+    assert "baseline:top1" in out and "python: (sync)" in out and "run + score + report" in out
 
 
 def test_bench_kb_scale_runs():

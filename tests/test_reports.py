@@ -305,16 +305,29 @@ def test_edge_cases_single_model_no_cost_no_retrieval_errors_only(tmp_path):
                                                                                  "down (11 errors)"]
 
 
+def test_a_labelled_report_with_a_null_accuracy_is_refused(tmp_path):
+    """Null accuracy is an unlabelled run's (report.json["unlabelled"] says so); in a labelled run it is damage."""
+    out, _ = build_run(tmp_path, responses=False)
+    report = json.loads((out / "report.json").read_text())
+    report["models"]["cheap-mini"]["accuracy"] = None
+    (out / "report.json").write_text(json.dumps(report))
+    with pytest.raises(GraceError) as err:
+        write_reports(out)
+    assert str(err.value) == (f"{out / 'report.json'}: models['cheap-mini'].accuracy: null in a report of labelled "
+                              "questions; re-run 'grace score'")
+    assert "Traceback" not in str(err.value)
+
+
 def test_a_malformed_model_block_is_refused_with_where_it_is(tmp_path):
     """The readers trust the typed report, so a block they could not render is refused when read, by name."""
     out, _ = build_run(tmp_path, responses=False)
     report = json.loads((out / "report.json").read_text())
-    report["models"]["cheap-mini"]["accuracy"] = None
+    report["models"]["cheap-mini"]["n"] = None  # (a null accuracy is allowed: an unlabelled run has none)
     del report["models"]["local-llama"]["refusal"]
     (out / "report.json").write_text(json.dumps(report))
     with pytest.raises(GraceError) as err:
         write_reports(out)
-    assert "models['cheap-mini'].accuracy: Input should be a valid number" in str(err.value)
+    assert "models['cheap-mini'].n: Input should be a valid integer" in str(err.value)
     assert "(and 1 more problem); re-run 'grace score'" in str(err.value)
 
 

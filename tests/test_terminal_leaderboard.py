@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from harness.reports.inputs import load_inputs
-from harness.reports.leaderboard import COLUMNS
+from harness.reports.leaderboard import columns_for
 from harness.reports.terminal import break_name, print_leaderboard
 from tests.test_reports import build_run
 
@@ -52,8 +52,9 @@ def model_lines(text: str) -> dict[str, str]:
 
 def test_piped_output_is_the_whole_table_at_its_natural_width(inputs):
     text = printed(inputs, 80, terminal=False)  # what CI logs and `grace report | tee` get
-    for c in COLUMNS:
+    for c in columns_for(inputs.ranked):  # the run's columns (no forbidden-citation rate: its KB restricts nothing)
         assert c.header in text, c.header  # every column, every header whole on one line
+    assert "Forbidden cit." not in text
     rows = model_lines(text)
     for name, group in GROUPS.items():
         assert name in rows[name] and rows[name].rstrip().rstrip("│ ").endswith(group)  # names whole, letters kept
@@ -82,8 +83,9 @@ def test_a_narrow_terminal_leaves_out_the_least_important_columns_and_says_which
     for name, group in GROUPS.items():
         assert name in rows[name] and rows[name].rstrip().endswith(f"  {group}")  # whole name, its letters
     note = " ".join(text.split("left out for the terminal's width: ")[1].split()) if "left out" in text else ""
-    left_out = [c for c in COLUMNS if c.header in note]
-    shown = [c for c in COLUMNS if c not in left_out]
+    columns = columns_for(inputs.ranked)
+    left_out = [c for c in columns if c.header in note]
+    shown = [c for c in columns if c not in left_out]
     head_words = text.split("\n1  ")[0].split()  # the title and the two-line compact header
     for c in shown:
         assert all(word in head_words for word in ("#" if c.key == "rank" else c.header).split()), c.header  # not cut

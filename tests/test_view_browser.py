@@ -161,7 +161,7 @@ def test_the_leaderboard_shows_the_table_and_its_plots(browser, served):
 def test_the_export_answers_like_the_server_from_file_urls(browser, served, exported):
     queries = ["", f"model={MODEL}&outcome=wrong_citation", "disagree=1", "suspect=1", "missed=1", "q=claim+it",
                "q=per+diem", "article=4", "outcome=hit&sort=id", "sort=disagreement", f"model={MODEL}&outcome=miss",
-               "truncated=1"]
+               "truncated=1", "category=travel", "category=remote+work&sort=hardest", "category=travel&outcome=miss"]
     base = exported.as_uri()
     page, errors = open_page(browser, base + "#/questions?runs=b")
     for q in queries:

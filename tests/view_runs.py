@@ -46,6 +46,7 @@ QUESTIONS = [
     ("q12", "Who approves remote work abroad?", "6"),
 ]
 REFUSALS = [("r1", "What is the capital of France?"), ("r2", "Who won the 1998 world cup?")]
+CATEGORY = {"1": "leave", "2": "leave", "3": "travel", "4": "expenses", "5": "travel", "6": "remote work"}  # by gold
 
 
 def shown_ids(body: dict) -> list[str]:
@@ -101,9 +102,9 @@ def _build(root: Path) -> Path:
     write(root / "articles.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     code, out = run_grace("kb", "build", "--articles", root / "articles.jsonl", "--out", root / "kb")
     assert code == 0, out
-    lines = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
-    lines += [f'{q},"{text}",,{gold},false,' for q, text, gold in QUESTIONS]
-    lines += [f'{q},"{text}",,,true,' for q, text in REFUSALS]
+    lines = ["question_id,question,expected_answer,expected_citations,must_refuse,notes,category"]
+    lines += [f'{q},"{text}",,{gold},false,,{CATEGORY[gold]}' for q, text, gold in QUESTIONS]
+    lines += [f'{q},"{text}",,,true,,off-topic' for q, text in REFUSALS]
     write(root / "gold.csv", "\n".join(lines) + "\n")
     common = ["run", "--kb", root / "kb", "--gold", root / "gold.csv", "-m", MODEL, "-m", "baseline:top1",
               "-m", "baseline:threshold", "--concurrency", "4"]

@@ -24,7 +24,7 @@ from harness.core.errors import GraceError
 from harness.core.version import __version__
 
 # Each command module declares the commands it defines (``COMMANDS = {"name": "one-line help"}``, each an attribute
-# of that name); they are found by reading the modules' text, never importing them, so ``grace --help`` stays fast.
+# of that name, a dash read as "_"); they are found by reading the modules' text, never importing them, so ``grace --help`` stays fast.
 # Adding a command is its module here (and its workflow): no list to edit. ``grace --help`` lists these first,
 # in this order, then any other command by name.
 COMMAND_FOLDERS = (("harness.cli", "*.py"), ("annotations", "*cli.py"))
@@ -43,7 +43,7 @@ def discover() -> dict[str, tuple[str, str]]:
         for path in sorted((root / package.replace(".", "/")).glob(pattern)):
             block = re.search(r"^COMMANDS = \{(.*?)^\}", path.read_text(encoding="utf-8"), re.M | re.S)
             for name, help_text in re.findall(r'^\s+"([\w-]+)": "([^"]*)",', block.group(1) if block else "", re.M):
-                found[name] = (f"{package}.{path.stem}:{name}", help_text)
+                found[name] = (f"{package}.{path.stem}:{name.replace('-', '_')}", help_text)  # import-logs: import_logs
     rank = {name: i for i, name in enumerate(HELP_ORDER)}
     return dict(sorted(found.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
 

@@ -36,6 +36,9 @@ class Fraction(click.ParamType):
 @click.option("--min-accuracy", type=Fraction(), default=None, help="Fail below this accuracy (0.85 or 85%).")
 @click.option("--max-invalid-rate", type=Fraction(), default=None,
               help="Fail above this share of invalid citations (IDs not in the KB).")
+@click.option("--max-forbidden-rate", type=Fraction(), default=None,
+              help="Fail above this share of responses citing an article the user who asked may not see (needs a KB "
+              "whose articles have an audience, and the asker's groups: the gold 'groups' column or user_groups).")
 @click.option("--baseline", type=click.Path(path_type=Path), default=None,
               help="An earlier report.json to compare against (regression check).")
 @click.option("--max-drop", type=Fraction(), default=None,
@@ -47,12 +50,18 @@ class Fraction(click.ParamType):
               help="Hallucination-rate rise from the baseline tolerated before it counts (default 0; needs --baseline).")
 @click.option("--model", "models", multiple=True,
               help="Check only this model (repeatable; default: every model in the report).")
-def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | None, max_drop, max_hallucination_rate,
-         max_hallucination_rise, models: tuple[str, ...]) -> None:
+def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, baseline: Path | None, max_drop,
+         max_hallucination_rate, max_hallucination_rise, models: tuple[str, ...]) -> None:
     """Fail (exit 1) when a scored run misses its thresholds; exit 0 when all checks pass.
 
     REPORT is OUT_DIR/report.json (or OUT_DIR). Each selected model must have
     accuracy >= --min-accuracy and invalid-citation rate <= --max-invalid-rate.
+
+    \b
+    Permissions: --max-forbidden-rate F fails a model when more than F of its
+    responses cite an article the user who asked may not see (outcome
+    forbidden_citation). A report with no permission check (no article has an
+    audience, or no response says who asked) is bad input, never a pass.
 
     \b
     Regression rule (with --baseline): a model fails only when its accuracy
@@ -76,13 +85,15 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, baseline: Path | Non
 
     Exit codes: 0 all checks passed, 1 a check failed, 2 bad input (missing
     file, not a grace report, unknown model, no spot-check for a hallucination
-    threshold, a figure a check needs that is not a number).
+    threshold, no permission check for a forbidden-citation threshold, a figure
+    a check needs that is not a number).
     """
     from harness.workflows import gate as workflow
 
     result = workflow.check_gate(report_path, min_accuracy=min_accuracy, max_invalid_rate=max_invalid_rate,
                             baseline=baseline, max_drop=max_drop, max_hallucination_rate=max_hallucination_rate,
-                            max_hallucination_rise=max_hallucination_rise, models=models)
+                            max_hallucination_rise=max_hallucination_rise, max_forbidden_rate=max_forbidden_rate,
+                            models=models)
     for note in result.notes:
         click.echo(f"note  {note}")
     results, failed = result.checks, result.failed

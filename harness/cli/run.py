@@ -14,7 +14,7 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.command()
 @click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
-@click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, baseline:).")
+@click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, litellm:, baseline:, or a plugin's: see grace providers).")
 @click.option("--config", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices; its [run] table sets defaults for these options.")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
 @click.option("-k", "--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3; at most the KB's size].")

@@ -33,9 +33,12 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     and the exact refusal sentence) and leniently (also [ID:x], (ID: x), [x] for
     a KB ID, ID lists, JSON answers and refusal paraphrases), and judged as one
     of: correct, correct_refusal, false_refusal, invalid_citation,
-    answered_unanswerable, no_citation, multiple_citations, wrong_citation,
-    error. Writes OUT_DIR/scores.jsonl (one line per response) and
-    OUT_DIR/report.json (accuracy with bootstrap CIs, per-article
+    unshown_citation, answered_unanswerable, no_citation, multiple_citations,
+    wrong_citation, error, and forbidden_citation (an article the user who
+    asked may not see: the KB gives it an audience, the gold's groups column or
+    the row's user_groups say who asked). Writes OUT_DIR/scores.jsonl (one line
+    per response) and OUT_DIR/report.json (accuracy with bootstrap CIs, per
+    gold category when the gold file has a category column, per-article
     precision/recall/F1, refusal calibration, retrieval vs model errors,
     repeat agreement, McNemar significance, cost and latency).
     """

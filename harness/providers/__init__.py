@@ -1,6 +1,8 @@
 """Provider registry: ``PROVIDER:MODEL`` -> a provider class, imported only when used.
 
-Entries are ``"module:Class"`` strings so ``grace --help`` never imports an SDK.
+Entries are ``"module:Class"`` strings so ``grace --help`` never imports an SDK. Names not built in are
+looked up in other packages' ``grace.providers`` entry points (:mod:`harness.providers.plugins`); a built-in
+name always wins.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import importlib
 
 from harness.core.errors import GraceError
 from harness.core.hashing import normalise_url
+from harness.providers import plugins
 from harness.providers.base import ModelSpec, Provider
 
 PROVIDERS: dict[str, str] = {
@@ -27,6 +30,11 @@ PROVIDERS: dict[str, str] = {
     "ollama": "harness.providers.presets:ollama",
     "vllm": "harness.providers.presets:vllm",
     "llamacpp": "harness.providers.presets:llamacpp",
+    # the providers grace does not wrap itself, through LiteLLM (optional extra: grace-eval[litellm])
+    "litellm": "harness.providers.litellm_provider:LiteLLMProvider",
+    # your own system under test: a Python function, or a deployed HTTP endpoint (a [[models]] table's http = {...})
+    "python": "harness.providers.python_system:PythonSystem",
+    "http": "harness.providers.http_system:HttpSystem",
     "baseline": "harness.providers.baseline:BaselineProvider",
     "scripted": "harness.providers.scripted:ScriptedProvider",
 }
@@ -43,9 +51,15 @@ def parse_model_spec(text: str) -> ModelSpec:
     provider, sep, model = text.strip().partition(":")
     if not sep or not provider or not model:
         raise GraceError(f"model {text!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o-mini or baseline:top1")
-    if provider not in PROVIDERS:
-        raise GraceError(f"model {text!r}: unknown provider {provider!r}; known: {', '.join(public_providers())}")
+    if provider not in PROVIDERS and plugins.find(provider, PROVIDERS) is None:
+        raise GraceError(f"model {text!r}: unknown provider {provider!r}; known: {_known()}")
     return ModelSpec(provider=provider, model=model)
+
+
+def _known() -> str:
+    """The names to offer: the documented built-ins, then the plugins' (``grace providers`` lists them all)."""
+    extra = sorted({p.name for p in plugins.discover(PROVIDERS) if not p.shadowed_by})
+    return ", ".join(public_providers()) + (f"; from plugins: {', '.join(extra)}" if extra else "")
 
 
 _CLASSES: dict[str, type[Provider]] = {}
@@ -58,10 +72,13 @@ def provider_class(spec: ModelSpec) -> type[Provider]:
     cls = _CLASSES.get(spec.provider)
     if cls is not None:
         return cls
-    try:
-        target = PROVIDERS[spec.provider]
-    except KeyError:
-        raise GraceError(f"unknown provider {spec.provider!r}; known: {', '.join(public_providers())}") from None
+    target = PROVIDERS.get(spec.provider)
+    if target is None:
+        plugin = plugins.find(spec.provider, PROVIDERS)
+        if plugin is None:
+            raise GraceError(f"unknown provider {spec.provider!r}; known: {_known()}")
+        cls = _CLASSES[spec.provider] = plugins.load(plugin)
+        return cls
     module, _, name = target.partition(":")
     cls = _CLASSES[spec.provider] = getattr(importlib.import_module(module), name)
     return cls

@@ -47,6 +47,8 @@ _UNSUPPORTED = ("seed", "frequency_penalty", "presence_penalty", "n", "logprobs"
 
 class AnthropicProvider(Provider):
     provider_name = "anthropic"
+    key_envs = KEY_ENVS
+    sdk_module, sdk_install = "anthropic", "anthropic"
     base_url_env = "ANTHROPIC_BASE_URL"
     batch_api = "harness.providers.anthropic_batch:AnthropicBatch"
 

@@ -1,4 +1,4 @@
-"""The provider contract: one small class with one async method.
+"""The provider contract: one small class with one async method. Also the public API for provider plugins.
 
 A provider turns a :class:`Request` into a :class:`Completion` and nothing more.
 Concurrency, retries, caching, cost and timing live once, in the runner
@@ -6,6 +6,17 @@ Concurrency, retries, caching, cost and timing live once, in the runner
 :class:`ProviderError` so the runner can decide what to retry; they create their
 SDK clients with the SDK's own retries switched off, so a 429 is retried once,
 by the runner, honouring ``Retry-After``.
+
+A provider in another package (a plugin) subclasses :class:`Provider` and names
+its class in the package's metadata, in the ``grace.providers`` entry-point
+group (``acme = "grace_acme:AcmeProvider"`` makes ``--model acme:MODEL``);
+``grace providers`` lists it with its package. What a plugin may import from
+here is :data:`__all__`: :class:`Provider`, :class:`Request` (with
+:class:`RequestContext`), :class:`Completion`, :class:`ModelSpec`,
+:class:`ProviderError` (with :data:`ErrorKind`), :class:`RunContext`,
+:class:`~harness.core.errors.GraceError` (what :meth:`Provider.check_ready`
+raises), and the helpers :func:`require_sdk`, :func:`sdk_installed` and
+:func:`missing_key`. The rest of this module is grace's own and may change.
 """
 
 from __future__ import annotations
@@ -37,10 +48,18 @@ DEFAULT_MAX_TOKENS = 1024
 # answered, three or four when it stops mid-run, where 600 s and six attempts per call took hours.
 LOCAL_TIMEOUT_S = 300.0
 
+__all__ = ["Completion", "ErrorKind", "GraceError", "ModelSpec", "Provider", "ProviderError", "Request", "RequestContext",
+           "RunContext", "missing_key", "require_sdk", "sdk_installed"]
+
 
 @dataclass
 class ModelSpec:
-    """One model in a run, from ``--model PROVIDER:MODEL`` or a leaderboard TOML entry."""
+    """One model in a run, from ``--model PROVIDER:MODEL`` or a leaderboard TOML entry.
+
+    A provider reads ``model`` (the text after the first colon, as written), ``params`` (the generation
+    parameters to send), ``base_url``, the key (:meth:`resolve_key`), ``timeout_s`` (through
+    :attr:`Provider.timeout_s`) and its own ``options`` (the TOML's ``options`` table); the runner reads the rest.
+    """
 
     provider: str
     model: str
@@ -65,6 +84,8 @@ class ModelSpec:
             self.name = f"{self.provider}:{self.model}"
 
     def resolve_key(self, default_envs: list[str]) -> str | None:
+        """The API key: the spec's own, else the variable ``api_key_env`` names, else the first of
+        ``default_envs`` that is set; None when there is none (say so in ``check_ready`` with :func:`missing_key`)."""
         if self.api_key:
             return self.api_key
         for env in [self.api_key_env] if self.api_key_env else default_envs:
@@ -81,6 +102,8 @@ class RunContext:
     retrieved: dict[str, list[RetrievedArticle]]
     seed: int = 0
     options: dict[str, Any] = field(default_factory=dict)  # run-wide provider options (e.g. a baseline threshold)
+    k: int | None = None  # articles shown per question (--k)
+    language: str | None = None  # the prompt's language: the KB's, unless --template names another
 
 
 @dataclass
@@ -90,10 +113,19 @@ class RequestContext:
     question_id: str
     question: str
     articles: list[RetrievedArticle]
+    repeat: int = 0  # which repeat of the question this call is (--repeats)
 
 
 @dataclass
 class Request:
+    """One call: send ``messages`` with ``params`` (merged over the spec's ``params``, the request's winning).
+
+    ``output_mode`` ``"json"`` asks for the answer as JSON matching ``json_schema``, where the API has a way
+    to ask (a provider without one may ignore it: the prompt asks too, and the scorer reads JSON leniently).
+    ``context`` is what the prompt was built from (question and articles), for providers that do not send a
+    prompt anywhere (baselines, a plugin wrapping a whole RAG system); never send it on its own.
+    """
+
     messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": "..."}]
     params: dict[str, Any] = field(default_factory=dict)
     output_mode: OutputMode = "inline"
@@ -105,11 +137,20 @@ class Request:
 
 @dataclass
 class Completion:
+    """The answer: its text as the model wrote it (grace parses the citations out of it), the tokens the
+    API counted (None when it does not say; cost is worked out from them unless ``cost_usd`` says what the call
+    cost), and the API's finish reason."""
+
     text: str
     input_tokens: int | None = None
     output_tokens: int | None = None
     finish_reason: str | None = None
     json_mode: str | None = None  # how JSON was asked for, when the server made us fall back from a schema
+    # a system under test (python:, http:) may say more than its text: the IDs it cites as data, the IDs it
+    # retrieved itself (rank order) and what the call cost; None: not said (read from the text / priced by tokens)
+    citations: list[str] | None = None
+    retrieved: list[str] | None = None
+    cost_usd: float | None = None
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",
@@ -133,7 +174,17 @@ def is_local_url(url: str | None) -> bool:
 
 
 class ProviderError(Exception):
-    """A failed call, classified so the runner knows whether to retry and when."""
+    """A failed call, classified so the runner knows whether to retry and when.
+
+    ``kind`` is one of :data:`ErrorKind`; it is recorded in the error row and decides what the runner does:
+    ``auth`` and ``unknown_model`` stop the model at once (every call would fail the same way); ``timeout`` and
+    ``connection`` count towards the breakers that stop a model whose server is down or stuck. ``retryable``
+    says whether the same call may succeed later (a 429, a 5xx, a timeout, a garbled body: True; a bad key, a
+    bad request, a prompt too long for the context: False); the runner retries retryable errors with backoff,
+    waiting at least ``retry_after`` seconds when the server said (``Retry-After``). ``status`` is the HTTP
+    status, if any. :mod:`harness.providers.http_errors` classifies HTTP statuses the way grace's own providers do.
+    Any other exception from :meth:`Provider.complete` becomes a non-retryable ``other`` error row.
+    """
 
     def __init__(
         self,
@@ -150,13 +201,39 @@ class ProviderError(Exception):
 
 
 class Provider(ABC):
-    """Subclasses set ``provider_name`` and write ``complete``; ``check_ready`` fails fast."""
+    """A model behind an API: subclasses set ``provider_name`` and write :meth:`complete`; the rest is optional.
+
+    The contract, for grace's own providers and for plugins alike:
+
+    * ``__init__(spec)``: one object per model of a run, made before any call; keep it cheap and import the
+      SDK on the first call, so ``grace --help``, dry runs and cache-answered runs never pay for it.
+    * :meth:`check_ready`: raise :class:`~harness.core.errors.GraceError` for what would fail every call (SDK
+      not installed, no key, an unknown option), before any question is sent.
+    * :meth:`complete`: ``async``, one call, ``Request -> Completion``. No retries, no sleeping, no cache: the
+      runner does those once for every provider. Raise :class:`ProviderError` with the right ``kind`` and
+      ``retryable``; create SDK clients with their own retries off. It may be called many times at once
+      (``--concurrency``), so keep per-call state local.
+    * :meth:`endpoint`: where calls go; part of every cache key, so two servers never share answers. The
+      default is ``spec.base_url``, else the variable ``base_url_env`` names.
+    * :meth:`aclose`: release clients once the run ends.
+
+    Class attributes say what ``grace providers`` shows and what the runner assumes: ``provider_name`` (the
+    name before the colon), ``key_envs`` (the variables the key is read from), ``sdk_module`` and
+    ``sdk_install`` (the module the provider imports, and what to ``pip install`` when it is missing),
+    ``needs_network`` (False for offline baselines: no cost, no latency recorded).
+    """
 
     provider_name: ClassVar[str]
     needs_network: ClassVar[bool] = True
     base_url_env: ClassVar[str | None] = None  # the variable the SDK reads its endpoint from, if any
+    key_envs: ClassVar[list[str]] = []  # the variables the key is read from, first set wins (shown by grace providers)
+    sdk_module: ClassVar[str | None] = None  # the module its calls import (None: nothing beyond grace)
+    sdk_install: ClassVar[str | None] = None  # what to pip install when sdk_module is missing
     # "module:Class" of its harness.providers.batch.BatchAPI, when the endpoint has a batch API (half price)
     batch_api: ClassVar[str | None] = None
+    # False: grace's retrieved articles never reach the model (an http: system whose body sends neither articles nor
+    # messages), so its rows record none and its citations are judged only against what it says it retrieved
+    shows_articles: bool = True
 
     @classmethod
     def endpoint(cls, spec: ModelSpec) -> str | None:
@@ -191,7 +268,8 @@ class Provider(ABC):
         """Raise ``GraceError`` (missing SDK, missing key) before any call is made."""
 
     @abstractmethod
-    async def complete(self, request: Request) -> Completion: ...
+    async def complete(self, request: Request) -> Completion:
+        """Send one request and return the answer, or raise :class:`ProviderError` (see the class docstring)."""
 
     async def aclose(self) -> None:  # noqa: B027 (an optional hook)
         """Release network clients; called once when the run ends."""

@@ -81,6 +81,8 @@ def _boto3() -> Any:
 
 class BedrockProvider(Provider):
     provider_name = "bedrock"
+    key_envs = ["AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"]  # or the rest of the AWS chain
+    sdk_module, sdk_install = "boto3", "grace-eval[bedrock]"
     base_url_env = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
 
     def __init__(self, spec: ModelSpec):

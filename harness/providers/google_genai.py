@@ -45,6 +45,8 @@ def _sdk() -> Any:
 
 class GoogleProvider(Provider):
     provider_name = "google"
+    key_envs = KEY_ENVS
+    sdk_module, sdk_install = "google.genai", "google-genai"
     batch_api = "harness.providers.google_batch:GeminiBatch"
 
     def __init__(self, spec: ModelSpec):

@@ -110,6 +110,7 @@ class OpenAIChatProvider(Provider):
     base_url_env = "OPENAI_BASE_URL"
     batch_api = "harness.providers.openai_batch:OpenAIBatch"
     key_envs: ClassVar[list[str]] = KEY_ENVS  # where the key is read from unless the spec names api_key_env
+    sdk_module, sdk_install = "openai", "openai"
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)

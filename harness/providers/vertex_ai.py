@@ -40,6 +40,7 @@ _SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
 
 class VertexProvider(GoogleProvider):
     provider_name = "vertex"
+    key_envs = ["GOOGLE_APPLICATION_CREDENTIALS", *TOKEN_ENVS]  # application default credentials, or a token
     batch_api = None  # Vertex AI batch prediction reads and writes Cloud Storage or BigQuery, not inline requests
     base_url_env = "GOOGLE_VERTEX_BASE_URL"
 

@@ -115,7 +115,8 @@ def _pct(x: float) -> str:
 
 
 def check_model(
-    m: ModelReport, min_accuracy: float | None, max_invalid: float | None, base: ModelReport | None, max_drop: float
+    m: ModelReport, min_accuracy: float | None, max_invalid: float | None, base: ModelReport | None, max_drop: float,
+    max_forbidden: float | None = None,
 ) -> list[tuple[bool, str]]:
     """Every check for one model as (passed, sentence); the sentences are what CI logs show."""
     out: list[tuple[bool, str]] = []
@@ -127,6 +128,12 @@ def check_model(
         rate = m.invalid_citation_rate
         ok = rate <= max_invalid
         out.append((ok, f"{name}: invalid-citation rate {_pct(rate)} {'<=' if ok else '>'} maximum {_pct(max_invalid)}"))
+    if max_forbidden is not None:
+        rate = m.forbidden_citation_rate
+        n = round(rate * m.n)
+        ok = rate <= max_forbidden
+        out.append((ok, f"{name}: forbidden-citation rate {_pct(rate)} ({n} of {m.n} responses cited an article the "
+                        f"asker may not see) {'<=' if ok else '>'} maximum {_pct(max_forbidden)}"))
     if base is not None:
         old = base.accuracy
         ci = base.accuracy_ci95
@@ -150,6 +157,21 @@ def check_model(
             msg = f"{name}: accuracy {_pct(acc)} vs baseline {_pct(old)} (change {change:+.1f} points, allowed drop {_pct(max_drop)})"
         out.append((not regressed, msg))
     return out
+
+
+def _check_permissions(read: _Read, name: str) -> None:
+    """A forbidden-citation threshold needs the report to have checked this model's citations for permission: a
+    KB with no audience, or no asker groups, gives no rate, and the gate says which (exit 2), never passes."""
+    permissions = read.report.permissions
+    if permissions is None:
+        raise GraceError(f"{read.path}: no permission check in this report (the KB gives no article an audience), so "
+                         "--max-forbidden-rate cannot be checked; give the restricted articles an 'audience' (grace kb "
+                         "build --articles) and the gold questions the asker's 'groups', then score again")
+    if _at(read.data, ("models", name, "forbidden_citation_rate")) in (None, _MISSING):
+        raise GraceError(f"{read.path}: no response of {name!r} says who asked (the gold file's 'groups' column, or "
+                         "user_groups on the responses), so its citations were not checked for permission and "
+                         "--max-forbidden-rate cannot be checked; give the groups and score again")
+    read.rate(("models", name, "forbidden_citation_rate"), "--max-forbidden-rate", _SCORE_FIX)
 
 
 def _spot_models(read: _Read, option: str) -> dict[str, Any]:
@@ -205,7 +227,7 @@ _SPOT_FIX = "re-run 'grace spotcheck run'"
 def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_invalid_rate: float | None = None,
                baseline: Path | None = None, max_drop: float | None = None,
                max_hallucination_rate: float | None = None, max_hallucination_rise: float | None = None,
-               models: tuple[str, ...] = ()) -> GateResult:
+               max_forbidden_rate: float | None = None, models: tuple[str, ...] = ()) -> GateResult:
     """Every check of ``grace gate`` on ``report_path`` (a report.json or its folder), against ``baseline``.
 
     Every figure a check reads is checked first, as written (:class:`_Read`); a check that was asked for by
@@ -213,20 +235,28 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
     checks that ``--baseline`` alone runs are skipped with a note."""
     for option, value in (("--min-accuracy", min_accuracy), ("--max-invalid-rate", max_invalid_rate),
                           ("--max-drop", max_drop), ("--max-hallucination-rate", max_hallucination_rate),
-                          ("--max-hallucination-rise", max_hallucination_rise)):
+                          ("--max-hallucination-rise", max_hallucination_rise),
+                          ("--max-forbidden-rate", max_forbidden_rate)):
         _fraction(option, value)
     if max_drop is not None and baseline is None:
         raise GraceError("--max-drop needs --baseline OLD/report.json to compare against")
     if max_hallucination_rise is not None and baseline is None:
         raise GraceError("--max-hallucination-rise needs --baseline OLD/report.json to compare against")
-    if min_accuracy is None and max_invalid_rate is None and baseline is None and max_hallucination_rate is None:
-        raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate, --max-hallucination-rate "
-                         "and/or --baseline")
+    if (min_accuracy is None and max_invalid_rate is None and baseline is None and max_hallucination_rate is None
+            and max_forbidden_rate is None):
+        raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate, --max-forbidden-rate, "
+                         "--max-hallucination-rate and/or --baseline")
     out = GateResult()
     new = load_report(report_path)
     report = new.report
     names = _pick(report, new.path, models)
     old = load_report(baseline) if baseline is not None else None
+    for read in (new, old):
+        if read is not None and read.report.unlabelled is not None and (min_accuracy is not None or read is old):
+            raise GraceError(f"{read.path}: its questions carry no label (imported logs without --gold), so it has "
+                             f"no accuracy for {'--min-accuracy' if read is new else '--baseline'} to check; label "
+                             "the questions and import again with --gold (the label-free checks: "
+                             "--max-invalid-rate, --max-forbidden-rate, --max-hallucination-rate)")
     rise_asked = max_hallucination_rise is not None
     if max_hallucination_rate is not None or rise_asked:
         spots = _spot_models(new, "--max-hallucination-rate" if max_hallucination_rate is not None
@@ -261,11 +291,14 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
             new.rate(("models", name, "accuracy"), "--min-accuracy", _SCORE_FIX)
         if max_invalid_rate is not None:
             new.rate(("models", name, "invalid_citation_rate"), "--max-invalid-rate", _SCORE_FIX)
+        if max_forbidden_rate is not None:
+            _check_permissions(new, name)
         if base is not None:
             new.rate(("models", name, "accuracy"), regression, _SCORE_FIX)
             old.rate(("models", name, "accuracy"), regression, _SCORE_FIX)
             old.ci(("models", name, "accuracy_ci95"), regression, _SCORE_FIX)
-        out.checks += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0)
+        out.checks += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0,
+                                  max_forbidden_rate)
 
         spot, rate = spots.get(name), ("spotcheck", "models", name, "hallucination_rate")
         if spot is None:

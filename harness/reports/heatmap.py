@@ -1,4 +1,4 @@
-"""Confusion heatmap: which article a model cites when it should cite another.
+"""Heatmaps: which article a model cites when it should cite another, and each model's accuracy per category.
 
 A KB can have hundreds of articles, and a full matrix would be a grey square;
 so only the labels involved in the most confusions are drawn (up to
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.reports.svg import GRID, INK, document, fmt, rect, text, truncate
-from harness.run_folder.report import Confusion
+from harness.run_folder.report import Confusion, ModelReport
 
 MAX_LABELS = 40
 
@@ -107,3 +107,43 @@ def confusion_heatmap(model: str, confusion: Confusion, title_of: Callable[[str]
     size_w, size_h = left + n * cell + 16, top + n_rows * cell + 12
     label = f"Confusion matrix for {model}: rows are the gold label, columns the cited label"
     return document(size_w, size_h, body, label, "confusion"), note
+
+
+def category_heatmap(categories: list[str] | None, models: list[ModelReport]) -> str | None:
+    """Accuracy per gold category (rows) and model (columns), red to green; None without categories.
+
+    Category and model names are user text: :func:`~harness.reports.svg.text` escapes them."""
+    if not categories or not models:
+        return None
+    cats = [truncate(c, 28) for c in categories]
+    names = [truncate(m.model, 24) for m in models]
+    cell_w, cell_h = 64.0, 24.0
+    left = max(len(c) for c in cats) * 6.6 + 16
+    longest = max(len(n) for n in names) * 6.6
+    top = longest * 0.87 + 16  # the names are turned 60 degrees: sin 60 of their length above, cos 60 to the right
+    body = []
+    for k, m in enumerate(models):
+        cx = left + k * cell_w + cell_w / 2
+        body.append(text(cx, top - 6, names[k], size=10.5, hover=m.model,
+                         extra=f' transform="rotate(-60 {fmt(cx)} {fmt(top - 6)})"'))
+    for r, cat in enumerate(categories):
+        y = top + r * cell_h
+        body.append(text(left - 6, y + cell_h / 2 + 4, cats[r], anchor="end", size=11, hover=cat))
+        for k, m in enumerate(models):
+            x = left + k * cell_w
+            s = (m.categories or {}).get(cat)
+            if s is None or s.accuracy is None:
+                body.append(rect(x + 0.5, y + 0.5, cell_w - 1, cell_h - 1, "#f0f0f0",
+                                 hover=f"{m.model}, {cat}: no questions answered"))
+                body.append(text(x + cell_w / 2, y + cell_h / 2 + 4, "–", anchor="middle", size=10.5, fill="#777"))
+                continue
+            acc = s.accuracy
+            interval = (f", 95% CI {s.accuracy_ci95[0]:.1%}–{s.accuracy_ci95[1]:.1%}"
+                        if s.accuracy_ci95 else "")
+            tip = f"{m.model}, {cat}: accuracy {acc:.1%}{interval}, {s.n_questions} question(s)"
+            body.append(rect(x + 0.5, y + 0.5, cell_w - 1, cell_h - 1, f"hsl({round(120 * acc)},55%,80%)",
+                             hover=tip))
+            body.append(text(x + cell_w / 2, y + cell_h / 2 + 4, f"{acc:.0%}", anchor="middle", size=10.5, fill=INK))
+    width = left + len(models) * cell_w + max(16.0, longest * 0.5 - cell_w / 2 + 8)
+    height = top + len(categories) * cell_h + 12
+    return document(width, height, body, "Accuracy per gold category and model", "categories")

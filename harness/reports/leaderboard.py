@@ -4,8 +4,11 @@ One definition keeps the three views identical: a reader comparing the
 terminal table with ``leaderboard.md`` or the page never finds two numbers for
 the same thing. Adding a column is one :class:`Column` here (its header, its
 cell from the typed :class:`~harness.run_folder.report.ModelReport`, its legend
-line and how early a narrow terminal may leave it out); the three renderers
-take it from :data:`COLUMNS`. Missing values (a model with no price, no
+line, how early a narrow terminal may leave it out, and whether a run shows it
+at all); the renderers take it from :func:`columns_for` (:data:`COLUMNS` less
+the columns the run has no figure for, such as the forbidden-citation rate of a
+KB that restricts no article). The per-category table (:func:`category_table`)
+is shared the same way. Missing values (a model with no price, no
 latency, no must-refuse questions) are shown as an en dash, never as 0.
 """
 
@@ -82,10 +85,11 @@ class Column:
     numeric: bool = True  # right-aligned; a non-numeric cell is user text (escaped in Markdown)
     legend: str | None = None  # its line under the table in leaderboard.md and report.html
     drop: int = 0  # a terminal too narrow for the table leaves out the highest first; 0: always shown
+    when: Callable[[list[ModelReport]], bool] | None = None  # shown only for runs where this holds (None: always)
 
 
 COLUMNS: list[Column] = [
-    Column("rank", "Rank", lambda m: str(m.rank)),
+    Column("rank", "Rank", lambda m: DASH if m.rank is None else str(m.rank)),  # None: no labels, no ranking
     Column("model", "Model", lambda m: m.model, numeric=False),
     Column("accuracy", "Accuracy ± 95% CI", lambda m: pct_ci(m.accuracy, m.accuracy_ci95),
            legend="Accuracy: share of responses that cite the expected article, or refuse when the question must be "
@@ -101,6 +105,15 @@ COLUMNS: list[Column] = [
     Column("unshown", "Unshown cit.", lambda m: pct(m.unshown_citation_rate), drop=4,
            legend="Unshown cit.: share of responses citing a KB article that was not among the articles shown to the "
            "model (it cannot have read the answer there); a miss, whatever the article."),
+    Column("forbidden", "Forbidden cit.", lambda m: pct(m.forbidden_citation_rate),
+           legend="Forbidden cit.: share of responses citing an article the user who asked may not see (its audience "
+           "has none of their groups): a leak, counted as a miss even when the article answers the question.",
+           when=lambda models: any(m.forbidden_citation_rate is not None for m in models)),
+    Column("own_recall", "Own retrieval", lambda m: _own_recall(m), drop=7,
+           legend="Own retrieval: for a system that retrieves for itself (python:, http:, imported logs) and says what it "
+           "retrieved, the share of answerable questions whose expected article it retrieved (recall@k, k: the most "
+           "IDs it returned); its unshown citations are judged against what it retrieved.",
+           when=lambda models: any(m.retrieval_source == "system" for m in models)),
     Column("cost", "Cost / 1k Q", lambda m: usd(m.cost.per_1k_questions_usd), drop=5,
            legend="Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call."),
     Column("latency", "p50 latency", lambda m: millis(m.latency.p50_ms), drop=6),
@@ -110,6 +123,42 @@ COLUMNS: list[Column] = [
 ]
 
 LEGEND = [c.legend for c in COLUMNS if c.legend]
+
+
+def _own_recall(m: ModelReport) -> str:
+    r = m.retrieval
+    if m.retrieval_source != "system" or r is None or r.recall_at_k is None:
+        return DASH
+    return f"{pct(r.recall_at_k)} (k={r.k})"
+
+
+def columns_for(models: list[ModelReport], columns: list[Column] = COLUMNS) -> list[Column]:
+    """The columns a run shows: those without a condition, and those whose condition its models meet."""
+    return [c for c in columns if c.when is None or c.when(models)]
+
+
+def legend_for(columns: list[Column]) -> list[str]:
+    return [c.legend for c in columns if c.legend]
+
+
+CATEGORY_LEGEND = ("Accuracy per category: as the leaderboard's accuracy, over the questions of one category of the "
+                   "gold file (its category column), with a 95% bootstrap CI over those questions; a category of few "
+                   "questions has a wide interval, so compare categories with care. Questions: the category's "
+                   "questions the models answered.")
+
+
+def category_table(categories: list[str] | None, models: list[ModelReport]) -> tuple[list[str], list[list[str]]]:
+    """(headers, rows): one row per gold category, one accuracy [95% CI] column per model; no rows without
+    categories. Category and model names are user text: the renderer escapes them."""
+    if not categories:
+        return [], []
+    headers = ["Category", "Questions", *(m.model for m in models)]
+    rows = []
+    for cat in categories:
+        slices = [(m.categories or {}).get(cat) for m in models]
+        asked = max((s.n_questions for s in slices if s is not None), default=0)
+        rows.append([cat, count(asked), *(DASH if s is None else pct_ci(s.accuracy, s.accuracy_ci95) for s in slices)])
+    return headers, rows
 
 
 @dataclass

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
-    COLUMNS,
+    CATEGORY_LEGEND,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
-    LEGEND,
     Column,
     Row,
+    category_table,
+    columns_for,
     error_note,
     errors_text,
     leaderboard_rows,
+    legend_for,
     truncation_notes,
 )
 
@@ -46,7 +48,8 @@ def _table(columns: list[Column], rows: list[Row], errors: bool = True) -> list[
 def render_markdown(inputs: ReportInputs) -> str:
     report = inputs.report
     gold, kb = report.gold, report.kb
-    rows = leaderboard_rows(inputs.ranked)
+    columns = columns_for(inputs.ranked)
+    rows = leaderboard_rows(inputs.ranked, columns)
     lines = [
         f"<!-- grace leaderboard.md schema_version {MARKDOWN_SCHEMA_VERSION} -->",
         "# grace leaderboard",
@@ -56,7 +59,7 @@ def render_markdown(inputs: ReportInputs) -> str:
         f"KB: {cell(str(kb.n_articles))} articles, hash `{_code(kb.hash)}`; "
         f"scored {cell(report.created_at)} with grace {cell(report.grace_version)}.",
         "",
-        *_table(COLUMNS, rows),
+        *_table(columns, rows),
         "",
     ]
     note = error_note(rows)
@@ -67,7 +70,13 @@ def render_markdown(inputs: ReportInputs) -> str:
     lines += [f"**Note:** {cell(w)}" for w in report.warnings]
     if report.warnings:
         lines.append("")
-    lines += [f"- {item}" for item in LEGEND]
+    lines += [f"- {item}" for item in legend_for(columns)]
+    headers, by_category = category_table(report.categories, inputs.ranked)
+    if by_category:
+        lines += ["", "## By category", "", "| " + " | ".join(map(cell, headers)) + " |",
+                  "| --- | " + " | ".join("---:" for _ in headers[1:]) + " |"]
+        lines += ["| " + " | ".join([cell(r[0]), *r[1:]]) + " |" for r in by_category]
+        lines += ["", f"- {CATEGORY_LEGEND}"]
     lines += ["", "## Details", "", *_table(DETAIL_COLUMNS, leaderboard_rows(inputs.ranked, DETAIL_COLUMNS), errors=False)]
     lines += ["", f"- {DETAIL_LEGEND}"]
     return "\n".join(lines) + "\n"

@@ -12,11 +12,12 @@ from html import escape
 from importlib import resources
 
 from harness.reports.failures import failures_section
-from harness.reports.heatmap import confusion_heatmap
+from harness.reports.heatmap import category_heatmap, confusion_heatmap
 from harness.reports.inputs import ReportInputs
 from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
+    category_section,
     details_table,
     label_suspects_section,
     leaderboard_table,
@@ -48,6 +49,9 @@ CAPTIONS = {
     "usable citation). Green diagonal cells are right; red cells are confusions, darker for a larger share of the "
     "row. Hover a cell or a label for counts and article titles.",
 }
+# said under the outcome chart only for a run whose KB restricts articles (the others cannot have the outcome)
+FORBIDDEN_CAPTION = (" Forbidden citation: cited an article the user who asked may not see (its audience has none of "
+                     "their groups), a leak whatever else the answer did.")
 
 
 def _css() -> str:
@@ -81,7 +85,8 @@ def _header(inputs: ReportInputs) -> str:
     ]
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
-        ("leaderboard", "Leaderboard"), ("accuracy", "Accuracy"), ("cost", "Cost"), ("outcomes", "Outcomes"),
+        ("leaderboard", "Leaderboard"), ("accuracy", "Accuracy"),
+        *([("categories", "Categories")] if r.categories else []), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
         ("failures", "Failures"), ("spotcheck", "Spot-check"),
         *([("labels", "Labels to check")] if r.label_suspects is not None and r.label_suspects.n else []),
@@ -116,13 +121,16 @@ def render_html(inputs: ReportInputs) -> str:
     if len(unknown) == len(models):
         no_cost = "No model has a known cost (set prices in the model config to see this plot)."
     suspects = label_suspects_section(inputs)
+    by_category = category_section(inputs, category_heatmap(inputs.report.categories, models))
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         _section("accuracy", "Accuracy with 95% confidence intervals",
                  _figure(accuracy_chart(models), CAPTIONS["accuracy"], "No accuracy to plot.")),
+        *([_section("categories", "Accuracy per category", by_category)] if by_category else []),
         _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
-                 _figure(outcome_chart(models), CAPTIONS["outcomes"], "No outcomes recorded.")),
+                 _figure(outcome_chart(models), CAPTIONS["outcomes"], "No outcomes recorded.",
+                         escape(FORBIDDEN_CAPTION) if inputs.report.permissions is not None else "")),
         _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models), CAPTIONS["retrieval"],
                  "No retrieval information in this run (questions were not asked with retrieved articles).")),
         _section("details", "Per-model details", details_table(inputs)),

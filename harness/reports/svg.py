@@ -22,13 +22,17 @@ OUTCOME_COLORS: dict[str, str] = {
     "wrong_citation": "#c62828",
     "invalid_citation": "#8e24aa",
     "unshown_citation": "#d81b60",
+    "forbidden_citation": "#1a237e",  # a leak: the asker may not see the cited article
     "no_citation": "#fbc02d",
     "multiple_citations": "#8d6e63",
     "error": "#37474f",
+    "refusal": "#b0bec5",  # an unlabelled run's (imported logs without gold): neither right nor wrong
+    "unjudged_citation": "#64b5f6",
 }
 OTHER_COLOR = "#bdbdbd"
 # the fills dark enough that a share printed on them reads in white
-_WHITE_INK = frozenset({"correct", "wrong_citation", "invalid_citation", "unshown_citation", "error"})
+_WHITE_INK = frozenset({"correct", "wrong_citation", "invalid_citation", "unshown_citation", "forbidden_citation",
+                        "error"})
 OUTCOME_LABELS: dict[str, str] = {
     "correct": "correct",
     "correct_refusal": "correct refusal",
@@ -37,9 +41,12 @@ OUTCOME_LABELS: dict[str, str] = {
     "wrong_citation": "wrong citation",
     "invalid_citation": "invalid citation",
     "unshown_citation": "unshown citation",
+    "forbidden_citation": "forbidden citation (the asker may not see it)",
     "no_citation": "no citation",
     "multiple_citations": "multiple citations",
     "error": "error (failed call)",
+    "refusal": "refusal (not judged: no label)",
+    "unjudged_citation": "cited a shown article (not judged: no label)",
 }
 ACCENT = "#3b6ea5"
 MUTED = "#9e9e9e"

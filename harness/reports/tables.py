@@ -11,15 +11,17 @@ from typing import Any
 
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
-    COLUMNS,
+    CATEGORY_LEGEND,
     DASH,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
-    LEGEND,
+    category_table,
+    columns_for,
     count,
     error_note,
     errors_text,
     leaderboard_rows,
+    legend_for,
     millis,
     number,
     pct,
@@ -43,12 +45,13 @@ def table(headers: list[str], rows: list[list[str]], numeric: set[int] = frozens
 
 
 def leaderboard_table(inputs: ReportInputs) -> str:
-    rows = leaderboard_rows(inputs.ranked)
-    numeric = {i for i, c in enumerate(COLUMNS) if c.numeric}
+    columns = columns_for(inputs.ranked)
+    rows = leaderboard_rows(inputs.ranked, columns)
+    numeric = {i for i, c in enumerate(columns) if c.numeric}
     cells = []
     for row in rows:
         values = []
-        for c in COLUMNS:
+        for c in columns:
             value = escape(row.cells[c.key])
             if c.key == "model":
                 value = f"<strong>{value}</strong>"
@@ -61,8 +64,8 @@ def leaderboard_table(inputs: ReportInputs) -> str:
     note = error_note(rows)
     warning = f'<p class="warning">{escape(note)}</p>' if note else ""
     warning += "".join(f'<p class="warning">{escape(cut)}</p>' for cut in truncation_notes(inputs.ranked))
-    legend = "".join(f"<li>{escape(item)}</li>" for item in LEGEND)
-    return (table([escape(c.header) for c in COLUMNS], cells, numeric, "leaderboard") + warning
+    legend = "".join(f"<li>{escape(item)}</li>" for item in legend_for(columns))
+    return (table([escape(c.header) for c in columns], cells, numeric, "leaderboard") + warning
             + f'<ul class="legend">{legend}</ul>')
 
 
@@ -115,6 +118,22 @@ def details_table(inputs: ReportInputs) -> str:
                  "giving its most common answer, averaged over questions. Std: standard deviation of accuracy across "
                  "repeats.</p>")
     return html + "<h3>Cost and speed</h3>" + table(spend, rows_s, set(range(1, len(spend))))
+
+
+def category_section(inputs: ReportInputs, heatmap: str | None) -> str:
+    """Accuracy per gold category and model: the table (the same as leaderboard.md's) and its heatmap; empty
+    when the gold file has no categories."""
+    headers, rows = category_table(inputs.report.categories, inputs.ranked)
+    if not rows:
+        return ""
+    head = [escape(h) if i < 2 else f'<span class="model" title="{escape(h)}">{_breakable(h)}</span>'
+            for i, h in enumerate(headers)]
+    body = [[f"<strong>{escape(r[0])}</strong>", *map(escape, r[1:])] for r in rows]
+    figure = (f"<figure>{heatmap}<figcaption><strong>How to read:</strong> each cell is a model's accuracy on one "
+              "category's questions, greener for higher; hover a cell for its 95% CI and the number of questions."
+              "</figcaption></figure>") if heatmap else ""
+    return (table(head, body, set(range(1, len(headers))), "categories")
+            + f'<p class="caption">{escape(CATEGORY_LEGEND)}</p>' + figure)
 
 
 def pairwise_table(inputs: ReportInputs) -> str:

@@ -24,9 +24,9 @@ from typing import Any
 
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
-    COLUMNS,
     Column,
     Row,
+    columns_for,
     error_note,
     errors_text,
     leaderboard_rows,
@@ -122,11 +122,12 @@ def _width(console: Any, table: Any) -> int:
 
 def leaderboard_table(inputs: ReportInputs, console: Any, width: int | None = None) -> tuple[Any, list[str]]:
     """The table for ``width`` columns (None: its natural width) and the headers of the columns left out."""
-    rows = leaderboard_rows(inputs.ranked)
-    table = _table(inputs, rows, COLUMNS, compact=False)
+    columns = columns_for(inputs.ranked)
+    rows = leaderboard_rows(inputs.ranked, columns)
+    table = _table(inputs, rows, columns, compact=False)
     if width is None or _width(console, table) <= width:
         return table, []
-    shown, droppable = list(COLUMNS), sorted((c for c in COLUMNS if c.drop), key=lambda c: -c.drop)
+    shown, droppable = list(columns), sorted((c for c in columns if c.drop), key=lambda c: -c.drop)
     table = _table(inputs, rows, shown, compact=True)
     while _width(console, table) > width and droppable:
         shown.remove(droppable.pop(0))
@@ -137,7 +138,7 @@ def leaderboard_table(inputs: ReportInputs, console: Any, width: int | None = No
 
         longest = max(cell_len(r.cells["model"]) for r in rows)
         table = _table(inputs, rows, shown, compact=True, name_width=max(longest - too_wide, 8))
-    return table, [c.header for c in COLUMNS if c not in shown]
+    return table, [c.header for c in columns if c not in shown]
 
 
 def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:

@@ -10,6 +10,9 @@ A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
     leaderboard.md, report.html
     spotcheck.json, spotcheck/judgements.jsonl, spotcheck_review.csv
     batches.jsonl         batches sent to providers' batch APIs (BatchLedger): recorded before and after each submit
+    malformed.jsonl       grace import-logs: the log lines not imported, and why (audit_log.LogProblem)
+    unmatched.jsonl       grace import-logs --gold: the log records no gold question matched (audit_log.UnmatchedRecord)
+    questions.csv         grace import-logs without gold: the questions the logs asked, with no label (to label them)
 
 ``grace view`` reads a folder and writes nothing in it: its index of the folder
 lives in grace's cache folder (:meth:`RunDir.view_index`).
@@ -53,6 +56,9 @@ REVIEW_CSV = "spotcheck_review.csv"
 CLAIMS_REVIEW_CSV = "spotcheck_claims_review.csv"  # --mode claims: one row per claim (segment labels stay apart)
 CALIBRATION = "calibration.json"
 BATCHES = "batches.jsonl"
+MALFORMED = "malformed.jsonl"
+UNMATCHED = "unmatched.jsonl"
+QUESTIONS = "questions.csv"
 LOCK = ".grace.lock"
 VIEW_INDEX = "view-index.sqlite"  # grace view's index of a run: kept in grace's cache folder, never in the run folder
 
@@ -120,6 +126,18 @@ class RunDir:
     @property
     def batches(self) -> Path:
         return self.path / BATCHES
+
+    @property
+    def malformed(self) -> Path:
+        return self.path / MALFORMED
+
+    @property
+    def unmatched(self) -> Path:
+        return self.path / UNMATCHED
+
+    @property
+    def questions(self) -> Path:
+        return self.path / QUESTIONS
 
     def view_index(self, cache_dir: Path) -> Path:
         """Where ``grace view`` keeps its index of this folder: in ``cache_dir``, one file per folder path."""
@@ -238,5 +256,6 @@ class _FolderLock(FileLock):
 
 __all__ = [
     "BATCHES", "CALIBRATION", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
+    "MALFORMED", "QUESTIONS", "UNMATCHED",
     "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]

@@ -36,10 +36,10 @@ BATCHES_SCHEMA_VERSION = 1
 class BatchEntry:
     label: str  # grace's name for the batch: unique per folder, stored with the batch where the API allows
     model: str  # the model's display name in the run
-    provider: str
-    custom_ids: list[str]
+    provider: str  # the model's provider: PROVIDER of --model PROVIDER:MODEL
+    custom_ids: list[str]  # each request's custom ID (its cache key), in the order sent
     submitted_at: float  # epoch seconds of the submit call
-    batch_id: str | None = None
+    batch_id: str | None = None  # the provider's ID for the batch; null until the submit call returned one
     collected: dict[str, Any] | None = None  # when its results were written: state and counts
     unsubmitted: str | None = None  # why the submit call failed
 

@@ -48,10 +48,10 @@ class _Block(BaseModel):
 
 
 class ClassScores(_Block):
-    precision: float
-    recall: float
-    f1: float
-    support: int
+    precision: float  # of the responses that gave this label, the share whose true label it is
+    recall: float  # of the responses whose true label it is, the share that gave it
+    f1: float  # harmonic mean of precision and recall
+    support: int  # responses whose true label is this one
 
 
 class Refusal(_Block):
@@ -61,43 +61,64 @@ class Refusal(_Block):
 
 
 class Confusion(_Block):
-    labels: list[str]
+    labels: list[str]  # the matrix's labels, rows and columns alike: articles cited or expected, then REFUSE, then none
     matrix: list[list[int]]  # rows = true label, columns = predicted label
 
 
 class Retrieval(_Block):
-    k: int
-    recall_at_k: float | None
-    n_retrieved: int
-    n_missed: int
-    accuracy_when_retrieved: float | None
+    k: int  # the most articles shown to the model for one question
+    recall_at_k: float | None  # share of answerable responses whose shown articles include an expected one
+    n_retrieved: int  # answerable responses shown an expected article
+    n_missed: int  # answerable responses shown none of the expected articles
+    accuracy_when_retrieved: float | None  # accuracy of the responses shown an expected article
+    # accuracy of the responses shown none of them
     accuracy_when_missed: float | None
 
 
 class RepeatStats(_Block):
-    n_repeats: int
+    n_repeats: int  # distinct repeats scored
+    # mean share of a question's repeats giving its most common answer (questions asked 2+ times)
     question_agreement: float | None
-    accuracy_per_repeat: list[float]
-    accuracy_std: float
+    accuracy_per_repeat: list[float]  # the accuracy of each repeat, in repeat order
+    accuracy_std: float  # standard deviation of those accuracies (sample, n - 1)
 
 
 class Cost(_Block):
+    # sum of the responses' costs, USD (cache hits at what they would cost); null: no cost known
     total_usd: float | None
-    per_1k_questions_usd: float | None
-    input_tokens: int
-    output_tokens: int
+    per_1k_questions_usd: float | None  # mean cost of a response with a known cost, times 1,000, USD
+    input_tokens: int  # prompt tokens over the responses that report them
+    output_tokens: int  # answer tokens over the responses that report them
 
 
 class Truncation(_Block):
     n: int  # answers whose finish_reason says the output limit cut them off
-    share: float
+    share: float  # n over the responses scored
     no_citation: int  # of those, answers cut off before any citation or refusal
     max_tokens: int | None  # the limit they were asked with (params.max_tokens), when recorded
 
 
 class Latency(_Block):
-    p50_ms: float | None
-    p95_ms: float | None
+    p50_ms: float | None  # median latency over the responses that report one, milliseconds; null: none does
+    p95_ms: float | None  # 95th percentile of the latency, milliseconds
+
+
+class CategoryScore(_Block):
+    """One model's accuracy on the questions of one gold category, its CI as the overall accuracy's."""
+
+    n: int  # responses scored
+    n_questions: int  # distinct questions of the category answered
+    accuracy: float | None  # share of the category's responses that are correct or correct_refusal
+    accuracy_ci95: list[float] | None  # 95% bootstrap over the category's questions; None with --bootstrap 0
+
+
+class Permissions(_Block):
+    """``report.json["permissions"]``: what the permission check (outcome forbidden_citation) covered; written only
+    when the KB gives some article an ``audience``."""
+
+    restricted_articles: int  # articles with an audience (the others everyone may see)
+    checked: int  # responses whose asker's groups were known (the row's user_groups, else the gold 'groups')
+    unchecked: int  # responses with no groups known: their citations were not checked
 
 
 class JsonMode(_Block):
@@ -112,38 +133,53 @@ class ModelReport(_Block):
     the report is read, never written (the file keys the block by it already).
     """
 
-    rank: int
+    rank: int | None  # None: an unlabelled run (imported logs without gold) ranks nothing
     significance_group: str  # compact letters: models sharing a letter are not significantly different
     n: int  # responses scored
     n_questions: int  # distinct gold questions answered
-    repeats: int
-    accuracy: float
+    repeats: int  # distinct repeats scored (--repeats)
+    accuracy: float | None  # None: an unlabelled run (Report.unlabelled says which figures are absent and why)
     accuracy_ci95: list[float] | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
-    strict_accuracy: float
+    strict_accuracy: float | None  # accuracy when responses are read strictly (the prompt's exact format only)
+    # [low, high], 95% bootstrap over questions of strict_accuracy; None with --bootstrap 0
     strict_accuracy_ci95: list[float] | None
-    outcomes: dict[str, int]
-    strict_outcomes: dict[str, int]
-    invalid_citation_rate: float
+    outcomes: dict[str, int]  # responses per outcome, read leniently
+    strict_outcomes: dict[str, int]  # responses per outcome, read strictly
+    invalid_citation_rate: float  # share of responses citing an ID that is not in the KB
     unshown_citation_rate: float | None = None  # cited a KB article not shown to the model (schema 2)
+    # cited an article the asker may not see (its audience has none of their groups), over every response; written
+    # only when some of this model's responses were checked (the KB gives articles an audience, the asker's groups
+    # are known): see Report.permissions
+    forbidden_citation_rate: float | None = Field(None, exclude_if=lambda v: v is None)
     # answers (of those long enough to tell) not in the question's language; None: none could be told
     other_language_rate: float | None = None
-    error_count: int
+    error_count: int  # responses whose call failed (outcome error), scored as misses
     truncated: Truncation | None = None  # schema 2
     extraction_rules: dict[str, int]  # how many responses each lenient rule read
-    per_class: dict[str, ClassScores]
-    macro_precision: float
-    macro_recall: float
-    macro_f1: float
-    weighted_precision: float
-    weighted_recall: float
-    weighted_f1: float
-    refusal: Refusal
-    confusion: Confusion
+    per_class: dict[str, ClassScores]  # precision, recall, F1 and support per label: each article ID, and REFUSE
+    macro_precision: float | None  # mean of per_class precision; null in an unlabelled run
+    macro_recall: float | None  # mean of per_class recall; null in an unlabelled run
+    macro_f1: float | None  # mean of per_class F1; null in an unlabelled run
+    weighted_precision: float | None  # per_class precision averaged weighted by support; null in an unlabelled run
+    weighted_recall: float | None  # per_class recall averaged weighted by support; null in an unlabelled run
+    weighted_f1: float | None  # per_class F1 averaged weighted by support; null in an unlabelled run
+    refusal: Refusal  # how often the model refuses when it should, and answers when it should
+    confusion: Confusion  # true label against the label the response gave, counted over responses
+    # accuracy by whether an expected article was shown; null: unknown what was shown, or unlabelled
     retrieval: Retrieval | None
-    repeat_stats: RepeatStats | None
-    cost: Cost
-    latency: Latency
+    # "system": the retrieval figures are the system's own (rows with system_retrieved: python:, http:, imported logs),
+    # not grace's retriever's; written only then
+    retrieval_source: str | None = Field(None, exclude_if=lambda v: v is None)
+    repeat_stats: RepeatStats | None  # agreement across repeats; null with a single repeat
+    cost: Cost  # tokens and cost over the model's responses
+    latency: Latency  # latency percentiles over the model's responses
     json_mode: JsonMode | None = None  # set only when the endpoint made grace fall back from json_schema
+    # share of the answered calls (failed calls aside) that refused; written only in an unlabelled run, where it
+    # stands in for the refusal calibration (which needs to know which questions must be refused)
+    refusal_rate: float | None = Field(None, exclude_if=lambda v: v is None)
+    # accuracy per gold category (the gold file's category column), in the gold file's order; written only when the
+    # gold file has that column
+    categories: dict[str, CategoryScore] | None = Field(None, exclude_if=lambda v: v is None)
     model: str = Field("", exclude=True)
 
     @property
@@ -194,58 +230,58 @@ _SCALARS = [name for name, f in ModelReport.model_fields.items()
 
 
 class FailedModel(_Block):
-    n: int
-    error_count: int
-    reason: str
+    n: int  # responses scored (every one a failed call)
+    error_count: int  # of those, failed calls (all of them)
+    reason: str  # what happened and what to do
 
 
 class Pair(_Block):
-    a: str
-    b: str
-    n: int
+    a: str  # the model ranked higher
+    b: str  # the model ranked lower
+    n: int  # questions both models answered: what the test is over
     a_only: int  # questions only a got right (majority of repeats)
-    b_only: int
+    b_only: int  # questions only b got right (majority of repeats)
     p_value: float  # McNemar exact
     p_adjusted: float  # Holm-corrected
-    significant: bool
+    significant: bool  # true when p_adjusted < 0.05
 
 
 class GoldInfo(_Block):
     path: str | None  # None: questions passed in memory
-    hash: str
-    n_questions: int
-    n_must_refuse: int
+    hash: str  # 16 hex digits of the SHA-256 of the gold file's bytes (in memory: of the questions' labels)
+    n_questions: int  # gold questions
+    n_must_refuse: int  # of those, questions that must be refused
 
 
 class KbInfo(_Block):
-    path: str
-    hash: str
-    n_articles: int
+    path: str  # the KB folder scored against
+    hash: str  # the KB's content hash (manifest.json kb_hash)
+    n_articles: int  # articles in the KB
 
 
 class ResponsesInfo(_Block):
-    path: str
-    n: int
+    path: str  # the responses file scored
+    n: int  # responses scored: the last line per model, question and repeat
 
 
 class LabelSuspect(_Block):
     """One gold label most models contradict (``harness.scoring.label_audit.Suspect``)."""
 
     question_id: str  # several, joined by ";", for a near_duplicates row
-    question: str
-    gold: str
-    suggested: str
-    agree: int
-    gold_votes: int
-    voters: int
-    kind: str
-    check: str
-    reason: str
+    question: str  # the question's text (empty for a near_duplicates row)
+    gold: str  # the gold label: "17", "17;18" or "REFUSE"
+    suggested: str  # what the models say instead (an article ID, REFUSE, or the two swapped IDs)
+    agree: int  # models behind the suggestion
+    gold_votes: int  # models citing a gold article (or refusing a must_refuse question)
+    voters: int  # models that gave a vote: one cited KB article, or a refusal (their most common answer over repeats)
+    kind: str  # the rule that flagged it: other_article, refuse_answered, all_refuse or near_duplicates
+    check: str  # what the reviewer should look at
+    reason: str  # why the label is suspect, in a sentence
 
 
 class LabelSuspects(_Block):
-    n: int
-    by_kind: dict[str, int]
+    n: int  # gold labels flagged, in all
+    by_kind: dict[str, int]  # how many of them each rule flagged
     top: list[LabelSuspect]  # the first few; 'grace annotations audit' lists them all
 
 
@@ -268,16 +304,17 @@ SpotcheckModel: type[_Block] = create_model(  # ModelSpot's fields, each optiona
 class SpotcheckBlock(_Block):
     """``report.json["spotcheck"]``: a compact copy of ``spotcheck.json``, written by ``grace spotcheck run``."""
 
-    schema_version: int | None = None
-    path: str | None = None
-    created_at: str | None = None
+    schema_version: int | None = None  # spotcheck.json's format version
+    path: str | None = None  # the spot-check's file in the run folder: spotcheck.json
+    created_at: str | None = None  # when the spot-check ran: ISO 8601, UTC, to the second
     judge: dict[str, Any] = Field(default_factory=dict)  # spotcheck.json's judge: model, calibrated, kappa, ...
+    # how answers were sampled: per_model (answers per model; null: all), seed, strategy
     sample: dict[str, Any] | None = None
-    repeats: int | None = None
+    repeats: int | None = None  # times the judge judged each segment (--repeats)
     max_judge_spread: float | None = None  # the judge's run-to-run spread of groundedness
-    min_answers_for_ci: int | None = None
-    models: dict[str, SpotcheckModel] = Field(default_factory=dict)
-    notes: str | None = None
+    min_answers_for_ci: int | None = None  # checked answers below which no confidence interval is given
+    models: dict[str, SpotcheckModel] = Field(default_factory=dict)  # each answering model's spot-check figures
+    notes: str | None = None  # what the figures mean and how far to trust them, in sentences
     mode: str | None = None  # claims | segments (None: a block written before claims existed, i.e. segments)
     scope: str | None = None  # hits | answered | all
     redaction: dict[str, Any] | None = None  # --redact-pii: what the judge was not shown, counted per type
@@ -306,29 +343,59 @@ class SpotcheckBlock(_Block):
         )
 
 
+class Unlabelled(_Block):
+    """``report.json["unlabelled"]``: the run's questions carry no label (``grace import-logs`` without gold), so
+    the figures that need one are absent (null), never a silent 0."""
+
+    absent: list[str]  # the figures left out, as report.json names them
+    reason: str  # why they are absent, and how to score the questions
+
+
+# the figures of a model that an unlabelled run leaves null (Report.unlabelled), and a labelled one never does
+_NEED_A_LABEL = ("rank", "accuracy", "strict_accuracy", "macro_precision", "macro_recall", "macro_f1",
+                 "weighted_precision", "weighted_recall", "weighted_f1")
+
+
 class Report(_Block):
     """The whole of ``report.json``."""
 
+    # version of report.json's format; a grace refuses a report newer than it reads
     schema_version: int = REPORT_SCHEMA_VERSION
-    created_at: str
-    grace_version: str
-    gold: GoldInfo
-    kb: KbInfo
-    responses: ResponsesInfo
-    seed: int
-    bootstrap_samples: int
+    created_at: str  # when the report was written: ISO 8601, UTC, to the second
+    grace_version: str  # the grace that scored the run
+    gold: GoldInfo  # the gold set scored against
+    kb: KbInfo  # the KB scored against
+    responses: ResponsesInfo  # the responses scored
+    seed: int  # random seed of the bootstrap confidence intervals
+    bootstrap_samples: int  # bootstrap resamples behind each confidence interval (0: no intervals)
     leaderboard: list[str]  # ranked models, best first
-    models: dict[str, ModelReport]
-    pairwise: list[Pair]
-    spotcheck: SpotcheckBlock | None = None
-    warnings: list[str] = Field(default_factory=list)
+    models: dict[str, ModelReport]  # each ranked model's figures, by name, in leaderboard order
+    pairwise: list[Pair]  # McNemar's test for every pair of ranked models, in leaderboard order
+    spotcheck: SpotcheckBlock | None = None  # the last spot-check's figures (grace spotcheck run); null until one ran
+    warnings: list[str] = Field(default_factory=list)  # what to know before reading the figures, in sentences
     failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked
     label_suspects: LabelSuspects | None = None  # gold labels the models contradict (harness.scoring.label_audit)
+    unlabelled: Unlabelled | None = Field(None, exclude_if=lambda v: v is None)  # written only for unlabelled runs
+    # the KB restricts articles (forbidden_citation): how many responses were checked; absent otherwise
+    permissions: Permissions | None = Field(None, exclude_if=lambda v: v is None)
+    # the gold file's categories, in its order (each model's ``categories``); absent when it has no category column
+    categories: list[str] | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:
         for name, m in self.models.items():
             m.model = name
+        return self
+
+    @model_validator(mode="after")
+    def _labelled_figures_are_there(self) -> Report:
+        """Only an unlabelled run leaves accuracy and its kin null; in a labelled one a null is a damaged file."""
+        if self.unlabelled is None:
+            for name, m in self.models.items():
+                null = [f for f in _NEED_A_LABEL if getattr(m, f) is None]
+                if null:
+                    raise ValueError(f"models[{name!r}].{null[0]}: null in a report of labelled questions"
+                                     + (f" (and {', '.join(null[1:])})" if null[1:] else ""))
         return self
 
     def ranked(self) -> list[ModelReport]:
@@ -361,7 +428,7 @@ def read_report_data(path: Path) -> tuple[Report, dict[str, Any]]:
 
 
 _KEYED = {"models", "failed_models", "per_class", "by_kind", "outcomes", "strict_outcomes", "extraction_rules",
-          "display"}  # dict fields: what follows them in an error's location is a key, shown as ['key']
+          "display", "categories"}  # dict fields: what follows them in an error's location is a key, shown as ['key']
 
 
 def field_name(parts: list[Any] | tuple[Any, ...]) -> str:
@@ -380,6 +447,8 @@ def _first_problem(exc: ValidationError) -> str:
     loc = list(errors[0]["loc"])
     if errors[0]["type"] == "missing":
         text = f"{field_name(loc[:-1]) or 'the report'} has no {loc[-1]}"
+    elif errors[0]["type"] == "value_error" and not loc:  # a rule across fields: its message names them
+        text = str(errors[0]["ctx"]["error"]) if "error" in errors[0].get("ctx", {}) else errors[0]["msg"]
     else:
         text = f"{field_name(loc)}: {errors[0]['msg']} (it is {as_written(errors[0].get('input'))})"
     more = len(errors) - 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -43,6 +43,10 @@ class ResponseRow(NamedTuple):
     output_tokens: int | None
     finish_reason: str | None  # as the API gave it: "length" / "max_tokens" / "MAX_TOKENS" mean the limit cut it off
     max_tokens: int | None  # the output limit the call was made with (params.max_tokens), if recorded
+    user_groups: list[str] | None = None  # the asker's groups (imported logs); None: not said ([] : in no group)
+    # a system's citations as data, and the IDs it retrieved itself (python:, http:, imported logs); None: not said
+    citations: list[str] | None = None
+    system_retrieved: list[str] | None = None
 
 
 def _max_tokens(params: Any) -> int | None:
@@ -71,6 +75,15 @@ def _count(row: dict, key: str, path: Path, n: int) -> int | None:
     if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
         raise GraceError(f"{where(path, n)}: '{key}' must be a whole number or null, got {v!r}")
     return int(v)
+
+
+def _id_list(value: Any, key: str, path: Path, n: int) -> list[str] | None:
+    """A row's list of article IDs (numbers read as text), or None when it has none."""
+    if value is None:
+        return None
+    if type(value) is not list or any(isinstance(v, bool) or not isinstance(v, str | int) for v in value):
+        raise GraceError(f"{where(path, n)}: '{key}' must be a list of article IDs or null, got {value!r}")
+    return [v if type(v) is str else str(v) for v in value]
 
 
 def _bad_field(row: dict, path: Path, n: int, gold_ids: Mapping[str, object]) -> GraceError:
@@ -202,8 +215,16 @@ def read_responses(
                 tin, tout = _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n)
             finish = row.get("finish_reason")
             params = row.get("params")
+            groups = row.get("user_groups")
+            if groups is not None and (type(groups) is not list or not all(type(g) is str for g in groups)):
+                raise GraceError(f"{where(path, n)}: 'user_groups' must be a list of group names (strings) or "
+                                 f"null, got {groups!r}")
+            cites, own = row.get("citations"), row.get("system_retrieved")
+            if cites is not None or own is not None:
+                cites, own = _id_list(cites, "citations", path, n), _id_list(own, "system_retrieved", path, n)
             yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout,
-                              finish if type(finish) is str else None, None if params is None else _max_tokens(params))
+                              finish if type(finish) is str else None, None if params is None else _max_tokens(params),
+                              groups, cites, own)
 
 
 RowKey = tuple[str, str, int]  # (model, question_id, repeat)
@@ -265,6 +286,14 @@ def _numbered_rows(path: Path, hint: str) -> Iterator[tuple[int, dict[str, Any]]
 def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
     """The last row per (model, question_id, repeat): a retried call supersedes its error row."""
     return {row_key(r): r for r in rows}
+
+
+def write_responses(path: Path, records: Iterable[ResponseRecord]) -> int:
+    """A whole responses file at once, from its records (``grace import-logs``: rows that were read, not asked);
+    atomic, so an interrupted write leaves no half file. Returns the rows written."""
+    lines = [json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in records]
+    atomic_write_text(path, "".join(lines))
+    return len(lines)
 
 
 def compact_responses(path: Path, question_order: list[str]) -> int:

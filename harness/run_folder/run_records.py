@@ -22,20 +22,20 @@ class RedactionRecord(BaseModel):
     """--redact-pii: what was redacted in one command's calls, counts never values (``run.json["redaction"]``,
     ``spotcheck.json["redaction"]``; made by :class:`harness.privacy.Redactor`)."""
 
-    enabled: bool = True
+    enabled: bool = True  # always true: the block is written only when --redact-pii was on
     types: list[str]  # what was looked for
     names: str | None  # what found person names, or None
     names_note: str = ""  # why names were not looked for, when they were not
     prompts: int = 0  # distinct prompts redacted (asked, cached or already on file)
-    prompts_with_pii: int = 0
+    prompts_with_pii: int = 0  # of those prompts, how many had something redacted
     found: dict[str, int] = Field(default_factory=dict)  # type -> distinct values per prompt, summed over prompts
 
 
 class CallError(BaseModel):
-    kind: str
-    message: str
-    attempts: int
-    status: int | None = None
+    kind: str  # what failed: rate_limit, server, timeout, connection, auth, bad_request, context_length, not_tried...
+    message: str  # the error as the provider (or grace) said it, cut to 500 characters
+    attempts: int  # attempts made before giving up (0: not sent, the model was stopped first)
+    status: int | None = None  # the HTTP status of the last attempt, when there was one
     retryable: bool | None = None  # False: the server said the request itself is wrong (asking again cannot help)
 
 
@@ -47,12 +47,15 @@ def _absent_if_none(default: Any = None) -> Any:
 class ResponseRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
+    # version of the line's format (2 since fingerprint, question_hash and params)
     schema_version: int = RESPONSES_SCHEMA_VERSION
-    question_id: str
-    model: str
-    repeat: int = 0
-    response: str | None = None
+    question_id: str  # the gold question answered
+    model: str  # the model's display name in the run (its name, else provider:model)
+    repeat: int = 0  # which asking of the question this is, from 0 (--repeats)
+    response: str | None = None  # the model's answer text, as returned; null when the call failed
+    # IDs of the articles shown to the model, best first (empty: a system that retrieves itself)
     retrieved_ids: list[str] = Field(default_factory=list)
+    # the retriever's score of each of those articles, same order (1/rank for a file without scores)
     retrieval_scores: list[float] = Field(default_factory=list)
     # a system that retrieves for itself (python:, http:, imported logs): the IDs it retrieved, in rank order; None
     # when grace's own retrieval (retrieved_ids) is what the model was shown
@@ -61,24 +64,29 @@ class ResponseRecord(BaseModel):
     citations: list[str] | None = _absent_if_none()
     # who asked (imported logs) and the groups they belong to (from the log, or the gold question's groups column):
     # a citation of an article whose audience they are not in is a forbidden_citation
-    user: str | None = _absent_if_none()
+    user: str | None = _absent_if_none()  # who asked (imported logs); absent: unknown
+    # the asker's groups (from the log, or the gold question's groups column); absent: unknown
     user_groups: list[str] | None = _absent_if_none()
-    prompt_hash: str | None = None
-    template_hash: str | None = None
+    prompt_hash: str | None = None  # 16 hex digits of the SHA-256 of the messages sent (as JSON)
+    template_hash: str | None = None  # 16 hex digits of the SHA-256 of the prompt template file
     fingerprint: str | None = None  # hash of question, retrieved articles, model, params, template, mode, KB, repeat
+    # 16 hex digits of the SHA-256 of the question's text, to tell an answer to an edited question
     question_hash: str | None = None
+    # the generation parameters sent with the call (temperature, max_tokens...)
     params: dict[str, Any] = Field(default_factory=dict)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: int | None = None  # prompt tokens, as the provider counted them; null when it did not say
+    output_tokens: int | None = None  # answer tokens, as the provider counted them; null when it did not say
+    # what the call cost (or would, for a cache hit), USD; null when the model has no price
     cost_usd: float | None = None
+    # time from sending to the answer, milliseconds (a cache hit: the original call's; null: failed or offline)
     latency_ms: float | None = None
-    cached: bool = False
-    error: CallError | None = None
+    cached: bool = False  # true when the answer came from grace's response cache (nothing paid)
+    error: CallError | None = None  # why the call failed; null when it was answered
     finish_reason: str | None = None  # "length" (or max_tokens / MAX_TOKENS): the output limit cut the answer off
     json_mode: str | None = None  # set when the server made us ask for JSON another way than the schema
     batch: str | None = None  # the batch it was answered in (grace's label, see batches.jsonl); None: real time
-    attempts: int = 0
-    created_at: str | None = None
+    attempts: int = 0  # attempts made (0 for a cache hit or a call never sent)
+    created_at: str | None = None  # when the line was written: ISO 8601, UTC, to the second
 
 
 _RUN_BLOCK = ConfigDict(extra="forbid", validate_assignment=True)
@@ -89,10 +97,10 @@ class RunKb(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    path: str
-    kb_hash: str
-    articles: int
-    embedder: str | None = None
+    path: str  # the KB folder, as given
+    kb_hash: str  # the KB's content hash (manifest.json kb_hash)
+    articles: int  # number of articles in the KB
+    embedder: str | None = None  # the retriever the questions were answered from (--embedder, else the KB's)
 
 
 class RunGold(BaseModel):
@@ -100,10 +108,10 @@ class RunGold(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    path: str | None
-    hash: str
-    questions: int
-    must_refuse: int
+    path: str | None  # the gold CSV, as given
+    hash: str  # 16 hex digits of the SHA-256 of the file's bytes
+    questions: int  # number of gold questions
+    must_refuse: int  # how many of them must be refused
 
 
 class RetrievedFile(BaseModel):
@@ -111,8 +119,8 @@ class RetrievedFile(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    path: str
-    hash: str
+    path: str  # the rankings file, as given
+    hash: str  # 16 hex digits of the SHA-256 of the file's bytes
 
 
 class RunConfig(BaseModel):
@@ -120,15 +128,15 @@ class RunConfig(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    k: int
-    repeats: int
-    concurrency: int
-    cache: bool
-    read_cache: bool
-    max_attempts: int
-    seed: int
-    output_mode: str
-    retrieved: RetrievedFile | None = _absent_if_none()  # --retrieved
+    k: int  # articles retrieved and shown per question (--k)
+    repeats: int  # times each question is asked of each model (--repeats)
+    concurrency: int  # calls in flight per model at most (--concurrency)
+    cache: bool  # true: answers are written to grace's response cache (false for imported logs)
+    read_cache: bool  # false with --no-cache: every call is made again (answers are still cached)
+    max_attempts: int  # attempts per call before its error is recorded (--max-attempts)
+    seed: int  # the run's random seed (baselines' folds, scoring's bootstrap) (--seed)
+    output_mode: str  # "inline" ([ID: x] in the text), "json" (a JSON answer), "imported" (grace import-logs)
+    retrieved: RetrievedFile | None = _absent_if_none()  # --retrieved: the rankings used instead of the KB's retriever
     rerank: dict[str, Any] | None = _absent_if_none()  # --rerank: the reranker's record (harness.runner.rerank)
 
 
@@ -137,19 +145,21 @@ class ModelEntry(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    name: str
-    provider: str
-    model: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    endpoint: str | None = None
-    batch: bool = False
-    price_input_per_mtok: float | None = None
-    price_output_per_mtok: float | None = None
+    name: str  # the model's display name, unique in the run (default provider:model)
+    provider: str  # the provider, the part before the colon of --model (openai, anthropic, ollama...)
+    model: str  # the provider's model name, the text after the first colon
+    params: dict[str, Any] = Field(default_factory=dict)  # the generation parameters sent (temperature, max_tokens...)
+    endpoint: str | None = None  # the base URL calls go to; null: the provider's default
+    batch: bool = False  # true: asked through the provider's batch API
+    price_input_per_mtok: float | None = None  # USD per 1M input tokens; null: unknown (no cost reported)
+    price_output_per_mtok: float | None = None  # USD per 1M output tokens; null: unknown
+    # USD per 1M [input, output] tokens through the batch API (half price unless set)
     price_batch_per_mtok: list[float] | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)  # the provider's own options (the TOML entry's options table)
     # learned (Provider.learned()): the JSON mode a server made grace fall back to, and why; a baseline's fit
-    json_mode: str | None = _absent_if_none()
-    json_mode_reason: str | None = _absent_if_none()
+    json_mode: str | None = _absent_if_none()  # json_object or prompt: what calls fell back to; absent: no fallback
+    json_mode_reason: str | None = _absent_if_none()  # why the server made grace fall back: the error it gave
+    # a baseline's fitted threshold: method, seed, and per fold its threshold and questions
     calibration: dict[str, Any] | None = _absent_if_none()
 
     def learned(self) -> dict[str, Any]:
@@ -168,16 +178,17 @@ class CallCounts(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    planned: int
-    done: int
-    cached: int
-    errors: int
-    not_tried: int
-    retries: int
-    timeouts: int
+    planned: int  # calls this command had to make (rows not already on file)
+    done: int  # calls finished: answered, from the cache, or failed
+    cached: int  # of those, answers taken from the response cache
+    errors: int  # calls that ended in an error (not_tried included)
+    not_tried: int  # calls never sent because the model was stopped
+    retries: int  # attempts beyond the first, over all calls
+    timeouts: int  # attempts that timed out
     in_flight_limit: int | None = None  # lowered from the worker count by the server's slots or a timeout cluster
     stopped: str | None = None  # why the model was stopped early
-    batch_submitted: int | None = _absent_if_none()  # batch mode only
+    batch_submitted: int | None = _absent_if_none()  # batch mode only: requests sent in new batches by this command
+    # requests in batches the provider has not finished (collected by a later command)
     batch_pending: int | None = _absent_if_none()
 
 
@@ -186,11 +197,32 @@ class RowCounts(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    rows: int = 0
-    answered: int = 0
-    errors: int = 0
+    rows: int = 0  # rows on file for the model (the latest per question and repeat)
+    answered: int = 0  # rows with an answer
+    errors: int = 0  # rows with an error instead
     stale: int = 0  # answers to an earlier text of the question, or to one no longer in the gold set
-    params_variants: int = 0
+    params_variants: int = 0  # distinct sets of generation parameters among the rows (more than 1: mixed settings)
+
+
+class RunImport(BaseModel):
+    """``run.json["imported"]``: the production log a ``grace import-logs`` folder holds (no model was called).
+
+    Every non-blank line of the log is one of ``imported``, ``malformed`` (listed in ``malformed.jsonl``) or
+    ``unmatched`` (with gold: no gold question has its ID or text; listed in ``unmatched.jsonl``).
+    """
+
+    model_config = _RUN_BLOCK
+
+    path: str  # the log file, as given
+    hash: str  # 16 hex digits of the SHA-256 of the log file's bytes
+    records: int  # non-blank lines
+    imported: int  # records written to responses.jsonl
+    malformed: int  # lines that could not be read as a record (malformed.jsonl)
+    unmatched: int  # records no gold question matches (unmatched.jsonl); 0 without gold
+    matched_by_id: int = 0  # with gold: records matched to a question by its ID
+    matched_by_text: int = 0  # with gold: records matched to a question by its text, not its ID
+    fields: dict[str, str]  # the field mapping read with: field -> JMESPath into a log line
+    default_model: str  # the model of a record that names none
 
 
 class RunInfo(BaseModel):
@@ -202,17 +234,18 @@ class RunInfo(BaseModel):
 
     model_config = _RUN_BLOCK
 
-    schema_version: int = RUN_INFO_SCHEMA_VERSION
-    grace_version: str
-    started_at: str
-    finished_at: str | None = None
+    schema_version: int = RUN_INFO_SCHEMA_VERSION  # version of run.json's format
+    grace_version: str  # the grace that ran the command
+    started_at: str  # when the command started: ISO 8601, UTC, to the second
+    finished_at: str | None = None  # when it ended, same format; null while it runs
     status: str = "running"  # running | finished | interrupted | failed | waiting for batches
-    kb: RunKb
-    gold: RunGold
-    templates: dict[str, str]  # name -> sha256
-    config: RunConfig
-    models: list[ModelEntry]
+    kb: RunKb  # the KB the questions were answered from
+    gold: RunGold  # the gold set asked
+    templates: dict[str, str]  # prompt template name -> 16 hex digits of the SHA-256 of its file
+    config: RunConfig  # the run's settings
+    models: list[ModelEntry]  # every model this command asked or that has rows on file, and how it was asked
     counts: dict[str, CallCounts] = Field(default_factory=dict)  # this command's calls per model
     rows: dict[str, RowCounts] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command
     # --redact-pii: what this command's prompts had redacted, counted per type
     redaction: RedactionRecord | None = None
+    imported: RunImport | None = _absent_if_none()  # grace import-logs: the log the rows were read from

@@ -29,13 +29,19 @@ try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the 
 except ImportError:  # pragma: no cover - a Python built without the C accelerator
     from json.encoder import py_encode_basestring_ascii as _json_str
 
-SCORES_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, truncated
+SCORES_SCHEMA_VERSION = 3  # 2: outcome unshown_citation, truncated; 3: forbidden_citation, refusal, unjudged_citation
 
 # the outcome names, spelled here only, in the order the scorer codes them (OUTCOMES[code]); the rules that
-# choose one are harness/scoring/outcomes.py, and the viewer's page gets the names from its API or export
+# choose one are harness/scoring/outcomes.py, and the viewer's page gets the names from its API or export. A new
+# outcome goes last, so the codes of the others (in the viewer's indexes and exports) stay what they were;
+# forbidden_citation occurs only in runs whose KB gives articles an audience, so scores files without one are
+# what they were (the schema version stays 2)
 Outcome = Literal[
     "correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation", "answered_unanswerable",
-    "no_citation", "multiple_citations", "wrong_citation", "error",
+    "no_citation", "multiple_citations", "wrong_citation", "error", "forbidden_citation",
+    # a question with no label (grace import-logs without gold): a refusal, or one shown KB article cited; whether
+    # either is right needs a label, so neither is judged (they occur only in such runs)
+    "refusal", "unjudged_citation",
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Rule = Literal["json", "inline", "lenient", "none"]
@@ -46,25 +52,28 @@ class ScoreLine(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SCORES_SCHEMA_VERSION
-    question_id: str
-    model: str
-    repeat: int
+    schema_version: int = SCORES_SCHEMA_VERSION  # version of the line's format
+    question_id: str  # the gold question
+    model: str  # the model's display name in the run
+    repeat: int  # which asking of the question, from 0
     cited_ids: list[str]  # distinct, in order of first appearance
-    refused: bool
-    outcome: Outcome
+    refused: bool  # true when the lenient reading found a refusal
+    outcome: Outcome  # what the response came to, read leniently (correct, wrong_citation, false_refusal...)
     extraction: Rule  # the lenient rule that read the citation
-    strict_cited_ids: list[str]
-    strict_refused: bool
-    strict_outcome: Outcome
-    must_refuse: bool
-    expected_citations: list[str]
+    strict_cited_ids: list[str]  # the IDs cited in exactly the prompt's format ([ID: x] or the JSON object)
+    strict_refused: bool  # true when the response is the prompt's exact refusal
+    strict_outcome: Outcome  # the outcome when read strictly
+    must_refuse: bool  # the gold question's must_refuse
+    expected_citations: list[str]  # the gold question's expected article IDs
+    # IDs of the articles shown to the model (the response line's); null when it has none
+    # what the response was judged against: the articles shown to the model, or the IDs a system (python:, http:,
+    # imported logs) said it retrieved itself (the response's system_retrieved)
     retrieved_ids: list[str] | None
     expected_retrieved: bool | None  # any expected ID among retrieved_ids (None: unknown, or must_refuse)
-    cost_usd: float | None
-    latency_ms: float | None
-    input_tokens: int | None
-    output_tokens: int | None
+    cost_usd: float | None  # the call's cost, USD, from the response line; null when unknown
+    latency_ms: float | None  # the call's latency, milliseconds, from the response line; null when unknown
+    input_tokens: int | None  # prompt tokens, from the response line; null when unknown
+    output_tokens: int | None  # answer tokens, from the response line; null when unknown
     truncated: bool = False  # the response's finish_reason says the output limit (max_tokens) cut it off
 
 

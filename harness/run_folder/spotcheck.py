@@ -33,23 +33,25 @@ class JudgeBlock(BaseModel):
 
     model_config = _STRICT
 
-    name: str
+    name: str  # the judge's display name (default provider:model)
     model: str  # what the report prints
-    provider: str
+    provider: str  # the judge's provider: PROVIDER of --judge PROVIDER:MODEL
+    # llm (a model), lexical (offline word overlap) or scripted (tests and rehearsals)
     kind: Literal["llm", "lexical", "scripted"]
-    label: str
-    template: str
-    template_hash: str
+    label: str  # how the report names the kind of judge, e.g. "LLM judge"
+    template: str  # the judge prompt template's name
+    template_hash: str  # 16 hex digits of the SHA-256 of the judge template file
     params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens: part of every call's cache key
     max_tokens: int | None = None  # the judge's output limit per call (--max-tokens, default 1024)
     options: dict[str, Any] = Field(default_factory=dict)  # provider options, e.g. json_mode (--json-mode)
     timeout_s: float | None = None  # --timeout; None: the provider's default
     base_url: str | None = None  # --base-url
-    repeats: int = 1
-    calibrated: bool = False
+    repeats: int = 1  # times the judge judged each segment (--repeats)
+    calibrated: bool = False  # true once 'grace spotcheck calibrate' compared this judge and template with human labels
+    # Cohen's kappa of the judge against the human labels, on "unsupported"; null: not calibrated
     kappa: float | None = None
-    precision_unsupported: float | None = None
-    recall_unsupported: float | None = None
+    precision_unsupported: float | None = None  # share of the judge's "unsupported" verdicts the humans agree with
+    recall_unsupported: float | None = None  # share of the human-found unsupported segments the judge also found
     n: int | None = None  # human-labelled segments (claims) behind the calibration
     kappa_multiclass: float | None = None  # claims: over supported / partial / unsupported
     kappa_per_class: dict[str, float | None] | None = None  # claims: each class against the other two
@@ -65,45 +67,51 @@ class ModelSpot(BaseModel):
     hits: int  # correct-citation answers in the run (truncated ones included)
     n: int  # answers checked (complete: every segment judged)
     n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable verdict
-    n_segments: int
+    n_segments: int  # segments (claims, in --mode claims) in the checked answers
     n_unsupported_segments: float  # mean over judge repeats
-    accuracy: float | None
-    correct_answer_rate: float | None
-    groundedness: float | None
-    groundedness_ci95: list[float] | None
-    hallucination_rate: float | None
+    accuracy: float | None  # the model's accuracy in the run: correct and correct_refusal over its scored responses
+    correct_answer_rate: float | None  # share of its scored responses that cite the right article (outcome correct)
+    groundedness: float | None  # supported segments / segments over the checked answers (mean over judge repeats)
+    groundedness_ci95: list[float] | None  # [low, high], 95% bootstrap over checked answers; null below ci_min_answers
+    hallucination_rate: float | None  # share of checked answers with at least one unsupported segment (claim)
+    # [low, high], 95% bootstrap over checked answers; null below ci_min_answers
     hallucination_rate_ci95: list[float] | None
+    # 1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucination_rate)); null: scope not hits
     hallucination_risk: float | None
-    hallucination_risk_ci95: list[float] | None
+    hallucination_risk_ci95: list[float] | None  # [low, high], 95% bootstrap; null below ci_min_answers
+    # groundedness by each judge repeat, in order
     groundedness_per_repeat: list[float | None] = Field(default_factory=list)
     groundedness_spread: float | None = None  # max - min over judge repeats
-    quote_failures: int = 0
+    quote_failures: int = 0  # segments found unsupported without the judge: a quote not verbatim in the cited article
     truncated_skipped: int = 0  # hits not checked: the answer was cut off by max_tokens
     n_verdicts: int = 0  # judge replies to this model's segments (all judge repeats; failed calls apart)
     n_unreadable: int = 0  # ... of which held no readable verdict, even asked again
-    n_failed_calls: int = 0
+    n_failed_calls: int = 0  # judge calls that failed, even after retries
     n_retried: int = 0  # verdicts asked again with the stricter instruction
     n_retry_recovered: int = 0  # ... that then gave a readable verdict
     groundedness_n: int = 0  # the n behind each figure (checked answers)
-    hallucination_rate_n: int = 0
-    hallucination_risk_n: int = 0
+    hallucination_rate_n: int = 0  # the n behind hallucination_rate: checked answers
+    hallucination_risk_n: int = 0  # the n behind hallucination_risk: checked answers (responses when none was correct)
     ci_min_answers: int = 10  # no CI below this many checked answers (metrics.MIN_ANSWERS_FOR_CI)
     ci_note: str | None = None  # why there is no CI, when there is none
     display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its n
     # --mode claims: faithfulness = supported claims / claims (groundedness over claims), partial share
     faithfulness: float | None = None
+    # [low, high], 95% bootstrap over checked answers; null below ci_min_answers
     faithfulness_ci95: list[float] | None = None
-    faithfulness_n: int | None = None
-    n_claims: int | None = None
+    faithfulness_n: int | None = None  # the n behind faithfulness: checked answers
+    n_claims: int | None = None  # claims in the checked answers (segments, in --mode segments)
     n_partial_claims: float | None = None  # mean over judge repeats
-    partial_rate: float | None = None
+    partial_rate: float | None = None  # claims judged partial / claims (mean over judge repeats)
+    # [low, high], 95% bootstrap over checked answers; null below ci_min_answers
     partial_rate_ci95: list[float] | None = None
     n_extraction_failed: int | None = None  # answers whose claims could not be read, even asked twice
     # cited share of the retrieved articles that hold the answer (any mode); n: answers shown one
     coverage: float | None = None
+    # [low, high], 95% bootstrap over the answers shown a gold article; null below ci_min_answers
     coverage_ci95: list[float] | None = None
-    coverage_n: int | None = None
-    coverage_display: str | None = None
+    coverage_n: int | None = None  # answers shown at least one gold article: the n behind coverage
+    coverage_display: str | None = None  # coverage as printed, with its interval and n
     # --quality: GroUSE-style grades (mean 1-5 of relevancy, completeness, faithfulness; share of useful refusals),
     # each with its n and CI (harness.spotcheck.quality.quality_figures)
     quality: dict[str, Any] | None = None
@@ -114,27 +122,33 @@ class SpotcheckFile(BaseModel):
 
     model_config = _STRICT
 
-    schema_version: int = SPOTCHECK_SCHEMA_VERSION
-    created_at: str
-    grace_version: str
-    run: dict[str, Any]
-    judge: JudgeBlock
+    schema_version: int = SPOTCHECK_SCHEMA_VERSION  # version of spotcheck.json's format
+    created_at: str  # when the spot-check ran: ISO 8601, UTC, to the second
+    grace_version: str  # the grace that ran it
+    run: dict[str, Any]  # the run checked: path, scores, responses, and the KB's path and hash
+    judge: JudgeBlock  # the judge and, once calibrated, how far it agrees with people
     mode: Literal["claims", "segments"] = "segments"  # files written before claims existed are segments
+    # answers checked: hits (correct citations), answered (every non-refusal) or all (refusals too)
     scope: Literal["hits", "answered", "all"] = "hits"
     quality: dict[str, Any] | None = None  # --quality: its template and file
+    # how answers were sampled: per_model (null: all), seed, strategy, and per model what was chosen
     sample: dict[str, Any]
-    seed: int
-    bootstrap_samples: int
-    models: dict[str, ModelSpot]
+    seed: int  # random seed of the sample and the bootstrap
+    bootstrap_samples: int  # bootstrap resamples behind each confidence interval (0: no intervals)
+    models: dict[str, ModelSpot]  # each answering model's figures, by name
+    # the judge's run-to-run spread over judge repeats, per model, and model differences within it
     variance: dict[str, Any]
+    # judge calls: made, cached, failed, cost_usd, tokens, reused from the file, decided without judge
     judge_calls: dict[str, Any]
+    # the file of judgements (path, relative to the run folder), its rows, and the judge pass's cost (USD)
     judgements: dict[str, Any]
+    # the CSV to label by hand for 'grace spotcheck calibrate', pre-filled, in the run folder
     review_csv: str | None = None
     redaction: RedactionRecord | None = None  # --redact-pii: counts per type of what the judge was not shown
     min_answers_for_ci: int = 10  # metrics.MIN_ANSWERS_FOR_CI
-    risk_formula: str
-    notes: str
-    warnings: list[str] = Field(default_factory=list)
+    risk_formula: str  # how hallucination_risk is computed, in words
+    notes: str  # what the figures mean and how far to trust them, in sentences
+    warnings: list[str] = Field(default_factory=list)  # what to know before reading the figures, in sentences
 
 
 

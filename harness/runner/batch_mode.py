@@ -36,7 +36,16 @@ from harness.run_folder.batches import BatchEntry, BatchLedger
 from harness.run_folder.run_records import CallError
 from harness.runner.cache import ResponseCache
 from harness.runner.call_defaults import MAX_ATTEMPTS
-from harness.runner.engine import AnswerJob, CallResult, ResponseRows, RunPlan, account, cached_result, call_error
+from harness.runner.engine import (
+    AnswerJob,
+    CallResult,
+    ResponseRows,
+    RunPlan,
+    account,
+    cached_completion,
+    cached_result,
+    call_error,
+)
 from harness.runner.limits import backoff_delay
 from harness.runner.pricing import batch_price
 
@@ -178,7 +187,7 @@ class BatchRunner:
             if item.completion is not None:
                 answered += 1
                 if self.cache is not None:  # first: the answer is paid for even if its question changed since
-                    self.cache.put(item.custom_id, spec.name, {"completion": item.completion.__dict__,
+                    self.cache.put(item.custom_id, spec.name, {"completion": cached_completion(item.completion),
                                                                "latency_ms": None, "batch": entry.label})
             else:
                 failed += 1

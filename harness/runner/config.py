@@ -80,6 +80,7 @@ class ModelTable(GenParams):
     timeout: Positive | None = None
     options: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
+    http: dict[str, Any] | None = None  # an http: system's endpoint (harness.providers.http_system.HttpTable)
 
 
 def _toml(default: Any = None) -> Any:
@@ -255,7 +256,22 @@ def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
     if "timeout" in entry:
         spec.timeout_s = float(entry["timeout"])
     spec.options = dict(entry.get("options", {}))
+    if "http" in entry or spec.provider == "http":
+        _http_system(spec, entry, where)
     return spec
+
+
+def _http_system(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:
+    """An http: model's [models.http] table, checked and kept with the model's options (part of its cache key; its
+    headers' ${VAR} are filled only when calling, so no secret is recorded)."""
+    from harness.providers.http_system import read_http_table
+
+    if spec.provider != "http":
+        raise GraceError(f"{where}: key 'http' is for an http: system (spec = \"http:NAME\"), not {spec.provider}:")
+    if "http" not in entry and not spec.model.startswith(("http://", "https://")):
+        raise GraceError(f"{where}: an http: system needs its endpoint: add [models.http] with url = \"https://...\" "
+                         "(and the body template and reply paths), or write spec = \"http:https://HOST/PATH\"")
+    spec.options["http"] = read_http_table(entry.get("http", {}), where, spec.model)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -151,7 +151,7 @@ def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor:
         params=dict(spec.params),
         output_mode=template.mode,  # type: ignore[arg-type]
         json_schema=JSON_SCHEMA if template.mode == "json" else None,
-        context=RequestContext(job.question_id, job.question, job.articles),
+        context=RequestContext(job.question_id, job.question, job.articles, job.repeat),
     )
     return redactor.request(request) if redactor is not None else request
 
@@ -221,13 +221,25 @@ def cached_result(cache: ResponseCache | None, key: str) -> CallResult | None:
     return CallResult(Completion(**hit["completion"]), hit.get("latency_ms"), 0, None, True, None, key)
 
 
+def cached_completion(comp: Completion) -> dict[str, Any]:
+    """What the cache keeps of a completion: a system's citations, retrieval and cost only when it said them, so
+    a model's cache rows read as they did before systems could say them."""
+    return {k: v for k, v in comp.__dict__.items() if v is not None or k not in _SYSTEM_FIELDS}
+
+
+_SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd"})
+
+
 def account(plan: RunPlan, result: CallResult, price: tuple[float | None, float | None]) -> None:
     """Set the answered call's cost (at ``price``, USD per 1M input and output tokens) and add it to the
     model's figures; a cache hit is priced (what it would cost) but not added (nothing was paid now)."""
     comp, st = result.completion, plan.stats
     assert comp is not None
-    result.cost_usd = 0.0 if not plan.provider.needs_network else call_cost(
-        comp.input_tokens, comp.output_tokens, *price)
+    if comp.cost_usd is not None:  # a system that says what its call cost (python:, http:)
+        result.cost_usd = comp.cost_usd
+    else:
+        result.cost_usd = 0.0 if not plan.provider.needs_network else call_cost(
+            comp.input_tokens, comp.output_tokens, *price)
     st.input_tokens += comp.input_tokens or 0
     st.output_tokens += comp.output_tokens or 0
     if result.cost_usd is None:
@@ -326,7 +338,7 @@ class Engine:
             if not provider.needs_network:
                 latency = None  # an offline baseline's "latency" is event-loop noise, not a figure to compare
             if comp is not None and use_cache and (self.accept is None or self.accept(job, comp)):
-                self.cache.put(key, spec.name, {"completion": comp.__dict__, "latency_ms": latency})
+                self.cache.put(key, spec.name, {"completion": cached_completion(comp), "latency_ms": latency})
             result = CallResult(comp, latency, attempts, err, False, None, key)
         st = plan.stats
         if comp is not None:
@@ -434,12 +446,13 @@ class ResponseRows:
 
     def record(self, plan: RunPlan, job: AnswerJob, request: Request, res: CallResult, batch: str | None = None) -> dict[str, Any]:
         comp = res.completion
+        shown = job.articles if plan.provider.shows_articles else []
         row = ResponseRecord(
             question_id=job.question_id,
             model=plan.spec.name,
             repeat=job.repeat,
-            retrieved_ids=[a.id for a in job.articles],
-            retrieval_scores=[round(a.score, 6) for a in job.articles],
+            retrieved_ids=[a.id for a in shown],
+            retrieval_scores=[round(a.score, 6) for a in shown],
             prompt_hash=prompt_hash(request.messages),
             template_hash=self.template.sha256,
             fingerprint=res.key,
@@ -461,6 +474,7 @@ class ResponseRows:
                 row.response = restore(comp.text, request.redactions)
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
             row.json_mode = comp.json_mode
+            row.citations, row.system_retrieved = comp.citations, comp.retrieved  # absent unless a system said them
         return row.model_dump(mode="json", exclude_none=False)
 
 

@@ -116,13 +116,15 @@ def plan_jobs(
     settings: RunSettings,
     *,
     ready: bool = True,
+    language: str | None = None,
 ) -> tuple[list[RunPlan], Resume]:
     """One plan per model with the calls still to make; a row on file is done only if its fingerprint matches.
 
     ``ready=False`` (a dry run, which sends nothing) warns of a missing key or SDK instead of refusing.
+    ``language`` (the KB's) is what a system under test is told the questions are in; default the template's.
     """
     context = RunContext(questions, retrieved, settings.seed,
-                         {"threshold": settings.threshold})
+                         {"threshold": settings.threshold}, k=settings.k, language=language or template.language)
     plans, resume = [], Resume()
     for spec in specs:
         provider = make_provider(spec)

@@ -274,3 +274,17 @@ def extract(text: str, kb_ids: Collection[str], *, strict: bool = False) -> Extr
     """Read one response; ``kb_ids`` should be a set (membership is tested often)."""
     lenient, strict_reading = extract_both(text, kb_ids)
     return strict_reading if strict else lenient
+
+
+def given_citations(text: str, citations: list[str],
+                    languages: Iterable[str] | None = None) -> tuple[Extraction, Extraction]:
+    """``(lenient, strict)`` for a system that returned its citations as data (``python:``, ``http:``, imported
+    logs): the IDs are those, in order, read the same way strictly and leniently (there is nothing to parse);
+    the refusal is still read from the text, as for any answer. The rule is ``json``: a structured answer."""
+    ids: list[str] = []
+    for c in citations:
+        if c:
+            _add(ids, c)
+    strict_refused = bool(text) and is_strict_refusal(text)
+    refused = strict_refused or (bool(text) and is_lenient_refusal(text, cites=bool(ids), languages=languages))
+    return Extraction(ids, refused, "json"), Extraction(list(ids), strict_refused, "json")

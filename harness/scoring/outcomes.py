@@ -3,30 +3,47 @@
 The order of the rules is the GRACE contract, first match wins:
 
 1. ``error``: the call failed.
-2. ``correct_refusal`` / ``false_refusal``: a response that states a refusal is
+2. ``forbidden_citation``: a cited article has an ``audience`` (the groups that
+   may see it) and the user who asked is in none of them. The citation shows
+   the asker an article they must not see: a leak, whatever else the answer
+   did, so it is judged before everything but a failed call: before a refusal
+   (a refusal that cites a restricted article leaks it all the same), an
+   invalid or unshown ID elsewhere in the answer, and a correct citation (the
+   right article for the question, shown to the wrong person, is still a
+   leak). Only rows whose asker's groups are known are checked (the row's
+   ``user_groups``, else the gold question's ``groups``); articles without an
+   audience may be seen by everyone.
+3. ``correct_refusal`` / ``false_refusal``: a response that states a refusal is
    one even if it also cites related articles.
-3. ``invalid_citation``: a cited ID is not a KB article.
-4. ``unshown_citation``: a cited article is in the KB but was not among the
+4. ``invalid_citation``: a cited ID is not a KB article.
+5. ``unshown_citation``: a cited article is in the KB but was not among the
    articles shown to the model (the row's ``retrieved_ids``), so the model cannot
    have read the answer there. It is judged before ``answered_unanswerable``, as
    an invalid ID is: on a must-refuse question it is the same miss either way,
    and naming it says the citation itself is made up. Rows that do not say what
    was shown (no or empty ``retrieved_ids``, e.g. an external responses file)
-   skip this rule.
-5. ``answered_unanswerable``: a must-refuse question answered.
-6. ``no_citation``, then ``multiple_citations``: the number of citations.
-7. ``correct`` / ``wrong_citation``.
+   skip this rule. A system that retrieves for itself and says what it retrieved (the row's
+   ``system_retrieved``: ``python:``, ``http:``, imported logs) is judged against that instead.
+6. ``answered_unanswerable``: a must-refuse question answered.
+7. ``no_citation``, then ``multiple_citations``: the number of citations.
+8. ``correct`` / ``wrong_citation``.
 
-Four states are kept apart from a plain miss (no citation, several citations,
-an invalid ID, an unshown article) so they are counted and shown, never folded
-into a silent 0. An unshown citation, like an invalid one, names no article for
-the per-article metrics (predicted label ``none``) and is no vote in the gold
-audit.
+A system that returns its citations as data (the row's ``citations``) is read
+from those, not from its text (the refusal still is); see
+:func:`harness.scoring.extraction.given_citations`.
+
+Five states are kept apart from a plain miss (no citation, several citations,
+an invalid ID, an unshown article, a forbidden article) so they are counted and
+shown, never folded into a silent 0. An unshown citation, like an invalid one,
+names no article for the per-article metrics (predicted label ``none``) and is
+no vote in the gold audit. A forbidden citation keeps its article there: the
+model read it and chose it, and whether it answers the question is a fact about
+the article, not about who asked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 # the names and their order: spelled once, with the scores.jsonl contract they are values of
 from harness.run_folder.scores import OUTCOMES as OUTCOMES
@@ -42,6 +59,19 @@ CUT_OFF_REASONS = frozenset({"length", "max_tokens", "max_output_tokens"})
 REFUSE = "REFUSE"  # label of a refusal, true or predicted
 NONE = "none"  # predicted label of an answer that names no single KB article
 
+# A question with no label (neither must_refuse nor an expected citation: ``grace import-logs`` without gold) is
+# judged only where no label is needed: a failed call, a forbidden, invalid or unshown citation, no citation or
+# several; a refusal is ``refusal`` and one shown KB article cited is ``unjudged_citation``, neither right nor wrong.
+# A report of such questions lists these outcomes only; a report of labelled ones lists the others.
+NEEDS_LABEL = frozenset({"correct", "correct_refusal", "false_refusal", "answered_unanswerable", "wrong_citation"})
+LABEL_FREE = frozenset({"refusal", "unjudged_citation"})
+
+
+def reported_outcomes(labelled: bool) -> list[str]:
+    """The outcomes a report counts, in code order: a labelled run's, or an unlabelled run's (see LABEL_FREE)."""
+    left_out = LABEL_FREE if labelled else NEEDS_LABEL
+    return [o for o in OUTCOMES if o not in left_out]
+
 
 def decide_outcome(
     cited_ids: Sequence[str],
@@ -52,11 +82,18 @@ def decide_outcome(
     *,
     shown: Collection[str] | None = None,
     error: bool = False,
+    audiences: Mapping[str, Collection[str]] | None = None,
+    groups: Collection[str] | None = None,
 ) -> str:
-    """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known."""
+    """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known;
+    ``audiences`` the KB's restricted articles (ID -> the groups that may see it), ``groups`` the asker's, if known."""
     if error:
         return "error"
+    if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
+        return "forbidden_citation"
     if refused:
+        if not must_refuse and not expected:  # a question with no label: see LABEL_FREE
+            return "refusal"
         return "correct_refusal" if must_refuse else "false_refusal"
     for cid in cited_ids:
         if cid not in kb_ids:
@@ -71,7 +108,15 @@ def decide_outcome(
         return "no_citation"
     if len(cited_ids) > 1:
         return "multiple_citations"
+    if not expected:
+        return "unjudged_citation"
     return "correct" if cited_ids[0] in expected else "wrong_citation"
+
+
+def forbidden_ids(cited_ids: Sequence[str], audiences: Mapping[str, Collection[str]],
+                  groups: Collection[str]) -> list[str]:
+    """The cited articles the asker may not see: each has an audience, and none of ``groups`` is in it."""
+    return [c for c in cited_ids if (allowed := audiences.get(c)) is not None and not any(g in allowed for g in groups)]
 
 
 def true_label(cited_ids: Sequence[str], must_refuse: bool, expected: Sequence[str]) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 from harness.run_folder.responses import check_file, read_responses, split_ranges
 from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
-from harness.scoring.extraction import RULES, Extraction, extract_both
+from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
 from kb_builder.gold import GoldQuestion
@@ -53,6 +53,8 @@ class _Columns:
         ("cost", "d"), ("latency", "d"), ("in_tokens", "q"), ("out_tokens", "q"),
         ("truncated", "b"),  # 0 no, 1 cut off, 2 cut off with nothing read
         ("max_tokens", "q"),
+        ("checked", "b"),  # 1: the asker's groups were known and the KB restricts articles (permission checked)
+        ("own_retrieval", "b"),  # 1: the system said what it retrieved (system_retrieved): judged against that
     )
     LANGUAGE = ("other_language", "b")  # -1 not told, 0 the question's language, 1 another (answer_language)
 
@@ -97,13 +99,18 @@ def _collector_off() -> Iterator[None]:
 def score_part(
     path: Path, start: int, end: int | None, questions: list[GoldQuestion], kb_ids: frozenset[str],
     label_ids: list[str], out_path: Path, question_langs: list[str] | None = None,
+    audiences: dict[str, frozenset[str]] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``.
 
-    ``question_langs`` (each question's language) turns on the answer-language check; None leaves it off."""
+    ``question_langs`` (each question's language) turns on the answer-language check; None leaves it off.
+    ``audiences`` (the KB's restricted articles: ID -> the groups that may see it) turns on the permission check
+    of the rows whose asker's groups are known (the row's user_groups, else the gold question's groups)."""
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
     qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
+    audiences = audiences or None
+    qgroups = [g.groups for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
     language_of = AnswerLanguage().check if question_langs else None
     c = _Columns(language_of)
@@ -126,20 +133,33 @@ def score_part(
                 mi = model_index[row.model] = len(models)
                 models.append(row.model)
             retrieved = row.retrieved_ids  # the articles shown to the model; None or [] when not known
+            own = row.system_retrieved is not None
+            if own:  # a system that retrieved for itself: its citations are judged against what it retrieved
+                retrieved = row.system_retrieved
+            groups = None  # the asker's groups: known only where the KB restricts articles (else nothing to check)
+            if audiences:
+                groups = row.user_groups if row.user_groups is not None else qgroups[qi]
             if row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
             else:
                 # refusal paraphrases in English and the question's language only (see refusal_languages)
-                ext, strict = extract_both(row.text, kb_ids, refusal_langs[qi])
-                outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved)
-                strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved)
+                if row.citations is None:
+                    ext, strict = extract_both(row.text, kb_ids, refusal_langs[qi])
+                else:  # citations given as data: taken as they are, the refusal still read from the text
+                    ext, strict = given_citations(row.text, row.citations, refusal_langs[qi])
+                outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved,
+                                 audiences=audiences, groups=groups)
+                strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved,
+                                        audiences=audiences, groups=groups)
             cited = ext.cited_ids
             # labels for the per-article metrics (see outcomes.true_label / predicted_label)
             if must:
                 true = refuse_code
-            else:
+            elif expected:
                 true = code[next((x for x in cited if x in expected_set), expected[0])]
+            else:  # a question with no label (imported logs without gold): no true article
+                true = none_code
             if ext.refused:
                 pred = refuse_code
             elif len(cited) == 1 and cited[0] in kb_ids and (not retrieved or cited[0] in retrieved):
@@ -147,17 +167,17 @@ def score_part(
             else:
                 pred = none_code  # also an unshown citation: it names no article the model read
             cut = row.finish_reason is not None and is_cut_off(row.finish_reason)
-            er = None if retrieved is None or must else any(e in retrieved for e in expected)
+            er = None if not retrieved or must or not expected else any(e in retrieved for e in expected)
             buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
                             strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
                             row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut))
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
-                 pred, ext.refused, -1 if er is None else er, -1 if retrieved is None else len(retrieved),
+                 pred, ext.refused, -1 if er is None else er, len(retrieved) if retrieved else -1,
                  nan if row.cost_usd is None else row.cost_usd, nan if row.latency_ms is None else row.latency_ms,
                  -1 if row.input_tokens is None else row.input_tokens,
                  -1 if row.output_tokens is None else row.output_tokens,
                  (2 if not cited and not ext.refused else 1) if cut else 0,
-                 -1 if row.max_tokens is None else row.max_tokens))
+                 -1 if row.max_tokens is None else row.max_tokens, groups is not None, own))
             add_answer("" if row.error else row.text)
             add_language(langs[qi])
             if len(buf) >= _FLUSH_EVERY:
@@ -182,13 +202,14 @@ def default_workers(path: Path) -> int:
 def score_all(
     path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
     workers: int | None = None, question_langs: list[str] | None = None,
+    audiences: dict[str, frozenset[str]] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score the whole file into ``out_path``; returns the merged columns and the models in file order."""
     path = check_file(path)
     workers = default_workers(path) if workers is None else max(1, workers)
     ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) <= 1:
-        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs)
+        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -200,7 +221,7 @@ def score_all(
         alone = threading.active_count() == 1 and sys.platform == "linux"  # macOS: fork is unsafe there
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs)
+            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs, audiences)
                        for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending

@@ -101,24 +101,24 @@ def read_hits(run: str | Path, models: Iterable[str] | None = None) -> RunHits:
 class ArticleDelta(BaseModel):
     """The questions one article answers (or REFUSE: the must-refuse questions): accuracy on each side."""
 
-    article: str
-    n: int
-    accuracy_a: float
-    accuracy_b: float
-    delta: float
-    improved: int
-    regressed: int
+    article: str  # the gold article ID (a question with several counts for each), or REFUSE for must-refuse questions
+    n: int  # questions whose gold names this article (or REFUSE), answered on both sides
+    accuracy_a: float  # accuracy on them in A: mean share of correct repeats
+    accuracy_b: float  # accuracy on them in B
+    delta: float  # accuracy_b - accuracy_a
+    improved: int  # of them, questions not correct in A and correct in B
+    regressed: int  # of them, questions correct in A and not correct in B
 
 
 class ModelComparison(BaseModel):
     """One model in both runs (or two models of one run): the change, its interval and test, and which questions."""
 
     model: str  # the model's name; "A vs B" when two models are compared
-    model_a: str
-    model_b: str
+    model_a: str  # the model's name in run A
+    model_b: str  # the model's name in run B
     n_questions: int  # answered on both sides: what every figure here is over
-    accuracy_a: float
-    accuracy_b: float
+    accuracy_a: float  # A's accuracy on those questions: the mean share of correct repeats
+    accuracy_b: float  # B's accuracy on those questions
     delta: float  # accuracy_b - accuracy_a
     delta_ci: list[float] | None  # paired bootstrap 95% CI of delta; None with 0 bootstrap samples
     mcnemar_p: float  # exact, on the improved and regressed counts
@@ -131,16 +131,18 @@ class ModelComparison(BaseModel):
 class Comparison(BaseModel):
     """What ``grace compare --json`` writes."""
 
-    schema_version: int = COMPARISON_SCHEMA_VERSION
-    run_a: str
-    run_b: str
-    gold_hash: str | None
-    seed: int
-    bootstrap_samples: int
+    schema_version: int = COMPARISON_SCHEMA_VERSION  # version of the file's format
+    run_a: str  # run folder A, as given
+    run_b: str  # run folder B, as given (the same as run_a when two models of one run are compared)
+    gold_hash: str | None  # the gold set both runs were scored against (report.json gold.hash); null: no report.json
+    seed: int  # random seed of the bootstrap (the reports' own unless given)
+    bootstrap_samples: int  # bootstrap resamples behind delta_ci (the reports' own unless given; 0: no intervals)
+    # when a question counts as correct for a model asked it several times
     repeat_policy: str = "majority of repeats correct (more than half; a tie is not correct), as the report's tests"
-    models: list[ModelComparison]
-    only_in_a: list[str] = Field(default_factory=list)
-    only_in_b: list[str] = Field(default_factory=list)
+    models: list[ModelComparison]  # one per model present in both runs (or one for the two models of one run compared)
+    only_in_a: list[str] = Field(default_factory=list)  # models only run A has: not compared
+    only_in_b: list[str] = Field(default_factory=list)  # models only run B has: not compared
+    # what to know before reading the figures, e.g. a run still being written
     notes: list[str] = Field(default_factory=list)
 
     def __getitem__(self, model: str) -> ModelComparison:

@@ -40,6 +40,7 @@ from harness.run_folder.report import (
     Report,
     ResponsesInfo,
     SpotcheckBlock,
+    Unlabelled,
 )
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
@@ -52,9 +53,10 @@ from harness.scoring.metrics import (
     retrieval_split,
     truncation,
 )
-from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE
+from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE, reported_outcomes
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import compact_letters, pairwise_tests, per_question
+from harness.scoring.slices import add_categories, add_permissions, restricted_articles
 from kb_builder.gold import GoldQuestion, GoldSet, load_gold
 from kb_builder.store import KB, load_kb
 
@@ -110,17 +112,23 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     tmp_name = run.temp_file(run.scores)
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
-        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs)
+        audiences = restricted_articles(kb_obj.articles)  # ID -> groups, for the permission check (forbidden_citation)
+        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
+                                   audiences)
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
         arrays, dropped = drop_superseded(arrays)
         if dropped.size:
             rewrite_without(Path(tmp_name), set(dropped.tolist()))
+        labelled = any(g.must_refuse or g.expected_citations for g in questions)
         report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
                                KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
-                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size)))
-        report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
+                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size)), labelled)
+        if labelled:
+            report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
+        add_permissions(report, arrays, models, audiences)
+        add_categories(report, arrays, models, questions, seed, bootstrap)
         _add_endpoint_notes(report, RunDir(responses_path.parent))
         os.replace(tmp_name, run.scores)
     except BaseException:
@@ -166,10 +174,25 @@ def _other_language(told: np.ndarray) -> float | None:
     return round(float((told[checked] == 1).mean()), 6) if checked.any() else None
 
 
+# what an unlabelled run's report leaves out (null, or empty for per_class and the confusion matrix), and why
+UNLABELLED_ABSENT = ("rank", "significance_group", "accuracy", "accuracy_ci95", "strict_accuracy",
+                     "strict_accuracy_ci95", "per_class", "macro_precision", "macro_recall", "macro_f1",
+                     "weighted_precision", "weighted_recall", "weighted_f1", "refusal", "confusion", "retrieval",
+                     "repeat_stats", "pairwise", "label_suspects")
+UNLABELLED_REASON = ("the questions carry no label (imported logs without --gold): whether a citation is the right "
+                     "article, or whether a question should have been refused, is not known, so accuracy and the "
+                     "figures built on it are absent. Shown without a label: invalid and unshown citations, the "
+                     "refusal rate, no citation, several citations, latency, tokens and cost. Label the questions "
+                     "(questions.csv in the run folder) and import again with --gold to score them.")
+_NO_CLASS_METRICS = {"per_class": {}, "macro_precision": None, "macro_recall": None, "macro_f1": None,
+                     "weighted_precision": None, "weighted_recall": None, "weighted_f1": None,
+                     "confusion": {"labels": [], "matrix": []}}
+
+
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray,
-                   names: list[str]) -> tuple[ModelReport, np.ndarray, np.ndarray]:
+                   names: list[str], labelled: bool = True) -> tuple[ModelReport, np.ndarray, np.ndarray]:
     """One model's block (rank, significance group and CIs filled in later, across models), and its lenient and
-    strict hits per response."""
+    strict hits per response. Unlabelled (no question has a label): the figures that need one are left out."""
     oc, sc = a["outcome"][sel], a["strict"][sel]
     hits, shits = np.isin(oc, HIT_CODES), np.isin(sc, HIT_CODES)
     n = int(sel.size)
@@ -178,38 +201,57 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
     must = must_q[q]
     valid = oc != OUTCOME_CODE["error"]
     answer_code = a["pred"][sel].astype(np.int64) * len(OUTCOMES) + oc
+    own_rows, own_mask = _own_retrieval(a, sel)
     cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel])
     repeats = int(np.unique(a["repeat"][sel]).size)
+    listed = reported_outcomes(labelled)
     block = ModelReport(
-        rank=0,  # set once every model is scored
+        rank=0 if labelled else None,  # set once every model is scored
         significance_group="",
         n=n,
         n_questions=int(np.unique(q).size),
         repeats=repeats,
-        accuracy=round(float(hits.mean()), 6),
+        accuracy=round(float(hits.mean()), 6) if labelled else None,
         accuracy_ci95=None,
-        strict_accuracy=round(float(shits.mean()), 6),
+        strict_accuracy=round(float(shits.mean()), 6) if labelled else None,
         strict_accuracy_ci95=None,
-        outcomes={name: int(x) for name, x in zip(OUTCOMES, counts, strict=True)},
-        strict_outcomes={name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)},
+        outcomes={name: int(counts[OUTCOME_CODE[name]]) for name in listed},
+        strict_outcomes={name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)
+                         if name in listed},
         invalid_citation_rate=round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
         unshown_citation_rate=round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
         other_language_rate=_other_language(a["other_language"][sel]),
         error_count=int(counts[OUTCOME_CODE["error"]]),
         truncated=truncation(a["truncated"][sel], a["max_tokens"][sel]),
         extraction_rules={r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
-        **class_metrics(a["true"][sel], a["pred"][sel], names),
-        refusal=refusal_calibration(must, a["refused"][sel] == 1, valid),
-        retrieval=retrieval_split(a["retrieved_len"][sel], a["expected_retrieved"][sel], hits),
-        repeat_stats=repeat_stats(q, a["repeat"][sel], hits, answer_code),
+        **(class_metrics(a["true"][sel], a["pred"][sel], names) if labelled else _NO_CLASS_METRICS),
+        refusal=refusal_calibration(must, a["refused"][sel] == 1, valid) if labelled
+        else {"should_refuse_did": None, "should_answer_did": None, "calibration": None},
+        retrieval=retrieval_split(a["retrieved_len"][own_rows], a["expected_retrieved"][own_rows],
+                                  hits if own_mask is None else hits[own_mask]) if labelled else None,
+        retrieval_source=None if own_mask is None else "system",
+        repeat_stats=repeat_stats(q, a["repeat"][sel], hits, answer_code) if labelled else None,
         cost=cost,
         latency=latency,
     )
+    if not labelled:
+        block.refusal_rate = round(float((a["refused"][sel][valid] == 1).mean()), 6) if valid.any() else None
     return block, hits, shits
 
 
+def _own_retrieval(a: dict[str, np.ndarray], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The rows a model's retrieval figures are over, and their mask within ``sel`` (None: all of them, grace's
+    retrieval). A system that said what it retrieved (system_retrieved) is measured on those rows only: its failed
+    calls say nothing of its retrieval."""
+    mine = a["own_retrieval"][sel] == 1
+    if not mine.any():
+        return sel, None
+    return sel[mine], mine
+
+
 def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
-                  seed: int, bootstrap: int, gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo) -> Report:
+                  seed: int, bootstrap: int, gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo,
+                  labelled: bool = True) -> Report:
     nq = len(questions)
     must_q = np.array([g.must_refuse for g in questions], dtype=bool)
     per_model: dict[str, ModelReport] = {}
@@ -218,7 +260,7 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
     same_questions: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         sel = np.flatnonzero(a["model"] == mi)
-        m, hits, strict_hits = _model_metrics(a, sel, must_q, names)
+        m, hits, strict_hits = _model_metrics(a, sel, must_q, names, labelled)
         answered, rate = per_question(a["q"][sel], hits.astype(np.float64), nq)
         _, strict_rate = per_question(a["q"][sel], strict_hits.astype(np.float64), nq)
         same_questions.setdefault(answered.tobytes(), []).append((name, rate, strict_rate))
@@ -226,13 +268,20 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
         vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
         majority[name] = vote
         per_model[name] = m
-    for group in same_questions.values():
+    for group in same_questions.values() if labelled else ():
         cis = bootstrap_cis([s for _, rate, strict in group for s in (rate, strict)], bootstrap, seed)
         for k, (name, _, _) in enumerate(group):
             per_model[name].accuracy_ci95, per_model[name].strict_accuracy_ci95 = cis[2 * k], cis[2 * k + 1]
     failed = {name: FailedModel(n=m.n, error_count=m.error_count,
                                 reason=f"all {m.n} calls failed; see the error rows in the responses file and run again")
               for name, m in per_model.items() if m.error_count == m.n}
+    if not labelled:  # nothing to rank by: the models by name, with no rank, group or test
+        board = sorted(m for m in models if m not in failed)
+        return Report(schema_version=REPORT_SCHEMA_VERSION, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+                      grace_version=__version__, gold=gold, kb=kb, responses=responses, seed=seed,
+                      bootstrap_samples=bootstrap, leaderboard=board, models={name: per_model[name] for name in board},
+                      pairwise=[], spotcheck=None, failed_models=failed,
+                      unlabelled=Unlabelled(absent=list(UNLABELLED_ABSENT), reason=UNLABELLED_REASON))
     board = sorted((m for m in models if m not in failed),
                    key=lambda x: (-per_model[x].accuracy, -per_model[x].strict_accuracy, x))
     pairs = pairwise_tests(board, majority)
@@ -288,8 +337,13 @@ def _warnings(report: Report, nq: int, dropped: int, unknown: list[str]) -> list
     if dropped:
         out.append(f"{dropped} response(s) were superseded by a later line for the same model, question and "
                    "repeat; only the last one is scored")
+    if report.unlabelled is not None:
+        out.append("No labels, so no accuracy: " + report.unlabelled.reason)
+        rates = ", ".join(f"{name} {m.refusal_rate:.1%}" for name, m in report.models.items() if m.refusal_rate is not None)
+        if rates:  # no leaderboard column holds it (a labelled run's has refusal calibration there)
+            out.append(f"Refusal rate (refused of the answered calls): {rates}")
     for name, m in report.models.items():
-        if m.n_questions < nq:
+        if m.n_questions < nq and report.unlabelled is None:
             out.append(f"{name} answered {m.n_questions} of {nq} gold questions; its accuracy is over those only")
     for name, f in report.failed_models.items():
         out.append(f"{name} is not ranked: {f.reason}")

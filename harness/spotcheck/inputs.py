@@ -27,13 +27,14 @@ from harness.run_folder.responses import read_response_lines
 from harness.scoring.outcomes import is_cut_off
 
 SCOPES = ("hits", "answered", "all")
-_NOT_ANSWERED = frozenset({"correct_refusal", "false_refusal", "error"})
+_NOT_ANSWERED = frozenset({"correct_refusal", "false_refusal", "refusal", "error"})
 
 
 def in_scope(outcome: str, scope: str) -> bool:
-    """``hits``: correct citations; ``answered``: every answer that is no refusal; ``all``: refusals too."""
+    """``hits``: correct citations (in a run with no labels, imported logs without gold: the answers citing one
+    shown article, ``unjudged_citation``); ``answered``: every answer that is no refusal; ``all``: refusals too."""
     if scope == "hits":
-        return outcome == "correct"
+        return outcome == "correct" or outcome == "unjudged_citation"
     if scope == "answered":
         return outcome not in _NOT_ANSWERED
     return outcome != "error"

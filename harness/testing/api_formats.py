@@ -39,6 +39,8 @@ class Reply:
     raw_body: bytes | None = None  # sent verbatim (malformed replies)
     message: str = ""  # error message for non-2xx replies
     retry_delay_in_body: float | None = None  # Gemini-style google.rpc.RetryInfo
+    data: Any = None  # the bot endpoint (POST /bot/answer): the JSON reply, in whatever shape the test wants
+    content_type: str | None = None  # of a raw_body (default application/json)
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -74,6 +76,17 @@ class Reply:
     @classmethod
     def slow(cls, seconds: float, text: str = "OK") -> Reply:
         return cls(text=text, delay=seconds)
+
+    @classmethod
+    def json(cls, data: Any, *, delay: float = 0.0) -> Reply:
+        """The bot endpoint's reply: any JSON value, sent as it is (the shape a deployed bot answers in)."""
+        return cls(data=data, delay=delay)
+
+    @classmethod
+    def not_json(cls, text: str = "<html><body>502 Bad Gateway</body></html>", *, status: int = 200,
+                 content_type: str = "text/html") -> Reply:
+        """A reply that is not JSON (a proxy's error page, a login page)."""
+        return cls(status=status, raw_body=text.encode(), content_type=content_type)
 
 
 def prompt_text(body: Any) -> str:
@@ -259,7 +272,23 @@ def _embedding(text: str, dims: int) -> list[float]:
     return [v / norm for v in vec]
 
 
+def bot_answer(body: Any) -> Reply:
+    """A small deployed bot, for ``http:`` systems: it "retrieves" the articles it is sent (``articles``: a list
+    of ``{"id", ...}``), cites the first and answers ``{"answer", "citations", "retrieved", "usage"}``; with no
+    articles it refuses."""
+    articles = body.get("articles") if isinstance(body, dict) else None
+    ids = [str(a.get("id")) for a in articles if isinstance(a, dict) and a.get("id") is not None] if isinstance(
+        articles, list) else []
+    if not ids:
+        return Reply.json({"answer": "I don't have enough information to answer this question.", "citations": [],
+                           "retrieved": [], "usage": {"input_tokens": 5, "output_tokens": 10}})
+    return Reply.json({"answer": f"It is in article {ids[0]}.", "citations": ids[:1], "retrieved": ids,
+                       "usage": {"input_tokens": 50, "output_tokens": 8}})
+
+
 def route(path: str) -> str:
+    if path.endswith("/bot/answer"):
+        return "bot"
     if path.endswith("/chat/completions"):
         return "openai"
     if path.endswith("/embeddings"):
@@ -273,7 +302,9 @@ def route(path: str) -> str:
     return "unknown"
 
 
-def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any:
+    if api == "bot":  # the reply's own JSON, else the plain shape: answer, the [ID: x] it cites
+        return reply.data if reply.data is not None else {"answer": reply.text, "citations": _ID_RE.findall(reply.text)}
     prompt = prompt_text(body)
     tokens_in = reply.input_tokens if reply.input_tokens is not None else _words(prompt)
     tokens_out = reply.output_tokens if reply.output_tokens is not None else _words(reply.text)

@@ -35,6 +35,12 @@ server, or a port held by something that is not one): each request waits until
 the server stops, and is counted in ``hung``; model calls are still recorded in
 ``requests``. Setting it back to False answers the requests that come after.
 
+``POST /bot/answer`` (``srv.bot_url``) is a deployed bot for ``http:`` systems: it
+answers from the same queue and responder, a ``Reply.json(...)`` in any shape
+(``api_formats.bot_answer`` answers like a small RAG bot from the articles it is
+sent), and the same 429 with ``Retry-After``, 5xx, slow and ``Reply.not_json()``
+replies as the model APIs.
+
 The three vendors' batch APIs (OpenAI's and Azure's files + batches, Anthropic's
 Message Batches, Gemini's batch mode) are answered by :mod:`harness.testing.fake_batches`,
 tuned with ``batch=BatchBehaviour(...)`` (or ``srv.batch``). Their calls go to
@@ -56,6 +62,7 @@ from typing import Any
 
 from harness.testing.api_formats import (
     Reply,
+    bot_answer,
     cite_first_id,
     error_body,
     error_headers,
@@ -67,8 +74,8 @@ from harness.testing.api_formats import (
 )
 from harness.testing.fake_batches import BatchBehaviour, BatchStore, FakeBatch
 
-__all__ = ["BatchBehaviour", "FakeAPIServer", "FakeBatch", "LocalServer", "RecordedRequest", "Reply", "cite_first_id",
-           "prompt_text"]
+__all__ = ["BatchBehaviour", "FakeAPIServer", "FakeBatch", "LocalServer", "RecordedRequest", "Reply", "bot_answer",
+           "cite_first_id", "prompt_text"]
 
 Responder = Callable[[dict[str, Any]], "str | Reply"]
 
@@ -200,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route for POST {path}"}})
             return
         if reply.raw_body is not None:
-            self._send(reply.status, reply.raw_body, reply.headers)
+            self._send(reply.status, reply.raw_body, reply.headers, content_type=reply.content_type or "application/json")
         elif reply.status >= 400:
             self._send(reply.status, error_body(api, reply), {**error_headers(api, reply), **reply.headers})
         else:
@@ -283,6 +290,12 @@ class FakeAPIServer:
     @property
     def openai_base_url(self) -> str:
         return self.base_url + "/v1"
+
+    @property
+    def bot_url(self) -> str:
+        """A deployed bot's endpoint (``http:`` systems): POST JSON, answered from the queue or the responder
+        (:func:`bot_answer` answers like a small RAG bot; ``Reply.json(...)`` sends any shape)."""
+        return self.base_url + "/bot/answer"
 
     @property
     def anthropic_base_url(self) -> str:

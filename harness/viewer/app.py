@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.reports.leaderboard import COLUMNS, LEGEND, error_note, leaderboard_rows, truncation_notes
+from harness.reports.leaderboard import (
+    CATEGORY_LEGEND,
+    category_table,
+    columns_for,
+    error_note,
+    leaderboard_rows,
+    legend_for,
+    truncation_notes,
+)
 from harness.reports.page import CAPTIONS
 from harness.viewer.grid import Grid, GridQuery
 from harness.viewer.question import judgements, question_page
@@ -84,13 +92,17 @@ class ViewApp:
         if report is None:
             raise Rejected(run.problem or f"{run.path}: no report.json yet; score the run first (grace score)")
         ranked = report.ranked()
-        rows = leaderboard_rows(ranked)
+        columns = columns_for(ranked)
+        rows = leaderboard_rows(ranked, columns)
         spot = report.spotcheck
+        headers, by_category = category_table(report.categories, ranked)
         return {
             "run": run.id,
-            "columns": [{"key": c.key, "header": c.header, "numeric": c.numeric} for c in COLUMNS],
+            "columns": [{"key": c.key, "header": c.header, "numeric": c.numeric} for c in columns],
             "rows": [{"model": r.model, "cells": r.cells, "errors": r.errors, "n": r.n} for r in rows],
-            "legend": LEGEND,
+            "legend": legend_for(columns),
+            # accuracy [95% CI] per gold category (rows) and model; None when the gold file has no categories
+            "categories": {"headers": headers, "rows": by_category, "legend": CATEGORY_LEGEND} if by_category else None,
             "notes": [n for n in (error_note(rows), *truncation_notes(ranked)) if n] + list(report.warnings),
             "failed": {name: f.reason for name, f in report.failed_models.items()},
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,

@@ -58,7 +58,7 @@ def recorded_path(recorded: str | None, run: Path) -> Path | None:
 
 
 def _gold_texts(report: Any, run: Path, notes: list[str]) -> dict[str, str]:
-    from kb_builder.gold import read_gold
+    from kb_builder.gold import read_gold, read_questions
 
     path = recorded_path(report.gold.path if report else None, run)
     if path is None or path.is_dir():
@@ -67,7 +67,24 @@ def _gold_texts(report: Any, run: Path, notes: list[str]) -> dict[str, str]:
     try:
         return {g.question_id: g.question for g in read_gold(path)}
     except GraceError as exc:
-        notes.append(f"gold file unreadable, questions shown by ID only: {exc}")
+        try:  # questions with no label (grace import-logs without gold writes them as questions.csv)
+            return {q.question_id: q.question for q in read_questions(path)}
+        except GraceError:
+            notes.append(f"gold file unreadable, questions shown by ID only: {exc}")
+            return {}
+
+
+def _gold_categories(report: Any, run: Path) -> dict[str, str]:
+    """Each question's category (the gold file's category column), for the grid's filter; {} without one (or
+    without a readable gold file, which _gold_texts has noted)."""
+    from kb_builder.gold import read_gold
+
+    path = recorded_path(report.gold.path if report else None, run)
+    if path is None or path.is_dir() or not (report and report.categories):
+        return {}
+    try:
+        return {g.question_id: g.category for g in read_gold(path) if g.category}
+    except GraceError:
         return {}
 
 
@@ -112,6 +129,7 @@ def build_index(run: str | Path, dest: Path, progress: Progress | None = None) -
     notes: list[str] = []
     say("reading the gold set and the KB", 0.01)
     texts = _gold_texts(report, folder.path, notes)
+    categories = _gold_categories(report, folder.path)
     articles = _articles(report, folder.path, notes)
     responses = responses_file(folder, report)
     del report  # a big run's report holds a confusion matrix per model: not kept through the passes below
@@ -130,7 +148,7 @@ def build_index(run: str | Path, dest: Path, progress: Progress | None = None) -
         say("auditing the gold labels", 0.92)
         suspects = _suspects(cells, texts, articles)
         say("writing the index", 0.96)
-        _write(db, cells, texts, articles, suspects, notes, key, folder.path, responses)
+        _write(db, cells, texts, articles, suspects, notes, key, folder.path, responses, categories)
         db.commit()
     except BaseException:
         db.close()
@@ -353,9 +371,11 @@ def _suspects(c: _Cells, texts: dict[str, str], articles: list[tuple[str, str, s
 
 
 def _write(db: sqlite3.Connection, c: _Cells, texts: dict[str, str], articles: list[tuple[str, str, str]],
-           suspects: list[tuple], notes: list[str], key: str, run: Path, responses: Path | None) -> None:
-    db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?)",
-                   ((i, q, texts.get(q, ""), g) for i, (q, g) in enumerate(zip(c.qids, c.gold, strict=True))))
+           suspects: list[tuple], notes: list[str], key: str, run: Path, responses: Path | None,
+           categories: dict[str, str]) -> None:
+    db.executemany("INSERT INTO questions VALUES (?, ?, ?, ?, ?)",
+                   ((i, q, texts.get(q, ""), g, categories.get(q, ""))
+                    for i, (q, g) in enumerate(zip(c.qids, c.gold, strict=True))))
     db.executemany("INSERT INTO models VALUES (?, ?)", enumerate(c.models))
     db.executemany("INSERT INTO labels VALUES (?, ?)", ((code, label) for label, code in c.labels.codes.items()))
     db.executemany("INSERT OR REPLACE INTO articles VALUES (?, ?, ?)", articles)

@@ -161,5 +161,7 @@ def _grid(grid, rid: str, search: list[str]) -> dict[str, Any]:
         "suspect": grid.suspect.astype(int).tolist(),
         "missed": grid.missed.astype(int).tolist(),
         "search": search,
+        # the gold categories (the page's category filter), only when the gold file has them
+        **({"categories": grid.categories, "category": grid.category} if grid.categories else {}),
         **flat,
     }

@@ -8,6 +8,8 @@ The page names no outcome itself: :data:`OUTCOME_NAMES` (names in code order, ho
 filter lists them, how a cell shows them) comes with every answer of ``/api/questions``
 and, in an export, with the grid's matrices.
 
+A gold file with a ``category`` column adds a category filter (``category=NAME``) and each row's category.
+
 Runs are aligned by question ID: the rows are the first run's questions, then any
 question only later runs have. "Flipped" compares the first picked run (A) with the
 last (B) under the report's repeat rule (correct when more than half of the
@@ -32,12 +34,15 @@ FLIPS = ("any", "improved", "regressed")
 OUTCOME_FILTERS = ("hit", "miss", *OUTCOMES)
 QUESTION_PREVIEW = 240  # characters of a question shown in the grid
 # how a grid cell shows each outcome ({cited} is the cited article, blank for none or a refusal), and its tone: the
-# page's colour family beyond hit and miss (view.css styles .tone-*, so the stylesheet spells no outcome)
+# page's colour family beyond hit and miss (view.css styles .tone-*, so the stylesheet spells no outcome; "leak",
+# the strongest, is a citation the asker may not see)
 OUTCOME_LOOK = {
     "correct": ("✓ {cited}", "none"), "correct_refusal": ("✓ refused", "none"), "false_refusal": ("refused", "warn"),
     "invalid_citation": ("invalid {cited}", "odd"), "unshown_citation": ("unshown {cited}", "odd"),
     "answered_unanswerable": ("answered {cited}", "none"), "no_citation": ("no citation", "plain"),
     "multiple_citations": ("several", "plain"), "wrong_citation": ("✗ {cited}", "none"), "error": ("error", "fault"),
+    "refusal": ("refused", "plain"), "unjudged_citation": ("{cited}", "plain"),  # no label: neither right nor wrong
+    "forbidden_citation": ("forbidden {cited}", "leak"),  # the asker may not see the cited article
 }
 OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": OUTCOME_LOOK[o][0], "tone": OUTCOME_LOOK[o][1]}
                  for o in OUTCOMES]
@@ -62,6 +67,7 @@ class GridQuery:
     suspect: bool = False  # the label audit flags the gold label
     missed: bool = False  # retrieval did not show the gold article
     truncated: bool = False  # an answer was cut off by max_tokens
+    category: str = ""  # the question's gold category (the gold file's category column)
     q: str = ""  # words, each the start of a word of the question or of an answer
     sort: str = "file"
     page: int = 1
@@ -155,6 +161,7 @@ class Grid:
         self.suspect = np.zeros(n, dtype=bool)
         self.question = [""] * n
         self.gold = [""] * n
+        self.category = [""] * n
         for k in reversed(range(len(runs))):  # the first run's text wins
             ix, rm = runs[k][1], self.rowmap[k]
             have = np.flatnonzero(rm >= 0)
@@ -164,6 +171,9 @@ class Grid:
                 q = int(rm[row])
                 self.question[row] = ix.questions[q] or self.question[row]
                 self.gold[row] = ix.gold[q]
+                self.category[row] = ix.category[q] or self.category[row]
+        self.categories = list(dict.fromkeys(c for c in self.category if c))  # in the first run's gold order
+        self._category = np.array(self.category, dtype=object)
         self._id_order: np.ndarray | None = None
 
     # -- the query ---------------------------------------------------------------------------------
@@ -222,6 +232,11 @@ class Grid:
                 if query.flip in ("any", "regressed"):
                     moved |= both & ok_a & ~ok_b
             keep &= moved
+        if query.category:
+            if query.category not in self.categories:
+                raise Rejected(f"no category {query.category!r} in the runs picked; they have "
+                               f"{', '.join(self.categories) or 'none (the gold file has no category column)'}")
+            keep &= self._category == query.category
         if query.suspect:
             keep &= self.suspect
         if query.missed:
@@ -286,6 +301,7 @@ class Grid:
             "pages": pages,
             "page_size": PAGE_SIZE,
             "outcomes": OUTCOME_NAMES,
+            "categories": self.categories,
             "columns": [{"run": c.run, "model": c.model,
                          "accuracy": _share(matched_hits[:, i], matched_asked[:, i]),
                          "focus": cols is None or i in cols} for i, c in enumerate(self.columns)],
@@ -300,6 +316,7 @@ class Grid:
             "gold": self.gold[r],
             "suspect": bool(self.suspect[r]),
             "missed": bool(self.missed[r]),
+            **({"category": self.category[r]} if self.categories else {}),
             "cells": [self.cell(r, i) for i in range(len(self.columns))],
         }
 

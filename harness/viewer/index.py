@@ -12,7 +12,7 @@ folder stays read-only and keeps its one writer):
   the report), correct and asked repeats, the cited label, cut off by max_tokens;
   per question whether retrieval missed the gold article. Loaded whole (a few MB
   for 100,000 x 10) and filtered in numpy.
-- ``questions``, ``models``, ``labels``, ``articles`` (the KB's text, so a
+- ``questions`` (with each one's gold category, for the grid's category filter), ``models``, ``labels``, ``articles`` (the KB's text, so a
   question page needs no KB on disk), ``suspects`` (the label audit's rows).
 - ``answers``: each response's byte offset and length in ``responses.jsonl``:
   a question page reads its few lines with a seek.
@@ -40,7 +40,7 @@ from harness.core.jsonl import loads_line
 from harness.run_folder import RunDir
 from harness.run_folder.scores import read_score_at
 
-INDEX_SCHEMA_VERSION = 1
+INDEX_SCHEMA_VERSION = 2  # 2: each question's gold category
 NONE_LABEL = 0  # label code of an answer that names no single KB article (no vote)
 REFUSE_LABEL = 1
 _EDGE = 64 * 1024
@@ -75,7 +75,7 @@ def create_tables(db: sqlite3.Connection) -> None:
     db.executescript("""
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
         CREATE TABLE arrays (name TEXT PRIMARY KEY, dtype TEXT, shape TEXT, data BLOB);
-        CREATE TABLE questions (q INTEGER PRIMARY KEY, question_id TEXT, question TEXT, gold TEXT);
+        CREATE TABLE questions (q INTEGER PRIMARY KEY, question_id TEXT, question TEXT, gold TEXT, category TEXT);
         CREATE TABLE models (m INTEGER PRIMARY KEY, name TEXT);
         CREATE TABLE labels (code INTEGER PRIMARY KEY, label TEXT);
         CREATE TABLE articles (id TEXT PRIMARY KEY, title TEXT, text TEXT);
@@ -106,10 +106,11 @@ class RunIndex:
         self.notes: list[str] = meta.get("notes") or []
         self.arrays = {name: np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
                        for name, dtype, shape, data in self.db.execute("SELECT name, dtype, shape, data FROM arrays")}
-        rows = self.db.execute("SELECT question_id, question, gold FROM questions ORDER BY q").fetchall()
+        rows = self.db.execute("SELECT question_id, question, gold, category FROM questions ORDER BY q").fetchall()
         self.qids = [r[0] for r in rows]
         self.questions = [r[1] for r in rows]
         self.gold = [r[2] for r in rows]
+        self.category = [r[3] or "" for r in rows]  # the gold file's category column; "" when it has none
         self.qindex = {q: i for i, q in enumerate(self.qids)}
         self.models = [r[0] for r in self.db.execute("SELECT name FROM models ORDER BY m")]
         self.labels = [r[0] for r in self.db.execute("SELECT label FROM labels ORDER BY code")]

@@ -78,6 +78,11 @@ def why(outcome: str, cited: list[str], refused: bool, must_refuse: bool, expect
         "multiple_citations": f"cited several articles ({ids}); the answer must come from exactly one",
         "wrong_citation": f"cited {ids}, not the gold article {gold}",
         "error": f"the call failed: {_error_text(error)}",
+        "forbidden_citation": f"cited {ids}: the user who asked may not see "
+                              f"{'it' if len(cited) == 1 else 'one of them'} (its audience has none of their groups)",
+        "refusal": "refused; the question has no label, so whether it should have is not known",
+        "unjudged_citation": f"cited {ids}, an article that was shown; the question has no label, so whether it is "
+                             "the right one is not known",
     }.get(outcome, outcome)
 
 
@@ -218,4 +223,7 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         "latency_ms": (row or {}).get("latency_ms"),
         "cost_usd": (row or {}).get("cost_usd"),
         "spotcheck": spot.get((model, qid, rep), []),
+        # a system that retrieved for itself (python:, http:, imported logs): what it retrieved, best first
+        **({"system_retrieved": [str(i) for i in row["system_retrieved"]]}
+           if row is not None and isinstance(row.get("system_retrieved"), list) else {}),
     }

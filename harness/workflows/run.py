@@ -130,7 +130,7 @@ class RunSession:
         ledger = folder.batch_ledger()
         adopt_open_batches(self.specs, ledger)
         plans, resume = plan_jobs(self.specs, self.questions, self.retrieved, on_file, self.template,
-                                  self.kb.kb_hash, self.settings, ready=False)
+                                  self.kb.kb_hash, self.settings, ready=False, language=self.kb.manifest.language)
         cache = ResponseCache.open_for_reading() if self.settings.use_cache else None
         try:
             rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger,
@@ -154,7 +154,8 @@ class RunSession:
             previous = folder.read_run_info()
             adopt_open_batches(self.specs, folder.batch_ledger())
             plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.latest_responses(), self.template,
-                                      self.kb.kb_hash, settings)  # first: baselines fit their options on the questions
+                                      self.kb.kb_hash, settings, language=self.kb.manifest.language)
+            # (planned first: baselines fit their options on the questions)
             info = new_run_info(self.kb, self.gold, self.template, self.specs, settings, self.config.embedder)
             check_same_run(folder, info)
             folder.write_run_info(info)

@@ -11,9 +11,12 @@ if TYPE_CHECKING:
 __all__ = ["report", "score"]
 
 
-def score(responses: str | Path, gold: str | Path, kb: Any, out: str | Path | None = None, *, seed: int = 0,
+def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = None, *, seed: int = 0,
           bootstrap: int = 2000, workers: int | None = None) -> Run:
-    """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder)."""
+    """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder).
+
+    ``gold`` is a gold CSV, or a gold set already read (a ``GoldSet``: ``grace import-logs`` hands over its
+    questions, labelled or not); ``kb`` a KB folder or a loaded KB."""
     from harness.core.outputs import check_output_folder
     from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.scoring import score_responses
@@ -23,7 +26,7 @@ def score(responses: str | Path, gold: str | Path, kb: Any, out: str | Path | No
     if responses.is_dir():
         responses = RunDir(responses).responses
     out = Path(out) if out is not None else responses.parent
-    check_output_folder(out, {"responses file": responses, "gold CSV": gold,
+    check_output_folder(out, {"responses file": responses, "gold CSV": getattr(gold, "path", gold),
                               "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None)},
                         [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
     score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers)

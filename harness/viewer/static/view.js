@@ -13,8 +13,8 @@
   const { $, el } = ui;
   const EXPORT = window.GRACE_EXPORT || null;
   const PAGE_SIZE = 50;
-  const FILTERS = ["runs", "model", "outcome", "article", "disagree", "flip", "suspect", "missed", "truncated", "q",
-    "sort", "page"];
+  const FILTERS = ["runs", "model", "outcome", "article", "category", "disagree", "flip", "suspect", "missed",
+    "truncated", "q", "sort", "page"];
   let renderToken = 0;
   let pollTimer = null;
 
@@ -195,6 +195,11 @@
         ...data.notes.map((n) => el("p", { class: "warn" }, n)), suspects,
         ...Object.entries(data.failed).map(([m, why]) => el("p", { class: "warn" }, `not ranked: ${m}: ${why}`)),
         el("ul", { class: "legend muted" }, ...data.legend.map((l) => el("li", {}, l)))),
+      data.categories ? section("Accuracy per category",
+        table(data.categories.headers.map((h, i) => el("th", { class: i ? "num" : "" }, h)),
+          data.categories.rows.map((r) => el("tr", { "data-category": r[0] },
+            ...r.map((v, i) => el("td", { class: i ? "num" : "" }, v)))), "categories"),
+        el("p", { class: "muted small" }, data.categories.legend)) : null,
       section("Plots", plots),
       section("Pairwise tests (McNemar exact, Holm-corrected)",
         pairs.length ? table(["A", "B", "n", "A only", "B only", "p (Holm)", "significant", ""], pairs)
@@ -239,6 +244,8 @@
       sel("f-outcome", "Outcome", state.outcome, [["", "any outcome"], ["hit", "correct (majority)"],
         ["miss", "not correct"], ...data.outcomes.map((o) => [o.name, o.label])]),
       el("label", {}, "Article ", article),
+      data.categories && data.categories.length ? sel("f-category", "Category", state.category,
+        [["", "every category"], ...data.categories.map((c) => [c, c])]) : null,
       runs.length > 1 ? sel("f-flip", "Flipped", state.flip, [["", "–"], ["any", `flipped ${runs[0]} → ${runs[runs.length - 1]}`],
         ["improved", "improved"], ["regressed", "regressed"]]) : null,
       check("f-disagree", "models disagree", "the columns cite different articles, or some refuse"),
@@ -270,7 +277,8 @@
         link(r.id, "question", { runs: runsParam, id: r.id }, { class: "qid" }), " ",
         el("span", { class: "qtext" }, r.question),
         r.suspect ? badge("label suspect", "suspect", "the label audit flags this gold label") : null,
-        r.missed ? badge("retrieval missed", "missed", "the gold article was not shown to the models") : null),
+        r.missed ? badge("retrieval missed", "missed", "the gold article was not shown to the models") : null,
+        r.category ? badge(r.category, "category", "the question's category in the gold file") : null),
       el("td", { class: "gold" }, r.gold),
       ...r.cells.map((c, i) => c
         ? el("td", { class: `cell tone-${toneOf[c.outcome] || "none"} ${c.hit ? "hit" : "miss"} ${data.columns[i].focus ? "" : "dim"}`,
@@ -488,6 +496,11 @@
         : G.columns.map((c, i) => i);
       if (p.model && !cols.length) throw new Error(`no model '${p.model}' in the runs picked`);
       if (p.flip) throw new Error("'flipped between runs' needs two runs: pick another run on the Runs page");
+      const categories = G.categories || [];
+      if (p.category && !categories.includes(p.category)) {
+        throw new Error(`no category '${p.category}' in the runs picked; they have ${categories.join(", ") ||
+          "none (the gold file has no category column)"}`);
+      }
       const words = (p.q || "").toLowerCase().normalize("NFD").replace(/\p{M}/gu, "").split(/[^\p{L}\p{N}]+/u).filter(Boolean).slice(0, 12);
       const at = (name, r, c) => G[name][r * nCols + c];
       const outcomeAt = (r, c) => (G.outcomes[at("outcome", r, c)] || {}).name;
@@ -517,6 +530,7 @@
           for (let c = 0; c < nCols; c++) if (at("asked", r, c) > 0) n++;
           if (!(n >= 2 && seen.size > 1)) continue;
         }
+        if (p.category && G.category[r] !== p.category) continue;
         if (p.suspect && !G.suspect[r]) continue;
         if (p.missed && !G.missed[r]) continue;
         if (p.truncated && !cols.some((c) => at("truncated", r, c))) continue;
@@ -548,6 +562,7 @@
       });
       const rows = keep.slice((page - 1) * PAGE_SIZE, page * PAGE_SIZE).map((r) => ({
         id: G.qids[r], question: G.question[r], gold: G.gold[r], suspect: !!G.suspect[r], missed: !!G.missed[r],
+        ...(categories.length ? { category: G.category[r] } : {}),
         cells: G.columns.map((c, i) => {
           const asked = at("asked", r, i);
           if (!asked) return null;
@@ -557,8 +572,8 @@
             hit: at("hits", r, i) * 2 > asked, cited: label || (pred === G.none ? "none" : ""), truncated: !!at("truncated", r, i) };
         }),
       }));
-      return { total: keep.length, all: G.qids.length, page, pages, page_size: PAGE_SIZE, outcomes: G.outcomes, columns, rows,
-        runs: [G.run], notices: [] };
+      return { total: keep.length, all: G.qids.length, page, pages, page_size: PAGE_SIZE, outcomes: G.outcomes,
+        categories, columns, rows, runs: [G.run], notices: [] };
     },
     question(id) {
       const chunk = EXPORT.chunks[id];

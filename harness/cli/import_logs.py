@@ -1,0 +1,90 @@
+"""``grace import-logs LOGS.jsonl --kb KB [--gold GOLD.csv] --out RUN``: production answers into a scored run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
+    "import-logs": "Import a production audit log as a run: score, report, view and compare it.",
+}
+
+SHOWN_PROBLEMS = 20  # malformed lines and unmatched records printed; the files list them all
+
+
+@click.command("import-logs")
+@click.argument("logs", type=click.Path(path_type=Path))
+@click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path),
+              help="KB folder the deployed system answered from.")
+@click.option("--out", "-o", "out_dir", required=True, type=click.Path(path_type=Path, file_okay=False),
+              help="Run folder to write (responses.jsonl, run.json, scores, reports).")
+@click.option("--gold", "gold_path", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Gold CSV: match the logs' questions by ID or text and score them. Without it, only the figures "
+                   "that need no label (invalid and unshown citations, refusal rate, latency, tokens, cost).")
+@click.option("--map", "fields", multiple=True, metavar="FIELD=PATH",
+              help="Where a field is in your log lines, as JMESPath (repeatable): --map question=query "
+                   "--map answer=response.text --map citations='sources[*].id'.")
+@click.option("--mapping", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="A TOML file of FIELD = \"PATH\" lines (the same as --map, which wins over it).")
+@click.option("--default-model", default="production", show_default=True,
+              help="The model of a record that names none.")
+@click.option("--force", is_flag=True, help="Replace a run already in --out (its responses kept as .bak).")
+@click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
+@click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
+              help="Bootstrap resamples for the 95% confidence intervals; 0 to skip.")
+def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None, fields: tuple[str, ...],
+                mapping: Path | None, default_model: str, force: bool, seed: int, n_bootstrap: int) -> None:
+    """Import a production audit log (JSON Lines) as a run folder, then score and report it.
+
+    \b
+    Each line is one answer: question, question_id, model, answer, error,
+    citations, retrieved_ids, user, user_groups, prompt_hash, latency_ms,
+    input_tokens, output_tokens, cost_usd, timestamp (only question and an
+    answer, or an error, are required). Each distinct model becomes a model of
+    the run; the same question answered again by the same model, a repeat.
+
+    With --gold, records are matched to gold questions by ID, else by text
+    (case, spacing, punctuation and Unicode forms aside); the ones that match
+    none are listed in RUN/unmatched.jsonl. Lines that are not JSON, have no
+    question or hold a wrong type are listed with their line numbers in
+    RUN/malformed.jsonl; the rest is imported.
+    """
+    from rich.console import Console
+    from rich.text import Text
+
+    from harness.workflows.import_logs import import_logs as workflow
+
+    console = Console()
+    soft = not console.is_terminal
+    result = workflow(logs, kb_dir, out_dir, gold=gold_path, fields=fields, mapping=mapping,
+                      default_model=default_model, force=force, seed=seed, bootstrap=n_bootstrap, console=console)
+    models = ", ".join(f"{m} ({n:,})" for m, n in result.models.items())
+    console.print(Text(f"imported {result.imported:,} of {result.records:,} records from {logs} -> {out_dir}: "
+                       f"{result.questions:,} questions, models {models}"), soft_wrap=soft)
+    if result.labelled:
+        console.print(Text(f"matched to the gold questions: {result.matched_by_id:,} by ID, "
+                           f"{result.matched_by_text:,} by text"), soft_wrap=soft)
+    folder = result.run.path
+    if result.malformed:
+        console.print(Text(f"{len(result.malformed):,} malformed line(s), not imported (all in "
+                           f"{folder / 'malformed.jsonl'}):", style="yellow"), soft_wrap=soft)
+        for p in result.malformed[:SHOWN_PROBLEMS]:
+            console.print(Text(f"  {logs}:{p.line}: {p.problem}"), soft_wrap=soft)
+        _more(console, len(result.malformed), soft)
+    if result.unmatched:
+        console.print(Text(f"{len(result.unmatched):,} record(s) match no gold question, not scored (all in "
+                           f"{folder / 'unmatched.jsonl'}):", style="yellow"), soft_wrap=soft)
+        for u in result.unmatched[:SHOWN_PROBLEMS]:
+            console.print(Text(f"  {logs}:{u.line}: {u.question[:80]!r}: {u.reason}"), soft_wrap=soft)
+        _more(console, len(result.unmatched), soft)
+    report = result.run.report
+    for warning in report.warnings if report is not None else []:
+        console.print(Text("warning: ", style="yellow") + Text(warning), soft_wrap=soft)
+
+
+def _more(console, n: int, soft: bool) -> None:
+    from rich.text import Text
+
+    if n > SHOWN_PROBLEMS:
+        console.print(Text(f"  ... and {n - SHOWN_PROBLEMS:,} more"), soft_wrap=soft)

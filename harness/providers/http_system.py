@@ -1,0 +1,305 @@
+"""``http:`` systems: a deployed bot behind an HTTP endpoint, evaluated like any model.
+
+A ``[[models]]`` table of the leaderboard TOML describes the endpoint::
+
+    [[models]]
+    spec = "http:support-bot"
+    timeout = 30
+    concurrency = 4
+
+    [models.http]
+    url = "https://bot.example.com/api/answer"
+    headers = { Authorization = "Bearer ${BOT_TOKEN}" }
+    body = { question = "{{question}}", id = "{{question_id}}" }
+    answer = "reply.text"                 # JMESPath into the JSON reply
+    citations = "reply.sources[].id"
+    retrieved = "debug.retrieved_ids"
+
+``--model http:URL`` alone posts ``{"question": ..., "question_id": ...}`` and reads ``answer``.
+
+Why these choices: the request is a plain-data template (no code in config),
+filled with ``{{question}}``, ``{{question_id}}``, ``{{articles}}`` and
+``{{messages}}``; a value that is exactly one placeholder becomes that JSON value
+(the articles as ``[{"id", "title", "text", "score"}]``, the messages as grace
+would send them), one inside a longer string becomes text. Replies are read with
+JMESPath (the path syntax the AWS CLI uses), not a hand-written one. Headers get
+``${VAR}`` from the environment at call time only, so a secret is never in the
+spec, ``run.json``, a cache key or a cache row; the templates (with ``${VAR}``
+unexpanded), the URL and the paths are part of the cache key, so changing what is
+asked or read re-asks. Failures map to the same error kinds as grace's own
+providers (:mod:`harness.providers.http_errors`): a 429 waits for
+``Retry-After``, a 5xx is retried, a refused key stops the model. A reply that is
+not JSON, or where a path matches nothing, is an error row that says which path
+and what the reply holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from harness.core.errors import GraceError
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
+PLACES = ("question", "question_id", "articles", "messages")
+ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+DEFAULT_BODY = {"question": "{{question}}", "question_id": "{{question_id}}"}
+# header names whose value is a secret: written literally in the TOML it would reach run.json
+_SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
+
+
+class HttpTable(BaseModel):
+    """A ``[models.http]`` table: where the bot is, what to send it, where its reply holds what grace reads."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    url: str | None = None  # required unless the spec is http:URL
+    method: Literal["POST", "PUT", "GET"] = "POST"
+    headers: dict[str, str] = {}  # ${VAR} filled from the environment when calling
+    body: Any = None  # JSON template (a table); default {"question": "{{question}}", "question_id": "{{question_id}}"}
+    answer: str = "answer"  # JMESPath to the answer text
+    citations: str | None = None  # JMESPath to the cited IDs (None: read [ID: x] from the answer text)
+    retrieved: str | None = None  # JMESPath to the IDs the bot retrieved, best first
+    input_tokens: str | None = None  # JMESPath to token counts and cost, when the bot reports them
+    output_tokens: str | None = None
+    cost_usd: str | None = None
+
+
+REQUIRED_PATHS = ("answer", "citations", "retrieved")  # matching nothing is an error row
+USAGE_PATHS = ("input_tokens", "output_tokens", "cost_usd")  # matching nothing: not reported
+
+
+def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
+    """Check a ``[models.http]`` table; every problem is a GraceError naming the table and key."""
+    if not isinstance(table, dict):
+        raise GraceError(f"{where}: key 'http' must be a table ([models.http] or http = {{ url = ... }})")
+    try:
+        checked = HttpTable.model_validate(table)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors(include_url=False):
+            key = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                lines.append(f"{where}: unknown key 'http.{key}'; known: {', '.join(HttpTable.model_fields)}")
+            else:
+                lines.append(f"{where}: key 'http.{key}': {err['msg']}, got {err.get('input')!r}")
+        raise GraceError("\n".join(lines)) from None
+    url = checked.url or (model if model.startswith(("http://", "https://")) else None)
+    if not url:
+        raise GraceError(f"{where}: key 'http.url' is missing; give the endpoint's URL (url = \"https://...\")")
+    check_url(url, where)
+    for key in (*REQUIRED_PATHS, *USAGE_PATHS):
+        compile_path(getattr(checked, key), f"{where}: key 'http.{key}'")
+    check_template(checked.body if checked.body is not None else DEFAULT_BODY, f"{where}: key 'http.body'")
+    check_template(url, f"{where}: key 'http.url'")
+    for name, value in checked.headers.items():
+        check_template(value, f"{where}: key 'http.headers.{name}'", allowed=())
+        if _SECRET_HEADER.search(name) and not ENV.search(value):
+            raise GraceError(f"{where}: header {name!r} is written out in the file, and would be recorded in run.json; "
+                             f"put it in an environment variable and write {name} = \"... ${{VAR}}\"")
+    return checked.model_dump(exclude_defaults=True)
+
+
+def check_url(url: str, where: str) -> None:
+    if not url.startswith(("http://", "https://")):
+        raise GraceError(f"{where}: key 'http.url': {url!r} must start with http:// or https://")
+
+
+def compile_path(expr: str | None, where: str) -> Any:
+    if expr is None:
+        return None
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return jmespath.compile(expr)
+    except JMESPathError as exc:
+        raise GraceError(f"{where}: {expr!r} is not a JMESPath expression ({str(exc).splitlines()[0]}); e.g. "
+                         "\"answer\", \"data.reply.text\" or \"sources[].id\"") from None
+
+
+def check_template(value: Any, where: str, allowed: tuple[str, ...] = PLACES) -> None:
+    """Every ``{{name}}`` must be one grace fills (a typo would be sent to the bot as it is)."""
+    if isinstance(value, str):
+        for name in PLACEHOLDER.findall(value):
+            if name not in allowed:
+                known = ", ".join("{{" + p + "}}" for p in allowed) or "none here"
+                raise GraceError(f"{where}: unknown placeholder {{{{{name}}}}}; known: {known}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_template(v, f"{where}.{k}", allowed)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_template(v, f"{where}[{i}]", allowed)
+
+
+def uses(value: Any, names: tuple[str, ...]) -> bool:
+    """Does the template send any of ``names``?"""
+    if isinstance(value, str):
+        return any(n in names for n in PLACEHOLDER.findall(value))
+    if isinstance(value, dict):
+        return any(uses(v, names) for v in value.values())
+    if isinstance(value, list):
+        return any(uses(v, names) for v in value)
+    return False
+
+
+def fill(template: Any, values: dict[str, Any], texts: dict[str, str]) -> Any:
+    """The template with its placeholders filled: a string that is one placeholder becomes its JSON value,
+    a placeholder inside a longer string its text."""
+    if isinstance(template, str):
+        whole = PLACEHOLDER.fullmatch(template.strip())
+        if whole:
+            return values[whole.group(1)]
+        return PLACEHOLDER.sub(lambda m: texts[m.group(1)], template)
+    if isinstance(template, dict):
+        return {k: fill(v, values, texts) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values, texts) for v in template]
+    return template
+
+
+def _env(value: str, name: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        got = os.environ.get(m.group(1))
+        if got is None:
+            raise GraceError(f"{name}: header needs ${{{m.group(1)}}}; set the environment variable {m.group(1)}")
+        return got
+
+    return ENV.sub(one, value)
+
+
+def shape(reply: Any) -> str:
+    """What the reply holds, for an error row: its top-level keys, or what it is instead."""
+    if isinstance(reply, dict):
+        keys = list(reply)
+        return ("its top-level keys: " + ", ".join(keys[:20]) + (" ..." if len(keys) > 20 else "")) if keys \
+            else "it is an empty object"
+    if isinstance(reply, list):
+        return f"it is a JSON array of {len(reply)} item(s), not an object"
+    return f"it is a JSON {type(reply).__name__}: {json.dumps(reply)[:100]}"
+
+
+class HttpSystem(Provider):
+    """A deployed bot: ``http:NAME`` with a ``[models.http]`` table, or ``http:https://...`` with the defaults."""
+
+    provider_name = "http"
+
+    @classmethod
+    def config(cls, spec: ModelSpec) -> dict[str, Any]:
+        table = spec.options.get("http")
+        if table is None:  # --model http:URL: every setting its default
+            if not spec.model.startswith(("http://", "https://")):
+                raise GraceError(f"{spec.name}: an http: model needs its endpoint: --model http:https://HOST/PATH, or a "
+                                 "[[models]] table in the leaderboard TOML with [models.http] url = \"https://...\"")
+            return {"url": spec.model}
+        return table
+
+    @classmethod
+    def endpoint(cls, spec: ModelSpec) -> str | None:
+        return cls.config(spec).get("url") or spec.model
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__(spec)
+        conf = read_http_table(type(self).config(spec), spec.name, spec.model)
+        self.table = HttpTable.model_validate(conf)
+        self.url = self.table.url or spec.model
+        self.body = self.table.body if self.table.body is not None else DEFAULT_BODY
+        self.paths = {k: compile_path(getattr(self.table, k), k) for k in (*REQUIRED_PATHS, *USAGE_PATHS)}
+        # a bot sent neither articles nor messages never saw grace's retrieval: its rows record none
+        self.shows_articles = uses(self.body, ("articles", "messages")) or uses(self.url, ("articles", "messages"))
+        self._client: Any = None
+
+    def check_ready(self) -> None:
+        for name, value in self.table.headers.items():
+            _env(value, f"{self.spec.name}: {name}")
+
+    def _values(self, request: Request) -> tuple[dict[str, Any], dict[str, str]]:
+        ctx = request.context
+        articles = [{"id": a.id, "title": a.title, "text": a.text, "score": a.score} for a in (ctx.articles if ctx else [])]
+        values = {"question": ctx.question if ctx else "", "question_id": ctx.question_id if ctx else "",
+                  "articles": articles, "messages": request.messages}
+        block = "\n\n".join(f"[ID: {a['id']}] {a['title']}\n{a['text']}" for a in articles)
+        texts = {"question": values["question"], "question_id": values["question_id"], "articles": block,
+                 "messages": json.dumps(request.messages, ensure_ascii=False)}
+        return values, texts
+
+    async def complete(self, request: Request) -> Completion:
+        import httpx
+
+        from harness.providers import http_errors
+
+        values, texts = self._values(request)
+        from urllib.parse import quote
+
+        url = fill(self.url, values, {k: quote(v, safe="") for k, v in texts.items()})
+        headers = {name: _env(value, f"{self.spec.name}: {name}") for name, value in self.table.headers.items()}
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=True)
+        body = None if self.table.method == "GET" else fill(self.body, values, texts)
+        try:
+            response = await self._client.request(self.table.method, url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            err = http_errors.from_transport(exc)
+            raise err if err is not None else ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False) \
+                from None
+        text = response.text
+        if response.status_code >= 400:
+            try:
+                said: Any = response.json()
+            except ValueError:
+                said = text
+            raise http_errors.from_status(response.status_code, " ".join(text.split())[:300],
+                                          headers=response.headers, body=said)
+        try:
+            reply = json.loads(text)
+        except ValueError:
+            kind = response.headers.get("content-type", "no content-type")
+            raise ProviderError("bad_response", f"the reply is not JSON ({kind}, HTTP {response.status_code}): "
+                                f"{' '.join(text.split())[:200]!r}", retryable=False, status=response.status_code) \
+                from None
+        return self.read(reply)
+
+    def read(self, reply: Any) -> Completion:
+        """The completion in a JSON reply; a path that matches nothing (or the wrong kind of value) is an error."""
+        from harness.providers.python_system import ids
+
+        got: dict[str, Any] = {}
+        for key in REQUIRED_PATHS:
+            path = self.paths[key]
+            if path is None:
+                continue
+            value = path.search(reply)
+            if value is None:
+                raise ProviderError("bad_response", f"reply path {key} = {path.expression!r} matched nothing; "
+                                    f"{shape(reply)}", retryable=False)
+            got[key] = value
+        answer = got["answer"]
+        if isinstance(answer, int | float) and not isinstance(answer, bool):
+            answer = str(answer)
+        if not isinstance(answer, str):
+            raise ProviderError("bad_response", f"reply path answer = {self.paths['answer'].expression!r} matched "
+                                f"{type(answer).__name__}, not text", retryable=False)
+        usage = {k: self.paths[k].search(reply) if self.paths[k] is not None else None for k in USAGE_PATHS}
+        return Completion(
+            text=answer,
+            citations=ids(got.get("citations"), f"= {self.table.citations!r} matched a value that", "reply path citations"),
+            retrieved=ids(got.get("retrieved"), f"= {self.table.retrieved!r} matched a value that", "reply path retrieved"),
+            input_tokens=_whole(usage["input_tokens"]), output_tokens=_whole(usage["output_tokens"]),
+            cost_usd=float(usage["cost_usd"]) if isinstance(usage["cost_usd"], int | float)
+            and not isinstance(usage["cost_usd"], bool) and usage["cost_usd"] >= 0 else None,
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,0 +1,295 @@
+"""Production audit logs (``grace import-logs``): the one reader of their format, its field mapping, and the files
+an import leaves beside the run (``malformed.jsonl``, ``unmatched.jsonl``).
+
+A log is JSON Lines, one object per answer the deployed system gave. :class:`AuditRecord` is the record grace reads
+from each line, under its default field names; a log that spells them otherwise is read through a field mapping
+(``question=query``, ``answer=response.text``, ``citations=sources[*].id``): each value is a JMESPath expression
+into the line's object, so nested keys and lists of objects need no code. A line that is not JSON, has no question,
+or holds a field of the wrong type is kept aside with its line number and what is wrong (:class:`LogProblem`), and
+the rest is read: one bad line in a week of logs must not stop the import, and must never vanish without a word.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harness.core.errors import GraceError
+from harness.core.hashing import text_hash
+from harness.core.jsonl import loads_line
+from kb_builder.gold import GoldQuestion, split_ids
+
+
+class AuditRecord(BaseModel):
+    """One answer of the deployed system, as grace reads it from a log line (the default field names).
+
+    Only ``question`` is required; an ``answer`` is too, unless the line records an ``error`` (the call failed:
+    an error row, scored as outcome ``error``). Numbers may be written as strings (``"812"``), IDs as numbers, and an
+    ID list as one string (``"12; 14"``).
+    """
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
+
+    question: str  # what the user asked
+    question_id: str | None = None  # the log's own ID for the question; matched against the gold IDs first
+    model: str | None = None  # the model (or system version) that answered; each one is a model of the run
+    answer: str | None = None  # the text the user was shown
+    error: str | None = None  # the call failed: why (then no answer is needed)
+    citations: list[str] | None = None  # the article IDs the system cited as data; None: read them from the answer
+    retrieved_ids: list[str] | None = None  # the article IDs the system retrieved and showed the model, in rank order
+    user: str | None = None  # who asked
+    user_groups: list[str] | None = None  # the groups the asker belongs to (for permissions)
+    prompt_hash: str | None = None  # the hash of the prompt the deployed system sent
+    latency_ms: float | None = Field(None, ge=0)  # how long the answer took, milliseconds
+    input_tokens: int | None = Field(None, ge=0)  # prompt tokens of the answer's model call
+    output_tokens: int | None = Field(None, ge=0)  # answer tokens of the model call
+    cost_usd: float | None = Field(None, ge=0)  # what the answer cost, USD
+    timestamp: str | None = None  # when it was answered, as the log writes it
+
+    @field_validator("citations", "retrieved_ids", "user_groups", mode="before")
+    @classmethod
+    def _id_list(cls, value: Any) -> Any:
+        """``"12; 14"`` -> ``["12", "14"]``, and a number in a list is its ID, as the gold file reads IDs."""
+        if isinstance(value, str):
+            return split_ids(value)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return [str(value)]
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
+        return value
+
+    @field_validator("latency_ms", "input_tokens", "output_tokens", "cost_usd", mode="before")
+    @classmethod
+    def _not_a_flag(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic would read true as 1
+            raise ValueError("must be a number, not true or false")
+        return value
+
+    @field_validator("question")
+    @classmethod
+    def _question(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("the question is empty")
+        return value.strip()
+
+    @field_validator("question_id", "model")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    @model_validator(mode="after")
+    def _answered(self) -> AuditRecord:
+        if self.answer is None and not self.error:
+            raise ValueError("no answer, and no error saying why")
+        return self
+
+
+FIELDS = tuple(AuditRecord.model_fields)
+
+
+class LogProblem(BaseModel):
+    """A line of ``malformed.jsonl``: a log line that was not imported, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    line: int  # in the log file, from 1
+    problem: str  # what is wrong with it (not JSON, no question at the mapped path, a field of the wrong type...)
+    text: str  # the line as written (cut at 10,000 characters)
+
+
+class UnmatchedRecord(BaseModel):
+    """A line of ``unmatched.jsonl``: a log record no gold question matched, by ID or by text."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    line: int  # in the log file, from 1
+    question_id: str | None  # the log's own ID for the question; null when the record has none
+    question: str  # the question as the log wrote it
+    reason: str  # why no gold question matched (no such ID or text, or a text several gold questions share)
+    record: dict[str, Any]  # the line's whole object, as the log wrote it
+
+
+def jsonl_text(rows: Iterable[BaseModel]) -> str:
+    """``malformed.jsonl`` and ``unmatched.jsonl``: one model per line."""
+    return "".join(row.model_dump_json() + "\n" for row in rows)
+
+
+# -- the field mapping ----------------------------------------------------------------------------------------------
+def field_map(pairs: Iterable[str] = (), file: str | Path | None = None) -> dict[str, str]:
+    """The mapping of every field (field -> JMESPath into a log line): the defaults, then ``file``'s, then ``pairs``.
+
+    ``pairs`` are ``FIELD=PATH`` (``--map answer=response.text``); ``file`` is a TOML file of ``FIELD = "PATH"``
+    lines (a ``[fields]`` table is read as well). An unknown field or a path that is not JMESPath is a
+    ``GraceError`` naming it.
+    """
+    mapping = {name: name for name in FIELDS}
+    if file is not None:
+        mapping.update(_toml_map(Path(file)))
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise GraceError(f"--map {pair!r}: give FIELD=PATH, e.g. --map question=query or --map answer=response.text")
+        mapping[_known(name.strip(), f"--map {pair}")] = path.strip()
+    for name, path in mapping.items():
+        _compiled(path, name)
+    return mapping
+
+
+def _toml_map(path: Path) -> dict[str, str]:
+    import tomllib
+
+    from harness.core.files import read_text_checked
+
+    try:
+        data = tomllib.loads(read_text_checked(path))
+    except tomllib.TOMLDecodeError as exc:
+        raise GraceError(f"{path}: not valid TOML ({exc})") from None
+    table = data.pop("fields", {})
+    if not isinstance(table, dict):
+        raise GraceError(f"{path}: [fields] must be a table of FIELD = \"PATH\"")
+    out = {}
+    for name, value in {**data, **table}.items():
+        if not isinstance(value, str) or not value.strip():
+            raise GraceError(f"{path}: {name} must be a path in a log line, as a string (e.g. {name} = \"query\")")
+        out[_known(name, str(path))] = value.strip()
+    return out
+
+
+def _known(name: str, place: str) -> str:
+    if name not in FIELDS:
+        raise GraceError(f"{place}: {name!r} is not a field of a log record; the fields are {', '.join(FIELDS)}")
+    return name
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _compiled(path: str, name: str) -> Any:
+    """A plain key is read with ``dict.get`` (a million lines: no parser per field); anything else is JMESPath."""
+    if _PLAIN.fullmatch(path):
+        return None
+    import jmespath
+    from jmespath.exceptions import JMESPathError
+
+    try:
+        return jmespath.compile(path)
+    except JMESPathError as exc:
+        raise GraceError(f"the path of {name}, {path!r}, is not a JMESPath expression ({exc}); nested keys are "
+                         "written a.b.c, a list of objects' IDs sources[*].id, a key with a dot or a dash \"x-y\"") \
+            from None
+
+
+# -- reading --------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the log: its record, or the problem that kept it out (then ``record`` is None)."""
+
+    line: int
+    record: AuditRecord | None
+    data: dict[str, Any] | None  # the line's object, when it was one
+    problem: LogProblem | None = None
+
+
+def read_audit_log(path: str | Path, mapping: Mapping[str, str] | None = None) -> Iterator[LogLine]:
+    """Every non-blank line of the log, read through ``mapping`` (:func:`field_map`; default: the field names)."""
+    path = Path(path)
+    mapping = dict(mapping or field_map())
+    plan = [(name, p, _compiled(p, name)) for name, p in mapping.items()]
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise GraceError(f"{path}: log file not found") from None
+    except IsADirectoryError:
+        raise GraceError(f"{path}: is a folder; give the log file (JSON Lines, one record per line)") from None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if n == 1:
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
+            if not raw.strip():
+                continue
+            yield _read_line(n, raw, plan)
+
+
+def _read_line(n: int, raw: bytes, plan: list[tuple[str, str, Any]]) -> LogLine:
+    def bad(problem: str, data: dict[str, Any] | None = None) -> LogLine:
+        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:10_000]
+        return LogLine(n, None, data, LogProblem(line=n, problem=problem, text=text))
+
+    try:
+        data = loads_line(raw)
+    except UnicodeDecodeError as exc:
+        return bad(f"not UTF-8 text (byte {exc.start + 1} of the line)")
+    except json.JSONDecodeError as exc:
+        return bad(f"not valid JSON ({exc.msg} at column {exc.colno})")
+    if not isinstance(data, dict):
+        return bad(f"expected a JSON object, got {type(data).__name__}")
+    values = {}
+    for name, p, compiled in plan:
+        value = data.get(p) if compiled is None else compiled.search(data)
+        if value is not None:
+            values[name] = value
+    if "question" not in values:
+        keys = ", ".join(list(data)[:12]) or "none"
+        at = next(p for name, p, _ in plan if name == "question")
+        return bad(f"no question at {at!r} (the line's keys: {keys}); map it with --map question=PATH", data)
+    try:
+        return LogLine(n, AuditRecord.model_validate(values), data)
+    except ValidationError as exc:
+        return bad(_problem(exc, dict((name, p) for name, p, _ in plan)), data)
+
+
+def _problem(exc: ValidationError, paths: dict[str, str]) -> str:
+    e = exc.errors(include_url=False)[0]
+    if not e["loc"]:
+        return e["msg"].removeprefix("Value error, ")
+    name = str(e["loc"][0])
+    at = f" (at {paths[name]!r})" if paths.get(name, name) != name else ""
+    shown = json.dumps(e.get("input"), ensure_ascii=False, default=str)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{name}{at}: {e['msg'].removeprefix('Value error, ')}, got {shown}"
+
+
+# -- questions ------------------------------------------------------------------------------------------------------
+def normalise_question(text: str) -> str:
+    """The form two spellings of one question share: Unicode NFKC, case folded, punctuation dropped, spaces
+    collapsed (``"What's  the per-diem?"`` and ``"what s the per diem"`` match)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join("".join(" " if unicodedata.category(c).startswith("P") else c for c in folded).split())
+
+
+def question_id_for(record: AuditRecord) -> str:
+    """A log question's ID without gold: the log's own ID, else one made from its normalised text (so the same
+    question asked twice is one question, answered twice)."""
+    return record.question_id or "q-" + text_hash(normalise_question(record.question), 12)
+
+
+class GoldMatcher:
+    """Which gold question a log record asks: by ID first, else by normalised text (:func:`normalise_question`)."""
+
+    def __init__(self, questions: Iterable[GoldQuestion]):
+        self.by_id: dict[str, GoldQuestion] = {}
+        self.by_text: dict[str, list[str]] = {}
+        for q in questions:
+            self.by_id[q.question_id] = q
+            self.by_text.setdefault(normalise_question(q.question), []).append(q.question_id)
+
+    def match(self, record: AuditRecord) -> tuple[str | None, str]:
+        """``(question_id, "id" | "text")``, or ``(None, why not)``."""
+        if record.question_id is not None and record.question_id in self.by_id:
+            return record.question_id, "id"
+        found = self.by_text.get(normalise_question(record.question), [])
+        if len(found) == 1:
+            return found[0], "text"
+        if found:
+            return None, f"its text matches {len(found)} gold questions ({', '.join(found[:5])}); give the log's " \
+                         "question_id"
+        said = f"no gold question has the ID {record.question_id!r} or this text" if record.question_id \
+            else "no gold question has this text"
+        return None, said

@@ -1,0 +1,97 @@
+"""The report's two views of a run that depend on who asks and what about: permissions and category slices.
+
+Both are added to a built :class:`~harness.run_folder.report.Report` from the scorer's per-row arrays, and both
+are absent from runs that do not use them, so an ordinary run's report.json is what it was:
+
+- Permissions: when the KB gives some article an ``audience``, ``report.permissions`` says how many responses
+  were checked (their asker's groups known), each model gets its ``forbidden_citation_rate``, and a warning says
+  when no (or not every) response could be checked. Without an audience in the KB the outcome
+  ``forbidden_citation`` cannot occur and is not listed in the outcome counts.
+- Categories: when the gold file has a ``category`` column, each model gets its accuracy per category, with a
+  95% CI computed as the overall accuracy's (a bootstrap over the category's questions, the run's seed, the
+  models that answered the same questions resampled together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from harness.core.bootstrap import bootstrap_cis
+from harness.run_folder.report import CategoryScore, Permissions, Report
+from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE
+from harness.scoring.significance import per_question
+from kb_builder.gold import GROUPS, GoldQuestion
+
+FORBIDDEN = "forbidden_citation"
+
+
+def restricted_articles(articles: Sequence) -> dict[str, frozenset[str]]:
+    """The KB's articles with an audience: ID -> the groups that may see it (the scorer's ``audiences``)."""
+    return {a.id: frozenset(a.audience) for a in articles if getattr(a, "audience", None)}
+
+
+def add_permissions(report: Report, a: Mapping[str, np.ndarray], models: list[str],
+                    audiences: Mapping[str, frozenset[str]]) -> None:
+    """``report.permissions``, each model's ``forbidden_citation_rate`` and the warnings; without audiences, the
+    outcome counts lose the ``forbidden_citation`` that cannot occur."""
+    if not audiences:
+        for m in report.models.values():
+            m.outcomes = {k: v for k, v in m.outcomes.items() if k != FORBIDDEN}
+            m.strict_outcomes = {k: v for k, v in m.strict_outcomes.items() if k != FORBIDDEN}
+        return
+    checked = a["checked"] == 1
+    n_checked = int(checked.sum())
+    report.permissions = Permissions(restricted_articles=len(audiences), checked=n_checked,
+                                     unchecked=int(checked.size - n_checked))
+    code = OUTCOME_CODE[FORBIDDEN]
+    for mi, name in enumerate(models):
+        m = report.models.get(name)
+        if m is None:
+            continue
+        sel = a["model"] == mi
+        if (checked & sel).any():
+            m.forbidden_citation_rate = round(float((a["outcome"][sel] == code).mean()), 6)
+    where = f"the asker's groups: a '{GROUPS}' column in the gold file, ';'-separated, or user_groups on the responses"
+    if not n_checked:
+        report.warnings.append(f"the KB gives {len(audiences)} article(s) an audience, but no response says who asked: "
+                               f"no citation was checked for permission (forbidden_citation); give {where}")
+    elif n_checked < checked.size:
+        report.warnings.append(f"{checked.size - n_checked} of {checked.size} responses do not say who asked: their "
+                               f"citations were not checked for permission (forbidden_citation); give {where}")
+
+
+def add_categories(report: Report, a: Mapping[str, np.ndarray], models: list[str],
+                   questions: Sequence[GoldQuestion], seed: int, bootstrap: int) -> None:
+    """``report.categories`` and each ranked model's accuracy per category, when the gold file has categories."""
+    cats = [g.category for g in questions]
+    if all(c is None for c in cats) or report.unlabelled is not None:
+        return
+    names = list(dict.fromkeys(c for c in cats if c is not None))
+    code = {c: i for i, c in enumerate(names)}
+    cat_of_q = np.array([code.get(c, -1) for c in cats], dtype=np.int64)
+    nq = len(questions)
+    hits = np.isin(a["outcome"], HIT_CODES)
+    row_cat = cat_of_q[a["q"]]
+    slices: dict[str, dict[str, CategoryScore]] = {name: {} for name in report.models}
+    for ci, cat in enumerate(names):
+        in_cat = row_cat == ci
+        # models that answered the same questions of the category are bootstrapped together (paired resamples)
+        groups: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
+        for mi, name in enumerate(models):
+            if name not in slices:
+                continue
+            sel = np.flatnonzero(in_cat & (a["model"] == mi))
+            if not sel.size:
+                continue
+            answered, rate = per_question(a["q"][sel], hits[sel].astype(np.float64), nq)
+            groups.setdefault(answered.tobytes(), []).append((name, sel, rate))
+        for group in groups.values():
+            cis = bootstrap_cis([rate for _, _, rate in group], bootstrap, seed)
+            for (name, sel, rate), interval in zip(group, cis, strict=True):
+                slices[name][cat] = CategoryScore(n=int(sel.size), n_questions=int(rate.size),
+                                                  accuracy=round(float(hits[sel].mean()), 6), accuracy_ci95=interval)
+    report.categories = names
+    for name, block in slices.items():
+        report.models[name].categories = block

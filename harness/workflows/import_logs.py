@@ -1,0 +1,238 @@
+"""The import workflow: ``grace import-logs`` (a production audit log into a run folder, scored like any run).
+
+The deployed system already answered; nothing is asked again. Each log record becomes one row of
+``responses.jsonl`` (a :class:`~harness.run_folder.run_records.ResponseRecord`, as ``grace run`` writes), each
+distinct ``model`` of the log a model of the run, and the same question answered again by the same model a further
+repeat (numbered in log order). The log's retrieved IDs are both what the model was shown (``retrieved_ids``: the
+scorer judges unshown citations against them) and what the system retrieved for itself (``system_retrieved``: the
+end-to-end figures); its structured citations go to ``citations``; who asked to ``user`` and ``user_groups``.
+
+With gold, each record is matched to a gold question by ID, else by normalised text; a record that matches none is
+listed (``unmatched.jsonl``, with its line) and not scored. Without gold, the questions are the logs' own
+(``questions.csv``, ready to label) and the report holds only the figures that need no label.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.core.errors import GraceError
+
+if TYPE_CHECKING:
+    from harness.run_folder.audit_log import LogProblem, UnmatchedRecord
+    from harness.workflows.results import Run
+
+__all__ = ["ImportLogsConfig", "ImportResult", "import_logs"]
+
+LOGGED_ERROR = "logged_error"  # CallError.kind of a record whose log says the call failed
+
+
+class ImportLogsConfig(BaseModel):
+    """The options of ``grace import-logs``, under the same names."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    logs: Path  # the audit log: JSON Lines, one record per answer
+    kb: Path  # the KB folder the deployed system answered from
+    out: Path  # the run folder to write
+    gold: Path | None = None  # a gold CSV: score the answers; without one, only what needs no label
+    fields: tuple[str, ...] = ()  # FIELD=PATH pairs (--map): where each field is in a log line (JMESPath)
+    mapping: Path | None = None  # a TOML file of FIELD = "PATH" lines (--mapping); --map wins over it
+    default_model: str = "production"  # the model of a record that names none
+    force: bool = False  # replace a run already in ``out`` (its responses kept as responses.jsonl.bak)
+    seed: int = 0
+    bootstrap: int = 2000
+
+
+@dataclass
+class ImportResult:
+    """What an import did: every non-blank log line is imported, malformed or unmatched."""
+
+    run: Run  # the folder, read back (``run.report`` is None when nothing could be imported)
+    records: int
+    imported: int
+    malformed: list[LogProblem] = field(default_factory=list)
+    unmatched: list[UnmatchedRecord] = field(default_factory=list)
+    matched_by_id: int = 0
+    matched_by_text: int = 0
+    models: dict[str, int] = field(default_factory=dict)  # model -> rows
+    questions: int = 0
+    labelled: bool = False
+
+
+def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str | Path | None = None,
+                console: Any = None, **options: Any) -> ImportResult:
+    """Read a production audit log into the run folder ``out``, score it and write its reports.
+
+    The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
+    ``bootstrap``). Malformed lines are kept aside in ``malformed.jsonl`` (line, problem, text), records no gold
+    question matches in ``unmatched.jsonl``; the rest is imported. A folder that already holds a run is refused
+    unless ``force``. Raises ``GraceError`` for bad input, and when no line could be imported (the two files are
+    written first, to say why).
+    """
+    from harness.core.outputs import check_output_folder, keep_backup
+    from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
+    from harness.run_folder.audit_log import field_map
+    from kb_builder.gold import load_gold
+    from kb_builder.store import load_kb
+
+    c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, **options)
+    mapping = field_map(c.fields, c.mapping)
+    folder = RunDir(c.out)
+    check_output_folder(c.out, {"log file": c.logs, "KB folder": c.kb, "gold CSV": c.gold, "mapping file": c.mapping},
+                        [p.name for p in _written(folder)] + [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
+    if not c.logs.is_file():
+        raise GraceError(f"{c.logs}: log file not found" if not c.logs.exists() else
+                         f"{c.logs}: is a folder; give the log file (JSON Lines, one record per line)")
+    held = [p for p in (folder.responses, folder.run_info) if p.exists()]
+    if held and not c.force:
+        raise GraceError(f"--out {c.out} already holds a run ({held[0].name}); give a new folder, or add --force to "
+                         f"replace it (its responses are kept as {folder.responses.name}.bak)")
+    kb_obj = load_kb(c.kb, write_missing=False)
+    gold_set = load_gold(c.gold) if c.gold is not None else None
+    with folder.lock():
+        if held:
+            keep_backup(folder.responses)
+            for path in _written(folder):
+                path.unlink(missing_ok=True)
+        result, questions = _read(c, mapping, folder, gold_set)
+        if not result.imported:
+            raise GraceError(f"{c.logs}: nothing imported: {len(result.malformed)} malformed line(s) "
+                             f"({folder.malformed}), {len(result.unmatched)} unmatched record(s)"
+                             + (f" ({folder.unmatched})" if gold_set is not None else "")
+                             + "; check the field mapping (--map FIELD=PATH)")
+        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result)
+        result.run = _score(c, folder, kb_obj, gold_set, questions, console)
+    return result
+
+
+def _written(folder: Any) -> list[Path]:
+    """The files an import writes besides the scores and reports: removed first when ``--force`` replaces a run."""
+    return [folder.responses, folder.run_info, folder.malformed, folder.unmatched, folder.questions]
+
+
+def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any, gold_set: Any) -> tuple[ImportResult, list]:
+    """Read every line into response rows; write them, ``malformed.jsonl`` and ``unmatched.jsonl``/``questions.csv``."""
+    from harness.core.files import atomic_write_text, csv_text
+    from harness.run_folder.audit_log import (
+        GoldMatcher,
+        UnmatchedRecord,
+        jsonl_text,
+        question_id_for,
+        read_audit_log,
+    )
+    from harness.run_folder.responses import write_responses
+    from kb_builder.gold import GOLD_COLUMNS, GoldQuestion
+
+    result = ImportResult(run=None, records=0, imported=0, labelled=gold_set is not None)  # type: ignore[arg-type]
+    matcher = GoldMatcher(gold_set.questions) if gold_set is not None else None
+    asked: dict[str, GoldQuestion] = {}  # without gold: the logs' questions, in order of first appearance
+    repeats: Counter[tuple[str, str]] = Counter()
+    rows = []
+    for line in read_audit_log(c.logs, mapping):
+        result.records += 1
+        if line.record is None:
+            result.malformed.append(line.problem)
+            continue
+        rec = line.record
+        if matcher is not None:
+            qid, how = matcher.match(rec)
+            if qid is None:
+                result.unmatched.append(UnmatchedRecord(line=line.line, question_id=rec.question_id,
+                                                        question=rec.question, reason=how, record=line.data or {}))
+                continue
+            if how == "id":
+                result.matched_by_id += 1
+            else:
+                result.matched_by_text += 1
+        else:
+            qid = question_id_for(rec)
+            asked.setdefault(qid, GoldQuestion(question_id=qid, question=rec.question, line=line.line))
+        model = rec.model or c.default_model
+        repeat = repeats[model, qid]
+        repeats[model, qid] += 1
+        rows.append(_response(rec, qid, model, repeat, line.line))
+    questions = list(gold_set.questions) if gold_set is not None else list(asked.values())
+    order = {q.question_id: i for i, q in enumerate(questions)}
+    rows.sort(key=lambda r: (r.model, r.repeat, order[r.question_id]))  # the order grace run's compaction keeps
+    result.imported = len(rows)
+    result.models = dict(sorted(Counter(r.model for r in rows).items()))
+    result.questions = len({r.question_id for r in rows})
+    atomic_write_text(folder.malformed, jsonl_text(result.malformed))
+    if gold_set is not None:
+        atomic_write_text(folder.unmatched, jsonl_text(result.unmatched))
+    else:
+        atomic_write_text(folder.questions, csv_text(GOLD_COLUMNS, (q.gold_cells() for q in questions)))
+    if rows:
+        write_responses(folder.responses, rows)
+    return result, questions
+
+
+def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
+    from harness.run_folder.run_records import CallError, ResponseRecord
+
+    error = CallError(kind=LOGGED_ERROR, message=rec.error, attempts=1) if rec.error else None
+    return ResponseRecord(
+        question_id=qid, model=model, repeat=repeat, response=None if error else rec.answer,
+        retrieved_ids=rec.retrieved_ids or [], system_retrieved=rec.retrieved_ids,
+        citations=None if error else rec.citations,  # a failed call cited nothing
+        user=rec.user, user_groups=rec.user_groups, prompt_hash=rec.prompt_hash,
+        input_tokens=rec.input_tokens, output_tokens=rec.output_tokens, cost_usd=rec.cost_usd,
+        latency_ms=rec.latency_ms, error=error, created_at=rec.timestamp,
+        question=rec.question, log_line=line,  # extra columns: the question as the user wrote it, and where
+    )
+
+
+def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,
+                    questions: list, result: ImportResult) -> None:
+    from harness.core.hashing import file_hash, json_hash
+    from harness.core.version import __version__
+    from harness.run_folder.run_records import ModelEntry, RunConfig, RunGold, RunImport, RunInfo, RunKb
+    from harness.runner.session import describe_rows
+
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    rows = folder.response_records()
+    info = RunInfo(
+        grace_version=__version__, started_at=now, finished_at=now, status="finished",
+        kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles), embedder=None),
+        gold=RunGold(path=str(gold_set.path if gold_set is not None else folder.questions),
+                     hash=gold_set.hash if gold_set is not None else _questions_hash(questions, json_hash),
+                     questions=len(questions), must_refuse=sum(q.must_refuse for q in questions)),
+        templates={},  # the deployed system's prompt: only its hash per row (prompt_hash), when the log has it
+        config=RunConfig(k=max((len(r.retrieved_ids) for r in rows), default=0),
+                         repeats=max((r.repeat + 1 for r in rows), default=0), concurrency=0, cache=False,
+                         read_cache=False, max_attempts=0, seed=c.seed, output_mode="imported"),
+        models=[ModelEntry(name=m, provider="logs", model=m) for m in result.models],
+        imported=RunImport(path=str(c.logs), hash=file_hash(c.logs), records=result.records,
+                           imported=result.imported, malformed=len(result.malformed),
+                           unmatched=len(result.unmatched), matched_by_id=result.matched_by_id,
+                           matched_by_text=result.matched_by_text, fields=mapping, default_model=c.default_model),
+    )
+    describe_rows(folder, info, None, questions)
+    folder.write_run_info(info)
+
+
+def _questions_hash(questions: list, json_hash: Any) -> str:
+    """The unlabelled question set's hash, as the scorer takes one of questions passed in memory: two imports of
+    logs that asked the same questions compare as runs on one question set."""
+    return json_hash([[q.question_id, q.question] for q in questions], 16)
+
+
+def _score(c: ImportLogsConfig, folder: Any, kb: Any, gold_set: Any, questions: list, console: Any) -> Run:
+    """Score the rows as ``grace score`` would and write the reports (leaderboard.md, report.html)."""
+    from harness.core.hashing import json_hash
+    from harness.reports import write_reports
+    from harness.workflows.score import score
+    from kb_builder.gold import GoldSet
+
+    if gold_set is None:  # the logs' own questions, with no label: the scorer leaves out what needs one
+        gold_set = GoldSet(folder.questions, _questions_hash(questions, json_hash), tuple(questions))
+    run = score(folder.responses, gold_set, kb, folder.path, seed=c.seed, bootstrap=c.bootstrap)
+    write_reports(folder.path, kb=kb, console=console, gold=gold_set)
+    return run

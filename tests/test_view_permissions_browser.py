@@ -1,0 +1,133 @@
+"""grace view in a real headless Chromium on a run with permissions and categories (tests/permission_runs.py):
+forbidden citations in the leaderboard, the outcome filter, the grid's cells and the question page; the category
+filter and the per-category table; and the static export (from file://) answering like the server."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import urllib.error
+import urllib.request
+
+import pytest
+
+from harness.viewer import open_viewer
+from harness.web import make_server, url_for
+from tests.browser import launch, open_page, sync_api_or_skip
+from tests.conftest import run_grace
+from tests.permission_runs import LEAKY, build_permission_run
+
+sync_api = sync_api_or_skip()
+expect = sync_api.expect
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:  # a module fixture: conftest's per-test cache folder is not set yet
+        root = tmp_path_factory.mktemp("view-permissions")
+        mp.setenv("GRACE_CACHE_DIR", str(root / "cache"))
+        return build_permission_run(root)
+
+
+@pytest.fixture(scope="module")
+def served(run, tmp_path_factory):
+    app, indexer = open_viewer([run], tmp_path_factory.mktemp("cache"), child=False)
+    assert indexer.wait(60)
+    httpd = make_server(app, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    yield url_for("127.0.0.1", httpd.server_address[1], None)
+    httpd.shutdown()
+    httpd.server_close()
+    indexer.stop()
+
+
+@pytest.fixture(scope="module")
+def exported(run, tmp_path_factory):
+    out = tmp_path_factory.mktemp("export") / "site"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRACE_CACHE_DIR", str(out.parent / "cache"))
+        code, text = run_grace("view", run, "--export", out)
+    assert code == 0, text
+    return out / "index.html"
+
+
+@pytest.fixture(scope="module")
+def browser(served, exported):
+    with sync_api.sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def grid_ids(page) -> list[str]:
+    return page.locator("#grid tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+
+
+def test_the_leaderboard_shows_the_forbidden_rate_and_the_categories(browser, served):
+    page, errors = open_page(browser, served + "#/leaderboard?run=run")
+    board = page.locator("table.leaderboard")
+    expect(board.locator("th", has_text="Forbidden cit.")).to_have_count(1)
+    headers = board.locator("th").all_inner_texts()
+    row = board.locator("tr", has_text=LEAKY).locator("td").all_inner_texts()
+    assert row[headers.index("Forbidden cit.")] == "40.0%"
+    categories = page.locator("table.categories")
+    expect(categories.locator("tbody tr")).to_have_count(4)
+    expect(categories.locator("tr[data-category='pay & bands']")).to_contain_text("50.0% [0.0, 100.0]")
+    assert errors == []
+
+
+def test_the_outcome_filter_finds_the_forbidden_citations(browser, served):
+    page, errors = open_page(browser, served + "#/questions?runs=run")
+    expect(page.locator("#total")).to_have_text("5")
+    options = page.locator("#f-outcome option").evaluate_all("os => os.map(o => o.value)")
+    assert "forbidden_citation" in options
+    page.select_option("#f-outcome", "forbidden_citation")
+    expect(page.locator("#total")).to_have_text("3")
+    assert grid_ids(page) == ["q1", "q3", "q5"]
+    leak = page.locator("#grid tr[data-id='q3'] td.cell.tone-leak")
+    expect(leak).to_have_text("forbidden 2")
+    assert leak.evaluate("td => getComputedStyle(td).backgroundColor") == "rgb(183, 28, 28)"
+    page.locator("#grid tr[data-id='q3'] a.qid").click()
+    reading = page.locator(f".model[data-model='{LEAKY}'] .reading").first
+    expect(reading).to_contain_text("cited 2: the user who asked may not see it")
+    assert errors == []
+
+
+def test_the_category_filter_drives_the_grid_and_the_url(browser, served):
+    page, errors = open_page(browser, served + "#/questions?runs=run")
+    options = page.locator("#f-category option").evaluate_all("os => os.map(o => o.value)")
+    assert options == ["", "leave", "pay & bands", "facilities", "hr"]
+    page.select_option("#f-category", "pay & bands")
+    expect(page.locator("#total")).to_have_text("2")
+    assert grid_ids(page) == ["q2", "q3"]
+    assert re.search(r"category=pay(\+|%20)%26(\+|%20)bands", page.evaluate("location.hash"))
+    expect(page.locator("#grid tr[data-id='q2'] .badge.category")).to_have_text("pay & bands")
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    expect(page.locator("#total")).to_have_text("2")
+    expect(page.locator("#f-category")).to_have_value("pay & bands")
+    assert errors == []
+
+
+def test_the_export_answers_like_the_server(browser, served, exported):
+    queries = ["", "outcome=forbidden_citation", "category=pay+%26+bands", "category=hr&outcome=forbidden_citation",
+               f"model={LEAKY}&outcome=miss&category=leave", "category=facilities&sort=hardest"]
+    base = exported.as_uri()
+    page, errors = open_page(browser, base + "#/questions?runs=run")
+    for q in queries:
+        with urllib.request.urlopen(f"{served}api/questions?runs=run&{q}", timeout=20) as r:
+            want = [row["id"] for row in json.loads(r.read())["rows"]]
+        page.goto(f"{base}#/questions?runs=run&{q}")
+        expect(page.locator("main")).to_have_attribute("data-rendered", f"#/questions?runs=run&{q}")
+        expect(page.locator("#total")).to_have_text(str(len(want)))
+        assert grid_ids(page) == want, q
+    # an unknown category is refused the same way by both
+    with pytest.raises(urllib.error.HTTPError):
+        urllib.request.urlopen(f"{served}api/questions?runs=run&category=payroll", timeout=20)
+    page.goto(f"{base}#/questions?runs=run&category=payroll")
+    expect(page.locator("#error")).to_contain_text("no category 'payroll' in the runs picked")
+    page.goto(f"{base}#/leaderboard?run=run")
+    expect(page.locator("table.categories tbody tr")).to_have_count(4)
+    assert all(u.startswith("file://") for u in page.requested)
+    assert errors == []
