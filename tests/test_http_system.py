@@ -219,3 +219,32 @@ def test_a_missing_variable_and_a_misplaced_table_are_refused(bench, tmp_path, m
     toml.write_text('[[models]]\nspec = "http:bot"\n', encoding="utf-8")
     with pytest.raises(GraceError, match=r"needs its endpoint"):
         run(bench, tmp_path / "run", toml)
+
+
+def test_resume_after_a_kill_asks_the_bot_only_the_missing_questions(bench, bot, tmp_path):
+    """A `grace run` killed mid-way keeps every answer it was paid for; the next run asks the bot only the rest."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    out, toml = tmp_path / "run", board(tmp_path, bot)
+    bot.latency = 0.2
+    cmd = [sys.executable, "-c", "from harness.cli.app import main; main()", "run", "--kb", str(bench / "kb"),
+           "--gold", str(bench / "gold.csv"), "--config", str(toml), "--out", str(out), "--concurrency", "1"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not ((out / "responses.jsonl").exists() and len(rows(out)) >= 3):
+            time.sleep(0.05)
+        proc.kill()
+    finally:
+        proc.wait(30)
+    done = {r["question_id"] for r in rows(out) if not r["error"]}
+    assert 3 <= len(done) < N_QUESTIONS
+    bot.latency, before = 0.0, len(bot.requests)
+    resumed = run(bench, out, toml)
+    asked = [r.body["id"] for r in bot.requests[before:]]
+    assert not set(asked) & done and resumed.resumed["done"] == len(done)
+    assert len({r["question_id"] for r in rows(out) if not r["error"]}) == N_QUESTIONS

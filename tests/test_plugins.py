@@ -142,6 +142,9 @@ def test_a_plugin_runs_end_to_end_on_the_sample_kb(plugin_path, sample_kb, tmp_p
     demo, top1 = models["demo:fake-model"], models["baseline:top1"]
     assert demo["accuracy"] > 0.3 and demo["outcomes"] == top1["outcomes"]
     assert "demo:fake-model" in (tmp_path / "run" / "leaderboard.md").read_text(encoding="utf-8")
+    # run.json says which package served the model, so a result can be traced to the plugin's version
+    entries = {m["name"]: m for m in json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["models"]}
+    assert entries["demo:fake-model"]["plugin"] == "grace-plugin-demo 0.2.0" and "plugin" not in entries["baseline:top1"]
 
 
 def test_a_broken_plugin_fails_its_run_with_the_package_and_the_error(plugin_path, sample_kb, tmp_path):

@@ -91,3 +91,11 @@ def make_provider(spec: ModelSpec) -> Provider:
 def endpoint_of(spec: ModelSpec) -> str | None:
     """The endpoint a spec's calls go to, normalised (``.../v1/`` and ``.../v1`` are one endpoint)."""
     return normalise_url(provider_class(spec).endpoint(spec))
+
+
+def plugin_of(spec: ModelSpec) -> str | None:
+    """The package (and version) of the plugin a spec's provider comes from, for run.json; None for a built-in."""
+    if spec.provider in PROVIDERS:
+        return None
+    plugin = plugins.find(spec.provider, PROVIDERS)
+    return plugin.where if plugin is not None else None

@@ -156,6 +156,8 @@ class ModelEntry(BaseModel):
     # USD per 1M [input, output] tokens through the batch API (half price unless set)
     price_batch_per_mtok: list[float] | None = None
     options: dict[str, Any] = Field(default_factory=dict)  # the provider's own options (the TOML entry's options table)
+    # the plugin package and version that provided the provider ("grace-acme 1.2.0"); absent: a built-in provider
+    plugin: str | None = _absent_if_none()
     # learned (Provider.learned()): the JSON mode a server made grace fall back to, and why; a baseline's fit
     json_mode: str | None = _absent_if_none()  # json_object or prompt: what calls fell back to; absent: no fallback
     json_mode_reason: str | None = _absent_if_none()  # why the server made grace fall back: the error it gave

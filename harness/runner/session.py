@@ -24,7 +24,7 @@ from harness.core.errors import GraceError
 from harness.core.hashing import normalise, text_hash
 from harness.core.version import __version__
 from harness.prompts import Template
-from harness.providers import endpoint_of, make_provider, provider_class
+from harness.providers import endpoint_of, make_provider, plugin_of, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.run_folder import BatchLedger, RunDir, RunInfo
 from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunKb
@@ -155,7 +155,7 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       endpoint=endpoint_of(spec), batch=bool(spec.batch), price_input_per_mtok=spec.price_input_per_mtok,
                       price_output_per_mtok=spec.price_output_per_mtok,
                       price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
-                      options={k: v for k, v in spec.options.items() if k != "responses"})
+                      options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec))
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,
