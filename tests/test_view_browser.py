@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import urllib.request
 
 import pytest
 
-from harness.viewer import open_viewer
-from harness.web import make_server, url_for
 from tests.browser import launch, open_page, sync_api_or_skip
-from tests.conftest import run_grace
-from tests.view_runs import ANSWER_XSS, MODEL, TITLE_XSS, build_view_runs
+from tests.view_runs import ANSWER_XSS, MODEL, TITLE_XSS, build_view_runs, exported_viewer, served_viewer
 
 sync_api = sync_api_or_skip()
 expect = sync_api.expect
@@ -28,24 +24,13 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def served(built, tmp_path_factory):
-    app, indexer = open_viewer([built / "a", built / "b"], tmp_path_factory.mktemp("cache"), child=False)
-    assert indexer.wait(60)
-    httpd = make_server(app, "127.0.0.1", 0)
-    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    yield url_for("127.0.0.1", httpd.server_address[1], None)
-    httpd.shutdown()
-    httpd.server_close()
-    indexer.stop()
+    with served_viewer([built / "a", built / "b"], tmp_path_factory.mktemp("cache")) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def exported(built, tmp_path_factory):
-    out = tmp_path_factory.mktemp("export") / "site"
-    with pytest.MonkeyPatch.context() as mp:  # a module fixture: conftest's per-test cache folder is not set yet
-        mp.setenv("GRACE_CACHE_DIR", str(out.parent / "cache"))
-        code, text = run_grace("view", built / "b", "--export", out)
-    assert code == 0, text
-    return out / "index.html"
+    return exported_viewer([built / "b"], tmp_path_factory.mktemp("export") / "site")
 
 
 @pytest.fixture(scope="module")

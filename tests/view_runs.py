@@ -12,6 +12,8 @@ import json
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -119,3 +121,30 @@ def _build(root: Path) -> Path:
                           "baseline:lexical", "--all")
     assert code == 0, out
     return root
+
+
+@contextmanager
+def served_viewer(runs: list[Path], cache: Path) -> Iterator[str]:
+    """The viewer on ``runs``, indexed and served on a free local port: its URL, for as long as the block runs."""
+    from harness.viewer import open_viewer
+    from harness.web import make_server, url_for
+
+    app, indexer = open_viewer(runs, cache, child=False)
+    assert indexer.wait(60)
+    httpd = make_server(app, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        yield url_for("127.0.0.1", httpd.server_address[1], None)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        indexer.stop()
+
+
+def exported_viewer(runs: list[Path], out: Path) -> Path:
+    """``grace view RUNS --export OUT`` (its own response cache): the export's index.html."""
+    with pytest.MonkeyPatch.context() as mp:  # a module fixture: conftest's per-test cache folder is not set yet
+        mp.setenv("GRACE_CACHE_DIR", str(out.parent / "cache"))
+        code, text = run_grace("view", *runs, "--export", out)
+    assert code == 0, text
+    return out / "index.html"

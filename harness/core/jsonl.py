@@ -40,6 +40,24 @@ def loads_line(raw: bytes) -> Any:
     return _decode(raw.decode("utf-8"))
 
 
+def iter_lines(path: Path, *, expected: str = "a .jsonl file") -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, raw line)`` of a JSON Lines file, a UTF-8 byte-order mark and blank lines left out:
+    the part every JSONL reader shares, whether a bad line stops it (:func:`iter_jsonl`) or is set aside."""
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise GraceError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise GraceError(f"{path}: is a folder, expected {expected}") from None
+    with fh:
+        for n, raw in enumerate(fh, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            if raw.strip():
+                yield n, raw
+
+
 def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, object)``; blank lines are skipped.
 
@@ -48,25 +66,14 @@ def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Ite
     never a finished record.
     """
     path = Path(path)
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise GraceError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise GraceError(f"{path}: is a folder, expected a .jsonl file") from None
-    with fh:
-        for n, raw in enumerate(fh, 1):
-            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                raw = raw[3:]
-            if not raw.strip():
-                continue
-            if torn_tail_ok and not raw.endswith(b"\n"):  # only the last line can lack its newline
-                try:
-                    yield n, _parse(path, n, raw, hint)
-                except GraceError:
-                    pass
-                return
-            yield n, _parse(path, n, raw, hint)
+    for n, raw in iter_lines(path):
+        if torn_tail_ok and not raw.endswith(b"\n"):  # only the last line can lack its newline
+            try:
+                yield n, _parse(path, n, raw, hint)
+            except GraceError:
+                pass
+            return
+        yield n, _parse(path, n, raw, hint)
 
 
 def _parse(path: Path, n: int, raw: bytes, hint: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.core.errors import GraceError
 from harness.core.hashing import text_hash
-from harness.core.jsonl import loads_line
+from harness.core.jsonl import iter_lines, loads_line
 from kb_builder.gold import GoldQuestion, split_ids
 
 
@@ -202,19 +202,8 @@ def read_audit_log(path: str | Path, mapping: Mapping[str, str] | None = None) -
     path = Path(path)
     mapping = dict(mapping or field_map())
     plan = [(name, p, _compiled(p, name)) for name, p in mapping.items()]
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise GraceError(f"{path}: log file not found") from None
-    except IsADirectoryError:
-        raise GraceError(f"{path}: is a folder; give the log file (JSON Lines, one record per line)") from None
-    with fh:
-        for n, raw in enumerate(fh, 1):
-            if n == 1:
-                raw = raw.removeprefix(b"\xef\xbb\xbf")
-            if not raw.strip():
-                continue
-            yield _read_line(n, raw, plan)
+    for n, raw in iter_lines(path, expected="the log file (JSON Lines, one record per line)"):
+        yield _read_line(n, raw, plan)
 
 
 def _read_line(n: int, raw: bytes, plan: list[tuple[str, str, Any]]) -> LogLine:
