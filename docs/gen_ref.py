@@ -70,6 +70,9 @@ FORMATS: tuple[Format, ...] = (
     Format("RUN/report.json", "Run folder", "Report", "harness.run_folder.report",
            "Every figure of the leaderboard. Written by `grace score`; read by `grace report`, `grace gate`, "
            "`grace view` and `grace.load_run`."),
+    Format("RUN/exports.jsonl", "Run folder", "ExportRecord", "harness.run_folder.exports_log",
+           "One line per export attempt, won or lost. Appended by `grace export` and `grace run --log-to`; "
+           "`grace export RUN --retry` reads it to try the failed ones again."),
     Format("LOGS.jsonl", "Production logs", "AuditRecord", "harness.run_folder.audit_log",
            "One line per answer your deployed system gave, under grace's field names (other names through "
            "`--map` or `--mapping`). Written by your system; read by `grace import-logs`."),
@@ -86,6 +89,9 @@ FORMATS: tuple[Format, ...] = (
            "The judge against human labels. Written by `grace spotcheck calibrate`."),
     Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",
            "Two runs question by question. Written by `grace compare --json FILE`."),
+    Format("trend.json", "Comparisons", "Trend", "harness.reports.trend",
+           "Each model's accuracy across the runs of one gold set, with each significant change. Written by "
+           "`grace report --trend RUNS --format json`; `grace.trend()` returns it."),
 )
 
 
@@ -328,7 +334,9 @@ def render() -> str:
            "Every file grace reads or writes, field by field. This page is generated from the typed models the",
            "code itself reads and writes them with (`docs/gen_ref.py`), so it is always the current version.",
            "For the rules around the files (ordering, resume, what each count means), see",
-           "[Run-folder files in detail](../report-schema.md).", ""]
+           "[Run-folder files in detail](../report-schema.md). What `grace export` writes for other tools",
+           "(`RUN/results.parquet`, Inspect logs, MLflow and W&B runs) is in those tools' own formats: see",
+           "[Send results to Inspect, MLflow, W&B or a data frame](../how-to/export-results.md).", ""]
     out += ["| file | model | what one record is |", "| --- | --- | --- |"]
     found = [(fmt, find_class(fmt)) for fmt in FORMATS]
     out += [f"| `{fmt.path}` | [{cls.__name__}](#{_anchor(cls.__name__)}) | {_cell(fmt.about)} |" for fmt, cls in found]

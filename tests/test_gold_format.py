@@ -32,6 +32,7 @@ OTHER_FORMATS = {
     "harness/viewer/runs.py": "the viewer's JSON API (run.json's gold counts)",
     "annotations/server.py": "the annotation page's JSON (LabelRecord.to_json)",
     "annotations/state.py": "the annotation page's JSON (progress counts)",
+    "harness/exports/table.py": "scores.jsonl rows, and the exported table's own columns",
 }
 
 

@@ -32,6 +32,7 @@ ORDER = [
     ("harness.scoring",),
     ("harness.spotcheck", "harness.reports"),
     ("annotations", "harness.viewer"),
+    ("harness.exports",),  # a scored run, out to the trackers: reads the run folder and its figures
     ("harness.workflows",),
     ("harness.api",),
     ("harness.cli", "annotations.cli", "annotations.gold_cli", "harness.testing"),

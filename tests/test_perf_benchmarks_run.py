@@ -26,7 +26,8 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
-              "bench_view.py", "bench_kb_scale.py", "bench_python_system.py"}  # phases.py: via bench_commands --phases
+              "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
+              "bench_export_parquet.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -42,6 +43,13 @@ def test_bench_scoring_runs():
     out = _run("bench_scoring.py", "--responses", "3000", "--questions", "300", "--articles", "40", "--bootstrap", "20")
     assert "3,000 responses" in out and "responses/s" in out and "goal: 1,000,000 responses" in out
     assert "naive floor" in out or "naive floor could not run" in out
+
+
+def test_bench_export_parquet_runs():
+    out = _run("bench_export_parquet.py", "--responses", "3000", "--questions", "300", "--articles", "40",
+               "--bootstrap", "20")
+    assert "grace score: 3,000 responses" in out and "grace export --to parquet (second): 3,000 rows" in out
+    assert "avg(correct) per model equals report.json accuracy: True" in out and "goal: export <= 2x score" in out
 
 
 def test_bench_view_runs():

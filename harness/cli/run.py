@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from harness.exports import TARGETS
+
 COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
     "run": "Ask models to answer gold questions from retrieved articles.",
 }
@@ -45,6 +47,11 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.option("--redact-pii", is_flag=True, help="Replace emails, phones, IBANs, cards, national IDs, IP addresses and "
               "(with grace-eval[pii]) person names in every prompt with placeholders before it is sent or cached; "
               "run.json counts them per type.")
+@click.option("--log-to", "log_to", multiple=True, type=click.Choice(list(TARGETS)),
+              help="Once the run is scored, export it here too (repeatable): mlflow, wandb, inspect or parquet, as "
+              "'grace export' does; where to from the config's [export.TARGET] table or the target's own variables "
+              "(MLFLOW_TRACKING_URI, WANDB_PROJECT, WANDB_MODE). A failed export never fails the run: it is reported "
+              "and retried with 'grace export RUN --retry'.")
 def run(**options) -> int:
     """Retrieve the top-k articles for every gold question and ask each model to answer with one citation.
 
@@ -78,6 +85,13 @@ def run(**options) -> int:
         console.print(Text(reason, style="red"))
     for model, why in result.unanswered.items():  # Text: a model name is never read as markup or an :emoji:
         console.print(Text(f"{model}: no usable answer ({why})", style="red"))
+    for attempt in result.exports:  # a failed export is said, with the command that retries it; the exit stays
+        if attempt.ok:
+            console.print(Text(f"exported to {attempt.target}: {attempt.exported.location}"), highlight=False)
+        else:
+            console.print(Text(f"export to {attempt.target} failed: {attempt.error}\nthe run and its results are "
+                               f"kept; export it again with: {attempt.retry} (or: grace export {out} --retry)",
+                               style="red"), highlight=False)
     if result.errors:  # last: a partial failure still exits 0, and this count is what a CI log should end on
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)

@@ -22,7 +22,8 @@ _path = click.Path(path_type=Path)
 @click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
 @click.option("--export", "export_dir", type=_path,
               help="Write a static copy of one run into this folder (index.html plus data files, opened from "
-              "file:// with no server) instead of serving.")
+              "file:// with no server) instead of serving. Given a folder holding runs: all of them on the Runs, "
+              "Leaderboard and Trends pages, the newest one's questions.")
 @click.option("--force", is_flag=True, help="With --export: write into a folder that is not empty. Only the files "
               "an earlier export wrote (listed in DIR/.grace-export.json) are replaced; any other file at a name it "
               "writes is kept as NAME.bak, and nothing else is touched.")
@@ -31,15 +32,16 @@ def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_di
 
     RUN_OR_FOLDER is a run folder ('grace run --out') or a folder holding several (default: the current
     folder). Pages: Runs, Leaderboard, Questions (a grid with filters whose state is in the URL, so a link
-    can go into a ticket), Question, Compare. Each run is indexed once into grace's cache folder
-    ($GRACE_CACHE_DIR), and again when it changes.
+    can go into a ticket), Question, Compare, Trends (each model's accuracy across the runs of one gold set).
+    Each run is indexed once into grace's cache folder ($GRACE_CACHE_DIR), and again when it changes.
     """
     from harness.core.errors import GraceError
     from harness.workflows import view as workflow
 
     if export_dir is not None:
         if len(paths) != 1:
-            raise GraceError("--export takes exactly one run folder: grace view RUN --export DIR")
+            raise GraceError("--export takes exactly one run folder (or one folder holding runs, for their trend): "
+                             "grace view RUN --export DIR")
         index = workflow.export_view(paths[0], export_dir, force=force)
         click.echo(f"wrote {index} (open it in a browser; no server needed)")
         return

@@ -13,6 +13,10 @@ A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
     malformed.jsonl       grace import-logs: the log lines not imported, and why (audit_log.LogProblem)
     unmatched.jsonl       grace import-logs --gold: the log records no gold question matched (audit_log.UnmatchedRecord)
     questions.csv         grace import-logs without gold: the questions the logs asked, with no label (to label them)
+    exports.jsonl         grace export, grace run --log-to: every export tried, and how it ended (exports_log.ExportRecord)
+    results.parquet       grace export --to parquet: the run as one tidy table (its default destination)
+    mlflow/mlflow.db      grace export --to mlflow, no tracking URI given: a local MLflow store (artifacts: mlflow/mlartifacts)
+    wandb/                grace export --to wandb, offline: W&B's offline runs, uploaded later by 'wandb sync'
 
 ``grace view`` reads a folder and writes nothing in it: its index of the folder
 lives in grace's cache folder (:meth:`RunDir.view_index`).
@@ -59,6 +63,10 @@ BATCHES = "batches.jsonl"
 MALFORMED = "malformed.jsonl"
 UNMATCHED = "unmatched.jsonl"
 QUESTIONS = "questions.csv"
+EXPORTS = "exports.jsonl"  # every export of the run tried (harness.run_folder.exports_log)
+RESULTS_PARQUET = "results.parquet"  # grace export --to parquet, by default
+MLFLOW_DB = "mlflow/mlflow.db"  # grace export --to mlflow with no tracking URI: a local store (MLflow's sqlite backend)
+WANDB = "wandb"  # grace export --to wandb, offline: W&B names the folder itself when given the run folder as its dir
 LOCK = ".grace.lock"
 VIEW_INDEX = "view-index.sqlite"  # grace view's index of a run: kept in grace's cache folder, never in the run folder
 
@@ -138,6 +146,22 @@ class RunDir:
     @property
     def questions(self) -> Path:
         return self.path / QUESTIONS
+
+    @property
+    def exports(self) -> Path:
+        return self.path / EXPORTS
+
+    @property
+    def results_parquet(self) -> Path:
+        return self.path / RESULTS_PARQUET
+
+    @property
+    def mlflow_db(self) -> Path:
+        return self.path / MLFLOW_DB
+
+    @property
+    def wandb_dir(self) -> Path:
+        return self.path / WANDB
 
     def view_index(self, cache_dir: Path) -> Path:
         """Where ``grace view`` keeps its index of this folder: in ``cache_dir``, one file per folder path."""
@@ -256,6 +280,6 @@ class _FolderLock(FileLock):
 
 __all__ = [
     "BATCHES", "CALIBRATION", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
-    "MALFORMED", "QUESTIONS", "UNMATCHED",
+    "EXPORTS", "MALFORMED", "QUESTIONS", "MLFLOW_DB", "RESULTS_PARQUET", "UNMATCHED", "WANDB",
     "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]

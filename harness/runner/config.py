@@ -131,6 +131,9 @@ class RunConfig(BaseModel):
     dry_run: bool = False
     no_score: bool = _toml(False)
     redact_pii: bool = _toml(False)  # personal data replaced by placeholders in every prompt (harness.privacy)
+    # once the run is scored, export it to each of these (inspect, mlflow, wandb, parquet); a failed export is
+    # recorded in RUN/exports.jsonl and never fails the run. Where to: the TOML's [export.TARGET] tables
+    log_to: list[str] = _toml([])
 
     @classmethod
     def build(cls, options: dict[str, Any], run_table: dict[str, Any] | None = None) -> RunConfig:
@@ -175,6 +178,7 @@ class Board(BaseModel):
     model_config = _STRICT
     run: dict[str, Any] | None = None
     models: list[dict[str, Any]] | None = None
+    export: dict[str, dict[str, Any]] | None = None  # [export.TARGET]: where --log-to sends the run, and how
 
 
 _GEN_PARAMS = set(GenParams.model_fields)
@@ -182,7 +186,8 @@ _EXPECT = {
     "int_type": "a whole number", "float_type": "a number", "string_type": "a string", "bool_type": "true or false",
     "dict_type": "a table", "list_type": "an array", "model_type": "a table",
 }
-_BOARD_EXPECT = {"run": "a [run] table", "models": "[[models]] tables (an array of tables)"}
+_BOARD_EXPECT = {"run": "a [run] table", "models": "[[models]] tables (an array of tables)",
+                 "export": "[export.TARGET] tables (e.g. [export.mlflow] with tracking_uri = \"...\")"}
 _MODEL_EXPECT = {"stop": "a string or an array of strings"}
 _TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float", dict: "a table", list: "an array"}
 
@@ -306,6 +311,13 @@ def load_config(path: Path) -> tuple[list[ModelSpec], dict[str, Any]]:
         raise GraceError("\n".join(problems))
     models = [model_from_table(m, f"{path}: [[models]] #{i}") for i, m in enumerate(entries, 1)]
     return models, dict(run)
+
+
+def load_export_tables(path: Path) -> dict[str, dict[str, Any]]:
+    """The TOML's ``[export.TARGET]`` tables (where ``log_to`` sends the run: a tracking URI, a W&B project, and the
+    target's options), as written; the file is checked by :func:`load_config` first."""
+    export = _read_toml(path).get("export")
+    return {name: dict(table) for name, table in export.items()} if isinstance(export, dict) else {}
 
 
 def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[ModelSpec]:

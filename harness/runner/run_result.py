@@ -27,6 +27,7 @@ class RunResult:
     unanswered: dict[str, str] = field(default_factory=dict)  # model -> why it has no usable answer on file
     estimates: list[dict[str, Any]] | None = None  # dry run only
     run: Any = None  # the scored folder (harness.api.Run)
+    exports: list[Any] = field(default_factory=list)  # log_to: each export tried (harness.workflows.export.ExportAttempt)
 
     @property
     def leaderboard(self):

@@ -63,8 +63,11 @@ def gold_label(must_refuse: object, expected: object) -> str:
     return ";".join(expected) if isinstance(expected, list) else str(expected or "")
 
 
-def read_hits(run: str | Path, models: Iterable[str] | None = None) -> RunHits:
-    """Read ``RUN/scores.jsonl`` once: per model, how many repeats of each question were correct and asked."""
+def read_hits(run: str | Path, models: Iterable[str] | None = None, *, strict: bool = False) -> RunHits:
+    """Read ``RUN/scores.jsonl`` once: per model, how many repeats of each question were correct and asked.
+
+    ``strict``: correct as read strictly (each row's ``strict_outcome``; the report's strict accuracy), for the
+    trend of that figure (:mod:`harness.reports.trend`)."""
     folder = RunDir(run)
     if not folder.path.is_dir():
         raise GraceError(f"{folder.path}: no such run folder; give a folder 'grace run' or 'grace score' wrote")
@@ -89,7 +92,8 @@ def read_hits(run: str | Path, models: Iterable[str] | None = None) -> RunHits:
         if qs is None:
             qs, hit_lists[model] = q_lists.setdefault(model, []), []
         qs.append(qi)
-        hit_lists[model].append(row["outcome"] in _HIT_OUTCOMES)
+        outcome = (row.get("strict_outcome") or row["outcome"]) if strict else row["outcome"]
+        hit_lists[model].append(outcome in _HIT_OUTCOMES)
     out = RunHits(folder.path, list(index), labels)
     for model, qs in q_lists.items():
         q = np.asarray(qs, dtype=np.int64)

@@ -4,8 +4,9 @@ Pages: Runs (every run found), Leaderboard (the report's table, tests and plots)
 Questions (a grid of questions x (run, model) with filters, sorting and paging,
 its state in the URL), Question (gold, retrieval, each answer with its citations
 linked to the article, both readings and why, the spot-check and the label audit)
-and Compare (two runs or two models: paired CI, McNemar, the questions that
-flipped). Modules: :mod:`~harness.viewer.runs` (finding and summarising runs, the
+Compare (two runs or two models: paired CI, McNemar, the questions that
+flipped) and Trends (each model's accuracy across the runs of one gold set, the
+significant changes marked: :mod:`~harness.viewer.trend`). Modules: :mod:`~harness.viewer.runs` (finding and summarising runs, the
 background indexer), :mod:`~harness.viewer.index` (one run's SQLite index, in the
 cache folder), :mod:`~harness.viewer.grid` (filters), :mod:`~harness.viewer.question`,
 :mod:`~harness.viewer.app` (the JSON API) and :mod:`~harness.viewer.export`. Served by

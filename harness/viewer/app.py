@@ -1,4 +1,4 @@
-"""``grace view``'s JSON API: runs, leaderboard, questions grid, one question, a comparison. Read-only.
+"""``grace view``'s JSON API: runs, leaderboard, questions grid, one question, a comparison, trends. Read-only.
 
 A :class:`harness.web.WebApp` served by grace's one server core (Host check,
 CSP, headers, static files). Runs are named by their IDs (:func:`run_ids`), never
@@ -29,6 +29,7 @@ from harness.reports.page import CAPTIONS
 from harness.viewer.grid import Grid, GridQuery
 from harness.viewer.question import judgements, question_page
 from harness.viewer.runs import Indexer, ViewRun
+from harness.viewer.trend import Trends
 from harness.web import Raw, Rejected
 
 STATIC = Path(__file__).parent / "static"
@@ -53,6 +54,7 @@ class ViewApp:
         self.annotate_port = annotate_port
         self._grids: dict[tuple, Grid] = {}
         self._lock = threading.Lock()
+        self.trends = Trends(self)
 
     # -- routes ------------------------------------------------------------------------------------
 
@@ -65,6 +67,8 @@ class ViewApp:
             "/api/question": lambda: self.question(_one(query, "runs"), _one(query, "id")),
             "/api/compare": lambda: self.compare(_one(query, "a"), _one(query, "b"), _one(query, "ma"),
                                                  _one(query, "mb")),
+            "/api/trend": lambda: self.trends.page(query),
+            "/api/trend-plot": lambda: self.trend_plot(query),
         }
         route = routes.get(path)
         return route() if route else None
@@ -130,6 +134,10 @@ class ViewApp:
                        "retrieval": "No retrieval plot: the questions were not asked with retrieved articles."}
             run.plots[name] = (svg or _empty_svg(missing.get(name, f"No {name} plot for this run."))).encode("utf-8")
         return Raw(run.plots[name], "image/svg+xml")
+
+    def trend_plot(self, query: dict[str, list[str]]) -> Raw:
+        svg = self.trends.plot(query) or _empty_svg("No figure to draw for these runs.")
+        return Raw(svg.encode("utf-8"), "image/svg+xml")
 
     def picked(self, ids: str) -> list[ViewRun]:
         names = [r for r in ids.split(",") if r] or self.order[:1]

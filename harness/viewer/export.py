@@ -4,8 +4,12 @@
 and ``data/export.js``, which sets ``window.GRACE_EXPORT``: the Runs and
 Leaderboard pages as the server would answer them, the grid's matrices (the page
 filters them itself, with the rules of :mod:`harness.viewer.grid`), the
-comparisons of every pair of the run's models, and, in ``data/questions-N.js``
-(loaded when a question is opened), every Question page. Everything is data
+comparisons of every pair of the run's models, the Trends page (every gold set,
+metric and category, each chart an SVG file in ``assets/``), and, in
+``data/questions-N.js`` (loaded when a question is opened), every Question page.
+``RUN`` may be a folder holding runs (a week of runs, for their trend): then the
+Runs, Leaderboard and Trends pages hold them all, and the grid and the questions
+are those of the newest. Everything is data
 assigned to a variable, loaded by ``<script src>``: a browser reads it from
 ``file://``, where ``fetch`` is not allowed. The page's Content-Security-Policy
 allows scripts and images from its own folder only.
@@ -78,7 +82,7 @@ def export(run: Path, out: Path, *, force: bool = False, cache_dir: str | Path |
     app, indexer = open_viewer([run], cache_dir, child=False)
     try:
         indexer.wait()
-        view_run = next(iter(app.runs.values()))
+        view_run = app.runs[app.order[0]]  # the run given, or the newest of the folder's
         if view_run.index is None:
             raise GraceError(f"{run}: {view_run.problem or 'the run could not be indexed'}")
         ix = view_run.index
@@ -100,11 +104,15 @@ def _files(app: ViewApp, run) -> dict[str, str]:
     for name in ASSETS:
         source = STATIC / name if (STATIC / name).exists() else SHARED_STATIC / name
         files[f"assets/{name}"] = source.read_text(encoding="utf-8")
-    plots = {}
-    for name in PLOTS:
-        if run.report is not None:
-            files[f"assets/plot-{name}.svg"] = app.plot(run.id, name).body.decode("utf-8")
-            plots[name] = f"assets/plot-{name}.svg"
+    plots: dict[str, dict[str, str]] = {}
+    for k, rid in enumerate(app.order):
+        plots[rid] = {}
+        if app.runs[rid].report is None:
+            continue
+        for name in PLOTS:
+            path = f"assets/plot-{name}.svg" if rid == run.id else f"assets/plot-{k}-{name}.svg"
+            files[path] = app.plot(rid, name).body.decode("utf-8")
+            plots[rid][name] = path
     grid = app.grid([run])
     chunks: dict[str, int] = {}
     pages: list[tuple[str, dict]] = []
@@ -127,9 +135,10 @@ def _files(app: ViewApp, run) -> dict[str, str]:
         compare["|".join([run.id, run.id, a, b])] = app.compare(run.id, run.id, a, b)
     data = {
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "runs": [run.summary()],
-        "leaderboards": {run.id: app.leaderboard(run.id)} if run.report else {},
-        "plots": {run.id: plots},
+        "runs": [app.runs[rid].summary() for rid in app.order],
+        "leaderboards": {rid: app.leaderboard(rid) for rid in app.order if app.runs[rid].report},
+        "plots": plots,
+        "trend": _trend(app, files),
         "grid": _grid(grid, run.id, search),
         "chunks": chunks,
         "compare": compare,
@@ -144,6 +153,32 @@ def _files(app: ViewApp, run) -> dict[str, str]:
                         f'<meta charset="utf-8">\n<meta http-equiv="Content-Security-Policy" content="{EXPORT_CSP}">')
     files["index.html"] = page
     return files
+
+
+def _trend(app: ViewApp, files: dict[str, str]) -> dict[str, Any] | None:
+    """The Trends page of every gold set, metric and category as the server gives it, and each chart (every model,
+    and each model alone) as a file; None when no run is scored. The page applies the model filter itself."""
+    from harness.reports.trend import METRICS
+    from harness.web import Rejected
+
+    try:
+        first = app.trends.page({})
+    except Rejected:
+        return None
+    pages: dict[str, Any] = {}
+    charts: dict[str, str] = {}
+    golds = [g["hash"] for g in first["trend"]["groups"]]
+    for gold in golds:
+        categories = app.trends.page({"gold": [gold]})["trend"]["categories"]
+        for metric in METRICS:
+            for category in ["", *categories]:
+                query = {"gold": [gold], "metric": [metric], "category": [category]}
+                page = pages["|".join((gold, metric, category))] = app.trends.page(query)
+                for model in ["", *page["trend"]["models"]]:
+                    path = f"assets/trend-{len(charts)}.svg"
+                    files[path] = app.trend_plot({**query, "model": [model]}).body.decode("utf-8")
+                    charts["|".join((gold, metric, category, model))] = path
+    return {"default": first["trend"]["gold_hash"], "golds": golds, "pages": pages, "plots": charts}
 
 
 def _grid(grid, rid: str, search: list[str]) -> dict[str, Any]:

@@ -56,8 +56,9 @@ class RunSession:
     """
 
     def __init__(self, config: RunConfig, specs: list[ModelSpec], template: Template, kb: KB, gold: GoldSet,
-                 *, progress: bool = False, console: Any = None):
+                 *, progress: bool = False, console: Any = None, export_tables: dict[str, dict[str, Any]] | None = None):
         self.config, self.specs, self.template, self.kb, self.gold = config, specs, template, kb, gold
+        self.export_tables = export_tables or {}  # the TOML's [export.TARGET] tables: where log_to sends the run
         self.progress, self.console = progress, console
         self.folder = RunDir(config.out)
         self.settings = RunSettings.of(config)
@@ -72,14 +73,16 @@ class RunSession:
     def open(cls, options: dict[str, Any], *, progress: bool = False, console: Any = None) -> RunSession:
         """Check and load everything a run needs; a problem in any input raises ``GraceError`` before any call."""
         from harness.core.outputs import check_output_folder
+        from harness.exports.settings import check_targets, export_settings
         from harness.prompts import load_template
-        from harness.runner.config import RunConfig, load_config, resolve_models
+        from harness.runner.config import RunConfig, load_config, load_export_tables, resolve_models
         from kb_builder.gold import load_gold
         from kb_builder.store import load_kb
 
         toml = options.get("config")
         toml_specs, run_table = load_config(Path(toml)) if toml else ([], {})
         config = RunConfig.build(options, run_table)
+        check_targets(config.log_to)  # a misspelt --log-to is known before any call, not after the run
         check_output_folder(config.out, {"KB folder": config.kb, "gold CSV": config.gold, "config": config.config,
                                          "prices file": config.prices, "retrieved file": config.retrieved},
                             RunDir(config.out).written_files())
@@ -96,7 +99,11 @@ class RunSession:
         kb.check_cited(gold.questions, gold.path)
         if config.retrieved and config.embedder:
             raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
-        return cls(config, specs, template, kb, gold, progress=progress, console=console)
+        exports = load_export_tables(Path(toml)) if toml else {}
+        check_targets(list(exports), f"{toml}: [export.TARGET]: ")
+        for target, table in exports.items():
+            export_settings(target, table)  # a table that names its destination twice: said now, not after the run
+        return cls(config, specs, template, kb, gold, progress=progress, console=console, export_tables=exports)
 
     @property
     def questions(self) -> list[GoldQuestion]:
@@ -248,7 +255,7 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     The keywords are the options of ``grace run``, under the same names (see
     :class:`harness.runner.config.RunConfig`, or ``help(grace.run)``): ``out`` (required), ``config`` (a
     leaderboard TOML, whose ``[run]`` table the keywords override), ``k``, ``repeats``, ``no_cache``,
-    ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ...
+    ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ``log_to``, ...
 
     Re-running with the same ``out`` asks only what is missing, failed, or was
     asked with different inputs. The folder is locked while this runs.
@@ -260,6 +267,9 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     a batch API through it at half price; without ``wait`` the call returns once
     they are submitted (``RunResult.pending``) and calling it again collects them.
     A ``dry_run`` returns the estimate (``RunResult.estimates``) and needs no key.
+    ``log_to`` (e.g. ``["mlflow"]``) exports the scored run to each target (``RunResult.exports``), as
+    :func:`harness.workflows.export.export_run` does; a failed export is recorded and returned, and never fails
+    the run.
     """
     from harness.workflows.results import load_run
 
@@ -271,4 +281,11 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     result = session.execute()
     if session.finish(result):
         result.run = load_run(session.folder.path)
+        if session.config.log_to:  # after the run is whole: a failed export is recorded and returned, never raised
+            from harness.workflows.export import log_exports
+
+            result.exports = log_exports(session.folder, session.config.log_to, session.export_tables)
+    elif session.config.log_to:
+        log.warning(f"not exported to {', '.join(session.config.log_to)}: the run is not scored yet; once it is, "
+                    f"'grace export {session.folder.path} --to TARGET'")
     return result

@@ -1,4 +1,4 @@
-// grace view: Runs, Leaderboard, Questions, Question and Compare pages over one JSON API.
+// grace view: Runs, Leaderboard, Questions, Question, Compare and Trends pages over one JSON API.
 // Every string from a run (questions, answers, article text, model names) is untrusted: it only ever goes into
 // text nodes through graceUI.el, never innerHTML. The page's state lives in the URL's hash (#/questions?...),
 // so a link reproduces exactly what was on screen, and a reload restores it.
@@ -28,6 +28,11 @@
   function plotSrc(run, name) {
     if (EXPORT) return EXPORT.plots[run] ? EXPORT.plots[run][name] : "";
     return ui.url("/api/plot", { run, name });
+  }
+
+  function trendPlotSrc(params) {
+    if (EXPORT) return EXPORT.trend ? EXPORT.trend.plots[Local.trendKey(params) + "|" + (params.model || "")] || "" : "";
+    return ui.url("/api/trend-plot", params);
   }
 
   // -- routing --------------------------------------------------------------------------------------------------
@@ -154,7 +159,8 @@
     setMain(section(`Runs (${data.runs.length})`,
       el("p", { class: "muted" }, "Pick runs to see their questions side by side (in the order picked: the first is " +
         "run A of \"flipped between runs\"), or two runs to compare."),
-      el("div", { class: "actions" }, open, " ", cmp),
+      el("div", { class: "actions" }, open, " ", cmp, " ",
+        link("Trends across these runs", "trend", {}, { id: "trend-link" })),
       table(["", "Run", "When", "KB", "Gold", "Models (accuracy)", "Cost", "Index", ""], rows, "runs")));
     if (data.runs.some((r) => r.state === "indexing" || r.state === "waiting")) {
       clearTimeout(pollTimer);
@@ -445,6 +451,80 @@
     ...details);
   }
 
+  // -- Trends: each model's accuracy across the runs of one gold set (harness/viewer/trend.py) -------------------
+
+  const TREND_PARAMS = ["gold", "metric", "category", "model"];
+
+  async function trendPage(params) {
+    const p = {};
+    for (const k of TREND_PARAMS) if (params.get(k)) p[k] = params.get(k);
+    const again = () => { if (route().page === "trend") render(); };
+    const data = await api("/api/trend", p);
+    if (data.waiting) { setMain(waitingView(data.waiting, again)); return; }
+    const T = data.trend;
+    // from the URL as it is now; a new gold set starts with no category or model (its own may differ)
+    const apply = (key, value) => {
+      const now = {};
+      for (const k of TREND_PARAMS) now[k] = route().params.get(k) || "";
+      const next = { ...now, [key]: value, ...(key === "gold" ? { category: "", model: "" } : {}) };
+      if (next.metric === "accuracy") next.metric = "";
+      go("trend", next);
+    };
+    const sel = (id, label, value, options) => {
+      const node = el("select", { id, "aria-label": label },
+        ...options.map(([v, t]) => el("option", { value: v, ...(v === value ? { selected: "" } : {}) }, t)));
+      node.addEventListener("change", () => apply(id.slice(2), node.value));
+      return el("label", {}, `${label} `, node);
+    };
+    const filters = el("div", { class: "filters card", id: "trend-filters" },
+      T.groups.length > 1 ? sel("t-gold", "Gold set", T.gold_hash, T.groups.map((g) =>
+        [g.hash, `${g.path || "in memory"} (${g.hash.slice(0, 12)}, ${g.runs.length} run${g.runs.length === 1 ? "" : "s"})`])) : null,
+      sel("t-metric", "Metric", T.metric, data.metrics.map((m) => [m.name, m.label])),
+      T.categories.length ? sel("t-category", "Category", T.category || "",
+        [["", "every question"], ...T.categories.map((c) => [c, c])]) : null,
+      sel("t-model", "Model", data.state.model, [["", "every model"], ...T.models.map((m) => [m, m])]));
+    const plotParams = { gold: T.gold_hash, metric: T.metric, category: T.category || "", model: data.state.model };
+    const metric = data.metrics.find((m) => m.name === T.metric).label;
+    const chart = el("figure", { class: "trend" }, el("img", { src: trendPlotSrc(plotParams), id: "trend-plot", "data-plot": "trend",
+      alt: `${metric} of each model across ${T.runs.length} runs` }));
+    const changes = [];
+    const rows = T.series.map((s) => {
+      const at = Object.fromEntries(s.points.map((pt) => [pt.run, pt]));
+      return el("tr", { "data-model": s.model }, el("td", {}, s.model), ...T.runs.map((r) => {
+        const pt = at[r.id];
+        if (!pt) return el("td", { class: "num muted", "data-run": r.id }, "–");
+        const c = pt.change;
+        const mark = c && c.significant ? c.direction : "";
+        if (mark) changes.push([s.model, pt]);
+        const tip = c ? `since ${c.since}: ${signedPp(c.delta)}, ${c.regressed} regressed, ${c.improved} improved, McNemar p = ${c.mcnemar_p.toPrecision(3)}`
+          : (pt.note || "");
+        return el("td", { class: `num ${mark ? `change ${mark === "regressed" ? "bad" : "ok"}` : ""}`, "data-run": r.id,
+          ...(mark ? { "data-change": mark } : {}), ...(tip ? { title: tip } : {}) },
+          pct(pt.value), pt.ci95 ? el("div", { class: "muted small" }, `[${pct(pt.ci95[0], 0)}–${pct(pt.ci95[1], 0)}]`) : null,
+          mark ? el("div", { class: "small" }, `${mark === "regressed" ? "▼" : "▲"} ${signedPp(c.delta)}`) : null);
+      }));
+    });
+    const head = [el("th", {}, "Model"), ...T.runs.map((r) => el("th", { class: "num", title: r.path },
+      r.id, el("div", { class: "muted small" }, data.when[r.id])))];
+    const marked = changes.map(([model, pt]) => el("li", { "data-model": model, "data-run": pt.run },
+      el("strong", {}, model), `: ${pt.change.direction} from ${pt.change.since} to ${pt.run} (${data.when[pt.run]}), ` +
+      `${signedPp(pt.change.delta)} on ${pt.change.n_questions} questions, ${pt.change.regressed} regressed, ` +
+      `${pt.change.improved} improved, McNemar p = ${pt.change.mcnemar_p.toPrecision(3)} `,
+      link("compare", "compare", { a: pt.change.since, b: pt.run, ma: model, mb: model })));
+    setMain(
+      section(`Trends: ${metric}${T.category ? ` on ${T.category}` : ""} across ${T.runs.length} runs`,
+        el("p", { class: "muted" }, `Gold set ${T.gold_path || "in memory"} (${T.gold_hash.slice(0, 12)}). Runs in the ` +
+          "order they started (run.json), each model's figure with its 95% CI."),
+        filters, el("div", { class: "plots" }, chart),
+        ...T.left_out.map((l) => el("p", { class: "warn small left-out" }, `Left out: ${l.run} (${l.path}): ${l.reason}`)),
+        ...T.notes.map((n) => el("p", { class: "warn small" }, n))),
+      section(`Significant changes (${changes.length})`,
+        changes.length ? el("ul", { id: "trend-changes" }, ...marked)
+          : el("p", { class: "muted", id: "trend-changes" }, "None: no model changed significantly between two of its runs."),
+        el("p", { class: "muted small" }, data.rule)),
+      section("Figures", table(head, rows, "trend")));
+  }
+
   // -- the page -------------------------------------------------------------------------------------------------
 
   async function render() {
@@ -454,7 +534,7 @@
     const { page, params } = route();
     for (const a of document.querySelectorAll("#nav a")) a.classList.toggle("on", a.dataset.page === page);
     const pages = { runs: runsPage, leaderboard: leaderboardPage, questions: questionsPage, question: questionPage,
-      compare: comparePage };
+      compare: comparePage, trend: trendPage };
     try {
       status("loading…");
       await (pages[page] || runsPage)(params);
@@ -485,6 +565,7 @@
         return Promise.reject(new Error("this comparison is not in the export: an export holds its run's model " +
           "pairs; run grace view on the run folders to compare anything else"));
       }
+      if (path === "/api/trend") return this.trend(p);
       return Promise.reject(new Error(`no such page: ${path}`));
     },
     questions(p) {
@@ -574,6 +655,28 @@
       }));
       return { total: keep.length, all: G.qids.length, page, pages, page_size: PAGE_SIZE, outcomes: G.outcomes,
         categories, columns, rows, runs: [G.run], notices: [] };
+    },
+    // the trend pages as the server gave them, one per gold set, metric and category; the model filter is
+    // applied here as harness/viewer/trend.py's only_model does
+    trendKey(p) {
+      const T = EXPORT.trend;
+      const gold = p.gold ? T.golds.find((h) => h.startsWith(p.gold)) || p.gold : T.default;
+      return [gold, p.metric || "accuracy", p.category || ""].join("|");
+    },
+    trend(p) {
+      const T = EXPORT.trend;
+      if (!T) return Promise.reject(new Error("this export holds no scored run: no trend to show"));
+      const page = T.pages[this.trendKey(p)];
+      if (!page) {
+        return Promise.reject(new Error(`no trend for gold set '${p.gold || T.default}', metric '${p.metric || "accuracy"}' ` +
+          `and category '${p.category || ""}' in this export; its gold sets are ${T.golds.join(", ")}`));
+      }
+      if (!p.model) return Promise.resolve(page);
+      if (!page.trend.models.includes(p.model)) {
+        return Promise.reject(new Error(`no model '${p.model}' in these runs; they have ${page.trend.models.join(", ")}`));
+      }
+      return Promise.resolve({ ...page, trend: { ...page.trend, series: page.trend.series.filter((s) => s.model === p.model) },
+        state: { ...page.state, model: p.model } });
     },
     question(id) {
       const chunk = EXPORT.chunks[id];

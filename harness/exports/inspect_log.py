@@ -1,0 +1,274 @@
+"""``grace export RUN --to inspect``: one inspect_ai eval log per model, built and written by inspect_ai itself.
+
+inspect_ai's eval log is the results format other tools read (``inspect view``, lighteval, viewers that bundle it),
+so a grace run is handed over in it, built from inspect_ai's own classes (``EvalLog``, ``EvalSample``, ``Score``,
+``ModelOutput``) and written by its own ``write_eval_log``: never JSON of ours shaped like theirs, which would drift
+from the format the day inspect_ai changes it.
+
+What maps to what: a model of the run is one log (task ``grace/<gold set>``); a question asked is an
+``EvalSample`` (id = question_id, epoch = repeat + 1, input = the question, target = the gold article IDs or
+``REFUSE``, messages = the prompt the model was shown, retrieved articles included, then its answer); the outcome is
+the ``citation`` score (``C`` for correct and correct_refusal, ``I`` for every other outcome, as grace counts them),
+with the cited and gold IDs in its metadata; a failed call is also the sample's error (inspect view marks it). The
+log's results are report.json's figures copied, never recomputed, so inspect view shows grace's accuracy and CI to
+the digit.
+
+Model output is hostile: every log says ``ViewerConfig(trust_content=False)``, so inspect view shows answers as plain
+text (no markdown, links or media), whatever they hold.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import GraceError
+from harness.core.hashing import json_hash
+from harness.exports import Exported
+from harness.exports.tracking import check_options, gold_set_name, run_params
+from harness.run_folder import Report, RunDir, RunInfo
+from harness.scoring.outcomes import HITS, LABEL_FREE, REFUSE
+from harness.viewer.question import why
+from kb_builder.gold import MUST_REFUSE
+
+SCORER = "citation"
+INSTALL = "pip install 'grace-eval[inspect]'"
+OPTIONS = {"format": "eval (inspect's default, what inspect view lists) or json"}
+# report.json's figures a log's results carry, as (metric name, the ModelReport.record() key)
+FIGURES = [("accuracy", "accuracy"), ("ci95_low", "ci_low"), ("ci95_high", "ci_high"),
+           ("strict_accuracy", "strict_accuracy"), ("refusal_calibration", "refusal_calibration"),
+           ("invalid_citation_rate", "invalid_citation_rate"), ("unshown_citation_rate", "unshown_citation_rate"),
+           ("error_count", "error_count"), ("cost_usd", "cost_total_usd"),
+           ("cost_per_1k_questions_usd", "cost_per_1k_questions_usd"), ("latency_p50_ms", "latency_p50_ms")]
+SPOT_FIGURES = ("hallucination_rate", "groundedness")
+
+
+def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
+    """Write ``<dest>/<created>_grace-<gold>_<model>_<id>.eval`` for each model of the scored run ``run``.
+
+    ``dest`` defaults to ``RUN/inspect``. File names are stable for a run (the run's start time, the task, the
+    model, an ID from the run and model), so exporting again replaces the logs instead of adding copies, and they
+    follow inspect's own pattern, so ``inspect view`` lists and sorts them like its own logs.
+    """
+    check_options(options, OPTIONS, "inspect")
+    fmt = str(options.get("format", "eval"))
+    if fmt not in ("eval", "json"):
+        raise GraceError(f"inspect export: format {fmt!r}: use {OPTIONS['format']}")
+    log_api = _inspect_log()
+    from harness.exports.table import question_table, table_notes
+
+    report = run.read_report()
+    info = run.read_run_info()
+    table = question_table(run)
+    notes = table_notes(table)
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for row in table.to_pylist():
+        rows.setdefault(row["model"], []).append(row)
+    articles = _articles(info.kb.path if info else report.kb.path, info.kb.kb_hash if info else report.kb.hash, notes)
+    prompt = _prompt(info, notes)
+    out = Path(dest) if dest else run.path / "inspect"
+    out.mkdir(parents=True, exist_ok=True)
+    exported = Exported(target="inspect", location=str(out), notes=notes)
+    models = [m.model for m in report.ranked()] + [m for m in report.failed_models if m not in report.models]
+    for model in models + sorted(set(rows) - set(models)):
+        log = eval_log(model, rows.get(model, []), report, info, articles, prompt)
+        path = out / f"{file_name(log)}.{fmt}"
+        log_api.write_eval_log(log, str(path), format=fmt)
+        exported.models += 1
+        exported.rows += len(log.samples or [])
+        exported.ids[model] = str(path)
+    notes.append(f"open them with: inspect view --log-dir {out}")
+    return exported
+
+
+def _inspect_log() -> Any:
+    try:
+        import inspect_ai.log as log_api
+    except ImportError:
+        raise GraceError(f"exporting to inspect needs inspect_ai, which is not installed: {INSTALL}") from None
+    return log_api
+
+
+def eval_log(model: str, rows: list[dict[str, Any]], report: Report, info: RunInfo | None,
+             articles: dict[str, tuple[str, str]], prompt: Any) -> Any:
+    """One model's ``EvalLog``: its spec (task, model, dataset, the run's settings), a sample per question and
+    repeat, report.json's figures as the results; status ``error`` for a model whose every call failed."""
+    from inspect_ai.log import EvalConfig, EvalDataset, EvalError, EvalLog, EvalSpec, EvalStats, HeadlineMetric
+    from inspect_ai.model import GenerateConfig, ModelUsage
+    from inspect_ai.viewer import ViewerConfig
+
+    from harness.core.version import __version__
+
+    entry = next((m for m in info.models if m.name == model), None) if info else None
+    name = f"{entry.provider}/{entry.model}" if entry and model == f"{entry.provider}:{entry.model}" else model
+    params = run_params(report, info)
+    settings = {k: params.get(k) for k in ("k", "template", "retriever", "output_mode", "repeats")}
+    created = info.started_at if info else report.created_at
+    run_id = json_hash([created, report.gold.hash, report.kb.hash], 22)
+    task_id = json_hash([run_id, model], 22)
+    generation = dict(entry.params) if entry else {}
+    config = GenerateConfig(**{k: v for k, v in generation.items() if k in GenerateConfig.model_fields})
+    repeats = info.config.repeats if info else max([m.repeats for m in report.models.values()] or [1])
+    samples = [_sample(row, name, articles, prompt) for row in rows]
+    usage = ModelUsage()
+    for s in samples:
+        usage = usage + s.model_usage.get(name, ModelUsage())
+    failed = report.failed_models.get(model)
+    spec = EvalSpec(
+        eval_id=task_id, run_id=run_id, created=created, task=f"grace/{gold_set_name(report)}", task_id=task_id,
+        task_version=report.gold.hash, task_args=settings,
+        dataset=EvalDataset(name=gold_set_name(report), location=report.gold.path, samples=report.gold.n_questions,
+                            sample_ids=list(dict.fromkeys(r["question_id"] for r in rows))),
+        model=name, model_generate_config=config, model_base_url=entry.endpoint if entry else None,
+        model_args={"grace_model": model, **({"provider": entry.provider, "model": entry.model} if entry else {})},
+        config=EvalConfig(epochs=repeats, epochs_reducer=["mean"] if repeats > 1 else None),
+        packages={"grace": __version__},
+        metadata={"grace": {**params, "model": model, "report_created_at": report.created_at}},
+        viewer=ViewerConfig(trust_content=False),  # model output is hostile: inspect view shows it as plain text
+        headline_metric=HeadlineMetric(scorer=SCORER, metric="accuracy"),
+    )
+    return EvalLog(
+        status="error" if failed else "success", eval=spec, plan=_plan(settings, params, generation, config),
+        results=_results(report, model, len(samples)),
+        stats=EvalStats(started_at=created, completed_at=(info.finished_at if info else None) or report.created_at,
+                        model_usage={name: usage} if usage.total_tokens else {}),
+        error=EvalError(message=f"{model}: {failed.reason}", traceback="", traceback_ansi="") if failed else None,
+        samples=samples,
+    )
+
+
+def _plan(settings: dict[str, Any], params: dict[str, Any], generation: dict[str, Any], config: Any) -> Any:
+    """grace's pipeline as inspect's plan (its Task tab): retrieve k articles, then generate with the template."""
+    from inspect_ai.log import EvalPlan, EvalPlanStep
+
+    retrieve = {k: params.get(k) for k in ("retriever", "rerank", "k", "kb_path", "kb_hash") if k in params}
+    generate = {k: params.get(k) for k in ("template", "template_hash", "output_mode") if k in params}
+    return EvalPlan(name="grace", steps=[EvalPlanStep(solver="grace/retrieve", params=retrieve),
+                                         EvalPlanStep(solver="grace/generate", params={**generate, **generation})],
+                    config=config)
+
+
+def _results(report: Report, model: str, total: int) -> Any:
+    """report.json's figures for the model, as the ``citation`` score's metrics: copied, so they match exactly."""
+    from inspect_ai.log import EvalMetric, EvalResults, EvalScore
+
+    m = report.models.get(model)
+    if m is None:
+        return None
+    record = m.record()
+    figures: dict[str, Any] = {metric: record.get(key) for metric, key in FIGURES}
+    spot = report.spotcheck.models.get(model) if report.spotcheck else None
+    figures.update({f: getattr(spot, f, None) for f in SPOT_FIGURES} if spot is not None else {})
+    metrics = {k: EvalMetric(name=k, value=v) for k, v in figures.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    return EvalResults(
+        total_samples=total, completed_samples=total - m.error_count,
+        scores=[EvalScore(name=SCORER, scorer=SCORER, scored_samples=total, unscored_samples=0, metrics=metrics,
+                          metadata={"source": "grace report.json", "rank": m.rank,
+                                    "significance_group": m.significance_group, "outcomes": m.outcomes})],
+        metadata={"leaderboard": report.leaderboard},
+    )
+
+
+def _sample(row: dict[str, Any], model: str, articles: dict[str, tuple[str, str]], prompt: Any) -> Any:
+    """One question asked once: the prompt and the answer as a chat, the outcome as the ``citation`` score."""
+    from inspect_ai.log import EvalError, EvalSample
+    from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant, ModelOutput, ModelUsage
+    from inspect_ai.scorer import CORRECT, INCORRECT, NOANSWER, Score
+
+    outcome, error = row["outcome"], row.get("error")
+    cited, gold, shown = list(row["cited_ids"] or []), list(row["gold_ids"] or []), list(row["retrieved_ids"] or [])
+    question = row.get("question") or f"(question {row['question_id']}: its text is not known, see the notes)"
+    refused = outcome in ("correct_refusal", "false_refusal", "refusal")
+    seconds = row["latency_ms"] / 1000 if row.get("latency_ms") is not None else None
+    tin, tout = row.get("input_tokens"), row.get("output_tokens")
+    usage = None if tin is None and tout is None else ModelUsage(
+        input_tokens=tin or 0, output_tokens=tout or 0, total_tokens=(tin or 0) + (tout or 0),
+        total_cost=row.get("cost_usd"))
+    messages = prompt(question, shown, articles)
+    output = ModelOutput(model=model, usage=usage, time=seconds)
+    if error is None:  # a failed call has no answer: no assistant turn, and the sample's error says why
+        reply = ChatMessageAssistant(content=row.get("response") or "", model=model, source="generate")
+        messages.append(reply)
+        output = ModelOutput(model=model, choices=[ChatCompletionChoice(
+            message=reply, stop_reason="max_tokens" if row.get("truncated") else "stop")], usage=usage, time=seconds)
+    ids = {"cited_ids": cited, "gold_ids": gold, "outcome": outcome, "strict_outcome": row.get("strict_outcome"),
+           "gold_rank": row.get("gold_rank")}
+    spot = {k: v for k, v in row.items() if k.startswith("spot_") and v is not None}
+    value = CORRECT if outcome in HITS else NOANSWER if outcome in LABEL_FREE else INCORRECT
+    because = why(outcome, cited, refused, bool(row.get(MUST_REFUSE)), gold, shown, error)
+    return EvalSample(
+        id=row["question_id"], epoch=int(row["repeat"]) + 1, input=question,
+        target=[REFUSE] if row.get(MUST_REFUSE) else gold, messages=messages, output=output,
+        scores={SCORER: Score(value=value, answer=", ".join(cited) or (REFUSE if refused else ""),
+                              explanation=f"{outcome}: {because}", metadata={**ids, **spot})},
+        metadata={**ids, "category": row.get("category"), MUST_REFUSE: row.get(MUST_REFUSE),
+                  "retrieved": [{"rank": n, "id": i, "title": articles.get(i, ("",))[0]} for n, i in enumerate(shown, 1)],
+                  "cached": row.get("cached"), "truncated": row.get("truncated"), "cost_usd": row.get("cost_usd")},
+        model_usage={model: usage} if usage is not None else {}, total_time=seconds, working_time=seconds,
+        uuid=json_hash([model, row["question_id"], row["repeat"], row.get("response")], 22),
+        error=EvalError(message=f"the call failed: {error}", traceback=because, traceback_ansi=because)
+        if error is not None else None,
+    )
+
+
+def _articles(path: str, kb_hash: str, notes: list[str]) -> dict[str, tuple[str, str]]:
+    """Article ID -> (title, text) from the run's KB; none (the logs show IDs only, and a note says so) when the KB
+    is no longer where the run found it."""
+    from kb_builder.store import load_kb
+
+    try:
+        kb = load_kb(path, write_missing=False)
+    except (GraceError, OSError) as exc:
+        notes.append(f"KB not readable ({exc}): the samples show the retrieved articles' IDs only")
+        return {}
+    if kb.kb_hash != kb_hash:
+        notes.append(f"KB {path} changed since the run (hash {kb.kb_hash}, the run's {kb_hash}): the samples show "
+                     "today's article titles and texts, not necessarily what the model was shown")
+    return {a.id: (a.title, a.text) for a in kb.articles}
+
+
+def _prompt(info: RunInfo | None, notes: list[str]) -> Any:
+    """(question, shown IDs, articles) -> the chat the model was shown: the run's template rendered again when it is
+    the one the run used (same hash), so a sample shows the exact prompt; else the articles and the question."""
+    from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+
+    from harness.prompts import RetrievedArticle, load_template
+
+    template = None
+    if info is not None and len(info.templates) == 1 and info.config.output_mode in ("inline", "json"):
+        name, sha = next(iter(info.templates.items()))
+        try:
+            template = load_template(name, info.config.output_mode)
+        except GraceError:
+            template = None
+        template = template if template is not None and template.sha256.startswith(sha) else None
+    if template is None:
+        notes.append("the run's prompt template is not known as it was used: each sample shows the retrieved "
+                     "articles and the question, not the exact prompt")
+    if info is not None and info.redaction is not None:
+        notes.append("the run redacted personal data from its prompts (--redact-pii): the samples show the articles "
+                     "and questions unredacted")
+
+    def render(question: str, shown: list[str], articles: dict[str, tuple[str, str]]) -> list[Any]:
+        arts = [RetrievedArticle(i, *articles.get(i, ("", "")), 0.0) for i in shown]
+        if template is not None:
+            messages = template.render(question, arts)
+        else:
+            block = "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text}".strip() for a in arts)
+            messages = [{"role": "user", "content": f"{block}\n\n{question}".strip()}]
+        kinds = {"system": ChatMessageSystem, "user": ChatMessageUser}
+        return [kinds[m["role"]](content=m["content"]) for m in messages]
+
+    return render
+
+
+def file_name(log: Any) -> str:
+    """``<created>_<task>_<model>_<id>``: inspect's own pattern (``INSPECT_EVAL_LOG_FILE_PATTERN`` with
+    ``{model}``), each part cleaned as inspect cleans it (``_ / : +`` -> ``-``)."""
+    def clean(text: str) -> str:
+        for ch in "_/:+ \\":
+            text = text.replace(ch, "-")
+        return text
+
+    return "_".join(clean(p) for p in (log.eval.created, log.eval.task, log.eval.model, log.eval.task_id))
