@@ -192,11 +192,12 @@ class RunDir:
     def data_files(self) -> list[Path]:
         """What a command reading this folder reads: never to be written over by another command's output."""
         return [self.responses, self.scores, self.report, self.run_info, self.spotcheck, self.judgements,
-                self.review_csv, self.calibration, self.batches]
+                self.review_csv, self.calibration, self.batches, self.exports]
 
     def written_files(self) -> list[str]:
-        """The names ``grace run`` writes here: no input of the run may sit in the folder under one of them."""
-        return [p.name for p in self.data_files()] + [LEADERBOARD_MD, REPORT_HTML]
+        """The names ``grace run`` writes here (``--log-to parquet`` too): no input of the run may sit in the folder
+        under one of them."""
+        return [p.name for p in self.data_files()] + [LEADERBOARD_MD, REPORT_HTML, RESULTS_PARQUET]
 
     @staticmethod
     def input_files(path: str | Path) -> list[Path]:
