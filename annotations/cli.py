@@ -249,6 +249,66 @@ def suggest(questions, kb_dir, run, labeler, out, min_agreement, min_models, k, 
                    "to retry them", err=True)
 
 
+@annotations.command("sample")
+@click.argument("questions", type=_path)
+@click.option("-n", "n", required=True, type=click.IntRange(min=1), help="Questions to draw for humans to label.")
+@click.option("--seed", default=0, show_default=True, help="Random seed: the same file, n and seed draw the same questions.")
+@click.option("--by", "by", default=None, help="Stratify by this column (e.g. category): each value gets its share "
+              "of n, at least 2; the weights are recorded.")
+@click.option("--out", "-o", required=True, type=_path, help="Subset CSV to write (the draw record goes beside it "
+              "as OUT.draw.json).")
+@click.option("--force", is_flag=True, help="Replace an existing --out file (the old one is kept as NAME.bak).")
+def sample(questions, n, seed, by, out, force) -> None:
+    """Draw the random subset of questions for humans to label, and record the draw.
+
+    A prediction-powered leaderboard ('grace score --gold HUMAN --machine-gold
+    MACHINE') corrects machine labels by their error on human-labelled
+    questions, which is unbiased only for a random draw made before anyone saw
+    a label. Label OUT ('grace annotate KB --questions OUT --out HUMAN.csv'),
+    keep OUT.draw.json in the folder of HUMAN.csv, and the scorer checks that
+    the human labels are the drawn questions.
+    """
+    from harness.workflows.sample import sample_questions
+
+    drawn = sample_questions(questions, n, out, seed=seed, by=by, force=force)
+    rec = drawn.record
+    how = (f"stratified by {rec.by}: " + ", ".join(f"{s.name} {s.drawn}/{s.population}" for s in rec.strata)
+           if rec.by else f"uniformly, seed {rec.seed}")
+    click.echo(f"drew {rec.n} of {sum(s.population for s in rec.strata)} questions ({how}) -> {drawn.subset}")
+    click.echo(f"draw record -> {drawn.record_path}")
+    for w in drawn.warnings:
+        click.echo(f"warning: {w}", err=True)
+    click.echo(f"next: grace annotate KB --questions {drawn.subset} --out HUMAN.csv")
+
+
+@annotations.command("migrate")
+@click.argument("gold", type=_path)
+@click.option("--kb", "kb_dir", required=True, type=_path, help="The curated KB (grace kb edit, grace kb curate).")
+@click.option("--out", "-o", required=True, type=_path, help="Gold CSV to write, its labels following the curation.")
+@click.option("--suggestions", "suggestions_csv", type=_path,
+              help="Where the relabelling suggestions go (default: OUT.relabel.csv).")
+@click.option("--force", is_flag=True, help="Replace existing output files (the old ones are kept as NAME.bak).")
+def migrate(gold, kb_dir, out, suggestions_csv, force) -> None:
+    """Keep a gold set valid after curation: labels of merged articles move to the surviving ID; labels of split
+    articles are taken off for relabelling, with both parts suggested."""
+    from harness.workflows.gold import migrate_gold
+
+    done = migrate_gold(gold, kb_dir, out, suggestions=suggestions_csv, force=force)
+    click.echo(f"{done.questions} questions: {len(done.moved)} label(s) moved to a merged article's surviving ID, "
+               f"{len(done.relabel)} taken off for relabelling (split articles) -> {done.out}")
+    for m in done.moved:
+        click.echo(f"  moved {m.question_id}: {';'.join(m.before)} -> {';'.join(m.after)}")
+    for r in done.relabel:
+        parts = "; ".join(f"{c} -> {' and '.join(p)}" for c, p in r.split.items())
+        click.echo(f"  relabel {r.question_id}: was {';'.join(r.before)} ({parts})")
+    for qid, ids in done.unknown.items():
+        click.echo(f"  not migrated {qid}: cites {', '.join(ids)}, not in the KB and not merged or split by curation; "
+                   f"'grace annotations validate {done.out} --kb {kb_dir}' explains", err=True)
+    if done.suggestions is not None:
+        click.echo(f"next: grace annotate {kb_dir} --from-gold {done.out} --suggestions {done.suggestions} "
+                   "(both parts of each split article are suggested; keep the one that answers)")
+
+
 @annotations.command("audit")
 @click.argument("gold", type=_path)
 @click.option("--kb", "kb_dir", required=True, type=_path, help="The KB the gold set cites.")

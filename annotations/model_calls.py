@@ -22,7 +22,7 @@ from harness.runner.model_options import ModelOptions
 
 def make_model(text: str, *, role: str, timeout: float | None = None, prices: Path | None = None,
                offline: dict[str, Callable[[ModelSpec], Provider]] | None = None,
-               options: ModelOptions | None = None) -> tuple[ModelSpec, Provider]:
+               options: ModelOptions | None = None, ready: bool = True) -> tuple[ModelSpec, Provider]:
     """``PROVIDER:MODEL`` -> (spec, ready provider), priced, at temperature 0 unless the spec says otherwise.
 
     ``options`` are the model options of ``grace run`` (``--max-tokens
@@ -30,14 +30,14 @@ def make_model(text: str, *, role: str, timeout: float | None = None, prices: Pa
     :func:`harness.runner.model_options.ready_model`; ``timeout`` is the older
     spelling of ``options.timeout``. ``baseline:*`` models answer grace's own
     prompt, not this one, so only the offline stand-ins a caller names in
-    ``offline`` may play ``role``.
+    ``offline`` may play ``role``. ``ready=False`` (a dry run) warns of a missing key or SDK instead of refusing.
     """
     from harness.runner.model_options import ready_model
 
     opts = options or ModelOptions()
     if timeout and opts.timeout is None:
         opts = replace(opts, timeout=float(timeout))
-    return ready_model(text, role=role, options=opts, prices=prices, offline=offline)
+    return ready_model(text, role=role, options=opts, prices=prices, offline=offline, ready=ready)
 
 
 def call_settings(concurrency: int, max_attempts: int, read_cache: bool) -> CallSettings:

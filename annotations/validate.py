@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from annotations.labels import LabelRecord, read_rows, row_to_record
 from harness.core.errors import GraceError, where
+from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
 from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
 from kb_builder.store import KB, load_kb
 
@@ -146,13 +147,27 @@ def validate_gold(
 def _check_ids(kb: KB, labelled: list[LabelRecord], gold: Path, old_kb: Path | None, rep: ValidationReport) -> None:
     old, old_source = None, ""
     manifest_retired = set(kb.manifest.retired_ids)
+    went: dict[str, Retirement] | None = None
     for rec in labelled:
         unknown = [c for c in rec.expected_citations if c not in kb.by_id]
         if not unknown:
             continue
         if old is None:
             old, old_source = _old_titles(kb, old_kb)
+            went = where_ids_went(kb.path, set(kb.by_id))
         for c in unknown:
+            if c in went:  # merged or split by curation: the labels have a command that follows
+                r = went[c]
+                rep.retired.append(RetiredCitation(question_id=rec.question_id, line=rec.line, article_id=c,
+                                                   old_title=r.title, title_from="curation.jsonl"))
+                rep.errors.append(Issue(
+                    kind="curated_id", line=rec.line, question_id=rec.question_id,
+                    message=f"{where(gold, rec.line)}: question {rec.question_id!r} cites {describe_retirement(r)}; "
+                    f"run 'grace annotations migrate {gold} --kb {kb.path} --out NEW.csv'"
+                    + (" (merged labels move to the surviving article)" if r.how == "merged" and len(r.into) == 1
+                       else " (it lists the question for relabelling, with both parts suggested)"),
+                ))
+                continue
             title, source = old.get(c), old_source if c in old else None
             if title is None and len(rec.expected_titles) == len(rec.expected_citations):
                 title, source = rec.expected_titles[rec.expected_citations.index(c)], "expected_titles column"

@@ -54,10 +54,19 @@ FORMATS: tuple[Format, ...] = (
            "An optional `audience` lists the groups that may see the article (permissions)."),
     Format("KB/manifest.json", "Knowledge base", "Manifest", "kb_builder.kb_records",
            "What the KB is and how it was built. Written by `grace kb build` and `grace kb index`."),
+    Format("KB/curation.jsonl", "Knowledge base", "CurationEdit", "kb_builder.curation_records",
+           "One line per curation action (retitle, new text, split, merge, mark distinct, undo), appended as it is "
+           "taken. Written by `grace kb edit` and `grace kb curate`; `grace kb build` re-applies it after a rebuild."),
+    Format("KB/curation_conflicts.jsonl", "Knowledge base", "CurationConflict", "kb_builder.curation_records",
+           "One line per curation action the last `grace kb build` could not re-apply, because the text it was "
+           "made on changed. Written by `grace kb build`; removed by a build with no conflicts."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
            "`category` (accuracy per category); extra columns are kept."),
+    Format("SUBSET.draw.json", "Gold set", "DrawRecord", "kb_builder.gold_draw",
+           "The random subset of questions drawn for humans to label, recorded so a prediction-powered score can "
+           "check that the human labels are that draw. Written by `grace annotations sample` beside `SUBSET.csv`."),
     Format("RUN/run.json", "Run folder", "RunInfo", "harness.run_folder.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
     Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.run_folder.run_records",

@@ -77,6 +77,9 @@ class Manifest(BaseModel):
     # ISO 639-1 (detected or --language); None: built before languages were recorded, read as English
     language: str | None = None
     languages: dict[str, int] = Field(default_factory=dict)  # articles per language (several: a mixed KB)
+    # how documents were cut into articles when not by headings (semantic, llm:PROVIDER:MODEL); a rebuild keeps it.
+    # Absent: headings
+    splitter: str | None = Field(None, exclude_if=lambda v: v is None)
 
 
 def check_audience(value: object) -> list[str] | None:

@@ -99,6 +99,10 @@ class LintReport:
     articles: int
     findings: list[Finding] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)  # what lint left out to stay within its budget
+    # the pairs a person marked distinct (grace kb edit --distinct), left out of the findings: articles, author,
+    # reason, time, seq; and how many findings they silenced
+    distinct: list[dict[str, Any]] = field(default_factory=list)
+    silenced: int = 0
 
     @property
     def counts(self) -> dict[str, int]:
@@ -117,7 +121,7 @@ class LintReport:
 
     def as_json(self) -> dict[str, Any]:
         return {"kb": self.kb, "articles": self.articles, "counts": self.counts, "notices": self.notices,
-                "findings": [f.as_dict() for f in self.findings]}
+                "findings": [f.as_dict() for f in self.findings], "distinct": self.distinct, "silenced": self.silenced}
 
 
 def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
@@ -438,4 +442,25 @@ def lint_kb(kb: KB, scores: Iterable[dict[str, Any]] | None = None) -> LintRepor
     if scores is not None:
         findings = swapped_pairs(kb, scores) + findings
     findings.sort(key=lambda f: (SEVERITY[f.severity], KIND_ORDER.index(f.kind), -f.score, f.articles))
-    return LintReport(str(kb.path), len(kb.articles), findings, notices)
+    report = LintReport(str(kb.path), len(kb.articles), findings, notices)
+    _leave_out_distinct(kb, report)
+    return report
+
+
+PAIR_KINDS = ("swapped_in_run", "confusable", "duplicate_title")  # what marking two articles distinct settles
+
+
+def _leave_out_distinct(kb: KB, report: LintReport) -> None:
+    """Drop the pair findings a person settled (``grace kb edit --distinct``), keeping who said so and why."""
+    from kb_builder.curation_records import distinct_marks
+
+    marks = distinct_marks(Path(kb.path)) if kb.path is not None else {}
+    if not marks:
+        return
+    live = set(kb.by_id)
+    report.distinct = [{"articles": e.articles, "author": e.author, "reason": e.reason, "time": e.time, "seq": e.seq}
+                       for pair, e in marks.items() if pair <= live]
+    kept = [f for f in report.findings
+            if not (f.kind in PAIR_KINDS and len(f.articles) == 2 and frozenset(f.articles) in marks)]
+    report.silenced = len(report.findings) - len(kept)
+    report.findings = kept

@@ -58,6 +58,12 @@ class KB:
             return f"{where(path, getattr(q, 'line', None) or None)}: question {q.question_id!r} cites article(s) {', '.join(ids)}"
 
         also = "".join(f"; {row(q, ids)}" for q, ids in bad[1:5]) + (f"; and {len(bad) - 5} more" if len(bad) > 5 else "")
+        from kb_builder.curation_records import curated_away
+
+        curated = curated_away(self.path, {c for _, ids in bad for c in ids}, set(self.by_id))
+        if curated:  # merged or split by hand: the gold set has a command that follows
+            raise GraceError(f"{row(*bad[0])} not in the KB {self.path}: {curated}{also}; run 'grace annotations "
+                             f"migrate {path} --kb {self.path} --out NEW.csv' and use NEW.csv")
         raise GraceError(f"{row(*bad[0])} not in the KB {self.path} ({len(self.articles)} articles){also}; fix the "
                          "row(s), or use the KB they were labelled on ('grace annotations validate' names retired IDs)")
 

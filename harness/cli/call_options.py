@@ -23,13 +23,16 @@ MODEL_OPTION_NAMES = ("max_tokens", "json_mode", "timeout", "base_url", "api_key
 
 
 def call_options(what: str, no_cache_help: str = "Do not read the response cache (answers are still saved in it).",
-                 *, max_tokens_default: int | None = None, max_tokens_none: str = "the provider's own") -> Callable:
+                 *, max_tokens_default: int | None = None, max_tokens_none: str = "the provider's own",
+                 skip: tuple[str, ...] = ()) -> Callable:
     """``--concurrency --max-attempts --prices --no-cache`` and the model options; ``what`` names the calls in the help.
 
     The command receives ``max_tokens, json_mode, timeout, base_url, api_key_env``
     as keyword arguments; :func:`model_options` gathers them. ``max_tokens_default``
     is the output limit sent when ``--max-tokens`` is not given (``None``: send
-    none, so ``max_tokens_none`` applies).
+    none, so ``max_tokens_none`` applies). ``skip``: flags the command does not
+    take, because it has its own of that name (``grace kb build --max-tokens`` is
+    the articles' token budget).
     """
     one = what.removesuffix("s")
     limit = f"{max_tokens_default}" if max_tokens_default is not None else max_tokens_none
@@ -43,7 +46,7 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
                      help=f"Output limit per {one}, sent with every call and part of the cache key [default: {limit}]."),
         click.option("--json-mode", default=None, metavar="MODE",
                      help="How to ask for JSON (options.json_mode); the provider checks the value. openai and "
-                     "openai-compatible servers: auto, json_schema, json_object, prompt [default: auto]."),
+                     "openai-compatible servers: auto, json_schema, json_object_schema, json_object, prompt [default: auto]."),
         click.option("--base-url", default=None, metavar="URL",
                      help="API base URL (an openai-compatible server such as llama.cpp, Ollama, vLLM, or a proxy)."),
         click.option("--api-key-env", default=None, metavar="VAR", help="Read the API key from this variable."),
@@ -52,9 +55,13 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
         click.option("--no-cache", is_flag=True, help=no_cache_help),
     ]
 
+    names = ["--concurrency", "--max-attempts", "--timeout", "--max-tokens", "--json-mode", "--base-url",
+             "--api-key-env", "--prices", "--no-cache"]
+
     def apply(fn):
-        for opt in reversed(options):
-            fn = opt(fn)
+        for name, opt in reversed(list(zip(names, options, strict=True))):
+            if name not in skip:
+                fn = opt(fn)
         return fn
 
     return apply

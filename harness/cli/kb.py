@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
 
+from harness.cli.call_options import call_options, model_calls, redact_option
+from harness.cli.kb_curate import curate
+from harness.cli.kb_edit import edit
 from harness.core.errors import GraceError
 from harness.core.outputs import check_output_file
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
@@ -61,22 +65,50 @@ def kb() -> None:
 @click.option("--embedder", default=None, help="bm25f (default for a new KB; bm25f+char4 for French and German; a rebuild keeps the KB's own) | bm25 | char4 | use | openai[:MODEL@DIMS] | st[:MODEL] | hybrid[:DENSE] | A+B[+C] to fuse several, e.g. bm25f+char4+use.")
 @click.option("--language", default="auto", show_default=True, help="The articles' language (ISO 639-1: fr, de, el, zh...), or auto to detect it per article.")
 @click.option("--no-lint", is_flag=True, help="Skip the lint the build ends with (run `grace kb lint KB` later).")
+@click.option("--json", "as_json", is_flag=True, help="Print what was built as JSON on stdout (articles, ID changes, "
+              "curation re-applied and in conflict); the rest goes to stderr.")
+@click.option("--splitter", default=None, metavar="headings|semantic|llm:PROVIDER:MODEL",
+              help="Where articles are cut: headings (a new KB's default; a rebuild keeps the KB's own) at the "
+              "documents' headings; semantic (offline) also at topic changes in text without headings; "
+              "llm:PROVIDER:MODEL a model finds them and titles the parts (cached and priced; --dry-run estimates).")
+@click.option("--dry-run", is_flag=True, help="With --splitter llm:..., print the model's calls, tokens and cost; "
+              "build nothing.")
+@call_options("topic-splitter calls", skip=("--max-tokens",))
+@redact_option
 def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens: int, min_tokens: int, embedder: str | None,
-          language: str, no_lint: bool) -> None:
+          language: str, no_lint: bool, as_json: bool, splitter: str | None, dry_run: bool, **call) -> None:
     """Turn a folder or file of documents (Markdown, HTML, text, PDF, DOCX) into a KB of articles."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harness.workflows import kb as workflow
+    from kb_builder.build import chosen_splitter
     from kb_builder.documents import discover
 
     if source is None and articles_file is None:
         raise GraceError("give a SOURCE folder or file, or --articles FILE")
     console = _console()
+    if as_json:
+        from rich.console import Console
+
+        console = Console(stderr=True)
+    calls = model_calls({**call, "max_tokens": None})  # --max-tokens is the articles' budget here, not the model's
+    if dry_run:
+        from annotations.model_calls import print_estimates
+
+        print_estimates(console, [workflow.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens,
+                                                    min_tokens=min_tokens, splitter=splitter, calls=calls,
+                                                    dry_run=True)])
+        return
     total = len(discover(source)) if source is not None and articles_file is None else 1
-    with Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
-        task = bar.add_task("docs", total=total)
+    # a model's calls show their own bar (one live display at a time); documents are then split in a second
+    asks = chosen_splitter(out, splitter).startswith("llm:") and articles_file is None
+    with (nullcontext() if asks else Progress(TextColumn("building KB"), BarColumn(), MofNCompleteColumn(),
+                                              TimeElapsedColumn(), console=console, transient=True)) as bar:
+        task = bar.add_task("docs", total=total) if bar else None
         result = workflow.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens, min_tokens=min_tokens,
-                              embedder=embedder, language=language, progress=lambda: bar.advance(task))
+                              embedder=embedder, language=language,
+                              progress=(lambda: bar.advance(task)) if bar else None,
+                              splitter=splitter, calls=calls, console=console)
     m = result.kb.manifest
     ts = m.token_stats
     console.print(
@@ -92,6 +124,11 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"removed IDs (retired, never reused): {', '.join(result.changes.removed[:30])}")
     for s in result.skipped:
         console.print(f"[yellow]skipped:[/] {s}")
+    _print_splitter(console, result)
+    if result.curation is not None:
+        _print_curation(console, result.curation, out)
+    if as_json:
+        click.echo(json.dumps(_build_json(result, out), ensure_ascii=False, indent=2))
     if no_lint:
         console.print(f"lint: skipped (--no-lint); run `grace kb lint {out}` to check the KB", highlight=False)
         return
@@ -103,13 +140,38 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console.print(f"[yellow]note:[/] {notice}", highlight=False)
 
 
+def _print_splitter(console, result) -> None:
+    """The splitter used, when not headings; for llm:, its calls and the texts split by semantic instead."""
+    if result.splitter == "headings":
+        return
+    line = f"splitter: {result.splitter}"
+    c = result.model_calls
+    if c is not None:
+        cost = "unknown price (--prices FILE)" if c.get("cost_usd") is None else f"${c['cost_usd']:.4f}"
+        line += f"; {c.get('calls', 0)} call(s), {c.get('cached', 0)} cached, {c.get('errors', 0)} failed, {cost}"
+    console.print(line, highlight=False)
+    if result.fallbacks:
+        console.print(f"[yellow]{len(result.fallbacks)} text(s) split by semantic instead[/]: the model's answer "
+                      "could not be read (or its call failed; run again to retry):", highlight=False)
+        for f in result.fallbacks[:20]:
+            console.print(f"  {f}", markup=False, highlight=False)
+        if len(result.fallbacks) > 20:
+            console.print(f"  ... and {len(result.fallbacks) - 20} more", highlight=False)
+
+
+kb.add_command(edit)  # grace kb edit: curation from the command line (harness.cli.kb_edit)
+kb.add_command(curate)  # grace kb curate: the curation web app (harness.cli.kb_curate)
+
+
 @kb.command()
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.option("--run", "run_dir", type=click.Path(path_type=Path), help="A scored run folder: also list the article pairs its models swap.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"findings": [{"kind", "severity", "articles", "message"}]} for CI.')
 @click.option("--strict", is_flag=True, help="Exit 1 when there is any error or warning (info findings do not count).")
 @click.option("--limit", default=20, show_default=True, help="Findings shown per kind (all with --json).")
-def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit: int) -> None:
+@click.option("--show-distinct", is_flag=True, help="Also list the pairs marked distinct (grace kb edit --distinct), "
+              "which lint leaves out, with who marked them and why.")
+def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit: int, show_distinct: bool) -> None:
     """Find confusable and non-self-contained articles and other KB faults, worst first.
 
     Exit codes: 0 when linted (findings or not), 1 with --strict and an error or
@@ -139,6 +201,15 @@ def lint(kb_dir: Path, run_dir: Path | None, as_json: bool, strict: bool, limit:
             console.print(table)
             if len(found) > limit:
                 console.print(f"... and {len(found) - limit} more (--limit, or --json for all)", highlight=False)
+        if report.distinct and not show_distinct:
+            console.print(f"{len(report.distinct)} pair(s) marked distinct left out (--show-distinct lists them)",
+                          highlight=False)
+        elif report.distinct:
+            table = Table("articles", "marked by", "why", title=f"marked distinct ({len(report.distinct)})",
+                          title_justify="left")
+            for d in report.distinct:
+                table.add_row(", ".join(d["articles"]), f"{d['author']} ({d['time'][:10]})", d["reason"] or "")
+            console.print(table)
     if strict and any(f.severity != "info" for f in report.findings):
         raise SystemExit(1)
 
@@ -309,3 +380,23 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
         atomic_write_text(json_out, json.dumps({"kb": str(kb_dir), "gold": str(gold), "ks": kl, "bootstrap": bootstrap,
                                                 "seed": seed, "retrievers": rows_to_json(rows)}, indent=2) + "\n")
         console.print(f"results -> {json_out}")
+
+
+def _print_curation(console, replay, out: Path) -> None:
+    """The curation a rebuild re-applied, and every edit it could not (never dropped silently)."""
+    n = len(replay.conflicts)
+    console.print(f"curation: {len(replay.applied)} edit(s) re-applied"
+                  + (f", [red]{n} in conflict[/] (listed in {out / 'curation_conflicts.jsonl'})" if n else ""),
+                  highlight=False)
+    for c in replay.conflicts:
+        console.print(f"  conflict: action {c.seq} ({c.action} of {', '.join(c.articles)}, by {c.author}): {c.reason}",
+                      markup=False, highlight=False)
+
+
+def _build_json(result, out: Path) -> dict:
+    c, cur = result.changes, result.curation
+    return {"kb": str(out), "articles": result.kb.manifest.article_count, "documents": result.documents,
+            "kb_hash": result.kb.kb_hash, "skipped": result.skipped,
+            "changes": {"added": c.added, "changed": c.changed, "removed": c.removed, "unchanged": c.unchanged},
+            "curation": {"applied": cur.applied if cur else [],
+                         "conflicts": [x.model_dump(mode="json") for x in cur.conflicts] if cur else []}}

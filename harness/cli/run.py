@@ -16,6 +16,11 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.command()
 @click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
+@click.option("--machine-gold", "machine_gold", type=click.Path(path_type=Path), default=None, help="Machine labels "
+              "for every question (a suggestions CSV from 'grace annotations suggest', or a gold-format CSV of model "
+              "or LLM labels): every question of it is asked, --gold is the human-labelled random subset ('grace "
+              "annotations sample'), and the report adds prediction-powered (PPI++) accuracy, refusal calibration "
+              "and model differences over every question.")
 @click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, litellm:, baseline:, or a plugin's: see grace providers).")
 @click.option("--config", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices; its [run] table sets defaults for these options.")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")

@@ -25,8 +25,13 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
               help="Bootstrap resamples (of questions) for the 95% confidence intervals; 0 to skip.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes sharing a large responses file (default: one per core, up to 8, above 32 MB).")
+@click.option("--machine-gold", "machine_gold", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Machine labels for every question (a suggestions CSV from 'grace annotations suggest', or a "
+              "gold-format CSV of model or LLM labels): --gold is then the human-labelled random subset ('grace "
+              "annotations sample'), and accuracy, refusal calibration and model differences are also given "
+              "prediction-powered (PPI++) over every question.")
 def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, seed: int, n_bootstrap: int,
-          workers: int | None) -> None:
+          workers: int | None, machine_gold: Path | None) -> None:
     """Score a responses file against a gold set.
 
     Each response is read twice: strictly (only the prompt's own format: [ID: x]
@@ -52,7 +57,8 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     out_dir = out_dir or responses.parent
     kb = load_kb(kb_dir, write_missing=False)
     start = time.perf_counter()
-    report = workflow.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers).report
+    report = workflow.score(responses, gold_path, kb, out_dir, seed=seed, bootstrap=n_bootstrap, workers=workers,
+                            machine_gold=machine_gold).report
     took = time.perf_counter() - start
     soft = not console.is_terminal  # a log line is not broken at 80 columns
     console.print(Text(f"scored {report.responses.n:,} responses from {len(report.models)} model(s) in {took:.1f}s "

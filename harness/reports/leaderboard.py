@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.run_folder.report import ModelReport
+from harness.run_folder.report import ModelReport, Report
 
 DASH = "–"
 
@@ -88,9 +88,38 @@ class Column:
     when: Callable[[list[ModelReport]], bool] | None = None  # shown only for runs where this holds (None: always)
 
 
+def _ppi_shown(models: list[ModelReport]) -> bool:
+    return any(m.ppi is not None for m in models)
+
+
+def _rank(m: ModelReport) -> str:
+    """The prediction-powered rank in a prediction-powered report (its order), else the rank (None: unlabelled)."""
+    if m.ppi is not None:
+        return str(m.ppi.rank)
+    return DASH if m.rank is None else str(m.rank)
+
+
+def _ppi_labels(m: ModelReport) -> str:
+    p = m.ppi
+    if p is None:
+        return DASH
+    gained = number(p.labels_gained)
+    return f"{p.n_human:,} + {p.n_machine:,}" + ("" if gained is None else f" (≈{p.n_human + gained:,.0f})")
+
+
 COLUMNS: list[Column] = [
-    Column("rank", "Rank", lambda m: DASH if m.rank is None else str(m.rank)),  # None: no labels, no ranking
+    Column("rank", "Rank", _rank),
     Column("model", "Model", lambda m: m.model, numeric=False),
+    Column("ppi_accuracy", "PPI acc. ± 95% CI",
+           lambda m: DASH if m.ppi is None else pct_ci(m.ppi.accuracy.value, m.ppi.accuracy.ci95),
+           legend="PPI acc.: prediction-powered accuracy (PPI++) over every question: the accuracy against the machine "
+           "labels, corrected by their error on the human-labelled questions; its 95% interval is valid with machine "
+           "labels of any quality (power-tuned, so no wider than the human labels' alone), when the human-labelled "
+           "questions are a random draw ('grace annotations sample').", when=_ppi_shown),
+    Column("ppi_labels", "Labels (human + machine)", _ppi_labels, drop=8,
+           legend="Labels: human-labelled + other questions the model answered (the others are judged by their machine "
+           "label, a miss where there is none); (≈N): the human labels the human-only interval would need to be as "
+           "narrow as the PPI one.", when=_ppi_shown),
     Column("accuracy", "Accuracy ± 95% CI", lambda m: pct_ci(m.accuracy, m.accuracy_ci95),
            legend="Accuracy: share of responses that cite the expected article, or refuse when the question must be "
            "refused (lenient extraction); the interval is a 95% bootstrap CI."),
@@ -100,6 +129,11 @@ COLUMNS: list[Column] = [
     Column("calibration", "Refusal calib.", lambda m: pct(m.refusal.calibration), drop=1,
            legend="Refusal calib.: the mean of the share of must-refuse questions refused and the share of answerable "
            "questions answered; 100% means the model refuses exactly the questions the KB cannot answer."),
+    Column("ppi_calibration", "PPI calib.",
+           lambda m: DASH if m.ppi is None or m.ppi.refusal_calibration is None
+           else pct_ci(m.ppi.refusal_calibration.value, m.ppi.refusal_calibration.ci95), drop=1,
+           legend="PPI calib.: the refusal calibration, prediction-powered the same way (must-refuse from the human "
+           "label where there is one, the machine label elsewhere, corrected).", when=_ppi_shown),
     Column("invalid", "Invalid cit.", lambda m: pct(m.invalid_citation_rate), drop=2,
            legend="Invalid cit.: share of responses citing an article ID that does not exist."),
     Column("unshown", "Unshown cit.", lambda m: pct(m.unshown_citation_rate), drop=4,
@@ -117,6 +151,9 @@ COLUMNS: list[Column] = [
     Column("cost", "Cost / 1k Q", lambda m: usd(m.cost.per_1k_questions_usd), drop=5,
            legend="Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call."),
     Column("latency", "p50 latency", lambda m: millis(m.latency.p50_ms), drop=6),
+    Column("ppi_group", "PPI sig.", lambda m: DASH if m.ppi is None else (m.ppi.significance_group or DASH),
+           numeric=False, legend="PPI sig.: the same letters from prediction-powered tests of each pair's difference in "
+           "accuracy over every question (normal, alpha 0.05, Holm-corrected).", when=_ppi_shown),
     Column("group", "Sig.", lambda m: m.significance_group or DASH, numeric=False,
            legend="Sig.: models sharing a letter are not significantly different (paired McNemar exact test, alpha "
            "0.05, Holm-corrected)."),
@@ -130,6 +167,25 @@ def _own_recall(m: ModelReport) -> str:
     if m.retrieval_source != "system" or r is None or r.recall_at_k is None:
         return DASH
     return f"{pct(r.recall_at_k)} (k={r.k})"
+
+
+def ppi_note(report: Report) -> str | None:
+    """What a prediction-powered report's figures rest on, in one sentence every view shows above its table."""
+    p = report.ppi
+    if p is None:
+        return None
+    agree = "" if p.agreement is None else f"; they agree with {p.agreement:.0%} of the human labels"
+    none = (f" ({p.unlabelled} question(s) have no usable machine label: an answer there counts as a miss under it)"
+            if p.unlabelled else "")
+    drawn = ("drawn by 'grace annotations sample'" + (f", stratified by {p.draw.stratified_by}" if p.draw.stratified_by
+                                                      else "")) if p.draw.matches else "not checked as a random draw"
+    return (f"the PPI columns are estimated over all {p.questions:,} questions from {p.human_labels:,} human labels "
+            f"({drawn}) and {p.machine_labels:,} machine labels ({p.machine_path}, by {p.machine_source}){none}{agree}. "
+            f"Models are ranked by PPI accuracy; the other columns are over the {p.human_labels:,} human-labelled "
+            "questions only.")
+
+
+PPI_TITLE = "Prediction-powered (PPI++)"
 
 
 def columns_for(models: list[ModelReport], columns: list[Column] = COLUMNS) -> list[Column]:

@@ -7,6 +7,7 @@ from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
+    PPI_TITLE,
     Column,
     Row,
     category_table,
@@ -15,6 +16,7 @@ from harness.reports.leaderboard import (
     errors_text,
     leaderboard_rows,
     legend_for,
+    ppi_note,
     truncation_notes,
 )
 
@@ -59,6 +61,7 @@ def render_markdown(inputs: ReportInputs) -> str:
         f"KB: {cell(str(kb.n_articles))} articles, hash `{_code(kb.hash)}`; "
         f"scored {cell(report.created_at)} with grace {cell(report.grace_version)}.",
         "",
+        *([f"**{PPI_TITLE}:** {cell(ppi)}", ""] if (ppi := ppi_note(report)) else []),
         *_table(columns, rows),
         "",
     ]

@@ -22,6 +22,7 @@ from harness.reports.tables import (
     label_suspects_section,
     leaderboard_table,
     pairwise_table,
+    ppi_section,
     spotcheck_section,
 )
 
@@ -85,7 +86,8 @@ def _header(inputs: ReportInputs) -> str:
     ]
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
-        ("leaderboard", "Leaderboard"), ("accuracy", "Accuracy"),
+        ("leaderboard", "Leaderboard"), *([("ppi", "Prediction-powered")] if r.ppi is not None else []),
+        ("accuracy", "Accuracy"),
         *([("categories", "Categories")] if r.categories else []), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
         ("failures", "Failures"), ("spotcheck", "Spot-check"),
@@ -122,8 +124,10 @@ def render_html(inputs: ReportInputs) -> str:
         no_cost = "No model has a known cost (set prices in the model config to see this plot)."
     suspects = label_suspects_section(inputs)
     by_category = category_section(inputs, category_heatmap(inputs.report.categories, models))
+    ppi = ppi_section(inputs)
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
+        *([_section("ppi", "Prediction-powered figures (PPI++)", ppi)] if ppi else []),
         _section("accuracy", "Accuracy with 95% confidence intervals",
                  _figure(accuracy_chart(models), CAPTIONS["accuracy"], "No accuracy to plot.")),
         *([_section("categories", "Accuracy per category", by_category)] if by_category else []),

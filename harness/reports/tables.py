@@ -15,6 +15,7 @@ from harness.reports.leaderboard import (
     DASH,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
+    PPI_TITLE,
     category_table,
     columns_for,
     count,
@@ -26,6 +27,7 @@ from harness.reports.leaderboard import (
     number,
     pct,
     pct_ci,
+    ppi_note,
     truncation_notes,
     usd,
 )
@@ -62,10 +64,12 @@ def leaderboard_table(inputs: ReportInputs) -> str:
             values.append(value)
         cells.append(values)
     note = error_note(rows)
+    ppi = ppi_note(inputs.report)
     warning = f'<p class="warning">{escape(note)}</p>' if note else ""
     warning += "".join(f'<p class="warning">{escape(cut)}</p>' for cut in truncation_notes(inputs.ranked))
     legend = "".join(f"<li>{escape(item)}</li>" for item in legend_for(columns))
-    return (table([escape(c.header) for c in columns], cells, numeric, "leaderboard") + warning
+    return ((f'<p class="caption"><strong>{PPI_TITLE}:</strong> {escape(ppi)}</p>' if ppi else "")
+            + table([escape(c.header) for c in columns], cells, numeric, "leaderboard") + warning
             + f'<ul class="legend">{legend}</ul>')
 
 
@@ -153,6 +157,39 @@ def pairwise_table(inputs: ReportInputs) -> str:
     headers = ["Model A", "Model B", "Paired n", "Only A right", "Only B right", "p (McNemar exact)", "p (Holm)",
                "Significant"]
     return table(headers, rows, {2, 3, 4, 5, 6})
+
+
+def ppi_section(inputs: ReportInputs) -> str:
+    """A prediction-powered report's figures beside the human-only ones, and its pairwise differences; "" otherwise."""
+    ppi = inputs.report.ppi
+    if ppi is None:
+        return ""
+    rows = []
+    for m in inputs.ranked:
+        p = m.ppi
+        if p is None:
+            continue
+        acc, cal = p.accuracy, p.refusal_calibration
+        rows.append([escape(m.model), pct_ci(acc.value, acc.ci95), pct_ci(acc.human_only, acc.human_only_ci95),
+                     pct(p.machine_accuracy), DASH if acc.lam is None else f"{acc.lam:.2f}",
+                     f"{count(p.n_human)} + {count(p.n_machine)}",
+                     DASH if acc.effective_labels is None else f"{acc.effective_labels:,.0f}",
+                     DASH if cal is None else pct_ci(cal.value, cal.ci95)])
+    head = ["Model", "PPI accuracy [95%]", "Human labels only [95%]", "Against machine labels", "lambda",
+            "Labels (human + machine)", "Effective labels", "PPI refusal calib. [95%]"]
+    pairs = [[escape(x.a), escape(x.b), f"{count(x.n_human)} + {count(x.n_machine)}",
+              DASH if x.difference is None else pct_ci(x.difference, x.ci95), f"{x.p_value:.3g}", f"{x.p_adjusted:.3g}",
+              '<span class="good">yes</span>' if x.significant else "no"] for x in ppi.pairwise]
+    caption = ('<p class="caption">Each PPI figure is the figure against the machine labels over every question, '
+               "corrected by the machine labels' error on the human-labelled ones; lambda is the weight PPI++ gave "
+               "the machine labels (0: the human labels alone). Effective labels: how many human labels the "
+               "human-only interval would need to be as narrow. The intervals are valid whatever the machine labels' "
+               "quality, provided the human-labelled questions are a random draw of all of them (see the notes "
+               "above). Against machine labels: the uncorrected accuracy, for comparison.</p>")
+    return (caption + table(head, rows, {1, 2, 3, 4, 5, 6, 7})
+            + ("<h3>Differences between models, prediction-powered</h3>"
+               + table(["Model A", "Model B", "Questions (human + machine)", "A − B [95%]", "p", "p (Holm)",
+                        "Significant"], pairs, {2, 3, 4, 5}) if pairs else ""))
 
 
 def _recall_cell(value: float | None, support: Any) -> str:

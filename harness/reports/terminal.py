@@ -24,12 +24,14 @@ from typing import Any
 
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
+    PPI_TITLE,
     Column,
     Row,
     columns_for,
     error_note,
     errors_text,
     leaderboard_rows,
+    ppi_note,
     truncation_notes,
 )
 
@@ -100,8 +102,11 @@ def _table(inputs: ReportInputs, rows: list[Row], columns: list[Column], compact
     from rich.table import Table
     from rich.text import Text
 
+    ppi = inputs.report.ppi
+    asked = (f"{inputs.report.gold.n_questions} questions" if ppi is None
+             else f"{ppi.questions} questions, {ppi.human_labels} human-labelled, prediction-powered")
     table = Table(
-        title=Text(f"grace leaderboard ({inputs.report.gold.n_questions} questions)", style="bold"), caption=CAPTION,
+        title=Text(f"grace leaderboard ({asked})", style="bold"), caption=CAPTION,
         box=None if compact else box.HEAVY_HEAD, header_style="bold underline" if compact else "bold",
         show_edge=not compact, pad_edge=not compact,
     )
@@ -156,6 +161,9 @@ def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None
     if left_out:
         console.print(Text(f"left out for the terminal's width: {', '.join(left_out)} "
                            "(widen it, or read leaderboard.md)", style="dim"), soft_wrap=soft)
+    ppi = ppi_note(inputs.report)
+    if ppi:
+        console.print(Text(f"{PPI_TITLE}: ", style="bold") + Text(ppi), soft_wrap=soft)
     note = error_note(leaderboard_rows(inputs.ranked))
     if note:
         console.print(Text(note, style="red"), soft_wrap=soft)

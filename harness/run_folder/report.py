@@ -122,8 +122,35 @@ class Permissions(_Block):
 
 
 class JsonMode(_Block):
-    used: str  # json_object | prompt: how JSON was asked for when the server rejected the answer's schema
+    used: str  # json_object_schema | json_object | prompt: how JSON was asked for when the server rejected the answer's schema
     reason: str  # e.g. "server rejected json_schema: HTTP 500: ..."
+
+
+class PpiFigure(_Block):
+    """One prediction-powered figure (PPI++) beside the human-only figure it improves on."""
+
+    value: float | None  # the prediction-powered estimate over every question; null when it cannot be computed
+    ci95: list[float] | None  # [low, high], its 95% interval (normal, from human and machine labels)
+    human_only: float | None  # the same figure from the human labels alone
+    human_only_ci95: list[float] | None  # [low, high], the human-only 95% normal interval, over the same questions
+    # the weight PPI++ gave the machine labels, 0 to 1: 0 ignores them (the human-only interval), 1 is plain PPI
+    lam: float | None
+    # human labels the human-only interval would need to be as narrow as the prediction-powered one
+    effective_labels: float | None
+
+
+class ModelPpi(_Block):
+    """One model's prediction-powered figures (``report.json["models"][name]["ppi"]``): written only when the run
+    was scored with machine labels (``--machine-gold``); see ``Report.ppi``."""
+
+    rank: int  # rank by the prediction-powered accuracy (Report.ppi.leaderboard order)
+    significance_group: str  # compact letters from the prediction-powered pairwise tests (Report.ppi.pairwise)
+    n_human: int  # human-labelled questions the model answered
+    n_machine: int  # other questions it answered, each with a machine label or none (a miss under no label)
+    accuracy: PpiFigure  # prediction-powered accuracy over every question answered
+    machine_accuracy: float | None  # accuracy against the machine labels alone, over every question (uncorrected)
+    labels_gained: float | None  # effective_labels of the accuracy minus the human labels it used
+    refusal_calibration: PpiFigure | None  # prediction-powered refusal calibration; null: no must-refuse label
 
 
 class ModelReport(_Block):
@@ -180,6 +207,8 @@ class ModelReport(_Block):
     # accuracy per gold category (the gold file's category column), in the gold file's order; written only when the
     # gold file has that column
     categories: dict[str, CategoryScore] | None = Field(None, exclude_if=lambda v: v is None)
+    # prediction-powered figures from human and machine labels; written only with --machine-gold (Report.ppi)
+    ppi: ModelPpi | None = Field(None, exclude_if=lambda v: v is None)
     model: str = Field("", exclude=True)
 
     @property
@@ -205,6 +234,12 @@ class ModelReport(_Block):
                 out.update({f"{name}_{field}": getattr(block, field, None) for field in _BLOCKS[name]})
             else:
                 out[name] = getattr(self, name)
+        if self.ppi is not None:  # only in a prediction-powered run: an ordinary run's records keep their columns
+            acc = self.ppi.accuracy
+            out.update({"ppi_rank": self.ppi.rank, "ppi_accuracy": acc.value,
+                        "ppi_ci_low": acc.ci95[0] if acc.ci95 else None, "ppi_ci_high": acc.ci95[1] if acc.ci95 else None,
+                        "ppi_n_human": self.ppi.n_human, "ppi_n_machine": self.ppi.n_machine,
+                        "ppi_labels_gained": self.ppi.labels_gained})
         return out
 
 
@@ -221,12 +256,12 @@ def _block_type(annotation: Any) -> type[BaseModel] | None:
     return next((t for t in _members(annotation) if isinstance(t, type) and issubclass(t, BaseModel)), None)
 
 
-# what ModelReport.record() flattens, worked out once from the fields' types
+# what ModelReport.record() flattens, worked out once from the fields' types (ppi: by hand, only when present)
 _BLOCKS = {name: fields for name, field in ModelReport.model_fields.items()
-           if (t := _block_type(field.annotation)) is not None
+           if name != "ppi" and (t := _block_type(field.annotation)) is not None
            and (fields := [k for k, f in t.model_fields.items() if _is_scalar(f.annotation)])}
 _SCALARS = [name for name, f in ModelReport.model_fields.items()
-            if name != "model" and (name in _BLOCKS or name.endswith("_ci95") or _is_scalar(f.annotation))]
+            if name not in ("model", "ppi") and (name in _BLOCKS or name.endswith("_ci95") or _is_scalar(f.annotation))]
 
 
 class FailedModel(_Block):
@@ -343,6 +378,54 @@ class SpotcheckBlock(_Block):
         )
 
 
+class PpiPair(_Block):
+    """Two models' difference in accuracy, prediction-powered, on the questions both answered."""
+
+    a: str  # the model ranked higher (prediction-powered accuracy)
+    b: str  # the model ranked lower
+    n_human: int  # human-labelled questions both answered
+    n_machine: int  # other questions both answered
+    difference: float | None  # a's accuracy minus b's, prediction-powered
+    ci95: list[float] | None  # [low, high], the difference's 95% interval
+    lam: float | None  # PPI++'s weight on the machine labels for this difference
+    p_value: float  # two-sided, of no difference (normal, from the same estimate)
+    p_adjusted: float  # Holm-corrected over every pair
+    significant: bool  # true when p_adjusted < 0.05
+
+
+class PpiDraw(_Block):
+    """Was the human-labelled subset drawn at random by ``grace annotations sample``? What the check found."""
+
+    path: str | None  # the draw record found (SUBSET.draw.json beside the gold or machine-label file); null: none
+    matches: bool  # the human-labelled questions are exactly the drawn ones
+    stratified_by: str | None  # the column the draw was stratified by, when its strata weigh the estimate
+    drawn: int  # questions the record says were drawn (0: no record)
+    labelled_not_drawn: int  # human-labelled questions the draw did not pick
+    drawn_not_labelled: int  # drawn questions with no human label (skipped ones bias the estimate if not at random)
+
+
+class PredictionPowered(_Block):
+    """``report.json["ppi"]``: the run was scored with machine labels beside a human-labelled subset
+    (``grace score --gold HUMAN --machine-gold MACHINE``), and each model's accuracy, refusal calibration and the
+    differences between models are prediction-powered (PPI++). Written only then; every other figure of the report
+    is over the human-labelled questions alone."""
+
+    method: str  # how the figures were computed, in a sentence
+    questions: int  # every question scored: the human-labelled ones and the others
+    human_labels: int  # questions with a human label (the --gold file)
+    machine_labels: int  # questions without a human label that have a machine label
+    unlabelled: int  # questions with neither (no usable machine suggestion): each model's answer counts as a miss there
+    machine_path: str  # the machine-label file (--machine-gold)
+    machine_hash: str  # 16 hex digits of the SHA-256 of its bytes
+    machine_format: str  # suggestions ('grace annotations suggest') or gold (a gold-format CSV)
+    machine_source: str  # who made the machine labels (the suggestions' source column, or the file)
+    # share of the human-labelled questions whose machine label agrees with the human one (same article or refusal)
+    agreement: float | None
+    draw: PpiDraw  # whether the human subset was drawn at random (grace annotations sample)
+    leaderboard: list[str]  # models by prediction-powered accuracy, best first: the order every view shows
+    pairwise: list[PpiPair]  # the prediction-powered difference of every pair of models, in that order
+
+
 class Unlabelled(_Block):
     """``report.json["unlabelled"]``: the run's questions carry no label (``grace import-logs`` without gold), so
     the figures that need one are absent (null), never a silent 0."""
@@ -380,6 +463,8 @@ class Report(_Block):
     permissions: Permissions | None = Field(None, exclude_if=lambda v: v is None)
     # the gold file's categories, in its order (each model's ``categories``); absent when it has no category column
     categories: list[str] | None = Field(None, exclude_if=lambda v: v is None)
+    # prediction-powered figures from a human subset and machine labels (--machine-gold); absent otherwise
+    ppi: PredictionPowered | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:
@@ -399,8 +484,10 @@ class Report(_Block):
         return self
 
     def ranked(self) -> list[ModelReport]:
-        """The models in leaderboard order; a model missing from the list goes last, not lost."""
-        order = [name for name in dict.fromkeys(self.leaderboard) if name in self.models]
+        """The models in leaderboard order (a prediction-powered report's: by PPI accuracy); a model missing from the
+        list goes last, not lost."""
+        board = self.ppi.leaderboard if self.ppi is not None else self.leaderboard
+        order = [name for name in dict.fromkeys(board) if name in self.models]
         return [self.models[name] for name in order + [m for m in self.models if m not in order]]
 
 

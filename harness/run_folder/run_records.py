@@ -159,7 +159,7 @@ class ModelEntry(BaseModel):
     # the plugin package and version that provided the provider ("grace-acme 1.2.0"); absent: a built-in provider
     plugin: str | None = _absent_if_none()
     # learned (Provider.learned()): the JSON mode a server made grace fall back to, and why; a baseline's fit
-    json_mode: str | None = _absent_if_none()  # json_object or prompt: what calls fell back to; absent: no fallback
+    json_mode: str | None = _absent_if_none()  # json_object_schema, json_object or prompt: what calls fell back to; absent: no fallback
     json_mode_reason: str | None = _absent_if_none()  # why the server made grace fall back: the error it gave
     # a baseline's fitted threshold: method, seed, and per fold its threshold and questions
     calibration: dict[str, Any] | None = _absent_if_none()

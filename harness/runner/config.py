@@ -103,6 +103,9 @@ class RunConfig(BaseModel):
     kb: Path
     gold: Path
     out: Path
+    # machine labels for every question (a suggestions CSV or a gold-format CSV): gold is then the human-labelled
+    # subset, every question of either is asked, and the report adds prediction-powered figures
+    machine_gold: Path | None = None
     models: tuple[str | ModelSpec, ...] = ()
     config: Path | None = None  # the leaderboard TOML
     k: Count = _toml(3)

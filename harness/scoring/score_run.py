@@ -54,6 +54,7 @@ from harness.scoring.metrics import (
     truncation,
 )
 from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE, reported_outcomes
+from harness.scoring.prediction_powered import MachineLabels, add_ppi, population
 from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import compact_letters, pairwise_tests, per_question
 from harness.scoring.slices import add_categories, add_permissions, restricted_articles
@@ -84,6 +85,7 @@ def score_responses(
     seed: int = 0,
     bootstrap: int = 2000,
     workers: int | None = None,
+    machine_gold: MachineLabels | None = None,
 ) -> Report:
     """Score ``responses_path`` against ``gold`` and ``kb``; write scores.jsonl and report.json in ``out_dir``.
 
@@ -92,17 +94,25 @@ def score_responses(
     core, up to 8, for files over 32 MB). Returns the report, as written to
     report.json. Raises ``GraceError`` naming the file and line of
     the first bad response.
+
+    ``machine_gold`` (machine labels for every question, :mod:`harness.scoring.prediction_powered`) makes ``gold``
+    the human-labelled subset: the responses may then answer every question of either, the report's figures are
+    over the human-labelled questions as ever, and ``report.ppi`` with each model's ``ppi`` adds the
+    prediction-powered ones over all of them (scores.jsonl keeps the human-labelled questions' lines).
     """
     responses_path, run = Path(responses_path), RunDir(out_dir)
     with run.lock():
-        return _score(responses_path, gold, kb, run, seed, bootstrap, workers)
+        return _score(responses_path, gold, kb, run, seed, bootstrap, workers, machine_gold)
 
 
 def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuestion], kb: str | Path | KB, run: RunDir,
-           seed: int, bootstrap: int, workers: int | None) -> Report:
+           seed: int, bootstrap: int, workers: int | None, machine: MachineLabels | None = None) -> Report:
     if bootstrap < 0:
         raise GraceError(f"--bootstrap must be 0 or more, got {bootstrap}")
     questions, gold_info = _load_gold(gold)
+    human = questions
+    if machine is not None:  # every question: the human-labelled ones first, then the machine file's others
+        questions = population(human, machine)
     kb_obj = kb if isinstance(kb, KB) else load_kb(kb, write_missing=False)
     article_ids = [a.id for a in kb_obj.articles]
     kb_ids = frozenset(article_ids)
@@ -117,9 +127,22 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
                                    audiences)
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
+        if machine is not None:
+            arrays["line"] = np.arange(arrays["model"].size)
         arrays, dropped = drop_superseded(arrays)
-        if dropped.size:
+        everything = arrays
+        if machine is not None:  # the ordinary report: the human-labelled questions' rows only
+            keep = arrays["q"] < len(human)
+            skip = set(dropped.tolist()) | set(arrays["line"][~keep].tolist())
+            arrays = {k: v[keep] for k, v in arrays.items() if k != "line"}
+            if skip:
+                rewrite_without(Path(tmp_name), skip)
+            if not arrays["model"].size:
+                raise GraceError(f"{responses_path}: no response answers a question of the human gold file "
+                                 f"({gold_info.path or 'in memory'}); score the run the human labels are for")
+        elif dropped.size:
             rewrite_without(Path(tmp_name), set(dropped.tolist()))
+        questions = human
         labelled = any(g.must_refuse or g.expected_citations for g in questions)
         report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
                                KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
@@ -129,6 +152,9 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         add_permissions(report, arrays, models, audiences)
         add_categories(report, arrays, models, questions, seed, bootstrap)
+        if machine is not None and labelled:
+            add_ppi(report, everything, models, population(human, machine), len(human), machine, names,
+                    gold_info.path)
         _add_endpoint_notes(report, RunDir(responses_path.parent))
         os.replace(tmp_name, run.scores)
     except BaseException:

@@ -18,11 +18,13 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
+    PPI_TITLE,
     category_table,
     columns_for,
     error_note,
     leaderboard_rows,
     legend_for,
+    ppi_note,
     truncation_notes,
 )
 from harness.reports.page import CAPTIONS
@@ -99,6 +101,7 @@ class ViewApp:
         columns = columns_for(ranked)
         rows = leaderboard_rows(ranked, columns)
         spot = report.spotcheck
+        ppi = ppi_note(report)
         headers, by_category = category_table(report.categories, ranked)
         return {
             "run": run.id,
@@ -107,7 +110,8 @@ class ViewApp:
             "legend": legend_for(columns),
             # accuracy [95% CI] per gold category (rows) and model; None when the gold file has no categories
             "categories": {"headers": headers, "rows": by_category, "legend": CATEGORY_LEGEND} if by_category else None,
-            "notes": [n for n in (error_note(rows), *truncation_notes(ranked)) if n] + list(report.warnings),
+            "notes": [n for n in (ppi and f"{PPI_TITLE}: {ppi}", error_note(rows), *truncation_notes(ranked)) if n]
+            + list(report.warnings),
             "failed": {name: f.reason for name, f in report.failed_models.items()},
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,
                           "p_adjusted": p.p_adjusted, "significant": p.significant} for p in report.pairwise],

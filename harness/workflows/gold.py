@@ -1,4 +1,5 @@
-"""The gold workflow of ``grace gold generate``: draft gold questions from a KB for a person to review."""
+"""The gold workflows: ``grace gold generate`` (draft gold questions from a KB for a person to review) and
+``grace annotations migrate`` (keep a gold set valid after its KB was curated)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from annotations.migrate import GoldMigration
 from harness.workflows.calls import ModelCalls
 
-__all__ = ["GoldDraft", "generate_gold"]
+__all__ = ["GoldDraft", "GoldMigration", "generate_gold", "migrate_gold"]
 
 
 @dataclass
@@ -44,3 +46,22 @@ def generate_gold(kb: Any, model: str, out: str | Path, *, per_article: int = 3,
     from harness.privacy.redactor import write_record
 
     return GoldDraft(result, redactor.record(), write_record(out, redactor))
+
+
+def migrate_gold(gold: str | Path, kb: str | Path, out: str | Path, *, suggestions: str | Path | None = None,
+                 force: bool = False) -> GoldMigration:
+    """Rewrite gold CSV ``gold`` for the curated KB ``kb`` into ``out`` (``grace annotations migrate``): labels of
+    merged articles move to the surviving ID; labels of split articles are taken off for relabelling, with both
+    parts suggested in ``suggestions`` (default: ``OUT.relabel.csv``, which ``grace annotate --suggestions`` reads).
+    Returns a ``GoldMigration`` (``.moved``, ``.relabel``, ``.unknown``, ``.suggestions``)."""
+    from annotations.migrate import migrate_gold as _migrate
+    from annotations.migrate import suggestions_path
+    from harness.core.outputs import check_output_file
+    from kb_builder.store import kb_files, load_kb
+
+    gold, out = Path(gold), Path(out)
+    sugg = Path(suggestions) if suggestions is not None else suggestions_path(out)
+    inputs = {"gold CSV": gold, "KB": kb_files(kb)}
+    check_output_file(out, inputs, force=force)
+    check_output_file(sugg, {**inputs, "new gold CSV": out}, force=force, option="--suggestions")
+    return _migrate(gold, load_kb(kb), out, sugg)

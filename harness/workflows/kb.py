@@ -9,16 +9,88 @@ from typing import Any
 __all__ = ["build_kb", "eval_retrieval", "index_kb", "lint_kb", "load_kb", "search"]
 
 
-def build_kb(source: str | Path | None, out: str | Path, **options: Any):
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None, calls: Any = None,
+             dry_run: bool = False, console: Any = None, **options: Any):
     """Split documents into self-contained articles and write a KB folder (rebuilding into one keeps its IDs).
+
+    ``splitter``: ``headings`` (a new KB's default; a rebuild keeps the KB's own), ``semantic`` (offline: topic
+    boundaries from the text) or ``llm:PROVIDER:MODEL`` (a model finds them and titles the parts, its calls made
+    as ``calls``, a :class:`~harness.workflows.calls.ModelCalls`, with a progress bar on ``console``); with
+    ``dry_run`` the model's calls, tokens and cost are estimated and returned (an ``Estimate``), nothing written.
+    ``.fallbacks`` lists the texts split by ``semantic`` because the model's answer could not be read, and
+    ``.model_calls`` its calls and cost.
 
     ``options``: ``articles_file`` (pre-split articles instead of documents), ``max_tokens``, ``min_tokens``,
     ``embedder``, ``language`` (ISO 639-1, or None to detect it per article), ``progress`` (called once per document). Returns a ``BuildResult``: ``.kb`` (the loaded KB),
-    ``.changes`` (IDs added, changed, removed), ``.documents``, ``.skipped``.
+    ``.changes`` (IDs added, changed, removed), ``.documents``, ``.skipped``, ``.curation`` (the KB's curation
+    re-applied: ``.applied`` and ``.conflicts``; None when it has none).
     """
-    from kb_builder.build import build_kb as _build
+    from contextlib import nullcontext
 
-    return _build(Path(source) if source is not None else None, Path(out), **options)
+    from kb_builder.build import build_kb as _build
+    from kb_builder.curation import kb_lock
+
+    # one writer per KB: a rebuild waits for no curation app, it is refused while one is open
+    asker = _topic_asker(source, out, splitter, calls, dry_run, console, options)
+    if dry_run:
+        return asker
+    with kb_lock(Path(out)) if (Path(out) / "articles.jsonl").is_file() else nullcontext():
+        result = _build(Path(source) if source is not None else None, Path(out), splitter=splitter,
+                        ask_topics=asker, **options)
+    if asker is not None:
+        result.model_calls = asker.stats.as_dict()
+    return result
+
+
+class _TopicAsker:
+    """``--splitter llm:``: asks the model about every planned text at once, through the engine."""
+
+    def __init__(self, model: Any, settings: Any, console: Any) -> None:
+        from harness.runner.calls import PromptStats
+
+        self.model, self.settings, self.console, self.stats = model, settings, console, PromptStats()
+
+    def __call__(self, requests: list) -> dict:
+        from harness.core.errors import GraceError
+        from harness.runner.calls import progress
+
+        with progress(self.settings, self.console) as settings:
+            answers = self.model.ask(requests, settings, self.stats)
+        if self.stats.aborted:
+            raise GraceError(f"the topic splitter was stopped: {self.stats.aborted[0]}; nothing was written")
+        if requests and self.stats.errors >= len(requests):
+            raise GraceError(f"the topic splitter {self.model.spec.name} answered none of {len(requests)} text(s) "
+                             f"({self.stats.errors} call(s) failed); nothing was written. Run the same command again "
+                             "to retry (answers given are cached), or use --splitter semantic")
+        return answers
+
+
+def _topic_asker(source: Any, out: str | Path, splitter: str | None, calls: Any, dry_run: bool, console: Any,
+                 options: dict[str, Any]) -> Any:
+    """The model caller of an ``llm:`` build (None for the offline splitters); a dry run's estimate instead."""
+    from harness.core.errors import GraceError
+    from harness.workflows.calls import ModelCalls
+    from kb_builder.build import chosen_splitter, plan_topic_requests
+    from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
+
+    chosen = chosen_splitter(Path(out), splitter)
+    if not chosen.startswith("llm:") or options.get("articles_file") is not None:
+        if dry_run:
+            raise GraceError(f"--dry-run estimates the model calls of --splitter llm:PROVIDER:MODEL; a {chosen} "
+                             "build calls no model: run it without --dry-run")
+        return None
+    from harness.runner.topic_split import make_topic_model
+
+    calls = calls or ModelCalls()
+    model = make_topic_model(chosen, options=calls.options, prices=calls.prices, ready=not dry_run)
+    settings = calls.settings(redactor=calls.redactor(console))
+    if not dry_run:
+        return _TopicAsker(model, settings, console)
+    if source is None:
+        raise GraceError("give a SOURCE folder or file to estimate")
+    requests = plan_topic_requests(Path(source), options.get("max_tokens", DEFAULT_MAX_TOKENS),
+                                   options.get("min_tokens", DEFAULT_MIN_TOKENS), chosen)
+    return model.estimate(requests, settings)
 
 
 def index_kb(kb: str | Path, embedder: str | None = None):

@@ -61,6 +61,11 @@ class RunSession:
         self.export_tables = export_tables or {}  # the TOML's [export.TARGET] tables: where log_to sends the run
         self.progress, self.console = progress, console
         self.folder = RunDir(config.out)
+        self.machine: Any = None  # machine labels for every question (--machine-gold): gold is the human subset
+        if config.machine_gold is not None:
+            from annotations.machine_labels import read_machine_labels
+
+            self.machine = read_machine_labels(config.machine_gold)
         self.settings = RunSettings.of(config)
         self.retrieved: dict[str, list[RetrievedArticle]] = {}
         self.rerank_estimate: Any = None
@@ -84,6 +89,7 @@ class RunSession:
         config = RunConfig.build(options, run_table)
         check_targets(config.log_to)  # a misspelt --log-to is known before any call, not after the run
         check_output_folder(config.out, {"KB folder": config.kb, "gold CSV": config.gold, "config": config.config,
+                                         "machine-label file": config.machine_gold,
                                          "prices file": config.prices, "retrieved file": config.retrieved},
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
@@ -107,7 +113,13 @@ class RunSession:
 
     @property
     def questions(self) -> list[GoldQuestion]:
-        return list(self.gold.questions)
+        """The questions asked: the gold file's; with machine labels, every question of either (the others with
+        their machine label, which only a baseline fitting its threshold reads; scoring uses the human labels)."""
+        if self.machine is None:
+            return list(self.gold.questions)
+        from harness.scoring.prediction_powered import asked_questions
+
+        return asked_questions(self.gold.questions, self.machine)
 
     def plan(self) -> None:
         """Each question's top k, from the KB's retriever or the team's file, reranked when asked: once for all models."""
@@ -163,7 +175,8 @@ class RunSession:
             plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.latest_responses(), self.template,
                                       self.kb.kb_hash, settings, language=self.kb.manifest.language)
             # (planned first: baselines fit their options on the questions)
-            info = new_run_info(self.kb, self.gold, self.template, self.specs, settings, self.config.embedder)
+            asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
+            info = new_run_info(self.kb, asked, self.template, self.specs, settings, self.config.embedder)
             check_same_run(folder, info)
             folder.write_run_info(info)
             todo = sum(len(p.jobs) for p in plans)
@@ -220,7 +233,8 @@ class RunSession:
         from harness.reports import write_reports
         from harness.scoring import score_responses
 
-        score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed)
+        score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed,
+                        machine_gold=self.machine)
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
         return True
 

@@ -12,11 +12,13 @@ __all__ = ["report", "score"]
 
 
 def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = None, *, seed: int = 0,
-          bootstrap: int = 2000, workers: int | None = None) -> Run:
+          bootstrap: int = 2000, workers: int | None = None, machine_gold: str | Path | None = None) -> Run:
     """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder).
 
     ``gold`` is a gold CSV, or a gold set already read (a ``GoldSet``: ``grace import-logs`` hands over its
-    questions, labelled or not); ``kb`` a KB folder or a loaded KB."""
+    questions, labelled or not); ``kb`` a KB folder or a loaded KB. ``machine_gold`` (a suggestions CSV of
+    ``grace annotations suggest``, or a gold-format CSV of model or LLM labels) labels every question by machine:
+    ``gold`` is then the human-labelled subset, and the report adds prediction-powered figures (``report.ppi``)."""
     from harness.core.outputs import check_output_folder
     from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.scoring import score_responses
@@ -27,9 +29,15 @@ def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = No
         responses = RunDir(responses).responses
     out = Path(out) if out is not None else responses.parent
     check_output_folder(out, {"responses file": responses, "gold CSV": getattr(gold, "path", gold),
-                              "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None)},
+                              "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None),
+                              "machine-label file": machine_gold},
                         [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
-    score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers)
+    machine = None
+    if machine_gold is not None:
+        from annotations.machine_labels import read_machine_labels
+
+        machine = read_machine_labels(machine_gold)
+    score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers, machine_gold=machine)
     return load_run(out)
 
 

@@ -1,0 +1,324 @@
+"""The local web app behind ``grace kb curate``: lint's findings as a worklist, fixed by hand or by a model's proposal.
+
+Served by grace's one web server core (:mod:`harness.web`: Host and token checks,
+Origin check on changes, body limits, CSP, shared assets), like ``grace
+annotate``. Every action goes through the curation overlay
+(:class:`kb_builder.curation.Curation`), which appends it to ``KB/curation.jsonl``
+and rewrites the KB at once, so closing the page loses nothing and ``grace kb
+build`` re-applies it. Article text and model text are hostile: they leave here
+as JSON strings cut into segments (:mod:`annotations.curate_views`) and the page
+makes text nodes of them.
+
+After each action the worklist is linted again where the action could change
+it: the touched articles' own findings (self-contained, length, titles) and the
+pairs (confusable, title-query), which depend on the whole KB's words; the other
+articles' own findings are kept as they were, since nothing about them changed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from annotations import passages
+from annotations.curate_views import lint_evidence, plain, proposal_view, shared_evidence
+from annotations.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
+from annotations.proposer import Proposer, propose
+from annotations.server import STATIC
+from harness.core.errors import GraceError
+from harness.runner.calls import CallSettings, PromptStats
+
+PAIR_KINDS = ("confusable", "swapped_in_run")
+HISTORY = 12  # recent actions listed on the page
+MAX_TEXT = 200_000  # characters of an article's text the page may send
+
+
+def finding_key(f: Any) -> str:
+    return f"{f.kind}:{'+'.join(f.articles)}"
+
+
+class CurateApp:
+    """What the API answers, independent of HTTP (the tests call it directly too): a :class:`harness.web.WebApp`."""
+
+    name = "grace kb curate"
+    page = "curate.html"
+    static = STATIC
+    post_paths = tuple(f"/api/curate/{a}" for a in ("title", "text", "split", "merge", "distinct", "undo", "propose",
+                                                     "accept", "reject"))
+
+    def __init__(self, curation: Any, proposer: Proposer, settings: CallSettings, *, author: str,
+                 run: Any = None):
+        self.cur, self.proposer, self.settings, self.author = curation, proposer, settings, author
+        self.lock = threading.Lock()  # one action at a time: each reads and writes the whole KB
+        self.stats = PromptStats()
+        self.proposals: dict[int, Proposal] = {}
+        self._split_paragraphs: dict[int, list[str]] = {}
+        report = curation.worklist(run)
+        self.notices = list(report.notices)
+        self.findings = self._without_distinct(report.findings)
+        self.started_with = len(self.findings)
+        self.relint_seconds: list[float] = []
+        self._words = passages.KBWords(curation.kb)
+        self._word_memo: dict[str, list[str]] = {}
+
+    # -- routes ------------------------------------------------------------------------------------
+
+    def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
+        if path == "/api/curate/state":
+            return self.state()
+        if path == "/api/curate/finding":
+            return self.finding((query.get("key") or [""])[0])
+        return None
+
+    def post(self, path: str, body: Any) -> dict | None:
+        if not isinstance(body, dict):
+            raise GraceError("expected a JSON object")
+        action = path.removeprefix("/api/curate/")
+        handler = getattr(self, f"do_{action}", None)
+        if handler is None:
+            return None
+        with self.lock:
+            return handler(body)
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    def state(self) -> dict:
+        kb = self.cur.kb
+        edits = self.cur.edits()
+        undone = {e.undoes for e in edits if e.action == "undo"}
+        return {
+            "kb": {"path": str(kb.path), "articles": len(kb.articles), "kb_hash": kb.manifest.kb_hash},
+            "author": self.author,
+            "proposer": self.proposer.name,
+            "findings": [self._row(f) for f in self.findings],
+            "counts": _counts(self.findings),
+            "started_with": self.started_with,
+            "actions": len(self.cur.active()),
+            "history": [{"seq": e.seq, "action": e.action, "articles": e.articles, "parts": e.parts,
+                         "undoes": e.undoes, "undone": e.seq in undone, "author": e.author, "time": e.time,
+                         "reason": e.reason or ""} for e in edits[-HISTORY:]][::-1],
+            "conflicts": [c.model_dump() for c in self.cur.conflicts()],
+            "notices": self.notices,
+            "cost": self.stats.as_dict(),
+        }
+
+    def finding(self, key: str) -> dict:
+        """One finding with its articles side by side, paragraph by paragraph, the evidence marked."""
+        f = next((f for f in self.findings if finding_key(f) == key), None)
+        if f is None:
+            raise LookupError(f"no open finding {key!r}: it was fixed or its articles changed; pick another")
+        kb = self.cur.kb
+        arts = [kb.by_id[i] for i in f.articles if i in kb.by_id]
+        views = []
+        for a in arts:
+            paras = self.cur.paragraphs(a.id)
+            if f.kind in PAIR_KINDS and len(arts) == 2:
+                other = next(b for b in arts if b.id != a.id)
+                segs = shared_evidence(self._words, a.id, paras, other.title + "\n" + other.text)
+            elif f.kind == "not_self_contained":
+                segs = lint_evidence(f.message, paras)
+            else:
+                segs = plain(paras)
+            crumb = [p for p in (a.heading_path or []) if p and p not in a.title]
+            views.append({"id": a.id, "title": a.title, "text": a.text, "source": a.source or "", "breadcrumb": crumb,
+                          "tokens": a.tokens, "paragraphs": segs})
+        return {**self._row(f), "articles": views, "proposal_kind": KIND_FOR_FINDING.get(f.kind, "rewrite"),
+                "proposals": [proposal_view(p, kb, self._split_paragraphs.get(p.id)) for p in self.proposals.values()
+                              if p.status == "open" and set(p.articles) <= set(f.articles)]}
+
+    # -- actions (each saved through the overlay at once, then the worklist linted again) -----------
+
+    def do_title(self, body: dict) -> dict:
+        aid = _s(body, "id")
+        self.cur.set_title(aid, _s(body, "title"), author=self.author, reason=_opt(body, "reason"))
+        return self._after(f"retitled {aid}", {aid})
+
+    def do_text(self, body: dict) -> dict:
+        aid = _s(body, "id")
+        text = _s(body, "text")
+        if len(text) > MAX_TEXT:
+            raise GraceError(f"the text is {len(text):,} characters; at most {MAX_TEXT:,}")
+        self.cur.set_text(aid, text, author=self.author, reason=_opt(body, "reason"))
+        return self._after(f"saved the text of {aid}", {aid})
+
+    def do_split(self, body: dict) -> dict:
+        aid, at = _s(body, "id"), _i(body, "at")
+        titles = body.get("titles")
+        if titles is not None and (not isinstance(titles, list) or not all(isinstance(t, str) for t in titles)):
+            raise GraceError("titles must be a list of two strings")
+        edit = self.cur.split_article(aid, at, titles=titles, author=self.author, reason=_opt(body, "reason"))
+        return self._after(f"split {aid} at paragraph {at} into {' and '.join(edit.parts)}", {aid, *edit.parts})
+
+    def do_merge(self, body: dict) -> dict:
+        keep, other = _s(body, "keep"), _s(body, "other")
+        self.cur.merge_articles(keep, other, title=_opt(body, "title"), text=_opt(body, "text"), author=self.author,
+                                reason=_opt(body, "reason"))
+        return self._after(f"merged {other} into {keep} ({other} retired)", {keep, other})
+
+    def do_distinct(self, body: dict) -> dict:
+        a, b = _s(body, "a"), _s(body, "b")
+        self.cur.mark_distinct(a, b, why=_opt(body, "why") or "", author=self.author)
+        return self._after(f"marked {a} and {b} distinct", {a, b})
+
+    def do_undo(self, body: dict) -> dict:
+        seq = body.get("seq")
+        if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
+            raise GraceError("seq must be the number of an action")
+        edit = self.cur.undo(author=self.author, seq=seq)
+        target = next((e for e in self.cur.edits() if e.seq == edit.undoes), edit)
+        touched = set(target.articles) | set(target.parts) | set(target.before) | set(target.after)
+        return self._after(f"undid action {edit.undoes} ({target.action} of {', '.join(target.articles)})", touched)
+
+    def do_propose(self, body: dict) -> dict:
+        ids = body.get("articles")
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise GraceError("articles must be a list of article IDs")
+        kind = _s(body, "kind")
+        if kind not in KINDS:
+            raise GraceError(f"kind must be one of {', '.join(KINDS)}")
+        key = _opt(body, "finding") or ""
+        f = next((f for f in self.findings if finding_key(f) == key), None)
+        inp = make_input(self.cur.kb, kind, ids, finding=f.message if f else "", finding_kind=f.kind if f else None,
+                         paragraphs=self.cur.paragraphs)
+        proposal = propose(self.proposer, [inp], self.settings, self.stats)[0]
+        proposal.id = max(self.proposals, default=0) + 1
+        self.proposals[proposal.id] = proposal
+        if kind == "split":
+            self._split_paragraphs[proposal.id] = inp.paragraphs
+        return {"proposal": proposal_view(proposal, self.cur.kb, inp.paragraphs), "cost": self.stats.as_dict()}
+
+    def do_accept(self, body: dict) -> dict:
+        p = self._proposal(body)
+        if p.error:
+            raise GraceError(f"proposal {p.id} was rejected ({p.error}); ask for another or edit by hand")
+        edited = {k: body[k] for k in ("title", "text", "keep", "at", "titles") if body.get(k) is not None}
+        q = p.model_copy(update=edited)
+        why = f"proposal {p.id} by {p.model}{' (edited)' if edited else ''}: {p.reason}".strip()[:500]
+        if q.kind == "rewrite":
+            aid, art = q.articles[0], self.cur.kb.by_id.get(q.articles[0])
+            if art is None:
+                raise GraceError(f"article {aid} is no longer in the KB: the proposal is stale; ask again")
+            if not isinstance(q.title, str) or not isinstance(q.text, str):
+                raise GraceError("title and text must be strings")
+            changed = [(q.title != art.title, lambda: self.cur.set_title(aid, q.title, author=self.author, reason=why)),
+                       (q.text != art.text, lambda: self.cur.set_text(aid, q.text, author=self.author, reason=why))]
+            if not any(c for c, _ in changed):
+                raise GraceError(f"proposal {p.id} changes nothing in article {aid}")
+            for c, act in changed:
+                if c:
+                    act()
+            touched, done = {aid}, f"accepted proposal {p.id}: rewrote {aid}"
+        elif q.kind == "merge":
+            keep = str(q.keep)
+            other = next((i for i in q.articles if i != keep), None)
+            if keep not in q.articles or other is None:
+                raise GraceError(f"keep must be one of {', '.join(q.articles)}")
+            self.cur.merge_articles(keep, other, title=q.title, text=q.text, author=self.author, reason=why)
+            touched, done = {keep, other}, f"accepted proposal {p.id}: merged {other} into {keep}"
+        else:
+            if isinstance(q.at, bool) or not isinstance(q.at, int):
+                raise GraceError("at must be a paragraph number")
+            edit = self.cur.split_article(q.articles[0], q.at, titles=q.titles or None, author=self.author,
+                                          reason=why)
+            touched, done = {q.articles[0], *edit.parts}, f"accepted proposal {p.id}: split {q.articles[0]}"
+        p.status = "accepted"
+        return self._after(done, touched)
+
+    def do_reject(self, body: dict) -> dict:
+        p = self._proposal(body)
+        p.status = "rejected"
+        return {"done": f"rejected proposal {p.id}", "state": self.state()}
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _proposal(self, body: dict) -> Proposal:
+        n = _i(body, "proposal")
+        p = self.proposals.get(n)
+        if p is None:
+            raise GraceError(f"no proposal {n}: ask for one first")
+        if p.status != "open":
+            raise GraceError(f"proposal {n} is already {p.status}")
+        return p
+
+    def _after(self, done: str, touched: set[str]) -> dict:
+        before = {finding_key(f) for f in self.findings}
+        t0 = time.perf_counter()
+        self._relint(touched)
+        self.relint_seconds.append(time.perf_counter() - t0)
+        after = {finding_key(f) for f in self.findings}
+        return {"done": done, "fixed": len(before - after), "new": len(after - before), "state": self.state()}
+
+    def _relint(self, touched: set[str]) -> None:
+        """The worklist after an action on ``touched``: every pair finding anew, the touched articles' own
+        findings anew, the other articles' own findings as they were (an article's own faults depend on it only)."""
+        from kb_builder import lint
+        from kb_builder.store import KB
+
+        kb = self.cur.kb
+        self._words = passages.KBWords(kb)
+        live = kb.by_id
+        notices: list[str] = []
+        # the texts' TF-IDF once for both pair searches, as lint_kb does; an article's words are read again only
+        # when its text changed (reading the words was half of a re-lint of a 1,500-article KB)
+        stop = lint._kb_stop_words(kb)
+        hashes = [a.content_hash or a.compute_hash() for a in kb.articles]
+        memo = {h: self._word_memo.get(h) or lint._words(a.text, stop) for h, a in zip(hashes, kb.articles, strict=True)}
+        self._word_memo = memo
+        text = lint._tfidf(memo[h] for h in hashes)
+        pairs = lint.confusable_pairs(kb, notices=notices, text=text)
+        seen = {tuple(f.articles) for f in pairs}
+        pairs += [f for f in lint.title_query_pairs(kb, text=text, notices=notices) if tuple(f.articles) not in seen]
+        kept = [f for f in self.findings if f.kind not in ("confusable", "duplicate_title")
+                and not set(f.articles) & touched and all(a in live for a in f.articles)]
+        mine = [live[i] for i in sorted(touched) if i in live]
+        fresh = [f for f in lint.article_findings(KB(kb.path, mine, kb.manifest)) if f.kind != "duplicate_title"]
+        titles: dict[str, list] = {}
+        for a in kb.articles:
+            titles.setdefault(" ".join(a.title.lower().split()), []).append(a)
+        dups = [f for group in titles.values() if len(group) > 1
+                for f in lint.article_findings(KB(kb.path, group, kb.manifest)) if f.kind == "duplicate_title"]
+        found = self._without_distinct(pairs + kept + fresh + dups)
+        found.sort(key=lambda f: (lint.SEVERITY[f.severity], lint.KIND_ORDER.index(f.kind), -f.score, f.articles))
+        self.findings, self.notices = found, notices
+
+    def _without_distinct(self, findings: list) -> list:
+        marked = {tuple(sorted(e.articles)) for e in self.cur.distinct()}
+        settled = ("confusable", "swapped_in_run", "duplicate_title")  # as lint_kb leaves marked pairs out
+        return [f for f in findings
+                if not (f.kind in settled and len(f.articles) == 2 and tuple(sorted(f.articles)) in marked)]
+
+    def _row(self, f: Any) -> dict:
+        kb = self.cur.kb
+        return {"key": finding_key(f), "kind": f.kind, "severity": f.severity, "articles": f.articles,
+                "titles": [kb.by_id[i].title if i in kb.by_id else "" for i in f.articles], "message": f.message}
+
+
+def _counts(findings: list) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for f in findings:
+        out[f.kind] = out.get(f.kind, 0) + 1
+    return out
+
+
+def _s(body: dict, name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise GraceError(f"{name} must be a non-empty string")
+    return value
+
+
+def _opt(body: dict, name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        raise GraceError(f"{name} must be a string")
+    return value
+
+
+def _i(body: dict, name: str) -> int:
+    value = body.get(name)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise GraceError(f"{name} must be a whole number")
+    return value

@@ -1,0 +1,107 @@
+"""``grace kb curate``: the curation web app, opened and ready to serve, and proposals for lint findings as one call.
+
+The app works through the curation overlay (:func:`harness.workflows.curation.open_curation`: every action saved
+to ``KB/curation.jsonl`` at once and re-applied by ``grace kb build``); proposals go through the engine of
+``grace run`` (cached, priced, ``--dry-run``, ``--redact-pii``) with the knobs of :class:`ModelCalls`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.workflows.calls import ModelCalls
+
+__all__ = ["CuratingApp", "open_curating", "propose_fixes"]
+
+
+@dataclass
+class CuratingApp:
+    """The curation app, open on its KB (which it holds the one-writer lock of until ``close()``): ``app`` is what
+    :func:`harness.web.listen` serves, ``curation`` the overlay it acts through."""
+
+    app: Any
+    curation: Any
+    proposer: str
+    notes: list[str] = field(default_factory=list)
+
+    def close(self) -> None:
+        self.curation.close()
+
+    def __enter__(self) -> CuratingApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Any = None,
+              ready: bool = True):
+    from annotations.proposer import make_proposer
+
+    proposer = make_proposer(model, options=calls.options, prices=calls.prices, language=language, template=template,
+                             ready=ready)
+    settings = calls.settings(redactor=calls.redactor(console))
+    return proposer, settings
+
+
+def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", calls: ModelCalls | None = None,
+                  author: str | None = None, run: str | Path | None = None, template: str | None = None,
+                  console: Any = None) -> CuratingApp:
+    """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
+    models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
+    action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name)."""
+    from annotations.curate_app import CurateApp
+    from kb_builder.curation import default_author, open_curation
+
+    calls = (calls or ModelCalls()).check()
+    cur = open_curation(kb)
+    try:
+        proposer, settings = _proposer(propose_with, calls, cur.kb.manifest.language, template, console)
+        app = CurateApp(cur, proposer, settings, author=author or default_author(), run=run)
+    except BaseException:
+        cur.close()
+        raise
+    opened = CuratingApp(app, cur, proposer.name)
+    c = app.state()["counts"]
+    opened.notes.append(f"{len(app.findings)} finding(s) to work through" + (
+        f" ({', '.join(f'{n} {k}' for k, n in c.items())})" if c else "") + f"; proposals from {proposer.name}")
+    if cur.conflicts():
+        opened.notes.append(f"{len(cur.conflicts())} edit(s) the last build could not re-apply: listed in the app")
+    return opened
+
+
+def propose_fixes(kb: Any, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
+                  template: str | None = None, console: Any = None) -> list[Any]:
+    """A proposal for each of lint's findings on ``kb`` (of ``kinds``, the first ``limit``), worst first, without
+    changing anything: a list of :class:`annotations.proposals.Proposal` (a rejected one has ``error`` set). With
+    ``dry_run``: what the calls would cost (``Estimate`` rows), and no call."""
+    from annotations.proposals import KIND_FOR_FINDING, make_input
+    from annotations.proposer import estimate, propose
+    from harness.runner.calls import PromptStats
+    from harness.workflows.kb import lint_kb, load_kb
+    from kb_builder.curation import paragraphs
+
+    kb = load_kb(kb) if isinstance(kb, str | Path) else kb
+    calls = (calls or ModelCalls()).check()
+    found = [f for f in lint_kb(kb).findings if f.kind in KIND_FOR_FINDING and (not kinds or f.kind in kinds)]
+    inputs = []
+    for f in found:
+        kind = KIND_FOR_FINDING[f.kind]
+        ids = f.articles[:2] if kind == "merge" else f.articles[:1]
+        if kind == "split" and len(paragraphs(kb.by_id[ids[0]].text)) < 2:
+            continue  # one paragraph: nowhere to split (an edit by hand)
+        inputs.append(make_input(kb, kind, ids, finding=f.message, finding_kind=f.kind,
+                                 paragraphs=lambda i: paragraphs(kb.by_id[i].text)))
+        if limit is not None and len(inputs) >= limit:
+            break
+    proposer, settings = _proposer(model, calls, kb.manifest.language, template, console, ready=not dry_run)
+    if dry_run:
+        return estimate(proposer, inputs, settings)
+    proposals = propose(proposer, inputs, settings, PromptStats())
+    for n, p in enumerate(proposals, 1):
+        p.id = n
+    return proposals
