@@ -19,30 +19,19 @@ import pytest
 
 from harness.core.errors import GraceError
 from harness.run_folder import RunDir
-from tests.conftest import SAMPLE, run_grace
+from tests.conftest import run_grace
+from tests.export_runs import MODELS, build_sample_run
 
 wandb = pytest.importorskip("wandb", reason="the wandb extra (the W&B SDK) is not installed")
 pytest.importorskip("pyarrow", reason="the per-question table needs pyarrow (the parquet extra)")
 
 from harness.exports.wandb_run import export  # noqa: E402 - after the skip: it is the wandb extra's module
 
-MODELS = ("baseline:threshold", "baseline:top1")
-
 
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory):
-    """The sample benchmark, two baselines, scored and spot-checked: built once, copied by each test."""
-    root = tmp_path_factory.mktemp("sample")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRACE_CACHE_DIR", str(root / "cache"))
-        assert run_grace("kb", "build", SAMPLE / "handbook", "--out", root / "kb")[0] == 0
-        code, out = run_grace("run", "--kb", root / "kb", "--gold", SAMPLE / "gold.csv", "--model", MODELS[1],
-                              "--model", MODELS[0], "--out", root / "run")
-        assert code == 0, out
-        code, out = run_grace("spotcheck", "run", root / "run", "--kb", root / "kb", "--judge", "baseline:lexical",
-                              "--sample", "10")
-        assert code == 0, out
-    return root / "run"
+    """Built once, copied by each test."""
+    return build_sample_run(tmp_path_factory.mktemp("sample"))
 
 
 @pytest.fixture
