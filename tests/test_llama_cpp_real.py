@@ -53,7 +53,26 @@ def test_the_sample_benchmark_runs_on_a_real_llama_cpp_server(server, kb_and_gol
     rows = [json.loads(x) for x in (out / "responses.jsonl").read_text().splitlines()]
     assert len(rows) == QUESTIONS and not [r["error"] for r in rows if r["error"]]
     info = json.loads((out / "run.json").read_text())
-    if mode == "json":  # llama-cpp-python rejects json_schema: one rejected call, then json_object
-        assert info["models"][0]["json_mode"] == "json_object"
+    if mode == "json":  # llama-cpp-python rejects json_schema: one rejected call, then json_object with the schema
+        assert info["models"][0]["json_mode"] == "json_object_schema"
     report = json.loads((out / "report.json").read_text())
     assert report["models"][f"openai:{server.model}"]["n"] == QUESTIONS
+
+
+@pytest.mark.parametrize("mode", ["segments", "claims"])
+def test_the_judge_meta_eval_reads_a_real_tiny_models_verdicts(server, tmp_path, mode):
+    # llama-cpp-python rejects json_schema; with a bare json_object SmolLM2 wrote {"explanation": ...} and no verdict
+    # (43 of 46); with the schema beside json_object its grammar holds the reply to the verdict's keys
+    from harness.spotcheck.meta_eval import CASES
+
+    lines = CASES.read_text(encoding="utf-8").splitlines(keepends=True)
+    cases = tmp_path / "cases.jsonl"
+    cases.write_text("".join(lines[:3] + lines[-3:]), encoding="utf-8")  # unsupported and supported ones
+    out = tmp_path / "meta.json"
+    code, text = run_grace("spotcheck", "meta-eval", "--judge", f"llamacpp:{server.model}", "--base-url",
+                           server.base_url, "--mode", mode, "--cases", cases, "--no-quality", "--concurrency", "1",
+                           "--no-cache", "--out", out)
+    assert code == 0, text
+    result = json.loads(out.read_text())
+    assert result["cases"] == 6 and result["unreadable"] == 0 and result["calls"]["errors"] == 0
+    assert result["kappa_n"] == 6  # how well it judges is the meta-eval's figure, not this test's

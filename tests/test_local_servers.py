@@ -107,7 +107,7 @@ def test_a_model_whose_first_calls_all_fail_permanently_is_stopped(bench, local_
 
 
 # --- JSON mode fallback -------------------------------------------------------------------------------------------
-def test_json_mode_falls_back_to_json_object_once_per_endpoint(bench, local_env):
+def test_json_mode_falls_back_to_json_object_with_the_schema_once_per_endpoint(bench, local_env):
     with FakeAPIServer(responder=json_answer, local=LocalServer(slots=2)) as srv:
         local_env(srv)
         code, out = grace_run(bench, srv, "--output-mode", "json", "--concurrency", "4")
@@ -117,9 +117,13 @@ def test_json_mode_falls_back_to_json_object_once_per_endpoint(bench, local_env)
         assert srv.rejected == 1  # the first call found out; the other calls waited for it
         formats = [r.body.get("response_format", {}).get("type") for r in srv.requests]
         assert formats.count("json_schema") == 1 and formats.count("json_object") == 12
-        assert {r["json_mode"] for r in rows} == {"json_object"}
+        # llama-cpp-python takes the schema beside json_object and builds its grammar from it
+        assert all("schema" in r.body["response_format"] for r in srv.requests
+                   if r.body["response_format"]["type"] == "json_object")
+        assert {r["json_mode"] for r in rows} == {"json_object_schema"}
         entry = run_info(bench / "run")["models"][0]
-        assert entry["json_mode"] == "json_object" and entry["json_mode_reason"].startswith("server rejected json_schema")
+        assert entry["json_mode"] == "json_object_schema"
+        assert entry["json_mode_reason"].startswith("server rejected json_schema")
 
 
 def test_json_mode_falls_back_to_the_prompt_when_no_format_is_taken(bench, local_env):
@@ -132,10 +136,11 @@ def test_json_mode_falls_back_to_the_prompt_when_no_format_is_taken(bench, local
         local_env(srv)
         code, out = grace_run(bench, srv, "--output-mode", "json", "--concurrency", "3")
         assert code == 0, out
-        assert sum(r.body.get("response_format") is not None for r in srv.requests) == 2  # json_schema, json_object
+        # json_schema, json_object with the schema, bare json_object
+        assert sum(r.body.get("response_format") is not None for r in srv.requests) == 3
         rows = rows_of(bench / "run")
         assert len(rows) == 12 and {r["json_mode"] for r in rows} == {"prompt"} and not any(r["error"] for r in rows)
-        assert "json_schema and json_object" in run_info(bench / "run")["models"][0]["json_mode_reason"]
+        assert "json_schema and json_object_schema and json_object" in run_info(bench / "run")["models"][0]["json_mode_reason"]
 
 
 def test_a_forced_json_mode_is_used_as_given(bench, local_env, tmp_path):
@@ -240,8 +245,8 @@ def test_json_answers_and_a_local_judge_complete_with_one_rejected_call_each(ben
         assert code == 0, out
         assert srv.rejected == 1 and not any(r["error"] for r in rows_of(bench / "run"))
         report = json.loads((bench / "run" / "report.json").read_text())
-        assert report["models"]["openai:smollm2"]["json_mode"]["used"] == "json_object"
-        assert "json_object (server rejected json_schema)" in (bench / "run" / "leaderboard.md").read_text()
+        assert report["models"]["openai:smollm2"]["json_mode"]["used"] == "json_object_schema"
+        assert "json_object_schema (server rejected json_schema)" in (bench / "run" / "leaderboard.md").read_text()
         calls = len(srv.requests)
         code, out = run_grace("spotcheck", "run", "--mode", "segments", bench / "run", "--kb", bench / "kb",
                               "--judge", "openai:smollm2", "--concurrency", "4")

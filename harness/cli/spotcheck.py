@@ -215,7 +215,9 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
                   style="bold")
     console.print(table)
     console.print(f"unsupported caught {_pct(result['unsupported_caught'], result['n_unsupported'])}, "
-                  f"supported accepted {_pct(result['supported_accepted'], result['n_supported'])}")
+                  f"supported accepted {_pct(result['supported_accepted'], result['n_supported'])}, "
+                  f"kappa {'n/a' if result['kappa'] is None else format(result['kappa'], '.2f')} "
+                  f"(n={result['kappa_n']} readable verdicts)")
     if result["unreadable"]:
         console.print(f"[yellow]{result['unreadable']} of {result['cases']} verdicts unreadable, even asked again with a "
                       "stricter instruction; they count as failed cases[/]")

@@ -47,6 +47,8 @@ class AzureOpenAIProvider(OpenAIChatProvider):
     batch_api = "harness.providers.openai_batch:AzureOpenAIBatch"  # needs a Global-Batch deployment
     base_url_env = "AZURE_OPENAI_ENDPOINT"
     key_envs = KEY_ENVS
+    # OpenAI's own API: a schema beside json_object (llama.cpp's form) means nothing to it, so never worth a call
+    json_fallback = ("json_schema", "json_object", "prompt")
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)

@@ -15,7 +15,7 @@ so the three commands, and Python callers, cannot drift apart:
 ``spec.options``, so both are part of every call's cache key; the timeout,
 base URL and key variable are not (they do not change an answer). JSON-mode
 values are the provider's business: its ``check_ready`` says which it takes
-(openai-compatible servers: auto, json_schema, json_object, prompt), so they are
+(openai-compatible servers: auto, json_schema, json_object_schema, json_object, prompt), so they are
 applied before that check and not validated here.
 """
 

@@ -167,6 +167,12 @@ def _summary(judge: Judge, cases: list[Case], rows: dict[str, dict[str, Any]], s
     unsup = [r for r in ordered if not r["expected_supported"]]
     sup = [r for r in ordered if r["expected_supported"]]
     passed = sum(r["passed"] for r in ordered)
+    from harness.spotcheck.calibration import cohen_kappa
+
+    # agreement beyond chance with the expected verdicts, over the cases the judge gave one: a judge that calls
+    # everything supported passes every control case and still has kappa 0 (claims: partial counts as unsupported)
+    read = [r for r in ordered if r["supported"] is not None]
+    kappa = cohen_kappa([r["expected_supported"] for r in read], [r["supported"] for r in read])
     return {
         "schema_version": META_EVAL_SCHEMA_VERSION,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -177,6 +183,7 @@ def _summary(judge: Judge, cases: list[Case], rows: dict[str, dict[str, Any]], s
         "n_unsupported": len(unsup),
         "supported_accepted": round(sum(r["passed"] for r in sup) / len(sup), 6) if sup else None,
         "n_supported": len(sup),
+        "kappa": None if kappa is None else round(kappa, 6), "kappa_n": len(read),
         "unreadable": sum(r["unreadable"] for r in ordered),  # no readable verdict, even asked again
         "retried": sum(r["retry"] for r in ordered),
         "per_mode": per_mode,

@@ -53,17 +53,18 @@ _PLACEHOLDER = re.compile(r"\{\{\s*(question|gold|retrieved|answer)\s*\}\}")
 STRICT = ('Reply with only one JSON object and nothing else (no code fence, no text before or after it), with the keys '
           '"answer_refuses", "relevancy", "completeness", "faithfulness" and "usefulness" (each grade a number from 1 '
           'to 5, true/false for usefulness, or null where it does not apply).')
-SCHEMA = {
-    "title": "answer_quality", "type": "object", "additionalProperties": False,
-    "required": ["answer_refuses", "relevancy_justification", "relevancy", "completeness_justification", "completeness",
-                 "faithfulness_justification", "faithfulness", "usefulness_justification", "usefulness"],
-    "properties": {
-        "answer_refuses": {"type": "boolean"},
-        **{f"{k}_justification": {"type": "string"} for k in (*SCORES, "usefulness")},
-        **{k: {"type": ["integer", "null"]} for k in SCORES},
-        "usefulness": {"type": ["boolean", "null"]},
-    },
-}
+# The keys in the prompt's order, each justification before its grade: a server that builds a grammar from the
+# schema (llama.cpp) writes them in the schema's order, so an order unlike the prompt's had a small model write
+# every justification first. A grade is 1 to 5 or null: with only "integer", SmolLM2-135M through llama.cpp gave
+# "faithfulness": 49, which no reader can take. Said as anyOf(enum, null): llama.cpp's schema-to-grammar reads a type
+# list (["integer", "null"]) before an enum beside it and drops the enum; OpenAI's strict mode wants a type each.
+_KEYS = ["answer_refuses", "relevancy_justification", "relevancy", "completeness_justification", "completeness",
+         "faithfulness_justification", "faithfulness", "usefulness_justification", "usefulness"]
+_TYPES = {"answer_refuses": {"type": "boolean"}, "usefulness": {"type": ["boolean", "null"]},
+          **{f"{k}_justification": {"type": "string"} for k in (*SCORES, "usefulness")},
+          **{k: {"anyOf": [{"type": "integer", "enum": [1, 2, 3, 4, 5]}, {"type": "null"}]} for k in SCORES}}
+SCHEMA = {"title": "answer_quality", "type": "object", "additionalProperties": False, "required": _KEYS,
+          "properties": {k: _TYPES[k] for k in _KEYS}}
 
 
 @dataclass(frozen=True)
