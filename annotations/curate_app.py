@@ -261,11 +261,11 @@ class CurateApp:
         notices: list[str] = []
         # the texts' TF-IDF once for both pair searches, as lint_kb does; an article's words are read again only
         # when its text changed (reading the words was half of a re-lint of a 1,500-article KB)
-        stop = lint._kb_stop_words(kb)
+        stop = lint.kb_stop_words(kb)
         hashes = [a.content_hash or a.compute_hash() for a in kb.articles]
-        memo = {h: self._word_memo.get(h) or lint._words(a.text, stop) for h, a in zip(hashes, kb.articles, strict=True)}
+        memo = {h: self._word_memo.get(h) or lint.text_words(a.text, stop) for h, a in zip(hashes, kb.articles, strict=True)}
         self._word_memo = memo
-        text = lint._tfidf(memo[h] for h in hashes)
+        text = lint.tfidf_rows(memo[h] for h in hashes)
         pairs = lint.confusable_pairs(kb, notices=notices, text=text)
         seen = {tuple(f.articles) for f in pairs}
         pairs += [f for f in lint.title_query_pairs(kb, text=text, notices=notices) if tuple(f.articles) not in seen]
@@ -283,10 +283,9 @@ class CurateApp:
         self.findings, self.notices = found, notices
 
     def _without_distinct(self, findings: list) -> list:
-        marked = {tuple(sorted(e.articles)) for e in self.cur.distinct()}
-        settled = ("confusable", "swapped_in_run", "duplicate_title")  # as lint_kb leaves marked pairs out
-        return [f for f in findings
-                if not (f.kind in settled and len(f.articles) == 2 and tuple(sorted(f.articles)) in marked)]
+        from kb_builder.lint import without_distinct
+
+        return without_distinct(findings, {frozenset(e.articles) for e in self.cur.distinct()})
 
     def _row(self, f: Any) -> dict:
         kb = self.cur.kb

@@ -26,7 +26,7 @@ import html
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -124,7 +124,7 @@ class LintReport:
                 "findings": [f.as_dict() for f in self.findings], "distinct": self.distinct, "silenced": self.silenced}
 
 
-def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
+def text_words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
     out = []
     for w in _WORD.findall(text.lower()):
         if _NO_SPACE.match(w):  # no spaces between its words: its character bigrams, as retrieval reads it
@@ -136,7 +136,7 @@ def _words(text: str, stop: frozenset[str] = frozenset()) -> list[str]:
     return out
 
 
-def _tfidf(docs: Iterable[list[str]]) -> Any:
+def tfidf_rows(docs: Iterable[list[str]]) -> Any:
     """Rows L2-normalised TF-IDF (sublinear tf), as a scipy CSR matrix; built in typed arrays (a 50 MB KB has
     millions of (article, word) cells: Python lists of them took hundreds of MB)."""
     from array import array
@@ -162,8 +162,8 @@ def _tfidf(docs: Iterable[list[str]]) -> Any:
 
 def _text_tfidf(kb: KB) -> Any:
     """The articles' texts as TF-IDF rows, the KB's languages' stop words left out."""
-    stop = _kb_stop_words(kb)
-    return _tfidf(_words(a.text, stop) for a in kb.articles)
+    stop = kb_stop_words(kb)
+    return tfidf_rows(text_words(a.text, stop) for a in kb.articles)
 
 
 def _last_part(title: str) -> str:
@@ -194,7 +194,7 @@ def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT, notices: list[str] | Non
     arts = kb.articles
     if len(arts) < 2:
         return []
-    stop = _kb_stop_words(kb)
+    stop = kb_stop_words(kb)
     text = _text_tfidf(kb) if text is None else text
     # candidates by text alone: each article's closest several, of which the titles then keep the closest few
     found = similar_pairs(text, at - 0.3, per_row=4 * PER_ROW)
@@ -202,7 +202,7 @@ def confusable_pairs(kb: KB, at: float = CONFUSABLE_AT, notices: list[str] | Non
         notices.append(found.notice)
     if not len(found.rows):
         return []
-    title = _tfidf([_words(_last_part(a.title), stop) for a in arts])
+    title = tfidf_rows([text_words(_last_part(a.title), stop) for a in arts])
     title_sims = row_dots(title, title, found.rows, found.cols)
     dense = _stored_embeddings(kb)
     out = []
@@ -287,14 +287,14 @@ def title_query_pairs(kb: KB, close: float = TITLE_QUERY_CLOSE, text: Any = None
         return []
     hits = _title_hits(kb, 3, notices)
     # stop words count here, as the threshold was set (English KBs have none left out: the same matrix)
-    text = _tfidf(_words(a.text) for a in arts) if text is None or _kb_stop_words(kb) else text
+    text = tfidf_rows(text_words(a.text) for a in arts) if text is None or kb_stop_words(kb) else text
     row = {a.id: i for i, a in enumerate(arts)}
     seen: set[tuple[str, str]] = set()
     out = []
     for a, hs in zip(arts, hits, strict=True):
         scores = dict(hs)
         own = scores.get(a.id)
-        if not own or own <= 0 or len(_words(_last_part(a.title))) < 2:
+        if not own or own <= 0 or len(text_words(_last_part(a.title))) < 2:
             continue  # a one-word title ("Overview", "Resources") is no question
         for hid, hscore in hs:
             pair = tuple(sorted((a.id, hid)))
@@ -377,7 +377,7 @@ def _leans_elsewhere(a: Any, body: list[str], rules: list[Phrases]) -> str | Non
     return None
 
 
-def _kb_stop_words(kb: KB) -> frozenset[str]:
+def kb_stop_words(kb: KB) -> frozenset[str]:
     """The KB's languages' stop words, so "de", "la", "der" do not make every pair of articles look alike."""
     langs = set(kb.manifest.languages or {}) | {kb_language(kb)}
     return frozenset().union(*(stop_words(la) for la in langs if la != "en"))
@@ -460,7 +460,12 @@ def _leave_out_distinct(kb: KB, report: LintReport) -> None:
     live = set(kb.by_id)
     report.distinct = [{"articles": e.articles, "author": e.author, "reason": e.reason, "time": e.time, "seq": e.seq}
                        for pair, e in marks.items() if pair <= live]
-    kept = [f for f in report.findings
-            if not (f.kind in PAIR_KINDS and len(f.articles) == 2 and frozenset(f.articles) in marks)]
+    kept = without_distinct(report.findings, marks)
     report.silenced = len(report.findings) - len(kept)
     report.findings = kept
+
+
+def without_distinct(findings: list[Finding], marked: Collection[frozenset[str]]) -> list[Finding]:
+    """The findings less the pair findings (``PAIR_KINDS``) of two articles a person marked distinct: lint's
+    report and the curation app's live worklist leave out the same ones."""
+    return [f for f in findings if not (f.kind in PAIR_KINDS and len(f.articles) == 2 and frozenset(f.articles) in marked)]
