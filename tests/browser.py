@@ -49,3 +49,26 @@ def at_question(page, n: int) -> None:
     from playwright.sync_api import expect
 
     expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))
+
+
+def grid_ids(page) -> list[str]:
+    """The question IDs the viewer's grid shows, in order."""
+    return page.locator("#grid tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+
+
+def export_answers_like_server(page, served: str, exported_index, runs: str, queries: list[str]) -> None:
+    """Each grid query of the static export (opened from its file URL) shows the rows the server's /api/questions
+    gives, in the same order: the export's JavaScript filters must agree with harness/viewer/grid.py."""
+    import json
+    import urllib.request
+
+    from playwright.sync_api import expect
+
+    base = exported_index.as_uri()
+    for q in queries:
+        with urllib.request.urlopen(f"{served}api/questions?runs={runs}&{q}", timeout=20) as r:
+            want = [row["id"] for row in json.loads(r.read())["rows"]]
+        page.goto(f"{base}#/questions?runs={runs}&{q}")
+        expect(page.locator("main")).to_have_attribute("data-rendered", f"#/questions?runs={runs}&{q}")
+        expect(page.locator("#total")).to_have_text(str(len(want)))
+        assert grid_ids(page) == want, q

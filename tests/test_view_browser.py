@@ -4,13 +4,11 @@ export (from file://) answers like the server."""
 
 from __future__ import annotations
 
-import json
 import re
-import urllib.request
 
 import pytest
 
-from tests.browser import launch, open_page, sync_api_or_skip
+from tests.browser import export_answers_like_server, grid_ids, launch, open_page, sync_api_or_skip
 from tests.view_runs import ANSWER_XSS, MODEL, TITLE_XSS, build_view_runs, exported_viewer, served_viewer
 
 sync_api = sync_api_or_skip()
@@ -39,10 +37,6 @@ def browser(built, served, exported):  # after the runs are built: `grace run` n
         b = launch(p)
         yield b
         b.close()
-
-
-def grid_ids(page) -> list[str]:
-    return page.locator("#grid tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
 
 
 def hash_params(page) -> dict[str, str]:
@@ -149,13 +143,7 @@ def test_the_export_answers_like_the_server_from_file_urls(browser, served, expo
                "truncated=1", "category=travel", "category=remote+work&sort=hardest", "category=travel&outcome=miss"]
     base = exported.as_uri()
     page, errors = open_page(browser, base + "#/questions?runs=b")
-    for q in queries:
-        with urllib.request.urlopen(f"{served}api/questions?runs=b&{q}", timeout=20) as r:
-            want = [row["id"] for row in json.loads(r.read())["rows"]]
-        page.goto(f"{base}#/questions?runs=b&{q}")
-        expect(page.locator("main")).to_have_attribute("data-rendered", f"#/questions?runs=b&{q}")
-        expect(page.locator("#total")).to_have_text(str(len(want)))
-        assert grid_ids(page) == want, q
+    export_answers_like_server(page, served, exported, "b", queries)
     page.goto(f"{base}#/question?runs=b&id=q7")
     expect(page.locator(f".model[data-model='{MODEL}'] .answer")).to_contain_text(ANSWER_XSS)
     expect(page.locator(".article.gold h3")).to_contain_text(TITLE_XSS)

@@ -4,14 +4,13 @@ filter and the per-category table; and the static export (from file://) answerin
 
 from __future__ import annotations
 
-import json
 import re
 import urllib.error
 import urllib.request
 
 import pytest
 
-from tests.browser import launch, open_page, sync_api_or_skip
+from tests.browser import export_answers_like_server, grid_ids, launch, open_page, sync_api_or_skip
 from tests.permission_runs import LEAKY, build_permission_run
 from tests.view_runs import exported_viewer, served_viewer
 
@@ -44,10 +43,6 @@ def browser(served, exported):
         b = launch(p)
         yield b
         b.close()
-
-
-def grid_ids(page) -> list[str]:
-    return page.locator("#grid tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
 
 
 def test_the_leaderboard_shows_the_forbidden_rate_and_the_categories(browser, served):
@@ -101,13 +96,7 @@ def test_the_export_answers_like_the_server(browser, served, exported):
                f"model={LEAKY}&outcome=miss&category=leave", "category=facilities&sort=hardest"]
     base = exported.as_uri()
     page, errors = open_page(browser, base + "#/questions?runs=run")
-    for q in queries:
-        with urllib.request.urlopen(f"{served}api/questions?runs=run&{q}", timeout=20) as r:
-            want = [row["id"] for row in json.loads(r.read())["rows"]]
-        page.goto(f"{base}#/questions?runs=run&{q}")
-        expect(page.locator("main")).to_have_attribute("data-rendered", f"#/questions?runs=run&{q}")
-        expect(page.locator("#total")).to_have_text(str(len(want)))
-        assert grid_ids(page) == want, q
+    export_answers_like_server(page, served, exported, "run", queries)
     # an unknown category is refused the same way by both
     with pytest.raises(urllib.error.HTTPError):
         urllib.request.urlopen(f"{served}api/questions?runs=run&category=payroll", timeout=20)
