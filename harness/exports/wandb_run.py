@@ -13,6 +13,11 @@ when it looks like one (starts with ``/``, ``.`` or ``~``, or exists), else the 
 ``ENTITY/PROJECT``). Default directory: ``WANDB_DIR``, else the run folder (``RUN/wandb/``); default project:
 ``WANDB_PROJECT``, else the gold set's name.
 
+The report files hold the questions and answers, so no copy of them is left outside the directory: W&B stages an
+artifact's files in its data folder (``~/.local/share/wandb`` by default), so the export points that folder at
+``DIR/wandb/grace-staging`` (kept offline, for ``wandb sync``; removed once an online run has uploaded) and keeps
+them out of W&B's cache.
+
 Options: ``mode`` (offline | online), ``project``, ``entity``, ``dir``, ``table`` (default true),
 ``max_rows`` (rows per model in the table, default wandb's 200,000 limit for a logged table), ``artifacts``
 (the report files, default true).
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ OPTIONS = {"mode": "offline or online", "project": "the W&B project; default: th
            "artifacts": "the report files as an artifact (default true)"}
 # for the export's length: quiet, no Sentry error reports (grace sends no telemetry, nor lets a library send any)
 ENV = {"WANDB_SILENT": "true", "WANDB_ERROR_REPORTING": "false"}
+WANDB_DATA = "wandb/grace-staging"  # under the export's directory: W&B's data folder (its artifact staging area)
 MAX_ROWS = 200_000  # wandb.Table.MAX_ARTIFACT_ROWS: a logged table is cut there by wandb itself
 
 
@@ -57,8 +64,13 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
     wandb = _wandb()
     directory.mkdir(parents=True, exist_ok=True)
     ids, notes, rows = {}, [], 0
-    saved = {k: os.environ.get(k) for k in ENV}
-    os.environ.update(ENV)
+    # W&B copies each artifact file into its data folder's staging area (~/.local/share/wandb by default) before it
+    # uploads it: a copy of the questions and answers outside the destination. Staged under the destination instead,
+    # where an offline run's 'wandb sync' finds it; removed once an online run has uploaded it.
+    staging = directory / WANDB_DATA
+    env = {**ENV, "WANDB_DATA_DIR": str(staging)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     ours = wandb.run is None  # nobody else's run is open: the service can be stopped when done
     try:
         for model in tracked.models:
@@ -84,6 +96,8 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if mode == "online" and ours:  # uploaded (finish waits for it): the staged copies have no further use
+            shutil.rmtree(staging, ignore_errors=True)
     if mode == "offline":
         location = str(directory / "wandb")
         notes.append(f"upload: wandb sync {location}/offline-run-*-{tracked.key}-*")
@@ -111,7 +125,7 @@ def _log_model(wandb: Any, tracked: TrackedRun, model: TrackedModel, run_id: str
             artifact = wandb.Artifact(f"grace-report-{tracked.key}", type="grace-report",
                                       description=f"report files of grace run {tracked.folder}")
             for path in tracked.artifacts:
-                artifact.add_file(str(path))
+                artifact.add_file(str(path), skip_cache=True)  # no copy into W&B's cache (~/.cache/wandb) either
             run.log_artifact(artifact)
         failed = False
     finally:
