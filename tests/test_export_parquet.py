@@ -381,3 +381,27 @@ def test_a_run_with_no_labels_has_no_correct_and_no_must_refuse(bench, tmp_path)
     assert all(r["correct"] is None and r["must_refuse"] is None for r in rows.values())
     assert rows["who is the CEO"]["error"] and rows["who is the CEO"]["response"] is None
     assert rows["how many sick days"]["latency_ms"] == 120
+
+
+def test_a_copied_run_folder_exports_and_a_changed_one_is_refused(scored, tmp_path):
+    """Whether the scores are behind the answers is judged by content: a copy of the folder (cp -r, an unpacked CI
+    artifact: every file's time is the copy's, responses.jsonl maybe the newest) exports; a changed answer does not,
+    whatever the file times say."""
+    import os
+    import time
+
+    run = tmp_path / "copy"
+    shutil.copytree(scored, run)
+    later = time.time_ns() + 10**9
+    os.utime(run / "responses.jsonl", ns=(later, later))  # copied after scores.jsonl: newer than it
+    code, out = run_grace("export", run, "--to", "parquet")
+    assert code == 0 and "exported to parquet" in out, out
+    assert pq.read_table(run / "results.parquet").num_rows == 60
+    text = (run / "responses.jsonl").read_text(encoding="utf-8")
+    changed = text.replace("Zebras juggle", "Zebras jiggle", 1)  # one answer changed, the same size
+    assert changed != text and len(changed) == len(text)
+    (run / "responses.jsonl").write_text(changed, encoding="utf-8")
+    scores = (run / "scores.jsonl").stat()
+    os.utime(run / "responses.jsonl", ns=(scores.st_atime_ns, scores.st_mtime_ns - 10**9))  # older, yet changed
+    code, out = run_grace("export", run, "--to", "parquet", "--dest", tmp_path / "again.parquet")
+    assert code == 2 and "score it again" in out and not (tmp_path / "again.parquet").exists()
