@@ -166,7 +166,7 @@ def test_bad_inputs_exit_2_with_the_fix(runs, tmp_path):
 
 def test_a_run_still_being_written_or_not_yet_scored_is_named_with_what_to_do(runs, tmp_path):
     """grace compare reads scores.jsonl; a run grace run is still writing (its folder's lock is held), or whose
-    responses.jsonl is newer than its scores, is compared on old scores: the terminal, --json and --markdown say
+    responses.jsonl holds answers its scores do not, is compared on old scores: the terminal, --json and --markdown say
     so, naming the run and what to do."""
     import os
     import shutil
