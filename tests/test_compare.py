@@ -166,7 +166,7 @@ def test_bad_inputs_exit_2_with_the_fix(runs, tmp_path):
 
 def test_a_run_still_being_written_or_not_yet_scored_is_named_with_what_to_do(runs, tmp_path):
     """grace compare reads scores.jsonl; a run grace run is still writing (its folder's lock is held), or whose
-    responses.jsonl is newer than its scores, is compared on old scores: the terminal, --json and --markdown say
+    responses.jsonl holds answers its scores do not, is compared on old scores: the terminal, --json and --markdown say
     so, naming the run and what to do."""
     import os
     import shutil
@@ -184,10 +184,10 @@ def test_a_run_still_being_written_or_not_yet_scored_is_named_with_what_to_do(ru
     assert "wait for" in note.lower() and "grace compare again" in note
     assert any("being written now" in n and str(b) in n for n in json.loads((tmp_path / "cmp.json").read_text())["notes"])
     assert "being written now" in md.read_text()
-    # the writer is gone (killed, or --no-score) and left answers newer than the scores
+    # the writer is gone (killed, or --no-score) and left an answer the scores do not hold (its last call again)
     (b / ".grace.lock").write_text("")
-    scores = (b / "scores.jsonl").stat()
-    os.utime(b / "responses.jsonl", ns=(scores.st_atime_ns, scores.st_mtime_ns + 10**9))
+    with (b / "responses.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write((b / "responses.jsonl").read_text(encoding="utf-8").splitlines()[-1] + "\n")
     code, out = run_grace("compare", b, runs / "a")
     assert code == 0, out
     note = next(line for line in out.splitlines() if "not scored yet" in line)

@@ -346,24 +346,71 @@ def test_log_to_mlflow_with_the_server_down_keeps_the_run_and_a_later_export_suc
     assert code == 0 and "nothing to retry" in out
 
 
-def test_a_failed_log_to_mlflow_is_retried_as_it_was_asked(bench, tmp_path, monkeypatch):
-    """No destination was given, so the retry goes where MLFLOW_TRACKING_URI says now."""
+def test_a_failed_log_to_mlflow_is_retried_where_the_environment_sent_it(bench, tmp_path, monkeypatch):
+    """No destination was given, so MLFLOW_TRACKING_URI decided where: that URI is recorded, and --retry from a
+    shell without the variable goes there, not to a local store of its own."""
     pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
-    if not (Path(__file__).parent.parent / "harness" / "exports" / "mlflow_run.py").exists():
-        pytest.skip("the mlflow target (harness/exports/mlflow_run.py) is not there yet")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://127.0.0.1:{_free_port()}")
+    pytest.importorskip("sqlalchemy", reason="MLflow's local sqlite store needs SQLAlchemy (the mlflow extra)")
+    write(tmp_path / "tracker", "a file where the tracker's folder should be")  # the tracker is not there yet
+    uri = f"sqlite:///{tmp_path / 'tracker' / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     run = tmp_path / "run"
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1", "--out",
                           run, "--log-to", "mlflow")
     assert code == 0 and "export to mlflow failed" in out, out
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    code, out = run_grace("export", run, "--retry")
-    assert code == 0 and "exported to mlflow" in out, out
+    assert f"--dest {uri}" in " ".join(out.split())  # the command printed to try again names where
     from harness.run_folder import RunDir
     from harness.run_folder.exports_log import read_exports
 
-    assert [(r.ok, r.by) for r in read_exports(RunDir(run).exports)] == [(False, "grace run --log-to"),
-                                                                        (True, "grace export --retry")]
+    (failed,) = read_exports(RunDir(run).exports)
+    assert failed.dest == uri and not failed.ok
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")  # another shell
+    (tmp_path / "tracker").unlink()
+    (tmp_path / "tracker").mkdir()
+    code, out = run_grace("export", run, "--retry")
+    assert code == 0 and f"exported to mlflow: {uri}" in out, out
+    assert not (run / "mlflow").exists()  # not a store of the run folder's own
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    found = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert {r.data.tags.get("grace.model") for r in found} >= {"baseline:top1"}
+    assert [(r.ok, r.by, r.dest) for r in read_exports(RunDir(run).exports)] == [
+        (False, "grace run --log-to", uri), (True, "grace export --retry", uri)]
+
+
+def test_a_tracker_uri_with_a_password_from_the_environment_is_not_retried_blindly(bench, tmp_path, monkeypatch):
+    """The URI MLFLOW_TRACKING_URI gave holds a password, which is never recorded: --retry says to export again
+    giving it, instead of sending the run somewhere else."""
+    pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://bob:hunter2@127.0.0.1:{_free_port()}")  # nothing listens
+    run = tmp_path / "run"
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1", "--out",
+                          run, "--log-to", "mlflow")
+    assert code == 0 and "export to mlflow failed" in out, out
+    assert "hunter2" not in (run / "exports.jsonl").read_text()
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    code, out = run_grace("export", run, "--retry")
+    assert code == 2 and "held a secret" in out and "export it again" in out, out
+    assert not (run / "mlflow").exists()
+
+
+def test_wandb_settings_from_the_environment_are_recorded_for_a_retry(tmp_path, monkeypatch):
+    """W&B's mode, project, entity and folder from WANDB_* are written into the attempt's options."""
+    from harness.exports import pinned
+
+    for var, value in (("WANDB_MODE", "offline"), ("WANDB_PROJECT", "qa"), ("WANDB_ENTITY", "team"),
+                       ("WANDB_DIR", "wb")):
+        monkeypatch.setenv(var, value)
+    monkeypatch.chdir(tmp_path)
+    assert pinned("wandb", None, {"table": False}) == (None, {"table": False, "mode": "offline", "project": "qa",
+                                                             "entity": "team", "dir": str(tmp_path / "wb")})
+    # a project named as the destination keeps its own entity; a folder as the destination is made absolute
+    assert pinned("wandb", "other/proj", {}) == ("other/proj", {"mode": "offline", "dir": str(tmp_path / "wb")})
+    assert pinned("wandb", "./out", {}) == (str(tmp_path / "out"), {"mode": "offline", "project": "qa",
+                                                                   "entity": "team"})
+    assert pinned("parquet", "t.parquet", {}) == (str(tmp_path / "t.parquet"), {})
+    assert pinned("parquet", None, {}) == (None, {})  # the run folder's own file: goes with the folder
 
 
 def test_a_run_with_no_labels_has_no_correct_and_no_must_refuse(bench, tmp_path):
@@ -381,3 +428,27 @@ def test_a_run_with_no_labels_has_no_correct_and_no_must_refuse(bench, tmp_path)
     assert all(r["correct"] is None and r["must_refuse"] is None for r in rows.values())
     assert rows["who is the CEO"]["error"] and rows["who is the CEO"]["response"] is None
     assert rows["how many sick days"]["latency_ms"] == 120
+
+
+def test_a_copied_run_folder_exports_and_a_changed_one_is_refused(scored, tmp_path):
+    """Whether the scores are behind the answers is judged by content: a copy of the folder (cp -r, an unpacked CI
+    artifact: every file's time is the copy's, responses.jsonl maybe the newest) exports; a changed answer does not,
+    whatever the file times say."""
+    import os
+    import time
+
+    run = tmp_path / "copy"
+    shutil.copytree(scored, run)
+    later = time.time_ns() + 10**9
+    os.utime(run / "responses.jsonl", ns=(later, later))  # copied after scores.jsonl: newer than it
+    code, out = run_grace("export", run, "--to", "parquet")
+    assert code == 0 and "exported to parquet" in out, out
+    assert pq.read_table(run / "results.parquet").num_rows == 60
+    text = (run / "responses.jsonl").read_text(encoding="utf-8")
+    changed = text.replace("Zebras juggle", "Zebras jiggle", 1)  # one answer changed, the same size
+    assert changed != text and len(changed) == len(text)
+    (run / "responses.jsonl").write_text(changed, encoding="utf-8")
+    scores = (run / "scores.jsonl").stat()
+    os.utime(run / "responses.jsonl", ns=(scores.st_atime_ns, scores.st_mtime_ns - 10**9))  # older, yet changed
+    code, out = run_grace("export", run, "--to", "parquet", "--dest", tmp_path / "again.parquet")
+    assert code == 2 and "score it again" in out and not (tmp_path / "again.parquet").exists()

@@ -201,3 +201,22 @@ def test_through_grace_export_with_no_key_and_no_mode_it_is_offline(run, monkeyp
     code, out = run_grace("export", run, "--to", "wandb", "--option", "table=false")
     assert code == 0 and "exported to wandb" in out and "wandb sync" in out, out
     assert len(list((run / "wandb").glob("offline-run-*"))) == 2
+
+
+def test_no_copy_of_the_report_files_is_left_outside_the_destination(run, tmp_path, monkeypatch):
+    """W&B stages each artifact file (a copy) in its data folder, ~/.local/share/wandb by default: the report files
+    hold the questions and answers, so no copy may stay anywhere but the destination the user named."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for var in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR", "XDG_DATA_HOME",
+                "XDG_CACHE_HOME", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    dest = tmp_path / "wb"
+    export(RunDir(run), str(dest), {})
+    originals = {p.read_bytes() for p in (run / "report.json", run / "leaderboard.md", run / "report.html")}
+    copies = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_relative_to(dest) and not p.is_relative_to(run)
+              and p.read_bytes() in originals]
+    assert copies == []
+    staged = [p for p in dest.rglob("*") if p.is_file() and p.read_bytes() in originals]
+    assert staged  # the offline run's artifact keeps its files for 'wandb sync', inside the destination

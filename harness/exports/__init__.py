@@ -14,6 +14,11 @@ A target is ``"module:function"`` below, the function called as ``export(run, de
 
 and returns an :class:`Exported`. A missing library raises ``GraceError`` with the pip command; a tracker that
 cannot be reached raises ``ExportFailed`` (the run is never touched, and the export can be tried again).
+
+Before the call, :func:`pinned` writes into ``dest`` and ``options`` what the environment and the current folder
+decide (``MLFLOW_TRACKING_URI``, ``WANDB_PROJECT``, a relative path), through the target module's own ``pinned``
+when it has one: the attempt is recorded with them, so ``grace export --retry`` from another shell or folder goes
+where the first attempt went.
 """
 
 from __future__ import annotations
@@ -50,6 +55,26 @@ class Exported:
 
     def path(self) -> Path | None:
         return Path(self.location) if "://" not in self.location else None
+
+
+def pinned(target: str, dest: str | None, options: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """``(dest, options)`` as the target will read them now, the environment's and the current folder's part written
+    in: the target module's ``pinned(dest, options)``, else a relative path made absolute. None stays None: the
+    target's default inside the run folder, which goes with the folder."""
+    import importlib
+
+    module = importlib.import_module(TARGETS[target].partition(":")[0])
+    own = getattr(module, "pinned", None)
+    if own is not None:
+        return own(dest, dict(options))
+    return absolute(dest), dict(options)
+
+
+def absolute(path: str | None) -> str | None:
+    """A path given relative to the current folder (or ``~``), as an absolute one; None stays None."""
+    import os
+
+    return None if path is None else os.path.abspath(os.path.expanduser(path))
 
 
 def target_function(name: str) -> Any:

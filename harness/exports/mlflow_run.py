@@ -82,11 +82,37 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
                                "written are found by their tags and completed, not duplicated") from None
 
 
+def pinned(dest: str | None, options: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The tracking URI this export goes to, whatever the shell it is retried from: ``MLFLOW_TRACKING_URI`` written
+    in when no ``dest`` was given (a plain path in it, which MLflow reads as a file store, as its ``file://`` URI),
+    a relative path or ``sqlite:///relative.db`` made absolute. None (no dest, no variable) stays None: the run
+    folder's own store."""
+    if dest is None:
+        env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+        if not env:
+            return None, options
+        if not _has_scheme(env):
+            return Path(env).expanduser().resolve().as_uri(), options
+        dest = env
+    if not _has_scheme(dest):
+        return str(Path(dest).expanduser().resolve()), options
+    if dest.startswith("sqlite:///") and not dest.startswith("sqlite:////") and not re.match(
+            r"^sqlite:///[A-Za-z]:", dest):  # relative to the current folder
+        relative, sep, query = dest.removeprefix("sqlite:///").partition("?")
+        return "sqlite:///" + Path(relative).resolve().as_posix() + sep + query, options
+    return dest, options
+
+
+def _has_scheme(dest: str) -> bool:
+    """A tracking URI (a scheme; a Windows drive letter is one letter), or MLflow's names for Databricks."""
+    return bool(re.match(r"^[A-Za-z][\w+.-]+:", dest)) or dest in ("databricks", "databricks-uc", "uc")
+
+
 def tracking_uri(run: RunDir, dest: str | None) -> str:
     """``dest`` as a tracking URI (a plain path is a local sqlite store); else MLFLOW_TRACKING_URI; else the run
     folder's own store."""
-    if dest and (re.match(r"^[A-Za-z][\w+.-]+:", dest) or dest in ("databricks", "databricks-uc", "uc")):
-        return dest  # a scheme (a Windows drive letter is one letter), or MLflow's names for Databricks
+    if dest and _has_scheme(dest):
+        return dest
     if dest:
         path = Path(dest).expanduser()
         return _sqlite_uri(path if path.suffix == ".db" else path / "mlflow.db")

@@ -95,7 +95,7 @@ def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = 
     notes: list[str] = []
     scores = _read_scores(run.scores)
     n = scores.num_rows
-    responses = _aligned_responses(_responses_path(run, report), scores)
+    responses = _aligned_responses(responses_file(run, report), scores)
     texts, categories = _gold_columns(gold, report, run, notes)
     qid = scores["question_id"]
     unlabelled = report.unlabelled is not None
@@ -185,7 +185,8 @@ def _found(recorded: str | None, run: RunDir) -> Path | None:
     return None
 
 
-def _responses_path(run: RunDir, report: Any) -> Path:
+def responses_file(run: RunDir, report: Any) -> Path:
+    """The responses file the run was scored from: the folder's own, else the one report.json names."""
     if run.responses.exists():
         return run.responses
     found = _found(report.responses.path, run)
@@ -396,8 +397,9 @@ def _gold_rank(qid: Any, retrieved: Any, gold: Any) -> Any:
         offsets = retrieved.offsets.to_numpy()
         position = np.arange(len(flat)) - (offsets[rows] - offsets[0]) + 1
         rows, position = rows[hit], position[hit]
-        first = np.r_[True, rows[1:] != rows[:-1]]  # parent indices ascend: the first hit of a row is its best rank
-        rank[rows[first]] = position[first]
+        if rows.size:  # no row retrieved a gold article: every rank stays null
+            first = np.r_[True, rows[1:] != rows[:-1]]  # parent indices ascend: the first hit of a row is its best
+            rank[rows[first]] = position[first]
     return pa.array(rank, mask=rank == 0)
 
 

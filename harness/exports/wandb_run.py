@@ -13,9 +13,16 @@ when it looks like one (starts with ``/``, ``.`` or ``~``, or exists), else the 
 ``ENTITY/PROJECT``). Default directory: ``WANDB_DIR``, else the run folder (``RUN/wandb/``); default project:
 ``WANDB_PROJECT``, else the gold set's name.
 
-Options: ``mode`` (offline | online), ``project``, ``entity``, ``dir``, ``table`` (default true),
-``max_rows`` (rows per model in the table, default wandb's 200,000 limit for a logged table), ``artifacts``
-(the report files, default true).
+The report files hold the questions and answers, so no copy of them is left outside the directory: W&B stages an
+artifact's files in its data folder (``~/.local/share/wandb`` by default), so the export points that folder at
+``DIR/wandb/grace-staging`` (kept offline, for ``wandb sync``; removed once an online run has uploaded) and keeps
+them out of W&B's cache.
+
+Options: ``mode`` (offline | online), ``project``, ``entity``, ``dir``, ``base_url`` (the W&B server, online),
+``table`` (default true), ``max_rows`` (rows per model in the table, default wandb's 200,000 limit for a logged
+table), ``artifacts`` (the report files, default true). What the environment decides (``WANDB_MODE``,
+``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR``, ``WANDB_BASE_URL``) is written into the options of the attempt's
+record (:func:`pinned`), so ``grace export --retry`` from another shell goes to the same place.
 
 Each run's ID is derived from the report's identity and the model, so exporting the same report again does not
 make a second run: online it resumes (updates) the same run; offline, a run already written for that ID under the
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +47,11 @@ PIP = "pip install 'grace-eval[wandb]'"
 OPTIONS = {"mode": "offline or online", "project": "the W&B project; default: the gold set's name",
            "entity": "the W&B entity (team or user)", "dir": "where W&B writes the runs' files; default: the run "
            "folder", "table": "the per-question table (default true)", "max_rows": "rows per model in the table",
-           "artifacts": "the report files as an artifact (default true)"}
+           "artifacts": "the report files as an artifact (default true)",
+           "base_url": "the W&B server online; default WANDB_BASE_URL, else W&B's own"}
 # for the export's length: quiet, no Sentry error reports (grace sends no telemetry, nor lets a library send any)
 ENV = {"WANDB_SILENT": "true", "WANDB_ERROR_REPORTING": "false"}
+WANDB_DATA = "wandb/grace-staging"  # under the export's directory: W&B's data folder (its artifact staging area)
 MAX_ROWS = 200_000  # wandb.Table.MAX_ARTIFACT_ROWS: a logged table is cut there by wandb itself
 
 
@@ -57,8 +67,13 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
     wandb = _wandb()
     directory.mkdir(parents=True, exist_ok=True)
     ids, notes, rows = {}, [], 0
-    saved = {k: os.environ.get(k) for k in ENV}
-    os.environ.update(ENV)
+    # W&B copies each artifact file into its data folder's staging area (~/.local/share/wandb by default) before it
+    # uploads it: a copy of the questions and answers outside the destination. Staged under the destination instead,
+    # where an offline run's 'wandb sync' finds it; removed once an online run has uploaded it.
+    staging = directory / WANDB_DATA
+    env = {**ENV, "WANDB_DATA_DIR": str(staging)}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     ours = wandb.run is None  # nobody else's run is open: the service can be stopped when done
     try:
         for model in tracked.models:
@@ -70,7 +85,7 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
                 continue
             model_rows = _rows(table, model.name, max_rows, notes)
             _log_model(wandb, tracked, model, run_id, mode, directory, project, entity, model_rows,
-                       with_artifacts)
+                       with_artifacts, options.get("base_url"))
             ids[model.name] = run_id
             rows += len(model_rows[1]) if model_rows else 0
     except (wandb.errors.Error, OSError, ValueError, TypeError) as exc:
@@ -84,6 +99,8 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if mode == "online" and ours:  # uploaded (finish waits for it): the staged copies have no further use
+            shutil.rmtree(staging, ignore_errors=True)
     if mode == "offline":
         location = str(directory / "wandb")
         notes.append(f"upload: wandb sync {location}/offline-run-*-{tracked.key}-*")
@@ -92,15 +109,42 @@ def export(run: RunDir, dest: str | None, options: dict[str, Any]) -> Exported:
     return Exported(target="wandb", location=location, models=len(ids), rows=rows, ids=ids, notes=notes)
 
 
+def pinned(dest: str | None, options: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """Where this export goes, whatever the shell it is retried from: the mode, project, entity, directory and
+    server that ``WANDB_MODE``/``WANDB_API_KEY``, ``WANDB_PROJECT``, ``WANDB_ENTITY``, ``WANDB_DIR`` and
+    ``WANDB_BASE_URL`` decide now, written into the options; a relative directory made absolute. The gold set's
+    project and the run folder's directory, defaults that go with the run, stay unwritten."""
+    options = dict(options)
+    try:
+        options["mode"] = _mode(options)
+    except GraceError:
+        return dest, options  # the export itself says what is wrong
+    as_dir = bool(dest) and _is_dir(str(dest))
+    if as_dir:
+        dest = str(Path(str(dest)).expanduser().absolute())
+    elif not options.get("dir") and os.environ.get("WANDB_DIR"):
+        options["dir"] = os.environ["WANDB_DIR"]
+    if options.get("dir"):
+        options["dir"] = str(Path(str(options["dir"])).expanduser().absolute())
+    if (as_dir or not dest) and not options.get("project") and os.environ.get("WANDB_PROJECT"):
+        options["project"] = os.environ["WANDB_PROJECT"]
+    named_entity = bool(dest) and not as_dir and "/" in str(dest)
+    if not named_entity and not options.get("entity") and os.environ.get("WANDB_ENTITY"):
+        options["entity"] = os.environ["WANDB_ENTITY"]
+    if options["mode"] == "online" and not options.get("base_url") and os.environ.get("WANDB_BASE_URL"):
+        options["base_url"] = os.environ["WANDB_BASE_URL"]
+    return dest, options
+
+
 def _log_model(wandb: Any, tracked: TrackedRun, model: TrackedModel, run_id: str, mode: str, directory: Path,
                project: str, entity: str | None, rows: tuple[list[str], list[list[Any]]] | None,
-               artifacts: bool) -> None:
+               artifacts: bool, base_url: str | None = None) -> None:
     config = {**model.params, "grace": {k.removeprefix("grace."): v for k, v in model.tags.items()}}
     run = wandb.init(
         mode=mode, dir=str(directory), project=project, entity=entity, group=f"{tracked.name}-{tracked.key[:8]}",
         name=model.name, id=run_id, resume="allow" if mode == "online" else None, job_type="grace-eval",
         config=config, tags=["grace"], notes=f"grace run {tracked.folder}, report {tracked.key}",
-        reinit="create_new", settings=_settings(wandb, mode))
+        reinit="create_new", settings=_settings(wandb, mode, base_url))
     failed = True
     try:
         run.summary.update(model.metrics)
@@ -111,18 +155,20 @@ def _log_model(wandb: Any, tracked: TrackedRun, model: TrackedModel, run_id: str
             artifact = wandb.Artifact(f"grace-report-{tracked.key}", type="grace-report",
                                       description=f"report files of grace run {tracked.folder}")
             for path in tracked.artifacts:
-                artifact.add_file(str(path))
+                artifact.add_file(str(path), skip_cache=True)  # no copy into W&B's cache (~/.cache/wandb) either
             run.log_artifact(artifact)
         failed = False
     finally:
         run.finish(exit_code=1 if failed else 0)
 
 
-def _settings(wandb: Any, mode: str) -> Any:
-    """Nothing but what was asked: no console capture, no git or code snapshot, no system metrics."""
+def _settings(wandb: Any, mode: str, base_url: str | None = None) -> Any:
+    """Nothing but what was asked: no console capture, no git or code snapshot, no system metrics; the server
+    ``base_url`` when one is named."""
     wanted = {"silent": True, "console": "off", "disable_git": True, "disable_code": True, "save_code": False,
               "x_disable_stats": True, "x_disable_meta": True, "x_save_requirements": False, "disable_job_creation":
-              True, "init_timeout": 15.0 if mode == "online" else None}
+              True, "init_timeout": 15.0 if mode == "online" else None,
+              "base_url": str(base_url) if base_url and mode == "online" else None}
     fields = getattr(wandb.Settings, "model_fields", {})
     return wandb.Settings(**{k: v for k, v in wanted.items() if k in fields and v is not None})
 

@@ -30,12 +30,14 @@ when the next one takes the lock.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
+from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
 from harness.run_folder.batches import BatchEntry, BatchLedger
 from harness.run_folder.report import Report, read_report, write_report
@@ -69,6 +71,19 @@ MLFLOW_DB = "mlflow/mlflow.db"  # grace export --to mlflow with no tracking URI:
 WANDB = "wandb"  # grace export --to wandb, offline: W&B names the folder itself when given the run folder as its dir
 LOCK = ".grace.lock"
 VIEW_INDEX = "view-index.sqlite"  # grace view's index of a run: kept in grace's cache folder, never in the run folder
+
+
+_HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> content hash: the viewer asks often
+
+
+def _content_hash(path: Path, st: os.stat_result) -> str:
+    """The file's hash (as the scorer records it), remembered while its size and time stay as they were."""
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        if len(_HASHES) > 256:
+            _HASHES.clear()
+        _HASHES[key] = file_hash(path)
+    return _HASHES[key]
 
 
 class RunDir:
@@ -179,12 +194,25 @@ class RunDir:
         return holder(self.path / LOCK)
 
     def scores_behind(self) -> bool:
-        """``responses.jsonl`` changed after ``scores.jsonl`` was written: answers on file the scores do not hold
-        yet (a run still going, interrupted, or run with --no-score). A finished ``grace run`` scores last."""
+        """``responses.jsonl`` is not the file ``report.json`` was scored from: answers on file the scores do not
+        hold yet (a run still going, interrupted, or run with --no-score). A finished ``grace run`` scores last.
+
+        Judged by content (the size and SHA-256 the scorer recorded), never by modification times alone: a copy of
+        the folder (``cp -r``, an unpacked CI artifact) has new times and the same answers. Only a report written
+        before grace recorded the hash is judged by times (responses.jsonl newer than scores.jsonl)."""
         try:
-            return self.responses.stat().st_mtime_ns > self.scores.stat().st_mtime_ns
+            responses, scores = self.responses.stat(), self.scores.stat()
         except OSError:
             return False
+        try:
+            scored = read_report(self.report).responses
+        except (GraceError, OSError, ValueError):
+            scored = None
+        if scored is None or scored.sha256 is None or scored.size is None:
+            return responses.st_mtime_ns > scores.st_mtime_ns
+        if responses.st_size != scored.size:
+            return True
+        return _content_hash(self.responses, responses) != scored.sha256
 
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)

@@ -34,8 +34,12 @@ class ExportRecord(BaseModel):
 
     schema_version: int = EXPORTS_SCHEMA_VERSION  # version of the line's format
     target: str  # inspect, mlflow, wandb or parquet
-    dest: str | None = None  # where it was asked to go (a path, a tracking URI, a W&B project); null: the default
-    options: dict[str, Any] = Field(default_factory=dict)  # the target's own settings, as given
+    # where it was to go (a path, a tracking URI, a W&B project), what the environment decided written in
+    # (MLFLOW_TRACKING_URI; a relative path made absolute) so a retry from another shell goes there too; null: the
+    # target's default inside the run folder
+    dest: str | None = None
+    # the target's own settings, as given, and what the environment decided (W&B: mode, project, entity, dir)
+    options: dict[str, Any] = Field(default_factory=dict)
     ok: bool  # true: the export was written
     location: str | None = None  # where it went, as the target said (a file, a tracking URI); null when it failed
     error: str | None = None  # why it failed, in a sentence; null when it succeeded

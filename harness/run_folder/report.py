@@ -297,6 +297,10 @@ class KbInfo(_Block):
 class ResponsesInfo(_Block):
     path: str  # the responses file scored
     n: int  # responses scored: the last line per model, question and repeat
+    # 16 hex digits of the SHA-256 of the responses file's bytes as scored: whether the answers on file are still the
+    # ones the figures count is judged by it, not by file times (which a copy of the folder changes); null: not recorded
+    sha256: str | None = None
+    size: int | None = None  # the responses file's size in bytes as scored; null: not recorded
 
 
 class LabelSuspect(_Block):

@@ -178,7 +178,7 @@ def check_same_gold(a: Path, b: Path, report_a: Report | None, report_b: Report 
 def progress_note(run: str | Path, side: str, report: Report | None = None,
                   then: str = "run grace compare again") -> str | None:
     """Why ``run``'s scores may be older than its answers, with what to do, or None: a grace process holds the
-    folder's lock (``grace run`` still going), or ``responses.jsonl`` is newer than ``scores.jsonl``."""
+    folder's lock (``grace run`` still going), or ``responses.jsonl`` changed since it was scored."""
     folder = RunDir(run)
     writer = folder.writer()
     if writer:
@@ -188,7 +188,7 @@ def progress_note(run: str | Path, side: str, report: Report | None = None,
     if folder.scores_behind():
         gold = (report.gold.path if report else None) or "GOLD.csv"
         kb = (report.kb.path if report else None) or "KB"
-        return (f"{side} {folder.path}: its responses.jsonl is newer than its scores.jsonl, so answers on file are "
+        return (f"{side} {folder.path}: its responses.jsonl changed since it was scored, so answers on file are "
                 f"not scored yet and are left out of this comparison. Score them (grace score {folder.responses} "
                 f"--gold {gold} --kb {kb} --out {folder.path}), then {then}")
     return None

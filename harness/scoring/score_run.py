@@ -25,6 +25,7 @@ import numpy as np
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
+from harness.core.hashing import file_hash
 from harness.core.version import __version__
 from harness.run_folder import RunDir
 from harness.run_folder.report import (
@@ -76,6 +77,15 @@ def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[lis
                                n_must_refuse=sum(g.must_refuse for g in questions))
 
 
+def _identity(path: Path) -> tuple[str | None, int | None]:
+    """(the responses file's content hash, its size): what ``RunDir.scores_behind`` later compares the file with."""
+    try:
+        size = path.stat().st_size
+        return file_hash(path), size
+    except OSError:
+        return None, None
+
+
 def score_responses(
     responses_path: str | Path,
     gold: str | Path | GoldSet | Sequence[GoldQuestion],
@@ -119,6 +129,7 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     # expected IDs missing from the KB can never be cited correctly, but still need a label
     unknown = sorted({e for g in questions for e in g.expected_citations} - kb_ids)
     names = article_ids + unknown + [REFUSE, NONE]
+    scored = _identity(responses_path)  # before reading: an answer appended meanwhile leaves the report behind
     tmp_name = run.temp_file(run.scores)
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
@@ -146,7 +157,8 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         labelled = any(g.must_refuse or g.expected_citations for g in questions)
         report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
                                KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
-                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size)), labelled)
+                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size), sha256=scored[0],
+                                             size=scored[1]), labelled)
         if labelled:
             report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)

@@ -185,7 +185,7 @@ class ViewApp:
                            for r in runs if r.stale]
                           + [f"{r.id} is being written now ({writer}): showing what is on file"
                              for r in runs if (writer := r.folder.writer())]
-                          + [f"{r.id}: its responses.jsonl is newer than its scores.jsonl: answers on file are not "
+                          + [f"{r.id}: its responses.jsonl changed since it was scored: answers on file are not "
                              "scored yet, and the grid shows the scored ones (grace score the run, then reload)"
                              for r in runs if not r.folder.writer() and r.folder.scores_behind()]
                           + [f"{r.id}: {note}" for r in runs for note in r.index.notes])

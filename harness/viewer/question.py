@@ -211,7 +211,9 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
                           "hit": outcome in HITS,
                           "why": why(outcome, cited, refused, must, expected, shown, error)}
     readings["lenient"]["rule"] = str((score or {}).get("extraction") or "")
-    for c in readings["lenient"]["cited"]:
+    own = [str(i) for i in row["system_retrieved"]] \
+        if row is not None and isinstance(row.get("system_retrieved"), list) else None
+    for c in readings["lenient"]["cited"] + (own or []):
         article(c, ix)
     return {
         "repeat": rep,
@@ -223,7 +225,7 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         "latency_ms": (row or {}).get("latency_ms"),
         "cost_usd": (row or {}).get("cost_usd"),
         "spotcheck": spot.get((model, qid, rep), []),
-        # a system that retrieved for itself (python:, http:, imported logs): what it retrieved, best first
-        **({"system_retrieved": [str(i) for i in row["system_retrieved"]]}
-           if row is not None and isinstance(row.get("system_retrieved"), list) else {}),
+        # a system that retrieved for itself (python:, http:, imported logs): what it retrieved, best first (the
+        # page lists them with the answer, each linked to its article)
+        **({"system_retrieved": own} if own is not None else {}),
     }

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.exports import Exported, ExportFailed, target_function
+from harness.exports import Exported, ExportFailed, pinned, target_function
 from harness.exports.settings import check_targets, export_settings
 from harness.run_folder import RunDir
-from harness.run_folder.exports_log import ExportRecord, append_export, failed_exports, masked, now
+from harness.run_folder.exports_log import ExportRecord, append_export, failed_exports, masked, masked_options, now
 
 log = logging.getLogger("grace")
 
@@ -79,7 +79,8 @@ def log_exports(run: str | Path | RunDir, targets: list[str] | tuple[str, ...],
         retry = _retry_command(folder, target, None)
         try:
             dest, options = export_settings(target, (settings or {}).get(target))
-            retry = _retry_command(folder, target, dest)
+            dest, options = pinned(target, dest, options)
+            retry = _retry_command(folder, target, dest, options)
             out.append(ExportAttempt(target, _attempt(folder, target, dest, options, RUN_LOG), retry=retry))
         except Exception as exc:  # noqa: BLE001 - a tracker's library may raise anything; the run must stand
             out.append(ExportAttempt(target, error=masked(_sentence(exc)), retry=retry))
@@ -92,7 +93,7 @@ def retry_exports(run: str | Path | RunDir) -> list[ExportAttempt]:
     _check_scored(folder)
     out = []
     for rec in failed_exports(folder.exports):
-        retry = _retry_command(folder, rec.target, rec.dest)
+        retry = _retry_command(folder, rec.target, rec.dest, rec.options)
         if "***" in (rec.dest or "") or "***" in str(rec.options):
             out.append(ExportAttempt(rec.target, error="its destination or options held a secret, which was not "
                                      "recorded; export it again giving them", retry=retry))
@@ -114,7 +115,9 @@ def _check_scored(folder: RunDir) -> None:
 
 
 def _attempt(folder: RunDir, target: str, dest: str | None, options: dict[str, Any], by: str) -> Exported:
-    """Call the target and record the attempt; an error of the target's library becomes ``ExportFailed``."""
+    """Call the target and record the attempt, with the destination and options pinned (what the environment decided
+    written in: :func:`harness.exports.pinned`); an error of the target's library becomes ``ExportFailed``."""
+    dest, options = pinned(target, dest, options)
     record = ExportRecord(target=target, dest=dest, options=options, ok=False, by=by, at=now())
     try:
         done = target_function(target)(folder, dest, dict(options))
@@ -136,12 +139,17 @@ def _record(folder: RunDir, record: ExportRecord) -> None:
         log.warning(f"the export was not recorded in {folder.exports}: {exc}")
 
 
-def _retry_command(folder: RunDir, target: str, dest: str | None) -> str:
-    """The command that exports again, as printed (a password in the destination shown as ***)."""
+def _retry_command(folder: RunDir, target: str, dest: str | None, options: dict[str, Any] | None = None) -> str:
+    """The command that exports again, as printed (a password in the destination or a secret option as ***)."""
+    import json
     import shlex
 
     command = f"grace export {shlex.quote(str(folder.path))} --to {target}"
-    return command + (f" --dest {shlex.quote(masked(dest))}" if dest else "")
+    command += f" --dest {shlex.quote(masked(dest))}" if dest else ""
+    for key, value in masked_options(options or {}).items():
+        text = value if isinstance(value, str) else json.dumps(value)
+        command += f" --option {shlex.quote(f'{key}={text}')}"
+    return command
 
 
 def _sentence(exc: BaseException) -> str:

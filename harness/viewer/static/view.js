@@ -338,9 +338,17 @@
         el("td", { class: "small" }, s.explanation))))) : null;
     const meta = [many ? `repeat ${ans.repeat}` : "", ans.truncated ? "cut off by max_tokens" : "",
       ans.latency_ms != null ? `${Math.round(ans.latency_ms)} ms` : ""].filter(Boolean).join(" · ");
+    // a system that retrieved for itself (python:, http:, imported logs): its own list, each linked to the article
+    const own = Array.isArray(ans.system_retrieved) ? el("div", { class: "system-retrieved small" },
+      el("span", { class: "muted" }, `Retrieved by the system (${ans.system_retrieved.length}): `),
+      ...(ans.system_retrieved.length ? ans.system_retrieved.flatMap((id, i) => [i ? ", " : "",
+        el("a", { href: "#", class: "art-link", "data-article": id, title: (data.articles[id] || {}).title || "not in the KB",
+          onclick: (e) => { e.preventDefault(); showArticle(id, data); } },
+          `${i + 1}. [${id}] ${(data.articles[id] || {}).title || ""}`.trim())])
+        : [el("span", { class: "muted" }, "none")])) : null;
     return el("div", { class: "answer-card", "data-repeat": String(ans.repeat) },
       meta ? el("div", { class: "muted small" }, meta) : null,
-      text, reading("lenient", ans.lenient), reading("strict", ans.strict), spot);
+      text, reading("lenient", ans.lenient), reading("strict", ans.strict), own, spot);
   }
 
   function showArticle(id, data) {
