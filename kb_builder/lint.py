@@ -84,6 +84,7 @@ _HEADING_TEXT = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)[\s#]*$")
 # a line that is a link and nothing else (in a list or not): markdown, or a bare or <angled> URL
 _LINK_LINE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[[^\]]*\]\([^)]*\)|<?(?:https?://|www\.)\S+?>?)\s*[.,;]?\s*$",
                         re.IGNORECASE)
+_LINK_IN = re.compile(r"\]\(|https?://|www\.\w", re.IGNORECASE)
 NAV_LINE_WORDS = 6  # a line this short that only names navigation ("See also:") is a heading in plain text
 _ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
 _URL = re.compile(r"https?://|www\.\w", re.IGNORECASE)
@@ -392,7 +393,10 @@ def _navigation(lines: list[str], body: list[str]) -> str | None:
     "Voir aussi" (its links dropped by the build, it heads the topic's own text), or nothing but links."""
     for n, line in enumerate(lines, 1):
         m = _HEADING_TEXT.match(line)
-        name = m.group(1) if m else line if len(line.split()) <= NAV_LINE_WORDS else ""
+        # a plain line ("See also:", "**Further reading**") is navigation only over links: "More information" can
+        # introduce text of the topic's own
+        over_links = n < len(lines) and bool(_LINK_LINE.match(lines[n]) or _LINK_IN.search(lines[n]))
+        name = m.group(1) if m else line if len(line.split()) <= NAV_LINE_WORDS and over_links else ""
         if name and names_navigation(name):
             return (f"holds the heading '{name.strip().strip('#*_: ').strip()}' (non-blank line {n}), a page's "
                     "navigation, not part of this topic: remove it (and the links under it, if any)")

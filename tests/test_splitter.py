@@ -129,6 +129,16 @@ def test_sample_handbook_articles_are_unchanged(approx):
     assert drafts_digest(SAMPLE / "handbook") == (61, "6154f3f5a95f28de")
 
 
+def test_no_sample_article_holds_a_navigation_heading(approx):
+    """Before: "Health insurance" opened on "## Related pages", two articles held "## See also"."""
+    held = []
+    for path, rel in discover(SAMPLE / "handbook"):
+        for d in Splitter().split(load_file(path, rel)):
+            held += [(d.title, line) for line in d.text.splitlines()
+                     if line.startswith("#") and splitting.names_navigation(line.lstrip("#"))]
+    assert held == []
+
+
 WORDS = "leave policy employee manager request approval days travel expense receipt claim the a of to in".split()
 
 
