@@ -42,6 +42,7 @@ KINDS: tuple[str, ...] = ("rewrite", "merge", "split")
 BASELINE = "baseline:heuristic"
 # the fix each lint finding asks for first (the page offers the others too)
 KIND_FOR_FINDING = {"not_self_contained": "rewrite", "empty": "rewrite", "too_short": "rewrite", "title_markup": "rewrite",
+                    "navigation": "rewrite",
                     "confusable": "merge", "swapped_in_run": "merge", "duplicate_title": "merge", "over_budget": "split"}
 KEEPS_AT_LEAST = 0.6  # a rewrite or merge keeps this share of the articles' distinct words; less is a different article, rejected
 MAX_GROWTH = 4.0  # ... and is at most this many times as long as the article and its context together

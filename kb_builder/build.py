@@ -13,6 +13,7 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from kb_builder.curation import Replay, built_articles, replay
+from kb_builder.curation_records import set_aside_torn_tail
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.kb_records import Article
@@ -110,6 +111,7 @@ def build_kb(
     old: list[Article] | None = None
     next_id, retired = None, []
     if (out / ARTICLES).exists():
+        set_aside_torn_tail(out)  # a curation action cut off mid-write never took effect: it never blocks a build
         prev = load_kb(out)
         # matched against the articles as last built (curation taken back), so curated articles keep their IDs
         old, next_id, retired = built_articles(out, prev.articles), prev.manifest.next_id, list(prev.manifest.retired_ids)
@@ -168,6 +170,7 @@ def build_kb(
         next_id=next_id,
         retired_ids=retired,
         sources=sorted({a.source for a in articles if a.source}),
+        curation_seq=curation.seq,
         max_tokens=max_tokens if articles_file is None else None,
         # recorded when not the default (a headings build writes the manifest it always did), for rebuilds
         **({"splitter": splitter} if splitter != "headings" and articles_file is None else {}),

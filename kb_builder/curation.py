@@ -10,10 +10,17 @@ IDs stay a contract with gold labels: a merge keeps one ID and retires the other
 (``merged_into``), a split gives both parts new IDs and retires the original;
 retired IDs are never handed out again. A KB has one writer at a time: the
 :class:`Curation` holds the KB's lock (``grace kb build`` takes the same one).
+
+An action is two writes: appended to ``curation.jsonl`` first, then the articles and
+the manifest, which records the last action the articles hold (``curation_seq``). A
+writer killed between the two leaves an action in force that the articles lack; every
+load of the KB sees it (:func:`merge_pending`), applies it and says so, so no command
+ever uses a KB that disagrees with its own curation.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -33,15 +40,18 @@ from kb_builder.curation_records import (
     now,
     read_conflicts,
     read_edits,
+    set_aside_torn_tail,
     write_conflicts,
 )
-from kb_builder.kb_records import Article
-from kb_builder.store import KB, finish_articles, load_kb, token_stats, write_kb
+from kb_builder.kb_records import Article, Manifest, kb_content_hash
+from kb_builder.store import KB, finish_articles, load_kb, read_kb, token_stats, write_kb
 
 if TYPE_CHECKING:
     from kb_builder.lint import LintReport
 
 LOCK = ".curation.lock"
+log = logging.getLogger("grace")
+_NOTED: set[tuple[str, int]] = set()  # (KB folder, action) a half-way note was given for in this process
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
 
 
@@ -122,6 +132,7 @@ class Replay:
     next_id: int | None
     applied: list[int] = field(default_factory=list)
     conflicts: list[CurationConflict] = field(default_factory=list)
+    seq: int | None = None  # the last action on file: every one is now applied or listed as a conflict
 
     def save(self, kb_dir: Path) -> None:
         """Write (or clear) ``curation_conflicts.jsonl``: once the KB itself is written."""
@@ -149,7 +160,7 @@ def replay(kb_dir: Path, articles: list[Article], retired: list[str], next_id: i
     """Apply the KB's overlay to freshly built ``articles`` (IDs assigned): each edit in order, only where every
     article it saw is still there with the same text; the others become conflicts, saying what changed."""
     edits = read_edits(kb_dir)
-    result = Replay(articles=articles, retired=retired, next_id=next_id)
+    result = Replay(articles=articles, retired=retired, next_id=next_id, seq=edits[-1].seq if edits else None)
     if not edits:
         return result
     for edit in active_edits(edits):
@@ -190,6 +201,86 @@ def settle_ids(retired: list[str], next_id: int | None, live: list[Article], edi
     return out, next_id
 
 
+# ---------------------------------------------------------------- an action stopped half-way
+
+
+def unmerged(edits: list[CurationEdit], articles: list[Article], unapplied: set[int], since: int
+             ) -> tuple[list[Article], list[CurationEdit]]:
+    """``articles`` with the actions after ``since`` that they lack applied in order (an action saved to
+    ``curation.jsonl`` whose writer died before writing the articles), and those actions. Each is applied only where
+    its articles still hold the text it saw and not yet the text it left, so an action already in the articles is
+    never applied twice."""
+    by_seq = {e.seq: e for e in edits}
+    done: list[CurationEdit] = []
+    for e in edits:
+        if e.seq <= since or e.seq in unapplied:
+            continue
+        if e.action == "undo":
+            target = by_seq.get(e.undoes or 0)
+            if target is not None and target.action != "distinct" and _mismatch(target, articles, target.after) \
+                    is None and _mismatch(target, articles, target.before) is not None:
+                articles = revert_edit(target, articles)
+                done.append(e)
+        elif e.action != "distinct" and _mismatch(e, articles, e.after) is not None \
+                and _mismatch(e, articles, e.before) is None:
+            articles = apply_edit(e, articles)
+            done.append(e)
+    return articles, done
+
+
+def curated_manifest(manifest: Manifest, articles: list[Article], edits: list[CurationEdit]) -> Manifest:
+    """The manifest of ``articles`` once curated by ``edits``: counts, hash, retired IDs and the last action held."""
+    finish_articles(articles)
+    m = manifest.model_copy(deep=True)
+    m.retired_ids, m.next_id = settle_ids(m.retired_ids, m.next_id, articles, edits)
+    m.kb_hash, m.article_count, m.token_stats = kb_content_hash(articles), len(articles), token_stats(articles)
+    if len(m.languages) <= 1 and m.language:
+        m.languages = {m.language: len(articles)}
+    m.curation_seq = edits[-1].seq if edits else None
+    return m
+
+
+def merge_pending(kb: KB, *, save: bool) -> KB:
+    """``kb`` with every curation action in force: the ones a writer killed half-way saved but did not apply are
+    applied, with a note. With ``save`` the KB is written too, under its lock (when another grace holds it, that
+    writer applies them on its next open: this command uses the merged KB in memory)."""
+    lock = kb_lock(kb.path)
+    locked = False
+    if save:
+        try:
+            lock.acquire()
+            locked = True
+            kb = read_kb(kb.path, write_missing=True)  # again, under the lock: what the last writer left
+        except (GraceError, OSError):
+            pass  # a curation open now (in this process or another: it merges on its own), or a read-only folder
+    try:
+        edits = read_edits(kb.path)
+        since = kb.manifest.curation_seq or 0
+        articles, done = unmerged(edits, kb.articles, {c.seq for c in read_conflicts(kb.path)}, since)
+        last = edits[-1].seq if edits else None
+        if not done and (kb.manifest.curation_seq == last or not locked):
+            return kb
+        manifest = curated_manifest(kb.manifest, articles, edits)
+        saved = False
+        if locked:
+            try:
+                write_kb(kb.path, articles, manifest)
+                saved = True
+            except OSError:
+                pass  # a read-only KB: merged in memory, as for a reader
+        for e in done:
+            if (str(kb.path), e.seq) not in _NOTED:
+                _NOTED.add((str(kb.path), e.seq))
+                log.warning(f"{kb.path}: curation action {e.seq} ({e.action} of {', '.join(e.articles)}, by {e.author}) "
+                            "was saved but its curation stopped half-way, before the articles were written; "
+                            + ("applied it to articles.jsonl now" if saved else "this command uses the KB with it (the "
+                               f"next writer saves it: 'grace kb edit {kb.path} --list' does)"))
+        return KB(path=kb.path, articles=articles, manifest=manifest)
+    finally:
+        if locked:
+            lock.release()
+
+
 # ---------------------------------------------------------------- the live session
 
 
@@ -203,6 +294,7 @@ class Curation:
         self._lock = kb_lock(self.path)
         self._lock.acquire()
         try:
+            set_aside_torn_tail(self.path)
             self._edits = read_edits(self.path)  # this process is the one writer: the list in memory is the file
             self._catch_up()
         except BaseException:
@@ -425,31 +517,18 @@ class Curation:
         return edit
 
     def _write(self, articles: list[Article]) -> None:
-        from kb_builder.kb_records import kb_content_hash
-
-        finish_articles(articles)
-        m = self.kb.manifest.model_copy(deep=True)
-        m.retired_ids, m.next_id = settle_ids(m.retired_ids, m.next_id, articles, self.edits())
-        m.kb_hash, m.article_count, m.token_stats = kb_content_hash(articles), len(articles), token_stats(articles)
-        if len(m.languages) <= 1 and m.language:
-            m.languages = {m.language: len(articles)}
+        m = curated_manifest(self.kb.manifest, articles, self.edits())
         write_kb(self.path, articles, m)
         self.kb = KB(path=self.path, articles=articles, manifest=m)
 
     def _catch_up(self) -> None:
-        """A writer killed between saving its last action and the articles leaves the action unapplied: apply it."""
-        edits = self.edits()
-        if not edits or edits[-1].seq in {c.seq for c in read_conflicts(self.path)}:
+        """Actions saved by a writer killed before it wrote the articles (or since this KB was loaded): applied now.
+        A manifest that does not name the last action yet (an older grace wrote it) is brought up to date."""
+        if not self._edits:
             return
-        last, arts = edits[-1], self.kb.articles
-        if last.action == "undo":
-            target = next((e for e in edits if e.seq == last.undoes), None)
-            if target is not None and target.action != "distinct" and _mismatch(target, arts, target.after) is None \
-                    and _mismatch(target, arts, target.before) is not None:
-                self._write(revert_edit(target, arts))
-        elif last.action != "distinct" and _mismatch(last, arts, last.after) is not None \
-                and _mismatch(last, arts, last.before) is None:
-            self._write(apply_edit(last, arts))
+        articles, done = unmerged(self._edits, self.kb.articles, self._unapplied(), self.kb.manifest.curation_seq or 0)
+        if done or self.kb.manifest.curation_seq != self._edits[-1].seq:
+            self._write(articles)
 
 
 def _author(author: str | None) -> str:

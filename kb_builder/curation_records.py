@@ -7,12 +7,15 @@ must say exactly what it saw (``before``: each article's content hash and whole
 text) and what it left (``after``). An edit whose ``before`` no longer matches the
 rebuilt text is a conflict, never applied to the wrong text. This module is the one
 reader and writer of both files; edits are appended one line at a time, flushed and
-fsynced, so a saved action survives a crash.
+fsynced, so a saved action survives a crash; a crash mid-append leaves half a line
+with no newline, which never took effect: readers pass over it and the KB's writer sets
+it aside (:func:`set_aside_torn_tail`), so it never locks the KB.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +31,11 @@ from kb_builder.kb_records import Article
 CURATION = "curation.jsonl"
 CONFLICTS = "curation_conflicts.jsonl"
 CURATION_FORMAT_VERSION = 1
+# what to do about a damaged line before the last one (a torn last line is set aside on its own)
+_DAMAGED = ("; this file is written by 'grace kb edit' and 'grace kb curate': restore it from a copy, or remove that "
+            "line (an action after it that edits the same articles may then no longer apply)")
+
+log = logging.getLogger("grace")
 
 Action = Literal["title", "text", "split", "merge", "distinct", "undo"]
 
@@ -102,7 +110,7 @@ def read_edits(kb_dir: Path) -> list[CurationEdit]:
     edits: list[CurationEdit] = []
     if not path.exists():
         return edits
-    for n, data in iter_jsonl(path):
+    for n, data in iter_jsonl(path, torn_tail_ok=True, hint=_DAMAGED):
         version = data.get("format_version", CURATION_FORMAT_VERSION) if isinstance(data, dict) else None
         if isinstance(version, int) and version > CURATION_FORMAT_VERSION:
             raise GraceError(f"{where(path, n)}: curation format {version} is newer than this grace reads "
@@ -119,11 +127,63 @@ def read_edits(kb_dir: Path) -> list[CurationEdit]:
     return edits
 
 
+def last_seq(kb_dir: Path) -> int | None:
+    """The ``seq`` of the last whole action in ``KB/curation.jsonl`` (None: no action on file), read from the end of
+    the file: what every load of a KB compares with the manifest's ``curation_seq``, so a KB whose articles are up to
+    date costs no read of its whole overlay. A last line that does not parse gives -1 (never a match)."""
+    try:
+        fh = (Path(kb_dir) / CURATION).open("rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        pos, data = fh.seek(0, os.SEEK_END), b""
+        while True:
+            end = data.rfind(b"\n")  # a torn last line (no newline) is passed over: it never took effect
+            start = data.rfind(b"\n", 0, end) if end >= 0 else -1
+            if end >= 0 and (start >= 0 or pos == 0):
+                line = data[start + 1:end]
+                if line.strip():
+                    try:
+                        seq = json.loads(line).get("seq")
+                    except (ValueError, AttributeError):
+                        return -1
+                    return seq if isinstance(seq, int) else -1
+                data = data[:start + 1]  # a blank line: the one before it
+                continue
+            if pos == 0:
+                return None
+            step = min(1 << 16, pos)
+            pos -= step
+            fh.seek(pos)
+            data = fh.read(step) + data
+
+
+def set_aside_torn_tail(kb_dir: Path) -> None:
+    """Move a last line cut off mid-write (a writer killed while appending it: no newline, not JSON) to
+    ``curation.jsonl.torn``, saying so with its line number. That action never took effect (an action is appended
+    before the articles are written), so nothing is lost; a damaged line before the last one is not touched here:
+    it stays the error :func:`read_edits` names. Only the holder of the KB's lock calls this."""
+    path = Path(kb_dir) / CURATION
+    try:
+        with path.open("rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        return
+    if not data or data.endswith(b"\n"):
+        return
+    line = data.count(b"\n") + 1
+    side = path.with_name(path.name + ".torn")
+    if repair_torn_tail(path, side):
+        log.warning(f"{where(path, line)}: the last curation action was cut off mid-write (a crash or a full disk) "
+                    f"and never took effect; set it aside in {side.name}. Redo that action if it is still wanted "
+                    f"('grace kb edit {path.parent} --list' shows the ones in force)")
+
+
 def append_edit(kb_dir: Path, edit: CurationEdit) -> None:
     """Append one edit and fsync it: saved the moment the action is taken. Only the holder of the KB's curation
     lock calls this (:class:`kb_builder.curation.Curation`)."""
     path = Path(kb_dir) / CURATION
-    repair_torn_tail(path, path.with_name(path.name + ".torn"))
+    set_aside_torn_tail(kb_dir)
     line = json.dumps(edit.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False) + "\n"
     try:
         with path.open("a", encoding="utf-8") as fh:

@@ -80,6 +80,9 @@ class Manifest(BaseModel):
     # how documents were cut into articles when not by headings (semantic, llm:PROVIDER:MODEL); a rebuild keeps it.
     # Absent: headings
     splitter: str | None = Field(None, exclude_if=lambda v: v is None)
+    # the last curation action (its seq in curation.jsonl) the articles hold: a reader finding a later action on file
+    # knows a curation stopped half-way and applies it. Absent: no curation (or written by an older grace)
+    curation_seq: int | None = Field(None, exclude_if=lambda v: v is None)
 
 
 def check_audience(value: object) -> list[str] | None:

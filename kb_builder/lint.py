@@ -13,6 +13,10 @@ article, each complete on its own. Two kinds of fault break that silently:
   "This policy" or on a bare list or table), or a heading with no body. The
   phrases are read in each article's language ("comme indiqué ci-dessus", "wie
   oben beschrieben": :mod:`kb_builder.lint_phrases`) and in English.
+* **navigation**: a page's "See also" / "Related pages" heading (in any of the
+  languages :data:`kb_builder.splitting.NAVIGATION_HEADINGS` knows) left in an
+  article's text, where it heads the topic's own text, or an article that is only
+  links: neither answers a question.
 
 Plus the plain faults: too short, over the KB's token budget (an imported KB
 records none, so the build default), duplicate titles, titles with markup, HTML
@@ -47,14 +51,14 @@ from kb_builder.similar_pairs import (
     without_common,
     work_budget_for,
 )
-from kb_builder.splitting import DEFAULT_MAX_TOKENS
+from kb_builder.splitting import DEFAULT_MAX_TOKENS, names_navigation
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
 
 SEVERITY = {"error": 0, "warning": 1, "info": 2}
 # worst first within a severity: what corrupts scores, then what makes answers incomplete, then cosmetics
-KIND_ORDER = ["swapped_in_run", "confusable", "empty", "not_self_contained", "over_budget", "too_short",
+KIND_ORDER = ["swapped_in_run", "confusable", "empty", "not_self_contained", "navigation", "over_budget", "too_short",
               "duplicate_title", "title_markup"]
 CONFUSABLE_AT = 0.62  # combined similarity; tuned on the Helvia map, the TTS handbook and the sample handbook
 NEAR_DUPLICATE_AT = 0.85
@@ -76,6 +80,12 @@ _NUMBERED = re.compile(r"^\s*(\d+)[.)]\s")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
 _LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+_HEADING_TEXT = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)[\s#]*$")
+# a line that is a link and nothing else (in a list or not): markdown, or a bare or <angled> URL
+_LINK_LINE = re.compile(r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\[[^\]]*\]\([^)]*\)|<?(?:https?://|www\.)\S+?>?)\s*[.,;]?\s*$",
+                        re.IGNORECASE)
+_LINK_IN = re.compile(r"\]\(|https?://|www\.\w", re.IGNORECASE)
+NAV_LINE_WORDS = 6  # a line this short that only names navigation ("See also:") is a heading in plain text
 _ENTITY = re.compile(r"&(?:[a-zA-Z]{2,8}|#\d{2,5}|#x[0-9a-fA-F]{2,4});")
 _URL = re.compile(r"https?://|www\.\w", re.IGNORECASE)
 _MARKUP = re.compile(r"\]\(|</?[a-zA-Z][^>]*>|(?:\*\*|__|`)\S|\S(?:\*\*|__|`)")
@@ -115,6 +125,7 @@ class LintReport:
             return "lint: no problems found"
         names = {"swapped_in_run": "pair(s) swapped in the run", "confusable": "confusable pair(s)",
                  "empty": "empty article(s)", "not_self_contained": "not self-contained",
+                 "navigation": "with navigation left in",
                  "over_budget": "over the token budget", "too_short": "too short",
                  "duplicate_title": "duplicate title(s)", "title_markup": "title(s) with markup"}
         return "lint: " + ", ".join(f"{n} {names[k]}" for k, n in self.counts.items())
@@ -377,6 +388,23 @@ def _leans_elsewhere(a: Any, body: list[str], rules: list[Phrases]) -> str | Non
     return None
 
 
+def _navigation(lines: list[str], body: list[str]) -> str | None:
+    """What of a page's navigation the article holds, in words, or None: a heading such as "See also" or
+    "Voir aussi" (its links dropped by the build, it heads the topic's own text), or nothing but links."""
+    for n, line in enumerate(lines, 1):
+        m = _HEADING_TEXT.match(line)
+        # a plain line ("See also:", "**Further reading**") is navigation only over links: "More information" can
+        # introduce text of the topic's own
+        over_links = n < len(lines) and bool(_LINK_LINE.match(lines[n]) or _LINK_IN.search(lines[n]))
+        name = m.group(1) if m else line if len(line.split()) <= NAV_LINE_WORDS and over_links else ""
+        if name and names_navigation(name):
+            return (f"holds the heading '{name.strip().strip('#*_: ').strip()}' (non-blank line {n}), a page's "
+                    "navigation, not part of this topic: remove it (and the links under it, if any)")
+    if all(_LINK_LINE.match(line) for line in body):
+        return "holds only links (a page's navigation): nothing in it answers a question; drop it or give it its text"
+    return None
+
+
 def kb_stop_words(kb: KB) -> frozenset[str]:
     """The KB's languages' stop words, so "de", "la", "der" do not make every pair of articles look alike."""
     langs = set(kb.manifest.languages or {}) | {kb_language(kb)}
@@ -404,6 +432,9 @@ def article_findings(kb: KB) -> list[Finding]:
             out.append(Finding("empty", "error", [a.id], f"{a.id} '{a.title}': a heading with no body; give it its "
                                "text or drop it", 1.0))
             continue
+        nav = _navigation(lines, body)
+        if nav:
+            out.append(Finding("navigation", "warning", [a.id], f"{a.id} '{a.title}' {nav}", 1.0))
         why = _leans_elsewhere(a, body, phrases(a.language or kb_lang))
         if why:
             out.append(Finding("not_self_contained", "warning", [a.id], f"{a.id} '{a.title}' {why}; a model shown "

@@ -28,7 +28,32 @@ DEFAULT_MIN_TOKENS = 80
 STUB_TOKENS = 40
 PARALLEL_CHARS = 4_000_000  # a document this large has its lines counted on two cores
 
-_NAV_HEADINGS = re.compile(r"^(see also|related( pages| links| articles)?|contents|table of contents|on this page|navigation|quick links|in this (section|page))$", re.I)
+# headings that name a page's navigation rather than a topic, in the languages grace's lint reads (lint_phrases):
+# the section under one is dropped when it is only links, and lint flags one left in an article's text
+NAVIGATION_HEADINGS: dict[str, str] = {
+    "en": r"see also|related(?: pages| links| articles| topics| documents| content| reading)?|further reading"
+          r"|(?:useful|external|quick) links|(?:table of )?contents|on this page|navigation|in this (?:section|page)"
+          r"|more information|read more",
+    "fr": r"voir aussi|(?:pages|articles|liens|sujets) (?:associ[ée]s|connexes|li[ée]s)|liens (?:utiles|externes)"
+          r"|(?:pour )?en savoir plus|lectures? compl[ée]mentaires?|sommaire|table des mati[èe]res"
+          r"|(?:sur|dans) cette (?:page|section)",
+    "de": r"siehe auch|verwandte (?:seiten|themen|artikel|links)|weiterf[üu]hrende (?:links|informationen|literatur)"
+          r"|weitere informationen|n[üu]tzliche links|externe links|inhaltsverzeichnis|inhalt"
+          r"|auf dieser seite|in diesem abschnitt",
+    "es": r"v[ée]ase tambi[ée]n|ver tambi[ée]n|(?:p[áa]ginas|art[íi]culos|enlaces|temas) relacionad[oa]s"
+          r"|enlaces (?:[úu]tiles|externos)|m[áa]s informaci[óo]n|lecturas? (?:recomendadas?|adicionale?s?)"
+          r"|contenidos?|[íi]ndice|en esta p[áa]gina",
+    "pt": r"ver tamb[ée]m|veja tamb[ée]m|(?:p[áa]ginas|artigos|links|t[óo]picos) relacionad[oa]s"
+          r"|(?:links|liga[çc][õo]es) (?:[úu]teis|externos|externas)|mais informa[çc][õo]es|saiba mais"
+          r"|leituras? (?:adicionais|adicional|recomendadas?)|[íi]ndice|conte[úu]dos?|nesta p[áa]gina",
+    "it": r"vedi anche|vedere anche|(?:pagine|articoli|voci) correlat[ei]|(?:link|collegamenti) (?:utili|esterni|correlati)"
+          r"|per saperne di pi[ùu]|ulteriori informazioni|letture consigliate|indice|sommario|in questa pagina",
+    "nl": r"zie ook|gerelateerde (?:pagina'?s|artikelen|links|onderwerpen)|(?:nuttige|externe) links"
+          r"|meer informatie|verder lezen|inhoudsopgave|inhoud|op deze pagina",
+    "el": r"δείτε επίσης|βλέπε επίσης|σχετικ(?:ές σελίδες|ά άρθρα|οί σύνδεσμοι|ά θέματα)"
+          r"|(?:χρήσιμοι|εξωτερικοί) σύνδεσμοι|περισσότερες πληροφορίες|περιεχόμενα|σε αυτή(?:ν)? τη(?:ν)? σελίδα",
+}
+_NAV_HEADINGS = re.compile(r"^(?:" + "|".join(NAVIGATION_HEADINGS.values()) + r")\s*:?$", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 # Counting a text line by line gives its exact count when the tokenizer never lets a
@@ -55,6 +80,7 @@ class Node:
     sums: dict[int, tuple[int, int] | None] = field(default_factory=dict)  # see Splitter._sum
     body_tokens: int | None = None
     in_text: str = ""  # the heading in a parent article's text, if not ``heading`` (see Section.heading_in_text)
+    nav: bool = False  # a navigation heading whose link list was dropped: it goes too unless it heads sub-sections
 
     @property
     def shown(self) -> str:
@@ -85,18 +111,39 @@ def outline(doc: Document) -> Node:
             root.body = (root.body + "\n\n" + s.body).strip()
             continue
         node = Node(s.level, s.heading, s.body, in_text=s.heading_in_text)
-        if _NAV_HEADINGS.match(s.heading.strip()) and is_navigation(s.heading, s.body):
-            node = Node(s.level, s.heading, "", in_text=s.heading_in_text)  # keeps the outline's shape, drops the link list
+        if names_navigation(s.heading) and is_navigation(s.heading, s.body):
+            # the link list goes; the heading stays while the outline is built, so the sections under it keep
+            # their place, and goes too when it heads nothing (never a heading over another topic's text)
+            node = Node(s.level, s.heading, "", in_text=s.heading_in_text, nav=True)
         while len(stack) > 1 and stack[-1].level >= s.level:
             stack.pop()
         stack[-1].children.append(node)
         stack.append(node)
+    _drop_empty_navigation(root)
     # a page whose one top heading is its title: that heading is the root
     while len(root.children) == 1 and (root.children[0].level == 1 or root.children[0].heading.lower() == root.heading.lower()):
         only = root.children[0]
         body = "\n\n".join(b for b in (root.body, only.body) if b)
         root = Node(0, doc.title, body, only.children)
     return root
+
+
+def _drop_empty_navigation(root: Node) -> None:
+    """Remove the navigation headings left with nothing under them (their links already dropped)."""
+    stack = [root]
+    order: list[Node] = []
+    while stack:  # children before parents, so a heading over empty navigation headings goes too
+        node = stack.pop()
+        order.append(node)
+        stack.extend(node.children)
+    for node in reversed(order):
+        if any(c.nav for c in node.children):
+            node.children = [c for c in node.children if not (c.nav and not c.children and not c.body)]
+
+
+def names_navigation(heading: str) -> bool:
+    """The heading names a page's navigation ("See also", "Related pages", "Voir aussi"...), not a topic."""
+    return bool(_NAV_HEADINGS.match(heading.strip().strip("#*_ ").strip()))
 
 
 def _render(node: Node, depth: int = 0) -> str:
@@ -114,7 +161,7 @@ def is_navigation(heading: str, text: str) -> bool:
     if not lines:
         return True
     short_items = all(_LIST_ITEM.match(ln) and len(ln.split()) <= 8 and not ln.rstrip().endswith((".", ":")) for ln in lines)
-    if _NAV_HEADINGS.match(heading.strip()) and short_items:
+    if names_navigation(heading) and short_items:
         return True
     return short_items and count_tokens(text) < DEFAULT_MIN_TOKENS
 
@@ -325,15 +372,27 @@ class Splitter:
         big_ids = {id(c) for c in big}  # identity: `c not in big` compared whole subtrees, quadratic in children
         rest = Node(node.level, node.heading, node.body, [c for c in node.children if id(c) not in big_ids], in_text=node.in_text)
         lead = ""
+        tails: dict[int, list[Node]] = {}  # id of a sub-topic -> the short sections that follow it
         if rest.body or rest.children:
             text = _render(rest)
             if self._count(text) >= STUB_TOKENS or is_navigation(path[-1], text):
                 self._emit(path, text, out)
             else:
-                lead = text  # a short intro is context for the first sub-topic, not an article of its own
+                # too short for an article of its own, so kept in document order: a short intro is context for
+                # the first sub-topic, and a short section after a sub-topic closes that one (never moved ahead)
+                first = next((i for i, c in enumerate(node.children) if id(c) in big_ids), len(node.children))
+                lead = _render(Node(node.level, node.heading, node.body, node.children[:first], in_text=node.in_text))
+                owner = None
+                for c in node.children[first:]:
+                    if id(c) in big_ids:
+                        owner = c
+                    elif owner is not None:
+                        tails.setdefault(id(owner), []).append(c)
         for c in big:
-            if lead:
-                c = Node(c.level, c.heading, (lead + "\n\n" + c.body).strip(), c.children, in_text=c.in_text)
+            after = tails.get(id(c), [])
+            if lead or after:
+                body = (lead + "\n\n" + c.body).strip() if lead else c.body
+                c = Node(c.level, c.heading, body, [*c.children, *after], in_text=c.in_text)
                 lead = ""
             child_path = path if c.heading.lower() == path[-1].lower() else [*path, c.heading]
             self._plan(c, child_path, out)

@@ -178,7 +178,21 @@ def write_kb(kb_dir: Path, articles: list[Article], manifest: Manifest) -> None:
 
 
 def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
-    """Load a KB folder (or an ``articles.jsonl`` path), creating a missing or stale manifest."""
+    """Load a KB folder (or an ``articles.jsonl`` path), creating a missing or stale manifest (unless
+    ``write_missing`` is false), with every curation action in force: one whose writer was killed before it wrote the
+    articles is applied (and, with ``write_missing``, saved), never silently left out."""
+    kb = read_kb(kb_dir, write_missing=write_missing)
+    from kb_builder.curation_records import CURATION, last_seq
+
+    if (kb.path / CURATION).exists() and last_seq(kb.path) != kb.manifest.curation_seq:
+        from kb_builder.curation import merge_pending
+
+        kb = merge_pending(kb, save=write_missing)
+    return kb
+
+
+def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
+    """The KB folder's files as they are (:func:`load_kb` also applies curation stopped half-way)."""
     path = Path(kb_dir)
     if path.is_file():
         if path.name != ARTICLES:
@@ -212,6 +226,7 @@ def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
                                  languages=languages)
         if old is not None:
             manifest.next_id, manifest.retired_ids, manifest.sources = old.next_id, old.retired_ids, old.sources
+            manifest.curation_seq = old.curation_seq
         if write_missing:
             try:
                 atomic_write_text(mpath, manifest.model_dump_json(indent=2) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
@@ -336,16 +337,90 @@ def test_one_writer_per_kb(kb, tmp_path):
 
 
 def test_a_writer_killed_between_the_record_and_the_articles_is_caught_up(kb):
+    """Before: every reader used the unmerged KB with no note until the next curation session opened it."""
     t = ids_by_title(kb)
     kept = {name: (kb / name).read_bytes() for name in ("articles.jsonl", "manifest.json")}
     with open_curation(kb) as cur:
         cur.set_title(t["Taxis"], "Taxi fares")
     for name, data in kept.items():  # as if the process died after the fsync of curation.jsonl
         (kb / name).write_bytes(data)
-    assert load_kb(kb).by_id[t["Taxis"]].title != "Taxi fares"
-    with open_curation(kb):
+    # a reader that writes nothing sees the action in force, and the files are left as they are
+    assert load_kb(kb, write_missing=False).by_id[t["Taxis"]].title == "Taxi fares"
+    assert (kb / "articles.jsonl").read_bytes() == kept["articles.jsonl"]
+    with open_curation(kb):  # the KB's writer saves it
         pass
+    assert "Taxi fares" in (kb / "articles.jsonl").read_text()
+    assert json.loads((kb / "manifest.json").read_text())["curation_seq"] == 1
+
+
+def _killed_at_replace(target: str, *argv: object) -> subprocess.CompletedProcess:
+    """``grace ARGV`` in a process that SIGKILLs itself just before renaming a temp file over ``target``."""
+    code = (
+        "import os, signal, sys\n"
+        "real = os.replace\n"
+        "def replace(src, dst, *a, **k):\n"
+        f"    if str(dst).endswith({target!r}):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(src, dst, *a, **k)\n"
+        "os.replace = replace\n"
+        "from harness.cli.app import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True, timeout=120)
+
+
+def test_a_curation_killed_half_way_is_in_force_for_every_reader(kb):
+    """Before: ``kb edit --list`` listed the action while ``kb search`` and the rest used the KB without it."""
+    t = ids_by_title(kb)
+    killed = _killed_at_replace("articles.jsonl", "kb", "edit", kb, "--title", t["Taxis"], "Taxi fares at night")
+    assert killed.returncode == -signal.SIGKILL
+    assert "Taxi fares at night" not in (kb / "articles.jsonl").read_text()  # the kill fell between the two writes
+    assert [e.seq for e in read_edits(kb)] == [1]
+    found = grace_cli("kb", "search", kb, "taxi at night", "-k", "1")
+    assert found.returncode == 0, found.stderr
+    assert "Taxi fares at night" in found.stdout
+    assert "action 1" in found.stderr and "stopped half-way" in found.stderr  # said, not silent
+    listed = grace_cli("kb", "edit", kb, "--list")
+    assert listed.returncode == 0 and "1. article" in listed.stdout
+    assert "Taxi fares at night" in (kb / "articles.jsonl").read_text()  # merged for good by a command that writes
+    assert json.loads((kb / "manifest.json").read_text())["curation_seq"] == 1
+    again = grace_cli("kb", "search", kb, "taxi at night", "-k", "1")
+    assert again.returncode == 0 and "half-way" not in again.stderr
+
+
+def test_a_torn_last_action_is_set_aside_and_the_kb_stays_usable(kb, tmp_path):
+    """A crash mid-append leaves half a line with no newline: it never took effect. Before: every 'kb build' and
+    'kb edit' exited 2 until the file was edited by hand."""
+    t = ids_by_title(kb)
+    assert grace_cli("kb", "edit", kb, "--title", t["Taxis"], "Taxi fares").returncode == 0
+    path = kb / "curation.jsonl"
+    whole = path.read_text()
+    torn = whole[: len(whole) // 2]
+    path.write_text(whole + torn)  # a second action cut off mid-write
+    listed = grace_cli("kb", "edit", kb, "--list")
+    assert listed.returncode == 0 and listed.stdout.startswith("1. article"), listed.stderr
+    built = grace_cli("kb", "build", tmp_path / "src", "--out", kb, "--min-tokens", "1")
+    assert built.returncode == 0, built.stderr
+    assert "curation.jsonl:2: the last curation action was cut off" in built.stderr and "curation.jsonl.torn" in built.stderr
+    assert (kb / "curation.jsonl.torn").read_text() == torn + "\n"
+    assert path.read_text() == whole
+    saved = grace_cli("kb", "edit", kb, "--title", t["Sick leave"], "Sick days")
+    assert saved.returncode == 0, saved.stderr
+    assert [e.seq for e in read_edits(kb)] == [1, 2]
     assert load_kb(kb).by_id[t["Taxis"]].title == "Taxi fares"
+
+
+def test_a_damaged_action_in_the_middle_is_a_clear_error(kb):
+    t = ids_by_title(kb)
+    for title in ("Taxi fares", "Taxi refunds"):
+        assert grace_cli("kb", "edit", kb, "--title", t["Taxis"], title).returncode == 0
+    path = kb / "curation.jsonl"
+    first, second = path.read_text().splitlines(keepends=True)
+    path.write_text(first[: len(first) // 2] + "\n" + second)  # damaged, with a whole action after it
+    for args in (["--list"], ["--title", t["Sick leave"], "Sick days"]):
+        done = grace_cli("kb", "edit", kb, *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert f"{path}:1: not valid JSON" in done.stderr and "restore it from a copy" in done.stderr
 
 
 def test_the_python_api_and_one_action_call(kb):

@@ -161,3 +161,21 @@ def test_confusable_chinese_articles_are_found_by_their_character_bigrams(tmp_pa
     kb, out = build(tmp_path, planted, "planted")
     pairs = [f["articles"] for f in lint_json(kb)["findings"] if f["kind"] == "confusable"]
     assert pairs == [["1", "5"]], out
+
+
+def test_navigation_left_in_an_article_is_found_in_the_kbs_languages(tmp_path):
+    """Before: an article opening on "## Related pages" (its links dropped, the heading left) passed lint."""
+    planted = CLEAN + [
+        ("Benefits > Health insurance", "## Related pages\n\nPrivate health insurance starts on your first day. " + BODY),
+        ("Leave > Annual leave", "Twenty-five days a year.\n\n## See also:\n\nThe leave year runs from January. " + BODY),
+        ("Avantages > Mutuelle", "## Voir aussi\n\nLa mutuelle est prise en charge à 60 % par l'entreprise. " + BODY),
+        ("Leave > Unpaid leave", "More information\n\nUnpaid leave of up to three months needs HR's consent. " + BODY),
+        ("Links", "- [Holidays](https://hr.example/holidays)\n- [Pay dates](https://hr.example/pay)\n"
+                  "- [Benefits](https://hr.example/benefits)\n- [Leave](https://hr.example/leave)\n" * 3),
+    ]
+    kb, _ = build(tmp_path, planted)
+    found = {tuple(f["articles"]): f["message"] for f in lint_json(kb)["findings"] if f["kind"] == "navigation"}
+    assert set(found) == {("6",), ("7",), ("8",), ("10",)}  # 9: a plain line over text of its own is no navigation
+    assert "'Related pages'" in found[("6",)] and "'See also'" in found[("7",)] and "'Voir aussi'" in found[("8",)]
+    assert "only links" in found[("10",)]
+    assert lint_json(build(tmp_path, CLEAN, "clean")[0])["findings"] == []

@@ -70,6 +70,29 @@ def test_navigation_and_stubs_are_dropped():
     assert not any("Holidays" in x.text for x in drafts)
 
 
+@pytest.mark.parametrize("heading", ["Related pages", "See also", "Voir aussi", "Siehe auch", "Ver también"])
+def test_a_trailing_link_list_never_leads_the_first_topic(heading):
+    """Before: the link list was dropped but its heading stayed, joined to the short intro and moved ahead of the
+    first sub-topic (the sample's "Health insurance" started with "## Related pages")."""
+    for intro in ("", "This page explains leave."):
+        d = doc(Section(1, "Leave", intro), Section(2, "Sick leave", TOPIC),
+                Section(2, "Parental leave", TOPIC.replace("this", "parental")),
+                Section(2, heading, "- [Holidays](holidays.md)\n- [Pay dates](pay.md)"))
+        drafts = Splitter().split(d)
+        assert [x.title for x in drafts] == ["Leave > Sick leave", "Leave > Parental leave"]
+        assert not any(heading in x.text for x in drafts), [x.text[:60] for x in drafts]
+        assert drafts[0].text.startswith(intro or TOPIC.strip())  # a short intro still leads the first topic
+
+
+def test_a_short_trailing_section_closes_the_topic_it_follows():
+    d = doc(Section(1, "Leave", ""), Section(2, "Sick leave", TOPIC), Section(2, "Parental leave", TOPIC),
+            Section(2, "Jury duty", "Paid in full."))
+    drafts = Splitter().split(d)
+    assert [x.title for x in drafts] == ["Leave > Sick leave", "Leave > Parental leave"]
+    assert drafts[0].text == TOPIC.strip()  # before: "## Jury duty" led the first topic, out of order
+    assert drafts[1].text.endswith("## Jury duty\n\nPaid in full.")
+
+
 def test_parent_text_with_small_children_stays_one_article_beside_big_ones():
     intro = "All leave requests go through the HR portal and need approval from your line manager before the first day. " * 3
     d = doc(Section(1, "Leave", intro), Section(2, "Sick leave", TOPIC), Section(2, "Parental leave", TOPIC),
@@ -101,8 +124,19 @@ def drafts_digest(root) -> tuple[int, str]:
 
 def test_sample_handbook_articles_are_unchanged(approx):
     # the sample handbook's 61 articles as the splitter made them before it was made linear
-    # (titles there hold no markup, so the title clean-up changes nothing either)
-    assert drafts_digest(SAMPLE / "handbook") == (61, "b774cade6310b119")
+    # (titles there hold no markup, so the title clean-up changes nothing either), less the three navigation
+    # headings ("## Related pages", "## See also" twice) that used to open or sit inside a page's first article
+    assert drafts_digest(SAMPLE / "handbook") == (61, "6154f3f5a95f28de")
+
+
+def test_no_sample_article_holds_a_navigation_heading(approx):
+    """Before: "Health insurance" opened on "## Related pages", two articles held "## See also"."""
+    held = []
+    for path, rel in discover(SAMPLE / "handbook"):
+        for d in Splitter().split(load_file(path, rel)):
+            held += [(d.title, line) for line in d.text.splitlines()
+                     if line.startswith("#") and splitting.names_navigation(line.lstrip("#"))]
+    assert held == []
 
 
 WORDS = "leave policy employee manager request approval days travel expense receipt claim the a of to in".split()

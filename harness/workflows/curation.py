@@ -63,12 +63,13 @@ def edit_kb(kb: str | Path, edit: KbEdit) -> CurationEdit:
 
 
 def curation_edits(kb: str | Path) -> tuple[list[CurationEdit], list[CurationConflict]]:
-    """A KB's curation, read without taking its lock: every saved action in order (undo records included), and the
-    actions the last build could not re-apply."""
+    """A KB's curation: every saved action in order (undo records included), and the actions the last build could not
+    re-apply. The KB is loaded first, so an action whose curation stopped half-way is in its articles too (saved
+    under the KB's lock) before it is listed as in force."""
     from kb_builder.curation_records import active_edits, read_conflicts, read_edits
     from kb_builder.store import load_kb
 
-    folder = load_kb(kb, write_missing=False).path
+    folder = load_kb(kb).path
     edits = read_edits(folder)
     live = {e.seq for e in active_edits(edits)}
     return edits, [c for c in read_conflicts(folder) if c.seq in live]
