@@ -83,7 +83,9 @@ def _parse(path: Path, n: int, raw: bytes, hint: str) -> dict[str, Any]:
         raise GraceError(f"{where(path, n)}: not UTF-8 text (byte {exc.start + 1} of the line); "
                          f"save the file as UTF-8{hint}") from None
     except json.JSONDecodeError as exc:
-        raise GraceError(f"{where(path, n)}: not valid JSON ({exc.msg} at column {exc.colno}){hint}") from None
+        # the standard library's message may end in "starting at" itself ("Unterminated string starting at")
+        msg = exc.msg.removesuffix(" at").removesuffix(" starting")
+        raise GraceError(f"{where(path, n)}: not valid JSON ({msg} at column {exc.colno}){hint}") from None
     if not isinstance(data, dict):
         raise GraceError(f"{where(path, n)}: expected a JSON object{hint}")
     return data
