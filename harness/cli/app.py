@@ -97,11 +97,18 @@ def _show_notices() -> logging.Handler:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from harness.core.secrets import MaskedStream
+
+    # everything printed (grace's lines, rich, click, logging, an SDK's own messages) passes through the mask:
+    # a key a server echoed in an error never reaches the terminal (harness.core.secrets)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
     handler = _show_notices()
     try:
         _main(argv)
     finally:
         logging.getLogger("grace").removeHandler(handler)
+        sys.stdout, sys.stderr = streams
 
 
 def _main(argv: list[str] | None) -> None:
