@@ -94,6 +94,23 @@ def test_secret_variables_are_read_by_name_not_every_variable(monkeypatch):
     assert secrets.mask("vk-abcdefgh12345678 plain-value-not-secret") == "*** plain-value-not-secret"
 
 
+def test_a_provider_remembers_its_key_variables_whatever_their_names(monkeypatch):
+    """A plugin's key variable need not be named like a secret: its ``key_envs`` are read when it is made, as are a
+    base_url's password and key parameter."""
+    from harness.providers.base import ModelSpec, Provider
+
+    class Acme(Provider):  # what a plugin declares
+        provider_name = "acme"
+        key_envs = ["ACME_CRED"]
+
+        async def complete(self, request):
+            raise NotImplementedError
+
+    monkeypatch.setenv("ACME_CRED", "acme-cred-5551234")
+    Acme(ModelSpec("acme", "m", base_url="https://u:acme-pw-99887766@acme.example/v1?api-key=acme-q-11223344"))
+    assert secrets.mask("acme-cred-5551234 acme-pw-99887766 acme-q-11223344") == "*** *** ***"
+
+
 # --- http: systems ------------------------------------------------------------------------------------------
 
 

@@ -255,8 +255,9 @@ class Provider(ABC):
         self.spec = spec
         # the secrets this provider (or its SDK) may read, masked in everything grace writes or prints from now on
         secrets.remember(spec.api_key)
-        if spec.api_key_env:
-            secrets.remember(os.environ.get(spec.api_key_env))
+        for env in [spec.api_key_env, *type(self).key_envs]:  # a plugin's key variable may have any name
+            if env:
+                secrets.remember(os.environ.get(env))
         secrets.remember_uri(spec.base_url)
         try:
             secrets.remember_uri(type(self).endpoint(spec))  # an http: system's url, a base_url from the environment
