@@ -137,6 +137,16 @@ def test_an_http_error_body_quoting_the_token_leaves_it_nowhere(bench, tmp_path,
     assert leaks(TOKEN, tmp_path / "run", printed) == [], printed
 
 
+def test_the_python_api_hands_back_no_echoed_token(bench, tmp_path, monkeypatch):
+    """grace.run() in a notebook: the reason a model was stopped (a 401 that quoted the token) is masked too."""
+    monkeypatch.setenv("BOT_TOKEN", TOKEN)
+    with FakeAPIServer(responder=lambda body: Reply.echo_key(401)) as srv:
+        result = grace.run(kb=bench / "kb", gold=bench / "gold.csv", models=[], out=tmp_path / "run",
+                           config=board(tmp_path, srv.bot_url), concurrency=1)
+    assert "Incorrect API key provided: ***" in result.stopped["http:bot"], result.stopped
+    assert TOKEN not in repr(result.stopped)
+
+
 def test_a_basic_auth_header_is_masked_encoded_and_decoded(bench, tmp_path, monkeypatch):
     pair = base64.b64encode(b"svc-user:basic-pw-31415926").decode()
     monkeypatch.setenv("BOT_BASIC", pair)

@@ -51,7 +51,7 @@ _env_seen: dict[str, str] = {}  # variable -> the value scanned last, so a scan 
 def forms_of(secret: str) -> set[str]:
     """The ways ``secret`` appears in text grace writes: raw, JSON-escaped, URL-encoded, HTML-escaped."""
     out = {secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1], quote(secret, safe=""),
-           quote_plus(secret), html.escape(secret)}
+           quote(secret), quote_plus(secret), html.escape(secret)}
     return {f for f in out if len(f) >= MIN_LENGTH}
 
 

@@ -199,6 +199,9 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ):
+        from harness.core.secrets import mask
+
+        message = mask(message)  # a server's words: a 401 page may quote the key it was sent
         super().__init__(message)
         self.kind, self.message, self.retryable = kind, message, retryable
         self.retry_after, self.status = retry_after, status
