@@ -10,7 +10,9 @@ keys providers resolve, every environment variable whose name says it is a secre
 LiteLLM read on their own), and the password or key inside a URI (``user:pass@``,
 ``?api_key=``). Every writer then passes its text through :func:`mask`: the run
 folder's files (:mod:`harness.core.files`), the response cache, the exports log,
-and the terminal (the CLI wraps stdout and stderr in :class:`MaskedStream`).
+a provider's error message, and the terminal (the CLI wraps stdout and stderr in
+:class:`MaskedStream`). Messages (the terminal, errors, the exports log) also
+lose the password of any ``scheme://user:password@`` URI, remembered or not.
 
 A secret is masked in the forms it travels in: as it is, JSON-escaped,
 URL-encoded, HTML-escaped, and, for a ``user:password`` pair, as the base64 of
@@ -115,14 +117,19 @@ def remember_environment() -> None:
             remember_uri(value)
 
 
-def mask(text: str) -> str:
-    """``text`` with every remembered secret (in each of its forms) and every URI password replaced by ``***``."""
+def mask(text: str, *, uris: bool = False) -> str:
+    """``text`` with every remembered secret (in each of its forms) replaced by ``***``.
+
+    ``uris``: also the password of any ``scheme://user:password@`` in it, remembered or not; for messages (the
+    terminal, an error, the exports log), not for data files, where a KB article may show such a URI as an example
+    and its recorded hash must stay true.
+    """
     if not text:
         return text
     pattern = _pattern
     if pattern is not None:
         text = pattern.sub(MASK, text)
-    if "://" in text:
+    if uris and "://" in text:
         text = _USERINFO.sub(rf"://\1:{MASK}@", text)
     return text
 
@@ -149,7 +156,7 @@ class MaskedStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        self._stream.write(mask(text) if isinstance(text, str) else text)
+        self._stream.write(mask(text, uris=True) if isinstance(text, str) else text)
         return len(text)
 
     def writelines(self, lines: Any) -> None:

@@ -201,7 +201,7 @@ class ProviderError(Exception):
     ):
         from harness.core.secrets import mask
 
-        message = mask(message)  # a server's words: a 401 page may quote the key it was sent
+        message = mask(message, uris=True)  # a server's words: a 401 page may quote the key it was sent
         super().__init__(message)
         self.kind, self.message, self.retryable = kind, message, retryable
         self.retry_after, self.status = retry_after, status

@@ -46,7 +46,7 @@ class ExportRecord(BaseModel):
 
 def masked(text: str | None) -> str | None:
     """A destination with the password of a URI, and every secret grace knows of, replaced by ``***``."""
-    return None if text is None else mask(text)
+    return None if text is None else mask(text, uris=True)
 
 
 def masked_options(options: dict[str, Any]) -> dict[str, Any]:
