@@ -39,7 +39,8 @@ MIN_LENGTH = 8
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _NOT_SECRET_NAME = re.compile(r"_(FILE|PATH|DIR|URL|URI|HOST|ENDPOINT|REGION|ID|SOCK|TYPE|NAME|MODE)$", re.IGNORECASE)
 # a query parameter that carries a credential (?api_key=..., &token=..., &sig=...)
-_SECRET_PARAM = re.compile(r"key|token|secret|password|passwd|sig|auth|credential", re.IGNORECASE)
+_SECRET_PARAM = re.compile(r"(?:^|[_-])(?:key|apikey|token|secret|password|passwd|pwd|sig|signature|auth|credentials?)$",
+                           re.IGNORECASE)
 # scheme://user:password@host anywhere in text: the password is masked even when grace never read it
 _USERINFO = re.compile(r"://([^/@\s:]*):[^/\s]*@")  # starts with a literal: a fast scan of a long text
 
