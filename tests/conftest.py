@@ -21,6 +21,9 @@ def _isolated_env(tmp_path_factory, monkeypatch):
     from harness.providers import openai_chat
 
     openai_chat.forget_json_modes()  # a fake server's port can be reused by the next test's server
+    from harness.core import secrets
+
+    secrets.forget_all()  # each test starts as a fresh process: no key another test read is masked in its files
 
 
 @pytest.fixture(autouse=True)

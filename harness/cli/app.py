@@ -17,6 +17,7 @@ import logging
 import os
 import sys
 import threading
+from typing import TextIO
 
 import click
 
@@ -96,12 +97,28 @@ def _show_notices() -> logging.Handler:
     return handler
 
 
+def _mask_streams() -> tuple[TextIO, TextIO] | None:
+    """Wrap stdout and stderr so everything printed (grace's lines, rich, click, logging, an SDK's own messages,
+    a traceback) passes through the mask: a key a server echoed never reaches the terminal
+    (:mod:`harness.core.secrets`). Returns the streams it replaced, None when they were wrapped already."""
+    from harness.core.secrets import MaskedStream
+
+    if isinstance(sys.stdout, MaskedStream) and isinstance(sys.stderr, MaskedStream):
+        return None
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = MaskedStream(sys.stdout), MaskedStream(sys.stderr)
+    return streams
+
+
 def main(argv: list[str] | None = None) -> None:
+    streams = _mask_streams()
     handler = _show_notices()
     try:
         _main(argv)
     finally:
         logging.getLogger("grace").removeHandler(handler)
+        if streams is not None:  # called in-process (tests, a notebook): the caller's streams back as they were
+            sys.stdout, sys.stderr = streams
 
 
 def _main(argv: list[str] | None) -> None:
@@ -145,6 +162,7 @@ def entry() -> None:
     default every-700-allocations passes over them cost ~5% of a command's time.
     """
     gc.set_threshold(35_000, 10, 10)
+    _mask_streams()  # for the whole process: a traceback printed after main() is masked too
     try:
         main()
         code = 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError, where
+from harness.core.secrets import mask
 
 log = logging.getLogger("grace")
 
@@ -48,6 +49,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     own, else 0666 less the umask (a report a teammate can open, not 0600).
     """
     path = Path(path)
+    text = mask(text)  # a key a server or bot echoed is never written (harness.core.secrets)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         tmp = temp_path_for(path)
@@ -165,7 +167,7 @@ class JsonlAppender:
 
     def write(self, row: dict[str, Any]) -> None:
         try:
-            self.fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.fh.write(mask(json.dumps(row, ensure_ascii=False)) + "\n")
             self.fh.flush()
             if time.monotonic() - self._last_sync > 1.0:
                 os.fsync(self.fh.fileno())

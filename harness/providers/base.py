@@ -86,10 +86,14 @@ class ModelSpec:
     def resolve_key(self, default_envs: list[str]) -> str | None:
         """The API key: the spec's own, else the variable ``api_key_env`` names, else the first of
         ``default_envs`` that is set; None when there is none (say so in ``check_ready`` with :func:`missing_key`)."""
+        from harness.core.secrets import remember
+
         if self.api_key:
+            remember(self.api_key)
             return self.api_key
         for env in [self.api_key_env] if self.api_key_env else default_envs:
             if env and os.environ.get(env):
+                remember(os.environ[env])
                 return os.environ[env]
         return None
 
@@ -195,6 +199,9 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
     ):
+        from harness.core.secrets import mask
+
+        message = mask(message, uris=True)  # a server's words: a 401 page may quote the key it was sent
         super().__init__(message)
         self.kind, self.message, self.retryable = kind, message, retryable
         self.retry_after, self.status = retry_after, status
@@ -246,7 +253,20 @@ class Provider(ABC):
         """Called once before any call, with the run's questions and retrieval (baselines fit on them)."""
 
     def __init__(self, spec: ModelSpec):
+        from harness.core import secrets
+
         self.spec = spec
+        # the secrets this provider (or its SDK) may read, masked in everything grace writes or prints from now on
+        secrets.remember(spec.api_key)
+        for env in [spec.api_key_env, *type(self).key_envs]:  # a plugin's key variable may have any name
+            if env:
+                secrets.remember(os.environ.get(env))
+        secrets.remember_uri(spec.base_url)
+        try:
+            secrets.remember_uri(type(self).endpoint(spec))  # an http: system's url, a base_url from the environment
+        except GraceError:
+            pass  # a bad table: the subclass says what is wrong with it
+        secrets.remember_environment()
 
     def learned(self) -> dict[str, Any]:
         """What the run taught us about the endpoint (e.g. the JSON mode it fell back to, and why);

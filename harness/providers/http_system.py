@@ -46,6 +46,7 @@ from harness.core.errors import GraceError
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request
 
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a header value may hold tabs, never a line break
 PLACES = ("question", "question_id", "articles", "messages")
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_BODY = {"question": "{{question}}", "question_id": "{{question_id}}"}
@@ -99,6 +100,9 @@ def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
     check_template(url, f"{where}: key 'http.url'")
     for name, value in checked.headers.items():
         check_template(value, f"{where}: key 'http.headers.{name}'", allowed=())
+        if _CONTROL.search(value) or _CONTROL.search(name):
+            raise GraceError(f"{where}: header {name!r} holds a line break or another control "
+                             "character, which would end the header and start another; write the value on one line")
         if _SECRET_HEADER.search(name) and not ENV.search(value):
             raise GraceError(f"{where}: header {name!r} is written out in the file, and would be recorded in run.json; "
                              f"put it in an environment variable and write {name} = \"... ${{VAR}}\"")
@@ -165,13 +169,53 @@ def fill(template: Any, values: dict[str, Any], texts: dict[str, str]) -> Any:
 
 
 def _env(value: str, name: str) -> str:
+    """A header's value with its ``${VAR}`` filled; each value filled in is a secret from now on (masked in all
+    grace writes or prints). A line break or other control character is refused, naming the variable, never
+    showing the value: it would end the header and start another (header injection)."""
+    from harness.core import secrets
+
     def one(m: re.Match[str]) -> str:
         got = os.environ.get(m.group(1))
         if got is None:
             raise GraceError(f"{name}: header needs ${{{m.group(1)}}}; set the environment variable {m.group(1)}")
+        secrets.remember(got)
+        if _CONTROL.search(got):
+            raise GraceError(f"{name}: the environment variable {m.group(1)} holds a line break or another control "
+                             "character, which cannot be sent in a header; set it to the value alone (check for "
+                             "a trailing newline, e.g. from a file read with $(cat ...))")
         return got
 
-    return ENV.sub(one, value)
+    filled = ENV.sub(one, value)
+    scheme, _, credentials = filled.partition(" ")
+    if scheme.lower() == "basic" and credentials:  # the user:password inside, in case the bot echoes it decoded
+        import base64
+        import binascii
+
+        try:
+            user, _, password = base64.b64decode(credentials, validate=True).decode().partition(":")
+            secrets.remember(password, user=user)
+        except (binascii.Error, UnicodeDecodeError):
+            pass
+    return filled
+
+
+async def refuse_other_origin(response: Any) -> None:
+    """httpx response hook: a redirect to another origin (scheme, host or port) is refused, not followed.
+
+    httpx drops only ``Authorization`` on such a redirect; the table's other headers (``X-Api-Key``, a cookie)
+    would go to the new host. A redirect on the same origin (and http -> https on the same host) is followed.
+    """
+    if not response.has_redirect_location:
+        return
+    old = response.request.url
+    new = old.join(response.headers["location"])
+    upgrade = (old.scheme, new.scheme) == ("http", "https") and old.port in (None, 80) and new.port in (None, 443)
+    if new.host == old.host and (upgrade or (new.scheme, new.port) == (old.scheme, old.port)):
+        return
+    where = f"{new.scheme}://{new.host}" + (f":{new.port}" if new.port else "")
+    raise ProviderError("bad_response", f"the bot redirected (HTTP {response.status_code}) to another origin, "
+                        f"{where}; grace does not follow it, since the request's headers may hold secrets; set "
+                        "http.url to the address that answers", retryable=False, status=response.status_code)
 
 
 def shape(reply: Any) -> str:
@@ -240,7 +284,8 @@ class HttpSystem(Provider):
         url = fill(self.url, values, {k: quote(v, safe="") for k, v in texts.items()})
         headers = {name: _env(value, f"{self.spec.name}: {name}") for name, value in self.table.headers.items()}
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=True)
+            self._client = httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=True,
+                                             event_hooks={"response": [refuse_other_origin]})
         body = None if self.table.method == "GET" else fill(self.body, values, texts)
         try:
             response = await self._client.request(self.table.method, url, json=body, headers=headers)

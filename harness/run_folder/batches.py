@@ -28,6 +28,7 @@ from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.core.files import disk_error, repair_torn_tail
+from harness.core.secrets import mask
 
 BATCHES_SCHEMA_VERSION = 1
 
@@ -102,7 +103,7 @@ class BatchLedger:
             self._repaired = True
         try:
             with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(event, ensure_ascii=False) + "\n")
+                fh.write(mask(json.dumps(event, ensure_ascii=False)) + "\n")  # a batch API's error may quote the key
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:

@@ -20,11 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.files import JsonlAppender
 from harness.core.jsonl import iter_jsonl
+from harness.core.secrets import MASK, mask
 
 EXPORTS_SCHEMA_VERSION = 1
-MASK = "***"
 _SECRET_OPTION = re.compile(r"key|token|secret|password|credential", re.I)
-_USERINFO = re.compile(r"(://[^/@\s:]*):[^/\s]*@")  # scheme://user:password@host
 
 
 class ExportRecord(BaseModel):
@@ -50,8 +49,8 @@ class ExportRecord(BaseModel):
 
 
 def masked(text: str | None) -> str | None:
-    """A destination with the password of a URI replaced by ``***``."""
-    return None if text is None else _USERINFO.sub(rf"\1:{MASK}@", text)
+    """A destination with the password of a URI, and every secret grace knows of, replaced by ``***``."""
+    return None if text is None else mask(text, uris=True)
 
 
 def masked_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 The key is SHA-256 over canonical JSON of what determines an answer (provider,
 model, endpoint, messages, generation parameters, template hash, KB hash, repeat
 index) and nothing else: timeouts or concurrency never change a key. Rows are
-plain JSON, inspectable with the ``sqlite3`` shell; never pickle.
+plain JSON, inspectable with the ``sqlite3`` shell; never pickle. A secret the
+answer echoed (a bot that repeats its token) is masked before the row is stored
+(:mod:`harness.core.secrets`), since the cache is shared by every run.
 
 The cache only saves money; every answer is also written to its run folder. So
 no cache problem may stop a run: a damaged file found on open is moved aside
@@ -26,6 +28,7 @@ from typing import Any
 
 from harness.core.files import cache_dir
 from harness.core.hashing import json_hash
+from harness.core.secrets import mask
 
 log = logging.getLogger("grace")
 
@@ -271,7 +274,7 @@ class ResponseCache:
         try:
             self.db.execute(
                 "INSERT OR REPLACE INTO responses (key, model, created_at, completion) VALUES (?, ?, ?, ?)",
-                (key, model, time.time(), json.dumps(completion, ensure_ascii=False)),
+                (key, mask(model), time.time(), mask(json.dumps(completion, ensure_ascii=False))),
             )
         except sqlite3.Error as exc:
             self._trouble(exc)

@@ -41,6 +41,7 @@ class Reply:
     retry_delay_in_body: float | None = None  # Gemini-style google.rpc.RetryInfo
     data: Any = None  # the bot endpoint (POST /bot/answer): the JSON reply, in whatever shape the test wants
     content_type: str | None = None  # of a raw_body (default application/json)
+    echo_credentials: bool = False  # put the request's key or token in the reply (see Reply.echo_key)
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -67,6 +68,17 @@ class Reply:
     @classmethod
     def unauthorized(cls) -> Reply:
         return cls(status=401, message="invalid api key")
+
+    @classmethod
+    def echo_key(cls, status: int = 401) -> Reply:
+        """A server that quotes the credential it was sent: a 4xx/5xx whose error message holds the key
+        ("Incorrect API key provided: sk-..."), or with status 200 a bot that answers with its own token."""
+        return cls(status=status, echo_credentials=True)
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 307) -> Reply:
+        """A redirect (307 keeps the method and body) to ``location``: another host or port, or the same one."""
+        return cls(status=status, headers={"location": location}, raw_body=b"")
 
     @classmethod
     def malformed(cls) -> Reply:
@@ -355,6 +367,27 @@ def error_headers(api: str, reply: Reply) -> dict[str, str]:
         return {}
     return {"x-amzn-ErrorType": _BEDROCK_ERRORS.get(reply.status, "InternalServerException" if reply.status >= 500
                                                     else "ValidationException")}
+
+
+def credential(headers: dict[str, str]) -> str:
+    """The key or token a request carried (lower-case header names), as a careless server would quote it."""
+    for name in ("authorization", "x-api-key", "api-key", "x-goog-api-key"):
+        if headers.get(name):
+            value = headers[name]
+            return value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value
+    return "; ".join(f"{k}: {v}" for k, v in headers.items())
+
+
+def echoed(reply: Reply, headers: dict[str, str], api: str) -> Reply:
+    """``reply`` with the request's credential put where :meth:`Reply.echo_key` says."""
+    from dataclasses import replace
+
+    key = credential(headers)
+    if reply.status >= 400:
+        return replace(reply, message=f"Incorrect API key provided: {key}. You can find your API key in your account.")
+    if api == "bot":
+        return replace(reply, data={"answer": f"Your token is {key} [ID: 1]", "citations": ["1"]})
+    return replace(reply, text=f"Your key is {key}.")
 
 
 def error_body(api: str, reply: Reply) -> dict[str, Any]:

@@ -41,6 +41,12 @@ answers from the same queue and responder, a ``Reply.json(...)`` in any shape
 sent), and the same 429 with ``Retry-After``, 5xx, slow and ``Reply.not_json()``
 replies as the model APIs.
 
+Servers that leak or move: ``Reply.echo_key(401)`` (or 500) quotes the request's
+key or token in its error message, as careless servers do, and
+``Reply.echo_key(200)`` is a bot that answers with its own token;
+``Reply.redirect(url)`` sends a 307 to ``url`` (a second ``FakeAPIServer`` is
+another origin, and its ``requests`` record the headers it was sent).
+
 The three vendors' batch APIs (OpenAI's and Azure's files + batches, Anthropic's
 Message Batches, Gemini's batch mode) are answered by :mod:`harness.testing.fake_batches`,
 tuned with ``batch=BatchBehaviour(...)`` (or ``srv.batch``). Their calls go to
@@ -64,6 +70,7 @@ from harness.testing.api_formats import (
     Reply,
     bot_answer,
     cite_first_id,
+    echoed,
     error_body,
     error_headers,
     limit_reply,
@@ -187,6 +194,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(500, rejected_json_schema(request))
             return
         reply = limit_reply(owner._next_reply(request), request)
+        if reply.echo_credentials:
+            reply = echoed(reply, {k.lower(): v for k, v in self.headers.items()}, api)
         if local is not None:
             local._gate.acquire()  # one at a time (per slot): the rest queue here, as on a llama.cpp server
             try:

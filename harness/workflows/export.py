@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.core import secrets
 from harness.core.errors import GraceError
 from harness.exports import Exported, ExportFailed, pinned, target_function
 from harness.exports.settings import check_targets, export_settings
@@ -118,6 +119,12 @@ def _attempt(folder: RunDir, target: str, dest: str | None, options: dict[str, A
     """Call the target and record the attempt, with the destination and options pinned (what the environment decided
     written in: :func:`harness.exports.pinned`); an error of the target's library becomes ``ExportFailed``."""
     dest, options = pinned(target, dest, options)
+    # the tracker's credentials (a URI's password, WANDB_API_KEY, a token option) are masked in all grace prints
+    secrets.remember_uri(dest)
+    secrets.remember_environment()
+    for name, value in options.items():
+        if isinstance(value, str) and secrets.secret_variable(name):
+            secrets.remember(value)
     record = ExportRecord(target=target, dest=dest, options=options, ok=False, by=by, at=now())
     try:
         done = target_function(target)(folder, dest, dict(options))
