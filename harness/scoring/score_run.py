@@ -189,6 +189,11 @@ def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
     except (OSError, GraceError):
         report.warnings.append(f"{path} could not be read; the spot-check is not shown")
         return None
+    others = [m for m in block.models if m not in report.models and m not in report.failed_models]
+    if others:  # a spot-check of answers this report does not score (another run's) is not this run's
+        report.warnings.append(f"{path} checks model(s) this report does not score ({', '.join(others)}): it is of "
+                               "other answers and is not shown; run 'grace spotcheck run' again")
+        return None
     block.notes = ((block.notes or "") + " Spot-check from an earlier scoring of this run folder; "
                    "run 'grace spotcheck run' again if the responses changed.").strip()
     return block
