@@ -97,9 +97,12 @@ def _show_notices() -> logging.Handler:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from harness.cli.output_streams import pipe_safe_streams
+
     handler = _show_notices()
     try:
-        _main(argv)
+        with pipe_safe_streams():  # grace ... | head: the output stops, the command's work does not
+            _main(argv)
     finally:
         logging.getLogger("grace").removeHandler(handler)
 

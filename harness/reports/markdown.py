@@ -65,6 +65,8 @@ def render_markdown(inputs: ReportInputs) -> str:
         *_table(columns, rows),
         "",
     ]
+    if inputs.out_of_date:
+        lines[5:5] = [f"**Warning:** {cell(inputs.out_of_date)}", ""]  # under the gold line, above the table
     note = error_note(rows)
     if note:
         lines += [f"**Warning:** {cell(note)}", ""]

@@ -30,6 +30,7 @@ when the next one takes the lock.
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -185,6 +186,23 @@ class RunDir:
             return self.responses.stat().st_mtime_ns > self.scores.stat().st_mtime_ns
         except OSError:
             return False
+
+    def report_out_of_date(self) -> str | None:
+        """Why ``report.json`` does not describe the answers on file, in a sentence with the fix, or None.
+
+        Its figures are of the answers it was scored from (:meth:`scores_behind`); answers added or changed since (a
+        run stopped between its calls and its scoring, ``--no-score``, a hand edit) make them another run's figures,
+        which ``grace gate`` must refuse and every view must say. A folder being written now is not judged: its
+        writer scores last (this process holding the lock, e.g. ``grace report`` rendering, is no such writer)."""
+        writer = self.writer()
+        if writer and not writer.startswith(f"pid {os.getpid()},"):
+            return None
+        if not self.report.exists() or not self.responses.exists() or not self.scores_behind():
+            return None
+        return (f"{self.report} was scored from other answers than {self.responses} holds now (answers were added "
+                "or changed after it was scored: a run stopped before scoring, --no-score, or an edit), so its "
+                f"figures are not this run's; score it again (grace score {self.responses} --gold GOLD.csv --kb KB "
+                f"--out {self.path}, or run the same grace run command again)")
 
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)

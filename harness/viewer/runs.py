@@ -161,7 +161,8 @@ class ViewRun:
             "phase": self.phase,
             "problem": self.problem,
             "stale": self.stale,
-            "notes": (self.index.notes if self.index else []) + (r.warnings if r else []),
+            "notes": [n for n in [self.folder.report_out_of_date()] if n] + (self.index.notes if self.index else [])
+            + (r.warnings if r else []),
         }
 
 
