@@ -198,9 +198,10 @@ def legend_for(columns: list[Column]) -> list[str]:
 
 
 CATEGORY_LEGEND = ("Accuracy per category: as the leaderboard's accuracy, over the questions of one category of the "
-                   "gold file (its category column), with a 95% bootstrap CI over those questions; a category of few "
-                   "questions has a wide interval, so compare categories with care. Questions: the category's "
-                   "questions the models answered.")
+                   "gold file (its category column), with a 95% Wilson score interval over those questions (valid on "
+                   "a few questions, where a bootstrap would collapse to a point); a category of few questions has a "
+                   "wide interval, so compare categories with care. Questions: the category's questions the models "
+                   "answered.")
 
 
 def category_table(categories: list[str] | None, models: list[ModelReport]) -> tuple[list[str], list[list[str]]]:

@@ -30,8 +30,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
+from harness.core.wilson import wilson_interval
 from harness.reports.leaderboard import ci, number
 from harness.reports.svg import GRID, INK, Scale, document, esc, fmt, legend, line, text, truncate
 from harness.run_folder.report import ModelReport, Report
@@ -85,7 +85,9 @@ class TrendPoint(BaseModel):
     n: int  # responses behind the figure
     n_questions: int  # distinct questions behind it
     value: float | None  # the metric (accuracy or strict accuracy), on every question or on the category's
-    ci95: list[float] | None  # its 95% bootstrap CI over questions; None with --bootstrap 0
+    # its 95% CI: the bootstrap over questions (a category: the Wilson score interval, as the report's); None with
+    # --bootstrap 0
+    ci95: list[float] | None
     change: TrendChange | None = None  # against the model's previous point; None for its first, or not testable
     note: str | None = None  # why there is no change test, when there is a previous point
 
@@ -272,10 +274,9 @@ class _Context:
         keep = asked > 0
         if not keep.any():
             return None
-        rate = got[keep] / asked[keep]
-        interval = bootstrap_cis([rate], s.report.bootstrap_samples, s.report.seed)[0] if s.report else None
-        return TrendPoint(**base, n=int(asked[keep].sum()), n_questions=int(keep.sum()),
-                          value=round(float(got[keep].sum() / asked[keep].sum()), 6), ci95=interval)
+        value = round(float(got[keep].sum() / asked[keep].sum()), 6)
+        interval = wilson_interval(value, int(keep.sum())) if s.report and s.report.bootstrap_samples > 0 else None
+        return TrendPoint(**base, n=int(asked[keep].sum()), n_questions=int(keep.sum()), value=value, ci95=interval)
 
     def add_changes(self, series: list[TrendSeries]) -> None:
         """Each point's change from the model's previous point, one ``compare_sides`` call per pair of runs."""

@@ -104,12 +104,14 @@ class Latency(_Block):
 
 
 class CategoryScore(_Block):
-    """One model's accuracy on the questions of one gold category, its CI as the overall accuracy's."""
+    """One model's accuracy on the questions of one gold category (as the overall accuracy), with a Wilson CI."""
 
     n: int  # responses scored
     n_questions: int  # distinct questions of the category answered
     accuracy: float | None  # share of the category's responses that are correct or correct_refusal
-    accuracy_ci95: list[float] | None  # 95% bootstrap over the category's questions; None with --bootstrap 0
+    # [low, high], the 95% Wilson score interval over the category's questions (valid for a few questions, where a
+    # bootstrap collapses to a point); None with --bootstrap 0
+    accuracy_ci95: list[float] | None
 
 
 class Permissions(_Block):

@@ -151,7 +151,7 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
             report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         add_permissions(report, arrays, models, audiences)
-        add_categories(report, arrays, models, questions, seed, bootstrap)
+        add_categories(report, arrays, models, questions, bootstrap)
         if machine is not None and labelled:
             add_ppi(report, everything, models, population(human, machine), len(human), machine, names,
                     gold_info.path)
