@@ -61,6 +61,7 @@ class TrendSource:
     when: str | None  # ISO 8601: run.json's started_at, else the report's created_at
     hits: Callable[[bool], RunHits | None]
     categories: Callable[[], dict[str, str]]
+    damaged: str | None = None  # why its report.json could not be read (then ``report`` is None): not "not scored"
 
 
 class TrendChange(BaseModel):
@@ -160,7 +161,9 @@ def group_runs(sources: list[TrendSource]) -> tuple[dict[str, list[TrendSource]]
     left: list[LeftOut] = []
     for s in sources:
         r = s.report
-        if r is None:
+        if r is None and s.damaged:  # every damaged report is named, each with its problem; none stops the trend
+            left.append(LeftOut(run=s.id, path=str(s.path), reason=f"damaged report.json, not read: {s.damaged}"))
+        elif r is None:
             left.append(LeftOut(run=s.id, path=str(s.path), reason="not scored yet (no report.json)"))
         elif r.unlabelled is not None:
             left.append(LeftOut(run=s.id, path=str(s.path), reason="unlabelled (imported logs without gold): no "
@@ -175,7 +178,8 @@ def group_runs(sources: list[TrendSource]) -> tuple[dict[str, list[TrendSource]]
 def pick_group(groups: dict[str, list[TrendSource]], gold: str | None) -> str:
     """The gold hash asked for (a prefix will do), else the one with the most runs (then the newest)."""
     if not groups:
-        raise GraceError("no scored run to follow: a trend needs runs with a report.json (grace score them first)")
+        raise GraceError("no scored run to follow: a trend needs runs with a readable report.json (grace score them "
+                         "first)")
     if gold:
         found = [h for h in groups if h.startswith(gold)]
         if len(found) != 1:
