@@ -191,6 +191,8 @@ class ModelPpi(_Block):
     significance_group: str  # compact letters from the prediction-powered pairwise tests (Report.ppi.pairwise)
     n_human: int  # human-labelled questions the model answered
     n_machine: int  # other questions it answered, each with a machine label or none (a miss under no label)
+    # of those n_machine questions, the ones with no usable machine label; null in a report written before it was
+    n_no_label: int | None = None
     accuracy: PpiFigure  # prediction-powered accuracy over every question answered
     machine_accuracy: float | None  # accuracy against the machine labels alone, over every question (uncorrected)
     labels_gained: float | None  # effective_labels of the accuracy minus the human labels it used
@@ -461,6 +463,9 @@ class PredictionPowered(_Block):
     human_labels: int  # questions with a human label (the --gold file)
     machine_labels: int  # questions without a human label that have a machine label
     unlabelled: int  # questions with neither (no usable machine suggestion): each model's answer counts as a miss there
+    # the rows (answers, each repeat one) scored over every question; null in a report written before it was
+    rows: int | None = None
+    human_rows: int | None = None  # of those, the rows on human-labelled questions: what responses.n counts
     machine_path: str  # the machine-label file (--machine-gold)
     machine_hash: str  # 16 hex digits of the SHA-256 of its bytes
     machine_format: str  # suggestions ('grace annotations suggest') or gold (a gold-format CSV)
