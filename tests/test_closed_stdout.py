@@ -4,6 +4,7 @@ viewer (issue 37, point 11)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -91,6 +92,30 @@ def test_a_report_older_than_the_answers_on_file_is_refused_by_the_gate_and_flag
         indexer.stop()
     # scored again: the gate reads the new figures
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "g90.csv", "-m", "baseline:top1", "-o", run)
+    assert code == 0, out
+    code, out = run_grace("gate", run, "--min-accuracy", "0.1")
+    assert code == 0, out
+
+
+def test_a_report_of_another_gold_than_the_last_run_asked_is_refused(bench, tmp_path):
+    """The same questions relabelled: a run with the new gold stopped before scoring (here --no-score) asks
+    nothing new, and report.json still holds the old labels' figures; a re-scoring against any gold is the
+    newer and is read."""
+    run = tmp_path / "run"
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "g40.csv", "-m", "baseline:top1", "-o", run)
+    assert code == 0, out
+    with (bench / "g40.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    rows[1][3] = "1" if rows[1][3] != "1" else "2"  # q001's expected article, relabelled
+    with (tmp_path / "relabelled.csv").open("w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", tmp_path / "relabelled.csv", "-m", "baseline:top1",
+                          "-o", run, "--no-score")
+    assert code == 0, out
+    code, out = run_grace("gate", run, "--min-accuracy", "0.1")
+    assert code == 2 and "was scored against another gold set" in out and "relabelled.csv" in out, out
+    code, out = run_grace("score", run / "responses.jsonl", "--gold", tmp_path / "relabelled.csv", "--kb",
+                          bench / "kb", "--out", run)
     assert code == 0, out
     code, out = run_grace("gate", run, "--min-accuracy", "0.1")
     assert code == 0, out

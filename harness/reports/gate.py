@@ -97,7 +97,7 @@ def load_report(path: Path, *, current: bool = True) -> _Read:
 
     file = RunDir(path).report if path.is_dir() else path
     read = _Read(file, *read_report_data(file))
-    stale = RunDir(file.parent).report_out_of_date() if current and file.name == REPORT else None
+    stale = RunDir(file.parent).report_out_of_date(read.report) if current and file.name == REPORT else None
     if stale:  # a gate must never pass on figures of answers that are no longer the run's
         raise GraceError(stale)
     return read

@@ -58,7 +58,7 @@ def load_inputs(out_dir: Path, kb: Any = None, gold: Any = None) -> ReportInputs
     run = RunDir(out_dir)
     report = run.read_report()
     inputs = ReportInputs(out_dir=run.path, report=report)
-    inputs.out_of_date = run.report_out_of_date()
+    inputs.out_of_date = run.report_out_of_date(report)
     if inputs.out_of_date:  # said first, in every view: the figures below are not of the answers on file
         log.warning(inputs.out_of_date)
         inputs.notes.append(inputs.out_of_date)

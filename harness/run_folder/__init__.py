@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from harness.core.errors import GraceError
 from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
+from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
 from harness.run_folder.batches import BatchEntry, BatchLedger
 from harness.run_folder.report import Report, read_report, write_report
@@ -187,22 +188,40 @@ class RunDir:
         except OSError:
             return False
 
-    def report_out_of_date(self) -> str | None:
-        """Why ``report.json`` does not describe the answers on file, in a sentence with the fix, or None.
+    def report_out_of_date(self, report: Report | None = None) -> str | None:
+        """Why ``report.json`` (``report``: as already read) does not describe this run, in a sentence with the fix,
+        or None.
 
-        Its figures are of the answers it was scored from (:meth:`scores_behind`); answers added or changed since (a
-        run stopped between its calls and its scoring, ``--no-score``, a hand edit) make them another run's figures,
-        which ``grace gate`` must refuse and every view must say. A folder being written now is not judged: its
-        writer scores last (this process holding the lock, e.g. ``grace report`` rendering, is no such writer)."""
+        Its figures are of the answers it was scored from (:meth:`scores_behind`) and of the gold it was scored
+        against: answers added or changed since (a run stopped between its calls and its scoring, ``--no-score``, a
+        hand edit), or a later ``grace run`` with another gold file (``run.json`` is no longer the one the report
+        recorded, and names another gold), make them another run's figures, which ``grace gate`` must refuse and
+        every view must say. (A ``grace score`` against another gold after the run is a re-scoring, not staleness:
+        it records the run.json it scored.) Judged by content, so a copy of the folder judges the same. A folder
+        being written now is not judged: its writer scores last (this process holding the lock, ``grace report``
+        rendering, is none)."""
         writer = self.writer()
         if writer and not writer.startswith(f"pid {os.getpid()},"):
             return None
-        if not self.report.exists() or not self.responses.exists() or not self.scores_behind():
+        if not self.report.exists() or not self.responses.exists():
             return None
-        return (f"{self.report} was scored from other answers than {self.responses} holds now (answers were added "
-                "or changed after it was scored: a run stopped before scoring, --no-score, or an edit), so its "
-                f"figures are not this run's; score it again (grace score {self.responses} --gold GOLD.csv --kb KB "
-                f"--out {self.path}, or run the same grace run command again)")
+        fix = (f"score it again (grace score {self.responses} --gold GOLD.csv --kb KB --out {self.path}, or run the "
+               "same grace run command again)")
+        if self.scores_behind():
+            return (f"{self.report} was scored from other answers than {self.responses} holds now (answers were "
+                    "added or changed after it was scored: a run stopped before scoring, --no-score, or an edit), so "
+                    f"its figures are not this run's; {fix}")
+        try:
+            report = report if report is not None else self.read_report()
+            info = self.read_run_info()
+        except (GraceError, OSError):
+            return None  # an unreadable report or run.json is said by whoever reads it
+        if (info is not None and report.run_json_hash is not None and info.gold.hash != report.gold.hash
+                and file_hash(self.run_info) != report.run_json_hash):
+            return (f"{self.report} was scored against another gold set ({report.gold.path}, hash {report.gold.hash}) "
+                    f"than the grace run after it asked ({info.gold.path}, hash {info.gold.hash}), so its figures are "
+                    f"not this run's; {fix}")
+        return None
 
     def batch_ledger(self) -> BatchLedger:
         return BatchLedger.read(self.batches)

@@ -516,6 +516,9 @@ class Report(_Block):
     categories: list[str] | None = Field(None, exclude_if=lambda v: v is None)
     # prediction-powered figures from a human subset and machine labels (--machine-gold); absent otherwise
     ppi: PredictionPowered | None = Field(None, exclude_if=lambda v: v is None)
+    # 16 hex digits of the SHA-256 of the folder's run.json when scored: which grace run these figures are of (a
+    # later run with another gold file that stopped before scoring makes them stale); absent: no run.json
+    run_json_hash: str | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:

@@ -25,6 +25,7 @@ import numpy as np
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
+from harness.core.hashing import file_hash
 from harness.core.version import __version__
 from harness.run_folder import RunDir
 from harness.run_folder.report import (
@@ -161,6 +162,8 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         Path(tmp_name).unlink(missing_ok=True)
         raise
     report.spotcheck = _earlier_spotcheck(run, report)
+    if run.run_info.exists():  # which run's answers and gold these are (RunDir.report_out_of_date)
+        report.run_json_hash = file_hash(run.run_info)
     run.write_report(report)
     return report
 

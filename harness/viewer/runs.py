@@ -162,7 +162,7 @@ class ViewRun:
             "phase": self.phase,
             "problem": self.problem,
             "stale": self.stale,
-            "notes": [n for n in [self.folder.report_out_of_date()] if n] + (self.index.notes if self.index else [])
+            "notes": [n for n in [self.folder.report_out_of_date(r) if r else None] if n] + (self.index.notes if self.index else [])
             + (r.warnings if r else []),
         }
 
