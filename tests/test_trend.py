@@ -240,5 +240,9 @@ def test_damaged_reports_are_each_left_out_by_name_and_never_plotted(runs, tmp_p
         assert indexer.wait(60)
         check(app.get("/api/trend", {})["trend"])
         assert "750" not in app.get("/api/trend-plot", {}).body.decode()
+        runs_page = {r["id"]: r for r in app.get("/api/runs", {})["runs"]}
+        for name, problem in damaged.items():  # the Runs page names the damage too, never "not scored yet"
+            assert problem in (runs_page[name]["problem"] or ""), runs_page[name]
+            assert runs_page[name]["state"] != "unscored"
     finally:
         indexer.stop()
