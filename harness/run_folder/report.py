@@ -344,7 +344,7 @@ class KbInfo(_Block):
 
 class ResponsesInfo(_Block):
     path: str  # the responses file scored
-    n: Count  # responses scored: the last line per model, question and repeat
+    n: int  # responses scored: the last line per model, question and repeat
 
 
 class LabelSuspect(_Block):
