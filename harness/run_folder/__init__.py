@@ -188,6 +188,33 @@ class RunDir:
         except OSError:
             return False
 
+    def batch_ledger(self) -> BatchLedger:
+        return BatchLedger.read(self.batches)
+
+    def data_files(self) -> list[Path]:
+        """What a command reading this folder reads: never to be written over by another command's output."""
+        return [self.responses, self.scores, self.report, self.run_info, self.spotcheck, self.judgements,
+                self.review_csv, self.calibration, self.batches, self.exports]
+
+    def derived_files(self) -> list[Path]:
+        """Everything made from the answers on file (scores, reports, the spot-check and its review files, the
+        judge's calibration, exports): describes that run only, so it goes when the run is replaced."""
+        return [self.scores, self.report, self.leaderboard_md, self.report_html, self.spotcheck, self.judgements,
+                self.claims, self.quality, self.review_csv, self.claims_review_csv, self.calibration, self.exports,
+                self.results_parquet]
+
+    def discard_derived(self) -> list[Path]:
+        """Remove :meth:`derived_files` (under the lock, before another run's answers are written here): a
+        spot-check or report of the old answers must never be read as one of the new. Returns what was removed."""
+        gone = [p for p in self.derived_files() if p.is_file()]
+        for p in gone:
+            p.unlink()
+        try:
+            self.judgements.parent.rmdir()  # spotcheck/, when nothing but the files above was in it
+        except OSError:
+            pass
+        return gone
+
     def report_out_of_date(self, report: Report | None = None) -> str | None:
         """Why ``report.json`` (``report``: as already read) does not describe this run, in a sentence with the fix,
         or None.
@@ -222,33 +249,6 @@ class RunDir:
                     f"than the grace run after it asked ({info.gold.path}, hash {info.gold.hash}), so its figures are "
                     f"not this run's; {fix}")
         return None
-
-    def batch_ledger(self) -> BatchLedger:
-        return BatchLedger.read(self.batches)
-
-    def data_files(self) -> list[Path]:
-        """What a command reading this folder reads: never to be written over by another command's output."""
-        return [self.responses, self.scores, self.report, self.run_info, self.spotcheck, self.judgements,
-                self.review_csv, self.calibration, self.batches, self.exports]
-
-    def derived_files(self) -> list[Path]:
-        """Everything made from the answers on file (scores, reports, the spot-check and its review files, the
-        judge's calibration, exports): describes that run only, so it goes when the run is replaced."""
-        return [self.scores, self.report, self.leaderboard_md, self.report_html, self.spotcheck, self.judgements,
-                self.claims, self.quality, self.review_csv, self.claims_review_csv, self.calibration, self.exports,
-                self.results_parquet]
-
-    def discard_derived(self) -> list[Path]:
-        """Remove :meth:`derived_files` (under the lock, before another run's answers are written here): a
-        spot-check or report of the old answers must never be read as one of the new. Returns what was removed."""
-        gone = [p for p in self.derived_files() if p.is_file()]
-        for p in gone:
-            p.unlink()
-        try:
-            self.judgements.parent.rmdir()  # spotcheck/, when nothing but the files above was in it
-        except OSError:
-            pass
-        return gone
 
     def written_files(self) -> list[str]:
         """The names ``grace run`` writes here (``--log-to parquet`` too): no input of the run may sit in the folder
