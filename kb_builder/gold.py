@@ -20,6 +20,7 @@ from pathlib import Path
 from harness.core.csv_rows import Row, read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import decode_checked, read_text_checked, spreadsheet_unsafe
+from harness.core.group_names import group_names
 
 # The gold CSV's columns, spelled here only: every other module names them through these constants
 # (tests/test_gold_format.py holds the source tree to that).
@@ -120,7 +121,7 @@ def parse_groups(value: str | None, path: Path, line: int) -> list[str] | None:
     if any(ch in text for ch in '[]{}"\'') or "," in text:
         raise GraceError(f"{where(path, line)}: column '{GROUPS}' must list group names separated by '{ID_SEP}' "
                          f"(staff{ID_SEP}hr), got {value!r}")
-    return list(dict.fromkeys(g.strip() for g in text.split(ID_SEP) if g.strip())) or None
+    return group_names(text.split(ID_SEP)) or None
 
 
 def format_bool(value: bool) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import read_text_checked
+from harness.core.group_names import group_names
 from kb_builder.kb_records import Article, check_audience
 from kb_builder.store import read_articles
 
@@ -26,8 +27,7 @@ GROUP_SEP = ";"
 
 def split_groups(cell: str) -> list[str] | None:
     """A CSV cell of groups, ``"hr; managers"`` -> ``["hr", "managers"]``; an empty cell -> None (everyone)."""
-    groups = [g.strip() for g in (cell or "").split(GROUP_SEP) if g.strip()]
-    return list(dict.fromkeys(groups)) or None
+    return group_names((cell or "").split(GROUP_SEP)) or None
 
 
 def _audience(value: object, place: str) -> list[str] | None:

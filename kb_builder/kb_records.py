@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from harness.core.group_names import group_names
+
 KB_FORMAT_VERSION = 1
 
 
@@ -102,7 +104,7 @@ def check_audience(value: object) -> list[str] | None:
     if not groups:
         raise ValueError("audience is an empty list: leave it out for an article everyone may see, or name the "
                          f"groups that may, such as {example}")
-    return list(dict.fromkeys(groups))
+    return group_names(groups)
 
 
 def text_hash(text: str) -> str:

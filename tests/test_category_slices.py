@@ -1,15 +1,14 @@
 """Category slices: a ``category`` column in the gold file gives each model its accuracy per category, with a 95%
-CI computed as the overall accuracy's, in report.json, leaderboard.md, report.html (a table and a heatmap) and the
+Wilson score interval over the category's questions (valid on a few questions), in report.json, leaderboard.md, report.html (a table and a heatmap) and the
 viewer (its leaderboard, and a category filter on the questions grid); without the column nothing changes."""
 
 from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 
-from harness.core.bootstrap import bootstrap_cis
+from harness.core.wilson import wilson_interval
 from harness.run_folder.report import read_report
 from harness.viewer import open_viewer
 from harness.web import Rejected
@@ -47,19 +46,38 @@ def test_report_json_has_each_models_accuracy_and_ci_per_category(run):
     assert list(leaky) == CATEGORIES
     assert {c: (s.n, s.n_questions, s.accuracy) for c, s in leaky.items()} == {
         "leave": (1, 1, 0.0), "pay & bands": (2, 2, 0.5), "facilities": (1, 1, 1.0), "hr": (1, 1, 1.0)}
-    # the overall accuracy's CI method: a seeded bootstrap over the category's questions (q2 right, q3 a leak)
-    assert leaky["pay & bands"].accuracy_ci95 == bootstrap_cis([np.array([1.0, 0.0])], report.bootstrap_samples,
-                                                               report.seed)[0]
+    # a Wilson interval over the category's questions (q2 right, q3 a leak)
+    assert leaky["pay & bands"].accuracy_ci95 == wilson_interval(0.5, 2) == [0.094531, 0.905469]
     assert report.models[CAREFUL].categories["pay & bands"].accuracy == 1.0
     assert report.models[CAREFUL].categories["hr"].accuracy == 0.0  # its q5 cited HR's article to staff
 
 
-def test_one_category_for_every_question_has_the_overall_accuracy_and_ci(run, tmp_path):
+def test_one_category_for_every_question_has_the_overall_accuracy_and_its_wilson_interval(run, tmp_path):
+    """The category's accuracy is the overall one exactly; its interval is Wilson's over the same questions (the
+    overall accuracy keeps its bootstrap), which contains it."""
     lines = GOLD.splitlines()
     one = "\n".join([lines[0]] + [",".join(line.split(",")[:7] + ["all"]) for line in lines[1:]]) + "\n"
     report = read_report(rescore(run, tmp_path, one) / "report.json")
     for m in report.models.values():
-        assert m.categories["all"].accuracy == m.accuracy and m.categories["all"].accuracy_ci95 == m.accuracy_ci95
+        c = m.categories["all"]
+        assert c.accuracy == m.accuracy and c.n == m.n and c.n_questions == m.n_questions
+        assert c.accuracy_ci95 == wilson_interval(m.accuracy, m.n_questions)
+        assert c.accuracy_ci95[0] <= m.accuracy <= c.accuracy_ci95[1]
+
+
+def test_a_small_category_never_gets_a_zero_width_interval(run):
+    """Issue 37.14: one question, or four all right, is not certainty: the interval is Wilson's, not [x, x]."""
+    report = read_report(run / "report.json")
+    seen = 0
+    for m in report.models.values():
+        for name, c in m.categories.items():
+            low, high = c.accuracy_ci95
+            assert low <= c.accuracy <= high and high - low >= 0.2, (m.model, name, c)
+            seen += 1
+    assert seen == 8
+    assert report.models[LEAKY].categories["leave"].accuracy_ci95 == [0.0, 0.793451]  # 0 of 1
+    assert report.models[LEAKY].categories["hr"].accuracy_ci95 == [0.206549, 1.0]  # 1 of 1
+    assert wilson_interval(1.0, 4) == [0.510109, 1.0]  # 4 of 4 (the issue's case); Wilson (1927)
 
 
 def test_leaderboard_md_has_a_per_category_table(run):
@@ -67,8 +85,8 @@ def test_leaderboard_md_has_a_per_category_table(run):
     section = md.split("## By category\n")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("|")]
     assert rows[0] == f"| Category | Questions | {CAREFUL} | {LEAKY} |"
-    assert rows[3] == "| pay & bands | 2 | 100.0% [100.0, 100.0] | 50.0% [0.0, 100.0] |"
-    assert "Accuracy per category: as the leaderboard's accuracy" in section
+    assert rows[3] == "| pay & bands | 2 | 100.0% [34.2, 100.0] | 50.0% [9.5, 90.5] |"
+    assert "Accuracy per category: as the leaderboard's accuracy" in section and "Wilson" in section
 
 
 def test_report_html_has_the_table_and_a_heatmap(run):
@@ -76,9 +94,9 @@ def test_report_html_has_the_table_and_a_heatmap(run):
     assert '<a href="#categories">Categories</a>' in html
     section = html.split('<section id="categories">')[1].split("</section>")[0]
     assert "<td><strong>pay &amp; bands</strong></td><td class=num>2</td>" in section
-    assert "<td class=num>50.0% [0.0, 100.0]</td>" in section
+    assert "<td class=num>50.0% [9.5, 90.5]</td>" in section
     assert 'data-plot="categories"' in section
-    assert f"<title>{LEAKY}, pay &amp; bands: accuracy 50.0%, 95% CI 0.0%–100.0%, 2 question(s)</title>" in section
+    assert f"<title>{LEAKY}, pay &amp; bands: accuracy 50.0%, 95% CI 9.5%–90.5%, 2 question(s)</title>" in section
 
 
 def test_hostile_category_names_stay_text(run, tmp_path):
@@ -126,7 +144,7 @@ def test_the_viewer_filters_the_grid_by_category_and_shows_the_table(run, tmp_pa
             app.questions({"runs": ["run"], "category": ["payroll"]})
         board = app.leaderboard("run")
         assert board["categories"]["headers"] == ["Category", "Questions", CAREFUL, LEAKY]
-        assert board["categories"]["rows"][1] == ["pay & bands", "2", "100.0% [100.0, 100.0]", "50.0% [0.0, 100.0]"]
+        assert board["categories"]["rows"][1] == ["pay & bands", "2", "100.0% [34.2, 100.0]", "50.0% [9.5, 90.5]"]
         assert "Forbidden cit." in [c["header"] for c in board["columns"]]
     finally:
         indexer.stop()

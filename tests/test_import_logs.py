@@ -420,3 +420,28 @@ def test_reimporting_into_a_run_folder_needs_force(kb, kb_ids, tmp_path):
     inside = write(run / "malformed.jsonl", (tmp_path / "first.jsonl").read_text(encoding="utf-8"))
     code, out = run_grace("import-logs", inside, "--kb", kb, "--out", run, "--force")
     assert code == 2 and "where this command writes" in out
+
+
+def test_force_replacing_a_run_drops_what_was_derived_from_the_old_one(kb, kb_ids, tmp_path):
+    """Issue 37.13: a spot-check (and every other file made from the old run's answers) goes with the run it
+    checked; the new run's report names only its own models."""
+    first = make_log(tmp_path / "first.jsonl", 120, kb_ids, 7)
+    run = tmp_path / "run"
+    assert run_grace("import-logs", first.path, "--kb", kb, "--gold", GOLD, "--out", run)[0] == 0
+    code, out = run_grace("spotcheck", "run", run, "--kb", kb, "--judge", "baseline:lexical", "--sample", "4")
+    assert code == 0, out
+    assert (run / "spotcheck.json").exists() and (run / "spotcheck" / "claims.jsonl").exists()
+    gold = load_gold(GOLD).questions
+    second = tmp_path / "second.jsonl"
+    write(second, "".join(json.dumps({"question": q.question, "question_id": q.question_id, "model": "new-bot",
+                                      "answer": REFUSAL, "citations": []}) + "\n" for q in gold[:10]))
+    code, out = run_grace("import-logs", second, "--kb", kb, "--gold", GOLD, "--out", run, "--force")
+    assert code == 0, out
+    report = json.loads((run / "report.json").read_text(encoding="utf-8"))
+    assert list(report["models"]) == ["new-bot"]
+    assert report.get("spotcheck") is None, report["spotcheck"]
+    for name in ("spotcheck.json", "spotcheck/claims.jsonl", "spotcheck_claims_review.csv"):
+        assert not (run / name).exists(), name
+    assert "bot-a" not in (run / "report.html").read_text(encoding="utf-8")
+    code, out = run_grace("report", run)
+    assert code == 0 and "bot-a" not in out, out

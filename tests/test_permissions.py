@@ -212,3 +212,31 @@ def test_a_kb_without_audiences_writes_what_it_wrote_before(tmp_path):
     assert "Forbidden" not in (plain / "leaderboard.md").read_text()
     assert "Forbidden" not in (plain / "report.html").read_text()
     assert "forbidden" not in (plain / "scores.jsonl").read_text()
+
+
+def test_group_names_are_read_alike_from_articles_gold_responses_and_logs(run, tmp_path):
+    """Issue 37.15: ' hr ' in a log, a responses file or a gold cell is the group hr of an article's audience,
+    as the article side already strips its names (one rule: kb_builder.kb_records.group_names)."""
+    rows = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+    for r in rows:
+        if r["question_id"] == "q5":
+            r["user_groups"] = [" hr ", "\tstaff"]
+    write(tmp_path / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    code, text = run_grace("score", tmp_path / "responses.jsonl", "--gold", run.parent / "gold.csv", "--kb",
+                           run.parent / "kb", "--out", out)
+    assert code == 0, text
+    assert {m: scores(out)[(m, "q5")]["outcome"] for m in (LEAKY, CAREFUL)} == {LEAKY: "correct", CAREFUL: "correct"}
+    # an audit log: the same names, as a list and as a ';'-separated string
+    log = tmp_path / "log.jsonl"
+    write(log, json.dumps({"question_id": "q5", "question": "Who runs misconduct investigations?", "model": "bot",
+                           "answer": "HR runs them [ID: 4]", "user_groups": [" hr "]}) + "\n"
+          + json.dumps({"question_id": "q2", "question": "What are the manager salary bands?", "model": "bot",
+                        "answer": "Bands A to F [ID: 2]", "user_groups": " staff ;  managers "}) + "\n")
+    imported = tmp_path / "imported"
+    code, text = run_grace("import-logs", log, "--kb", run.parent / "kb", "--gold", run.parent / "gold.csv",
+                           "--out", imported)
+    assert code == 0, text
+    assert {q: scores(imported)[("bot", q)]["outcome"] for q in ("q5", "q2")} == {"q5": "correct", "q2": "correct"}
+    assert [json.loads(line)["user_groups"] for line in (imported / "responses.jsonl").read_text().splitlines()] \
+        == [["staff", "managers"], ["hr"]]

@@ -329,3 +329,48 @@ def test_bad_machine_label_file_is_a_clear_error(bench, tmp_path):
     code, out = run_grace("score", bench / "run" / "responses.jsonl", "--gold", human, "--kb", bench / "kb",
                           "--out", tmp_path / "o", "--machine-gold", tmp_path / "m.csv")
     assert code != 0 and "not a machine-label file" in out and "Traceback" not in out
+
+
+def test_the_ppi_counts_are_one_consistent_set_with_repeats(bench, tmp_path):
+    """Issue 37.17: 90 questions asked twice (180 rows), 30 of them human-labelled: every view says how many
+    questions are human-labelled, machine-labelled and without a usable machine label (adding up to the 90), and
+    how many rows, each figure with its unit; none says "30 questions, 60 rows" as if that were the run."""
+    from harness.run_folder.report import read_report
+
+    rows = [json.loads(line) for line in (bench / "run" / "responses.jsonl").read_text().splitlines()]
+    one = [r for r in rows if r["model"] == "sim:model-1"]
+    write(tmp_path / "responses.jsonl", "".join(json.dumps(dict(r, repeat=k)) + "\n" for k in (0, 1) for r in one))
+    # a machine-label file with no usable label for 16 more questions (the models split: no suggestion)
+    human = _human(bench, tmp_path, n=30)
+    labelled = {row["question_id"] for row in csv.DictReader(human.open(encoding="utf-8"))}
+    with (bench / "suggestions.csv").open(encoding="utf-8", newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields, suggestions = reader.fieldnames, list(reader)
+    blanked = 0
+    for row in suggestions:
+        if row["question_id"] not in labelled and row["suggested"] and blanked < 16:
+            row.update(suggested="", support="", flag="split")
+            blanked += 1
+    with (tmp_path / "machine.csv").open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.DictWriter(fh, fields)
+        writer.writeheader()
+        writer.writerows(suggestions)
+    code, text = run_grace("score", tmp_path / "responses.jsonl", "--gold", human, "--kb", bench / "kb", "--out",
+                           tmp_path / "out", "--machine-gold", tmp_path / "machine.csv")
+    assert code == 0, text
+    report = read_report(tmp_path / "out" / "report.json")
+    p, m = report.ppi, report.models["sim:model-1"].ppi
+    assert (p.questions, p.human_labels, p.rows, p.human_rows) == (90, 30, 180, 60)
+    assert p.unlabelled >= 16 and p.human_labels + p.machine_labels + p.unlabelled == p.questions
+    assert (m.n_human, m.n_machine, m.n_no_label) == (30, 60, p.unlabelled)
+    assert report.responses.n == 60 and report.gold.n_questions == 30  # the human-labelled part, said as such
+    machine, none = p.machine_labels, p.unlabelled
+    html = unescape((tmp_path / "out" / "report.html").read_text(encoding="utf-8"))
+    md = (tmp_path / "out" / "leaderboard.md").read_text(encoding="utf-8")
+    for page in (html, md, text):
+        assert "over all 90 questions (180 rows) from 30 human labels" in page
+        assert f"and {machine} machine labels" in page and f"{none} question(s) have no usable machine label" in page
+        assert f"30 + {machine} (+{none} with no label)" in page  # the model's questions, the same three counts
+    assert "90 questions: 30 human-labelled" in html and "180 rows (60 on the human-labelled questions)" in html
+    assert "30 questions (" not in html.split("<dl")[0]  # the subtitle is the run's, not the human subset's
+    assert "90 questions: 30 human-labelled" in md

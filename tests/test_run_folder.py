@@ -22,7 +22,7 @@ import pytest
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, run_grace, small_bench, write
 
-VOLATILE = {"created_at", "responses", "gold", "kb"}  # timestamps and paths; every figure must match
+VOLATILE = {"created_at", "responses", "gold", "kb", "run_json_hash"}  # timestamps, paths and run.json's identity: every figure must match
 
 
 @pytest.fixture()

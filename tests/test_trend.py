@@ -194,3 +194,55 @@ def test_a_trend_is_json_the_api_reads_back(runs, tmp_path):
     data = json.loads(path.read_text())
     assert data["schema_version"] == 1 and Trend.model_validate(data) == t
     assert {"trend", "write_trend", "Trend"} <= set(grace.API_NAMES)
+
+
+def test_damaged_reports_are_each_left_out_by_name_and_never_plotted(runs, tmp_path):
+    """Issue 37.12: impossible figures (an accuracy of 7.5, n = -5, a reversed CI) and a truncated report.json are
+    refused where the report is read; the trend (grace report --trend and the viewer's Trends page) leaves out
+    every damaged run, each named with its problem, instead of plotting 750% or stopping at the first."""
+    import shutil
+
+    copy = tmp_path / "runs"
+    names = TIME_ORDER[:6]
+    for name in names:
+        shutil.copytree(runs / name, copy / name)
+
+    def edit(name: str, change) -> None:
+        path = copy / name / "report.json"
+        data = json.loads(path.read_text(encoding="utf-8"))
+        change(data["models"][SLIPPING])
+        path.write_text(json.dumps(data), encoding="utf-8")
+
+    edit(names[1], lambda m: m.update(accuracy=7.5))
+    edit(names[2], lambda m: m.update(n=-5))
+    edit(names[3], lambda m: m.update(accuracy_ci95=[0.9, 0.1]))
+    whole = (copy / names[4] / "report.json").read_text(encoding="utf-8")
+    (copy / names[4] / "report.json").write_text(whole[: len(whole) // 2], encoding="utf-8")
+    damaged = {names[1]: "accuracy is 7.5, not a fraction between 0 and 1", names[2]: "n is -5, not a count",
+               names[3]: "accuracy_ci95 is [0.9, 0.1], not [low, high] with 0 <= low <= high <= 1",
+               names[4]: "not valid JSON"}
+
+    def check(trend: dict) -> None:
+        assert [r["id"] for r in trend["runs"]] == [names[0], names[5]]
+        left = {x["run"]: x["reason"] for x in trend["left_out"]}
+        for name, problem in damaged.items():
+            assert left[name].startswith("damaged report.json") and problem in left[name], (name, left[name])
+            assert "not scored yet" not in left[name]
+        for s in trend["series"]:
+            assert all(0 <= p["value"] <= 1 for p in s["points"])
+
+    check(grace.trend([copy]).model_dump(mode="json"))
+    code, out = run_grace("report", "--trend", copy, "--out", tmp_path / "trend.json")
+    assert code == 0, out
+    assert sum(f"left out: {name}" in out for name in damaged) == 4, out
+    app, indexer = open_viewer([copy], tmp_path / "cache", child=False)
+    try:
+        assert indexer.wait(60)
+        check(app.get("/api/trend", {})["trend"])
+        assert "750" not in app.get("/api/trend-plot", {}).body.decode()
+        runs_page = {r["id"]: r for r in app.get("/api/runs", {})["runs"]}
+        for name, problem in damaged.items():  # the Runs page names the damage too, never "not scored yet"
+            assert problem in (runs_page[name]["problem"] or ""), runs_page[name]
+            assert runs_page[name]["state"] != "unscored"
+    finally:
+        indexer.stop()

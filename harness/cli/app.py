@@ -111,10 +111,13 @@ def _mask_streams() -> tuple[TextIO, TextIO] | None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from harness.cli.output_streams import pipe_safe_streams
+
     streams = _mask_streams()
     handler = _show_notices()
     try:
-        _main(argv)
+        with pipe_safe_streams():  # grace ... | head: the output stops, the command's work does not
+            _main(argv)
     finally:
         logging.getLogger("grace").removeHandler(handler)
         if streams is not None:  # called in-process (tests, a notebook): the caller's streams back as they were

@@ -88,13 +88,19 @@ def _found(value: Any) -> str:
     return ("the string " if isinstance(value, str) else "") + as_written(value)
 
 
-def load_report(path: Path) -> _Read:
-    """A report.json (or the folder holding it), read and checked by its owner, with the JSON it was read from."""
-    from harness.run_folder import RunDir
+def load_report(path: Path, *, current: bool = True) -> _Read:
+    """A report.json (or the folder holding it), read and checked by its owner, with the JSON it was read from.
+    ``current`` (the report gated, not a baseline): refused when its run folder's answers are not the ones it was
+    scored from (``RunDir.report_out_of_date``)."""
+    from harness.run_folder import REPORT, RunDir
     from harness.run_folder.report import read_report_data
 
     file = RunDir(path).report if path.is_dir() else path
-    return _Read(file, *read_report_data(file))
+    read = _Read(file, *read_report_data(file))
+    stale = RunDir(file.parent).report_out_of_date(read.report) if current and file.name == REPORT else None
+    if stale:  # a gate must never pass on figures of answers that are no longer the run's
+        raise GraceError(stale)
+    return read
 
 
 def _fraction(name: str, value: float | None) -> None:
@@ -250,7 +256,7 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
     new = load_report(report_path)
     report = new.report
     names = _pick(report, new.path, models)
-    old = load_report(baseline) if baseline is not None else None
+    old = load_report(baseline, current=False) if baseline is not None else None
     for read in (new, old):
         if read is not None and read.report.unlabelled is not None and (min_accuracy is not None or read is old):
             raise GraceError(f"{read.path}: its questions carry no label (imported logs without --gold), so it has "

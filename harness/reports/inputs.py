@@ -10,6 +10,7 @@ inputs that cannot be read become a visible note, never an error.
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from harness.core.jsonl import loads_line
 from harness.run_folder import Report, RunDir
 from harness.run_folder.report import ModelReport
 from harness.run_folder.responses import RowKey, iter_response_lines
+
+log = logging.getLogger("grace")
 
 
 @dataclass
@@ -32,6 +35,7 @@ class ReportInputs:
     questions: dict[str, str] = field(default_factory=dict)
     titles: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # shown at the top of the HTML page
+    out_of_date: str | None = None  # the answers on file are not those report.json was scored from: why, and the fix
 
     @property
     def models(self) -> dict[str, ModelReport]:
@@ -54,6 +58,10 @@ def load_inputs(out_dir: Path, kb: Any = None, gold: Any = None) -> ReportInputs
     run = RunDir(out_dir)
     report = run.read_report()
     inputs = ReportInputs(out_dir=run.path, report=report)
+    inputs.out_of_date = run.report_out_of_date(report)
+    if inputs.out_of_date:  # said first, in every view: the figures below are not of the answers on file
+        log.warning(inputs.out_of_date)
+        inputs.notes.append(inputs.out_of_date)
     inputs.notes += report.warnings  # the scorer's own caveats come first
     inputs.scores, inputs.failure_counts = _read_failures(run.scores, inputs.notes, report.seed)
     _load_responses(inputs)

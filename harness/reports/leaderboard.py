@@ -104,7 +104,16 @@ def _ppi_labels(m: ModelReport) -> str:
     if p is None:
         return DASH
     gained = number(p.labels_gained)
-    return f"{p.n_human:,} + {p.n_machine:,}" + ("" if gained is None else f" (≈{p.n_human + gained:,.0f})")
+    return labels_cell(p) + ("" if gained is None else f" (≈{p.n_human + gained:,.0f})")
+
+
+def labels_cell(p: Any) -> str:
+    """A model's questions by label, in the report's three counts: ``30 + 44 (+16 with no label)`` (human-labelled
+    + machine-labelled, and those with no usable machine label, scored as a miss); an older report: ``30 + 60``."""
+    if p.n_no_label is None:
+        return f"{p.n_human:,} + {p.n_machine:,}"
+    return f"{p.n_human:,} + {p.n_machine - p.n_no_label:,}" + (f" (+{p.n_no_label:,} with no label)"
+                                                                  if p.n_no_label else "")
 
 
 COLUMNS: list[Column] = [
@@ -117,9 +126,9 @@ COLUMNS: list[Column] = [
            "labels of any quality (power-tuned, so no wider than the human labels' alone), when the human-labelled "
            "questions are a random draw ('grace annotations sample').", when=_ppi_shown),
     Column("ppi_labels", "Labels (human + machine)", _ppi_labels, drop=8,
-           legend="Labels: human-labelled + other questions the model answered (the others are judged by their machine "
-           "label, a miss where there is none); (≈N): the human labels the human-only interval would need to be as "
-           "narrow as the PPI one.", when=_ppi_shown),
+           legend="Labels: the questions the model answered with a human label + with a machine label (+ those with "
+           "no usable machine label, judged a miss); (≈N): the human labels the human-only interval would need to be "
+           "as narrow as the PPI one.", when=_ppi_shown),
     Column("accuracy", "Accuracy ± 95% CI", lambda m: pct_ci(m.accuracy, m.accuracy_ci95),
            legend="Accuracy: share of responses that cite the expected article, or refuse when the question must be "
            "refused (lenient extraction); the interval is a 95% bootstrap CI."),
@@ -179,10 +188,22 @@ def ppi_note(report: Report) -> str | None:
             if p.unlabelled else "")
     drawn = ("drawn by 'grace annotations sample'" + (f", stratified by {p.draw.stratified_by}" if p.draw.stratified_by
                                                       else "")) if p.draw.matches else "not checked as a random draw"
-    return (f"the PPI columns are estimated over all {p.questions:,} questions from {p.human_labels:,} human labels "
+    rows = "" if p.rows is None else f" ({p.rows:,} rows)"
+    return (f"the PPI columns are estimated over all {p.questions:,} questions{rows} from {p.human_labels:,} human labels "
             f"({drawn}) and {p.machine_labels:,} machine labels ({p.machine_path}, by {p.machine_source}){none}{agree}. "
             f"Models are ranked by PPI accuracy; the other columns are over the {p.human_labels:,} human-labelled "
-            "questions only.")
+            "questions only" + ("" if p.human_rows is None else f" ({p.human_rows:,} rows)") + ".")
+
+
+def run_size(report: Report) -> str | None:
+    """What a prediction-powered run scored, in questions and rows, for the headers that would otherwise give the
+    human-labelled part alone as the run (``report.gold`` and ``report.responses`` count only those); None otherwise."""
+    p = report.ppi
+    if p is None:
+        return None
+    rows = "" if p.rows is None else f"; {p.rows:,} rows ({p.human_rows:,} on the human-labelled questions)"
+    return (f"{p.questions:,} questions: {p.human_labels:,} human-labelled, {p.machine_labels:,} machine-labelled, "
+            f"{p.unlabelled:,} with no usable machine label{rows}")
 
 
 PPI_TITLE = "Prediction-powered (PPI++)"
@@ -198,9 +219,10 @@ def legend_for(columns: list[Column]) -> list[str]:
 
 
 CATEGORY_LEGEND = ("Accuracy per category: as the leaderboard's accuracy, over the questions of one category of the "
-                   "gold file (its category column), with a 95% bootstrap CI over those questions; a category of few "
-                   "questions has a wide interval, so compare categories with care. Questions: the category's "
-                   "questions the models answered.")
+                   "gold file (its category column), with a 95% Wilson score interval over those questions (valid on "
+                   "a few questions, where a bootstrap would collapse to a point); a category of few questions has a "
+                   "wide interval, so compare categories with care. Questions: the category's questions the models "
+                   "answered.")
 
 
 def category_table(categories: list[str] | None, models: list[ModelReport]) -> tuple[list[str], list[list[str]]]:

@@ -17,6 +17,7 @@ from harness.reports.leaderboard import (
     leaderboard_rows,
     legend_for,
     ppi_note,
+    run_size,
     truncation_notes,
 )
 
@@ -56,8 +57,9 @@ def render_markdown(inputs: ReportInputs) -> str:
         f"<!-- grace leaderboard.md schema_version {MARKDOWN_SCHEMA_VERSION} -->",
         "# grace leaderboard",
         "",
-        f"Gold: {cell(str(gold.n_questions))} questions ({cell(str(gold.n_must_refuse))} must refuse), "
-        f"hash `{_code(gold.hash)}`; "
+        (f"Scored: {cell(scored)}. Gold (human labels): {cell(str(gold.n_questions))} questions "
+         if (scored := run_size(report)) else f"Gold: {cell(str(gold.n_questions))} questions ")
+        + f"({cell(str(gold.n_must_refuse))} must refuse), hash `{_code(gold.hash)}`; "
         f"KB: {cell(str(kb.n_articles))} articles, hash `{_code(kb.hash)}`; "
         f"scored {cell(report.created_at)} with grace {cell(report.grace_version)}.",
         "",
@@ -65,6 +67,8 @@ def render_markdown(inputs: ReportInputs) -> str:
         *_table(columns, rows),
         "",
     ]
+    if inputs.out_of_date:
+        lines[5:5] = [f"**Warning:** {cell(inputs.out_of_date)}", ""]  # under the gold line, above the table
     note = error_note(rows)
     if note:
         lines += [f"**Warning:** {cell(note)}", ""]

@@ -14,6 +14,7 @@ from importlib import resources
 from harness.reports.failures import failures_section
 from harness.reports.heatmap import category_heatmap, confusion_heatmap
 from harness.reports.inputs import ReportInputs
+from harness.reports.leaderboard import run_size
 from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
@@ -74,14 +75,19 @@ def _header(inputs: ReportInputs) -> str:
     r = inputs.report
     gold, kb, responses = r.gold, r.kb, r.responses
     repeats = max((m.repeats or 1 for m in inputs.models.values()), default=1)
+    scored = run_size(r)  # prediction-powered: the run is every question, gold and responses its human part
     subtitle = (f"{len(inputs.models)} model{'s' if len(inputs.models) != 1 else ''} · "
-                f"{gold.n_questions} questions ({gold.n_must_refuse} must refuse)"
+                + (scored or f"{gold.n_questions} questions ({gold.n_must_refuse} must refuse)")
                 + (f" · {repeats} repeats per question" if repeats > 1 else ""))
     rows = [
         ("Scored", f"{escape(r.created_at)} with grace {escape(r.grace_version)}"),
-        ("Gold", f"{escape(str(gold.path))} · hash {_short(gold.hash)}"),
+        ("Gold", f"{escape(str(gold.path))} · hash {_short(gold.hash)}"
+                 + (f" · the {gold.n_questions} human-labelled questions ({gold.n_must_refuse} must refuse)"
+                    if scored else "")),
         ("KB", f"{escape(kb.path)} · {kb.n_articles} articles · hash {_short(kb.hash)}"),
-        ("Responses", f"{escape(responses.path)} · {responses.n} rows"),
+        ("Responses", f"{escape(responses.path)} · "
+                      + (f"{r.ppi.rows} rows ({responses.n} on the human-labelled questions)"
+                         if scored and r.ppi.rows is not None else f"{responses.n} rows")),
         ("Statistics", f"seed {r.seed} · {r.bootstrap_samples} bootstrap samples"),
     ]
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)

@@ -21,6 +21,7 @@ from harness.reports.leaderboard import (
     count,
     error_note,
     errors_text,
+    labels_cell,
     leaderboard_rows,
     legend_for,
     millis,
@@ -172,7 +173,7 @@ def ppi_section(inputs: ReportInputs) -> str:
         acc, cal = p.accuracy, p.refusal_calibration
         rows.append([escape(m.model), pct_ci(acc.value, acc.ci95), pct_ci(acc.human_only, acc.human_only_ci95),
                      pct(p.machine_accuracy), DASH if acc.lam is None else f"{acc.lam:.2f}",
-                     f"{count(p.n_human)} + {count(p.n_machine)}",
+                     labels_cell(p),
                      DASH if acc.effective_labels is None else f"{acc.effective_labels:,.0f}",
                      DASH if cal is None else pct_ci(cal.value, cal.ci95)])
     head = ["Model", "PPI accuracy [95%]", "Human labels only [95%]", "Against machine labels", "lambda",
@@ -188,7 +189,7 @@ def ppi_section(inputs: ReportInputs) -> str:
                "above). Against machine labels: the uncorrected accuracy, for comparison.</p>")
     return (caption + table(head, rows, {1, 2, 3, 4, 5, 6, 7})
             + ("<h3>Differences between models, prediction-powered</h3>"
-               + table(["Model A", "Model B", "Questions (human + machine)", "A − B [95%]", "p", "p (Holm)",
+               + table(["Model A", "Model B", "Questions (human-labelled + others)", "A − B [95%]", "p", "p (Holm)",
                         "Significant"], pairs, {2, 3, 4, 5}) if pairs else ""))
 
 

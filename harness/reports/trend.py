@@ -30,8 +30,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, Field
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
+from harness.core.wilson import wilson_interval
 from harness.reports.leaderboard import ci, number
 from harness.reports.svg import GRID, INK, Scale, document, esc, fmt, legend, line, text, truncate
 from harness.run_folder.report import ModelReport, Report
@@ -61,6 +61,7 @@ class TrendSource:
     when: str | None  # ISO 8601: run.json's started_at, else the report's created_at
     hits: Callable[[bool], RunHits | None]
     categories: Callable[[], dict[str, str]]
+    damaged: str | None = None  # why its report.json could not be read (then ``report`` is None): not "not scored"
 
 
 class TrendChange(BaseModel):
@@ -85,7 +86,9 @@ class TrendPoint(BaseModel):
     n: int  # responses behind the figure
     n_questions: int  # distinct questions behind it
     value: float | None  # the metric (accuracy or strict accuracy), on every question or on the category's
-    ci95: list[float] | None  # its 95% bootstrap CI over questions; None with --bootstrap 0
+    # its 95% CI: the bootstrap over questions (a category: the Wilson score interval, as the report's); None with
+    # --bootstrap 0
+    ci95: list[float] | None
     change: TrendChange | None = None  # against the model's previous point; None for its first, or not testable
     note: str | None = None  # why there is no change test, when there is a previous point
 
@@ -158,7 +161,9 @@ def group_runs(sources: list[TrendSource]) -> tuple[dict[str, list[TrendSource]]
     left: list[LeftOut] = []
     for s in sources:
         r = s.report
-        if r is None:
+        if r is None and s.damaged:  # every damaged report is named, each with its problem; none stops the trend
+            left.append(LeftOut(run=s.id, path=str(s.path), reason=f"damaged report.json, not read: {s.damaged}"))
+        elif r is None:
             left.append(LeftOut(run=s.id, path=str(s.path), reason="not scored yet (no report.json)"))
         elif r.unlabelled is not None:
             left.append(LeftOut(run=s.id, path=str(s.path), reason="unlabelled (imported logs without gold): no "
@@ -173,7 +178,8 @@ def group_runs(sources: list[TrendSource]) -> tuple[dict[str, list[TrendSource]]
 def pick_group(groups: dict[str, list[TrendSource]], gold: str | None) -> str:
     """The gold hash asked for (a prefix will do), else the one with the most runs (then the newest)."""
     if not groups:
-        raise GraceError("no scored run to follow: a trend needs runs with a report.json (grace score them first)")
+        raise GraceError("no scored run to follow: a trend needs runs with a readable report.json (grace score them "
+                         "first)")
     if gold:
         found = [h for h in groups if h.startswith(gold)]
         if len(found) != 1:
@@ -272,10 +278,9 @@ class _Context:
         keep = asked > 0
         if not keep.any():
             return None
-        rate = got[keep] / asked[keep]
-        interval = bootstrap_cis([rate], s.report.bootstrap_samples, s.report.seed)[0] if s.report else None
-        return TrendPoint(**base, n=int(asked[keep].sum()), n_questions=int(keep.sum()),
-                          value=round(float(got[keep].sum() / asked[keep].sum()), 6), ci95=interval)
+        value = round(float(got[keep].sum() / asked[keep].sum()), 6)
+        interval = wilson_interval(value, int(keep.sum())) if s.report and s.report.bootstrap_samples > 0 else None
+        return TrendPoint(**base, n=int(asked[keep].sum()), n_questions=int(keep.sum()), value=value, ci95=interval)
 
     def add_changes(self, series: list[TrendSeries]) -> None:
         """Each point's change from the model's previous point, one ``compare_sides`` call per pair of runs."""

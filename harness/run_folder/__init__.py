@@ -222,6 +222,60 @@ class RunDir:
         return [self.responses, self.scores, self.report, self.run_info, self.spotcheck, self.judgements,
                 self.review_csv, self.calibration, self.batches, self.exports]
 
+    def derived_files(self) -> list[Path]:
+        """Everything made from the answers on file (scores, reports, the spot-check and its review files, the
+        judge's calibration, exports): describes that run only, so it goes when the run is replaced."""
+        return [self.scores, self.report, self.leaderboard_md, self.report_html, self.spotcheck, self.judgements,
+                self.claims, self.quality, self.review_csv, self.claims_review_csv, self.calibration, self.exports,
+                self.results_parquet]
+
+    def discard_derived(self) -> list[Path]:
+        """Remove :meth:`derived_files` (under the lock, before another run's answers are written here): a
+        spot-check or report of the old answers must never be read as one of the new. Returns what was removed."""
+        gone = [p for p in self.derived_files() if p.is_file()]
+        for p in gone:
+            p.unlink()
+        try:
+            self.judgements.parent.rmdir()  # spotcheck/, when nothing but the files above was in it
+        except OSError:
+            pass
+        return gone
+
+    def report_out_of_date(self, report: Report | None = None) -> str | None:
+        """Why ``report.json`` (``report``: as already read) does not describe this run, in a sentence with the fix,
+        or None.
+
+        Its figures are of the answers it was scored from (:meth:`scores_behind`) and of the gold it was scored
+        against: answers added or changed since (a run stopped between its calls and its scoring, ``--no-score``, a
+        hand edit), or a later ``grace run`` with another gold file (``run.json`` is no longer the one the report
+        recorded, and names another gold), make them another run's figures, which ``grace gate`` must refuse and
+        every view must say. (A ``grace score`` against another gold after the run is a re-scoring, not staleness:
+        it records the run.json it scored.) Judged by content, so a copy of the folder judges the same. A folder
+        being written now is not judged: its writer scores last (this process holding the lock, ``grace report``
+        rendering, is none)."""
+        writer = self.writer()
+        if writer and not writer.startswith(f"pid {os.getpid()},"):
+            return None
+        if not self.report.exists() or not self.responses.exists():
+            return None
+        fix = (f"score it again (grace score {self.responses} --gold GOLD.csv --kb KB --out {self.path}, or run the "
+               "same grace run command again)")
+        if self.scores_behind():
+            return (f"{self.report} was scored from other answers than {self.responses} holds now (answers were "
+                    "added or changed after it was scored: a run stopped before scoring, --no-score, or an edit), so "
+                    f"its figures are not this run's; {fix}")
+        try:
+            report = report if report is not None else self.read_report()
+            info = self.read_run_info()
+        except (GraceError, OSError):
+            return None  # an unreadable report or run.json is said by whoever reads it
+        if (info is not None and report.run_json_hash is not None and info.gold.hash != report.gold.hash
+                and file_hash(self.run_info) != report.run_json_hash):
+            return (f"{self.report} was scored against another gold set ({report.gold.path}, hash {report.gold.hash}) "
+                    f"than the grace run after it asked ({info.gold.path}, hash {info.gold.hash}), so its figures are "
+                    f"not this run's; {fix}")
+        return None
+
     def written_files(self) -> list[str]:
         """The names ``grace run`` writes here (``--log-to parquet`` too): no input of the run may sit in the folder
         under one of them."""

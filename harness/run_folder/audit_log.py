@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.core.errors import GraceError
+from harness.core.group_names import group_names
 from harness.core.hashing import text_hash
 from harness.core.jsonl import iter_lines, loads_line
 from kb_builder.gold import GoldQuestion, split_ids
@@ -64,6 +65,12 @@ class AuditRecord(BaseModel):
         if isinstance(value, list):
             return [str(v) if isinstance(v, int) and not isinstance(v, bool) else v for v in value]
         return value
+
+    @field_validator("user_groups")
+    @classmethod
+    def _group_names(cls, value: list[str] | None) -> list[str] | None:
+        """Named as the articles' audiences are (``" hr "`` is ``hr``): one rule, harness.core.group_names."""
+        return None if value is None else group_names(value)
 
     @field_validator("latency_ms", "input_tokens", "output_tokens", "cost_usd", mode="before")
     @classmethod

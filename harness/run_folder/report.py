@@ -27,11 +27,12 @@ fields in declaration order), so reordering fields changes ``report.json``.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from types import UnionType
-from typing import Any, Union, get_args, get_origin
+from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
@@ -41,6 +42,39 @@ from harness.run_folder.strict import read_json_object, validate_known
 REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
 
 
+def _share(value: float) -> float:
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise ValueError("not a fraction between 0 and 1")
+    return value
+
+
+def _count(value: int) -> int:
+    if value < 0:
+        raise ValueError("not a count (0 or more)")
+    return value
+
+
+def _amount(value: float) -> float:
+    if not (math.isfinite(value) and value >= 0.0):
+        raise ValueError("not a finite number of 0 or more")
+    return value
+
+
+def _interval(value: list[float]) -> list[float]:
+    """``[low, high]`` of a share: two numbers, 0 <= low <= high <= 1 (a reversed or impossible CI is damage)."""
+    if not (len(value) == 2 and all(math.isfinite(v) for v in value) and 0.0 <= value[0] <= value[1] <= 1.0):
+        raise ValueError("not [low, high] with 0 <= low <= high <= 1")
+    return value
+
+
+# Figures are checked where report.json is read (and as the scorer builds it): a share outside 0..1 (an accuracy of
+# 7.5 plotted as 750%), a negative count, NaN, or a reversed interval is a damaged file, named, never plotted.
+Rate = Annotated[float, AfterValidator(_share)]  # a share, 0 to 1
+Count = Annotated[int, AfterValidator(_count)]  # a number of things, 0 or more
+Amount = Annotated[float, AfterValidator(_amount)]  # money, time, a spread: 0 or more (not NaN, not infinite)
+Interval = Annotated[list[float], AfterValidator(_interval)]  # [low, high] of a share
+
+
 class _Block(BaseModel):
     """Strict when built: an unknown key is an error, and so is a value of the wrong type assigned later."""
 
@@ -48,16 +82,16 @@ class _Block(BaseModel):
 
 
 class ClassScores(_Block):
-    precision: float  # of the responses that gave this label, the share whose true label it is
-    recall: float  # of the responses whose true label it is, the share that gave it
-    f1: float  # harmonic mean of precision and recall
-    support: int  # responses whose true label is this one
+    precision: Rate  # of the responses that gave this label, the share whose true label it is
+    recall: Rate  # of the responses whose true label it is, the share that gave it
+    f1: Rate  # harmonic mean of precision and recall
+    support: Count  # responses whose true label is this one
 
 
 class Refusal(_Block):
-    should_refuse_did: float | None  # share of must-refuse questions refused
-    should_answer_did: float | None  # share of answerable questions answered
-    calibration: float | None  # the mean of the two
+    should_refuse_did: Rate | None  # share of must-refuse questions refused
+    should_answer_did: Rate | None  # share of answerable questions answered
+    calibration: Rate | None  # the mean of the two
 
 
 class Confusion(_Block):
@@ -66,59 +100,69 @@ class Confusion(_Block):
 
 
 class Retrieval(_Block):
-    k: int  # the most articles shown to the model for one question
-    recall_at_k: float | None  # share of answerable responses whose shown articles include an expected one
-    n_retrieved: int  # answerable responses shown an expected article
-    n_missed: int  # answerable responses shown none of the expected articles
-    accuracy_when_retrieved: float | None  # accuracy of the responses shown an expected article
+    k: Count  # the most articles shown to the model for one question
+    recall_at_k: Rate | None  # share of answerable responses whose shown articles include an expected one
+    n_retrieved: Count  # answerable responses shown an expected article
+    n_missed: Count  # answerable responses shown none of the expected articles
+    accuracy_when_retrieved: Rate | None  # accuracy of the responses shown an expected article
     # accuracy of the responses shown none of them
-    accuracy_when_missed: float | None
+    accuracy_when_missed: Rate | None
 
 
 class RepeatStats(_Block):
-    n_repeats: int  # distinct repeats scored
+    n_repeats: Count  # distinct repeats scored
     # mean share of a question's repeats giving its most common answer (questions asked 2+ times)
-    question_agreement: float | None
-    accuracy_per_repeat: list[float]  # the accuracy of each repeat, in repeat order
-    accuracy_std: float  # standard deviation of those accuracies (sample, n - 1)
+    question_agreement: Rate | None
+    accuracy_per_repeat: list[Rate]  # the accuracy of each repeat, in repeat order
+    accuracy_std: Amount  # standard deviation of those accuracies (sample, n - 1)
 
 
 class Cost(_Block):
     # sum of the responses' costs, USD (cache hits at what they would cost); null: no cost known
-    total_usd: float | None
-    per_1k_questions_usd: float | None  # mean cost of a response with a known cost, times 1,000, USD
-    input_tokens: int  # prompt tokens over the responses that report them
-    output_tokens: int  # answer tokens over the responses that report them
+    total_usd: Amount | None
+    per_1k_questions_usd: Amount | None  # mean cost of a response with a known cost, times 1,000, USD
+    input_tokens: Count  # prompt tokens over the responses that report them
+    output_tokens: Count  # answer tokens over the responses that report them
 
 
 class Truncation(_Block):
-    n: int  # answers whose finish_reason says the output limit cut them off
-    share: float  # n over the responses scored
-    no_citation: int  # of those, answers cut off before any citation or refusal
+    n: Count  # answers whose finish_reason says the output limit cut them off
+    share: Rate  # n over the responses scored
+    no_citation: Count  # of those, answers cut off before any citation or refusal
     max_tokens: int | None  # the limit they were asked with (params.max_tokens), when recorded
 
 
 class Latency(_Block):
-    p50_ms: float | None  # median latency over the responses that report one, milliseconds; null: none does
-    p95_ms: float | None  # 95th percentile of the latency, milliseconds
+    p50_ms: Amount | None  # median latency over the responses that report one, milliseconds; null: none does
+    p95_ms: Amount | None  # 95th percentile of the latency, milliseconds
 
 
 class CategoryScore(_Block):
-    """One model's accuracy on the questions of one gold category, its CI as the overall accuracy's."""
+    """One model's accuracy on the questions of one gold category (as the overall accuracy), with a Wilson CI."""
 
-    n: int  # responses scored
-    n_questions: int  # distinct questions of the category answered
-    accuracy: float | None  # share of the category's responses that are correct or correct_refusal
-    accuracy_ci95: list[float] | None  # 95% bootstrap over the category's questions; None with --bootstrap 0
+    n: Count  # responses scored
+    n_questions: Count  # distinct questions of the category answered
+    accuracy: Rate | None  # share of the category's responses that are correct or correct_refusal
+    # [low, high], the 95% Wilson score interval over the category's questions (valid for a few questions, where a
+    # bootstrap collapses to a point); None with --bootstrap 0
+    accuracy_ci95: Interval | None
+
+    @model_validator(mode="after")
+    def _in_its_interval(self) -> CategoryScore:
+        """Wilson's interval always holds the share it is of: one that does not is not this figure's."""
+        ci = self.accuracy_ci95
+        if ci is not None and self.accuracy is not None and not ci[0] <= self.accuracy <= ci[1]:
+            raise ValueError(f"accuracy {self.accuracy} is outside its interval {ci}")
+        return self
 
 
 class Permissions(_Block):
     """``report.json["permissions"]``: what the permission check (outcome forbidden_citation) covered; written only
     when the KB gives some article an ``audience``."""
 
-    restricted_articles: int  # articles with an audience (the others everyone may see)
-    checked: int  # responses whose asker's groups were known (the row's user_groups, else the gold 'groups')
-    unchecked: int  # responses with no groups known: their citations were not checked
+    restricted_articles: Count  # articles with an audience (the others everyone may see)
+    checked: Count  # responses whose asker's groups were known (the row's user_groups, else the gold 'groups')
+    unchecked: Count  # responses with no groups known: their citations were not checked
 
 
 class JsonMode(_Block):
@@ -147,6 +191,8 @@ class ModelPpi(_Block):
     significance_group: str  # compact letters from the prediction-powered pairwise tests (Report.ppi.pairwise)
     n_human: int  # human-labelled questions the model answered
     n_machine: int  # other questions it answered, each with a machine label or none (a miss under no label)
+    # of those n_machine questions, the ones with no usable machine label; null in a report written before it was
+    n_no_label: int | None = None
     accuracy: PpiFigure  # prediction-powered accuracy over every question answered
     machine_accuracy: float | None  # accuracy against the machine labels alone, over every question (uncorrected)
     labels_gained: float | None  # effective_labels of the accuracy minus the human labels it used
@@ -162,34 +208,34 @@ class ModelReport(_Block):
 
     rank: int | None  # None: an unlabelled run (imported logs without gold) ranks nothing
     significance_group: str  # compact letters: models sharing a letter are not significantly different
-    n: int  # responses scored
-    n_questions: int  # distinct gold questions answered
-    repeats: int  # distinct repeats scored (--repeats)
-    accuracy: float | None  # None: an unlabelled run (Report.unlabelled says which figures are absent and why)
-    accuracy_ci95: list[float] | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
-    strict_accuracy: float | None  # accuracy when responses are read strictly (the prompt's exact format only)
+    n: Count  # responses scored
+    n_questions: Count  # distinct gold questions answered
+    repeats: Count  # distinct repeats scored (--repeats)
+    accuracy: Rate | None  # None: an unlabelled run (Report.unlabelled says which figures are absent and why)
+    accuracy_ci95: Interval | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
+    strict_accuracy: Rate | None  # accuracy when responses are read strictly (the prompt's exact format only)
     # [low, high], 95% bootstrap over questions of strict_accuracy; None with --bootstrap 0
-    strict_accuracy_ci95: list[float] | None
-    outcomes: dict[str, int]  # responses per outcome, read leniently
-    strict_outcomes: dict[str, int]  # responses per outcome, read strictly
-    invalid_citation_rate: float  # share of responses citing an ID that is not in the KB
-    unshown_citation_rate: float | None = None  # cited a KB article not shown to the model (schema 2)
+    strict_accuracy_ci95: Interval | None
+    outcomes: dict[str, Count]  # responses per outcome, read leniently
+    strict_outcomes: dict[str, Count]  # responses per outcome, read strictly
+    invalid_citation_rate: Rate  # share of responses citing an ID that is not in the KB
+    unshown_citation_rate: Rate | None = None  # cited a KB article not shown to the model (schema 2)
     # cited an article the asker may not see (its audience has none of their groups), over every response; written
     # only when some of this model's responses were checked (the KB gives articles an audience, the asker's groups
     # are known): see Report.permissions
-    forbidden_citation_rate: float | None = Field(None, exclude_if=lambda v: v is None)
+    forbidden_citation_rate: Rate | None = Field(None, exclude_if=lambda v: v is None)
     # answers (of those long enough to tell) not in the question's language; None: none could be told
-    other_language_rate: float | None = None
-    error_count: int  # responses whose call failed (outcome error), scored as misses
+    other_language_rate: Rate | None = None
+    error_count: Count  # responses whose call failed (outcome error), scored as misses
     truncated: Truncation | None = None  # schema 2
     extraction_rules: dict[str, int]  # how many responses each lenient rule read
     per_class: dict[str, ClassScores]  # precision, recall, F1 and support per label: each article ID, and REFUSE
-    macro_precision: float | None  # mean of per_class precision; null in an unlabelled run
-    macro_recall: float | None  # mean of per_class recall; null in an unlabelled run
-    macro_f1: float | None  # mean of per_class F1; null in an unlabelled run
-    weighted_precision: float | None  # per_class precision averaged weighted by support; null in an unlabelled run
-    weighted_recall: float | None  # per_class recall averaged weighted by support; null in an unlabelled run
-    weighted_f1: float | None  # per_class F1 averaged weighted by support; null in an unlabelled run
+    macro_precision: Rate | None  # mean of per_class precision; null in an unlabelled run
+    macro_recall: Rate | None  # mean of per_class recall; null in an unlabelled run
+    macro_f1: Rate | None  # mean of per_class F1; null in an unlabelled run
+    weighted_precision: Rate | None  # per_class precision averaged weighted by support; null in an unlabelled run
+    weighted_recall: Rate | None  # per_class recall averaged weighted by support; null in an unlabelled run
+    weighted_f1: Rate | None  # per_class F1 averaged weighted by support; null in an unlabelled run
     refusal: Refusal  # how often the model refuses when it should, and answers when it should
     confusion: Confusion  # true label against the label the response gave, counted over responses
     # accuracy by whether an expected article was shown; null: unknown what was shown, or unlabelled
@@ -203,7 +249,7 @@ class ModelReport(_Block):
     json_mode: JsonMode | None = None  # set only when the endpoint made grace fall back from json_schema
     # share of the answered calls (failed calls aside) that refused; written only in an unlabelled run, where it
     # stands in for the refusal calibration (which needs to know which questions must be refused)
-    refusal_rate: float | None = Field(None, exclude_if=lambda v: v is None)
+    refusal_rate: Rate | None = Field(None, exclude_if=lambda v: v is None)
     # accuracy per gold category (the gold file's category column), in the gold file's order; written only when the
     # gold file has that column
     categories: dict[str, CategoryScore] | None = Field(None, exclude_if=lambda v: v is None)
@@ -244,8 +290,10 @@ class ModelReport(_Block):
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
-    """``X | None`` -> ``(X, NoneType)``; anything else -> ``(annotation,)``."""
-    return get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    """``X | None`` -> ``(X, NoneType)``; anything else -> ``(annotation,)``; ``Rate`` (an ``Annotated`` float)
+    counts as its float."""
+    members = get_args(annotation) if get_origin(annotation) in (Union, UnionType) else (annotation,)
+    return tuple(get_args(t)[0] if get_origin(t) is Annotated else t for t in members)
 
 
 def _is_scalar(annotation: Any) -> bool:
@@ -265,33 +313,33 @@ _SCALARS = [name for name, f in ModelReport.model_fields.items()
 
 
 class FailedModel(_Block):
-    n: int  # responses scored (every one a failed call)
-    error_count: int  # of those, failed calls (all of them)
+    n: Count  # responses scored (every one a failed call)
+    error_count: Count  # of those, failed calls (all of them)
     reason: str  # what happened and what to do
 
 
 class Pair(_Block):
     a: str  # the model ranked higher
     b: str  # the model ranked lower
-    n: int  # questions both models answered: what the test is over
-    a_only: int  # questions only a got right (majority of repeats)
-    b_only: int  # questions only b got right (majority of repeats)
-    p_value: float  # McNemar exact
-    p_adjusted: float  # Holm-corrected
+    n: Count  # questions both models answered: what the test is over
+    a_only: Count  # questions only a got right (majority of repeats)
+    b_only: Count  # questions only b got right (majority of repeats)
+    p_value: Rate  # McNemar exact
+    p_adjusted: Rate  # Holm-corrected
     significant: bool  # true when p_adjusted < 0.05
 
 
 class GoldInfo(_Block):
     path: str | None  # None: questions passed in memory
     hash: str  # 16 hex digits of the SHA-256 of the gold file's bytes (in memory: of the questions' labels)
-    n_questions: int  # gold questions
-    n_must_refuse: int  # of those, questions that must be refused
+    n_questions: Count  # gold questions
+    n_must_refuse: Count  # of those, questions that must be refused
 
 
 class KbInfo(_Block):
     path: str  # the KB folder scored against
     hash: str  # the KB's content hash (manifest.json kb_hash)
-    n_articles: int  # articles in the KB
+    n_articles: Count  # articles in the KB
 
 
 class ResponsesInfo(_Block):
@@ -419,6 +467,9 @@ class PredictionPowered(_Block):
     human_labels: int  # questions with a human label (the --gold file)
     machine_labels: int  # questions without a human label that have a machine label
     unlabelled: int  # questions with neither (no usable machine suggestion): each model's answer counts as a miss there
+    # the rows (answers, each repeat one) scored over every question; null in a report written before it was
+    rows: int | None = None
+    human_rows: int | None = None  # of those, the rows on human-labelled questions: what responses.n counts
     machine_path: str  # the machine-label file (--machine-gold)
     machine_hash: str  # 16 hex digits of the SHA-256 of its bytes
     machine_format: str  # suggestions ('grace annotations suggest') or gold (a gold-format CSV)
@@ -454,7 +505,7 @@ class Report(_Block):
     kb: KbInfo  # the KB scored against
     responses: ResponsesInfo  # the responses scored
     seed: int  # random seed of the bootstrap confidence intervals
-    bootstrap_samples: int  # bootstrap resamples behind each confidence interval (0: no intervals)
+    bootstrap_samples: Count  # bootstrap resamples behind each confidence interval (0: no intervals)
     leaderboard: list[str]  # ranked models, best first
     models: dict[str, ModelReport]  # each ranked model's figures, by name, in leaderboard order
     pairwise: list[Pair]  # McNemar's test for every pair of ranked models, in leaderboard order
@@ -469,6 +520,9 @@ class Report(_Block):
     categories: list[str] | None = Field(None, exclude_if=lambda v: v is None)
     # prediction-powered figures from a human subset and machine labels (--machine-gold); absent otherwise
     ppi: PredictionPowered | None = Field(None, exclude_if=lambda v: v is None)
+    # 16 hex digits of the SHA-256 of the folder's run.json when scored: which grace run these figures are of (a
+    # later run with another gold file that stopped before scoring makes them stale); absent: no run.json
+    run_json_hash: str | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:
@@ -540,6 +594,8 @@ def _first_problem(exc: ValidationError) -> str:
         text = f"{field_name(loc[:-1]) or 'the report'} has no {loc[-1]}"
     elif errors[0]["type"] == "value_error" and not loc:  # a rule across fields: its message names them
         text = str(errors[0]["ctx"]["error"]) if "error" in errors[0].get("ctx", {}) else errors[0]["msg"]
+    elif errors[0]["type"] == "value_error" and "error" in errors[0].get("ctx", {}):  # a figure out of its range
+        text = f"{field_name(loc)} is {as_written(errors[0].get('input'))}, {errors[0]['ctx']['error']}"
     else:
         text = f"{field_name(loc)}: {errors[0]['msg']} (it is {as_written(errors[0].get('input'))})"
     more = len(errors) - 1

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
+from harness.core.group_names import group_names
 from harness.core.jsonl import iter_jsonl, loads_line
 from harness.run_folder.run_records import ResponseRecord
 
@@ -219,6 +220,8 @@ def read_responses(
             if groups is not None and (type(groups) is not list or not all(type(g) is str for g in groups)):
                 raise GraceError(f"{where(path, n)}: 'user_groups' must be a list of group names (strings) or "
                                  f"null, got {groups!r}")
+            if groups:  # named as the articles' audiences are: " hr " is hr
+                groups = group_names(groups)
             cites, own = row.get("citations"), row.get("system_retrieved")
             if cites is not None or own is not None:
                 cites, own = _id_list(cites, "citations", path, n), _id_list(own, "system_retrieved", path, n)

@@ -168,7 +168,9 @@ def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], ques
                        **design.kwargs(answered, human))
         cal = _calibration(q[answered_ok[sel]], a["refused"][sel][answered_ok[sel]], nq, must, must_hat, design, alpha)
         gained = None if acc is None or acc.effective_labels is None else round(acc.effective_labels - acc.n, 2)
+        no_label = sum(questions[int(i)].question_id not in machine.labels for i in answered[other])
         block.ppi = ModelPpi(rank=0, significance_group="", n_human=int(human.sum()), n_machine=int(other.sum()),
+                             n_no_label=int(no_label),
                              accuracy=_figure(acc), machine_accuracy=round(float(y_hat.mean()), 6) if y_hat.size else None,
                              labels_gained=gained, refusal_calibration=_figure(cal) if cal is not None else None)
         if acc is None:
@@ -191,7 +193,7 @@ def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], ques
     labelled = set(machine.labels)
     report.ppi = PredictionPowered(
         method=METHOD + ("; stratified by " + draw.stratified_by if draw.stratified_by else ""),
-        questions=nq, human_labels=n_human,
+        questions=nq, human_labels=n_human, rows=int(a["q"].size), human_rows=int((a["q"] < n_human).sum()),
         machine_labels=sum(g.question_id in labelled for g in questions[n_human:]),
         unlabelled=sum(g.question_id not in labelled for g in questions[n_human:]),
         machine_path=machine.path, machine_hash=machine.hash, machine_format=machine.format,

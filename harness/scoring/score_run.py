@@ -163,7 +163,7 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
             report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         add_permissions(report, arrays, models, audiences)
-        add_categories(report, arrays, models, questions, seed, bootstrap)
+        add_categories(report, arrays, models, questions, bootstrap)
         if machine is not None and labelled:
             add_ppi(report, everything, models, population(human, machine), len(human), machine, names,
                     gold_info.path)
@@ -173,6 +173,8 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         Path(tmp_name).unlink(missing_ok=True)
         raise
     report.spotcheck = _earlier_spotcheck(run, report)
+    if run.run_info.exists():  # which run's answers and gold these are (RunDir.report_out_of_date)
+        report.run_json_hash = file_hash(run.run_info)
     run.write_report(report)
     return report
 
@@ -200,6 +202,11 @@ def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
         block = SpotcheckBlock.from_spotcheck(read_spotcheck(path))
     except (OSError, GraceError):
         report.warnings.append(f"{path} could not be read; the spot-check is not shown")
+        return None
+    others = [m for m in block.models if m not in report.models and m not in report.failed_models]
+    if others:  # a spot-check of answers this report does not score (another run's) is not this run's
+        report.warnings.append(f"{path} checks model(s) this report does not score ({', '.join(others)}): it is of "
+                               "other answers and is not shown; run 'grace spotcheck run' again")
         return None
     block.notes = ((block.notes or "") + " Spot-check from an earlier scoring of this run folder; "
                    "run 'grace spotcheck run' again if the responses changed.").strip()

@@ -7,9 +7,11 @@ are absent from runs that do not use them, so an ordinary run's report.json is w
   were checked (their asker's groups known), each model gets its ``forbidden_citation_rate``, and a warning says
   when no (or not every) response could be checked. Without an audience in the KB the outcome
   ``forbidden_citation`` cannot occur and is not listed in the outcome counts.
-- Categories: when the gold file has a ``category`` column, each model gets its accuracy per category, with a
-  95% CI computed as the overall accuracy's (a bootstrap over the category's questions, the run's seed, the
-  models that answered the same questions resampled together).
+- Categories: when the gold file has a ``category`` column, each model gets its accuracy per category (computed as
+  the overall accuracy), with a 95% Wilson score interval over the category's questions. Not the overall
+  accuracy's bootstrap: a category is often a handful of questions, where a percentile bootstrap collapses to a
+  point (4 of 4 right: [100%, 100%]) and claims a certainty the data does not give; Wilson's interval is valid
+  from one question up and meets the bootstrap's on large categories.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from harness.core.bootstrap import bootstrap_cis
+from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CategoryScore, Permissions, Report
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE
 from harness.scoring.significance import per_question
@@ -63,7 +65,7 @@ def add_permissions(report: Report, a: Mapping[str, np.ndarray], models: list[st
 
 
 def add_categories(report: Report, a: Mapping[str, np.ndarray], models: list[str],
-                   questions: Sequence[GoldQuestion], seed: int, bootstrap: int) -> None:
+                   questions: Sequence[GoldQuestion], bootstrap: int) -> None:
     """``report.categories`` and each ranked model's accuracy per category, when the gold file has categories."""
     cats = [g.category for g in questions]
     if all(c is None for c in cats) or report.unlabelled is not None:
@@ -77,21 +79,18 @@ def add_categories(report: Report, a: Mapping[str, np.ndarray], models: list[str
     slices: dict[str, dict[str, CategoryScore]] = {name: {} for name in report.models}
     for ci, cat in enumerate(names):
         in_cat = row_cat == ci
-        # models that answered the same questions of the category are bootstrapped together (paired resamples)
-        groups: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
         for mi, name in enumerate(models):
             if name not in slices:
                 continue
             sel = np.flatnonzero(in_cat & (a["model"] == mi))
             if not sel.size:
                 continue
-            answered, rate = per_question(a["q"][sel], hits[sel].astype(np.float64), nq)
-            groups.setdefault(answered.tobytes(), []).append((name, sel, rate))
-        for group in groups.values():
-            cis = bootstrap_cis([rate for _, _, rate in group], bootstrap, seed)
-            for (name, sel, rate), interval in zip(group, cis, strict=True):
-                slices[name][cat] = CategoryScore(n=int(sel.size), n_questions=int(rate.size),
-                                                  accuracy=round(float(hits[sel].mean()), 6), accuracy_ci95=interval)
+            answered, _ = per_question(a["q"][sel], hits[sel].astype(np.float64), nq)
+            accuracy = round(float(hits[sel].mean()), 6)
+            # --bootstrap 0 means "no intervals" for every figure of the report, this one too
+            interval = wilson_interval(accuracy, int(answered.size)) if bootstrap > 0 else None
+            slices[name][cat] = CategoryScore(n=int(sel.size), n_questions=int(answered.size), accuracy=accuracy,
+                                              accuracy_ci95=interval)
     report.categories = names
     for name, block in slices.items():
         report.models[name].categories = block

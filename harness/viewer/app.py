@@ -110,7 +110,8 @@ class ViewApp:
             "legend": legend_for(columns),
             # accuracy [95% CI] per gold category (rows) and model; None when the gold file has no categories
             "categories": {"headers": headers, "rows": by_category, "legend": CATEGORY_LEGEND} if by_category else None,
-            "notes": [n for n in (ppi and f"{PPI_TITLE}: {ppi}", error_note(rows), *truncation_notes(ranked)) if n]
+            "notes": [n for n in (run.folder.report_out_of_date(report), ppi and f"{PPI_TITLE}: {ppi}", error_note(rows),
+                                  *truncation_notes(ranked)) if n]
             + list(report.warnings),
             "failed": {name: f.reason for name, f in report.failed_models.items()},
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,

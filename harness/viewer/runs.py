@@ -150,10 +150,11 @@ class ViewRun:
             "path": str(self.path),
             "when": (r.created_at if r else None) or (info.started_at if info else None),
             "kb": {"path": r.kb.path, "articles": r.kb.n_articles} if r else (info.kb.model_dump() if info else None),
-            "gold": {"path": r.gold.path, "questions": r.gold.n_questions, "must_refuse": r.gold.n_must_refuse}
-            if r else (info.gold.model_dump() if info else None),
+            # prediction-powered: the run's every question and row (report.gold and .responses are the human part)
+            "gold": {"path": r.gold.path, "questions": r.ppi.questions if r.ppi else r.gold.n_questions,
+                     "must_refuse": r.gold.n_must_refuse} if r else (info.gold.model_dump() if info else None),
             "models": models,
-            "responses": r.responses.n if r else None,
+            "responses": (r.ppi.rows if r.ppi and r.ppi.rows is not None else r.responses.n) if r else None,
             "cost_usd": cost,
             "in_progress": writer,
             "state": self.state,
@@ -161,7 +162,8 @@ class ViewRun:
             "phase": self.phase,
             "problem": self.problem,
             "stale": self.stale,
-            "notes": (self.index.notes if self.index else []) + (r.warnings if r else []),
+            "notes": [n for n in [self.folder.report_out_of_date(r) if r else None] if n] + (self.index.notes if self.index else [])
+            + (r.warnings if r else []),
         }
 
 

@@ -51,7 +51,7 @@ def source(run: ViewRun, when: str | None) -> TrendSource:
         ix = run.index
         return {q: c for q, c in zip(ix.qids, ix.category, strict=True) if c} if ix is not None else {}
 
-    return TrendSource(run.id, run.path, run.report, when, hits, categories)
+    return TrendSource(run.id, run.path, run.report, when, hits, categories, run.report_error)
 
 
 class Trends:

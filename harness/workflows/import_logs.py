@@ -101,6 +101,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
             keep_backup(folder.responses)
             for path in _written(folder):
                 path.unlink(missing_ok=True)
+            folder.discard_derived()  # the old run's scores, reports, spot-check and exports describe the old answers
         result, questions = _read(c, mapping, folder, gold_set)
         if not result.imported:
             raise GraceError(f"{c.logs}: nothing imported: {len(result.malformed)} malformed line(s) "

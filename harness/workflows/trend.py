@@ -76,6 +76,7 @@ def write_trend(paths: Sequence[str | Path], out: str | Path | None = None, *, f
 
 def _sources(paths: Sequence[str | Path]) -> list[TrendSource]:
     """The runs under ``paths``, as the trend reads them: reports now, scores and gold categories when needed."""
+    from harness.core.errors import GraceError
     from harness.reports.trend import TrendSource
     from harness.run_folder import RunDir
     from harness.viewer.runs import find_runs, run_ids
@@ -84,10 +85,16 @@ def _sources(paths: Sequence[str | Path]) -> list[TrendSource]:
     out = []
     for rid, path in zip(run_ids(found), found, strict=True):
         folder = RunDir(path)
-        report = folder.read_report() if folder.report.exists() else None
+        report, damaged = None, None
+        if folder.report.exists():
+            try:
+                report = folder.read_report()
+            except GraceError as exc:  # left out with its problem named; the other runs still make the trend
+                damaged = str(exc)
         info = folder.read_run_info()
         when = (info.started_at if info else None) or (report.created_at if report else None)
-        out.append(TrendSource(rid, path, report, when, _hits_reader(path), _categories_reader(path, report)))
+        out.append(TrendSource(rid, path, report, when, _hits_reader(path), _categories_reader(path, report),
+                               damaged))
     return out
 
 
