@@ -84,7 +84,7 @@ def test_the_same_value_is_the_same_placeholder_within_a_call_and_comes_back():
     assert done.messages[0] == messages[0]
     assert done.found == {"EMAIL": 2, "PHONE": 1}
     # the same prompt redacts to the same text (the cache key is made from it) and is counted once
-    assert r.redact(messages) is done
+    assert r.redact(messages) == done
     reply = "Write to <EMAIL_1>, not <EMAIL_2>; <PHONE_1> works too. <EMAIL_9> is unknown."
     assert restore(reply, done.restore) == ("Write to pay@larkspur.example, not boss@larkspur.example; "
                                             "+351 912 345 678 works too. <EMAIL_9> is unknown.")
