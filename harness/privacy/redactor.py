@@ -5,7 +5,16 @@ of :mod:`.detectors` (and of :mod:`.names`, when installed) with a typed
 placeholder, ``<PERSON_1>``, ``<EMAIL_2>``: the same value is the same
 placeholder everywhere in that call (two spellings of one phone number, or
 "Maria" after "Maria Fernandes", too), so a judge can still see that the answer
-and the article name the same person. Placeholders are numbered in order of
+and the article name the same person.
+
+A call is everything a provider may send, redacted at once with one table
+(:meth:`Redactor.request`): the messages and the request's context, which a
+``python:`` system reads and an ``http:`` body template may send (the
+question, its ID, each article's title and text). For ``grace run`` the
+question and the articles are redacted first and the template is filled with
+them, so grace's own prompt text is never read; where a caller hands over
+finished messages, the lines of grace's templates in them are left as written
+(:mod:`.own_text`). The counts are those of the table, so they are what was sent. Placeholders are numbered in order of
 appearance, so the same prompt always redacts to the same text: the cache key
 and the row's fingerprint are made from the redacted prompt, and the response
 cache never holds an original value. The mapping back lives in memory, on the
@@ -30,14 +39,14 @@ from functools import lru_cache
 from typing import Any
 
 from harness.privacy.detectors import PERSON, TYPES, Span, find_patterns, normalised, resolve
-from harness.privacy.names import PARTICLES, NameFinder, load_name_finder, lower_words, plausible
+from harness.privacy.names import PARTICLES, NameFinder, load_name_finder, lower_words, named_as_a_thing, plausible
 from harness.run_folder.run_records import RedactionRecord  # what run.json and spotcheck.json record
 
 log = logging.getLogger("grace")
 PLACEHOLDER = re.compile(r"<(" + "|".join(TYPES) + r")_(\d+)>")
 _PARAGRAPH = re.compile(r"(\n\s*\n)")
 PATTERN_TYPES = [t for t in TYPES if t != PERSON]
-_UPPER_WORD = re.compile(r"[A-Z\u00c0-\u00de][a-z\u00df-\u00ff]")  # no capitalised word, no name: the model is skipped
+LANGUAGE_MIN_CHARS = 200  # shorter text takes the call's language (English when the whole call is short)
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,7 @@ class _Field:
 
     text: str
     message: bool = False
+    title: bool = False  # an article's title names a topic: names are not looked for in it, only their mentions
 
 
 class Redactor:
@@ -121,14 +131,16 @@ class Redactor:
         every other mention of one of their tokens ("Maria" after "Maria Fernandes")."""
         assert self.names is not None
         whole = "\n\n".join(f.text for f in fields)
-        fallback = self._language(whole[:4000]) or "en"  # a paragraph too short to tell is in the call's language
+        fallback = self._language_of(whole[:4000], "en")  # a paragraph too short to tell is in the call's language
         lowered = lower_words(whole)
+        texts = [f.text for f in fields]
         tokens: set[str] = set()
-        for parts, spans in zip(split, found, strict=True):
+        for f, parts, spans in zip(fields, split, found, strict=True):
             for i, p in enumerate(parts):
-                if i % 2 or not _UPPER_WORD.search(p) or (self._language(p) or fallback) not in self.names.languages:
+                if i % 2 or f.title or self._language_of(p, fallback) not in self.names.languages:
                     continue
-                names = [s for s in self.names.find(p) if plausible(s.value, lowered)]
+                names = [s for s in self.names.find(p) if plausible(s.value, lowered)
+                         and not named_as_a_thing(s.value, texts)]
                 spans[i] += names
                 tokens.update(t for s in names for t in s.value.split() if t not in PARTICLES)
         if not tokens:
@@ -139,6 +151,11 @@ class Redactor:
             for i, p in enumerate(parts):
                 if i % 2 == 0:
                     spans[i] += [Span(m.start(), m.end(), PERSON, m.group()) for m in mention.finditer(p)]
+
+    def _language_of(self, text: str, fallback: str) -> str:
+        """The language of ``text`` when it is long enough to tell (a few words with a Dutch name in them read
+        as Dutch), else ``fallback``."""
+        return (self._language(text) if len(text) >= LANGUAGE_MIN_CHARS else None) or fallback
 
     # --- what callers use ----------------------------------------------------------------------------------------
 
@@ -161,7 +178,9 @@ class Redactor:
         arts = list(ctx.articles) if ctx is not None else []
         values = ([ctx.question_id, ctx.question] if ctx is not None else []) + [x for a in arts for x in (a.title, a.text)]
         messages = [] if render is not None else request.messages
-        texts, table = self._call([_Field(_content(m), True) for m in messages] + [_Field(v) for v in values])
+        fields = ([_Field(_content(m), True) for m in messages] + [_Field(v) for v in values[:2]]
+                  + [_Field(v, title=n % 2 == 0) for n, v in enumerate(values[2:])])
+        texts, table = self._call(fields)
         if render is None:
             out = [{**m, "content": t} if isinstance(m.get("content"), str) else dict(m)
                    for m, t in zip(messages, texts, strict=False)]
