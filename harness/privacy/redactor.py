@@ -97,7 +97,7 @@ class Redactor:
     def _call(self, fields: list[_Field]) -> tuple[list[str], _Table]:
         """Every field of one call redacted with one table (the same value, the same placeholder, in any field);
         memoised, so the same call always gives the same output and is counted once."""
-        key = hashlib.sha256(json.dumps([(f.text, f.message) for f in fields], ensure_ascii=False).encode()).hexdigest()
+        key = hashlib.sha256(json.dumps([(f.text, f.message, f.title) for f in fields], ensure_ascii=False).encode()).hexdigest()
         done = self._memo.get(key)
         if done is not None:
             return done
@@ -170,28 +170,29 @@ class Redactor:
     def request(self, request: Any, render: Callable[[str, list[Any]], list[dict[str, str]]] | None = None) -> Any:
         """The request with everything a provider may send redacted in one call, and its way back attached
         (``Request.redactions``): the messages and the context a ``python:`` or ``http:`` system reads (the
-        question, each article's title and text, a question ID that holds a pattern find).
+        question, its ID, each article's title and text).
 
         With ``render`` (the answer template's, for ``grace run``), the question and the articles are redacted
         first and the messages rendered from them, so the template's own text is never read at all."""
         ctx = request.context
-        arts = list(ctx.articles) if ctx is not None else []
-        values = ([ctx.question_id, ctx.question] if ctx is not None else []) + [x for a in arts for x in (a.title, a.text)]
+        if ctx is None:
+            render = None
         messages = [] if render is not None else request.messages
-        fields = ([_Field(_content(m), True) for m in messages] + [_Field(v) for v in values[:2]]
-                  + [_Field(v, title=n % 2 == 0) for n, v in enumerate(values[2:])])
+        fields = [_Field(_content(m), message=True) for m in messages]
+        if ctx is not None:
+            fields += [_Field(ctx.question_id), _Field(ctx.question)]
+            fields += [_Field(x, title=t) for a in ctx.articles for x, t in ((a.title, True), (a.text, False))]
         texts, table = self._call(fields)
-        if render is None:
-            out = [{**m, "content": t} if isinstance(m.get("content"), str) else dict(m)
-                   for m, t in zip(messages, texts, strict=False)]
-        redacted_ctx = ctx
+        sent = [{**m, "content": t} if isinstance(m.get("content"), str) else dict(m)
+                for m, t in zip(messages, texts, strict=False)]
         if ctx is not None:
             rest = texts[len(messages):]
-            articles = [replace(a, title=rest[2 + 2 * n], text=rest[3 + 2 * n]) for n, a in enumerate(arts)]
-            redacted_ctx = replace(ctx, question_id=rest[0], question=rest[1], articles=articles)
-        if render is not None:
-            out = render(redacted_ctx.question, redacted_ctx.articles) if redacted_ctx is not None else request.messages
-        return replace(request, messages=out, context=redacted_ctx, redactions=table.restore() or None)
+            ctx = replace(ctx, question_id=rest[0], question=rest[1],
+                          articles=[replace(a, title=rest[2 + 2 * n], text=rest[3 + 2 * n])
+                                    for n, a in enumerate(ctx.articles)])
+            if render is not None:
+                sent = render(ctx.question, ctx.articles)
+        return replace(request, messages=sent, context=ctx, redactions=table.restore() or None)
 
     def record(self) -> RedactionRecord:
         return RedactionRecord(types=PATTERN_TYPES + ([PERSON] if self.names else []),
