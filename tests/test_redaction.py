@@ -254,3 +254,15 @@ def test_the_sample_handbook_prompts_hold_no_name(tmp_path, monkeypatch):
     red = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["redaction"]
     assert red["prompts"] == 90 and "PERSON" in red["types"]
     assert "PERSON" not in red["found"], red
+
+
+@needs_names
+@pytest.mark.parametrize(("text", "name"), [
+    ("Note that Camille Laurent approves all travel above 1,000 EUR.", "Camille Laurent"),
+    ("Thanks to our colleague Priya Natarajan for this guide.", "Priya Natarajan"),
+    ("Ask Dr. Aisha Bello about the clinic.", "Aisha Bello"),
+])
+def test_names_in_sentences_are_still_found(text, name, monkeypatch):
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    done = make_redactor(True).redact([{"role": "user", "content": text}])
+    assert name not in done.messages[0]["content"] and name in done.restore.values()

@@ -22,8 +22,8 @@ its capitalised things as people ("Larkspur", "Bereavement Leave", "levels L4"
 as ``<PERSON_1>``), about 100 per 10,000 words on real handbooks, which blanks
 out the facts a model must answer from. So a find counts only when it reads as
 a person's name: two to four capitalised tokens of letters (a particle such as
-"van" or "de" between them), the first a given name of one of 60 countries
-(``given_names.txt``, from Faker's locales), no token a word the same call writes in lower case
+"van" or "de" between them), the first a given name (``given_names.txt``,
+21,000 first names of Faker's 63 locales in Latin script), no token a word the same call writes in lower case
 (a "Sick Leave" heading over text about sick leave), no token a function word
 or a word that ends an organisation's name ("Analytics", "Committee"), not in a
 Markdown heading or an article's title. One token of an accepted name ("Maria" after "Maria Fernandes") is the same
@@ -145,13 +145,16 @@ def name_shaped(value: str) -> bool:
 
 
 def _in_heading(text: str, at: int) -> bool:
-    """A Markdown heading or an article's title line names a topic ("# Larkspur Analytics Employee Policies Manual"), and the model reads
-    its capitalised words as a name: a person named there is named in the text below, where it is found."""
+    """A Markdown heading or an article's title line names a topic ("# Larkspur Analytics Employee Policies
+    Manual"), and the model reads its capitalised words as a name: a person named there is named in the text
+    below, where it is found."""
     line = text[text.rfind("\n", 0, at) + 1:].lstrip()
     return line.startswith(("#", "[ID:"))  # "[ID: 17] Title": an article's title line in a prompt
 
 
 HONORIFICS = frozenset("mr mrs ms miss dr prof sir dame mx".split())
+# what goes before a thing's name and never before a person's ("that" does: "note that Maria approves")
+ARTICLES = frozenset("the a an this our your its their".split())
 _BEFORE = re.compile(r"(?:^|(?<=[\s(\"'\u201c]))([^\W\d_]+)[.,:;]?\s+$")
 _AFTER = re.compile(r"^\s+([^\W\d_]+)")
 
@@ -166,7 +169,7 @@ def _inside_a_title(text: str, start: int, end: int) -> bool:
         word = before.group(1)
         low = word.lower()
         at_start = re.search(r"(?:^|[.!?:]\s*|\n\s*[-*]?\s*)$", text[:start - len(before.group(0))]) is not None
-        if low in ("the", "a", "an", "this", "that", "our", "your", "its", "their"):
+        if low in ARTICLES:
             return True
         if word[0].isupper() and NAME_TOKEN.fullmatch(word) and low not in HONORIFICS and not at_start \
                 and before.group(0).strip() == word:
@@ -186,7 +189,7 @@ def named_as_a_thing(value: str, texts: list[str]) -> bool:
                 return True
             at = text.find(value, at + len(value))
     words = [w for w in value.split() if w not in PARTICLES]
-    after_article = re.compile(r"\b(?:the|a|an|this|our|your|its|their)\s+(?:" + "|".join(map(re.escape, words))
+    after_article = re.compile(r"\b(?:" + "|".join(sorted(ARTICLES)) + r")\s+(?:" + "|".join(map(re.escape, words))
                                + r")(?![\w-])")
     return any(after_article.search(text) for text in texts)
 
