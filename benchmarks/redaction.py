@@ -267,18 +267,19 @@ def name_recall(path: Path = NAMES) -> tuple[int, int, list[dict]]:
 def names_table(scores: list[NameScore], reviewed: set[str]) -> list[str]:
     lines = ["| handbook | part | words | PERSON finds: real / false | false per 10,000 words | "
              "if read in every language: finds per 10,000 words |", "| --- | --- | --- | --- | --- | --- |"]
-    parts = {"tuning": [0, 0], "held out": [0, 0]}
+    parts = {"tuning": [0, 0, 0], "held out": [0, 0, 0]}  # words, false, real
     for sc in scores:
         false = sum(review_key(f.kind, f.value) not in reviewed for f in sc.finds)
         part = "tuning" if sc.handbook in TUNED_ON else "held out"
         parts[part][0] += sc.words
         parts[part][1] += false
+        parts[part][2] += len(sc.finds) - false
         every = "-" if sc.everywhere is None else f"{1e4 * sc.everywhere / sc.words:.1f} ({sc.everywhere})"
         lines.append(f"| {sc.handbook} | {part} | {sc.words:,} | {len(sc.finds) - false} / {false} | "
                      f"{1e4 * false / sc.words:.2f} | {every} |")
-    for part, (words, false) in parts.items():
+    for part, (words, false, real) in parts.items():
         if words:
-            lines.append(f"| all, {part} | | {words:,} | / {false} | {1e4 * false / words:.2f} | |")
+            lines.append(f"| all, {part} | | {words:,} | {real} / {false} | {1e4 * false / words:.2f} | |")
     return lines
 
 
