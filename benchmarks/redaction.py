@@ -1,6 +1,6 @@
 """How well does ``--redact-pii`` find personal data, and how often does it blank out ordinary handbook text?
 
-Two measures, per type (the patterns only: person names depend on the optional extra):
+Two measures, per type (the patterns; person names, which depend on the optional extra, with ``--names``):
 
 - recall on ``tests/data/pii_spellings.jsonl``: real-world spellings of phone
   numbers, IBANs, cards, national IDs, emails and IP addresses, per country of
@@ -17,9 +17,21 @@ Two measures, per type (the patterns only: person names depend on the optional e
   ``tests/data/pii_handbook_reviewed.tsv``; any other find counts as a false
   positive, and the script prints it so it can be read.
 
+Person names (``--names``, needs ``grace-eval[pii]``) are measured apart, the way
+``--redact-pii`` reads them: each handbook page is one call of the real
+redactor, and every ``PERSON`` placeholder in it is counted. The handbooks name
+few people, so a find there is a false positive unless it is in the reviewed
+list; the table gives them per 10,000 words, per handbook, with the part the
+name rules were tuned on (grace's sample, the TTS handbook) apart from the
+held-out rest, and for the French and German handbooks also as if names were
+read in every language (they are read in English text only). Recall is
+measured on ``tests/data/pii_names.jsonl``: sentences that name people, all
+written after the rules were set.
+
     python benchmarks/redaction.py             # the table (also as Markdown, for the README)
     python benchmarks/redaction.py --show      # every handbook find with its context
     python benchmarks/redaction.py --review    # print the reviewed list's rows for the current finds
+    python benchmarks/redaction.py --names [--show] [--only sample]   # person names: false positives per 10k words
 """
 
 from __future__ import annotations
@@ -32,15 +44,17 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.privacy.detectors import find_patterns, resolve  # noqa: E402
+from harness.prompts.languages import TEMPLATE_LANGUAGES as TEXT_LANGUAGES  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "pii_spellings.jsonl"
+NAMES = ROOT / "tests" / "data" / "pii_names.jsonl"
 REVIEWED = ROOT / "tests" / "data" / "pii_handbook_reviewed.tsv"
 SHARED = ROOT.parent / "shared" / "data"
 TYPES = ("PHONE", "IBAN", "CARD", "NATIONAL_ID", "EMAIL", "IP")
@@ -104,16 +118,17 @@ def _strings(x):
         yield x
 
 
-def handbooks() -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
+def handbooks(shared: Path | None = None) -> tuple[list[tuple[str, list[tuple[str, str]]]], list[str]]:
     """[(handbook, [(file, text)])] and the reasons any of them was skipped."""
     out, skipped = [], []
-    tts = SHARED / "tts-handbook"
+    base = shared or SHARED
+    tts = base / "tts-handbook"
     if tts.exists():
         out.append(("TTS handbook (en)", [(str(p.relative_to(tts)), p.read_text(encoding="utf-8"))
                                          for p in sorted(tts.rglob("*.md"))]))
     else:
         skipped.append(f"{tts} is absent (shared data set not available on this machine)")
-    helvia = SHARED / "helvia-playbook-rag"
+    helvia = base / "helvia-playbook-rag"
     if helvia.exists():
         strings = list(dict.fromkeys(_strings(json.loads((helvia / "map.json").read_text(encoding="utf-8")))))
         with (helvia / "dataset.csv").open(encoding="utf-8", newline="") as fh:
@@ -169,6 +184,105 @@ def scan(books: list[tuple[str, list[tuple[str, str]]]]) -> tuple[list[Find], in
     return finds, words, size, time.perf_counter() - t0
 
 
+# --- person names --------------------------------------------------------------------------------------------------
+
+TUNED_ON = ("grace's sample handbook (en)", "TTS handbook (en)", "Clef handbook (en)")  # read while the rules were set
+_PERSON = re.compile(r"<PERSON_\d+>")
+
+
+@dataclass
+class NameScore:
+    handbook: str
+    words: int
+    finds: list[Find]
+    everywhere: int | None = None  # finds with names read in every language (non-English handbooks)
+
+
+def name_finds(redactor, handbook: str, files: list[tuple[str, str]]) -> list[Find]:
+    """Each page is one call of the redactor, as a prompt would be; every PERSON placeholder is a find."""
+    out = []
+    for name, text in files:
+        done = redactor.redact([{"role": "user", "content": text}])
+        sent = done.messages[0]["content"]
+        for m in _PERSON.finditer(sent):
+            ctx = sent[max(0, m.start() - 50):m.end() + 30].replace("\n", " ")
+            out.append(Find(handbook, name, "PERSON", done.restore[m.group()], ctx))
+    return out
+
+
+def sample_articles() -> list[tuple[str, str]]:
+    """The sample handbook as prompts hold it: the articles of its KB (its HTML pages too), one call each."""
+    import tempfile
+
+    import harness as grace
+
+    with tempfile.TemporaryDirectory() as tmp:
+        grace.build_kb(ROOT / "benchmarks" / "sample" / "handbook", Path(tmp) / "kb")
+        rows = [json.loads(line) for line in (Path(tmp) / "kb" / "articles.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [(f"article {r['id']}", f"[ID: {r['id']}] {r['title']}\n{r['text']}") for r in rows]
+
+
+def score_names(books: list[tuple[str, list[tuple[str, str]]]], everywhere: bool = True) -> list[NameScore]:
+    """Every handbook's names as ``--redact-pii`` finds them; with ``everywhere``, a non-English one's also as if
+    names were read in every language (the figure that keeps them off there)."""
+    from harness.privacy import make_redactor
+
+    redactor = make_redactor(True)
+    if redactor.names is None:
+        raise SystemExit(f"--names: {redactor.names_note}")
+    every = make_redactor(True)
+    every.names = replace(redactor.names, languages=frozenset(TEXT_LANGUAGES))
+    out = []
+    for book, files in books:
+        if book.startswith("grace's sample"):
+            files = sample_articles()
+        words = sum(len(text.split()) for _, text in files)
+        sc = NameScore(book, words, name_finds(redactor, book, files))
+        if everywhere and not book.endswith("(en)"):
+            sc.everywhere = len(name_finds(every, book, files))
+        out.append(sc)
+        print(f"names read: {book}", file=sys.stderr, flush=True)
+    return out
+
+
+def name_recall(path: Path = NAMES) -> tuple[int, int, list[dict]]:
+    """(names found whole, names, rows with a miss or a false find) on the names corpus: each row's ``names``
+    must each be inside a PERSON placeholder, and nothing else may be."""
+    from harness.privacy import make_redactor
+
+    redactor = make_redactor(True)
+    found = total = 0
+    bad = []
+    for row in load_corpus(path):
+        done = redactor.redact([{"role": "user", "content": row["text"]}])
+        people = [v for k, v in done.restore.items() if k.startswith("<PERSON_")]
+        hit = [n for n in row["names"] if any(n in p for p in people)]
+        extra = [p for p in people if not any(p in n or n in p for n in row["names"])]
+        found, total = found + len(hit), total + len(row["names"])
+        if len(hit) < len(row["names"]) or extra:
+            bad.append({**row, "found": people})
+    return found, total, bad
+
+
+def names_table(scores: list[NameScore], reviewed: set[str]) -> list[str]:
+    lines = ["| handbook | part | words | PERSON finds: real / false | false per 10,000 words | "
+             "if read in every language: finds per 10,000 words |", "| --- | --- | --- | --- | --- | --- |"]
+    parts = {"tuning": [0, 0, 0], "held out": [0, 0, 0]}  # words, false, real
+    for sc in scores:
+        false = sum(review_key(f.kind, f.value) not in reviewed for f in sc.finds)
+        part = "tuning" if sc.handbook in TUNED_ON else "held out"
+        parts[part][0] += sc.words
+        parts[part][1] += false
+        parts[part][2] += len(sc.finds) - false
+        every = "-" if sc.everywhere is None else f"{1e4 * sc.everywhere / sc.words:.1f} ({sc.everywhere})"
+        lines.append(f"| {sc.handbook} | {part} | {sc.words:,} | {len(sc.finds) - false} / {false} | "
+                     f"{1e4 * false / sc.words:.2f} | {every} |")
+    for part, (words, false, real) in parts.items():
+        if words:
+            lines.append(f"| all, {part} | | {words:,} | {real} / {false} | {1e4 * false / words:.2f} | |")
+    return lines
+
+
 # --- the table -----------------------------------------------------------------------------------------------------
 
 def table(sc: CorpusScore, finds: list[Find], reviewed: set[str], words: int) -> list[str]:
@@ -206,10 +320,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--review", action="store_true",
                     help="Print a reviewed-list row (hash, type, where) for every handbook find, to be read and pasted.")
     ap.add_argument("--no-handbooks", action="store_true", help="The corpus only.")
+    ap.add_argument("--names", action="store_true",
+                    help="Person names instead (needs grace-eval[pii]): false positives per 10,000 words, and recall.")
+    ap.add_argument("--only", help="With --names: the handbooks whose name holds this text.")
+    ap.add_argument("--shared", type=Path, default=SHARED, help=f"The shared data sets (default {SHARED}).")
     args = ap.parse_args(argv)
+    if args.names:
+        return main_names(args)
 
     sc = score_corpus(load_corpus(args.corpus))
-    books, skipped = ([], []) if args.no_handbooks else handbooks()
+    books, skipped = ([], []) if args.no_handbooks else handbooks(args.shared)
     for reason in skipped:
         print(f"skipped: {reason}", file=sys.stderr)
     finds, words, size, secs = scan(books)
@@ -237,6 +357,35 @@ def main(argv: list[str] | None = None) -> int:
             print(f"find {f.handbook} {f.file}: {f.kind} {f.value!r} in {f.context!r}")
         if args.review:
             print(f"{key}\t{f.kind}\t{f.handbook}: {f.file}")
+    return 0
+
+
+def main_names(args: argparse.Namespace) -> int:
+    books, skipped = ([], []) if args.no_handbooks else handbooks(args.shared)
+    for reason in skipped:
+        print(f"skipped: {reason}", file=sys.stderr)
+    books = [(b, f) for b, f in books if not args.only or args.only.lower() in b.lower()]
+    t0 = time.perf_counter()
+    scores = score_names(books)
+    secs = time.perf_counter() - t0
+    reviewed = load_reviewed()
+    found, total, bad = name_recall()
+    print(f"person names: {sum(s.words for s in scores):,} words of handbooks read in {secs:.0f} s, each page one call")
+    print()
+    for line in names_table(scores, reviewed):
+        print(line)
+    print()
+    print(f"recall on {NAMES.name}: {found}/{total} names found whole; rows with a miss or a false find: {len(bad)}")
+    for row in bad:
+        print(f"  {row['text']!r}: want {row['names']}, found {row['found']}")
+    for sc in scores:
+        for f in sc.finds:
+            if review_key(f.kind, f.value) not in reviewed:
+                print(f"false positive (not in {REVIEWED.name}) {f.handbook} {f.file}: {f.value!r} in {f.context!r}")
+            elif args.show:
+                print(f"find {f.handbook} {f.file}: {f.value!r} in {f.context!r}")
+            if args.review:
+                print(f"{review_key(f.kind, f.value)}\t{f.kind}\t{f.handbook}: {f.file}")
     return 0
 
 

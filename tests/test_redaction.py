@@ -84,7 +84,7 @@ def test_the_same_value_is_the_same_placeholder_within_a_call_and_comes_back():
     assert done.messages[0] == messages[0]
     assert done.found == {"EMAIL": 2, "PHONE": 1}
     # the same prompt redacts to the same text (the cache key is made from it) and is counted once
-    assert r.redact(messages) is done
+    assert r.redact(messages) == done
     reply = "Write to <EMAIL_1>, not <EMAIL_2>; <PHONE_1> works too. <EMAIL_9> is unknown."
     assert restore(reply, done.restore) == ("Write to pay@larkspur.example, not boss@larkspur.example; "
                                             "+351 912 345 678 works too. <EMAIL_9> is unknown.")
@@ -192,3 +192,77 @@ def test_the_names_hint_keeps_its_extra_on_a_rich_console(monkeypatch):
     r = make_redactor(True, Console(file=buf, width=300))
     assert r.names is None
     assert "pip install 'grace-eval[pii]'" in buf.getvalue()
+
+
+# issue 37: name redaction corrupted prompts: on the sample handbook, which names no person, "levels L4 and L5"
+# became "<PERSON_1> and L5" and "Larkspur" and "Bereavement" were redacted; on a French KB grace's own refusal
+# sentence in the system prompt became "<PERSON_1> pas assez d'informations..." in every prompt
+@needs_names
+def test_grace_own_template_text_is_never_redacted(monkeypatch):
+    """The French refusal sentence in the system prompt was a PERSON in every prompt over the etalab guides."""
+    import re
+
+    from harness.prompts import REFUSALS, RetrievedArticle, load_template
+    from harness.providers.base import ModelSpec
+    from harness.runner.engine import AnswerJob, build_request
+    from tests.conftest import ROOT
+
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    template = load_template(None, "inline", "fr")
+    pages = sorted((ROOT / "benchmarks" / "external" / "etalab-fr" / "pages").rglob("*.md"))[:10]
+    assert len(pages) == 10
+    redactor = make_redactor(True)
+    for page in pages:
+        paragraphs = re.split(r"\n\s*\n", page.read_text(encoding="utf-8"))[:6]
+        job = AnswerJob("q1", "Combien de jours de congés ai-je ? Écrivez à marie.dupont@exemple.fr", 0,
+                        [RetrievedArticle(str(n), f"Article {n}", p, 1.0) for n, p in enumerate(paragraphs)])
+        plain = template.render(job.question, job.articles)
+        sent = build_request(ModelSpec("openai", "m"), template, job, redactor).messages
+        assert sent[0] == plain[0] and REFUSALS["fr"] in sent[0]["content"]  # the system prompt, as written
+        assert "<EMAIL_1>" in sent[-1]["content"] and "marie.dupont" not in sent[-1]["content"]
+        # a caller's finished messages (the judge's, the labeler's): the template's lines are left as written too
+        assert redactor.redact(plain).messages[0] == plain[0]
+
+
+@needs_names
+@pytest.mark.parametrize("text", [
+    "Bonus targets: levels L4 and L5: 10%; levels L6 and L7: 15%.",
+    "# Larkspur Analytics Employee Policies Manual\n\nThis manual applies to every Larkspur Analytics employee.",
+    "## Bereavement Leave\n\nRecord the time in Petal as \"Bereavement\". Bereavement leave is paid.",
+    "Book trains in the Atlas portal or by phone with an Atlas agent. Atlas will only issue tickets once approved.",
+    "Public holidays: Good Friday, Victoria Day, Canada Day (1 July). A holiday on a day off is not moved.",
+])
+def test_handbook_words_are_not_names(text, monkeypatch):
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    done = make_redactor(True).redact([{"role": "user", "content": text}])
+    assert done.messages[0]["content"] == text, done.restore
+
+
+@needs_names
+def test_the_sample_handbook_prompts_hold_no_name(tmp_path, monkeypatch):
+    """The measured case: every prompt of a run on the bundled sample (which names nobody), redacted."""
+    import json
+
+    import harness as grace
+    from tests.conftest import SAMPLE
+
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    monkeypatch.setenv("GRACE_TOKENIZER", "approx")
+    grace.build_kb(SAMPLE / "handbook", tmp_path / "kb")
+    grace.run(kb=tmp_path / "kb", gold=SAMPLE / "gold.csv", models=["baseline:top1"], out=tmp_path / "run",
+              redact_pii=True, k=5)
+    red = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["redaction"]
+    assert red["prompts"] == 90 and "PERSON" in red["types"]
+    assert "PERSON" not in red["found"], red
+
+
+@needs_names
+@pytest.mark.parametrize(("text", "name"), [
+    ("Note that Camille Laurent approves all travel above 1,000 EUR.", "Camille Laurent"),
+    ("Thanks to our colleague Priya Natarajan for this guide.", "Priya Natarajan"),
+    ("Ask Dr. Aisha Bello about the clinic.", "Aisha Bello"),
+])
+def test_names_in_sentences_are_still_found(text, name, monkeypatch):
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    done = make_redactor(True).redact([{"role": "user", "content": text}])
+    assert name not in done.messages[0]["content"] and name in done.restore.values()

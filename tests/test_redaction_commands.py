@@ -238,3 +238,86 @@ def test_the_names_hint_keeps_its_extra_in_the_console_lines(bench, fresh_cache,
     flat = " ".join(out.split())  # the console wraps long lines
     assert flat.count("pip install 'grace-eval[pii]'") == 2, out
     assert "'grace-eval')" not in flat
+
+
+# issue 37: --redact-pii reached only the messages; a python: or http: system reads the question and the articles
+# (and an http: body may send them) and got them in clear, while grace printed counts of what it had redacted
+_PLACEHOLDER = re.compile(r"<(EMAIL|IBAN|CARD|NATIONAL_ID|IP|PHONE|PERSON)_\d+>")
+
+
+def sent_counts(received: list[str]) -> dict[str, int]:
+    """Distinct placeholders per type in each distinct call a system received, summed: what grace's counts say."""
+    from collections import Counter
+
+    total: Counter[str] = Counter()
+    for text in set(received):
+        total.update(kind for kind, _ in {(m.group(1), m.group()) for m in _PLACEHOLDER.finditer(text)})
+    return dict(total)
+
+
+def printed_counts(out: str) -> dict[str, int]:
+    line = " ".join(out.split()).split("redacted in ", 1)[1].split("prompt(s):", 1)[1].split(" (", 1)[0]
+    return {k: int(v) for k, v in re.findall(r"([A-Z_]+) (\d+)", line)}
+
+
+def test_a_python_system_receives_nothing_planted(bench, fresh_cache):
+    root, srv = bench
+    log = root / "received.jsonl"
+    write(root / "bot.py", f"""import json
+from pathlib import Path
+
+
+def answer(request):
+    seen = {{"question_id": request.question_id, "question": request.question, "messages": request.messages,
+            "articles": [{{"id": a.id, "title": a.title, "text": a.text}} for a in request.articles]}}
+    with Path({str(log)!r}).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(seen, ensure_ascii=False) + "\\n")
+    first = request.articles[0]
+    return first.text.split(". ")[0] + f". [ID: {{first.id}}]"
+""")
+    cmd = ["run", "--kb", root / "kb", "--gold", root / "gold.csv", "--model", f"python:{root / 'bot.py'}:answer",
+           "--k", "2"]
+    code, out = run_grace(*cmd, "--out", root / "plain")
+    assert code == 0, out
+    assert leaked(log.read_text(encoding="utf-8")) == PLANTED  # the system sees every value without the flag
+    log.unlink()
+    fresh_cache()
+    code, out = run_grace(*cmd, "--out", root / "redacted", "--redact-pii")
+    assert code == 0, out
+    received = log.read_text(encoding="utf-8").splitlines()
+    assert len(received) == len(GOLD) and leaked("\n".join(received)) == []
+    seen = [json.loads(line) for line in received]
+    assert any("<EMAIL_1>" in s["question"] for s in seen) and any("<IBAN_1>" in a["text"] for s in seen
+                                                                     for a in s["articles"])
+    # the question and the articles in the messages are the same redacted values (one placeholder map per call)
+    for s in seen:
+        assert s["question"] in s["messages"][-1]["content"]
+        assert all(a["text"] in "".join(m["content"] for m in s["messages"]) for a in s["articles"])
+    # what grace prints and records is what the system was sent
+    info = json.loads((root / "redacted" / "run.json").read_text())
+    assert info["redaction"]["found"] == sent_counts(received) == printed_counts(out)
+    # the recorded answers have the originals back
+    rows = [json.loads(x) for x in (root / "redacted" / "responses.jsonl").read_text().splitlines()]
+    assert next(r for r in rows if r["question_id"] == "q1")["response"].startswith(f"Payroll questions go to {NAME}")
+
+
+def test_an_http_system_receives_nothing_planted(bench, fresh_cache):
+    root, srv = bench
+    toml = ['[[models]]', 'spec = "http:support-bot"', '', '[models.http]', f'url = "{srv.bot_url}"',
+            'body = { q = "{{question}}", id = "{{question_id}}", docs = "{{articles}}", chat = "{{messages}}", '
+            'flat = "Q: {{question}} A: {{articles}}" }', 'answer = "answer"']
+    write(root / "bot.toml", "\n".join(toml) + "\n")
+    cmd = ["run", "--kb", root / "kb", "--gold", root / "gold.csv", "--config", root / "bot.toml", "--k", "2"]
+    code, out = run_grace(*cmd, "--out", root / "plain")
+    assert code == 0, out
+    bodies = [r for r in srv.requests if r.path == "/bot/answer"]
+    assert leaked("\n".join(json.dumps(r.body, ensure_ascii=False) for r in bodies)) == PLANTED
+    srv.clear()
+    fresh_cache()
+    code, out = run_grace(*cmd, "--out", root / "redacted", "--redact-pii")
+    assert code == 0, out
+    bodies = [json.dumps(r.body, ensure_ascii=False) for r in srv.requests if r.path == "/bot/answer"]
+    assert len(bodies) == len(GOLD) and leaked("\n".join(bodies)) == []
+    assert "<EMAIL_1>" in "\n".join(bodies) and "<PHONE_1>" in "\n".join(bodies)
+    info = json.loads((root / "redacted" / "run.json").read_text())
+    assert info["redaction"]["found"] == sent_counts(bodies) == printed_counts(out)

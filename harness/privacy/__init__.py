@@ -6,8 +6,9 @@ for a command (the answering models of ``grace run`` and its reranker, the
 spot-check judge, the labeler, the question generator). Modules:
 :mod:`.detectors` (patterns with checksums, read on the text folded by :mod:`.folding`; phone numbers in
 :mod:`.phones`, national IDs in :mod:`.national_ids`, check digits in :mod:`.checks`), :mod:`.names`
-(person names through Presidio, the optional extra ``grace-eval[pii]``) and
-:mod:`.redactor` (consistent placeholders per call, the way back, the counts).
+(person names through Presidio, the optional extra ``grace-eval[pii]``, kept only when they read as a name),
+:mod:`.own_text` (grace's own template lines, never redacted) and :mod:`.redactor` (one call's request redacted
+with consistent placeholders, the way back, the counts).
 """
 
 from harness.privacy.redactor import RedactionRecord, Redactor, make_redactor, restore

@@ -5,7 +5,16 @@ of :mod:`.detectors` (and of :mod:`.names`, when installed) with a typed
 placeholder, ``<PERSON_1>``, ``<EMAIL_2>``: the same value is the same
 placeholder everywhere in that call (two spellings of one phone number, or
 "Maria" after "Maria Fernandes", too), so a judge can still see that the answer
-and the article name the same person. Placeholders are numbered in order of
+and the article name the same person.
+
+A call is everything a provider may send, redacted at once with one table
+(:meth:`Redactor.request`): the messages and the request's context, which a
+``python:`` system reads and an ``http:`` body template may send (the
+question, its ID, each article's title and text). For ``grace run`` the
+question and the articles are redacted first and the template is filled with
+them, so grace's own prompt text is never read; where a caller hands over
+finished messages, the lines of grace's templates in them are left as written
+(:mod:`.own_text`). The counts are those of the table, so they are what was sent. Placeholders are numbered in order of
 appearance, so the same prompt always redacts to the same text: the cache key
 and the row's fingerprint are made from the redacted prompt, and the response
 cache never holds an original value. The mapping back lives in memory, on the
@@ -24,18 +33,20 @@ import json
 import logging
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from harness.privacy.detectors import PERSON, TYPES, Span, find_patterns, normalised, resolve
-from harness.privacy.names import NameFinder, load_name_finder
+from harness.privacy.names import PARTICLES, NameFinder, load_name_finder, lower_words, named_as_a_thing, plausible
 from harness.run_folder.run_records import RedactionRecord  # what run.json and spotcheck.json record
 
 log = logging.getLogger("grace")
 PLACEHOLDER = re.compile(r"<(" + "|".join(TYPES) + r")_(\d+)>")
 _PARAGRAPH = re.compile(r"(\n\s*\n)")
 PATTERN_TYPES = [t for t in TYPES if t != PERSON]
+LANGUAGE_MIN_CHARS = 200  # shorter text takes the call's language (English when the whole call is short)
 
 
 @dataclass(frozen=True)
@@ -47,64 +58,161 @@ class Redacted:
     found: dict[str, int]
 
 
+@dataclass(frozen=True)
+class _Field:
+    """One text of a call: a message (which may hold grace's template lines) or a value (a question, an article)."""
+
+    text: str
+    message: bool = False
+    title: bool = False  # an article's title names a topic: names are not looked for in it, only their mentions
+
+
 class Redactor:
     def __init__(self, names: NameFinder | None = None, names_note: str = ""):
         self.names, self.names_note = names, names_note
-        self._memo: dict[str, Redacted] = {}
+        self._memo: dict[str, tuple[list[str], _Table]] = {}
         self.found: Counter[str] = Counter()
         self.with_pii = 0
 
         @lru_cache(maxsize=50000)
-        def spans(paragraph: str) -> tuple[Span, ...]:
-            found = find_patterns(paragraph)
-            if self.names is not None:
-                found += self.names.find(paragraph)
-            return tuple(resolve(found))
+        def patterns(paragraph: str) -> tuple[Span, ...]:
+            return tuple(find_patterns(paragraph))
 
-        self._spans = spans
+        @lru_cache(maxsize=50000)
+        def own(paragraph: str) -> tuple[tuple[int, int], ...]:
+            from harness.privacy.own_text import own_ranges
 
-    def redact(self, messages: list[dict[str, str]]) -> Redacted:
-        """``messages`` with every find replaced by its placeholder; the same input always gives the same output."""
-        key = hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+            return tuple(own_ranges(paragraph))
+
+        @lru_cache(maxsize=50000)
+        def language(text: str) -> str | None:
+            from kb_builder.language import detect
+
+            return detect(text)
+
+        self._patterns, self._own, self._language = patterns, own, language
+
+    # --- one call ------------------------------------------------------------------------------------------------
+
+    def _call(self, fields: list[_Field]) -> tuple[list[str], _Table]:
+        """Every field of one call redacted with one table (the same value, the same placeholder, in any field);
+        memoised, so the same call always gives the same output and is counted once."""
+        key = hashlib.sha256(json.dumps([(f.text, f.message, f.title) for f in fields], ensure_ascii=False).encode()).hexdigest()
         done = self._memo.get(key)
         if done is not None:
             return done
+        split = [_PARAGRAPH.split(f.text) for f in fields]  # paragraphs at even places, the blank lines between
+        found = [[list(self._patterns(p)) if i % 2 == 0 else [] for i, p in enumerate(parts)] for parts in split]
+        if self.names is not None:
+            self._add_names(fields, split, found)
         table = _Table()
         out = []
-        for m in messages:
-            content = m.get("content")
-            if isinstance(content, str) and content:
-                parts = _PARAGRAPH.split(content)
-                content = "".join(p if i % 2 else self._replace(p, table) for i, p in enumerate(parts))
-            out.append({**m, "content": content})
-        found = dict(Counter(kind for kind, _ in table.placeholder))
-        done = Redacted(out, {ph: table.original[ph] for ph in table.original}, found)
+        for f, parts, spans in zip(fields, split, found, strict=True):
+            pieces = []
+            for i, p in enumerate(parts):
+                if i % 2 or not spans[i]:
+                    pieces.append(p)
+                    continue
+                keep = resolve(spans[i])
+                if f.message:  # a line of grace's own template is never touched
+                    own = self._own(p)
+                    keep = [s for s in keep if not any(s.start < b and a < s.end for a, b in own)]
+                pieces.append(_replace(p, keep, table))
+            out.append("".join(pieces))
+        done = (out, table)
         self._memo[key] = done
-        self.found.update(found)
-        self.with_pii += bool(found)
+        found_types = table.found()
+        self.found.update(found_types)
+        self.with_pii += bool(found_types)
         return done
 
-    def _replace(self, text: str, table: _Table) -> str:
-        spans = self._spans(text)
-        if not spans:
-            return text
-        pieces, at = [], 0
-        for s in spans:
-            pieces += [text[at:s.start], table.placeholder_for(s)]
-            at = s.end
-        pieces.append(text[at:])
-        return "".join(pieces)
+    def _add_names(self, fields: list[_Field], split: list[list[str]], found: list[list[list[Span]]]) -> None:
+        """Person names of the call (see :mod:`.names`): finds that read as a name in an English paragraph, then
+        every other mention of one of their tokens ("Maria" after "Maria Fernandes")."""
+        assert self.names is not None
+        whole = "\n\n".join(f.text for f in fields)
+        fallback = self._language_of(whole[:4000], "en")  # a paragraph too short to tell is in the call's language
+        lowered = lower_words(whole)
+        texts = [f.text for f in fields]
+        tokens: set[str] = set()
+        for f, parts, spans in zip(fields, split, found, strict=True):
+            for i, p in enumerate(parts):
+                if i % 2 or f.title or self._language_of(p, fallback) not in self.names.languages:
+                    continue
+                names = [s for s in self.names.find(p) if plausible(s.value, lowered)
+                         and not named_as_a_thing(s.value, texts)]
+                spans[i] += names
+                tokens.update(t for s in names for t in s.value.split() if t not in PARTICLES)
+        if not tokens:
+            return
+        mention = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(tokens, key=len, reverse=True)))
+                             + r")(?![\w-])")
+        for parts, spans in zip(split, found, strict=True):
+            for i, p in enumerate(parts):
+                if i % 2 == 0:
+                    spans[i] += [Span(m.start(), m.end(), PERSON, m.group()) for m in mention.finditer(p)]
 
-    def request(self, request: Any) -> Any:
-        """The request with its messages redacted and its way back attached (``Request.redactions``)."""
-        done = self.redact(request.messages)
-        return replace(request, messages=done.messages, redactions=done.restore)
+    def _language_of(self, text: str, fallback: str) -> str:
+        """The language of ``text`` when it is long enough to tell (a few words with a Dutch name in them read
+        as Dutch), else ``fallback``."""
+        return (self._language(text) if len(text) >= LANGUAGE_MIN_CHARS else None) or fallback
+
+    # --- what callers use ----------------------------------------------------------------------------------------
+
+    def redact(self, messages: list[dict[str, str]]) -> Redacted:
+        """``messages`` with every find replaced by its placeholder (grace's own template lines left as written);
+        the same input always gives the same output."""
+        texts, table = self._call([_Field(_content(m), True) for m in messages])
+        out = [{**m, "content": t} if isinstance(m.get("content"), str) else dict(m)
+               for m, t in zip(messages, texts, strict=True)]
+        return Redacted(out, table.restore(), table.found())
+
+    def request(self, request: Any, render: Callable[[str, list[Any]], list[dict[str, str]]] | None = None) -> Any:
+        """The request with everything a provider may send redacted in one call, and its way back attached
+        (``Request.redactions``): the messages and the context a ``python:`` or ``http:`` system reads (the
+        question, its ID, each article's title and text).
+
+        With ``render`` (the answer template's, for ``grace run``), the question and the articles are redacted
+        first and the messages rendered from them, so the template's own text is never read at all."""
+        ctx = request.context
+        if ctx is None:
+            render = None
+        messages = [] if render is not None else request.messages
+        fields = [_Field(_content(m), message=True) for m in messages]
+        if ctx is not None:
+            fields += [_Field(ctx.question_id), _Field(ctx.question)]
+            fields += [_Field(x, title=t) for a in ctx.articles for x, t in ((a.title, True), (a.text, False))]
+        texts, table = self._call(fields)
+        sent = [{**m, "content": t} if isinstance(m.get("content"), str) else dict(m)
+                for m, t in zip(messages, texts, strict=False)]
+        if ctx is not None:
+            rest = texts[len(messages):]
+            ctx = replace(ctx, question_id=rest[0], question=rest[1],
+                          articles=[replace(a, title=rest[2 + 2 * n], text=rest[3 + 2 * n])
+                                    for n, a in enumerate(ctx.articles)])
+            if render is not None:
+                sent = render(ctx.question, ctx.articles)
+        return replace(request, messages=sent, context=ctx, redactions=table.restore() or None)
 
     def record(self) -> RedactionRecord:
         return RedactionRecord(types=PATTERN_TYPES + ([PERSON] if self.names else []),
                                names=self.names.engine if self.names else None, names_note=self.names_note,
                                prompts=len(self._memo), prompts_with_pii=self.with_pii,
                                found={t: self.found[t] for t in TYPES if self.found[t]})
+
+
+def _content(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else ""
+
+
+def _replace(text: str, spans: list[Span], table: _Table) -> str:
+    pieces, at = [], 0
+    for s in spans:
+        pieces += [text[at:s.start], table.placeholder_for(s)]
+        at = s.end
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 class _Table:
@@ -116,6 +224,13 @@ class _Table:
         self.original: dict[str, str] = {}
         self.people: list[tuple[frozenset[str], str]] = []  # a person's name tokens -> placeholder
         self.n: Counter[str] = Counter()
+
+    def found(self) -> dict[str, int]:
+        """Distinct values per type in this call."""
+        return dict(Counter(kind for kind, _ in self.placeholder))
+
+    def restore(self) -> dict[str, str]:
+        return dict(self.original)
 
     def placeholder_for(self, s: Span) -> str:
         key = (s.kind, normalised(s.kind, s.value))

@@ -143,8 +143,10 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
 
 
 def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor: Redactor | None = None) -> Request:
-    """The call for one job; with a ``redactor`` (``--redact-pii``), its messages redacted: the cache key, the
-    fingerprint and what the model sees are all made from the redacted prompt."""
+    """The call for one job; with a ``redactor`` (``--redact-pii``), the question and the articles redacted before
+    the template is filled, in the messages and in the context a ``python:`` or ``http:`` system reads: the cache
+    key, the fingerprint and what the model or system sees are all made from the redacted request, and the
+    template's own text is never touched."""
     messages = template.render(job.question, job.articles)
     request = Request(
         messages=messages,
@@ -153,7 +155,7 @@ def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor:
         json_schema=JSON_SCHEMA if template.mode == "json" else None,
         context=RequestContext(job.question_id, job.question, job.articles, job.repeat),
     )
-    return redactor.request(request) if redactor is not None else request
+    return redactor.request(request, render=template.render) if redactor is not None else request
 
 
 def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int, **salt: Any) -> str:
@@ -190,7 +192,7 @@ class EngineSettings:
     backoff_base: float = 1.0
     use_cache: bool = True
     read_cache: bool = True
-    redactor: Redactor | None = None  # --redact-pii: every request's messages redacted before it is keyed and sent
+    redactor: Redactor | None = None  # --redact-pii: every request redacted before it is keyed and sent
 
     def open_cache(self) -> ResponseCache | None:
         return ResponseCache() if self.use_cache else None
