@@ -18,7 +18,8 @@ from annotations.labels import LabelRecord, read_rows, row_to_record
 from harness.core.errors import GraceError, where
 from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
 from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
-from kb_builder.store import KB, load_kb
+from kb_builder.kb_folder import load_kb
+from kb_builder.store import KB
 
 REFUSE_SHARE_RANGE = (0.10, 0.30)
 NEAR_DUPLICATE = 0.9

@@ -16,10 +16,11 @@ from kb_builder.curation import Replay, built_articles, replay
 from kb_builder.curation_records import set_aside_torn_tail
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
+from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
 from kb_builder.language import is_known
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
-from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, load_kb, make_manifest, set_languages, write_kb
+from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, make_manifest, set_languages, write_kb
 from kb_builder.topics import AskTopics, Segmentation, TopicRequest, TopicSplitter, parse_splitter
 
 

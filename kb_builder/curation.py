@@ -32,11 +32,13 @@ from harness.core.errors import GraceError
 from harness.core.locks import FileLock
 from kb_builder.curation_records import (
     CONFLICTS,
+    CURATION,
     CurationConflict,
     CurationEdit,
     active_edits,
     append_edit,
     distinct_marks,
+    last_seq,
     now,
     read_conflicts,
     read_edits,
@@ -44,7 +46,7 @@ from kb_builder.curation_records import (
     write_conflicts,
 )
 from kb_builder.kb_records import Article, Manifest, kb_content_hash
-from kb_builder.store import KB, finish_articles, load_kb, read_kb, token_stats, write_kb
+from kb_builder.store import KB, finish_articles, read_kb, token_stats, write_kb
 
 if TYPE_CHECKING:
     from kb_builder.lint import LintReport
@@ -240,6 +242,14 @@ def curated_manifest(manifest: Manifest, articles: list[Article], edits: list[Cu
     return m
 
 
+def in_force(kb: KB, *, save: bool) -> KB:
+    """``kb`` as read, with every curation action in force (:func:`merge_pending` when the manifest's last action is
+    not the log's): what :func:`kb_builder.kb_folder.load_kb` and a curation session load."""
+    if (kb.path / CURATION).exists() and last_seq(kb.path) != kb.manifest.curation_seq:
+        return merge_pending(kb, save=save)
+    return kb
+
+
 def merge_pending(kb: KB, *, save: bool) -> KB:
     """``kb`` with every curation action in force: the ones a writer killed half-way saved but did not apply are
     applied, with a note. With ``save`` the KB is written too, under its lock (when another grace holds it, that
@@ -289,7 +299,7 @@ class Curation:
 
     def __init__(self, kb_dir: str | Path):
         self.path = Path(kb_dir)
-        self.kb: KB = load_kb(self.path)  # a missing folder or articles file: its own clear error
+        self.kb: KB = in_force(read_kb(self.path), save=True)  # a missing folder or articles file: its own clear error
         self.path = self.kb.path
         self._lock = kb_lock(self.path)
         self._lock.acquire()

@@ -177,22 +177,9 @@ def write_kb(kb_dir: Path, articles: list[Article], manifest: Manifest) -> None:
     atomic_write_text(kb_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 
 
-def load_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
-    """Load a KB folder (or an ``articles.jsonl`` path), creating a missing or stale manifest (unless
-    ``write_missing`` is false), with every curation action in force: one whose writer was killed before it wrote the
-    articles is applied (and, with ``write_missing``, saved), never silently left out."""
-    kb = read_kb(kb_dir, write_missing=write_missing)
-    from kb_builder.curation_records import CURATION, last_seq
-
-    if (kb.path / CURATION).exists() and last_seq(kb.path) != kb.manifest.curation_seq:
-        from kb_builder.curation import merge_pending
-
-        kb = merge_pending(kb, save=write_missing)
-    return kb
-
-
 def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
-    """The KB folder's files as they are (:func:`load_kb` also applies curation stopped half-way)."""
+    """The KB folder's files as they are (:func:`kb_builder.kb_folder.load_kb` also applies curation stopped
+    half-way)."""
     path = Path(kb_dir)
     if path.is_file():
         if path.name != ARTICLES:

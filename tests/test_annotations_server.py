@@ -26,7 +26,7 @@ from harness.cli.app import cli
 from harness.core.errors import GraceError
 from harness.web import make_server
 from kb_builder.gold import read_gold
-from kb_builder.store import load_kb
+from kb_builder.kb_folder import load_kb
 
 ARTICLES = [
     ("1", "Annual leave", "You earn annual leave every pay period. Carry over up to 240 hours into the next leave year."),

@@ -27,7 +27,7 @@ def sample(tmp_path_factory):
     root = tmp_path_factory.mktemp("sample")
     code, out = run_grace("kb", "build", SAMPLE / "handbook", "--out", root / "kb")
     assert code == 0, out
-    from kb_builder.store import load_kb
+    from kb_builder.kb_folder import load_kb
 
     return root, load_kb(root / "kb"), read_gold(SAMPLE / "gold.csv")
 

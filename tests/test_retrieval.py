@@ -7,9 +7,9 @@ import json
 import pytest
 
 from harness.testing import FakeAPIServer
+from kb_builder.kb_folder import load_kb
 from kb_builder.retrieval import Hit
 from kb_builder.retrieval.hybrid import HybridRetriever
-from kb_builder.store import load_kb
 from tests.conftest import run_grace, write
 
 ARTICLES = [

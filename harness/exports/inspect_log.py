@@ -311,7 +311,7 @@ def error_text(error: Any) -> str:
 def _articles(path: str, kb_hash: str, notes: list[str]) -> tuple[dict[str, tuple[str, str]], str]:
     """Article ID -> (title, text) from the run's KB, and its language; none (the logs show IDs only, and a note
     says so) when the KB is no longer where the run found it."""
-    from kb_builder.store import load_kb
+    from kb_builder.kb_folder import load_kb
 
     try:
         kb = load_kb(path, write_missing=False)

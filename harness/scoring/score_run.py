@@ -60,7 +60,8 @@ from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
 from harness.scoring.significance import compact_letters, pairwise_tests, per_question
 from harness.scoring.slices import add_categories, add_permissions, restricted_articles
 from kb_builder.gold import GoldQuestion, GoldSet, load_gold
-from kb_builder.store import KB, load_kb
+from kb_builder.kb_folder import load_kb
+from kb_builder.store import KB
 
 
 def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[list[GoldQuestion], GoldInfo]:

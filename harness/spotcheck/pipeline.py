@@ -44,7 +44,7 @@ from harness.spotcheck.quality import QualityTemplate, load_quality_template
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
 from harness.spotcheck.spotcheck_records import JudgeBlock, SpotcheckFile, write_spotcheck
-from kb_builder.store import load_kb
+from kb_builder.kb_folder import load_kb
 
 LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judge)",
           "scripted": "scripted judge (tests and rehearsals only)", "llm": "LLM judge"}

@@ -19,7 +19,7 @@ __all__ = ["Agreement", "LabellingApp", "ReviewingApp", "Suggested", "agree_labe
 
 
 def _load(kb: Any) -> Any:
-    from kb_builder.store import load_kb as _load_kb
+    from kb_builder.kb_folder import load_kb as _load_kb
 
     return _load_kb(kb) if isinstance(kb, str | Path) else kb
 
@@ -76,7 +76,7 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
     from annotations.state import AnnotationSession, default_annotator
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
-    from kb_builder.store import load_kb
+    from kb_builder.kb_folder import load_kb
 
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
@@ -179,7 +179,7 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
     from annotations.state import default_annotator
     from harness.core.outputs import check_output_file
     from harness.run_folder import RunDir
-    from kb_builder.store import load_kb
+    from kb_builder.kb_folder import load_kb
 
     sources = RunSources.find(run, kb_dir=kb, gold=gold)
     out = Path(out) if out is not None else sources.review_csv

@@ -80,7 +80,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.run_folder.audit_log import field_map
     from kb_builder.gold import load_gold
-    from kb_builder.store import load_kb
+    from kb_builder.kb_folder import load_kb
 
     c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, **options)
     mapping = field_map(c.fields, c.mapping)

@@ -129,7 +129,7 @@ def eval_retrieval(kb: Any, gold: str | Path, *, ks: Sequence[int] = (1, 3, 5), 
 
 
 def load_kb(path: str | Path):
-    from kb_builder.store import load_kb as _load
+    from kb_builder.kb_folder import load_kb as _load
 
     return _load(path)
 

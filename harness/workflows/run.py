@@ -82,7 +82,7 @@ class RunSession:
         from harness.prompts import load_template
         from harness.runner.config import RunConfig, load_config, load_export_tables, resolve_models
         from kb_builder.gold import load_gold
-        from kb_builder.store import load_kb
+        from kb_builder.kb_folder import load_kb
 
         toml = options.get("config")
         toml_specs, run_table = load_config(Path(toml)) if toml else ([], {})
