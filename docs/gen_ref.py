@@ -370,7 +370,7 @@ def render() -> str:
 
 
 def api_objects() -> list[tuple[str, str]]:
-    """(public name, where it is defined) for every name of ``import harness as grace``, in API_NAMES order."""
+    """(public name, where it is defined) for every name of ``import grace``, in API_NAMES order."""
     import harness
 
     names = [*harness.API_NAMES, "GraceError", "WorkFailed"]
@@ -384,7 +384,8 @@ def api_objects() -> list[tuple[str, str]]:
 def render_api() -> str:
     """The Python API page: one mkdocstrings block per public name, each rendered from its docstring."""
     out = ["# Python API reference", "",
-           "`import harness as grace` gives every name below. Each `grace` command is one call of this API;",
+           "`import grace` gives every name below (so does `import harness as grace`). Each `grace` command is",
+           "one call of this API;",
            "[Use grace from Python](../how-to/python-api.md) shows them at work. This page is generated from",
            "`harness.API_NAMES` and each name's docstring.", ""]
     out += ["| name | defined in |", "| --- | --- |"]

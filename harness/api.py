@@ -3,7 +3,7 @@
 Each CLI command parses its options and makes one call here, so a notebook
 gets exactly what the command line gets::
 
-    import harness as grace
+    import grace                          # harness/grace; import harness as grace gives the same names
 
     kb = grace.build_kb("handbook/", "kb")
     result = grace.run(kb="kb", gold="gold.csv", models=["baseline:top1", "baseline:threshold"], out="runs/first")

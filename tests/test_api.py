@@ -7,7 +7,7 @@ import re
 import pytest
 
 import harness as grace
-from tests.conftest import ROOT
+from tests.conftest import ROOT, checkout_grace
 
 
 def readme_example() -> str:
@@ -18,6 +18,7 @@ def readme_example() -> str:
 
 def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    checkout_grace()  # the example's ``import grace``: this checkout's, installed or not
     code = readme_example().replace("benchmarks/sample", str(ROOT / "benchmarks" / "sample"))
     scope: dict = {}
     exec(compile(code, "docs/how-to/python-api.md", "exec"), scope)  # noqa: S102 - the documented example, as a user runs it

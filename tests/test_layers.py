@@ -34,7 +34,7 @@ ORDER = [
     ("annotations", "harness.viewer"),
     ("harness.exports",),  # a scored run, out to the trackers: reads the run folder and its figures
     ("harness.workflows",),
-    ("harness.api",),
+    ("harness.api", "harness.grace"),  # harness.grace: the API imported by name, installed as `import grace`
     ("harness.cli", "annotations.cli", "annotations.gold_cli", "harness.testing"),
 ]
 OURS = ("harness", "kb_builder", "annotations")
