@@ -1,0 +1,373 @@
+"""The boundary around user code: a ``python:`` system's function and a plugin's import run where they cannot end,
+hang or alter grace.
+
+Why a process and not a thread: a function that calls ``sys.exit()``, raises ``KeyboardInterrupt``, calls
+``os._exit``, crashes the interpreter, forks, or never returns would take grace with it if it ran in grace's own
+process (a thread cannot be stopped, and it keeps the interpreter from exiting). So a ``python:`` system runs in
+a worker process grace owns (:mod:`harness.providers.user_code_worker`), one per model, started before the first
+call and kept for the run (the pipeline's imports and indexes load once):
+
+* requests and answers cross as JSON lines over pipes, so the function gets copies: whatever it does to the
+  articles or messages it is shown, grace's own objects (shared by every model of the run) are untouched;
+* an answer is checked on the worker's side and again on grace's (types, finite numbers, text any file can
+  hold: a lone surrogate becomes U+FFFD); a wrong one is an error row naming the field;
+* ``sys.exit()``, ``KeyboardInterrupt`` or any other exception from the function is an error row; a worker
+  that ends anyway (``os._exit``, a signal, a crash) fails the calls it held with an error row saying how it
+  ended, and the next call starts a new one;
+* a call that takes longer than the model's timeout is a ``timeout`` row: its worker is killed (with every
+  process it started) and the next call starts a new one;
+* the worker runs in a process group of its own, with its own stdout and stderr (forwarded to grace's stderr
+  line by line): a process it forks can neither answer in its place nor keep grace's output open, and the
+  whole group is killed when the run ends, so grace exits as soon as the run is written.
+
+A plugin's import goes through :func:`probe_import` first: the module is imported in a short-lived process
+under a time limit, so one that exits or hangs at import is reported as broken instead of stopping
+``grace providers`` or ``grace run``.
+
+What it costs: a copy of each request and answer through a pipe, about a tenth of a millisecond per call, and
+one process per ``python:`` model (its start-up: Python and the pipeline's imports); figures in
+``benchmarks/perf/bench_python_system.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import itertools
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harness.providers.base import ProviderError
+
+# How long a worker may take to import the pipeline before its first call (models and indexes load here).
+START_TIMEOUT_S = 300.0
+# How long a plugin's import may take (GRACE_PLUGIN_IMPORT_TIMEOUT overrides, in seconds).
+PLUGIN_IMPORT_TIMEOUT_S = 60.0
+_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding the harness package
+_BOOT = ("import sys; sys.path.insert(0, sys.argv[1]); "
+         "from harness.providers.user_code_worker import main; main()")
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
+_KINDS = {"rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request", "invalid_request",
+          "context_length", "unknown_model", "other"}
+
+
+def how_it_ended(returncode: int) -> str:
+    """``exit code 7`` or ``killed by signal SIGSEGV``: what a user can search for."""
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit code {returncode}"
+
+
+def _kill_group(pid: int) -> None:
+    """SIGKILL the worker's process group: the worker and every process it forked that stayed in the group."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+@atexit.register
+def _kill_all() -> None:
+    """Nothing a pipeline started outlives grace, even when a run ends without closing its providers."""
+    for worker in list(_LIVE):
+        worker.kill("grace exited")
+
+
+class Worker:
+    """One worker process: its pipes, the calls it holds, and the threads that feed and read it.
+
+    Four daemon threads per worker, so the event loop never blocks on a pipe: one writes requests (all that
+    are queued, in one write), one reads answers and hands each to the loop, one forwards the worker's
+    output, one waits for the process to end and fails the calls it held.
+    """
+
+    def __init__(self, init: dict[str, Any], label: str):
+        self.label = label
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, _ROOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+        _LIVE.add(self)
+        self.calls: dict[int, asyncio.Future[dict[str, Any]]] = {}  # touched in the event loop's thread only
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.hello: dict[str, Any] | None = None
+        self.started = threading.Event()
+        self.ended: str | None = None  # how the process ended, once it has
+        self.why_killed: str | None = None
+        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._outbox.put(orjson.dumps(init) + b"\n")
+        for target in (self._write, self._read, self._forward, self._wait):
+            threading.Thread(target=target, name=f"grace-user-code-{target.__name__}", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return self.ended is None and self.why_killed is None
+
+    def send(self, frame: bytes) -> None:
+        self._outbox.put(frame)
+
+    def _write(self) -> None:
+        pipe = self.proc.stdin
+        try:
+            while True:
+                frame = self._outbox.get()
+                frames = [frame]
+                while frame is not None:  # everything already queued goes in one write
+                    try:
+                        frame = self._outbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    frames.append(frame)
+                if frames[-1] is None:
+                    pipe.write(b"".join(f for f in frames if f is not None))
+                    break
+                pipe.write(b"".join(frames))
+                pipe.flush()
+        except (OSError, ValueError):
+            pass  # the worker is gone: _wait says how
+        finally:
+            try:
+                pipe.close()
+            except (OSError, ValueError):
+                pass
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            try:
+                frame = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                frame = {"id": None}
+            if not isinstance(frame, dict):
+                continue
+            if "hello" in frame:
+                self.hello = frame["hello"] if isinstance(frame["hello"], dict) else {"error": "an unreadable greeting"}
+                self.started.set()
+                continue
+            self._to_loop(self._settle, frame)
+
+    def _forward(self) -> None:
+        """The pipeline's prints and logging, on grace's stderr as they come."""
+        err = sys.stderr
+        for line in self.proc.stderr:
+            try:
+                err.write(line.decode("utf-8", "replace"))
+                err.flush()
+            except (OSError, ValueError):
+                pass
+
+    def _wait(self) -> None:
+        returncode = self.proc.wait()
+        self.ended = how_it_ended(returncode)
+        _kill_group(self.proc.pid)  # what it forked goes with it
+        self.started.set()
+        self._to_loop(self._fail_all)
+
+    def _to_loop(self, fn, *args) -> None:
+        loop = self.loop
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass  # the loop has closed: nobody waits for these calls any more
+
+    def _settle(self, frame: dict[str, Any]) -> None:
+        fut = self.calls.pop(frame.get("id"), None)  # type: ignore[arg-type]
+        if fut is not None and not fut.done():
+            fut.set_result(frame)
+
+    def _fail_all(self) -> None:
+        why = self.why_killed or f"its worker process ended ({self.ended}) while answering"
+        calls, self.calls = self.calls, {}
+        for fut in calls.values():
+            if not fut.done():
+                fut.set_exception(ProviderError("other", f"{self.label}: {why}; a new worker is started for the "
+                                                "next call", retryable=True))
+
+    def kill(self, why: str) -> None:
+        if self.why_killed is None:
+            self.why_killed = why
+        _kill_group(self.proc.pid)
+        self._outbox.put(None)
+
+    async def close(self, wait_s: float = 2.0) -> None:
+        """Let the worker end on its own (its input closes), then kill whatever is left of its group."""
+        self._outbox.put(None)
+        deadline = time.monotonic() + wait_s
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        self.kill("the run ended")
+
+
+class UserCode:
+    """A user's function behind the boundary: :meth:`start` before any call, :meth:`call` per request.
+
+    ``init`` says what the worker imports (see :mod:`harness.providers.user_code_worker`); ``label`` is how
+    error rows name the system (``python:my_rag.py:answer``).
+    """
+
+    def __init__(self, init: dict[str, Any], label: str):
+        self.init, self.label = init, label
+        self.worker: Worker | None = None
+        self._ids = itertools.count(1)
+        self._starting: asyncio.Lock | None = None
+
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Start the worker and wait until the function is imported; the worker's greeting, or its refusal
+        (``{"error": ...}``: a missing function, an import that failed, exited or took too long)."""
+        worker = self.worker = Worker(self.init, self.label)
+        if not worker.started.wait(timeout_s):
+            worker.kill("its import took too long")
+            return {"error": f"{self.label}: importing it did not finish within {timeout_s:g}s"}
+        return self._greeting(worker)
+
+    def _greeting(self, worker: Worker) -> dict[str, Any]:
+        if worker.hello is not None:
+            return worker.hello
+        return {"error": f"{self.label}: its worker process ended ({worker.ended}) while importing it"}
+
+    async def _ready_worker(self) -> Worker:
+        worker = self.worker
+        if worker is not None and worker.alive:
+            return worker
+        if self._starting is None:
+            self._starting = asyncio.Lock()
+        async with self._starting:
+            worker = self.worker
+            if worker is None or not worker.alive:
+                worker = self.worker = Worker(self.init, self.label)
+                deadline = time.monotonic() + START_TIMEOUT_S
+                while not worker.started.is_set():
+                    if time.monotonic() > deadline:
+                        worker.kill("its import took too long")
+                        raise ProviderError("other", f"{self.label}: restarting it, its import did not finish "
+                                            f"within {START_TIMEOUT_S:g}s", retryable=False)
+                    await asyncio.sleep(0.01)
+                hello = self._greeting(worker)
+                if "error" in hello:
+                    raise ProviderError("other", str(hello["error"]), retryable=False)
+            return worker
+
+    async def call(self, request: Any, timeout_s: float) -> dict[str, Any]:
+        """One request (anything orjson writes: dataclasses, dicts, lists) -> the worker's answer frame
+        (``{"ok": {...}}`` or ``{"err": {...}}``); a hang past ``timeout_s`` or a dead worker raises ProviderError."""
+        worker = await self._ready_worker()
+        loop = asyncio.get_running_loop()
+        worker.loop = loop
+        n = next(self._ids)
+        fut: asyncio.Future[dict[str, Any]] = loop.create_future()
+        worker.calls[n] = fut
+        worker.send(orjson.dumps({"id": n, "req": request}) + b"\n")
+        if not worker.alive:  # it ended before the request was queued: nobody else will fail this call
+            worker._fail_all()
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            worker.kill(f"another call did not answer within {timeout_s:g}s and its worker was stopped")
+            worker._fail_all()
+            raise ProviderError("timeout", f"no answer within {timeout_s:g}s ({self.label} was stopped and a new "
+                                "worker is started for the next call)", retryable=True) from None
+        finally:
+            worker.calls.pop(n, None)
+
+    async def aclose(self) -> None:
+        if self.worker is not None:
+            await self.worker.close()
+            self.worker = None
+
+    def kill(self) -> None:
+        if self.worker is not None:
+            self.worker.kill("grace stopped it")
+            self.worker = None
+
+
+def error_of(frame: dict[str, Any], label: str) -> ProviderError:
+    """The worker's error frame as the ProviderError an error row records (nothing in it is trusted)."""
+    err = frame.get("err") if isinstance(frame.get("err"), dict) else {}
+    kind = err.get("kind") if err.get("kind") in _KINDS else "other"
+    message = err.get("message")
+    message = message if isinstance(message, str) and message else f"{label} failed without a message"
+    retry_after = err.get("retry_after")
+    status = err.get("status")
+    return ProviderError(kind, message[:2000], retryable=err.get("retryable") is True,
+                         retry_after=float(retry_after) if isinstance(retry_after, int | float)
+                         and not isinstance(retry_after, bool) and 0 <= retry_after < 86_400 else None,
+                         status=status if isinstance(status, int) and not isinstance(status, bool) else None)
+
+
+# --- plugins ------------------------------------------------------------------------------------------------------
+
+_PROBE = r"""
+import json, os, sys
+out = os.fdopen(os.dup(1), "w")
+devnull = os.open(os.devnull, os.O_RDWR)
+os.dup2(devnull, 0)
+os.dup2(devnull, 1)
+sys.path[:] = json.loads(sys.argv[1])
+module, attr = sys.argv[2], sys.argv[3]
+try:
+    import importlib
+    obj = importlib.import_module(module)
+    for part in [p for p in attr.split(".") if p]:
+        obj = getattr(obj, part)
+    said = ""
+except SystemExit as exc:
+    said = f"it called sys.exit({exc.code!r}) at import"
+except BaseException as exc:
+    said = f"{type(exc).__name__}: {exc}"
+out.write(json.dumps({"error": said}) + "\n")
+out.flush()
+os._exit(0)
+"""
+
+
+def plugin_import_timeout() -> float:
+    raw = os.environ.get("GRACE_PLUGIN_IMPORT_TIMEOUT", "")
+    try:
+        value = float(raw)
+    except ValueError:
+        return PLUGIN_IMPORT_TIMEOUT_S
+    return value if value > 0 else PLUGIN_IMPORT_TIMEOUT_S
+
+
+class ImportProbe:
+    """Import ``module`` (and look ``attr`` up) in a process of its own, under a time limit; started at once,
+    so several plugins are probed side by side. :meth:`result` is ``""`` when the import worked, else what went
+    wrong (an exception, a ``sys.exit``, a process that ended or hung)."""
+
+    def __init__(self, module: str, attr: str):
+        self.proc = subprocess.Popen([sys.executable, "-c", _PROBE, orjson.dumps(sys.path).decode(), module, attr],
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     start_new_session=True, close_fds=True)
+        self.t0 = time.monotonic()
+
+    def result(self, timeout_s: float | None = None) -> str:
+        limit = plugin_import_timeout() if timeout_s is None else timeout_s
+        try:
+            out, _ = self.proc.communicate(timeout=max(0.0, limit - (time.monotonic() - self.t0)))
+        except subprocess.TimeoutExpired:
+            _kill_group(self.proc.pid)
+            self.proc.communicate()
+            return (f"its import did not finish within {limit:g}s (it hangs at import; GRACE_PLUGIN_IMPORT_TIMEOUT "
+                    "sets the limit)")
+        finally:
+            _kill_group(self.proc.pid)
+        try:
+            said = orjson.loads(out.splitlines()[-1])["error"] if out.strip() else None
+        except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+            said = None
+        if not isinstance(said, str):
+            return f"its import ended the process ({how_it_ended(self.proc.returncode)})"
+        return said
