@@ -242,18 +242,20 @@ def test_a_plugin_that_exits_or_hangs_at_import_is_listed_as_broken(tmp_path):
     assert "Traceback" not in done.stdout + done.stderr
 
 
-def test_a_plugin_that_exits_or_hangs_at_import_fails_only_its_own_run(tmp_path, sample_kb):
+@pytest.mark.parametrize(("model", "words"), [
+    ("exits:x", ["grace-exit-demo 1.0", "sys.exit(9)"]),
+    ("hangs:x", ["grace-hang-demo 2.0", "did not finish within 3s"]),
+])
+def test_a_plugin_that_exits_or_hangs_at_import_fails_only_its_own_run(tmp_path, sample_kb, model, words):
     site = _misbehaving_site(tmp_path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(PLUGINS), str(ROOT)]),
            "GRACE_PLUGIN_IMPORT_TIMEOUT": "3"}
-    for model, words in (("exits:x", ["grace-exit-demo 1.0", "sys.exit(9)"]),
-                         ("hangs:x", ["grace-hang-demo 2.0", "did not finish within 3s"])):
-        done = subprocess.run([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(sample_kb), "--gold",
-                               str(SAMPLE / "gold.csv"), "-m", model, "-m", "baseline:top1", "--out",
-                               str(tmp_path / model[:4])], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
-        out = done.stdout + done.stderr
-        assert done.returncode == 2 and "Traceback" not in out, (done.returncode, out)
-        assert all(word in " ".join(out.split()) for word in words), out
+    done = subprocess.run([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(sample_kb), "--gold",
+                           str(SAMPLE / "gold.csv"), "-m", model, "-m", "baseline:top1", "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, (done.returncode, out)
+    assert all(word in " ".join(out.split()) for word in words), out
     done = subprocess.run([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(sample_kb), "--gold",
                            str(SAMPLE / "gold.csv"), "-m", "baseline:top1", "--out", str(tmp_path / "ok")],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)

@@ -1,8 +1,9 @@
 """Overhead of a ``python:`` system: an instant function against ``baseline:top1`` on the same questions.
 
 Both go through the same engine; the system also takes the cache (a lookup and a
-save per call, as for any model with an endpoint) and a worker-thread hop per
-call (a sync function must never block the event loop). Acceptance (issue 30): a
+save per call, as for any model with an endpoint) and the boundary around user
+code: each request and answer crosses a pipe to the worker process the function
+runs in (harness.providers.user_code), and the worker starts once per run. Acceptance (issue 30): a
 system that answers at once runs 10,000 questions in at most 1.5x the time
 ``baseline:top1`` takes. Each figure is the best of ``--rounds`` fresh runs
 (a new run folder and an empty cache each time), timed twice: the run itself

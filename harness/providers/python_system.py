@@ -35,6 +35,7 @@ import inspect
 import math
 import os
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -383,6 +384,7 @@ class PythonSystem(Provider):
         if "error" in hello:
             self.code.kill()
             raise GraceError(str(hello["error"]))
+        weakref.finalize(self, self.code.kill)  # a provider dropped without aclose (a dry run) leaves no process
         self.is_async = bool(hello.get("async"))
         self.k: int | None = None
         self.language = "en"

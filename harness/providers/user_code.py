@@ -35,7 +35,7 @@ import asyncio
 import atexit
 import itertools
 import os
-import queue
+import select
 import signal
 import subprocess
 import sys
@@ -87,11 +87,13 @@ def _kill_all() -> None:
 
 
 class Worker:
-    """One worker process: its pipes, the calls it holds, and the threads that feed and read it.
+    """One worker process: its pipes, the calls it holds, and how they are settled.
 
-    Four daemon threads per worker, so the event loop never blocks on a pipe: one writes requests (all that
-    are queued, in one write), one reads answers and hands each to the loop, one forwards the worker's
-    output, one waits for the process to end and fails the calls it held.
+    The pipes are non-blocking and served by the event loop itself (``add_reader``): a request is one
+    ``write``, the answers that have arrived are read and settled in one go, and no thread hop sits on a call's
+    path; the event loop never waits on a pipe, so a worker that stops reading cannot stall it. Two daemon
+    threads per worker: one forwards the worker's output, one waits for the process to end and fails the
+    calls it held.
     """
 
     def __init__(self, init: dict[str, Any], label: str):
@@ -106,56 +108,94 @@ class Worker:
         self.started = threading.Event()
         self.ended: str | None = None  # how the process ended, once it has
         self.why_killed: str | None = None
-        self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self._outbox.put(orjson.dumps(init) + b"\n")
-        for target in (self._write, self._read, self._forward, self._wait):
+        self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        self._rbuf, self._wbuf = b"", bytearray()
+        try:
+            self.proc.stdin.write(orjson.dumps(init) + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # ended at once: _wait says how
+        os.set_blocking(self._in, False)
+        os.set_blocking(self._out, False)
+        for target in (self._forward, self._wait):
             threading.Thread(target=target, name=f"grace-user-code-{target.__name__}", daemon=True).start()
 
     @property
     def alive(self) -> bool:
         return self.ended is None and self.why_killed is None
 
+    def wait_started(self, timeout_s: float) -> bool:
+        """Before any event loop: read until the worker's greeting (or its end); False after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while not self.started.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([self._out], [], [], min(left, 0.05))
+            if ready:
+                self._drain()
+        return True
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Serve the pipes from this event loop (each ``asyncio.run`` has its own)."""
+        if self.loop is not loop:
+            self.loop = loop
+            if self.alive:
+                loop.add_reader(self._out, self._drain)
+                if self._wbuf:
+                    loop.add_writer(self._in, self._flush)
+
     def send(self, frame: bytes) -> None:
-        self._outbox.put(frame)
-
-    def _write(self) -> None:
-        pipe = self.proc.stdin
+        if self._wbuf:
+            self._wbuf += frame
+            return
         try:
-            while True:
-                frame = self._outbox.get()
-                frames = [frame]
-                while frame is not None:  # everything already queued goes in one write
-                    try:
-                        frame = self._outbox.get_nowait()
-                    except queue.Empty:
-                        break
-                    frames.append(frame)
-                if frames[-1] is None:
-                    pipe.write(b"".join(f for f in frames if f is not None))
-                    break
-                pipe.write(b"".join(frames))
-                pipe.flush()
+            n = os.write(self._in, frame)
+        except BlockingIOError:
+            n = 0
         except (OSError, ValueError):
-            pass  # the worker is gone: _wait says how
-        finally:
-            try:
-                pipe.close()
-            except (OSError, ValueError):
-                pass
+            return  # the worker is gone: _wait fails the call, saying how
+        if n < len(frame):
+            self._wbuf += frame[n:]
+            if self.loop is not None:
+                self.loop.add_writer(self._in, self._flush)
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
+    def _flush(self) -> None:
+        try:
+            n = os.write(self._in, self._wbuf)
+        except BlockingIOError:
+            return
+        except (OSError, ValueError):
+            n = len(self._wbuf)
+        del self._wbuf[:n]
+        if not self._wbuf and self.loop is not None:
+            self.loop.remove_writer(self._in)
+
+    def _drain(self) -> None:
+        """Every answer that has arrived, settled at once."""
+        try:
+            data = os.read(self._out, 1 << 20)
+        except BlockingIOError:
+            return
+        except (OSError, ValueError):
+            data = b""
+        if not data:  # the worker and everything it forked closed the pipe
+            if self.loop is not None and not self.loop.is_closed():
+                self.loop.remove_reader(self._out)
+            return
+        *lines, self._rbuf = (self._rbuf + data).split(b"\n")
+        for line in lines:
             try:
                 frame = orjson.loads(line)
             except orjson.JSONDecodeError:
-                frame = {"id": None}
+                continue
             if not isinstance(frame, dict):
                 continue
             if "hello" in frame:
                 self.hello = frame["hello"] if isinstance(frame["hello"], dict) else {"error": "an unreadable greeting"}
                 self.started.set()
-                continue
-            self._to_loop(self._settle, frame)
+            else:
+                self._settle(frame)
 
     def _forward(self) -> None:
         """The pipeline's prints and logging, on grace's stderr as they come."""
@@ -172,16 +212,12 @@ class Worker:
         self.ended = how_it_ended(returncode)
         _kill_group(self.proc.pid)  # what it forked goes with it
         self.started.set()
-        self._to_loop(self._fail_all)
-
-    def _to_loop(self, fn, *args) -> None:
         loop = self.loop
-        if loop is None:
-            return
-        try:
-            loop.call_soon_threadsafe(fn, *args)
-        except RuntimeError:
-            pass  # the loop has closed: nobody waits for these calls any more
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._fail_all)
+            except RuntimeError:
+                pass  # the loop has closed: nobody waits for these calls any more
 
     def _settle(self, frame: dict[str, Any]) -> None:
         fut = self.calls.pop(frame.get("id"), None)  # type: ignore[arg-type]
@@ -196,15 +232,26 @@ class Worker:
                 fut.set_exception(ProviderError("other", f"{self.label}: {why}; a new worker is started for the "
                                                 "next call", retryable=True))
 
+    def _hang_up(self) -> None:
+        """Stop serving the pipes and close grace's end of the requests (the worker reads its end)."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            loop.remove_reader(self._out)
+            loop.remove_writer(self._in)
+        try:
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+
     def kill(self, why: str) -> None:
         if self.why_killed is None:
             self.why_killed = why
         _kill_group(self.proc.pid)
-        self._outbox.put(None)
+        self._hang_up()
 
     async def close(self, wait_s: float = 2.0) -> None:
         """Let the worker end on its own (its input closes), then kill whatever is left of its group."""
-        self._outbox.put(None)
+        self._hang_up()
         deadline = time.monotonic() + wait_s
         while self.proc.poll() is None and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
@@ -228,7 +275,7 @@ class UserCode:
         """Start the worker and wait until the function is imported; the worker's greeting, or its refusal
         (``{"error": ...}``: a missing function, an import that failed, exited or took too long)."""
         worker = self.worker = Worker(self.init, self.label)
-        if not worker.started.wait(timeout_s):
+        if not worker.wait_started(timeout_s):
             worker.kill("its import took too long")
             return {"error": f"{self.label}: importing it did not finish within {timeout_s:g}s"}
         return self._greeting(worker)
@@ -248,6 +295,7 @@ class UserCode:
             worker = self.worker
             if worker is None or not worker.alive:
                 worker = self.worker = Worker(self.init, self.label)
+                worker.attach(asyncio.get_running_loop())
                 deadline = time.monotonic() + START_TIMEOUT_S
                 while not worker.started.is_set():
                     if time.monotonic() > deadline:
@@ -265,7 +313,7 @@ class UserCode:
         (``{"ok": {...}}`` or ``{"err": {...}}``); a hang past ``timeout_s`` or a dead worker raises ProviderError."""
         worker = await self._ready_worker()
         loop = asyncio.get_running_loop()
-        worker.loop = loop
+        worker.attach(loop)
         n = next(self._ids)
         fut: asyncio.Future[dict[str, Any]] = loop.create_future()
         worker.calls[n] = fut

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -150,9 +151,12 @@ def main() -> None:
             asyncio.run_coroutine_threadsafe(call_async(msg["id"], request), loop)
         else:
             pool.submit(call_sync, msg["id"], request)
-    for stream in (sys.stdout, sys.stderr):  # grace closed the pipe: the run is over
+    for stream in (sys.stdout, sys.stderr):  # grace closed the pipe (the run is over, or grace was killed)
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    try:
+        os.killpg(0, signal.SIGKILL)  # this worker's group: itself and whatever the function forked
+    finally:
+        os._exit(0)
