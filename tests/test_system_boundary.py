@@ -24,7 +24,6 @@ N_QUESTIONS = 6
 
 HOSTILE = '''
 import os
-import signal
 import sys
 import time
 
@@ -55,7 +54,9 @@ def dies(request):
 
 def segfaults(request):
     if request.question_id == "q003":
-        os.kill(os.getpid(), signal.SIGSEGV)
+        import ctypes
+
+        ctypes.string_at(0)  # reads address 0: the interpreter crashes
     return fine(request)
 
 

@@ -320,14 +320,16 @@ class UserCode:
         worker.send(orjson.dumps({"id": n, "req": request}) + b"\n")
         if not worker.alive:  # it ended before the request was queued: nobody else will fail this call
             worker._fail_all()
+        timer = loop.call_later(timeout_s, _expire, fut)  # lighter than asyncio.wait_for, paid on every call
         try:
-            return await asyncio.wait_for(fut, timeout_s)
+            return await fut
         except TimeoutError:
             worker.kill(f"another call did not answer within {timeout_s:g}s and its worker was stopped")
             worker._fail_all()
             raise ProviderError("timeout", f"no answer within {timeout_s:g}s ({self.label} was stopped and a new "
                                 "worker is started for the next call)", retryable=True) from None
         finally:
+            timer.cancel()
             worker.calls.pop(n, None)
 
     async def aclose(self) -> None:
@@ -339,6 +341,11 @@ class UserCode:
         if self.worker is not None:
             self.worker.kill("grace stopped it")
             self.worker = None
+
+
+def _expire(fut: asyncio.Future[Any]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
 
 
 def error_of(frame: dict[str, Any], label: str) -> ProviderError:

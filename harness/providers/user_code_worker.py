@@ -9,9 +9,10 @@ when the function returns, in any order.
 
 Why the pipes are moved first: the function may print. Its stdout and stderr are the worker's stderr, which
 grace forwards; the protocol has file descriptors of its own that the function never sees as ``sys.stdout``.
-A sync function runs in a thread pool (a blocking client never holds up the other calls), an async one on
-the worker's event loop. Whatever it raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is an error
-answer; a process it forked never answers in the worker's place (it leaves at once when it returns here).
+A sync function runs in a thread pool (a blocking client never holds up the other calls), an async one as a
+task on the worker's event loop, which also reads the requests (no thread hop). Whatever it raises,
+``SystemExit`` and ``KeyboardInterrupt`` included, is an error answer; a process it forked never answers in
+the worker's place (it leaves at once when it returns here).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def _said(exc: BaseException) -> str:
 
 
 def main() -> None:
-    ipc_in = os.fdopen(os.dup(0), "rb")
+    ipc_in = os.fdopen(os.dup(0), "rb", buffering=0)  # unbuffered: the requests after the first line are read raw
     channel = Channel(os.dup(1))
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -102,14 +103,12 @@ def main() -> None:
     is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
 
     loop = asyncio.new_event_loop()
-    threading.Thread(target=loop.run_forever, name="grace-system-loop", daemon=True).start()
+    asyncio.set_event_loop(loop)
     pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="grace-system")
 
     def error(exc: BaseException) -> dict[str, Any]:
-        if isinstance(exc, Exception):
-            err = from_exception(exc)
-        else:
-            err = ProviderError("other", f"{label} {_said(exc)}", retryable=False)
+        err = from_exception(exc) if isinstance(exc, Exception) else ProviderError(
+            "other", f"{label} {_said(exc)}", retryable=False)
         return {"kind": err.kind, "message": err.message, "retryable": bool(err.retryable),
                 "retry_after": err.retry_after, "status": err.status}
 
@@ -139,24 +138,47 @@ def main() -> None:
             frame = {"id": n, "err": error(exc)}
         channel.send(frame)
 
-    channel.send({"hello": {"async": is_async}})
-    for line in ipc_in:
-        msg = orjson.loads(line)
-        req = msg["req"]
-        request = SystemRequest(
-            question_id=req["question_id"], question=req["question"],
-            articles=[RetrievedArticle(a["id"], a["title"], a["text"], a["score"]) for a in req["articles"]],
-            messages=req["messages"], k=req["k"], language=req["language"], repeat=req["repeat"])
-        if is_async:
-            asyncio.run_coroutine_threadsafe(call_async(msg["id"], request), loop)
-        else:
-            pool.submit(call_sync, msg["id"], request)
-    for stream in (sys.stdout, sys.stderr):  # grace closed the pipe (the run is over, or grace was killed)
+    tasks: set[asyncio.Task[None]] = set()  # held until done: the loop keeps only weak references
+    pending = [b""]
+
+    def readable() -> None:
+        """Every request that has arrived, started at once: an async one as a task on this loop (no thread hop),
+        a sync one in the pool."""
         try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
+            data = os.read(in_fd, 1 << 20)
+        except BlockingIOError:
+            return
+        if not data:  # grace closed the pipe (the run is over, or grace was killed)
+            loop.stop()
+            return
+        *lines, pending[0] = (pending[0] + data).split(b"\n")
+        for line in lines:
+            msg = orjson.loads(line)
+            req = msg["req"]
+            request = SystemRequest(
+                question_id=req["question_id"], question=req["question"],
+                articles=[RetrievedArticle(a["id"], a["title"], a["text"], a["score"]) for a in req["articles"]],
+                messages=req["messages"], k=req["k"], language=req["language"], repeat=req["repeat"])
+            if is_async:
+                task = loop.create_task(call_async(msg["id"], request))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            else:
+                pool.submit(call_sync, msg["id"], request)
+
+    channel.send({"hello": {"async": is_async}})
+    in_fd = ipc_in.fileno()
+    os.set_blocking(in_fd, False)
+    loop.add_reader(in_fd, readable)
     try:
-        os.killpg(0, signal.SIGKILL)  # this worker's group: itself and whatever the function forked
-    finally:
-        os._exit(0)
+        loop.run_forever()
+    finally:  # the input closed, or a task of the function's own raised SystemExit / KeyboardInterrupt
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            os.killpg(0, signal.SIGKILL)  # this worker's group: itself and whatever the function forked
+        finally:
+            os._exit(0)
