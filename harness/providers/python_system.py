@@ -386,6 +386,7 @@ class PythonSystem(Provider):
             raise GraceError(str(hello["error"]))
         weakref.finalize(self, self.code.kill)  # a provider dropped without aclose (a dry run) leaves no process
         self.is_async = bool(hello.get("async"))
+        self._timeout_s = self.timeout_s  # asked once: it hashes the source file to find the endpoint
         self.k: int | None = None
         self.language = "en"
 
@@ -405,7 +406,7 @@ class PythonSystem(Provider):
     async def complete(self, request: Request) -> Completion:
         from harness.providers.user_code import error_of
 
-        frame = await self.code.call(self.request_of(request), self.timeout_s)
+        frame = await self.code.call(self.request_of(request), self._timeout_s)
         if "ok" not in frame:
             raise error_of(frame, f"python:{self.spec.model}")
         answer = frame["ok"]

@@ -109,7 +109,7 @@ class Worker:
         self.ended: str | None = None  # how the process ended, once it has
         self.why_killed: str | None = None
         self._in, self._out = self.proc.stdin.fileno(), self.proc.stdout.fileno()
-        self._rbuf, self._wbuf = b"", bytearray()
+        self._rbuf, self._wbuf, self._flushing = b"", bytearray(), False
         try:
             self.proc.stdin.write(orjson.dumps(init) + b"\n")
             self.proc.stdin.flush()
@@ -146,30 +146,29 @@ class Worker:
                     loop.add_writer(self._in, self._flush)
 
     def send(self, frame: bytes) -> None:
-        if self._wbuf:
-            self._wbuf += frame
-            return
-        try:
-            n = os.write(self._in, frame)
-        except BlockingIOError:
-            n = 0
-        except (OSError, ValueError):
-            return  # the worker is gone: _wait fails the call, saying how
-        if n < len(frame):
-            self._wbuf += frame[n:]
-            if self.loop is not None:
-                self.loop.add_writer(self._in, self._flush)
+        """Queue a request; what is queued in one turn of the event loop goes in one write (a write to a pipe
+        wakes the worker: one per batch, not one per call)."""
+        self._wbuf += frame
+        if not self._flushing and self.loop is not None:
+            self._flushing = True
+            self.loop.call_soon(self._flush)
 
     def _flush(self) -> None:
+        self._flushing = False
+        if not self._wbuf:
+            return
         try:
             n = os.write(self._in, self._wbuf)
         except BlockingIOError:
-            return
+            n = 0
         except (OSError, ValueError):
-            n = len(self._wbuf)
+            n = len(self._wbuf)  # the worker is gone: _wait fails the calls, saying how
         del self._wbuf[:n]
-        if not self._wbuf and self.loop is not None:
-            self.loop.remove_writer(self._in)
+        if self.loop is not None and not self.loop.is_closed():
+            if self._wbuf:
+                self.loop.add_writer(self._in, self._flush)
+            else:
+                self.loop.remove_writer(self._in)
 
     def _drain(self) -> None:
         """Every answer that has arrived, settled at once."""

@@ -49,18 +49,35 @@ class Channel:
         self.fd = fd
         self.lock = threading.Lock()
 
-    def send(self, frame: dict[str, Any]) -> None:
+        self.batch: list[bytes] = []
+
+    @staticmethod
+    def encode(frame: dict[str, Any]) -> bytes:
         if os.getpid() != _PID:  # a process the function forked: it must not answer in the worker's place
             os._exit(0)
         try:
-            data = orjson.dumps(frame)
+            return orjson.dumps(frame) + b"\n"
         except TypeError:  # a lone surrogate
-            data = orjson.dumps(_text(frame))
-        data += b"\n"
+            return orjson.dumps(_text(frame)) + b"\n"
+
+    def send(self, frame: dict[str, Any]) -> None:
+        self.write(self.encode(frame))
+
+    def write(self, data: bytes) -> None:
         with self.lock:
             view = memoryview(data)
             while view:
                 view = view[os.write(self.fd, view):]
+
+    def queue(self, frame: dict[str, Any], loop: asyncio.AbstractEventLoop) -> None:
+        """From the event loop: the answers finished in one turn of it go in one write."""
+        if not self.batch:
+            loop.call_soon(self.flush)
+        self.batch.append(self.encode(frame))
+
+    def flush(self) -> None:
+        data, self.batch = b"".join(self.batch), []
+        self.write(data)
 
 
 def _said(exc: BaseException) -> str:
@@ -136,7 +153,7 @@ def main() -> None:
             frame = reply(n, await fn(request))
         except BaseException as exc:  # noqa: BLE001
             frame = {"id": n, "err": error(exc)}
-        channel.send(frame)
+        channel.queue(frame, loop)
 
     tasks: set[asyncio.Task[None]] = set()  # held until done: the loop keeps only weak references
     pending = [b""]
