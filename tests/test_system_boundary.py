@@ -117,6 +117,11 @@ def inf_cost(request):
     return SystemAnswer(answer=fine(request), cost_usd=float("inf"))
 
 
+def prints(request):
+    print("a note from the pipeline", request.question_id)
+    return fine(request)
+
+
 def huge_tokens(request):
     return SystemAnswer(answer=fine(request), input_tokens=10 ** 30)
 '''
@@ -129,6 +134,8 @@ def bench(tmp_path_factory):
     lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
     (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
     (root / "hostile.py").write_text(HOSTILE, encoding="utf-8")
+    (root / "exits_at_import.py").write_text("import sys\nsys.exit(4)\n\n\ndef answer(request):\n    return ''\n",
+                                             encoding="utf-8")
     return root
 
 
@@ -279,3 +286,19 @@ def test_non_finite_cost_or_impossible_counts_are_error_rows_naming_the_field(be
     errors = [r["error"] for r in mine.values()]
     assert all(e and e["kind"] == "bad_response" for e in errors), errors
     assert all(word in errors[0]["message"] for word in words), errors[0]
+
+
+def test_an_import_that_exits_refuses_the_model_before_any_call(bench, tmp_path):
+    done, _ = grace_run(bench, tmp_path / "run", "python:exits_at_import.py:answer", "baseline:top1")
+    out = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2 and "Traceback" not in out, out
+    assert "importing exits_at_import.py called sys.exit(4)" in out
+    assert not (tmp_path / "run" / "responses.jsonl").exists()
+
+
+def test_what_the_function_prints_reaches_stderr_and_never_the_answers(bench, tmp_path):
+    model = "python:hostile.py:prints"
+    done, _ = grace_run(bench, tmp_path / "run", model)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "a note from the pipeline q001" in done.stderr
+    assert all(not r["error"] for r in by_question(tmp_path / "run", model).values())
