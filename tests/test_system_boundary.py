@@ -79,8 +79,9 @@ def forks(request):
     if request.question_id == "q003":
         pid = os.fork()
         if pid == 0:
-            with open(os.environ["BOUNDARY_PIDS"], "a") as fh:
-                fh.write(f"{os.getpid()}\\n")
+            with open("/proc/self/stat") as stat, open(os.environ["BOUNDARY_PIDS"], "a") as fh:
+                started = stat.read().rsplit(")", 1)[1].split()[19]  # its start time: a reused pid is another process
+                fh.write(f"{os.getpid()} {started}\\n")
             time.sleep(3600)
     return fine(request)
 
@@ -165,12 +166,14 @@ def by_question(out: Path, model: str) -> dict[str, dict]:
     return {r["question_id"]: r for r in mine}
 
 
-def gone(pid: int) -> bool:
+def gone(pid: int, started: str) -> bool:
+    """The process has ended (or is a zombie, or its pid now names a newer process)."""
     try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
         return True
-    return "State:\tZ" in status
+    fields = stat.rsplit(")", 1)[1].split()
+    return fields[0] == "Z" or fields[19] != started
 
 
 def assert_contained(bench, out, done, model, *, kind, words):
@@ -225,11 +228,11 @@ def test_a_fork_neither_hangs_the_run_nor_outlives_it(bench, tmp_path):
     assert "Traceback" not in done.stderr and done.returncode == 0, done.stderr[-3000:]
     mine = by_question(tmp_path / "run", model)
     assert len(mine) == N_QUESTIONS and not any(r["error"] for r in mine.values() if r["question_id"] != "q003")
-    pids = [int(p) for p in (bench / "pids.txt").read_text().split()]
+    pids = [(int(p), started) for p, started in (line.split() for line in (bench / "pids.txt").read_text().splitlines())]
     deadline = time.monotonic() + 10
-    while not all(gone(p) for p in pids) and time.monotonic() < deadline:
+    while not all(gone(*p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert pids and all(gone(p) for p in pids), "the forked child outlived the run"
+    assert pids and all(gone(*p) for p in pids), "the forked child outlived the run"
 
 
 def test_a_fork_that_returns_twice_gives_one_answer(bench, tmp_path):
