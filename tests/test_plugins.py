@@ -212,3 +212,51 @@ def test_the_plugin_contract_is_importable_from_one_public_place():
     doc = base.Provider.__doc__
     for word in ("provider_name", "complete", "check_ready", "endpoint", "aclose", "retryable", "key_envs"):
         assert word in doc, word
+
+
+def _misbehaving_site(tmp_path):
+    """Two installed plugins that misbehave at import: one calls sys.exit(9), one never finishes importing."""
+    site = tmp_path / "site"
+    for package, version, name, module, body in (
+            ("grace-exit-demo", "1.0", "exits", "grace_exit_demo", "import sys\nsys.exit(9)\n"),
+            ("grace-hang-demo", "2.0", "hangs", "grace_hang_demo", "import time\ntime.sleep(3600)\n")):
+        info = site / f"{module}-{version}.dist-info"
+        write(info / "METADATA", f"Metadata-Version: 2.1\nName: {package}\nVersion: {version}\n")
+        write(info / "entry_points.txt", f"[grace.providers]\n{name} = {module}:Provider\n")
+        write(site / f"{module}.py", body)
+    return site
+
+
+def test_a_plugin_that_exits_or_hangs_at_import_is_listed_as_broken(tmp_path):
+    site = _misbehaving_site(tmp_path)
+    env = {"PYTHONPATH": os.pathsep.join([str(site), str(PLUGINS), str(ROOT)]), "GRACE_PLUGIN_IMPORT_TIMEOUT": "3"}
+    done = subprocess.run([sys.executable, "-m", "harness.cli.app", "providers"], capture_output=True, text=True,
+                          env={**os.environ, **env}, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.strip()}
+    assert "grace-plugin-demo 0.2.0" in lines["demo:"]  # the others are listed as ever
+    exits = next(line for line in done.stdout.splitlines() if line.split()[:2] == ["broken", "exits:"])
+    assert "grace-exit-demo 1.0" in exits and "sys.exit(9)" in exits, exits
+    hangs = next(line for line in done.stdout.splitlines() if line.split()[:2] == ["broken", "hangs:"])
+    assert "grace-hang-demo 2.0" in hangs and "did not finish within 3s" in hangs, hangs
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("model", "words"), [
+    ("exits:x", ["grace-exit-demo 1.0", "sys.exit(9)"]),
+    ("hangs:x", ["grace-hang-demo 2.0", "did not finish within 3s"]),
+])
+def test_a_plugin_that_exits_or_hangs_at_import_fails_only_its_own_run(tmp_path, sample_kb, model, words):
+    site = _misbehaving_site(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(PLUGINS), str(ROOT)]),
+           "GRACE_PLUGIN_IMPORT_TIMEOUT": "3"}
+    done = subprocess.run([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(sample_kb), "--gold",
+                           str(SAMPLE / "gold.csv"), "-m", model, "-m", "baseline:top1", "--out",
+                           str(tmp_path / "run")], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    out = done.stdout + done.stderr
+    assert done.returncode == 2 and "Traceback" not in out, (done.returncode, out)
+    assert all(word in " ".join(out.split()) for word in words), out
+    done = subprocess.run([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(sample_kb), "--gold",
+                           str(SAMPLE / "gold.csv"), "-m", "baseline:top1", "--out", str(tmp_path / "ok")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr

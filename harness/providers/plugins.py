@@ -13,7 +13,9 @@ Why read lazily: the metadata of every installed package is read to find the gro
 a large environment), so it is read only for a provider name that is not built in, or to list them; the
 class is imported only when a model of it is used. A plugin that fails to import (a missing dependency, a
 syntax error, a name that is not there) fails only the runs that use it, with its package and the error; it
-never breaks ``grace --help``, ``grace providers`` or another provider. A built-in name always wins: a plugin
+never breaks ``grace --help``, ``grace providers`` or another provider. Its first import is tried in a
+process of its own under a time limit (:class:`~harness.providers.user_code.ImportProbe`), so one that calls
+``sys.exit``, ends the process or hangs at import is reported as broken the same way instead of stopping grace. A built-in name always wins: a plugin
 cannot replace ``openai:`` under a user's feet (``grace providers`` says it is shadowed).
 """
 
@@ -44,12 +46,14 @@ class Plugin:
 
 
 _FOUND: list[Plugin] | None = None
+_PROBED: dict[str, str] = {}  # "module:Class" -> "" (imports cleanly) or what went wrong
 
 
 def forget() -> None:
     """Read the metadata again next time (after a package is installed, or a test puts one on ``sys.path``)."""
     global _FOUND
     _FOUND = None
+    _PROBED.clear()
     import importlib
 
     importlib.invalidate_caches()
@@ -82,6 +86,20 @@ def find(name: str, builtin: Collection[str]) -> Plugin | None:
     return next((p for p in discover(builtin) if p.name == name and not p.shadowed_by), None)
 
 
+def probe(found: list[Plugin]) -> None:
+    """Try the imports of these plugins side by side, each in a process of its own under the time limit, so
+    :func:`load` imports in grace only what imported cleanly there (``grace providers`` probes them all at once)."""
+    from harness.providers.user_code import ImportProbe
+
+    todo = {p.target: p for p in found if p.target not in _PROBED}
+    started = {}
+    for target in todo:
+        module, _, attr = target.partition(":")
+        started[target] = ImportProbe(module.strip(), attr.strip())
+    for target, running in started.items():
+        _PROBED[target] = running.result()
+
+
 def load(plugin: Plugin) -> type[Provider]:
     """The plugin's provider class; a :class:`GraceError` naming the package, the entry and the error when the
     package is broken or the entry is not a :class:`Provider` subclass."""
@@ -90,13 +108,18 @@ def load(plugin: Plugin) -> type[Provider]:
     module, _, attr = plugin.target.partition(":")
     head = f"provider {plugin.name!r} comes from the plugin package {plugin.where} ({GROUP}: {plugin.target})"
     fix = f"fix or reinstall it (pip install --force-reinstall {plugin.package})" if plugin.package else "fix it"
+    broken = f"; {fix}, or uninstall it (pip uninstall {plugin.package or '...'})"
+    probe([plugin])
+    if _PROBED[plugin.target]:
+        raise GraceError(f"{head}, which failed to load: {_PROBED[plugin.target]}{broken}")
     try:
         obj = importlib.import_module(module.strip())
         for part in attr.strip().split(".") if attr.strip() else []:
             obj = getattr(obj, part)
-    except Exception as exc:  # any failure of someone else's import: ImportError, SyntaxError, AttributeError...
-        raise GraceError(f"{head}, which failed to load: {type(exc).__name__}: {exc}; {fix}, "
-                         f"or uninstall it (pip uninstall {plugin.package or '...'})") from None
+    except SystemExit as exc:  # imported cleanly on its own, yet exits here: still only this plugin's failure
+        raise GraceError(f"{head}, which failed to load: it called sys.exit({exc.code!r}) at import{broken}") from None
+    except BaseException as exc:  # any failure of someone else's import: ImportError, SyntaxError, AttributeError...
+        raise GraceError(f"{head}, which failed to load: {type(exc).__name__}: {exc}{broken}") from None
     if not (isinstance(obj, type) and issubclass(obj, Provider)):
         raise GraceError(f"{head}, which names {obj!r}, not a subclass of harness.providers.base.Provider; {fix}")
     if getattr(obj, "__abstractmethods__", None):

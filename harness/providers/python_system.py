@@ -14,24 +14,29 @@ file, so editing that file re-asks every question on the next run; with
 ``@VERSION`` the user says when the system changed (the only way to cover code
 spread over several files), and the file hash is left out.
 
-A sync function runs in a worker thread, so a slow one (a blocking HTTP client)
-never stalls the event loop; an exception it raises becomes an error row with
-the exception's type and message (a ``ProviderError`` it raises keeps its kind,
-and an SDK's HTTP error is classified like grace's own providers' errors).
+The function runs behind grace's boundary around user code
+(:mod:`harness.providers.user_code`): in a worker process of its own, started
+(and the function imported) before the first call, so a missing function or a
+failed import refuses the model before anything is asked. Whatever the function
+does (exits, hangs, forks, crashes, mutates what it is shown), grace records an
+error row and goes on. A sync function runs in the worker's thread pool, an
+async one on its event loop; an exception it raises becomes an error row with the
+exception's type and message (a ``ProviderError`` it raises keeps its kind, and an
+SDK's HTTP error is classified like grace's own providers' errors).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
 import os
 import sys
+import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,10 +123,33 @@ def parse_target(model: str) -> Target:
     return Target(source, function, version, Path(source).expanduser() if is_file else None)
 
 
+def _find_spec(name: str):
+    """The module's spec as the import system would find it, without running any of it: its parent packages'
+    ``__init__`` is user code too, and runs only in the worker (``importlib.util.find_spec`` imports them)."""
+    path, spec = None, None
+    parts = name.split(".")
+    for i in range(len(parts)):
+        prefix = ".".join(parts[:i + 1])
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(prefix, path)
+            if spec is not None:
+                break
+        if spec is None:
+            return None
+        path = spec.submodule_search_locations
+        if path is None and i < len(parts) - 1:
+            return None
+    return spec
+
+
 def _module_file(name: str, model: str) -> Path:
-    """The source file of an importable module, found without running it (its parent packages are imported)."""
+    """The source file of an importable module, found without running it or its packages."""
     try:
-        found = importlib.util.find_spec(name)
+        found = _find_spec(name)
     except (ImportError, ValueError) as exc:
         found, why = None, f" ({type(exc).__name__}: {exc})"
     else:
@@ -254,6 +282,14 @@ def to_completion(value: Any, model: str) -> Completion:
                       cost_usd=_cost(value.cost_usd, who))
 
 
+def plain(value: Any, model: str) -> dict[str, Any]:
+    """The function's return value, checked, as the plain data that crosses the boundary (a SystemAnswer's
+    fields; ``extra`` stays behind)."""
+    comp = to_completion(value, model)
+    return {"answer": comp.text, "citations": comp.citations, "retrieved": comp.retrieved,
+            "input_tokens": comp.input_tokens, "output_tokens": comp.output_tokens, "cost_usd": comp.cost_usd}
+
+
 def ids(value: Any, what: str, who: str) -> list[str] | None:
     """A list of article IDs (numbers become text; one ID alone is a list of one); None stays None. Also reads
     an http: system's reply."""
@@ -266,19 +302,24 @@ def ids(value: Any, what: str, who: str) -> list[str] | None:
     return [str(v).strip() for v in value if str(v).strip()]
 
 
+MAX_TOKENS = 2**53  # a count beyond any real call, and beyond what a float (scoring's sums) holds exactly
+
+
 def _count(value: Any, what: str, who: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _bad(who, f"{what} must be a whole number >= 0, got {_short(value)}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < MAX_TOKENS:
+        raise _bad(who, f"{what} must be a whole number >= 0 (and below 2**53), got {_short(value)}")
     return value
 
 
 def _cost(value: Any, who: str) -> float | None:
+    """A finite number >= 0: a NaN or an infinity would be written as a bare NaN / Infinity, which no JSON reader
+    takes, and would poison every sum of the report."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-        raise _bad(who, f"cost_usd must be a number >= 0, got {_short(value)}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (value >= 0 and math.isfinite(value)):
+        raise _bad(who, f"cost_usd must be a finite number >= 0, got {_short(value)}")
     return float(value)
 
 
@@ -313,7 +354,12 @@ def from_exception(exc: Exception) -> ProviderError:
 
 
 class PythonSystem(Provider):
-    """A Python function under test: ``python:FILE.py:FUNCTION`` or ``python:package.module:FUNCTION``."""
+    """A Python function under test: ``python:FILE.py:FUNCTION`` or ``python:package.module:FUNCTION``.
+
+    The function runs in a worker process (:mod:`harness.providers.user_code`), started here so a target that
+    cannot be loaded is refused before any call; requests cross as plain data and answers are checked again
+    on this side, so nothing the function does reaches grace's objects or files unchecked.
+    """
 
     provider_name = "python"
 
@@ -323,45 +369,50 @@ class PythonSystem(Provider):
         return _identity(spec.model)
 
     def __init__(self, spec: ModelSpec):
+        from harness.providers.user_code import UserCode
+
         super().__init__(spec)
         self.target = parse_target(spec.model)
-        self.fn = load_function(self.target, spec.model)
-        self.is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
-            type(self.fn).__call__)  # an object with an async __call__
+        path = source_file(self.target, spec.model) if self.target.path is not None else None
+        if path is None:
+            _module_file(self.target.source, spec.model)  # refused here, before a process is started
+        init = {"model": spec.model, "source": self.target.source, "function": self.target.function,
+                "version": self.target.version, "path": str(path) if path is not None else None,
+                "sys_path": list(sys.path)}
+        self.code = UserCode(init, f"python:{spec.model}")
+        hello = self.code.start()
+        if "error" in hello:
+            self.code.kill()
+            raise GraceError(str(hello["error"]))
+        weakref.finalize(self, self.code.kill)  # a provider dropped without aclose (a dry run) leaves no process
+        self.is_async = bool(hello.get("async"))
+        self._timeout_s = self.timeout_s  # asked once: it hashes the source file to find the endpoint
         self.k: int | None = None
         self.language = "en"
-        self._pool: ThreadPoolExecutor | None = None
 
     def prepare_run(self, context: RunContext) -> None:
         self.k, self.language = context.k, context.language or "en"
 
     def request_of(self, request: Request) -> SystemRequest:
+        """What the function is asked, as plain data: the worker builds its own copies of the articles."""
         ctx = request.context
         articles = list(ctx.articles) if ctx is not None else []
         return SystemRequest(
             question_id=ctx.question_id if ctx is not None else "", question=ctx.question if ctx is not None else "",
-            articles=articles, messages=[dict(m) for m in request.messages],
+            articles=articles, messages=request.messages,
             k=self.k if self.k is not None else len(articles), language=self.language,
             repeat=ctx.repeat if ctx is not None else 0)
 
     async def complete(self, request: Request) -> Completion:
-        asked = self.request_of(request)
-        try:
-            if self.is_async:
-                value = await self.fn(asked)
-            else:
-                if self._pool is None:  # sized by the engine's own limit on calls in flight, never the bottleneck
-                    self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="grace-python-system")
-                value = await asyncio.get_running_loop().run_in_executor(self._pool, self.fn, asked)
-                if inspect.isawaitable(value):  # a sync wrapper (functools.partial...) around an async function
-                    value = await value
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            raise from_exception(exc) from None
-        return to_completion(value, self.spec.model)
+        from harness.providers.user_code import error_of
+
+        frame = await self.code.call(self.request_of(request), self._timeout_s)
+        if "ok" not in frame:
+            raise error_of(frame, f"python:{self.spec.model}")
+        answer = frame["ok"]
+        if not isinstance(answer, dict):
+            raise _bad(f"python:{self.spec.model}", f"sent {type(answer).__name__}, not an answer")
+        return to_completion(answer, self.spec.model)  # checked again: the worker's side is the user's
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+        await self.code.aclose()

@@ -4,7 +4,8 @@ Answers the questions a user has before a run, without making any call: which ``
 which package each comes from (a plugin is someone else's code, so its package and version are shown), whether
 the SDK it imports is installed, which variable its key is read from (and whether that is set; the key itself is
 never shown), and which plugins are broken or shadowed, with the error. Every class is imported to find this out,
-so a plugin that fails to import is listed with its error instead of stopping the listing; no SDK is imported.
+so a plugin that fails to import, exits or hangs at import is listed with its error instead of stopping the
+listing (each plugin's import is first tried in a process of its own, under a time limit); no SDK is imported.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def list_providers() -> list[ProviderInfo]:
     for name in public_providers():
         info = ProviderInfo(name, "built-in", GRACE_PACKAGE, __version__, PROVIDERS[name])
         out.append(_describe(info, lambda n=name: provider_class(ModelSpec(provider=n, model="-"))))
-    for plugin in plugins.discover(PROVIDERS):
+    found = plugins.discover(PROVIDERS)
+    plugins.probe([p for p in found if not p.shadowed_by])  # side by side: one that hangs costs its limit once
+    for plugin in found:
         info = ProviderInfo(plugin.name, "plugin", plugin.package, plugin.version, plugin.target,
                             shadowed_by=plugin.shadowed_by)
         out.append(info if plugin.shadowed_by else _describe(info, lambda p=plugin: plugins.load(p)))
