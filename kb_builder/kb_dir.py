@@ -98,11 +98,6 @@ class KbDir:
         """The files of the KB: inputs no command's output may replace."""
         return [self.articles, self.manifest]
 
-    @staticmethod
-    def names() -> list[str]:
-        """The names grace writes in a KB folder (for a check that an output never lands on one)."""
-        return [ARTICLES, MANIFEST]
-
     # -- one writer ------------------------------------------------------------
     def lock(self) -> FileLock:
         """The one-writer lock of a KB folder: curation (the web app, ``grace kb edit``) and ``grace kb build``."""
