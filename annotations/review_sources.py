@@ -18,6 +18,7 @@ from pathlib import Path
 from harness.core.errors import GraceError
 from harness.core.files import spreadsheet_unsafe
 from harness.run_folder import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK, Report, RunDir
+from kb_builder.kb_dir import KbDir
 
 
 def _read_json(path: Path) -> dict:
@@ -43,7 +44,7 @@ def _recorded(run_dir: Path, candidates: list[str | None]) -> Path | None:
             continue
         p = Path(rec)
         for cand in ([p] if p.is_absolute() else [p, run_dir / p, run_dir.parent / p]):
-            if cand.is_file() or (cand.is_dir() and (cand / "articles.jsonl").exists()):
+            if cand.is_file() or (cand.is_dir() and KbDir(cand).articles.exists()):
                 return cand
     return None
 

@@ -9,7 +9,6 @@ not just the first, so one run gives the whole to-do list.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -18,6 +17,7 @@ from annotations.labels import LabelRecord, read_rows, row_to_record
 from harness.core.errors import GraceError, where
 from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
 from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_folder import load_kb
 from kb_builder.store import KB
 
@@ -72,19 +72,10 @@ class ValidationReport(BaseModel):
 def _old_titles(kb: KB, old_kb: Path | None) -> tuple[dict[str, str], str]:
     if old_kb is not None:
         return {a.id: a.title for a in load_kb(old_kb, write_missing=False).articles}, f"old KB {old_kb}"
-    retired = kb.path / "retired.jsonl"
-    if not retired.exists():
+    folder = KbDir(kb.path)
+    if not folder.retired.exists():
         return {}, ""
-    titles: dict[str, str] = {}
-    for n, raw in enumerate(retired.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
-        try:
-            data = json.loads(raw)
-            titles[str(data["id"])] = str(data.get("title", ""))
-        except (json.JSONDecodeError, KeyError, TypeError):
-            raise GraceError(f"{where(retired, n)}: expected a JSON object with id and title") from None
-    return titles, str(retired)
+    return folder.retired_titles(), str(folder.retired)
 
 
 def validate_gold(
@@ -160,7 +151,7 @@ def _check_ids(kb: KB, labelled: list[LabelRecord], gold: Path, old_kb: Path | N
             if c in went:  # merged or split by curation: the labels have a command that follows
                 r = went[c]
                 rep.retired.append(RetiredCitation(question_id=rec.question_id, line=rec.line, article_id=c,
-                                                   old_title=r.title, title_from="curation.jsonl"))
+                                                   old_title=r.title, title_from=KbDir(kb.path).curation.name))
                 rep.errors.append(Issue(
                     kind="curated_id", line=rec.line, question_id=rec.question_id,
                     message=f"{where(gold, rec.line)}: question {rec.question_id!r} cites {describe_retirement(r)}; "

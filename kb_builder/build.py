@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from datetime import UTC
 from pathlib import Path
 
 from harness.core.errors import GraceError
@@ -16,11 +15,12 @@ from kb_builder.curation import Replay, built_articles, replay
 from kb_builder.curation_records import set_aside_torn_tail
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
 from kb_builder.language import is_known
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
-from kb_builder.store import ARTICLES, KB, MANIFEST, finish_articles, make_manifest, set_languages, write_kb
+from kb_builder.store import KB, finish_articles, make_manifest, read_manifest, set_languages, write_kb
 from kb_builder.topics import AskTopics, Segmentation, TopicRequest, TopicSplitter, parse_splitter
 
 
@@ -107,11 +107,12 @@ def build_kb(
     from kb_builder.retrieval import canonical_embedder, default_embedder
 
     # before any source is parsed: a wrong --out is said at once, and a KB never lands on its own input
-    check_output_folder(out, {"source": source, "articles file": articles_file}, [ARTICLES, MANIFEST])
+    folder = KbDir(out)
+    check_output_folder(out, {"source": source, "articles file": articles_file}, [p.name for p in folder.files()])
     t0 = time.perf_counter()
     old: list[Article] | None = None
     next_id, retired = None, []
-    if (out / ARTICLES).exists():
+    if folder.articles.exists():
         set_aside_torn_tail(out)  # a curation action cut off mid-write never took effect: it never blocks a build
         prev = load_kb(out)
         # matched against the articles as last built (curation taken back), so curated articles keep their IDs
@@ -179,7 +180,7 @@ def build_kb(
     write_kb(out, articles, manifest)
     curation.save(out)
     if changes.removed and old:
-        _record_retired(out, [a for a in old if a.id in set(changes.removed)])
+        folder.append_retired([a for a in old if a.id in set(changes.removed)])
     kb = KB(path=out, articles=articles, manifest=manifest)
     if embedder != "bm25":
         kb.retriever()  # embeds what is new (or saves the bm25f index) now, so the first search is fast
@@ -190,13 +191,12 @@ def build_kb(
 
 def chosen_splitter(out: Path, splitter: str | None) -> str:
     """The splitter named, else the KB's own (a rebuild keeps it, so its articles and IDs stay put), else headings."""
-    if splitter is None and (out / MANIFEST).is_file():
-        import json
-
+    if splitter is None:
         try:
-            splitter = json.loads((out / MANIFEST).read_text(encoding="utf-8")).get("splitter")
-        except (OSError, ValueError, AttributeError):
-            splitter = None  # an unreadable manifest is reported by the build itself
+            manifest = read_manifest(out)
+        except (GraceError, OSError):
+            manifest = None  # an unreadable manifest is reported by the build itself
+        splitter = manifest.splitter if manifest is not None else None
     return parse_splitter(splitter)
 
 
@@ -213,14 +213,3 @@ def _hash(old: list[Article] | None, aid: str) -> str | None:
         if a.id == aid:
             return a.content_hash
     return None
-
-
-def _record_retired(out: Path, gone: list[Article]) -> None:
-    """Keep removed articles' titles so a stale gold label can be explained later."""
-    import json
-    from datetime import datetime
-
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    with (out / "retired.jsonl").open("a", encoding="utf-8") as fh:
-        for a in gone:
-            fh.write(json.dumps({"id": a.id, "title": a.title, "source": a.source, "retired_at": stamp}, ensure_ascii=False) + "\n")

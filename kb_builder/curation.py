@@ -23,16 +23,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
-from harness.core.locks import FileLock
 from kb_builder.curation_records import (
-    CONFLICTS,
-    CURATION,
     CurationConflict,
     CurationEdit,
     active_edits,
@@ -45,13 +42,13 @@ from kb_builder.curation_records import (
     set_aside_torn_tail,
     write_conflicts,
 )
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_records import Article, Manifest, kb_content_hash
 from kb_builder.store import KB, finish_articles, read_kb, token_stats, write_kb
 
 if TYPE_CHECKING:
     from kb_builder.lint import LintReport
 
-LOCK = ".curation.lock"
 log = logging.getLogger("grace")
 _NOTED: set[tuple[str, int]] = set()  # (KB folder, action) a half-way note was given for in this process
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
@@ -64,12 +61,6 @@ def default_author() -> str:
         if os.environ.get(var):
             return os.environ[var]
     return "annotator"
-
-
-def kb_lock(kb_dir: Path) -> FileLock:
-    """The one-writer lock of a KB folder: curation (the web app, ``grace kb edit``) and ``grace kb build``."""
-    return FileLock(Path(kb_dir) / LOCK, f"{kb_dir}: another grace is writing this KB (grace kb curate, grace kb edit "
-                    "or grace kb build)", "wait for it to finish or close it, then try again")
 
 
 def paragraphs(text: str) -> list[str]:
@@ -138,7 +129,7 @@ class Replay:
 
     def save(self, kb_dir: Path) -> None:
         """Write (or clear) ``curation_conflicts.jsonl``: once the KB itself is written."""
-        if self.applied or self.conflicts or (Path(kb_dir) / CONFLICTS).exists():
+        if self.applied or self.conflicts or KbDir(kb_dir).conflicts.exists():
             write_conflicts(Path(kb_dir), self.conflicts)
 
 
@@ -245,7 +236,7 @@ def curated_manifest(manifest: Manifest, articles: list[Article], edits: list[Cu
 def in_force(kb: KB, *, save: bool) -> KB:
     """``kb`` as read, with every curation action in force (:func:`merge_pending` when the manifest's last action is
     not the log's): what :func:`kb_builder.kb_folder.load_kb` and a curation session load."""
-    if (kb.path / CURATION).exists() and last_seq(kb.path) != kb.manifest.curation_seq:
+    if KbDir(kb.path).curation.exists() and last_seq(kb.path) != kb.manifest.curation_seq:
         return merge_pending(kb, save=save)
     return kb
 
@@ -254,7 +245,7 @@ def merge_pending(kb: KB, *, save: bool) -> KB:
     """``kb`` with every curation action in force: the ones a writer killed half-way saved but did not apply are
     applied, with a note. With ``save`` the KB is written too, under its lock (when another grace holds it, that
     writer applies them on its next open: this command uses the merged KB in memory)."""
-    lock = kb_lock(kb.path)
+    lock = KbDir(kb.path).lock()
     locked = False
     if save:
         try:
@@ -301,7 +292,7 @@ class Curation:
         self.path = Path(kb_dir)
         self.kb: KB = in_force(read_kb(self.path), save=True)  # a missing folder or articles file: its own clear error
         self.path = self.kb.path
-        self._lock = kb_lock(self.path)
+        self._lock = KbDir(self.path).lock()
         self._lock.acquire()
         try:
             set_aside_torn_tail(self.path)
@@ -337,18 +328,12 @@ class Curation:
         """The article's paragraphs as :meth:`split_article` counts them (``at`` is 1-based)."""
         return paragraphs(self._article(article_id, "split").text)
 
-    def worklist(self, run: str | Path | None = None) -> LintReport:
-        """Lint of the curated KB, worst first, without the pairs marked distinct (``.distinct`` lists those)."""
+    def worklist(self, scores: Iterable[dict[str, Any]] | None = None) -> LintReport:
+        """Lint of the curated KB, worst first, without the pairs marked distinct (``.distinct`` lists those);
+        ``scores``: a scored run's rows, read by the caller (the KB builder knows no run folder), add the pairs its
+        models swap."""
         from kb_builder.lint import lint_kb
 
-        scores = None
-        if run is not None:
-            from harness.core.jsonl import iter_jsonl
-
-            path = Path(run) / "scores.jsonl" if Path(run).is_dir() else Path(run)
-            if not path.exists():
-                raise GraceError(f"{path}: not found; score the run first (grace score), then give it again")
-            scores = (row for _, row in iter_jsonl(path))
         return lint_kb(self.kb, scores)
 
     # -- actions

@@ -6,10 +6,10 @@ the articles from the sources and replays these edits, so the record of each edi
 must say exactly what it saw (``before``: each article's content hash and whole
 text) and what it left (``after``). An edit whose ``before`` no longer matches the
 rebuilt text is a conflict, never applied to the wrong text. This module is the one
-reader and writer of both files; edits are appended one line at a time, flushed and
-fsynced, so a saved action survives a crash; a crash mid-append leaves half a line
-with no newline, which never took effect: readers pass over it and the KB's writer sets
-it aside (:func:`set_aside_torn_tail`), so it never locks the KB.
+reader and writer of both files (their names and paths are :class:`kb_builder.kb_dir.KbDir`'s);
+edits are appended one line at a time, flushed and fsynced, so a saved action survives
+a crash; a crash mid-append leaves half a line with no newline, which never took
+effect: readers pass over it and the KB's writer sets it aside (:func:`set_aside_torn_tail`), so it never locks the KB.
 """
 
 from __future__ import annotations
@@ -26,10 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, disk_error, repair_torn_tail
 from harness.core.jsonl import iter_jsonl
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_records import Article
 
-CURATION = "curation.jsonl"
-CONFLICTS = "curation_conflicts.jsonl"
 CURATION_FORMAT_VERSION = 1
 # what to do about a damaged line before the last one (a torn last line is set aside on its own)
 _DAMAGED = ("; this file is written by 'grace kb edit' and 'grace kb curate': restore it from a copy, or remove that "
@@ -106,7 +105,7 @@ def now() -> str:
 
 def read_edits(kb_dir: Path) -> list[CurationEdit]:
     """Every edit in ``KB/curation.jsonl``, in order (none: an empty list)."""
-    path = Path(kb_dir) / CURATION
+    path = KbDir(kb_dir).curation
     edits: list[CurationEdit] = []
     if not path.exists():
         return edits
@@ -132,7 +131,7 @@ def last_seq(kb_dir: Path) -> int | None:
     the file: what every load of a KB compares with the manifest's ``curation_seq``, so a KB whose articles are up to
     date costs no read of its whole overlay. A last line that does not parse gives -1 (never a match)."""
     try:
-        fh = (Path(kb_dir) / CURATION).open("rb")
+        fh = KbDir(kb_dir).curation.open("rb")
     except FileNotFoundError:
         return None
     with fh:
@@ -163,7 +162,7 @@ def set_aside_torn_tail(kb_dir: Path) -> None:
     ``curation.jsonl.torn``, saying so with its line number. That action never took effect (an action is appended
     before the articles are written), so nothing is lost; a damaged line before the last one is not touched here:
     it stays the error :func:`read_edits` names. Only the holder of the KB's lock calls this."""
-    path = Path(kb_dir) / CURATION
+    path = KbDir(kb_dir).curation
     try:
         with path.open("rb") as fh:
             data = fh.read()
@@ -172,7 +171,7 @@ def set_aside_torn_tail(kb_dir: Path) -> None:
     if not data or data.endswith(b"\n"):
         return
     line = data.count(b"\n") + 1
-    side = path.with_name(path.name + ".torn")
+    side = KbDir(kb_dir).torn_curation
     if repair_torn_tail(path, side):
         log.warning(f"{where(path, line)}: the last curation action was cut off mid-write (a crash or a full disk) "
                     f"and never took effect; set it aside in {side.name}. Redo that action if it is still wanted "
@@ -182,7 +181,7 @@ def set_aside_torn_tail(kb_dir: Path) -> None:
 def append_edit(kb_dir: Path, edit: CurationEdit) -> None:
     """Append one edit and fsync it: saved the moment the action is taken. Only the holder of the KB's curation
     lock calls this (:class:`kb_builder.curation.Curation`)."""
-    path = Path(kb_dir) / CURATION
+    path = KbDir(kb_dir).curation
     set_aside_torn_tail(kb_dir)
     line = json.dumps(edit.model_dump(mode="json", exclude_defaults=False), ensure_ascii=False) + "\n"
     try:
@@ -195,7 +194,7 @@ def append_edit(kb_dir: Path, edit: CurationEdit) -> None:
 
 
 def read_conflicts(kb_dir: Path) -> list[CurationConflict]:
-    path = Path(kb_dir) / CONFLICTS
+    path = KbDir(kb_dir).conflicts
     out: list[CurationConflict] = []
     if not path.exists():
         return out
@@ -210,7 +209,7 @@ def read_conflicts(kb_dir: Path) -> list[CurationConflict]:
 
 def write_conflicts(kb_dir: Path, conflicts: list[CurationConflict]) -> None:
     """Replace the conflicts file (none left: the file is removed, so its presence means work to do)."""
-    path = Path(kb_dir) / CONFLICTS
+    path = KbDir(kb_dir).conflicts
     if not conflicts:
         path.unlink(missing_ok=True)
         return

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kb_builder.kb_dir import KbDir
 from kb_builder.language import NO_SPACE, bigrams, stop_words
 from kb_builder.lint_phrases import Phrases, phrases
 from kb_builder.retrieval.lexical import kb_language
@@ -183,7 +184,7 @@ def _last_part(title: str) -> str:
 
 def _stored_embeddings(kb: KB) -> np.ndarray | None:
     """The KB's own vectors when a file covers every article (never embeds: lint makes no call)."""
-    folder = Path(kb.path) / "embeddings"
+    folder = KbDir(kb.path).embeddings
     hashes = [a.content_hash or a.compute_hash() for a in kb.articles]
     for path in sorted(folder.glob("*.npz")) if folder.is_dir() else []:
         try:

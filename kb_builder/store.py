@@ -1,8 +1,9 @@
-"""Reading and writing a KB directory.
+"""Reading and writing a KB directory: the one reader and writer of its articles and manifest.
 
 ``KB_DIR/articles.jsonl`` is the contract; ``manifest.json``, ``embeddings/`` and
 ``index/`` (the saved bm25f index) are derived from it. A folder holding only a hand-written ``articles.jsonl`` is a
-valid KB: :func:`load_kb` fills in what is missing on first use.
+valid KB: :func:`load_kb` fills in what is missing on first use. The file names and paths are
+:class:`kb_builder.kb_dir.KbDir`'s.
 """
 
 from __future__ import annotations
@@ -22,11 +23,9 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
 from harness.core.version import __version__
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_records import KB_FORMAT_VERSION, Article, Manifest, kb_content_hash
 from kb_builder.tokens import count_tokens
-
-ARTICLES = "articles.jsonl"
-MANIFEST = "manifest.json"
 
 
 @dataclass
@@ -76,14 +75,12 @@ class KB:
 
 def kb_files(kb_dir: str | Path) -> list[Path]:
     """The files of a KB folder (or the ``articles.jsonl`` named): inputs no command's output may replace."""
-    path = Path(kb_dir)
-    folder = path.parent if path.name == ARTICLES else path
-    return [folder / ARTICLES, folder / MANIFEST]
+    return KbDir.of(kb_dir).files()
 
 
 def read_articles(path: Path) -> list[Article]:
     if not path.exists():
-        raise GraceError(f"{path}: not found; a KB folder needs an {ARTICLES} (run 'grace kb build' first)")
+        raise GraceError(f"{path}: not found; a KB folder needs an {path.name} (run 'grace kb build' first)")
     articles: list[Article] = []
     seen: dict[str, int] = {}
     for n, data in iter_jsonl(path):
@@ -173,8 +170,30 @@ def make_manifest(articles: list[Article], embedder: str, **extra) -> Manifest:
 
 def write_kb(kb_dir: Path, articles: list[Article], manifest: Manifest) -> None:
     lines = "".join(json.dumps(a.to_line(), ensure_ascii=False) + "\n" for a in articles)
-    atomic_write_text(kb_dir / ARTICLES, lines)
-    atomic_write_text(kb_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+    atomic_write_text(KbDir(kb_dir).articles, lines)
+    write_manifest(kb_dir, manifest)
+
+
+def write_manifest(kb_dir: Path, manifest: Manifest) -> None:
+    """The manifest alone (``grace kb index`` naming another embedder): the articles are unchanged."""
+    atomic_write_text(KbDir(kb_dir).manifest, manifest.model_dump_json(indent=2) + "\n")
+
+
+def read_manifest(kb_dir: str | Path) -> Manifest | None:
+    """The KB folder's manifest as written (none yet: None)."""
+    mpath = KbDir(kb_dir).manifest
+    if not mpath.exists():
+        return None
+    try:
+        manifest = Manifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise GraceError(f"{mpath}: not a grace manifest ({exc.errors()[0]['msg']}); delete it to rebuild") from None
+    if manifest.format_version > KB_FORMAT_VERSION:
+        raise GraceError(
+            f"{mpath}: KB format {manifest.format_version} is newer than this grace reads "
+            f"({KB_FORMAT_VERSION}); upgrade grace"
+        )
+    return manifest
 
 
 def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
@@ -182,26 +201,17 @@ def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
     half-way)."""
     path = Path(kb_dir)
     if path.is_file():
-        if path.name != ARTICLES:
-            raise GraceError(f"{path} is a file, not a KB folder (a KB folder holds {ARTICLES}; build one with "
-                             "grace kb build)")
-        path = path.parent
+        folder = KbDir.of(path)
+        if folder.articles != path:
+            raise GraceError(f"{path} is a file, not a KB folder (a KB folder holds {folder.articles.name}; build one "
+                             "with grace kb build)")
+        path = folder.path
     if not path.exists():
         raise GraceError(f"{path}: KB folder not found")
-    articles = read_articles(path / ARTICLES)
+    folder = KbDir(path)
+    articles = read_articles(folder.articles)
     finish_articles(articles)
-    mpath = path / MANIFEST
-    manifest: Manifest | None = None
-    if mpath.exists():
-        try:
-            manifest = Manifest.model_validate_json(mpath.read_text(encoding="utf-8"))
-        except ValidationError as exc:
-            raise GraceError(f"{mpath}: not a grace manifest ({exc.errors()[0]['msg']}); delete it to rebuild") from None
-        if manifest.format_version > KB_FORMAT_VERSION:
-            raise GraceError(
-                f"{mpath}: KB format {manifest.format_version} is newer than this grace reads "
-                f"({KB_FORMAT_VERSION}); upgrade grace"
-            )
+    manifest = read_manifest(path)
     current = kb_content_hash(articles)
     if manifest is None or manifest.kb_hash != current or manifest.article_count != len(articles):
         # hand-written or hand-edited articles.jsonl: derive a fresh manifest, keep the embedder choice
@@ -216,7 +226,7 @@ def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
             manifest.curation_seq = old.curation_seq
         if write_missing:
             try:
-                atomic_write_text(mpath, manifest.model_dump_json(indent=2) + "\n")
+                write_manifest(path, manifest)
             except OSError:
                 pass  # a read-only KB is still usable; the manifest is derived data
     elif len(manifest.languages) > 1 and any(a.language is None for a in articles):

@@ -384,9 +384,11 @@ def eval_cmd(kb_dir: Path, gold: Path, ks: str, embedders: tuple[str, ...], show
 
 def _print_curation(console, replay, out: Path) -> None:
     """The curation a rebuild re-applied, and every edit it could not (never dropped silently)."""
+    from kb_builder.kb_dir import KbDir
+
     n = len(replay.conflicts)
     console.print(f"curation: {len(replay.applied)} edit(s) re-applied"
-                  + (f", [red]{n} in conflict[/] (listed in {out / 'curation_conflicts.jsonl'})" if n else ""),
+                  + (f", [red]{n} in conflict[/] (listed in {KbDir(out).conflicts})" if n else ""),
                   highlight=False)
     for c in replay.conflicts:
         console.print(f"  conflict: action {c.seq} ({c.action} of {', '.join(c.articles)}, by {c.author}): {c.reason}",

@@ -32,6 +32,7 @@ def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None
 
     from harness.web import listen, serve
     from harness.workflows.curate import open_curating, propose_fixes
+    from kb_builder.kb_dir import KbDir
 
     calls = model_calls(kwargs)
     if dry_run:
@@ -45,7 +46,7 @@ def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None
         for note in opened.notes:
             click.echo(note)
         server, url, token = listen(opened.app, host, port)
-        click.echo(f"saving every action to {opened.curation.path / 'curation.jsonl'} as {opened.app.author}")
+        click.echo(f"saving every action to {KbDir(opened.curation.path).curation} as {opened.app.author}")
         serve(server, url, host if token else None, no_browser, "edit this KB")
         app = opened.app
         click.echo(f"\nstopped; {len(app.findings)} finding(s) left of {app.started_with}, "

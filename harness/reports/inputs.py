@@ -184,8 +184,9 @@ def _load_questions(inputs: ReportInputs, gold: Any = None) -> None:
 
 def _load_titles(inputs: ReportInputs, kb: Any) -> None:
     """Titles only: read ``articles.jsonl`` directly; ``load_kb`` would count tokens and write a manifest."""
+    from kb_builder.kb_dir import KbDir
     from kb_builder.kb_records import kb_content_hash
-    from kb_builder.store import ARTICLES, read_articles
+    from kb_builder.store import read_articles
 
     explicit = kb is not None
     if kb is None:
@@ -196,7 +197,7 @@ def _load_titles(inputs: ReportInputs, kb: Any) -> None:
     if isinstance(kb, str | Path):
         folder = Path(kb).parent if Path(kb).is_file() else Path(kb)
         try:
-            articles = read_articles(folder / ARTICLES)
+            articles = read_articles(KbDir(folder).articles)
         except GraceError:
             if explicit:
                 raise

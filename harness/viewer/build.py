@@ -89,8 +89,9 @@ def _gold_categories(report: Any, run: Path) -> dict[str, str]:
 
 
 def _articles(report: Any, run: Path, notes: list[str]) -> list[tuple[str, str, str]]:
+    from kb_builder.kb_dir import KbDir
     from kb_builder.kb_records import kb_content_hash
-    from kb_builder.store import ARTICLES, read_articles
+    from kb_builder.store import read_articles
 
     folder = recorded_path(report.kb.path if report else None, run)
     if folder is None:
@@ -98,7 +99,7 @@ def _articles(report: Any, run: Path, notes: list[str]) -> list[tuple[str, str, 
         return []
     folder = folder.parent if folder.is_file() else folder
     try:
-        arts = read_articles(folder / ARTICLES)
+        arts = read_articles(KbDir(folder).articles)
     except GraceError as exc:
         notes.append(f"KB unreadable, article texts not shown: {exc}")
         return []

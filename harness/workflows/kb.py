@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +28,14 @@ def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None
     from contextlib import nullcontext
 
     from kb_builder.build import build_kb as _build
-    from kb_builder.curation import kb_lock
+    from kb_builder.kb_dir import KbDir
 
     # one writer per KB: a rebuild waits for no curation app, it is refused while one is open
     asker = _topic_asker(source, out, splitter, calls, dry_run, console, options)
     if dry_run:
         return asker
-    with kb_lock(Path(out)) if (Path(out) / "articles.jsonl").is_file() else nullcontext():
+    folder = KbDir(out)
+    with folder.lock() if folder.has_articles() else nullcontext():
         result = _build(Path(source) if source is not None else None, Path(out), splitter=splitter,
                         ask_topics=asker, **options)
     if asker is not None:
@@ -96,14 +97,13 @@ def _topic_asker(source: Any, out: str | Path, splitter: str | None, calls: Any,
 def index_kb(kb: str | Path, embedder: str | None = None):
     """Write a missing manifest and index (embeddings, the bm25f index) for a KB folder, with ``embedder`` if
     named; returns ``(KB, articles newly embedded)``."""
-    from harness.core.files import atomic_write_text
     from kb_builder.retrieval import canonical_embedder
-    from kb_builder.store import MANIFEST
+    from kb_builder.store import write_manifest
 
     kb_obj = load_kb(kb)
     if embedder:
         kb_obj.manifest.embedder = canonical_embedder(embedder)
-        atomic_write_text(kb_obj.path / MANIFEST, kb_obj.manifest.model_dump_json(indent=2) + "\n")
+        write_manifest(kb_obj.path, kb_obj.manifest)
     retriever = kb_obj.retriever()
     return kb_obj, getattr(retriever, "newly_embedded", None)
 
@@ -145,15 +145,26 @@ def search(kb: Any, questions: str | Sequence[str], k: int = 5, embedder: str | 
 def lint_kb(kb: Any, run: str | Path | None = None):
     """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
     scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
-    from harness.core.errors import GraceError
-    from harness.run_folder import RunDir
     from kb_builder.lint import lint_kb as _lint
 
-    scores = None
-    if run is not None:
-        folder = RunDir(run)
-        if not folder.scores.exists():
-            raise GraceError(f"{folder.path}: no scores.jsonl; score the run first (grace score, or grace run "
-                             "without --no-score), then lint with --run")
-        scores = (row for _, row in folder.iter_scores())
+    scores = run_scores(run, "then lint with --run") if run is not None else None
     return _lint(load_kb(kb) if isinstance(kb, str | Path) else kb, scores)
+
+
+def run_scores(run: str | Path, then: str) -> Iterator[dict[str, Any]]:
+    """A scored run's rows (its folder, or its scores file), read here for the KB builder, which knows no run
+    folder: lint and the curation app name the pairs the run's models swap. ``then``: what to do once scored."""
+    from harness.core.errors import GraceError
+    from harness.run_folder import RunDir
+    from harness.run_folder.scores import iter_scores
+
+    path = Path(run)
+    if path.is_dir():
+        folder = RunDir(path)
+        if not folder.scores.exists():
+            raise GraceError(f"{folder.path}: no {folder.scores.name}; score the run first (grace score, or grace run "
+                             f"without --no-score), {then}")
+        return (row for _, row in folder.iter_scores())
+    if not path.exists():
+        raise GraceError(f"{path}: not found; score the run first (grace score), {then}")
+    return (row for _, row in iter_scores(path))

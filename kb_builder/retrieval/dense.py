@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from harness.core.errors import GraceError
+from kb_builder.kb_dir import KbDir
 from kb_builder.retrieval import KB, Hit
 
 
@@ -143,7 +144,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 
 def embed_articles(kb: KB, embedder: Embedder) -> tuple[np.ndarray, int]:
     """Vectors for every article in KB order, embedding only new content; returns (matrix, newly embedded)."""
-    cache_path = kb.path / "embeddings" / (re.sub(r"[^\w.@-]+", "_", embedder.name) + ".npz")
+    cache_path = KbDir(kb.path).embeddings / (re.sub(r"[^\w.@-]+", "_", embedder.name) + ".npz")
     cached: dict[str, np.ndarray] = {}
     if cache_path.exists():
         data = np.load(cache_path, allow_pickle=False)

@@ -41,12 +41,12 @@ from typing import Any
 import numpy as np
 
 from kb_builder import language as lang
+from kb_builder.kb_dir import KbDir
 from kb_builder.kb_records import Article
 from kb_builder.retrieval import Hit
 
 K1, WEIGHTS, BS = 4.0, (3.0, 1.0), (0.3, 0.75)  # bm25f's settings (module docstring); part of the index's name
 _SETTINGS = hashlib.sha256(repr((K1, WEIGHTS, BS, lang.NO_SPACE, sorted(lang.MEANINGFUL_EN))).encode()).hexdigest()[:8]
-INDEX_DIR = "index"  # in the KB folder: derived data, rebuilt when missing
 
 
 def article_languages(articles: list[Article], default: str = lang.DEFAULT_LANGUAGE) -> list[str]:
@@ -168,7 +168,7 @@ class BM25FRetriever:
         language = kb_language(kb)
         langs = sorted(set(article_languages(kb.articles, language)))
         settings = cls.settings if langs == ["en"] else hashlib.sha256((cls.settings + repr(langs)).encode()).hexdigest()[:8]
-        path = Path(kb.path) / INDEX_DIR / f"{cls.name}-{kb.kb_hash[:16]}-{settings}.npz"
+        path = KbDir(kb.path).index / f"{cls.name}-{kb.kb_hash[:16]}-{settings}.npz"
         if path.is_file():
             try:
                 return cls._load(path)
