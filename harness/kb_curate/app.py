@@ -21,13 +21,13 @@ import threading
 import time
 from typing import Any
 
-from annotations import passages
 from harness.core.errors import GraceError
 from harness.kb_curate import STATIC
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
 from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
 from harness.runner.calls import CallSettings, PromptStats
+from kb_builder.retrieval import passages
 
 PAIR_KINDS = ("confusable", "swapped_in_run")
 HISTORY = 12  # recent actions listed on the page
