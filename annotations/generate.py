@@ -213,8 +213,8 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
         _check_out(out, kb, force)
     language = kb.manifest.language  # questions are written, and checked, in the KB's language
     tmpl = load_generator_template(template, language)
-    spec, provider = ready_model(model, role="generator", options=(options or ModelOptions()).with_default_timeout(timeout),
-                                 prices=prices)
+    opts = (options or ModelOptions()).with_default_timeout(timeout)
+    spec, provider = ready_model(model, role="generator", options=opts, prices=prices)
     lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options, language=language)
     settings = call_settings(concurrency, max_attempts, read_cache)
     settings.redactor = redactor

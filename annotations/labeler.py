@@ -208,8 +208,8 @@ def make_labeler(text: str, *, timeout: float | None = None, prices: Path | None
                  template: str | None = None, options: ModelOptions | None = None,
                  language: str | None = None) -> Labeler:
     """The labeler ``text`` names, asked with ``template``, else with ``labeler.v1`` in ``language`` (the KB's)."""
-    spec, provider = ready_model(text, role="labeler", options=(options or ModelOptions()).with_default_timeout(timeout),
-                                 prices=prices, offline=OFFLINE_LABELERS)
+    opts = (options or ModelOptions()).with_default_timeout(timeout)
+    spec, provider = ready_model(text, role="labeler", options=opts, prices=prices, offline=OFFLINE_LABELERS)
     return Labeler(spec, provider, load_labeler_template(template, language))
 
 
