@@ -48,13 +48,12 @@ from annotations.generator_prompt import (
 )
 from annotations.labeler import OUTPUT_TOKENS_EST, Label, make_labeler, retrieve, run_labeler
 from annotations.labels import LabelRecord, read_labels, render_csv
-from annotations.model_calls import call_settings, make_model, print_estimates, summary
 from annotations.suggestions import label_of
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
-from harness.runner.model_options import ModelOptions
+from harness.runner.model_options import ModelOptions, call_settings, call_summary, print_estimates, ready_model
 from kb_builder.language import surface_words
 
 COPY_NGRAM = 3
@@ -214,7 +213,8 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
         _check_out(out, kb, force)
     language = kb.manifest.language  # questions are written, and checked, in the KB's language
     tmpl = load_generator_template(template, language)
-    spec, provider = make_model(model, role="generator", timeout=timeout, prices=prices, options=options)
+    opts = (options or ModelOptions()).with_default_timeout(timeout)
+    spec, provider = ready_model(model, role="generator", options=opts, prices=prices)
     lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options, language=language)
     settings = call_settings(concurrency, max_attempts, read_cache)
     settings.redactor = redactor
@@ -246,8 +246,8 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
     atomic_write_text(out, render_csv(res.records, EXTRA_COLUMNS))
     for line in res.lines():
         _say(console, line)
-    _say(console, summary("generator", spec.name, res.stats["generator"]))
-    _say(console, summary("labeler", lab.spec.name, res.stats["labeler"]))
+    _say(console, call_summary("generator", spec.name, res.stats["generator"]))
+    _say(console, call_summary("labeler", lab.spec.name, res.stats["labeler"]))
     return res
 
 

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from annotations.model_calls import call_settings, make_model, print_estimates, summary
 from annotations.suggest import HasQuestion
 from annotations.suggestions import Suggestion, label_of
 from harness.core.errors import GraceError
@@ -43,7 +42,7 @@ from harness.prompts.template_files import (
 from harness.providers.base import Completion, ModelSpec, Provider, Request, RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats, estimate_prompts, progress, run_prompts
 from harness.runner.engine import CallResult
-from harness.runner.model_options import ModelOptions
+from harness.runner.model_options import ModelOptions, call_settings, call_summary, print_estimates, ready_model
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"  # apart from grace run's answer templates
 
@@ -209,8 +208,8 @@ def make_labeler(text: str, *, timeout: float | None = None, prices: Path | None
                  template: str | None = None, options: ModelOptions | None = None,
                  language: str | None = None) -> Labeler:
     """The labeler ``text`` names, asked with ``template``, else with ``labeler.v1`` in ``language`` (the KB's)."""
-    spec, provider = make_model(text, role="labeler", timeout=timeout, prices=prices, offline=OFFLINE_LABELERS,
-                                options=options)
+    opts = (options or ModelOptions()).with_default_timeout(timeout)
+    spec, provider = ready_model(text, role="labeler", options=opts, prices=prices, offline=OFFLINE_LABELERS)
     return Labeler(spec, provider, load_labeler_template(template, language))
 
 
@@ -296,7 +295,7 @@ def suggest_with_labeler(kb, questions: Sequence[HasQuestion], labeler: str, *, 
     with progress(settings, console) as s:
         results = run_labeler(lab, jobs, s, stats)
     out = [to_suggestion(q, results[q.question_id], lab.source, lab.template.name) for q in questions]
-    line = summary("labeler", lab.spec.name, stats)
+    line = call_summary("labeler", lab.spec.name, stats)
     if console is not None:
         console.print(line, highlight=False)
     else:

@@ -17,9 +17,8 @@ import threading
 from pathlib import Path
 from urllib.parse import unquote
 
-from annotations import passages
 from annotations.state import AnnotationSession, LabelRejected
-from kb_builder.retrieval import Hit
+from kb_builder.retrieval import Hit, passages
 
 STATIC = Path(__file__).parent / "static"
 

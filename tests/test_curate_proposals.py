@@ -11,12 +11,12 @@ import urllib.request
 
 import pytest
 
-from annotations.proposals import Proposal, ProposalInput, largest_shift, make_input, parse_reply
 from harness.core.errors import GraceError
+from harness.kb_curate.proposals import Proposal, ProposalInput, largest_shift, make_input, parse_reply
 from harness.testing.fake_api import Reply, prompt_text
 from harness.web import make_server, url_for
 from harness.workflows.calls import ModelCalls
-from harness.workflows.curate import open_curating, propose_fixes
+from harness.workflows.curate_app import open_curating, propose_fixes
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_folder import load_kb
 from tests.curate_kb import write_kb

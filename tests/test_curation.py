@@ -14,7 +14,7 @@ import pytest
 
 import harness as grace
 from harness.core.errors import GraceError
-from harness.workflows.curation import KbEdit, edit_kb, open_curation
+from harness.workflows.kb_edits import KbEdit, edit_kb, open_curation
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import CONFLICTS, CURATION
 from kb_builder.kb_folder import load_kb

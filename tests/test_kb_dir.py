@@ -12,7 +12,7 @@ import pytest
 
 from harness import run_folder
 from harness.core.errors import GraceError
-from harness.workflows.curate import open_curating
+from harness.workflows.curate_app import open_curating
 from kb_builder import kb_dir
 from kb_builder.kb_dir import KbDir
 from tests.conftest import ROOT

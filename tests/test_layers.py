@@ -1,7 +1,7 @@
 """No upward imports and no import circles: each stage of the data flow imports only the stages before it.
 
 documents -> articles -> KB (kb_builder) -> prompts -> providers, run folder -> responses (runner) -> scores
-(scoring) -> spot-check and reports; then the annotation tools and the results viewer; then the workflows
+(scoring) -> spot-check and reports; then the web apps (annotation tools, results viewer, KB curation); then the workflows
 (harness.workflows: one function per command, the only place that drives several stages); then the Python API,
 which only re-exports them; then the command lines, which parse arguments and print. A module that reached forward
 (the scorer into the spot-check, the KB builder into the run folder) made every change to a later stage a change to
@@ -31,11 +31,11 @@ ORDER = [
     ("harness.runner",),
     ("harness.scoring",),
     ("harness.spotcheck", "harness.reports"),
-    ("annotations", "harness.viewer"),
+    ("annotations", "harness.viewer", "harness.kb_curate"),  # the web apps: gold labels, the results, KB curation
     ("harness.exports",),  # a scored run, out to the trackers: reads the run folder and its figures
     ("harness.workflows",),
     ("harness.api", "harness.grace"),  # harness.grace: the API imported by name, installed as `import grace`
-    ("harness.cli", "annotations.cli", "annotations.gold_cli", "harness.testing"),
+    ("harness.cli", "harness.testing"),
 ]
 OURS = ("harness", "kb_builder", "annotations")
 

@@ -36,6 +36,21 @@ def test_options_are_written_into_the_spec_and_none_keeps_what_is_there():
     assert ModelOptions(max_tokens=5).with_default_max_tokens(1024).max_tokens == 5
     assert ModelOptions().with_default_max_tokens(1024).max_tokens == 1024
     assert ModelOptions().with_default_max_tokens(None).max_tokens is None
+    assert ModelOptions(timeout=2).with_default_timeout(5).timeout == 2  # the older timeout= argument never overrides
+    assert ModelOptions().with_default_timeout(5).timeout == 5.0
+    assert ModelOptions().with_default_timeout(None).timeout is None
+
+
+def test_call_settings_are_checked_in_one_place_for_python_callers_and_commands():
+    from harness.runner.model_options import call_settings
+    from harness.workflows.calls import ModelCalls
+
+    settings = call_settings(3, 2, False)
+    assert (settings.concurrency, settings.max_attempts, settings.read_cache) == (3, 2, False)
+    for bad in (lambda: call_settings(0, 1, True), lambda: ModelCalls(max_attempts=0).check(),
+                lambda: ModelCalls(concurrency=0).settings()):
+        with pytest.raises(GraceError, match="--concurrency and --max-attempts must be 1 or more"):
+            bad()
 
 
 def test_ready_model_applies_options_before_the_providers_own_checks(monkeypatch):

@@ -28,7 +28,7 @@ from harness.core.version import __version__
 # of that name, a dash read as "_"); they are found by reading the modules' text, never importing them, so ``grace --help`` stays fast.
 # Adding a command is its module here (and its workflow): no list to edit. ``grace --help`` lists these first,
 # in this order, then any other command by name.
-COMMAND_FOLDERS = (("harness.cli", "*.py"), ("annotations", "*cli.py"))
+COMMAND_PACKAGE = "harness.cli"  # every command line is here (tests/test_layers.py: the CLI is the top layer)
 HELP_ORDER = ("kb", "run", "score", "report", "gate", "compare", "view", "annotate", "annotations", "gold", "spotcheck",
               "cache", "demo")
 
@@ -40,11 +40,10 @@ def discover() -> dict[str, tuple[str, str]]:
 
     root = Path(__file__).resolve().parents[2]
     found: dict[str, tuple[str, str]] = {}
-    for package, pattern in COMMAND_FOLDERS:
-        for path in sorted((root / package.replace(".", "/")).glob(pattern)):
-            block = re.search(r"^COMMANDS = \{(.*?)^\}", path.read_text(encoding="utf-8"), re.M | re.S)
-            for name, help_text in re.findall(r'^\s+"([\w-]+)": "([^"]*)",', block.group(1) if block else "", re.M):
-                found[name] = (f"{package}.{path.stem}:{name.replace('-', '_')}", help_text)  # import-logs: import_logs
+    for path in sorted((root / COMMAND_PACKAGE.replace(".", "/")).glob("*.py")):
+        block = re.search(r"^COMMANDS = \{(.*?)^\}", path.read_text(encoding="utf-8"), re.M | re.S)
+        for name, help_text in re.findall(r'^\s+"([\w-]+)": "([^"]*)",', block.group(1) if block else "", re.M):
+            found[name] = (f"{COMMAND_PACKAGE}.{path.stem}:{name.replace('-', '_')}", help_text)  # import-logs: import_logs
     rank = {name: i for i, name in enumerate(HELP_ORDER)}
     return dict(sorted(found.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
 

@@ -93,7 +93,7 @@ def build(source: Path | None, out: Path, articles_file: Path | None, max_tokens
         console = Console(stderr=True)
     calls = model_calls({**call, "max_tokens": None})  # --max-tokens is the articles' budget here, not the model's
     if dry_run:
-        from annotations.model_calls import print_estimates
+        from harness.runner.model_options import print_estimates
 
         print_estimates(console, [workflow.build_kb(source, out, articles_file=articles_file, max_tokens=max_tokens,
                                                     min_tokens=min_tokens, splitter=splitter, calls=calls,

@@ -31,12 +31,12 @@ def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None
     from rich.console import Console
 
     from harness.web import listen, serve
-    from harness.workflows.curate import open_curating, propose_fixes
+    from harness.workflows.curate_app import open_curating, propose_fixes
     from kb_builder.kb_dir import KbDir
 
     calls = model_calls(kwargs)
     if dry_run:
-        from annotations.model_calls import print_estimates
+        from harness.runner.model_options import print_estimates
 
         rows = propose_fixes(kb_dir, propose_with, calls=calls, dry_run=True, template=template)
         print_estimates(Console(), rows)

@@ -1,6 +1,6 @@
 """``grace kb edit``: one curation action on a KB from the command line (for CI and bulk work), or the list of them.
 
-Registered on the ``grace kb`` group by :mod:`harness.cli.kb`; the work is :func:`harness.workflows.curation.edit_kb`.
+Registered on the ``grace kb`` group by :mod:`harness.cli.kb`; the work is :func:`harness.workflows.kb_edits.edit_kb`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def edit(kb_dir: Path, title, text, split_id, at, titles, merge, merged_title, d
     Each action is saved to KB/curation.jsonl and applied to the KB at once; `grace kb build` re-applies them after a
     rebuild. Exit codes: 0 saved, 2 bad input (unknown or retired ID, no such paragraph, a merge with itself).
     """
-    from harness.workflows import curation as workflow
+    from harness.workflows import kb_edits as workflow
 
     if list_edits:
         edits, conflicts = workflow.curation_edits(kb_dir)

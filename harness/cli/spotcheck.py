@@ -85,7 +85,7 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
     done = spotcheck_run(run_or_scores, judge_spec, kb=kb_dir, template=template, options=opts,
                          calls=model_calls({**call, "redact_pii": redact_pii}), dry_run=dry_run, console=console)
     if done.estimates is not None:
-        from annotations.model_calls import print_estimates
+        from harness.runner.model_options import print_estimates
 
         print_estimates(console, done.estimates)
         return

@@ -19,7 +19,7 @@ from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE_DIRS = ("harness/prompts/templates", "harness/prompts/rerank", "harness/prompts/splitter",
-                 "harness/spotcheck/templates", "annotations/templates")
+                 "harness/spotcheck/templates", "annotations/templates", "harness/kb_curate/templates")
 _PLACEHOLDER = re.compile(r"\{\{\s*\w+\s*\}\}|^=== \w+ ===\s*$|^#.*$", re.M)
 MIN_CHARS = 12  # shorter pieces ("Answer:", "ID") are words the data may hold too
 

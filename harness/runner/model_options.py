@@ -1,5 +1,13 @@
 """One model, made ready for a one-model caller: the spot-check judge, the labeler, the question generator.
 
+The one home of what every one-model caller shares (the judge, the labeler, the
+question generator, the curation proposer, the reranker, the topic splitter):
+the model made ready (:func:`ready_model`), the engine's settings checked
+(:func:`call_settings`), the dry-run estimate table (:func:`print_estimates`:
+no call made, cached answers counted apart, so a re-run is seen to be free) and
+the one summary line after the calls (:func:`call_summary`), worded the same way
+for all of them.
+
 ``grace spotcheck``, ``grace annotations suggest --labeler`` and ``grace gold
 generate`` take the same model options as ``grace run`` (``--max-tokens``,
 ``--json-mode``, ``--timeout``, ``--base-url``, ``--api-key-env``); this module
@@ -22,11 +30,15 @@ applied before that check and not validated here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
 from harness.providers.base import ModelSpec, Provider, ensure_ready
+
+if TYPE_CHECKING:  # the engine loads with the calls: a command's --help imports none of it
+    from harness.runner.calls import CallSettings, Estimate, PromptStats
 
 
 @dataclass(frozen=True)
@@ -44,6 +56,13 @@ class ModelOptions:
         if self.max_tokens is not None or default is None:
             return self
         return ModelOptions(default, self.json_mode, self.timeout, self.base_url, self.api_key_env)
+
+    def with_default_timeout(self, default: float | None) -> ModelOptions:
+        """These options, with ``default`` seconds per call when no timeout was given (the older ``timeout=``
+        argument of the labeler and the question generator)."""
+        if self.timeout is not None or not default:
+            return self
+        return replace(self, timeout=float(default))
 
 
 def apply_model_options(spec: ModelSpec, options: ModelOptions | None) -> ModelSpec:
@@ -100,3 +119,42 @@ def ready_model(text: str, *, role: str, options: ModelOptions | None = None, pr
     ensure_ready(provider, f"{role} {text}", ready=ready)
     spec.params.setdefault("temperature", 0)  # a verdict, a label or a draft is a measurement: same prompt, same answer
     return price(spec, prices), provider
+
+
+def call_settings(concurrency: int, max_attempts: int, read_cache: bool, **more: Any) -> CallSettings:
+    """The engine's settings for one model's calls, checked: ``--concurrency`` and ``--max-attempts`` 1 or more."""
+    from harness.runner.calls import CallSettings
+
+    if concurrency < 1 or max_attempts < 1:
+        raise GraceError("--concurrency and --max-attempts must be 1 or more")
+    return CallSettings(concurrency=concurrency, max_attempts=max_attempts, read_cache=read_cache, **more)
+
+
+def print_estimates(console: Any, rows: list[Estimate]) -> None:
+    """The dry run's table: calls, cache hits, tokens and cost per kind of call; ``~`` marks a guess."""
+    from rich.table import Table
+
+    table = Table("calls for", "model", "calls", "cached", "input tokens", "output tokens (est.)", "cost USD (est.)",
+                  title="Dry run: no calls made")
+    for r in rows:
+        cost = "unknown price (--prices FILE)" if r.cost_usd_est is None else f"{r.cost_usd_est:.4f}"
+        mark = "~" if r.approximate else ""
+        table.add_row(r.what, r.model, f"{mark}{r.calls}", f"{mark}{r.cached}", f"{mark}{r.input_tokens:,}",
+                      f"{mark}{r.output_tokens_est:,}", f"{mark}{cost}" if r.cost_usd_est is not None else cost)
+    console.print(table)
+    if any(r.approximate for r in rows):
+        console.print("~ approximate: those calls depend on answers not given yet", highlight=False)
+
+
+def call_summary(what: str, model: str, stats: PromptStats) -> str:
+    """One line: calls, cache hits, failures and cost, so a re-run visibly costs nothing."""
+    if stats.cost_known:
+        cost = f"${stats.cost_usd:.4f}"
+    else:
+        cost = f"cost unknown (no price for {model}; --prices FILE)"
+    line = (f"{what} ({model}): {stats.calls} call(s), {stats.cached} cached, {stats.errors} error(s), {cost}")
+    for reason in stats.aborted:
+        line += f"\n  stopped: {reason}"
+    if stats.errors:
+        line += "\n  failed calls are not cached: run the same command again to retry them"
+    return line

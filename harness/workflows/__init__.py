@@ -15,6 +15,8 @@ its options, makes one call here and prints the result.
 * :mod:`harness.workflows.spotcheck`: ``grace spotcheck`` (run, calibrate, meta-eval)
 * :mod:`harness.workflows.annotate`: ``grace annotations`` (audit, suggest, validate, stats, agree)
 * :mod:`harness.workflows.gold`: ``grace gold generate``
+* :mod:`harness.workflows.curate_app`: ``grace kb curate`` (the curation web app, proposals for lint findings)
+* :mod:`harness.workflows.kb_edits`: ``grace kb edit`` (one curation action on a KB, or the list of them)
 * :mod:`harness.workflows.calls`: :class:`~harness.workflows.calls.ModelCalls`, the one model-call config
 * :mod:`harness.workflows.results`: the typed results (a run folder read, its leaderboard)
 

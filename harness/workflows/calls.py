@@ -37,10 +37,8 @@ class ModelCalls:
     redact_pii: bool = False  # personal data replaced by placeholders in every prompt (harness.privacy)
 
     def check(self) -> ModelCalls:
-        from harness.core.errors import GraceError
-
-        if self.concurrency < 1 or self.max_attempts < 1:
-            raise GraceError("--concurrency and --max-attempts must be 1 or more")
+        """These calls, or a clear error for a bad knob (before any model is made ready)."""
+        self.settings()
         return self
 
     def model_options(self, default_max_tokens: int | None = None) -> ModelOptions:
@@ -56,9 +54,8 @@ class ModelCalls:
         return make_redactor(self.redact_pii, console)
 
     def settings(self, *, console: Any = None, progress: Any = None, redactor: Any = None) -> CallSettings:
-        """The engine's settings for these calls (checked first)."""
-        from harness.runner.calls import CallSettings
+        """The engine's settings for these calls, checked (:func:`harness.runner.model_options.call_settings`)."""
+        from harness.runner.model_options import call_settings
 
-        self.check()
-        return CallSettings(concurrency=self.concurrency, max_attempts=self.max_attempts, read_cache=self.read_cache,
-                            progress=progress, redactor=redactor)
+        return call_settings(self.concurrency, self.max_attempts, self.read_cache, progress=progress,
+                             redactor=redactor)

@@ -13,8 +13,9 @@ Embedder specs (``--embedder``):
                                              (the French and German default), ``bm25f+char4+use``
 
 The package is retrieval's one home: ``lexical``, ``dense`` and ``hybrid`` (retrievers and fusion), ``files``
-(a team's own rankings: ``grace kb search --out``, ``--retrieved``) and ``evaluate`` (recall@k and MRR,
-``grace kb eval``). Reranking calls a model through the run engine, so it lives there
+(a team's own rankings: ``grace kb search --out``, ``--retrieved``), ``evaluate`` (recall@k and MRR,
+``grace kb eval``) and ``passages`` (which passage of a found article matched, which words to mark: what the web
+apps show beside a question). Reranking calls a model through the run engine, so it lives there
 (``harness.runner.rerank``) and ``evaluate`` takes it as a function that wraps a retriever.
 """
 

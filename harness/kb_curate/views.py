@@ -2,7 +2,7 @@
 
 An article is sent as its paragraphs (the curation overlay's own cut, so "split
 at paragraph 3" means what the overlay means), each as ``[text, is_match,
-in_passage]`` segments like the annotation page's (:mod:`annotations.passages`):
+in_passage]`` segments like the annotation page's (:mod:`kb_builder.retrieval.passages`):
 for a confusable pair the words the two articles share are marked and the
 paragraphs holding most of them flagged; for an article that is not
 self-contained, the words lint quoted ("as mentioned above", "This policy") or
@@ -16,7 +16,7 @@ import difflib
 import re
 from typing import Any
 
-from annotations import passages
+from kb_builder.retrieval import passages
 
 _QUOTED = re.compile(r"\(\"(.+?)\"\)|opens with \"(.+?)\"")
 _TOKEN = re.compile(r"\s+|\w+|[^\w\s]", re.UNICODE)

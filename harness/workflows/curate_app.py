@@ -1,6 +1,6 @@
 """``grace kb curate``: the curation web app, opened and ready to serve, and proposals for lint findings as one call.
 
-The app works through the curation overlay (:func:`harness.workflows.curation.open_curation`: every action saved
+The app works through the curation overlay (:func:`harness.workflows.kb_edits.open_curation`: every action saved
 to ``KB/curation.jsonl`` at once and re-applied by ``grace kb build``); proposals go through the engine of
 ``grace run`` (cached, priced, ``--dry-run``, ``--redact-pii``) with the knobs of :class:`ModelCalls`.
 """
@@ -39,7 +39,7 @@ class CuratingApp:
 
 def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Any = None,
               ready: bool = True):
-    from annotations.proposer import make_proposer
+    from harness.kb_curate.proposer import make_proposer
 
     proposer = make_proposer(model, options=calls.options, prices=calls.prices, language=language, template=template,
                              ready=ready)
@@ -53,7 +53,7 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
     action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name)."""
-    from annotations.curate_app import CurateApp
+    from harness.kb_curate.app import CurateApp
     from harness.workflows.kb import run_scores
     from kb_builder.curation import default_author, open_curation
 
@@ -79,10 +79,10 @@ def propose_fixes(kb: Any, model: str = "baseline:heuristic", *, kinds: Sequence
                   limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
                   template: str | None = None, console: Any = None) -> list[Any]:
     """A proposal for each of lint's findings on ``kb`` (of ``kinds``, the first ``limit``), worst first, without
-    changing anything: a list of :class:`annotations.proposals.Proposal` (a rejected one has ``error`` set). With
+    changing anything: a list of :class:`harness.kb_curate.proposals.Proposal` (a rejected one has ``error`` set). With
     ``dry_run``: what the calls would cost (``Estimate`` rows), and no call."""
-    from annotations.proposals import KIND_FOR_FINDING, make_input
-    from annotations.proposer import estimate, propose
+    from harness.kb_curate.proposals import KIND_FOR_FINDING, make_input
+    from harness.kb_curate.proposer import estimate, propose
     from harness.runner.calls import PromptStats
     from harness.workflows.kb import lint_kb, load_kb
     from kb_builder.curation import paragraphs

@@ -6,7 +6,7 @@ annotate``. Every action goes through the curation overlay
 (:class:`kb_builder.curation.Curation`), which appends it to ``KB/curation.jsonl``
 and rewrites the KB at once, so closing the page loses nothing and ``grace kb
 build`` re-applies it. Article text and model text are hostile: they leave here
-as JSON strings cut into segments (:mod:`annotations.curate_views`) and the page
+as JSON strings cut into segments (:mod:`harness.kb_curate.views`) and the page
 makes text nodes of them.
 
 After each action the worklist is linted again where the action could change
@@ -21,13 +21,13 @@ import threading
 import time
 from typing import Any
 
-from annotations import passages
-from annotations.curate_views import lint_evidence, plain, proposal_view, shared_evidence
-from annotations.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
-from annotations.proposer import Proposer, propose
-from annotations.server import STATIC
 from harness.core.errors import GraceError
+from harness.kb_curate import STATIC
+from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
+from harness.kb_curate.proposer import Proposer, propose
+from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
 from harness.runner.calls import CallSettings, PromptStats
+from kb_builder.retrieval import passages
 
 PAIR_KINDS = ("confusable", "swapped_in_run")
 HISTORY = 12  # recent actions listed on the page

@@ -1,12 +1,12 @@
 """Proposals from a model: the prompt, one batch of calls through grace's engine, the replies read.
 
-Like the labeler and the question generator (:mod:`annotations.labeler`), a
+Like the labeler and the question generator (:mod:`annotations.labeler`, :mod:`annotations.generate`), a
 proposer is "ask one model these prompts": the engine of ``grace run``
 (:mod:`harness.runner.calls`) gives it the response cache (asking again costs
 nothing), retries, prices, ``--redact-pii`` and dry-run estimates. The prompt is
-a versioned template (``annotations/templates/proposal.v1.txt``, in the KB's
+a versioned template (``harness/kb_curate/templates/proposal.v1.txt``, in the KB's
 language when grace has a translation) whose hash is in the cache key.
-``baseline:heuristic`` (:func:`annotations.proposals.baseline_proposal`) makes no
+``baseline:heuristic`` (:func:`harness.kb_curate.proposals.baseline_proposal`) makes no
 call at all.
 """
 
@@ -18,14 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from annotations.model_calls import make_model
-from annotations.proposals import BASELINE, KINDS, Proposal, ProposalInput, baseline_proposal, parse_reply
 from harness.core.errors import GraceError
+from harness.kb_curate.proposals import BASELINE, KINDS, Proposal, ProposalInput, baseline_proposal, parse_reply
 from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import ModelSpec, Provider, Request
 from harness.runner.calls import CallSettings, Estimate, Prompted, PromptJob, PromptStats, estimate_prompts, run_prompts
 from harness.runner.engine import CallResult
-from harness.runner.model_options import ModelOptions
+from harness.runner.model_options import ModelOptions, ready_model
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "proposal.v1"
@@ -72,7 +71,7 @@ def load_proposal_template(spec: str | None = None, language: str | None = None)
     missing = [k for k in KINDS if k not in sections]
     if missing:
         raise GraceError(f"proposal template {path}: no '=== {missing[0]} ===' section (see "
-                         "annotations/templates/proposal.v1.txt)")
+                         "harness/kb_curate/templates/proposal.v1.txt)")
     return ProposalTemplate.from_text(path.stem, text, sections)
 
 
@@ -109,7 +108,7 @@ def make_proposer(text: str, *, options: ModelOptions | None = None, prices: Pat
         raise GraceError(f"proposer {text!r}: the offline proposer is {BASELINE}; or name a model "
                          "(openai:..., anthropic:..., google:...)")
     opts = (options or ModelOptions()).with_default_max_tokens(OUTPUT_TOKENS)
-    spec, provider = make_model(text, role="proposer", options=opts, prices=prices, ready=ready)
+    spec, provider = ready_model(text, role="proposer", options=opts, prices=prices, ready=ready)
     return Proposer(spec.name, spec, provider, load_proposal_template(template, language))
 
 

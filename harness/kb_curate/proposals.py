@@ -19,7 +19,7 @@ the JSON), strictly as to content. A reply that names an unknown ID, a paragraph
 the article does not have, an empty text, or a rewrite that drops most of the
 article comes back as a *rejected* proposal whose ``error`` says why: never
 applied, never a crash. The model path (prompt, engine, cache, cost) is
-:mod:`annotations.proposer`.
+:mod:`harness.kb_curate.proposer`.
 """
 
 from __future__ import annotations
