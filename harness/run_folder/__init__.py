@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -366,3 +368,20 @@ __all__ = [
     "EXPORTS", "MALFORMED", "QUESTIONS", "MLFLOW_DB", "RESULTS_PARQUET", "UNMATCHED", "WANDB",
     "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]
+
+
+def scored_rows(run: str | Path, then: str) -> Iterator[dict[str, Any]]:
+    """A scored run's rows (its folder, or its scores file), for callers of the KB builder, which knows no run
+    folder: lint and the curation app name the pairs the run's models swap. ``then``: what to do once scored."""
+    from harness.run_folder.scores import iter_scores
+
+    path = Path(run)
+    if path.is_dir():
+        folder = RunDir(path)
+        if not folder.scores.exists():
+            raise GraceError(f"{folder.path}: no {folder.scores.name}; score the run first (grace score, or grace run "
+                             f"without --no-score), {then}")
+        return (row for _, row in folder.iter_scores())
+    if not path.exists():
+        raise GraceError(f"{path}: not found; score the run first (grace score), {then}")
+    return (row for _, row in iter_scores(path))

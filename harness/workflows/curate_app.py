@@ -54,14 +54,14 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
     action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name)."""
     from harness.kb_curate.app import CurateApp
-    from harness.workflows.kb import run_scores
+    from harness.run_folder import scored_rows
     from kb_builder.curation import default_author, open_curation
 
     calls = (calls or ModelCalls()).check()
     cur = open_curation(kb)
     try:
         proposer, settings = _proposer(propose_with, calls, cur.kb.manifest.language, template, console)
-        scores = run_scores(run, "then give it again") if run is not None else None  # the KB builder reads no run
+        scores = scored_rows(run, "then give it again") if run is not None else None  # the KB builder reads no run
         app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores)
     except BaseException:
         cur.close()

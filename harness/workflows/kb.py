@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -145,26 +145,8 @@ def search(kb: Any, questions: str | Sequence[str], k: int = 5, embedder: str | 
 def lint_kb(kb: Any, run: str | Path | None = None):
     """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
     scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
+    from harness.run_folder import scored_rows
     from kb_builder.lint import lint_kb as _lint
 
-    scores = run_scores(run, "then lint with --run") if run is not None else None
+    scores = scored_rows(run, "then lint with --run") if run is not None else None
     return _lint(load_kb(kb) if isinstance(kb, str | Path) else kb, scores)
-
-
-def run_scores(run: str | Path, then: str) -> Iterator[dict[str, Any]]:
-    """A scored run's rows (its folder, or its scores file), read here for the KB builder, which knows no run
-    folder: lint and the curation app name the pairs the run's models swap. ``then``: what to do once scored."""
-    from harness.core.errors import GraceError
-    from harness.run_folder import RunDir
-    from harness.run_folder.scores import iter_scores
-
-    path = Path(run)
-    if path.is_dir():
-        folder = RunDir(path)
-        if not folder.scores.exists():
-            raise GraceError(f"{folder.path}: no {folder.scores.name}; score the run first (grace score, or grace run "
-                             f"without --no-score), {then}")
-        return (row for _, row in folder.iter_scores())
-    if not path.exists():
-        raise GraceError(f"{path}: not found; score the run first (grace score), {then}")
-    return (row for _, row in iter_scores(path))
