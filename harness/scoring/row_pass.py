@@ -79,8 +79,15 @@ class _Columns:
             self.languages.clear()
 
     def numpy(self) -> dict[str, np.ndarray]:
+        """The columns as numpy arrays, each array's buffer freed as its copy is made (a million rows: the
+        columns are held once, not twice, at the peak)."""
         self.flush()
-        return {k: np.frombuffer(v, dtype=v.typecode).copy() for k, v in self.arrays.items()}
+        out = {}
+        while self.arrays:
+            k, v = self.arrays.popitem()
+            out[k] = np.frombuffer(v, dtype=v.typecode).copy()
+            del v
+        return out
 
 
 @contextmanager
@@ -255,18 +262,25 @@ def _append(src_path: Path, dst: BinaryIO) -> None:
 
 
 def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The workers' columns end to end, a column at a time, each part freed once joined (the columns are held
+    once and one column twice at the peak, not twice over)."""
     models: list[str] = []
     index: dict[str, int] = {}
-    pieces: dict[str, list[np.ndarray]] = {}
-    for arrays, names in results:
+    remaps = []
+    for _, names in results:
         for name in names:
             if name not in index:
                 index[name] = len(models)
                 models.append(name)
-        remap = np.array([index[n] for n in names] or [0], dtype=np.int32)
-        for key, values in arrays.items():
-            pieces.setdefault(key, []).append(remap[values] if key == "model" else values)
-    return {k: np.concatenate(v) for k, v in pieces.items()}, models
+        remaps.append(np.array([index[n] for n in names] or [0], dtype=np.int32))
+    merged = {}
+    for key in list(results[0][0]) if results else []:
+        parts = [arrays.pop(key) for arrays, _ in results]
+        if key == "model":
+            parts = [remap[values] for remap, values in zip(remaps, parts, strict=True)]
+        merged[key] = np.concatenate(parts)
+        del parts
+    return merged, models
 
 
 def drop_superseded(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:

@@ -41,6 +41,8 @@ class Reply:
     retry_delay_in_body: float | None = None  # Gemini-style google.rpc.RetryInfo
     data: Any = None  # the bot endpoint (POST /bot/answer): the JSON reply, in whatever shape the test wants
     content_type: str | None = None  # of a raw_body (default application/json)
+    size: int | None = None  # the bot endpoint: a generated JSON reply of this many bytes, sent a MB at a time
+    chunked: bool = False  # with size: sent with no Content-Length (chunked), so only reading it tells its size
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -81,6 +83,12 @@ class Reply:
     def json(cls, data: Any, *, delay: float = 0.0) -> Reply:
         """The bot endpoint's reply: any JSON value, sent as it is (the shape a deployed bot answers in)."""
         return cls(data=data, delay=delay)
+
+    @classmethod
+    def large(cls, size: int, *, chunked: bool = False) -> Reply:
+        """The bot endpoint's ``{"answer": "xxx..."}`` of ``size`` bytes, generated while sent (never held whole):
+        a bot that returns a whole document, or a runaway one."""
+        return cls(size=size, chunked=chunked)
 
     @classmethod
     def not_json(cls, text: str = "<html><body>502 Bad Gateway</body></html>", *, status: int = 200,
