@@ -304,9 +304,14 @@ def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
 def write_responses(path: Path, records: Iterable[ResponseRecord]) -> int:
     """A whole responses file at once, from its records (``grace import-logs``: rows that were read, not asked);
     atomic, so an interrupted write leaves no half file. Returns the rows written."""
-    lines = [json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in records]
+    lines = [response_line(r).decode("utf-8") for r in records]
     atomic_write_text(path, "".join(lines))
     return len(lines)
+
+
+def response_line(record: ResponseRecord) -> bytes:
+    """One line of the file, newline included: for a writer that streams rows (``grace import-logs``)."""
+    return (json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def compact_responses(path: Path, question_order: list[str]) -> int:

@@ -20,7 +20,6 @@ rows streaming, as for any run). Memory grows with the distinct questions and mo
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
@@ -148,6 +147,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
 
     from harness.core.files import atomic_write_text, csv_text, temp_path_for
     from harness.run_folder.audit_log import GoldMatcher, UnmatchedRecord, question_id_for, read_audit_log
+    from harness.run_folder.responses import response_line
     from kb_builder.gold import GOLD_COLUMNS, GoldQuestion
 
     result = ImportResult(run=None, records=0, imported=0, labelled=gold_set is not None)  # type: ignore[arg-type]
@@ -201,7 +201,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
                 repeat = repeats[mi, qi]
                 repeats[mi, qi] += 1
                 row = _response(rec, qid, model, repeat, line.line)
-                data = (json.dumps(row.model_dump(mode="json"), ensure_ascii=False) + "\n").encode("utf-8")
+                data = response_line(row)
                 rows_fh.write(data)
                 for name, value in (("model", mi), ("repeat", repeat), ("q", qi), ("at", at), ("size", len(data))):
                     keys[name].append(value)
