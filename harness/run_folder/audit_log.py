@@ -125,9 +125,9 @@ class UnmatchedRecord(BaseModel):
     record: dict[str, Any]  # the line's whole object, as the log wrote it
 
 
-def jsonl_text(rows: Iterable[BaseModel]) -> str:
-    """``malformed.jsonl`` and ``unmatched.jsonl``: one model per line."""
-    return "".join(row.model_dump_json() + "\n" for row in rows)
+def jsonl_line(row: LogProblem | UnmatchedRecord) -> str:
+    """A line of ``malformed.jsonl`` or ``unmatched.jsonl``, written as each is found (a log is never held)."""
+    return row.model_dump_json() + "\n"
 
 
 # -- the field mapping ----------------------------------------------------------------------------------------------

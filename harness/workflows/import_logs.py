@@ -146,7 +146,13 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
     from array import array
 
     from harness.core.files import atomic_write_text, csv_text, temp_path_for
-    from harness.run_folder.audit_log import GoldMatcher, UnmatchedRecord, question_id_for, read_audit_log
+    from harness.run_folder.audit_log import (
+        GoldMatcher,
+        UnmatchedRecord,
+        jsonl_line,
+        question_id_for,
+        read_audit_log,
+    )
     from harness.run_folder.responses import response_line
     from kb_builder.gold import GOLD_COLUMNS, GoldQuestion
 
@@ -168,7 +174,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
             for line in read_audit_log(c.logs, mapping, max_line_bytes=c.max_line_bytes):
                 result.records += 1
                 if line.record is None:
-                    bad_fh.write(line.problem.model_dump_json() + "\n")
+                    bad_fh.write(jsonl_line(line.problem))
                     result.n_malformed += 1
                     if len(result.malformed) < KEPT_PROBLEMS:
                         result.malformed.append(line.problem)
@@ -179,7 +185,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
                     if qid is None:
                         u = UnmatchedRecord(line=line.line, question_id=rec.question_id, question=rec.question,
                                             reason=how, record=line.data or {})
-                        unmatched_fh.write(u.model_dump_json() + "\n")
+                        unmatched_fh.write(jsonl_line(u))
                         result.n_unmatched += 1
                         if len(result.unmatched) < KEPT_PROBLEMS:
                             result.unmatched.append(u)
