@@ -255,7 +255,8 @@ class HttpSystem(Provider):
             request_ = self._client.build_request(self.table.method, url, json=body, headers=headers)
             response = await self._client.send(request_, stream=True)
             try:
-                raw = await read_capped(response, self.table.max_reply_mb)
+                # an error's body only says why: its first bytes are enough, and its status decides the retry
+                raw = await read_capped(response, self.table.max_reply_mb, cut=response.status_code >= 400)
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:
@@ -315,9 +316,10 @@ class HttpSystem(Provider):
             self._client = None
 
 
-async def read_capped(response: Any, max_mb: float) -> bytes:
+async def read_capped(response: Any, max_mb: float, *, cut: bool = False) -> bytes:
     """The body of a streamed httpx response, read no further than ``max_mb`` MB: a longer one (said by its
-    Content-Length, or found while reading) is a ``bad_response`` error row naming the cap and how to raise it."""
+    Content-Length, or found while reading) is a ``bad_response`` error row naming the cap and how to raise it, or
+    with ``cut``, its first ``max_mb`` MB."""
     cap = int(max_mb * (1 << 20))
 
     def too_long(size: str) -> ProviderError:
@@ -327,13 +329,16 @@ async def read_capped(response: Any, max_mb: float) -> bytes:
                              status=response.status_code)
 
     declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > cap:
+    if declared.isdigit() and int(declared) > cap and not cut:
         raise too_long(f"{int(declared):,} bytes")
     chunks, held = [], 0
     async for chunk in response.aiter_bytes():
-        held += len(chunk)
-        if held > cap:
+        if held + len(chunk) > cap:
+            if cut:
+                chunks.append(chunk[:cap - held])
+                break
             raise too_long(f"more than {cap:,} bytes")
+        held += len(chunk)
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -85,10 +85,10 @@ class Reply:
         return cls(data=data, delay=delay)
 
     @classmethod
-    def large(cls, size: int, *, chunked: bool = False) -> Reply:
+    def large(cls, size: int, *, chunked: bool = False, status: int = 200) -> Reply:
         """The bot endpoint's ``{"answer": "xxx..."}`` of ``size`` bytes, generated while sent (never held whole):
-        a bot that returns a whole document, or a runaway one."""
-        return cls(size=size, chunked=chunked)
+        a bot that returns a whole document, or a runaway one (or, with an error ``status``, a huge error page)."""
+        return cls(size=size, chunked=chunked, status=status)
 
     @classmethod
     def not_json(cls, text: str = "<html><body>502 Bad Gateway</body></html>", *, status: int = 200,

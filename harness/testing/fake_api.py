@@ -208,7 +208,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": f"no route for POST {path}"}})
             return
         if reply.size is not None:
-            self._send_large(reply.size, reply.chunked)
+            self._send_large(reply.status, reply.size, reply.chunked)
         elif reply.raw_body is not None:
             self._send(reply.status, reply.raw_body, reply.headers, content_type=reply.content_type or "application/json")
         elif reply.status >= 400:
@@ -231,13 +231,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # the client gave up (its timeout); nothing to tell it
 
 
-    def _send_large(self, size: int, chunked: bool) -> None:
+    def _send_large(self, status: int, size: int, chunked: bool) -> None:
         """``{"answer": "xxx..."}`` of ``size`` bytes, written a MB at a time (with Content-Length, or chunked)."""
         head, tail = b'{"answer": "', b'"}'
         fill = max(0, size - len(head) - len(tail))
         block = b"x" * (1 << 20)
         try:
-            self.send_response(200)
+            self.send_response(status)
             self.send_header("content-type", "application/json")
             if chunked:
                 self.send_header("transfer-encoding", "chunked")
