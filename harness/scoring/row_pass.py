@@ -228,16 +228,36 @@ def score_all(
         alone = threading.active_count() == 1 and sys.platform == "linux"  # macOS: fork is unsafe there
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs, audiences)
-                       for (a, b), part in zip(ranges, parts, strict=True)]
+            futures = [pool.submit(_score_part_to_file, path, a, b, questions, kb_ids, label_ids, part, question_langs,
+                                   audiences) for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending
             for part in parts[1:]:
                 _append(part, dst)
+        return _merge(results)
     finally:
         for part in parts[1:]:
             part.unlink(missing_ok=True)
-    return _merge(results)
+        for part in parts:
+            _columns_file(part).unlink(missing_ok=True)
+
+
+def _columns_file(part: Path) -> Path:
+    return part.with_name(part.name + ".columns.npz")
+
+
+def _score_part_to_file(path: Path, start: int, end: int | None, questions: list[GoldQuestion],
+                        kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
+                        question_langs: list[str] | None, audiences: dict[str, frozenset[str]] | None,
+                        ) -> tuple[Path, list[str]]:
+    """A worker's share, its columns handed over in a file beside its scores: a result sent back through the pool
+    is pickled whole, so the parent held one share twice (its bytes and its arrays) besides the others; from a file,
+    the parent reads one column of each share at a time while merging."""
+    arrays, models = score_part(path, start, end, questions, kb_ids, label_ids, out_path, question_langs, audiences)
+    columns = _columns_file(out_path)
+    with columns.open("wb") as fh:
+        np.savez(fh, **arrays)
+    return columns, models
 
 
 def _append(src_path: Path, dst: BinaryIO) -> None:
@@ -261,9 +281,9 @@ def _append(src_path: Path, dst: BinaryIO) -> None:
         shutil.copyfileobj(src, dst, 1 << 22)
 
 
-def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The workers' columns end to end, a column at a time, each part freed once joined (the columns are held
-    once and one column twice at the peak, not twice over)."""
+def _merge(results: list[tuple[Path, list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The workers' columns (each share's in its file) end to end, a column at a time: the merged columns are
+    held once, and one column of every share besides them at the peak."""
     models: list[str] = []
     index: dict[str, int] = {}
     remaps = []
@@ -274,12 +294,17 @@ def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict
                 models.append(name)
         remaps.append(np.array([index[n] for n in names] or [0], dtype=np.int32))
     merged = {}
-    for key in list(results[0][0]) if results else []:
-        parts = [arrays.pop(key) for arrays, _ in results]
-        if key == "model":
-            parts = [remap[values] for remap, values in zip(remaps, parts, strict=True)]
-        merged[key] = np.concatenate(parts)
-        del parts
+    shares = [np.load(columns) for columns, _ in results]
+    try:
+        for key in shares[0].files if shares else []:
+            parts = [share[key] for share in shares]
+            if key == "model":
+                parts = [remap[values] for remap, values in zip(remaps, parts, strict=True)]
+            merged[key] = np.concatenate(parts)
+            del parts
+    finally:
+        for share in shares:
+            share.close()
     return merged, models
 
 
