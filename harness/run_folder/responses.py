@@ -50,8 +50,8 @@ class ResponseRow(NamedTuple):
 
 
 # the largest token count and amount (USD, milliseconds) a row may hold: far beyond any real call, and small enough
-# that a million of them add up exactly in the scorer's 64-bit columns (a count of 10**30 would not fit one)
-MAX_COUNT = 10**15
+# that nine million rows of them add up in the scorer's 64-bit sums (a count of 10**30 does not fit one column)
+MAX_COUNT = 10**12
 MAX_AMOUNT = 1e12
 MAX_REPEAT = 2**31 - 1  # the scorer's repeat column is 32-bit
 
