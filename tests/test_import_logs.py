@@ -445,3 +445,107 @@ def test_force_replacing_a_run_drops_what_was_derived_from_the_old_one(kb, kb_id
     assert "bot-a" not in (run / "report.html").read_text(encoding="utf-8")
     code, out = run_grace("report", run)
     assert code == 0 and "bot-a" not in out, out
+
+
+# -- inputs of any size or shape (issue 37) --------------------------------------------------------------------------
+def _traced_peak(*args) -> int:
+    """The peak of memory Python allocated (tracemalloc: numpy's arrays too) while ``grace`` ran ``args``."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        code, out = run_grace(*args)
+        assert code == 0, out
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_the_records(kb, kb_ids, tmp_path):
+    """A 200 MB log peaked at 1.71 GB, a 2 GB one died of MemoryError: every row was held, with the malformed and
+    unmatched lines and a second copy read back for run.json. Read a line at a time, the import's memory is what it
+    holds per question and model plus a few compact columns per row (the scorer's), however many records: four
+    times the records cost under 3 KB per added record (1.3 KB measured, most of it the scorer's line buffer, which
+    stops growing at 20,000 rows); holding every row cost 7.6 KB each."""
+    small, large = make_log(tmp_path / "small.jsonl", 1_000, kb_ids, 1), make_log(tmp_path / "large.jsonl", 4_000, kb_ids, 2)
+    peaks = [_traced_peak("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", tmp_path / name,
+                          "--bootstrap", "0") for log, name in ((small, "small"), (large, "large"))]
+    per_record = (peaks[1] - peaks[0]) / 3_000
+    assert per_record < 3_000, (peaks, per_record)
+
+
+def test_hostile_lines_are_set_aside_with_their_line_never_a_crash(kb, tmp_path):
+    """A 100,000-deep line aborted the import (RecursionError), input_tokens 10**30 crashed scoring (OverflowError),
+    a line as long as the file was read whole. Each is now a malformed line with its number and what is wrong, and
+    the rest is imported and scored."""
+    good = {"question": "How many days of parental leave do I get?", "answer": "Twenty. [ID: x]", "model": "bot"}
+    deep = 100_000
+    lines = [
+        json.dumps(good),                                                     # 1
+        '{"question": "q", "answer": ' + "[" * deep + "]" * deep + "}",       # 2 deeper than any parser goes
+        json.dumps({**good, "meta": _nested(300)}),                           # 3 readable, but deeper than 100
+        json.dumps({**good, "input_tokens": 10**30}),                         # 4 no column holds it
+        json.dumps({**good, "output_tokens": -5}),                            # 5
+        json.dumps({**good, "latency_ms": float("nan")}),                     # 6 written as NaN
+        json.dumps({**good, "cost_usd": float("inf")}),                       # 7 written as Infinity
+        json.dumps({**good, "input_tokens": "812"}),                          # 8 a number as a string: read
+        json.dumps({**good, "input_tokens": "lots"}),                         # 9
+        json.dumps({**good, "answer": "x" * (5 << 20)}),                      # 10 over the 4 MB default
+        json.dumps({**good, "model": "other", "meta": _nested(90)}),          # 11 deep, within the limit
+    ]
+    log = write(tmp_path / "hostile.jsonl", "\n".join(lines) + "\n")
+    code, out = run_grace("import-logs", log, "--kb", kb, "--out", tmp_path / "run")
+    assert code == 0, out
+    assert "imported 3 of 11 records" in out and "Traceback" not in out
+    problems = {m["line"]: m["problem"] for m in jsonl(tmp_path / "run" / "malformed.jsonl")}
+    assert sorted(problems) == [2, 3, 4, 5, 6, 7, 9, 10]
+    assert "nested too deeply" in problems[2] and "nested deeper than 100 levels" in problems[3]
+    assert problems[4].startswith("input_tokens: Input should be less than or equal to 1000000000000")
+    assert problems[5].startswith("output_tokens: Input should be greater than or equal to 0")
+    assert problems[6].startswith("latency_ms: Input should be a finite number")
+    assert problems[7].startswith("cost_usd: Input should be a finite number")
+    assert problems[9].startswith("input_tokens: Input should be a valid integer")
+    assert problems[10].startswith(f"the line is {len(lines[9]):,} bytes, longer than the limit of 4,194,304 (4 MB)")
+    assert "--max-line-mb" in problems[10]
+    for line in problems:  # each printed as FILE:LINE
+        assert f"{log}:{line}: " in out
+    kept = jsonl(tmp_path / "run" / "malformed.jsonl")
+    assert all(len(m["text"]) <= 10_000 for m in kept)  # a long line is kept as its start, not whole
+    rows = responses(tmp_path / "run")
+    assert sorted(r["log_line"] for r in rows) == [1, 8, 11]
+    assert next(r for r in rows if r["log_line"] == 8)["input_tokens"] == 812
+    report = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))
+    assert report["responses"]["n"] == 3
+
+    # the limit is the user's to raise: the long line is read
+    code, out = run_grace("import-logs", log, "--kb", kb, "--out", tmp_path / "raised", "--max-line-mb", "6")
+    assert code == 0, out
+    assert 10 in {r["log_line"] for r in responses(tmp_path / "raised")}
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_a_responses_file_with_a_count_no_column_holds_is_a_clear_error(kb, tmp_path):
+    """``grace score`` of a hand-made responses file: input_tokens 10**30 was an OverflowError traceback; it is an
+    error naming the file, line and field. A NaN or infinite cost or latency (a pipeline that divided by zero) is
+    read as not known."""
+    from kb_builder.gold import load_gold
+
+    q = load_gold(GOLD).questions[0].question_id
+    row = {"question_id": q, "model": "m", "response": "I don't know."}
+    path = write(tmp_path / "run" / "responses.jsonl",
+                 json.dumps({**row, "cost_usd": float("nan"), "latency_ms": float("inf")}) + "\n"
+                 + json.dumps({**row, "repeat": 1, "input_tokens": 10**30}) + "\n")
+    code, out = run_grace("score", path, "--gold", GOLD, "--kb", kb)
+    assert code != 0 and "Traceback" not in out
+    assert f"{path}:2: 'input_tokens' must be a whole number from 0 to 1,000,000,000,000 or null" in out
+    write(path, json.dumps({**row, "cost_usd": float("nan"), "latency_ms": float("inf")}) + "\n")
+    code, out = run_grace("score", path, "--gold", GOLD, "--kb", kb)
+    assert code == 0, out
+    model = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))["models"]["m"]
+    assert model["n"] == 1 and model["cost"]["total_usd"] in (None, 0)

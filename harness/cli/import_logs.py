@@ -29,12 +29,15 @@ SHOWN_PROBLEMS = 20  # malformed lines and unmatched records printed; the files 
               help="A TOML file of FIELD = \"PATH\" lines (the same as --map, which wins over it).")
 @click.option("--default-model", default="production", show_default=True,
               help="The model of a record that names none.")
+@click.option("--max-line-mb", default=4.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
+              help="A log line longer than this (MB) is set aside unread, in RUN/malformed.jsonl.")
 @click.option("--force", is_flag=True, help="Replace a run already in --out (its responses kept as .bak).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
               help="Bootstrap resamples for the 95% confidence intervals; 0 to skip.")
 def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None, fields: tuple[str, ...],
-                mapping: Path | None, default_model: str, force: bool, seed: int, n_bootstrap: int) -> None:
+                mapping: Path | None, default_model: str, max_line_mb: float, force: bool, seed: int,
+                n_bootstrap: int) -> None:
     """Import a production audit log (JSON Lines) as a run folder, then score and report it.
 
     \b
@@ -47,8 +50,10 @@ def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None,
     With --gold, records are matched to gold questions by ID, else by text
     (case, spacing, punctuation and Unicode forms aside); the ones that match
     none are listed in RUN/unmatched.jsonl. Lines that are not JSON, have no
-    question or hold a wrong type are listed with their line numbers in
-    RUN/malformed.jsonl; the rest is imported.
+    question, hold a wrong type or a number out of range, nest deeper than
+    100 levels or are longer than --max-line-mb are listed with their line
+    numbers in RUN/malformed.jsonl; the rest is imported. The log is read a
+    line at a time: its size is not limited by memory.
     """
     from rich.console import Console
     from rich.text import Text
@@ -58,7 +63,8 @@ def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None,
     console = Console()
     soft = not console.is_terminal
     result = workflow(logs, kb_dir, out_dir, gold=gold_path, fields=fields, mapping=mapping,
-                      default_model=default_model, force=force, seed=seed, bootstrap=n_bootstrap, console=console)
+                      default_model=default_model, max_line_bytes=max(1, int(max_line_mb * (1 << 20))), force=force,
+                      seed=seed, bootstrap=n_bootstrap, console=console)
     models = ", ".join(f"{m} ({n:,})" for m, n in result.models.items())
     console.print(Text(f"imported {result.imported:,} of {result.records:,} records from {logs} -> {out_dir}: "
                        f"{result.questions:,} questions, models {models}"), soft_wrap=soft)
@@ -66,18 +72,18 @@ def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None,
         console.print(Text(f"matched to the gold questions: {result.matched_by_id:,} by ID, "
                            f"{result.matched_by_text:,} by text"), soft_wrap=soft)
     folder = result.run.path
-    if result.malformed:
-        console.print(Text(f"{len(result.malformed):,} malformed line(s), not imported (all in "
+    if result.n_malformed:
+        console.print(Text(f"{result.n_malformed:,} malformed line(s), not imported (all in "
                            f"{folder / 'malformed.jsonl'}):", style="yellow"), soft_wrap=soft)
         for p in result.malformed[:SHOWN_PROBLEMS]:
             console.print(Text(f"  {logs}:{p.line}: {p.problem}"), soft_wrap=soft)
-        _more(console, len(result.malformed), soft)
-    if result.unmatched:
-        console.print(Text(f"{len(result.unmatched):,} record(s) match no gold question, not scored (all in "
+        _more(console, result.n_malformed, soft)
+    if result.n_unmatched:
+        console.print(Text(f"{result.n_unmatched:,} record(s) match no gold question, not scored (all in "
                            f"{folder / 'unmatched.jsonl'}):", style="yellow"), soft_wrap=soft)
         for u in result.unmatched[:SHOWN_PROBLEMS]:
             console.print(Text(f"  {logs}:{u.line}: {u.question[:80]!r}: {u.reason}"), soft_wrap=soft)
-        _more(console, len(result.unmatched), soft)
+        _more(console, result.n_unmatched, soft)
     report = result.run.report
     for warning in report.warnings if report is not None else []:
         console.print(Text("warning: ", style="yellow") + Text(warning), soft_wrap=soft)

@@ -27,17 +27,44 @@ _LONG_RUN = b"0" * 19
 _decode = json.JSONDecoder().decode  # on str: json.loads(bytes) would sniff the encoding of every line
 
 
-def loads_line(raw: bytes) -> Any:
+def loads_line(raw: bytes, *, max_depth: int | None = None) -> Any:
     """One JSON line as ``json.loads`` reads it (same value, same errors), with orjson where that is the same.
 
-    Raises ``UnicodeDecodeError`` or ``json.JSONDecodeError`` as json would; callers name the file and line.
+    Raises ``UnicodeDecodeError`` or ``json.JSONDecodeError`` as json would; callers name the file and line. A line
+    nested deeper than the parsers go (orjson stops at 1024 levels, json at the interpreter's recursion limit) is a
+    ``JSONDecodeError`` too, never a ``RecursionError``; ``max_depth`` sets a lower limit, for a reader whose values
+    are written back (pydantic serialises 255 levels at most, json.dumps about 1000).
     """
     if _fast_loads is not None and _LONG_RUN not in raw.translate(_DIGITS_AS_ZERO):
         try:
-            return _fast_loads(raw)
+            value = _fast_loads(raw)
         except _FastError:
-            pass  # json decides: it reads what orjson refuses, or raises its own error with the column
-    return _decode(raw.decode("utf-8"))
+            value = _slow_loads(raw)  # json decides: it reads what orjson refuses, or raises its own error
+    else:
+        value = _slow_loads(raw)
+    if max_depth is not None and raw.count(b"[") + raw.count(b"{") > max_depth and _deeper(value, max_depth):
+        raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", "", 0)
+    return value
+
+
+def _slow_loads(raw: bytes) -> Any:
+    try:
+        return _decode(raw.decode("utf-8"))
+    except RecursionError:  # the C scanner recurses once per level: a hostile line must not end the reader
+        raise json.JSONDecodeError("nested too deeply to read", "", 0) from None
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Is ``value`` nested more than ``limit`` levels deep? Walked with a stack, not recursion (only lines with more
+    brackets than ``limit`` get here, so an ordinary line costs two byte counts)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 def iter_lines(path: Path, *, expected: str = "a .jsonl file") -> Iterator[tuple[int, bytes]]:
@@ -56,6 +83,40 @@ def iter_lines(path: Path, *, expected: str = "a .jsonl file") -> Iterator[tuple
                 raw = raw[3:]
             if raw.strip():
                 yield n, raw
+
+
+def iter_bounded_lines(path: Path, max_bytes: int, *, expected: str = "a .jsonl file") \
+        -> Iterator[tuple[int, bytes, int]]:
+    """:func:`iter_lines` for a file grace did not write: ``(line number, raw line, its length in bytes)``, reading
+    at most ``max_bytes`` of any line. A longer line is yielded cut to its first ``max_bytes`` bytes with its whole
+    length (``length > max_bytes`` says it is cut); the rest of it is skipped, never held, so one 2 GB line costs
+    no more memory than the limit."""
+    path = Path(path)
+    try:
+        fh = path.open("rb")
+    except FileNotFoundError:
+        raise GraceError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise GraceError(f"{path}: is a folder, expected {expected}") from None
+    with fh:
+        n = 0
+        while raw := fh.readline(max_bytes + 1):
+            n += 1
+            length, ended = len(raw), raw.endswith(b"\n")
+            if length > max_bytes and not ended:  # over the limit: count the rest, keep none of it
+                while more := fh.readline(1 << 20):
+                    length += len(more)
+                    if more.endswith(b"\n"):
+                        ended = True
+                        break
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw, length = raw[3:], length - 3
+            if ended:
+                length -= 1  # the newline is not part of the line's length
+            if length > max_bytes:
+                yield n, raw[:max_bytes], length
+            elif raw.strip():
+                yield n, raw, length
 
 
 def iter_jsonl(path: Path, *, torn_tail_ok: bool = False, hint: str = "") -> Iterator[tuple[int, dict[str, Any]]]:

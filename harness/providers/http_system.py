@@ -31,6 +31,11 @@ providers (:mod:`harness.providers.http_errors`): a 429 waits for
 ``Retry-After``, a 5xx is retried, a refused key stops the model. A reply that is
 not JSON, or where a path matches nothing, is an error row that says which path
 and what the reply holds.
+
+A reply is read as any input grace did not write: streaming, with a size cap
+(``max_reply_mb``, default :data:`MAX_REPLY_MB`). A longer reply is an error row
+that says the cap and how to raise it; no byte of it reaches responses.jsonl or
+the cache, and one call never holds more than the cap in memory.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a header value may hold ta
 PLACES = ("question", "question_id", "articles", "messages")
 ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_BODY = {"question": "{{question}}", "question_id": "{{question_id}}"}
+MAX_REPLY_MB = 4.0  # a reply (its body) longer than this, in MB, is an error row: raise max_reply_mb per model
 # header names whose value is a secret: written literally in the TOML it would reach run.json
 _SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
@@ -69,6 +75,7 @@ class HttpTable(BaseModel):
     input_tokens: str | None = None  # JMESPath to token counts and cost, when the bot reports them
     output_tokens: str | None = None
     cost_usd: str | None = None
+    max_reply_mb: float = MAX_REPLY_MB  # a longer reply body is an error row (read no further than this)
 
 
 REQUIRED_PATHS = ("answer", "citations", "retrieved")  # matching nothing is an error row
@@ -94,6 +101,8 @@ def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
     if not url:
         raise GraceError(f"{where}: key 'http.url' is missing; give the endpoint's URL (url = \"https://...\")")
     check_url(url, where)
+    if not checked.max_reply_mb > 0:
+        raise GraceError(f"{where}: key 'http.max_reply_mb' must be a size in MB above 0, got {checked.max_reply_mb}")
     for key in (*REQUIRED_PATHS, *USAGE_PATHS):
         compile_path(getattr(checked, key), f"{where}: key 'http.{key}'")
     check_template(checked.body if checked.body is not None else DEFAULT_BODY, f"{where}: key 'http.body'")
@@ -288,22 +297,28 @@ class HttpSystem(Provider):
                                              event_hooks={"response": [refuse_other_origin]})
         body = None if self.table.method == "GET" else fill(self.body, values, texts)
         try:
-            response = await self._client.request(self.table.method, url, json=body, headers=headers)
+            request_ = self._client.build_request(self.table.method, url, json=body, headers=headers)
+            response = await self._client.send(request_, stream=True)
+            try:
+                # an error's body only says why: its first bytes are enough, and its status decides the retry
+                raw = await read_capped(response, self.table.max_reply_mb, cut=response.status_code >= 400)
+            finally:
+                await response.aclose()
         except httpx.HTTPError as exc:
             err = http_errors.from_transport(exc)
             raise err if err is not None else ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False) \
                 from None
-        text = response.text
+        text = raw.decode(response.encoding or "utf-8", errors="replace")
         if response.status_code >= 400:
             try:
-                said: Any = response.json()
-            except ValueError:
+                said: Any = json.loads(text)
+            except (ValueError, RecursionError):
                 said = text
             raise http_errors.from_status(response.status_code, " ".join(text.split())[:300],
                                           headers=response.headers, body=said)
         try:
             reply = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: a reply nested deeper than json reads
             kind = response.headers.get("content-type", "no content-type")
             raise ProviderError("bad_response", f"the reply is not JSON ({kind}, HTTP {response.status_code}): "
                                 f"{' '.join(text.split())[:200]!r}", retryable=False, status=response.status_code) \
@@ -346,5 +361,34 @@ class HttpSystem(Provider):
             self._client = None
 
 
+async def read_capped(response: Any, max_mb: float, *, cut: bool = False) -> bytes:
+    """The body of a streamed httpx response, read no further than ``max_mb`` MB: a longer one (said by its
+    Content-Length, or found while reading) is a ``bad_response`` error row naming the cap and how to raise it, or
+    with ``cut``, its first ``max_mb`` MB."""
+    cap = int(max_mb * (1 << 20))
+
+    def too_long(size: str) -> ProviderError:
+        return ProviderError("bad_response", f"the reply is {size}, over the limit of {max_mb:g} MB (HTTP "
+                             f"{response.status_code}); not read further. If replies this long are expected, raise "
+                             "it with max_reply_mb in the model's [models.http] table", retryable=False,
+                             status=response.status_code)
+
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > cap and not cut:
+        raise too_long(f"{int(declared):,} bytes")
+    chunks, held = [], 0
+    async for chunk in response.aiter_bytes():
+        if held + len(chunk) > cap:
+            if cut:
+                chunks.append(chunk[:cap - held])
+                break
+            raise too_long(f"more than {cap:,} bytes")
+        held += len(chunk)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    from harness.run_folder.responses import MAX_COUNT  # a count no scorer column holds (10**30) is not a count
+
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT else None

@@ -7,6 +7,11 @@ from each line, under its default field names; a log that spells them otherwise 
 into the line's object, so nested keys and lists of objects need no code. A line that is not JSON, has no question,
 or holds a field of the wrong type is kept aside with its line number and what is wrong (:class:`LogProblem`), and
 the rest is read: one bad line in a week of logs must not stop the import, and must never vanish without a word.
+
+A log is read as any input grace did not write: a line at a time, with limits. A line longer than
+``max_line_bytes`` (default :data:`MAX_LINE_BYTES`) is set aside unread, its rest skipped; one nested deeper than
+:data:`MAX_DEPTH` levels, or with a number beyond what a figure can hold (:data:`MAX_COUNT` tokens, an infinite or
+NaN latency or cost), is set aside as malformed like any other bad line.
 """
 
 from __future__ import annotations
@@ -24,8 +29,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harness.core.errors import GraceError
 from harness.core.group_names import group_names
 from harness.core.hashing import text_hash
-from harness.core.jsonl import iter_lines, loads_line
+from harness.core.jsonl import iter_bounded_lines, loads_line
+from harness.run_folder.responses import MAX_AMOUNT, MAX_COUNT
 from kb_builder.gold import GoldQuestion, split_ids
+
+MAX_LINE_BYTES = 4 << 20  # a longer log line is set aside unread (--max-line-mb); a line of 4 MB parses in ~50 MB
+MAX_DEPTH = 100  # a line nested deeper is set aside: its object is written back (unmatched.jsonl), to 255 levels at most
 
 
 class AuditRecord(BaseModel):
@@ -48,10 +57,10 @@ class AuditRecord(BaseModel):
     user: str | None = None  # who asked
     user_groups: list[str] | None = None  # the groups the asker belongs to (for permissions)
     prompt_hash: str | None = None  # the hash of the prompt the deployed system sent
-    latency_ms: float | None = Field(None, ge=0)  # how long the answer took, milliseconds
-    input_tokens: int | None = Field(None, ge=0)  # prompt tokens of the answer's model call
-    output_tokens: int | None = Field(None, ge=0)  # answer tokens of the model call
-    cost_usd: float | None = Field(None, ge=0)  # what the answer cost, USD
+    latency_ms: float | None = Field(None, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)  # how long it took, milliseconds
+    input_tokens: int | None = Field(None, ge=0, le=MAX_COUNT)  # prompt tokens of the answer's model call
+    output_tokens: int | None = Field(None, ge=0, le=MAX_COUNT)  # answer tokens of the model call
+    cost_usd: float | None = Field(None, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)  # what the answer cost, USD
     timestamp: str | None = None  # when it was answered, as the log writes it
 
     @field_validator("citations", "retrieved_ids", "user_groups", mode="before")
@@ -123,9 +132,9 @@ class UnmatchedRecord(BaseModel):
     record: dict[str, Any]  # the line's whole object, as the log wrote it
 
 
-def jsonl_text(rows: Iterable[BaseModel]) -> str:
-    """``malformed.jsonl`` and ``unmatched.jsonl``: one model per line."""
-    return "".join(row.model_dump_json() + "\n" for row in rows)
+def jsonl_line(row: LogProblem | UnmatchedRecord) -> str:
+    """A line of ``malformed.jsonl`` or ``unmatched.jsonl``, written as each is found (a log is never held)."""
+    return row.model_dump_json() + "\n"
 
 
 # -- the field mapping ----------------------------------------------------------------------------------------------
@@ -204,25 +213,36 @@ class LogLine:
     problem: LogProblem | None = None
 
 
-def read_audit_log(path: str | Path, mapping: Mapping[str, str] | None = None) -> Iterator[LogLine]:
-    """Every non-blank line of the log, read through ``mapping`` (:func:`field_map`; default: the field names)."""
+def read_audit_log(path: str | Path, mapping: Mapping[str, str] | None = None, *,
+                   max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[LogLine]:
+    """Every non-blank line of the log, read through ``mapping`` (:func:`field_map`; default: the field names).
+
+    A line longer than ``max_line_bytes`` is a problem line (its first 10,000 characters kept), never read whole.
+    """
     path = Path(path)
     mapping = dict(mapping or field_map())
     plan = [(name, p, _compiled(p, name)) for name, p in mapping.items()]
-    for n, raw in iter_lines(path, expected="the log file (JSON Lines, one record per line)"):
-        yield _read_line(n, raw, plan)
+    for n, raw, length in iter_bounded_lines(path, max_line_bytes,
+                                             expected="the log file (JSON Lines, one record per line)"):
+        yield _read_line(n, raw, plan, length, max_line_bytes)
 
 
-def _read_line(n: int, raw: bytes, plan: list[tuple[str, str, Any]]) -> LogLine:
+def _read_line(n: int, raw: bytes, plan: list[tuple[str, str, Any]], length: int = 0,
+               max_line_bytes: int = MAX_LINE_BYTES) -> LogLine:
     def bad(problem: str, data: dict[str, Any] | None = None) -> LogLine:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")[:10_000]
+        text = raw[:40_000].decode("utf-8", errors="replace").rstrip("\r\n")[:10_000]
         return LogLine(n, None, data, LogProblem(line=n, problem=problem, text=text))
 
+    if length > max_line_bytes:
+        return bad(f"the line is {length:,} bytes, longer than the limit of {max_line_bytes:,} "
+                   f"({max_line_bytes / (1 << 20):g} MB); not read. Raise it with --max-line-mb to import it")
     try:
-        data = loads_line(raw)
+        data = loads_line(raw, max_depth=MAX_DEPTH)
     except UnicodeDecodeError as exc:
         return bad(f"not UTF-8 text (byte {exc.start + 1} of the line)")
     except json.JSONDecodeError as exc:
+        if exc.msg.startswith("nested"):
+            return bad(f"{exc.msg}; a log line may nest {MAX_DEPTH} levels")
         return bad(f"not valid JSON ({exc.msg} at column {exc.colno})")
     if not isinstance(data, dict):
         return bad(f"expected a JSON object, got {type(data).__name__}")
@@ -253,11 +273,28 @@ def _problem(exc: ValidationError, paths: dict[str, str]) -> str:
 
 
 # -- questions ------------------------------------------------------------------------------------------------------
+_ASCII_PUNCTUATION = {i: " " for i in range(128) if unicodedata.category(chr(i)).startswith("P")}
+_NORMALISED: dict[str, str] = {}  # a log asks the same questions over and over: each spelling is normalised once
+_CACHED_CHARS = 2_000  # longer texts are not kept (a hostile log of long distinct questions must not fill memory)
+_CACHED_TEXTS = 50_000  # the cache is emptied when it holds this many (a few MB at most)
+
+
 def normalise_question(text: str) -> str:
     """The form two spellings of one question share: Unicode NFKC, case folded, punctuation dropped, spaces
     collapsed (``"What's  the per-diem?"`` and ``"what s the per diem"`` match)."""
+    done = _NORMALISED.get(text)
+    if done is not None:
+        return done
     folded = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join("".join(" " if unicodedata.category(c).startswith("P") else c for c in folded).split())
+    if folded.isascii():  # the common case, by one translate instead of a category look-up per character
+        done = " ".join(folded.translate(_ASCII_PUNCTUATION).split())
+    else:
+        done = " ".join("".join(" " if unicodedata.category(c).startswith("P") else c for c in folded).split())
+    if len(text) <= _CACHED_CHARS:
+        if len(_NORMALISED) >= _CACHED_TEXTS:
+            _NORMALISED.clear()
+        _NORMALISED[text] = done
+    return done
 
 
 def question_id_for(record: AuditRecord) -> str:

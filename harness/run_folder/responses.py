@@ -50,12 +50,19 @@ class ResponseRow(NamedTuple):
     system_retrieved: list[str] | None = None
 
 
+# the largest token count and amount (USD, milliseconds) a row may hold: far beyond any real call, and small enough
+# that nine million rows of them add up in the scorer's 64-bit sums (a count of 10**30 does not fit one column)
+MAX_COUNT = 10**12
+MAX_AMOUNT = 1e12
+MAX_REPEAT = 2**31 - 1  # the scorer's repeat column is 32-bit
+
+
 def _max_tokens(params: Any) -> int | None:
     if type(params) is not dict:
         return None
     for key in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
         v = params.get(key)
-        if type(v) is int:
+        if type(v) is int and 0 <= v <= MAX_COUNT:
             return v
     return None
 
@@ -66,6 +73,10 @@ def _number(row: dict, key: str, path: Path, n: int) -> float | None:
         return None
     if isinstance(v, bool) or not isinstance(v, int | float):
         raise GraceError(f"{where(path, n)}: '{key}' must be a number or null, got {v!r}")
+    if v != v or v in (float("inf"), float("-inf")):  # written by a pipeline that divided by zero: not known
+        return None
+    if not -MAX_AMOUNT <= v <= MAX_AMOUNT:
+        raise GraceError(f"{where(path, n)}: '{key}' must be a number of at most {MAX_AMOUNT:g} or null, got {v!r}")
     return float(v)
 
 
@@ -73,8 +84,9 @@ def _count(row: dict, key: str, path: Path, n: int) -> int | None:
     v = row.get(key)
     if v is None:
         return None
-    if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
-        raise GraceError(f"{where(path, n)}: '{key}' must be a whole number or null, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_COUNT:
+        raise GraceError(f"{where(path, n)}: '{key}' must be a whole number from 0 to {MAX_COUNT:,} or null, "
+                         f"got {v!r}")
     return int(v)
 
 
@@ -196,7 +208,7 @@ def read_responses(
                 or not model
                 or type(text) is not str
                 or type(repeat) is not int
-                or repeat < 0
+                or not 0 <= repeat <= MAX_REPEAT
             ):
                 raise _bad_field(row, path, n, gold_ids)
             retrieved = row.get("retrieved_ids")
@@ -207,10 +219,11 @@ def read_responses(
             cost, latency = row.get("cost_usd"), row.get("latency_ms")
             tin, tout = row.get("input_tokens"), row.get("output_tokens")
             if not (
-                (cost is None or type(cost) is float or type(cost) is int)
-                and (latency is None or type(latency) is float or type(latency) is int)
-                and (tin is None or (type(tin) is int and tin >= 0))
-                and (tout is None or (type(tout) is int and tout >= 0))
+                (cost is None or ((type(cost) is float or type(cost) is int) and -MAX_AMOUNT <= cost <= MAX_AMOUNT))
+                and (latency is None
+                     or ((type(latency) is float or type(latency) is int) and -MAX_AMOUNT <= latency <= MAX_AMOUNT))
+                and (tin is None or (type(tin) is int and 0 <= tin <= MAX_COUNT))
+                and (tout is None or (type(tout) is int and 0 <= tout <= MAX_COUNT))
             ):
                 cost, latency = _number(row, "cost_usd", path, n), _number(row, "latency_ms", path, n)
                 tin, tout = _count(row, "input_tokens", path, n), _count(row, "output_tokens", path, n)
@@ -294,9 +307,14 @@ def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
 def write_responses(path: Path, records: Iterable[ResponseRecord]) -> int:
     """A whole responses file at once, from its records (``grace import-logs``: rows that were read, not asked);
     atomic, so an interrupted write leaves no half file. Returns the rows written."""
-    lines = [json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in records]
+    lines = [response_line(r).decode("utf-8") for r in records]
     atomic_write_text(path, "".join(lines))
     return len(lines)
+
+
+def response_line(record: ResponseRecord) -> bytes:
+    """One line of the file, newline included: for a writer that streams rows (``grace import-logs``)."""
+    return (json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def compact_responses(path: Path, question_order: list[str]) -> int:

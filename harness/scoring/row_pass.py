@@ -79,8 +79,15 @@ class _Columns:
             self.languages.clear()
 
     def numpy(self) -> dict[str, np.ndarray]:
+        """The columns as numpy arrays, each array's buffer freed as its copy is made (a million rows: the
+        columns are held once, not twice, at the peak)."""
         self.flush()
-        return {k: np.frombuffer(v, dtype=v.typecode).copy() for k, v in self.arrays.items()}
+        out = {}
+        while self.arrays:
+            k, v = self.arrays.popitem()
+            out[k] = np.frombuffer(v, dtype=v.typecode).copy()
+            del v
+        return out
 
 
 @contextmanager
@@ -221,16 +228,36 @@ def score_all(
         alone = threading.active_count() == 1 and sys.platform == "linux"  # macOS: fork is unsafe there
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs, audiences)
-                       for (a, b), part in zip(ranges, parts, strict=True)]
+            futures = [pool.submit(_score_part_to_file, path, a, b, questions, kb_ids, label_ids, part, question_langs,
+                                   audiences) for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending
             for part in parts[1:]:
                 _append(part, dst)
+        return _merge(results)
     finally:
         for part in parts[1:]:
             part.unlink(missing_ok=True)
-    return _merge(results)
+        for part in parts:
+            _columns_file(part).unlink(missing_ok=True)
+
+
+def _columns_file(part: Path) -> Path:
+    return part.with_name(part.name + ".columns.npz")
+
+
+def _score_part_to_file(path: Path, start: int, end: int | None, questions: list[GoldQuestion],
+                        kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
+                        question_langs: list[str] | None, audiences: dict[str, frozenset[str]] | None,
+                        ) -> tuple[Path, list[str]]:
+    """A worker's share, its columns handed over in a file beside its scores: a result sent back through the pool
+    is pickled whole, so the parent held one share twice (its bytes and its arrays) besides the others; from a file,
+    the parent reads one column of each share at a time while merging."""
+    arrays, models = score_part(path, start, end, questions, kb_ids, label_ids, out_path, question_langs, audiences)
+    columns = _columns_file(out_path)
+    with columns.open("wb") as fh:
+        np.savez(fh, **arrays)
+    return columns, models
 
 
 def _append(src_path: Path, dst: BinaryIO) -> None:
@@ -254,19 +281,31 @@ def _append(src_path: Path, dst: BinaryIO) -> None:
         shutil.copyfileobj(src, dst, 1 << 22)
 
 
-def _merge(results: list[tuple[dict[str, np.ndarray], list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
+def _merge(results: list[tuple[Path, list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The workers' columns (each share's in its file) end to end, a column at a time: the merged columns are
+    held once, and one column of every share besides them at the peak."""
     models: list[str] = []
     index: dict[str, int] = {}
-    pieces: dict[str, list[np.ndarray]] = {}
-    for arrays, names in results:
+    remaps = []
+    for _, names in results:
         for name in names:
             if name not in index:
                 index[name] = len(models)
                 models.append(name)
-        remap = np.array([index[n] for n in names] or [0], dtype=np.int32)
-        for key, values in arrays.items():
-            pieces.setdefault(key, []).append(remap[values] if key == "model" else values)
-    return {k: np.concatenate(v) for k, v in pieces.items()}, models
+        remaps.append(np.array([index[n] for n in names] or [0], dtype=np.int32))
+    merged = {}
+    shares = [np.load(columns) for columns, _ in results]
+    try:
+        for key in shares[0].files if shares else []:
+            parts = [share[key] for share in shares]
+            if key == "model":
+                parts = [remap[values] for remap, values in zip(remaps, parts, strict=True)]
+            merged[key] = np.concatenate(parts)
+            del parts
+    finally:
+        for share in shares:
+            share.close()
+    return merged, models
 
 
 def drop_superseded(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:

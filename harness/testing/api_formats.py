@@ -42,6 +42,8 @@ class Reply:
     data: Any = None  # the bot endpoint (POST /bot/answer): the JSON reply, in whatever shape the test wants
     content_type: str | None = None  # of a raw_body (default application/json)
     echo_credentials: bool = False  # put the request's key or token in the reply (see Reply.echo_key)
+    size: int | None = None  # the bot endpoint: a generated JSON reply of this many bytes, sent a MB at a time
+    chunked: bool = False  # with size: sent with no Content-Length (chunked), so only reading it tells its size
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -93,6 +95,12 @@ class Reply:
     def json(cls, data: Any, *, delay: float = 0.0) -> Reply:
         """The bot endpoint's reply: any JSON value, sent as it is (the shape a deployed bot answers in)."""
         return cls(data=data, delay=delay)
+
+    @classmethod
+    def large(cls, size: int, *, chunked: bool = False, status: int = 200) -> Reply:
+        """The bot endpoint's ``{"answer": "xxx..."}`` of ``size`` bytes, generated while sent (never held whole):
+        a bot that returns a whole document, or a runaway one (or, with an error ``status``, a huge error page)."""
+        return cls(size=size, chunked=chunked, status=status)
 
     @classmethod
     def not_json(cls, text: str = "<html><body>502 Bad Gateway</body></html>", *, status: int = 200,

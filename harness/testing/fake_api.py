@@ -39,7 +39,8 @@ the server stops, and is counted in ``hung``; model calls are still recorded in
 answers from the same queue and responder, a ``Reply.json(...)`` in any shape
 (``api_formats.bot_answer`` answers like a small RAG bot from the articles it is
 sent), and the same 429 with ``Retry-After``, 5xx, slow and ``Reply.not_json()``
-replies as the model APIs.
+replies as the model APIs; ``Reply.large(size)`` is a reply of ``size`` bytes,
+generated while it is sent.
 
 Servers that leak or move: ``Reply.echo_key(401)`` (or 500) quotes the request's
 key or token in its error message, as careless servers do, and
@@ -215,7 +216,9 @@ class _Handler(BaseHTTPRequestHandler):
         if api == "unknown":
             self._send(404, {"error": {"message": f"no route for POST {path}"}})
             return
-        if reply.raw_body is not None:
+        if reply.size is not None:
+            self._send_large(reply.status, reply.size, reply.chunked)
+        elif reply.raw_body is not None:
             self._send(reply.status, reply.raw_body, reply.headers, content_type=reply.content_type or "application/json")
         elif reply.status >= 400:
             self._send(reply.status, error_body(api, reply), {**error_headers(api, reply), **reply.headers})
@@ -235,6 +238,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True  # the client gave up (its timeout); nothing to tell it
+
+
+    def _send_large(self, status: int, size: int, chunked: bool) -> None:
+        """``{"answer": "xxx..."}`` of ``size`` bytes, written a MB at a time (with Content-Length, or chunked)."""
+        head, tail = b'{"answer": "', b'"}'
+        fill = max(0, size - len(head) - len(tail))
+        block = b"x" * (1 << 20)
+        try:
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            if chunked:
+                self.send_header("transfer-encoding", "chunked")
+            else:
+                self.send_header("content-length", str(len(head) + fill + len(tail)))
+            self.end_headers()
+            parts = [head, *([block] * (fill // len(block))), block[:fill % len(block)], tail]
+            for part in parts:
+                if part:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part) if chunked else part)
+            if chunked:
+                self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped reading (over its cap): expected
 
 
 class _Server(ThreadingHTTPServer):

@@ -10,19 +10,27 @@ end-to-end figures); its structured citations go to ``citations``; who asked to 
 With gold, each record is matched to a gold question by ID, else by normalised text; a record that matches none is
 listed (``unmatched.jsonl``, with its line) and not scored. Without gold, the questions are the logs' own
 (``questions.csv``, ready to label) and the report holds only the figures that need no label.
+
+A log may be larger than memory (a year of answers: gigabytes), so nothing is held per record: each line is read,
+turned into its row and written at once (``responses.jsonl`` in log order, then put in the order ``grace run``
+writes by a second pass over byte offsets), the malformed and unmatched lines are written as they come (the first
+few kept to print), and what run.json and the scorer need is counted on the way (the scorer then reads the written
+rows streaming, as for any run). Memory grows with the distinct questions and models, not with the records.
 """
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.errors import GraceError
+from harness.run_folder.audit_log import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from harness.run_folder.audit_log import LogProblem, UnmatchedRecord
@@ -30,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ImportLogsConfig", "ImportResult", "import_logs"]
 
+KEPT_PROBLEMS = 100  # malformed and unmatched lines kept in ImportResult (to print); the files hold every one
 LOGGED_ERROR = "logged_error"  # CallError.kind of a record whose log says the call failed
 
 
@@ -45,6 +54,7 @@ class ImportLogsConfig(BaseModel):
     fields: tuple[str, ...] = ()  # FIELD=PATH pairs (--map): where each field is in a log line (JMESPath)
     mapping: Path | None = None  # a TOML file of FIELD = "PATH" lines (--mapping); --map wins over it
     default_model: str = "production"  # the model of a record that names none
+    max_line_bytes: int = Field(MAX_LINE_BYTES, gt=0)  # a longer log line is set aside unread (malformed.jsonl)
     force: bool = False  # replace a run already in ``out`` (its responses kept as responses.jsonl.bak)
     seed: int = 0
     bootstrap: int = 2000
@@ -57,8 +67,10 @@ class ImportResult:
     run: Run  # the folder, read back (``run.report`` is None when nothing could be imported)
     records: int
     imported: int
-    malformed: list[LogProblem] = field(default_factory=list)
-    unmatched: list[UnmatchedRecord] = field(default_factory=list)
+    malformed: list[LogProblem] = field(default_factory=list)  # the first KEPT_PROBLEMS (all in malformed.jsonl)
+    unmatched: list[UnmatchedRecord] = field(default_factory=list)  # the first KEPT_PROBLEMS (unmatched.jsonl)
+    n_malformed: int = 0  # malformed lines in all
+    n_unmatched: int = 0  # unmatched records in all
     matched_by_id: int = 0
     matched_by_text: int = 0
     models: dict[str, int] = field(default_factory=dict)  # model -> rows
@@ -102,13 +114,13 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
             for path in _written(folder):
                 path.unlink(missing_ok=True)
             folder.discard_derived()  # the old run's scores, reports, spot-check and exports describe the old answers
-        result, questions = _read(c, mapping, folder, gold_set)
+        result, questions, seen = _read(c, mapping, folder, gold_set)
         if not result.imported:
-            raise GraceError(f"{c.logs}: nothing imported: {len(result.malformed)} malformed line(s) "
-                             f"({folder.malformed}), {len(result.unmatched)} unmatched record(s)"
+            raise GraceError(f"{c.logs}: nothing imported: {result.n_malformed} malformed line(s) "
+                             f"({folder.malformed}), {result.n_unmatched} unmatched record(s)"
                              + (f" ({folder.unmatched})" if gold_set is not None else "")
                              + "; check the field mapping (--map FIELD=PATH)")
-        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result)
+        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result, seen)
         result.run = _score(c, folder, kb_obj, gold_set, questions, console)
     return result
 
@@ -118,61 +130,147 @@ def _written(folder: Any) -> list[Path]:
     return [folder.responses, folder.run_info, folder.malformed, folder.unmatched, folder.questions]
 
 
-def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any, gold_set: Any) -> tuple[ImportResult, list]:
-    """Read every line into response rows; write them, ``malformed.jsonl`` and ``unmatched.jsonl``/``questions.csv``."""
-    from harness.core.files import atomic_write_text, csv_text
+@dataclass
+class _Seen:
+    """What run.json says of the rows, counted while they are written (the rows are not read back)."""
+
+    k: int = 0  # the most retrieved IDs of a row
+    repeats: int = 0  # the most repeats of a question by a model
+    answered: Counter[str] = field(default_factory=Counter)  # model -> rows with an answer
+    errors: Counter[str] = field(default_factory=Counter)  # model -> error rows
+
+
+def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
+          gold_set: Any) -> tuple[ImportResult, list, _Seen]:
+    """Read the log a line at a time into response rows; write them, ``malformed.jsonl`` and
+    ``unmatched.jsonl``/``questions.csv``. Each file is written to a temp file and renamed when whole."""
+    from array import array
+
+    from harness.core.files import atomic_write_text, csv_text, temp_path_for
     from harness.run_folder.audit_log import (
         GoldMatcher,
         UnmatchedRecord,
-        jsonl_text,
+        jsonl_line,
         question_id_for,
         read_audit_log,
     )
-    from harness.run_folder.responses import write_responses
+    from harness.run_folder.responses import response_line
     from kb_builder.gold import GOLD_COLUMNS, GoldQuestion
 
     result = ImportResult(run=None, records=0, imported=0, labelled=gold_set is not None)  # type: ignore[arg-type]
+    seen = _Seen()
     matcher = GoldMatcher(gold_set.questions) if gold_set is not None else None
+    order = {q.question_id: i for i, q in enumerate(gold_set.questions)} if gold_set is not None else {}
     asked: dict[str, GoldQuestion] = {}  # without gold: the logs' questions, in order of first appearance
-    repeats: Counter[tuple[str, str]] = Counter()
-    rows = []
-    for line in read_audit_log(c.logs, mapping):
-        result.records += 1
-        if line.record is None:
-            result.malformed.append(line.problem)
-            continue
-        rec = line.record
-        if matcher is not None:
-            qid, how = matcher.match(rec)
-            if qid is None:
-                result.unmatched.append(UnmatchedRecord(line=line.line, question_id=rec.question_id,
-                                                        question=rec.question, reason=how, record=line.data or {}))
-                continue
-            if how == "id":
-                result.matched_by_id += 1
-            else:
-                result.matched_by_text += 1
+    repeats: Counter[tuple[int, int]] = Counter()
+    model_index: dict[str, int] = {}
+    answered_q: set[int] = set()
+    # per row, in log order: its model, repeat and question (as positions), and where its line is in the staging file
+    keys = {"model": array("i"), "repeat": array("i"), "q": array("i"), "at": array("q"), "size": array("q")}
+    staging, malformed, unmatched = (temp_path_for(p) for p in (folder.responses, folder.malformed, folder.unmatched))
+    try:
+        with staging.open("wb") as rows_fh, malformed.open("w", encoding="utf-8") as bad_fh, \
+                unmatched.open("w", encoding="utf-8") as unmatched_fh:
+            at = 0
+            for line in read_audit_log(c.logs, mapping, max_line_bytes=c.max_line_bytes):
+                result.records += 1
+                if line.record is None:
+                    bad_fh.write(jsonl_line(line.problem))
+                    result.n_malformed += 1
+                    if len(result.malformed) < KEPT_PROBLEMS:
+                        result.malformed.append(line.problem)
+                    continue
+                rec = line.record
+                if matcher is not None:
+                    qid, how = matcher.match(rec)
+                    if qid is None:
+                        u = UnmatchedRecord(line=line.line, question_id=rec.question_id, question=rec.question,
+                                            reason=how, record=line.data or {})
+                        unmatched_fh.write(jsonl_line(u))
+                        result.n_unmatched += 1
+                        if len(result.unmatched) < KEPT_PROBLEMS:
+                            result.unmatched.append(u)
+                        continue
+                    if how == "id":
+                        result.matched_by_id += 1
+                    else:
+                        result.matched_by_text += 1
+                    qi = order[qid]
+                else:
+                    qid = question_id_for(rec)
+                    q = asked.get(qid)
+                    if q is None:
+                        q = asked[qid] = GoldQuestion(question_id=qid, question=rec.question, line=line.line)
+                        order[qid] = len(order)
+                    qi = order[qid]
+                model = rec.model or c.default_model
+                mi = model_index.setdefault(model, len(model_index))
+                repeat = repeats[mi, qi]
+                repeats[mi, qi] += 1
+                row = _response(rec, qid, model, repeat, line.line)
+                data = response_line(row)
+                rows_fh.write(data)
+                for name, value in (("model", mi), ("repeat", repeat), ("q", qi), ("at", at), ("size", len(data))):
+                    keys[name].append(value)
+                at += len(data)
+                answered_q.add(qi)
+                seen.k = max(seen.k, len(row.retrieved_ids))
+                seen.repeats = max(seen.repeats, repeat + 1)
+                (seen.errors if row.error is not None else seen.answered)[model] += 1
+        questions = list(gold_set.questions) if gold_set is not None else list(asked.values())
+        result.imported = len(keys["at"])
+        models = sorted(model_index)
+        result.models = {m: seen.answered[m] + seen.errors[m] for m in models}
+        result.questions = len(answered_q)
+        os.replace(malformed, folder.malformed)
+        if gold_set is not None:
+            os.replace(unmatched, folder.unmatched)
         else:
-            qid = question_id_for(rec)
-            asked.setdefault(qid, GoldQuestion(question_id=qid, question=rec.question, line=line.line))
-        model = rec.model or c.default_model
-        repeat = repeats[model, qid]
-        repeats[model, qid] += 1
-        rows.append(_response(rec, qid, model, repeat, line.line))
-    questions = list(gold_set.questions) if gold_set is not None else list(asked.values())
-    order = {q.question_id: i for i, q in enumerate(questions)}
-    rows.sort(key=lambda r: (r.model, r.repeat, order[r.question_id]))  # the order grace run's compaction keeps
-    result.imported = len(rows)
-    result.models = dict(sorted(Counter(r.model for r in rows).items()))
-    result.questions = len({r.question_id for r in rows})
-    atomic_write_text(folder.malformed, jsonl_text(result.malformed))
-    if gold_set is not None:
-        atomic_write_text(folder.unmatched, jsonl_text(result.unmatched))
-    else:
-        atomic_write_text(folder.questions, csv_text(GOLD_COLUMNS, (q.gold_cells() for q in questions)))
-    if rows:
-        write_responses(folder.responses, rows)
-    return result, questions
+            atomic_write_text(folder.questions, csv_text(GOLD_COLUMNS, (q.gold_cells() for q in questions)))
+        if result.imported:
+            rank = {mi: models.index(m) for m, mi in model_index.items()}
+            _write_in_order(staging, folder.responses, keys, [rank[i] for i in range(len(rank))])
+    finally:
+        for tmp in (staging, malformed, unmatched):
+            tmp.unlink(missing_ok=True)
+    return result, questions, seen
+
+
+def _write_in_order(staging: Path, final: Path, keys: dict[str, Any], model_rank: list[int]) -> None:
+    """``responses.jsonl`` in the order grace run's compaction keeps (models by name, then repeat, then question
+    order), from the rows written in log order: sorted by their keys, then copied by byte offset, so no row is held
+    (the staging file is fresh in the page cache)."""
+    import numpy as np
+
+    from harness.core.files import temp_path_for
+
+    model = np.asarray(model_rank, dtype=np.int32)[np.frombuffer(keys["model"], dtype=np.int32)]
+    order = np.lexsort((np.frombuffer(keys["q"], dtype=np.int32), np.frombuffer(keys["repeat"], dtype=np.int32),
+                        model))
+    del model
+    at, size = np.frombuffer(keys["at"], dtype=np.int64), np.frombuffer(keys["size"], dtype=np.int64)
+    tmp = temp_path_for(final)
+    try:
+        with staging.open("rb") as src, tmp.open("wb") as out:
+            chunk: list[bytes] = []
+            held = 0
+            for start in range(0, order.size, 65_536):
+                part = order[start:start + 65_536]
+                for offset, n in zip(at[part].tolist(), size[part].tolist(), strict=True):
+                    src.seek(offset)
+                    chunk.append(src.read(n))
+                    held += n
+                    if held >= 1 << 22:
+                        out.write(b"".join(chunk))
+                        chunk.clear()
+                        held = 0
+            out.write(b"".join(chunk))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
@@ -191,14 +289,12 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
 
 
 def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,
-                    questions: list, result: ImportResult) -> None:
+                    questions: list, result: ImportResult, seen: _Seen) -> None:
     from harness.core.hashing import file_hash, json_hash
     from harness.core.version import __version__
-    from harness.run_folder.run_records import ModelEntry, RunConfig, RunGold, RunImport, RunInfo, RunKb
-    from harness.runner.session import describe_rows
+    from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunImport, RunInfo, RunKb
 
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    rows = folder.response_records()
     info = RunInfo(
         grace_version=__version__, started_at=now, finished_at=now, status="finished",
         kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles), embedder=None),
@@ -206,16 +302,18 @@ def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], k
                      hash=gold_set.hash if gold_set is not None else _questions_hash(questions, json_hash),
                      questions=len(questions), must_refuse=sum(q.must_refuse for q in questions)),
         templates={},  # the deployed system's prompt: only its hash per row (prompt_hash), when the log has it
-        config=RunConfig(k=max((len(r.retrieved_ids) for r in rows), default=0),
-                         repeats=max((r.repeat + 1 for r in rows), default=0), concurrency=0, cache=False,
+        config=RunConfig(k=seen.k, repeats=seen.repeats, concurrency=0, cache=False,
                          read_cache=False, max_attempts=0, seed=c.seed, output_mode="imported"),
         models=[ModelEntry(name=m, provider="logs", model=m) for m in result.models],
         imported=RunImport(path=str(c.logs), hash=file_hash(c.logs), records=result.records,
-                           imported=result.imported, malformed=len(result.malformed),
-                           unmatched=len(result.unmatched), matched_by_id=result.matched_by_id,
+                           imported=result.imported, malformed=result.n_malformed,
+                           unmatched=result.n_unmatched, matched_by_id=result.matched_by_id,
                            matched_by_text=result.matched_by_text, fields=mapping, default_model=c.default_model),
     )
-    describe_rows(folder, info, None, questions)
+    # what describe_rows would say, counted while writing: every row is the latest of its call (repeats are numbered),
+    # answers the question as asked, and carries no generation parameters (one variant)
+    info.rows = {m: RowCounts(rows=seen.answered[m] + seen.errors[m], answered=seen.answered[m], errors=seen.errors[m],
+                              params_variants=1) for m in result.models}
     folder.write_run_info(info)
 
 
