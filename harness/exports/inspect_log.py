@@ -40,7 +40,7 @@ from harness.exports.tracking import check_options, gold_set_name, run_params
 from harness.run_folder import Report, RunDir, RunInfo
 from harness.run_folder.exports_log import masked
 from harness.run_folder.run_records import ModelEntry
-from harness.scoring.outcomes import HITS, LABEL_FREE, REFUSE
+from harness.scoring.outcomes import HITS, LABEL_FREE, REFUSALS, REFUSE
 from harness.viewer.question import why
 from kb_builder.gold import MUST_REFUSE
 
@@ -229,7 +229,7 @@ def _sample(row: dict[str, Any], model: str, articles: dict[str, tuple[str, str]
     shown = sent.shown if sent is not None and sent.shown is not None else judged
     system = sent.system if sent is not None else None
     question = row.get("question") or f"(question {row['question_id']}: its text is not known, see the notes)"
-    refused = outcome in ("correct_refusal", "false_refusal", "refusal")
+    refused = outcome in REFUSALS
     seconds = row["latency_ms"] / 1000 if row.get("latency_ms") is not None else None
     tin, tout = row.get("input_tokens"), row.get("output_tokens")
     usage = None if tin is None and tout is None else ModelUsage(

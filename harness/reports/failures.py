@@ -15,13 +15,12 @@ import random
 from html import escape
 from typing import Any
 
-from harness.reports.inputs import ReportInputs, response_text, row_key
+from harness.reports.inputs import CORRECT, ReportInputs, response_text, row_key
 from harness.reports.svg import OTHER_COLOR, OUTCOME_COLORS, OUTCOME_LABELS
 from harness.run_folder import RunDir
 
 PER_MODEL = 6
 MAX_CHARS = 3000
-CORRECT = {"correct", "correct_refusal"}
 
 
 def sample_failures(inputs: ReportInputs, model: str, limit: int = PER_MODEL) -> list[dict[str, Any]]:

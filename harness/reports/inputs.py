@@ -18,6 +18,7 @@ from typing import Any
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
 from harness.run_folder import Report, RunDir
+from harness.run_folder.outcome_table import outcomes_where
 from harness.run_folder.report import ModelReport
 from harness.run_folder.responses import RowKey, iter_response_lines
 
@@ -70,7 +71,7 @@ def load_inputs(out_dir: Path, kb: Any = None, gold: Any = None) -> ReportInputs
     return inputs
 
 
-CORRECT = {"correct", "correct_refusal"}
+CORRECT = outcomes_where(correct=True)  # the rows that are no failure
 KEEP_PER_KIND = 200
 
 

@@ -10,44 +10,16 @@ from __future__ import annotations
 import math
 from html import escape
 
+from harness.run_folder.outcome_table import OUTCOME_KINDS, OUTCOME_TABLE
+
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif"
 CHAR_W = 6.6  # average glyph width at 12px, to size label gutters without a font engine
 
-# Fixed colour per outcome, so the same colour means the same thing in every plot.
-OUTCOME_COLORS: dict[str, str] = {
-    "correct": "#2e7d32",
-    "correct_refusal": "#81c784",
-    "false_refusal": "#90a4ae",
-    "answered_unanswerable": "#ef6c00",
-    "wrong_citation": "#c62828",
-    "invalid_citation": "#8e24aa",
-    "unshown_citation": "#d81b60",
-    "forbidden_citation": "#1a237e",  # a leak: the asker may not see the cited article
-    "no_citation": "#fbc02d",
-    "multiple_citations": "#8d6e63",
-    "error": "#37474f",
-    "refusal": "#b0bec5",  # an unlabelled run's (imported logs without gold): neither right nor wrong
-    "unjudged_citation": "#64b5f6",
-}
-OTHER_COLOR = "#bdbdbd"
-# the fills dark enough that a share printed on them reads in white
-_WHITE_INK = frozenset({"correct", "wrong_citation", "invalid_citation", "unshown_citation", "forbidden_citation",
-                        "error"})
-OUTCOME_LABELS: dict[str, str] = {
-    "correct": "correct",
-    "correct_refusal": "correct refusal",
-    "false_refusal": "false refusal",
-    "answered_unanswerable": "answered unanswerable",
-    "wrong_citation": "wrong citation",
-    "invalid_citation": "invalid citation",
-    "unshown_citation": "unshown citation",
-    "forbidden_citation": "forbidden citation (the asker may not see it)",
-    "no_citation": "no citation",
-    "multiple_citations": "multiple citations",
-    "error": "error (failed call)",
-    "refusal": "refusal (not judged: no label)",
-    "unjudged_citation": "cited a shown article (not judged: no label)",
-}
+# each outcome's fixed colour and its words, from the outcome table (so one colour means one outcome in every plot
+# and page), in the reports' order: legends and bars list the outcomes in this order
+OUTCOME_COLORS: dict[str, str] = {k.name: k.colour for k in OUTCOME_TABLE}
+OUTCOME_LABELS: dict[str, str] = {k.name: k.label for k in OUTCOME_TABLE}
+OTHER_COLOR = "#bdbdbd"  # an outcome the table does not know (a newer grace's scores)
 ACCENT = "#3b6ea5"
 MUTED = "#9e9e9e"
 GOOD = "#2e7d32"
@@ -164,4 +136,5 @@ def legend(
 
 def ink_on(outcome: str) -> str:
     """The text colour for a figure printed on an outcome's fill."""
-    return "white" if outcome in _WHITE_INK else INK
+    kind = OUTCOME_KINDS.get(outcome)
+    return "white" if kind is not None and kind.white_ink else INK

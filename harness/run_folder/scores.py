@@ -17,12 +17,16 @@ import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Literal, get_args
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import iter_jsonl, loads_line
+
+# the outcome names and what each means: spelled once, in the outcome table (OUTCOMES[code] is code order)
+from harness.run_folder.outcome_table import OUTCOMES as OUTCOMES
+from harness.run_folder.outcome_table import Outcome as Outcome
 
 try:  # the C function json.dumps itself uses for a str (with ensure_ascii, the default)
     from _json import encode_basestring_ascii as _json_str
@@ -31,19 +35,6 @@ except ImportError:  # pragma: no cover - a Python built without the C accelerat
 
 SCORES_SCHEMA_VERSION = 3  # 2: outcome unshown_citation, truncated; 3: forbidden_citation, refusal, unjudged_citation
 
-# the outcome names, spelled here only, in the order the scorer codes them (OUTCOMES[code]); the rules that
-# choose one are harness/scoring/outcomes.py, and the viewer's page gets the names from its API or export. A new
-# outcome goes last, so the codes of the others (in the viewer's indexes and exports) stay what they were;
-# forbidden_citation occurs only in runs whose KB gives articles an audience, so scores files without one are
-# what they were (the schema version stays 2)
-Outcome = Literal[
-    "correct", "correct_refusal", "false_refusal", "invalid_citation", "unshown_citation", "answered_unanswerable",
-    "no_citation", "multiple_citations", "wrong_citation", "error", "forbidden_citation",
-    # a question with no label (grace import-logs without gold): a refusal, or one shown KB article cited; whether
-    # either is right needs a label, so neither is judged (they occur only in such runs)
-    "refusal", "unjudged_citation",
-]
-OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Rule = Literal["json", "inline", "lenient", "none"]
 
 

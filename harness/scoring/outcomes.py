@@ -45,11 +45,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-# the names and their order: spelled once, with the scores.jsonl contract they are values of
-from harness.run_folder.scores import OUTCOMES as OUTCOMES
+# the names, their order and what each counts as: spelled once, in the outcome table beside the scores.jsonl
+# contract they are values of. This module holds the rules that choose one (a new outcome: its entry there, its
+# rule here)
+from harness.run_folder.outcome_table import OUTCOMES as OUTCOMES
+from harness.run_folder.outcome_table import outcomes_where
 
 OUTCOME_CODE = {name: i for i, name in enumerate(OUTCOMES)}
-HITS = frozenset({"correct", "correct_refusal"})
+HITS = outcomes_where(correct=True)  # accuracy's hits
+REFUSALS = outcomes_where(refusal=True)  # the answer refused, rightly, wrongly or unjudged
 HIT_CODES = tuple(OUTCOME_CODE[h] for h in sorted(HITS))
 
 # finish_reason values meaning the output limit (max_tokens) cut the answer off: OpenAI-compatible servers
@@ -63,8 +67,8 @@ NONE = "none"  # predicted label of an answer that names no single KB article
 # judged only where no label is needed: a failed call, a forbidden, invalid or unshown citation, no citation or
 # several; a refusal is ``refusal`` and one shown KB article cited is ``unjudged_citation``, neither right nor wrong.
 # A report of such questions lists these outcomes only; a report of labelled ones lists the others.
-NEEDS_LABEL = frozenset({"correct", "correct_refusal", "false_refusal", "answered_unanswerable", "wrong_citation"})
-LABEL_FREE = frozenset({"refusal", "unjudged_citation"})
+NEEDS_LABEL = outcomes_where(needs_label=True)
+LABEL_FREE = outcomes_where(needs_label=False)
 
 
 def reported_outcomes(labelled: bool) -> list[str]:

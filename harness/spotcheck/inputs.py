@@ -23,21 +23,25 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.run_folder import RESPONSES, SCORES, Report, RunDir
+from harness.run_folder.outcome_table import OUTCOME_KINDS
 from harness.run_folder.responses import read_response_lines
 from harness.scoring.outcomes import is_cut_off
 
 SCOPES = ("hits", "answered", "all")
-_NOT_ANSWERED = frozenset({"correct_refusal", "false_refusal", "refusal", "error"})
 
 
 def in_scope(outcome: str, scope: str) -> bool:
     """``hits``: correct citations (in a run with no labels, imported logs without gold: the answers citing one
-    shown article, ``unjudged_citation``); ``answered``: every answer that is no refusal; ``all``: refusals too."""
+    shown article, ``unjudged_citation``); ``answered``: every answer that is no refusal; ``all``: refusals too.
+    Each outcome's table entry says which it is (``spot_checked``, ``refusal``, ``failed``)."""
+    kind = OUTCOME_KINDS.get(outcome)
+    if kind is None:  # an outcome this grace does not know: an answer, in the wider scopes only
+        return scope != "hits"
     if scope == "hits":
-        return outcome == "correct" or outcome == "unjudged_citation"
+        return kind.spot_checked
     if scope == "answered":
-        return outcome not in _NOT_ANSWERED
-    return outcome != "error"
+        return not kind.refusal and not kind.failed
+    return not kind.failed
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,12 @@ def load_run(path: Path, models: tuple[str, ...] = (), scope: str = "hits") -> R
             continue
         c = counts.setdefault(model, Counts())
         c.n += 1
-        c.correct += outcome == "correct"
-        c.correct_refusal += outcome == "correct_refusal"
+        kind = OUTCOME_KINDS.get(outcome)
+        if kind is not None and kind.correct:  # an accuracy hit: a right refusal, or a right citation to check
+            if kind.refusal:
+                c.correct_refusal += 1
+            else:
+                c.correct += 1
         if in_scope(outcome, scope):
             wanted[(model, qid, rep)] = tuple(str(i) for i in row.get("cited_ids") or ())
             detail[(model, qid, rep)] = (outcome, tuple(str(i) for i in row.get("expected_citations") or ()),

@@ -23,6 +23,7 @@ import numpy as np
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
 from harness.run_folder import RunDir
+from harness.run_folder.outcome_table import OUTCOME_TABLE
 from harness.run_folder.scores import iter_scores_at
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.run_comparison import gold_label
@@ -35,7 +36,8 @@ from harness.viewer.index import (
     source_key,
 )
 
-_NO_VOTE = (OUTCOME_CODE["error"], OUTCOME_CODE["unshown_citation"])
+# the outcomes whose answer is no vote in the gold audit, whatever it cites (the outcome table's votes)
+_NO_VOTE = tuple(OUTCOME_CODE[k.name] for k in OUTCOME_TABLE if not k.votes)
 
 
 @dataclass

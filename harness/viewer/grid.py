@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.run_folder.outcome_table import OUTCOME_KINDS
 from harness.scoring.outcomes import OUTCOMES
 from harness.viewer.index import RunIndex
 from harness.web import Rejected
@@ -33,25 +34,16 @@ SORTS = ("file", "id", "hardest", "easiest", "disagreement")
 FLIPS = ("any", "improved", "regressed")
 OUTCOME_FILTERS = ("hit", "miss", *OUTCOMES)
 QUESTION_PREVIEW = 240  # characters of a question shown in the grid
-# how a grid cell shows each outcome ({cited} is the cited article, blank for none or a refusal), and its tone: the
-# page's colour family beyond hit and miss (view.css styles .tone-*, so the stylesheet spells no outcome; "leak",
-# the strongest, is a citation the asker may not see)
-OUTCOME_LOOK = {
-    "correct": ("✓ {cited}", "none"), "correct_refusal": ("✓ refused", "none"), "false_refusal": ("refused", "warn"),
-    "invalid_citation": ("invalid {cited}", "odd"), "unshown_citation": ("unshown {cited}", "odd"),
-    "answered_unanswerable": ("answered {cited}", "none"), "no_citation": ("no citation", "plain"),
-    "multiple_citations": ("several", "plain"), "wrong_citation": ("✗ {cited}", "none"), "error": ("error", "fault"),
-    "refusal": ("refused", "plain"), "unjudged_citation": ("{cited}", "plain"),  # no label: neither right nor wrong
-    "forbidden_citation": ("forbidden {cited}", "leak"),  # the asker may not see the cited article
-}
-OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": OUTCOME_LOOK[o][0], "tone": OUTCOME_LOOK[o][1]}
+# what the page needs of each outcome, in code order (the grid's codes index it): its label, how a cell shows it
+# ({cited} is the cited article) and its tone, the page's colour family beyond hit and miss, from the outcome table
+OUTCOME_NAMES = [{"name": o, "label": o.replace("_", " "), "cell": OUTCOME_KINDS[o].cell, "tone": OUTCOME_KINDS[o].tone}
                  for o in OUTCOMES]
 
 
 def tone(outcome: str) -> str:
     """The page's colour family for an outcome (``none`` for one the page does not know, or no outcome)."""
-    look = OUTCOME_LOOK.get(outcome)
-    return look[1] if look else "none"
+    kind = OUTCOME_KINDS.get(outcome)
+    return kind.tone if kind is not None else "none"
 
 
 @dataclass

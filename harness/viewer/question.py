@@ -16,6 +16,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.jsonl import iter_jsonl
 from harness.run_folder import RunDir
+from harness.run_folder.outcome_table import OUTCOME_KINDS
 from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
 from harness.viewer.grid import tone
 from harness.viewer.index import RunIndex
@@ -63,27 +64,13 @@ def pieces(text: str, cited: list[str]) -> list[dict[str, Any]]:
 def why(outcome: str, cited: list[str], refused: bool, must_refuse: bool, expected: list[str],
         shown: list[str] | None, error: Any = None) -> str:
     """The outcome in a sentence: what the answer did against what the gold asks."""
-    gold = " or ".join(expected) or "none"
+    kind = OUTCOME_KINDS.get(outcome)
+    if kind is None:  # an outcome this grace does not know (a newer grace's scores): its name
+        return outcome
     ids = ", ".join(cited)
-    return {
-        "correct": f"cited {ids}, the gold article",
-        "correct_refusal": "refused, and the KB cannot answer this question (must_refuse)",
-        "false_refusal": f"refused, but article {gold} answers it",
-        "invalid_citation": f"cited {ids}: not an article of the KB",
-        "unshown_citation": f"cited {ids}: a KB article that was not among the articles shown "
-                            f"({', '.join(shown or [])})",
-        "answered_unanswerable": "answered a question the KB cannot answer (must_refuse)"
-                                 + (f", citing {ids}" if ids else ""),
-        "no_citation": f"cited no article and did not refuse (gold: {gold})",
-        "multiple_citations": f"cited several articles ({ids}); the answer must come from exactly one",
-        "wrong_citation": f"cited {ids}, not the gold article {gold}",
-        "error": f"the call failed: {_error_text(error)}",
-        "forbidden_citation": f"cited {ids}: the user who asked may not see "
-                              f"{'it' if len(cited) == 1 else 'one of them'} (its audience has none of their groups)",
-        "refusal": "refused; the question has no label, so whether it should have is not known",
-        "unjudged_citation": f"cited {ids}, an article that was shown; the question has no label, so whether it is "
-                             "the right one is not known",
-    }.get(outcome, outcome)
+    return kind.sentence.format(ids=ids, gold=" or ".join(expected) or "none", shown=", ".join(shown or []),
+                                error=_error_text(error), it="it" if len(cited) == 1 else "one of them",
+                                citing=f", citing {ids}" if ids else "")
 
 
 def _error_text(error: Any) -> str:
