@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.core.errors import GraceError
+from harness.core.model_names import split_model
 from kb_builder.documents import Document
 from kb_builder.documents.cleanup import clean_title
 from kb_builder.language import DEFAULT_LANGUAGE, detect, terms
@@ -90,8 +91,7 @@ def parse_splitter(text: str | None) -> str:
     if value in ("headings", "semantic"):
         return value
     if value.startswith("llm:"):
-        model = value[4:]
-        if ":" in model and all(model.split(":", 1)):
+        if split_model(value[4:]).complete:
             return value
         raise GraceError(f"--splitter {value}: name the model as llm:PROVIDER:MODEL, e.g. llm:openai:gpt-4o-mini "
                          "or llm:openai-compatible:smollm2 with --base-url")

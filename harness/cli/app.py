@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import gc
-import importlib
 import importlib.util
 import logging
 import os
@@ -22,6 +21,7 @@ from typing import TextIO
 import click
 
 from harness.core.errors import GraceError
+from harness.core.registry import resolve, split_target
 from harness.core.version import __version__
 
 # Each command module declares the commands it defines (``COMMANDS = {"name": "one-line help"}``, each an attribute
@@ -57,14 +57,12 @@ class LazyGroup(click.Group):
 
     @staticmethod
     def _available(name: str) -> bool:
-        module = COMMANDS[name][0].partition(":")[0]
-        return importlib.util.find_spec(module) is not None
+        return importlib.util.find_spec(split_target(COMMANDS[name][0])[0]) is not None
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS or not self._available(name):
             return None
-        module, _, attr = COMMANDS[name][0].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        return resolve(COMMANDS[name][0])
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]

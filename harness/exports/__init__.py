@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
+from harness.core.registry import resolve, split_target
 
 TARGETS: dict[str, str] = {
     "inspect": "harness.exports.inspect_log:export",
@@ -61,9 +62,7 @@ def pinned(target: str, dest: str | None, options: dict[str, Any]) -> tuple[str 
     """``(dest, options)`` as the target will read them now, the environment's and the current folder's part written
     in: the target module's ``pinned(dest, options)``, else a relative path made absolute. None stays None: the
     target's default inside the run folder, which goes with the folder."""
-    import importlib
-
-    module = importlib.import_module(TARGETS[target].partition(":")[0])
+    module = resolve(split_target(TARGETS[target])[0])
     own = getattr(module, "pinned", None)
     if own is not None:
         return own(dest, dict(options))
@@ -79,10 +78,6 @@ def absolute(path: str | None) -> str | None:
 
 def target_function(name: str) -> Any:
     """The export function of target ``name`` (imported now: each module imports its library lazily, inside)."""
-    import importlib
-
-    try:
-        module, _, function = TARGETS[name].partition(":")
-    except KeyError:
-        raise GraceError(f"unknown export target {name!r}; known: {', '.join(TARGETS)}") from None
-    return getattr(importlib.import_module(module), function)
+    if name not in TARGETS:
+        raise GraceError(f"unknown export target {name!r}; known: {', '.join(TARGETS)}")
+    return resolve(TARGETS[name])

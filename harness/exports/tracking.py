@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.hashing import file_hash
+from harness.core.model_names import split_model
 from harness.run_folder import RunDir
 from harness.run_folder.report import SPOT_FIGURES, ModelReport, Report
 from harness.run_folder.run_records import ModelEntry, RunInfo
@@ -130,7 +131,7 @@ def run_params(report: Report, info: RunInfo | None) -> dict[str, Any]:
 def model_params(name: str, entry: ModelEntry | None) -> dict[str, Any]:
     """One model's own params: its name, provider, the provider's model name, endpoint and generation params."""
     if entry is None:  # not in run.json (an imported log's model): what its name says
-        provider, _, model = name.partition(":")
+        provider, model = split_model(name)
         return {"model": name, "provider": provider if model else None, "provider_model": model or name}
     out: dict[str, Any] = {"model": name, "provider": entry.provider, "provider_model": entry.model,
                            "endpoint": entry.endpoint, "batch": entry.batch or None,

@@ -1,16 +1,16 @@
 """Provider registry: ``PROVIDER:MODEL`` -> a provider class, imported only when used.
 
-Entries are ``"module:Class"`` strings so ``grace --help`` never imports an SDK. Names not built in are
+Entries are ``"module:Class"`` strings (:mod:`harness.core.registry`) so ``grace --help`` never imports an SDK. Names not built in are
 looked up in other packages' ``grace.providers`` entry points (:mod:`harness.providers.plugins`); a built-in
 name always wins.
 """
 
 from __future__ import annotations
 
-import importlib
-
 from harness.core.errors import GraceError
 from harness.core.hashing import normalise_url
+from harness.core.model_names import split_model
+from harness.core.registry import resolve
 from harness.providers import plugins
 from harness.providers.base import ModelSpec, Provider
 
@@ -48,8 +48,9 @@ def public_providers() -> list[str]:
 
 
 def parse_model_spec(text: str) -> ModelSpec:
-    provider, sep, model = text.strip().partition(":")
-    if not sep or not provider or not model:
+    """``PROVIDER:MODEL`` (:func:`harness.core.model_names.split_model`'s rule), its provider built in or a plugin's."""
+    provider, model = split_model(text.strip())
+    if not provider or not model:
         raise GraceError(f"model {text!r}: expected PROVIDER:MODEL, e.g. openai:gpt-4o-mini or baseline:top1")
     if provider not in PROVIDERS and plugins.find(provider, PROVIDERS) is None:
         raise GraceError(f"model {text!r}: unknown provider {provider!r}; known: {_known()}")
@@ -79,8 +80,7 @@ def provider_class(spec: ModelSpec) -> type[Provider]:
             raise GraceError(f"unknown provider {spec.provider!r}; known: {_known()}")
         cls = _CLASSES[spec.provider] = plugins.load(plugin)
         return cls
-    module, _, name = target.partition(":")
-    cls = _CLASSES[spec.provider] = getattr(importlib.import_module(module), name)
+    cls = _CLASSES[spec.provider] = resolve(target)
     return cls
 
 

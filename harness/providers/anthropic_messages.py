@@ -17,9 +17,7 @@ JSON mode, and why it has three settings (``options.json_mode``):
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from harness.core.errors import GraceError
@@ -29,7 +27,6 @@ from harness.providers.base import (
     Completion,
     ModelSpec,
     Provider,
-    ProviderError,
     Request,
     missing_key,
     require_sdk,
@@ -110,29 +107,9 @@ class AnthropicProvider(Provider):
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         return kwargs
 
-    @contextmanager
-    def sdk_errors(self) -> Iterator[None]:
+    def sdk_errors(self) -> AbstractContextManager[None]:
         """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
-        anthropic = require_sdk("anthropic", "anthropic", self.provider_name)
-        try:
-            yield
-        except anthropic.APIStatusError as exc:
-            raise http_errors.from_status(
-                exc.status_code, getattr(exc, "api_message", None) or exc.message, headers=exc.response.headers, body=exc.body
-            ) from exc
-        except anthropic.APITimeoutError as exc:
-            raise ProviderError("timeout", f"request timed out after {self.timeout_s}s", retryable=True) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
-        except (anthropic.APIResponseValidationError, json.JSONDecodeError) as exc:
-            raise http_errors.bad_response(f"unparseable response: {exc}") from exc
-        except ProviderError:
-            raise
-        except Exception as exc:
-            mapped = http_errors.from_transport(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        return http_errors.stainless_errors(require_sdk("anthropic", "anthropic", self.provider_name), self.timeout_s)
 
     async def complete(self, request: Request) -> Completion:
         client = self._get_client()

@@ -310,14 +310,9 @@ def ensure_ready(provider: Provider, who: str, *, ready: bool = True) -> None:
 
 def require_sdk(module: str, package: str, provider: str):
     """Import an SDK lazily, turning ImportError into an install hint."""
-    import importlib
+    from harness.core.registry import resolve
 
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise GraceError(
-            f"the {provider} provider needs the {package} package: pip install {package}"
-        ) from None
+    return resolve(module, missing=f"the {provider} provider needs the {package} package: pip install {package}")
 
 
 def sdk_installed(module: str, package: str, provider: str) -> None:

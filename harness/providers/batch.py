@@ -19,13 +19,13 @@ line must lose only itself, never the answers around it that were paid for.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.core.registry import resolve
 from harness.providers.base import Completion, ProviderError, Request
 
 if TYPE_CHECKING:
@@ -151,8 +151,7 @@ def batch_api_of(provider: Provider) -> BatchAPI | None:
     target = type(provider).batch_api
     if not target:
         return None
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)(provider)
+    return resolve(target)(provider)
 
 
 def to_json_bytes(value: Any) -> bytes:

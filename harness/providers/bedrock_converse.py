@@ -183,21 +183,20 @@ class BedrockProvider(Provider):
         botocore_exc = require_sdk("botocore.exceptions", "boto3", "bedrock")
         parsers = require_sdk("botocore.parsers", "boto3", "bedrock")
         kwargs = self.build_kwargs(request)
-        try:
+
+        def classify(exc: Exception) -> ProviderError | None:
+            if isinstance(exc, botocore_exc.ClientError):
+                return _from_client_error(exc)
+            if isinstance(exc, botocore_exc.ParamValidationError):  # checked by botocore before sending: a bad param
+                return ProviderError("bad_request", f"invalid request: {exc}", retryable=False)
+            if isinstance(exc, parsers.ResponseParserError):
+                return http_errors.bad_response(f"unparseable response: {exc}")
+            if isinstance(exc, botocore_exc.NoCredentialsError):
+                return ProviderError("auth", str(exc), retryable=False)
+            return None  # ReadTimeoutError, EndpointConnectionError, ...: the transport's
+
+        with http_errors.mapped(classify):
             resp = await asyncio.get_running_loop().run_in_executor(self._pool, lambda: client.converse(**kwargs))
-        except botocore_exc.ClientError as exc:
-            raise _from_client_error(exc) from exc
-        except botocore_exc.ParamValidationError as exc:  # checked by botocore before sending: a bad param
-            raise ProviderError("bad_request", f"invalid request: {exc}", retryable=False) from exc
-        except parsers.ResponseParserError as exc:
-            raise http_errors.bad_response(f"unparseable response: {exc}") from exc
-        except botocore_exc.NoCredentialsError as exc:
-            raise ProviderError("auth", str(exc), retryable=False) from exc
-        except Exception as exc:
-            mapped = http_errors.from_transport(exc)  # ReadTimeoutError, EndpointConnectionError, ...
-            if mapped is None:
-                raise
-            raise mapped from exc
         return self._to_completion(resp)
 
     @staticmethod

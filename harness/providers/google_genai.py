@@ -18,8 +18,7 @@ Notes on the SDK that shape this class:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any
 
 from harness.providers import http_errors
@@ -110,28 +109,22 @@ class GoogleProvider(Provider):
             )
         return self._to_completion(resp)
 
-    @contextmanager
-    def sdk_errors(self) -> Iterator[None]:
+    def sdk_errors(self) -> AbstractContextManager[None]:
         """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
         errors = require_sdk("google.genai.errors", "google-genai", "google")
-        try:
-            yield
-        except errors.APIError as exc:
-            response = getattr(exc, "response", None)
-            raise http_errors.from_status(
-                int(exc.code or 0), exc.message or str(exc), headers=getattr(response, "headers", None), body=exc.details
-            ) from exc
-        except json.JSONDecodeError as exc:
-            raise http_errors.bad_response(f"response body is not valid JSON: {exc}") from exc
-        except ProviderError:
-            raise
-        except Exception as exc:
-            mapped = http_errors.from_transport(exc)
-            if mapped is not None:
-                raise mapped from exc
+
+        def classify(exc: Exception) -> ProviderError | None:
+            if isinstance(exc, errors.APIError):
+                response = getattr(exc, "response", None)
+                return http_errors.from_status(int(exc.code or 0), exc.message or str(exc),
+                                               headers=getattr(response, "headers", None), body=exc.details)
+            if isinstance(exc, json.JSONDecodeError):
+                return http_errors.bad_response(f"response body is not valid JSON: {exc}")
             if type(exc).__name__ == "ValidationError":  # pydantic: an unknown or mistyped param
-                raise ProviderError("bad_request", f"invalid generation config: {exc}", retryable=False) from exc
-            raise
+                return ProviderError("bad_request", f"invalid generation config: {exc}", retryable=False)
+            return None
+
+        return http_errors.mapped(classify)
 
     @staticmethod
     def _to_completion(resp: Any) -> Completion:

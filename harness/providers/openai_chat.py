@@ -28,8 +28,7 @@ import json
 import os
 import re
 import ssl
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
@@ -239,29 +238,9 @@ class OpenAIChatProvider(Provider):
         key = self._api_key() or ""
         return await asyncio.to_thread(_slots_of, root, key, min(3.0, self.timeout_s))
 
-    @contextmanager
-    def sdk_errors(self) -> Iterator[None]:
+    def sdk_errors(self) -> AbstractContextManager[None]:
         """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
-        openai = require_sdk("openai", "openai", self.provider_name)
-        try:
-            yield
-        except openai.APIStatusError as exc:
-            raise http_errors.from_status(
-                exc.status_code, exc.message, headers=exc.response.headers, body=exc.body
-            ) from exc
-        except openai.APITimeoutError as exc:
-            raise ProviderError("timeout", f"request timed out after {self.timeout_s}s", retryable=True) from exc
-        except openai.APIConnectionError as exc:
-            raise ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True) from exc
-        except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
-            raise http_errors.bad_response(f"unparseable response: {exc}") from exc
-        except ProviderError:
-            raise
-        except Exception as exc:
-            mapped = http_errors.from_transport(exc)
-            if mapped is None:
-                raise
-            raise mapped from exc
+        return http_errors.stainless_errors(require_sdk("openai", "openai", self.provider_name), self.timeout_s)
 
     async def _send(self, request: Request, mode: str | None) -> Completion:
         client = self._get_client()

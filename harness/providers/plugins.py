@@ -25,6 +25,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from harness.core.errors import GraceError
+from harness.core.registry import resolve, split_target
 from harness.providers.base import Provider
 
 GROUP = "grace.providers"
@@ -94,8 +95,7 @@ def probe(found: list[Plugin]) -> None:
     todo = {p.target: p for p in found if p.target not in _PROBED}
     started = {}
     for target in todo:
-        module, _, attr = target.partition(":")
-        started[target] = ImportProbe(module.strip(), attr.strip())
+        started[target] = ImportProbe(*split_target(target))
     for target, running in started.items():
         _PROBED[target] = running.result()
 
@@ -103,9 +103,6 @@ def probe(found: list[Plugin]) -> None:
 def load(plugin: Plugin) -> type[Provider]:
     """The plugin's provider class; a :class:`GraceError` naming the package, the entry and the error when the
     package is broken or the entry is not a :class:`Provider` subclass."""
-    import importlib
-
-    module, _, attr = plugin.target.partition(":")
     head = f"provider {plugin.name!r} comes from the plugin package {plugin.where} ({GROUP}: {plugin.target})"
     fix = f"fix or reinstall it (pip install --force-reinstall {plugin.package})" if plugin.package else "fix it"
     broken = f"; {fix}, or uninstall it (pip uninstall {plugin.package or '...'})"
@@ -113,9 +110,7 @@ def load(plugin: Plugin) -> type[Provider]:
     if _PROBED[plugin.target]:
         raise GraceError(f"{head}, which failed to load: {_PROBED[plugin.target]}{broken}")
     try:
-        obj = importlib.import_module(module.strip())
-        for part in attr.strip().split(".") if attr.strip() else []:
-            obj = getattr(obj, part)
+        obj = resolve(plugin.target)
     except SystemExit as exc:  # imported cleanly on its own, yet exits here: still only this plugin's failure
         raise GraceError(f"{head}, which failed to load: it called sys.exit({exc.code!r}) at import{broken}") from None
     except BaseException as exc:  # any failure of someone else's import: ImportError, SyntaxError, AttributeError...

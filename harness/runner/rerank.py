@@ -29,6 +29,7 @@ from typing import Any
 
 from harness.core.errors import GraceError, WorkFailed
 from harness.core.json_text import first_json_object
+from harness.core.model_names import split_model
 from harness.prompts.template_files import SectionTemplate, find_template, split_sections, template_sha
 from harness.providers.base import ModelSpec, Provider, RetrievedArticle
 from harness.runner.calls import (
@@ -185,7 +186,7 @@ Reranker = LLMReranker | CrossEncoderReranker
 def make_reranker(text: str, *, options: ModelOptions | None = None, prices: Path | None = None,
                   template: str | None = None, ready: bool = True) -> Reranker:
     """``cross-encoder[:MODEL]`` or ``PROVIDER:MODEL`` (ready: key checked, priced, temperature 0)."""
-    kind, _, model = text.partition(":")
+    kind, model = split_model(text)
     if kind == "cross-encoder":
         return CrossEncoderReranker(model or "cross-encoder/ms-marco-MiniLM-L-6-v2")
     from harness.runner.model_options import ready_model

@@ -147,13 +147,11 @@ def make_judge(text: str, options: ModelOptions | None = None, prices: Path | No
     :mod:`harness.runner.model_options`); the judge's output limit defaults to
     :data:`DEFAULT_MAX_TOKENS`, so a judge that rambles is cut off, not waited for.
     """
-    import importlib
-
+    from harness.core.registry import resolve
     from harness.runner.model_options import ready_model
 
     def offline(name: str):
-        module, _, cls = OFFLINE_JUDGES[name].partition(":")
-        return lambda spec: getattr(importlib.import_module(module), cls)(spec)
+        return lambda spec: resolve(OFFLINE_JUDGES[name])(spec)
 
     opts = (options or ModelOptions()).with_default_max_tokens(DEFAULT_MAX_TOKENS)
     return ready_model(text, role="judge", options=opts, prices=prices, offline={n: offline(n) for n in OFFLINE_JUDGES},
