@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
   const { flash } = window.Shell;
 
   const S = {
@@ -19,25 +19,6 @@
     editTimer: null,
   };
   let autoAdvance = () => true;  // the #auto-advance box, wired at start
-
-  // ---------------------------------------------------------------- dom helpers
-
-  // segments: [text, isMatch, inPassage] from the server
-  function segmentsInto(node, segments) {
-    node.replaceChildren();
-    let passage = null;
-    for (const [text, match, inPassage] of segments) {
-      const piece = match ? el("mark", { text }) : document.createTextNode(text);
-      if (inPassage) {
-        if (!passage) { passage = el("span", { class: "passage" }); node.append(passage); }
-        passage.append(piece);
-      } else {
-        passage = null;
-        node.append(piece);
-      }
-    }
-    return node;
-  }
 
   // ---------------------------------------------------------------- state and progress
 
@@ -350,8 +331,8 @@
     const chosen = S.q && S.q.record.expected_citations.includes(c.id);
     const sug = S.q && S.q.suggestion;
     const suggested = sug && sug.usable && sug.citations.includes(c.id);
-    const title = segmentsInto(el("span", { class: "title" }), c.title_segments);
-    const snippet = segmentsInto(el("p", { class: "snippet" }), c.snippet.segments);
+    const title = marked(el("span", { class: "title" }), c.title_segments);
+    const snippet = marked(el("p", { class: "snippet" }), c.snippet.segments);
     if (c.snippet.cut_before) snippet.prepend("… ");
     if (c.snippet.cut_after) snippet.append(" …");
     const crumb = [...c.breadcrumb].join(" › ");
@@ -427,7 +408,7 @@
     S.viewer = a;
     $("v-title").textContent = `#${a.id} ${a.title}`;
     $("v-crumb").textContent = [a.breadcrumb.join(" › "), a.source].filter(Boolean).join(" · ");
-    segmentsInto($("v-text"), a.segments);
+    marked($("v-text"), a.segments);
     $("viewer").hidden = false;
     const p = document.querySelector("#v-text .passage");
     if (p) p.scrollIntoView({ block: "center" }); else $("v-text").scrollTop = 0;

@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
   const flash = (msg) => window.Shell.flash(msg, 2500);
 
   const S = {
@@ -217,17 +217,7 @@
     title.textContent = a.title;
     $("a-id").textContent = `#${a.id}`;
     $("a-crumb").textContent = [a.breadcrumb.join(" › "), a.source].filter(Boolean).join(" · ");
-    text.replaceChildren();
-    let passage = null;
-    for (const [t, match, inPassage] of a.segments) {
-      const piece = match ? el("mark", { text: t }) : document.createTextNode(t);
-      if (inPassage) {
-        if (!passage) { passage = el("span", { class: "passage" }); text.append(passage); }
-        passage.append(piece);
-      } else {
-        text.append(piece);
-      }
-    }
+    const passage = marked(text, a.segments).querySelector(".passage");
     if (passage) {
       const box = text.getBoundingClientRect(), p = passage.getBoundingClientRect();
       text.scrollTop += p.top - box.top - Math.max(0, (box.height - p.height) / 3);

@@ -53,6 +53,20 @@ window.graceUI = (() => {
     return node;
   }
 
+  // [text, isMatch, inPassage] pieces from the server (an article with the question's words and its closest
+  // passage marked): matches become <mark>, each run of passage pieces one <span class="passage">, all text nodes
+  function marked(node, segments) {
+    node.replaceChildren();
+    let passage = null;
+    for (const [text, match, inPassage] of segments) {
+      const piece = match ? el("mark", { text }) : document.createTextNode(text);
+      if (!inPassage) { passage = null; node.append(piece); continue; }
+      if (!passage) { passage = el("span", { class: "passage" }); node.append(passage); }
+      passage.append(piece);
+    }
+    return node;
+  }
+
   function showError(msg) {
     $("error").textContent = msg || "";
   }
@@ -62,20 +76,21 @@ window.graceUI = (() => {
     post(path, body, { keepalive: true });
   }
 
-  return { TOKEN, $, url, getJSON, postJSON, postOnLeave, el, showError };
+  return { TOKEN, $, url, getJSON, postJSON, postOnLeave, el, marked, showError };
 })();
 
 // The page shell of the work pages (annotate, review, kb curate): one item at a time, keyboard first.
 // Each page calls, once:
 //   Shell.keys({ keys, typing, before, ready })  one keydown listener for the page:
 //       keys    {key: fn}: a plain key press (letters lower-cased, else KeyboardEvent.key: "Enter", "ArrowDown")
-//       typing  (e, target) => bool: a key typed in a text field or select; true when the page handled it
+//       typing  (e, target): a key typed in a text field or select (Enter in #jump is the shell's own)
 //       before  (e) => bool: a plain key press seen before `keys` (the digit keys); true when handled
 //       ready   () => bool: false ignores plain keys (nothing shown yet)
 //     "?" opens the help overlay (#help, its buttons #help-btn and #help-close); while it is open every plain
 //     key is swallowed, and Esc or ? closes it. Ctrl, Cmd and Alt chords are left to the browser.
 //   Shell.nav({ go, at, hash })  #prev / #next buttons go to at() - 1 / at() + 1, Enter in #jump goes to its
-//     number; with hash, the address ends in #N (1-based, Shell.shown(i) after each move) and editing it moves.
+//     number; with hash, the address ends in #N (1-based: Shell.shown(i) after each move, Shell.hashIndex() reads
+//     it, null when absent) and editing it moves.
 //   Shell.autoAdvance(storageKey)  the #auto-advance box, remembered in localStorage; returns "is it on?".
 //   Shell.latest()  a move counter, so the latest of overlapping moves wins: start() makes a move and returns
 //     "is it still the latest?"; watch() returns "has no move started since?".
