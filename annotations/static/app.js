@@ -4,7 +4,8 @@
 "use strict";
 
 (() => {
-  const { $, url, getJSON, postJSON, el, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
+  const { flash } = window.Shell;
 
   const S = {
     state: null,        // /api/state
@@ -17,34 +18,7 @@
     saving: Promise.resolve(),
     editTimer: null,
   };
-
-  // ---------------------------------------------------------------- dom helpers
-
-  // segments: [text, isMatch, inPassage] from the server
-  function segmentsInto(node, segments) {
-    node.replaceChildren();
-    let passage = null;
-    for (const [text, match, inPassage] of segments) {
-      const piece = match ? el("mark", { text }) : document.createTextNode(text);
-      if (inPassage) {
-        if (!passage) { passage = el("span", { class: "passage" }); node.append(passage); }
-        passage.append(piece);
-      } else {
-        passage = null;
-        node.append(piece);
-      }
-    }
-    return node;
-  }
-
-
-  function flash(msg) {
-    const s = $("saved");
-    s.textContent = msg;
-    s.classList.remove("fade");
-    void s.offsetWidth;
-    s.classList.add("fade");
-  }
+  let autoAdvance = () => true;  // the #auto-advance box, wired at start
 
   // ---------------------------------------------------------------- state and progress
 
@@ -71,23 +45,23 @@
 
   // ---------------------------------------------------------------- question
 
-  let navSeq = 0;  // the latest go() wins: an earlier one still waiting on the server must not overwrite it
+  const moves = window.Shell.latest();  // the latest go() wins: an earlier one still waiting must not overwrite it
 
   async function go(i) {
     const total = S.state.progress.total;
     if (!total) return;
     i = Math.max(0, Math.min(total - 1, i));
-    const seq = ++navSeq;
+    const latest = moves.start();
     await flushEdits();
     showError("");
     let q;
     try {
       q = await getJSON(`/api/question/${i}`);
-    } catch (e) { if (seq === navSeq) showError(e.message); return; }
-    if (seq !== navSeq) return;
+    } catch (e) { if (latest()) showError(e.message); return; }
+    if (!latest()) return;
     S.q = q;
     S.idx = i;
-    history.replaceState(null, "", `${location.search}#${i + 1}`);
+    window.Shell.shown(i);
     closeViewer();
     closeSkip();
     clearSearch(false);
@@ -227,7 +201,7 @@
   function save(payload, { advance = false } = {}) {
     const qid = payload.question_id;
     const idx = S.idx;
-    const nav = navSeq;  // a move started meanwhile (a click, the address bar) cancels the auto-advance
+    const stayed = moves.watch();  // a move started meanwhile (a click, the address bar) cancels the auto-advance
     const oldText = S.q.record.question;
     const keeps = payload.status === "labelled" || payload.status === "draft";  // a draft keeps its proposal
     S.q.record = Object.assign({}, S.q.record, {
@@ -273,7 +247,7 @@
     });
     return S.saving.then((ok) => {
       const last = idx + 1 >= S.state.progress.total;
-      if (ok && advance && $("auto-advance").checked && S.idx === idx && navSeq === nav && !last) return go(idx + 1);
+      if (ok && advance && autoAdvance() && S.idx === idx && stayed() && !last) return go(idx + 1);
       return undefined;
     });
   }
@@ -357,8 +331,8 @@
     const chosen = S.q && S.q.record.expected_citations.includes(c.id);
     const sug = S.q && S.q.suggestion;
     const suggested = sug && sug.usable && sug.citations.includes(c.id);
-    const title = segmentsInto(el("span", { class: "title" }), c.title_segments);
-    const snippet = segmentsInto(el("p", { class: "snippet" }), c.snippet.segments);
+    const title = marked(el("span", { class: "title" }), c.title_segments);
+    const snippet = marked(el("p", { class: "snippet" }), c.snippet.segments);
     if (c.snippet.cut_before) snippet.prepend("… ");
     if (c.snippet.cut_after) snippet.append(" …");
     const crumb = [...c.breadcrumb].join(" › ");
@@ -434,7 +408,7 @@
     S.viewer = a;
     $("v-title").textContent = `#${a.id} ${a.title}`;
     $("v-crumb").textContent = [a.breadcrumb.join(" › "), a.source].filter(Boolean).join(" · ");
-    segmentsInto($("v-text"), a.segments);
+    marked($("v-text"), a.segments);
     $("viewer").hidden = false;
     const p = document.querySelector("#v-text .passage");
     if (p) p.scrollIntoView({ block: "center" }); else $("v-text").scrollTop = 0;
@@ -454,61 +428,51 @@
     return d === 0 ? 9 : d - 1;
   }
 
-  function onKey(e) {
-    const t = e.target;
-    const typing = t instanceof HTMLElement && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type !== "checkbox"));
-    if (typing) {
-      if (t.id === "skip-note" && e.key === "Enter") { e.preventDefault(); confirmSkip(); return; }
-      if (t.id === "skip-note" && e.key === "Escape") { e.preventDefault(); closeSkip(); return; }
-      if (t.id === "search" && e.key === "Enter") { e.preventDefault(); clearTimeout(searchTimer); runSearch(); t.blur(); return; }
-      if (t.id === "search" && e.key === "Escape") { e.preventDefault(); clearSearch(true); t.blur(); return; }
-      if (t.id === "jump" && e.key === "Enter") { e.preventDefault(); const n = Number(t.value); t.value = ""; t.blur(); if (n) go(n - 1); return; }
-      if (e.key === "Escape" || (e.key === "Enter" && (e.ctrlKey || e.metaKey))) { e.preventDefault(); t.blur(); saveEdits(); }
-      return;
-    }
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (!$("help").hidden) { if (e.key === "Escape" || e.key === "?") { $("help").hidden = true; e.preventDefault(); } return; }
-    const n = numberKey(e);
-    if (n != null) {
-      e.preventDefault();
-      const c = S.list[n];
-      if (!c) return;
-      if (e.shiftKey) toggleAlso(c.id); else choose(c.id);
-      return;
-    }
-    const key = e.key;
-    const actions = {
-      j: () => go(S.idx + 1),
-      k: () => go(S.idx - 1),
-      u: () => firstTodo(),
-      r: () => refuse(),
-      y: () => acceptSuggestion(),
-      s: () => openSkip(),
-      c: () => clearLabel(),
-      e: () => $("qtext").focus(),
-      a: () => $("answer").focus(),
-      n: () => $("notes").focus(),
-      "/": () => $("search").focus(),
-      "?": () => { $("help").hidden = false; },
-      o: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
-      Enter: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
-      ArrowDown: () => setFocus(S.focus + 1),
-      ArrowUp: () => setFocus(S.focus - 1),
-      Escape: () => {
-        if (!$("viewer").hidden) closeViewer();
-        else if (S.listKind === "search") clearSearch(true);
-      },
-    };
-    const f = actions[key.length === 1 ? key.toLowerCase() : key];
-    if (f) { e.preventDefault(); f(); }
+  function typing(e, t) {
+    if (t.id === "skip-note" && e.key === "Enter") { e.preventDefault(); confirmSkip(); return; }
+    if (t.id === "skip-note" && e.key === "Escape") { e.preventDefault(); closeSkip(); return; }
+    if (t.id === "search" && e.key === "Enter") { e.preventDefault(); clearTimeout(searchTimer); runSearch(); t.blur(); return; }
+    if (t.id === "search" && e.key === "Escape") { e.preventDefault(); clearSearch(true); t.blur(); return; }
+    if (e.key === "Escape" || (e.key === "Enter" && (e.ctrlKey || e.metaKey))) { e.preventDefault(); t.blur(); saveEdits(); }
   }
+
+  function digit(e) {
+    const n = numberKey(e);
+    if (n == null) return false;
+    e.preventDefault();
+    const c = S.list[n];
+    if (!c) return true;
+    if (e.shiftKey) toggleAlso(c.id); else choose(c.id);
+    return true;
+  }
+
+  const keys = {
+    j: () => go(S.idx + 1),
+    k: () => go(S.idx - 1),
+    u: () => firstTodo(),
+    r: () => refuse(),
+    y: () => acceptSuggestion(),
+    s: () => openSkip(),
+    c: () => clearLabel(),
+    e: () => $("qtext").focus(),
+    a: () => $("answer").focus(),
+    n: () => $("notes").focus(),
+    "/": () => $("search").focus(),
+    o: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
+    Enter: () => { if (S.list[S.focus]) openViewer(S.list[S.focus].id); },
+    ArrowDown: () => setFocus(S.focus + 1),
+    ArrowUp: () => setFocus(S.focus - 1),
+    Escape: () => {
+      if (!$("viewer").hidden) closeViewer();
+      else if (S.listKind === "search") clearSearch(true);
+    },
+  };
 
   // ---------------------------------------------------------------- wiring
 
   function wire() {
-    document.addEventListener("keydown", onKey);
-    $("prev").addEventListener("click", () => go(S.idx - 1));
-    $("next").addEventListener("click", () => go(S.idx + 1));
+    window.Shell.keys({ keys, typing, before: digit });
+    window.Shell.nav({ go, at: () => S.idx, hash: true });
     $("first-unlabelled").addEventListener("click", () => firstTodo());
     $("refuse").addEventListener("click", () => refuse());
     $("accept").addEventListener("click", () => acceptSuggestion());
@@ -522,34 +486,19 @@
     $("v-close").addEventListener("click", closeViewer);
     $("v-choose").addEventListener("click", () => { if (S.viewer) choose(S.viewer.id); });
     $("v-add").addEventListener("click", () => { if (S.viewer) toggleAlso(S.viewer.id); });
-    $("help-btn").addEventListener("click", () => { $("help").hidden = false; });
-    $("help-close").addEventListener("click", () => { $("help").hidden = true; });
-    const aa = localStorage.getItem("grace-auto-advance");
-    if (aa !== null) $("auto-advance").checked = aa === "1";
-    $("auto-advance").addEventListener("change", (e) => localStorage.setItem("grace-auto-advance", e.target.checked ? "1" : "0"));
-    window.addEventListener("hashchange", () => {
-      const n = Number(location.hash.slice(1));
-      if (n && n - 1 !== S.idx) go(n - 1);
-    });
-    // closing the tab mid-edit: keepalive lets the last edit reach the server after the page is gone
+    autoAdvance = window.Shell.autoAdvance("grace-auto-advance");
     window.addEventListener("pagehide", () => {
       if (!editsPending() || !$("qtext").value.trim()) return;
       const r = S.q.record;
-      fetch(url("/api/label"), {
-        method: "POST", keepalive: true, headers: { "Content-Type": "application/json" },
-        body: JSON.stringify(body(r.status, r.expected_citations, r.must_refuse)),
-      });
+      postOnLeave("/api/label", body(r.status, r.expected_citations, r.must_refuse));
     });
   }
 
-  async function start() {
+  window.Shell.start(async () => {
     wire();
-    try { await refreshState(); } catch (e) { showError(`cannot reach the grace server: ${e.message}`); return; }
-    const fromHash = Number(location.hash.slice(1));
+    await refreshState();
+    const fromHash = window.Shell.hashIndex();
     const first = S.state.progress.first_todo;
-    await go(fromHash ? fromHash - 1 : (first != null ? first : 0));
-    document.body.dataset.ready = "1";
-  }
-
-  document.addEventListener("DOMContentLoaded", start);
+    await go(fromHash != null ? fromHash : (first != null ? first : 0));
+  });
 })();

@@ -4,7 +4,8 @@
 "use strict";
 
 (() => {
-  const { $, url, getJSON, postJSON, el, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
+  const flash = (msg) => window.Shell.flash(msg, 2500);
 
   const S = {
     state: null,      // /api/review/state
@@ -19,18 +20,7 @@
     moving: 0,        // go() calls waiting on the server (marks are ignored meanwhile too)
   };
 
-  // ---------------------------------------------------------------- dom helpers
-
-  let flashTimer = null;
-  function flash(msg) {
-    const s = $("saved");
-    s.textContent = msg;
-    s.classList.remove("fade");
-    void s.offsetWidth;
-    s.classList.add("fade");
-    clearTimeout(flashTimer);
-    flashTimer = setTimeout(() => { s.textContent = ""; }, 2500);
-  }
+  let autoAdvance = () => true;  // the #auto-advance box, wired at start
 
   const verdictName = (v) => (v === true ? "supported" : v === false ? "unsupported" : v === "partial" ? "partial" : "");
 
@@ -62,24 +52,24 @@
 
   // ---------------------------------------------------------------- answer
 
-  let navSeq = 0;  // the latest go() wins: an earlier one still waiting on the server must not overwrite it
+  const moves = window.Shell.latest();  // the latest go() wins: an earlier one still waiting must not overwrite it
 
   async function go(i, focus) {
     const total = S.state.progress.answers;
     if (!total) return;
     i = Math.max(0, Math.min(total - 1, i));
     S.moving += 1;  // marks wait: until the new answer is shown they would land on the old one
-    const seq = ++navSeq;
+    const latest = moves.start();
     let item;
     try {
       await flushNote();
       showError("");
       item = await getJSON(`/api/review/item/${i}`);
-    } catch (e) { if (seq === navSeq) showError(e.message); return; } finally { S.moving -= 1; }
-    if (seq !== navSeq) return;
+    } catch (e) { if (latest()) showError(e.message); return; } finally { S.moving -= 1; }
+    if (!latest()) return;
     S.idx = i;
     S.item = item;
-    history.replaceState(null, "", `${location.search}#${i + 1}`);
+    window.Shell.shown(i);
     renderItem();
     const firstOpen = item.segments.findIndex((s) => s.supported === null);
     setFocus(focus != null ? focus : Math.max(0, firstOpen));
@@ -227,17 +217,7 @@
     title.textContent = a.title;
     $("a-id").textContent = `#${a.id}`;
     $("a-crumb").textContent = [a.breadcrumb.join(" › "), a.source].filter(Boolean).join(" · ");
-    text.replaceChildren();
-    let passage = null;
-    for (const [t, match, inPassage] of a.segments) {
-      const piece = match ? el("mark", { text: t }) : document.createTextNode(t);
-      if (inPassage) {
-        if (!passage) { passage = el("span", { class: "passage" }); text.append(passage); }
-        passage.append(piece);
-      } else {
-        text.append(piece);
-      }
-    }
+    const passage = marked(text, a.segments).querySelector(".passage");
     if (passage) {
       const box = text.getBoundingClientRect(), p = passage.getBoundingClientRect();
       text.scrollTop += p.top - box.top - Math.max(0, (box.height - p.height) / 3);
@@ -304,7 +284,7 @@
     clearTimeout(S.noteTimer);
     const idx = S.idx;
     const saved = save(n, supported);
-    if (!$("auto-advance").checked || supported === null) return;
+    if (!autoAdvance() || supported === null) return;
     const segs = S.item.segments;
     const after = segs.findIndex((s, j) => j > n && s.supported === null);
     const before = segs.findIndex((s) => s.supported === null);
@@ -335,82 +315,59 @@
 
   // ---------------------------------------------------------------- keyboard
 
-  function onKey(e) {
-    const t = e.target;
-    const typing = t instanceof HTMLElement && (t.tagName === "TEXTAREA" || (t.tagName === "INPUT" && t.type !== "checkbox"));
-    if (typing) {
-      if (t.id === "jump" && e.key === "Enter") { e.preventDefault(); const n = Number(t.value); t.value = ""; t.blur(); if (n) go(n - 1); return; }
-      if (t.classList.contains("note") && (e.key === "Enter" || e.key === "Escape")) { e.preventDefault(); t.blur(); saveNote(S.focus); }
-      return;
-    }
-    if (e.ctrlKey || e.metaKey || e.altKey || !S.item) return;
-    if (!$("help").hidden) { if (e.key === "Escape" || e.key === "?") { $("help").hidden = true; e.preventDefault(); } return; }
-    const focusNote = () => {
-      const input = document.querySelector(`#segments > li[data-seg="${S.focus}"] input.note`);
-      if (input) input.focus();
-    };
-    const actions = {
-      s: () => mark(S.focus, true),
-      u: () => mark(S.focus, false),
-      h: () => { if (S.state.claims) mark(S.focus, "partial"); },
-      c: () => { if (!S.busy && !S.moving) save(S.focus, null); },
-      j: () => setFocus(S.focus + 1),
-      k: () => setFocus(S.focus - 1),
-      ArrowDown: () => setFocus(S.focus + 1),
-      ArrowUp: () => setFocus(S.focus - 1),
-      n: () => go(S.idx + 1),
-      p: () => go(S.idx - 1),
-      f: () => { const f = S.state.progress.first_unreviewed; if (f != null) go(f); else flash("every segment is reviewed"); },
-      a: () => nextArticle(),
-      e: focusNote,
-      Enter: focusNote,
-      "?": () => { $("help").hidden = false; },
-    };
-    const f = actions[e.key.length === 1 ? e.key.toLowerCase() : e.key];
-    if (f) { e.preventDefault(); f(); }
+  function typing(e, t) {
+    if (t.classList.contains("note") && (e.key === "Enter" || e.key === "Escape")) { e.preventDefault(); t.blur(); saveNote(S.focus); }
   }
+
+  function focusNote() {
+    const input = document.querySelector(`#segments > li[data-seg="${S.focus}"] input.note`);
+    if (input) input.focus();
+  }
+
+  function firstUnreviewed() {
+    const f = S.state.progress.first_unreviewed;
+    if (f != null) go(f); else flash("every segment is reviewed");
+  }
+
+  const keys = {
+    s: () => mark(S.focus, true),
+    u: () => mark(S.focus, false),
+    h: () => { if (S.state.claims) mark(S.focus, "partial"); },
+    c: () => { if (!S.busy && !S.moving) save(S.focus, null); },
+    j: () => setFocus(S.focus + 1),
+    k: () => setFocus(S.focus - 1),
+    ArrowDown: () => setFocus(S.focus + 1),
+    ArrowUp: () => setFocus(S.focus - 1),
+    n: () => go(S.idx + 1),
+    p: () => go(S.idx - 1),
+    f: firstUnreviewed,
+    a: () => nextArticle(),
+    e: focusNote,
+    Enter: focusNote,
+  };
 
   // ---------------------------------------------------------------- wiring
 
   function wire() {
-    document.addEventListener("keydown", onKey);
-    $("prev").addEventListener("click", () => go(S.idx - 1));
-    $("next").addEventListener("click", () => go(S.idx + 1));
-    $("first-unreviewed").addEventListener("click", () => {
-      const f = S.state.progress.first_unreviewed;
-      if (f != null) go(f); else flash("every segment is reviewed");
-    });
-    $("help-btn").addEventListener("click", () => { $("help").hidden = false; });
-    $("help-close").addEventListener("click", () => { $("help").hidden = true; });
-    const aa = localStorage.getItem("grace-review-auto-advance");
-    if (aa !== null) $("auto-advance").checked = aa === "1";
-    $("auto-advance").addEventListener("change", (e) => localStorage.setItem("grace-review-auto-advance", e.target.checked ? "1" : "0"));
-    window.addEventListener("hashchange", () => {
-      const n = Number(location.hash.slice(1));
-      if (n && n - 1 !== S.idx) go(n - 1);
-    });
-    // closing the tab mid-note: keepalive lets the last note reach the server after the page is gone
+    window.Shell.keys({ keys, typing, ready: () => Boolean(S.item) });
+    window.Shell.nav({ go, at: () => S.idx, hash: true });
+    $("first-unreviewed").addEventListener("click", firstUnreviewed);
+    autoAdvance = window.Shell.autoAdvance("grace-review-auto-advance");
     window.addEventListener("pagehide", () => {
       if (!S.item) return;
       S.item.segments.forEach((s, n) => {
         if (!notePending(n)) return;
-        fetch(url("/api/review/label"), {
-          method: "POST", keepalive: true, headers: { "Content-Type": "application/json" },
-          body: JSON.stringify({ model: S.item.model, question_id: S.item.question_id, repeat: S.item.repeat,
-            segment_index: s.segment_index, supported: s.supported, note: noteValue(n) }),
-        });
+        postOnLeave("/api/review/label", { model: S.item.model, question_id: S.item.question_id, repeat: S.item.repeat,
+          segment_index: s.segment_index, supported: s.supported, note: noteValue(n) });
       });
     });
   }
 
-  async function start() {
+  window.Shell.start(async () => {
     wire();
-    try { await refreshState(); } catch (e) { showError(`cannot reach the grace server: ${e.message}`); return; }
-    const fromHash = Number(location.hash.slice(1));
+    await refreshState();
+    const fromHash = window.Shell.hashIndex();
     const first = S.state.progress.first_unreviewed;
-    await go(fromHash ? fromHash - 1 : (first != null ? first : 0));
-    document.body.dataset.ready = "1";
-  }
-
-  document.addEventListener("DOMContentLoaded", start);
+    await go(fromHash != null ? fromHash : (first != null ? first : 0));
+  });
 })();

@@ -5,7 +5,8 @@
 static folder, its JSON routes); :func:`make_server` serves it with the same
 Host, token and Origin checks, body limits and security headers, and
 :func:`listen` / :func:`serve` start it the same way from every command.
-``static/common.js`` (API calls, a DOM builder that only makes text nodes) and
+``static/common.js`` (API calls, a DOM builder that only makes text nodes, and
+the work pages' shell: keys, help, prev/next, auto-advance, the "saved" toast) and
 ``static/base.css`` are served to every app. Needs only the standard library
 and ``harness.core``, so any stage may use it.
 """

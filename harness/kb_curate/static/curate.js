@@ -5,6 +5,7 @@
 
 (() => {
   const { $, getJSON, postJSON, el, showError } = window.graceUI;
+  const { flash } = window.Shell;
 
   const S = {
     state: null,     // /api/curate/state
@@ -14,14 +15,6 @@
     editing: false,  // the proposal's edit fields are open
     busy: Promise.resolve(),
   };
-
-  function flash(msg) {
-    const s = $("saved");
-    s.textContent = msg;
-    s.classList.remove("fade");
-    void s.offsetWidth;
-    s.classList.add("fade");
-  }
 
   // ---------------------------------------------------------------- state, worklist, history
 
@@ -59,17 +52,17 @@
 
   // ---------------------------------------------------------------- one finding
 
-  let navSeq = 0;
+  const moves = window.Shell.latest();  // the latest go() wins: an earlier one still waiting must not overwrite it
 
   async function go(i) {
     const n = S.state.findings.length;
-    const seq = ++navSeq;
+    const latest = moves.start();
     showError("");
     if (!n) { S.f = null; renderFinding(); return; }
     i = Math.max(0, Math.min(n - 1, i));
     let f;
-    try { f = await getJSON("/api/curate/finding", { key: S.state.findings[i].key }); } catch (e) { if (seq === navSeq) showError(e.message); return; }
-    if (seq !== navSeq) return;
+    try { f = await getJSON("/api/curate/finding", { key: S.state.findings[i].key }); } catch (e) { if (latest()) showError(e.message); return; }
+    if (!latest()) return;
     S.idx = i;
     S.f = f;
     S.proposal = (f.proposals || [])[0] || null;
@@ -274,39 +267,29 @@
 
   // ---------------------------------------------------------------- keyboard
 
-  function onKey(e) {
-    const t = e.target;
-    const typing = t instanceof HTMLElement && (t.tagName === "TEXTAREA" || t.tagName === "SELECT" || (t.tagName === "INPUT" && t.type !== "checkbox"));
-    if (typing) {
-      if (t.id === "distinct-why" && e.key === "Enter") { e.preventDefault(); confirmDistinct(); return; }
-      if (t.id === "distinct-why" && e.key === "Escape") { e.preventDefault(); $("distinct-box").hidden = true; t.blur(); return; }
-      if (e.key === "Escape") { e.preventDefault(); t.blur(); }
-      return;
-    }
-    if (e.ctrlKey || e.metaKey || e.altKey) return;
-    if (!$("help").hidden) { if (e.key === "Escape" || e.key === "?") { $("help").hidden = true; e.preventDefault(); } return; }
-    const actions = {
-      j: () => go(S.idx + 1),
-      k: () => go(S.idx - 1),
-      p: () => propose(),
-      y: () => accept(),
-      e: () => openProposalEdit(),
-      x: () => reject(),
-      m: () => merge(),
-      d: () => openDistinct(),
-      z: () => undo(),
-      t: () => { const i = document.querySelector("#articles .title-input"); if (i) { i.focus(); i.select(); } },
-      "?": () => { $("help").hidden = false; },
-      Escape: () => { $("distinct-box").hidden = true; if (S.editing) { S.editing = false; renderProposal(); } },
-    };
-    const f = actions[e.key.length === 1 ? e.key.toLowerCase() : e.key];
-    if (f) { e.preventDefault(); f(); }
+  function typing(e, t) {
+    if (t.id === "distinct-why" && e.key === "Enter") { e.preventDefault(); confirmDistinct(); return; }
+    if (t.id === "distinct-why" && e.key === "Escape") { e.preventDefault(); $("distinct-box").hidden = true; t.blur(); return; }
+    if (e.key === "Escape") { e.preventDefault(); t.blur(); }
   }
 
+  const keys = {
+    j: () => go(S.idx + 1),
+    k: () => go(S.idx - 1),
+    p: () => propose(),
+    y: () => accept(),
+    e: () => openProposalEdit(),
+    x: () => reject(),
+    m: () => merge(),
+    d: () => openDistinct(),
+    z: () => undo(),
+    t: () => { const i = document.querySelector("#articles .title-input"); if (i) { i.focus(); i.select(); } },
+    Escape: () => { $("distinct-box").hidden = true; if (S.editing) { S.editing = false; renderProposal(); } },
+  };
+
   function wire() {
-    document.addEventListener("keydown", onKey);
-    $("prev").addEventListener("click", () => go(S.idx - 1));
-    $("next").addEventListener("click", () => go(S.idx + 1));
+    window.Shell.keys({ keys, typing });
+    window.Shell.nav({ go, at: () => S.idx });
     $("undo").addEventListener("click", () => undo());
     $("propose").addEventListener("click", () => propose());
     $("merge").addEventListener("click", () => merge());
@@ -314,16 +297,11 @@
     $("p-accept").addEventListener("click", () => accept());
     $("p-editbtn").addEventListener("click", () => openProposalEdit());
     $("p-reject").addEventListener("click", () => reject());
-    $("help-btn").addEventListener("click", () => { $("help").hidden = false; });
-    $("help-close").addEventListener("click", () => { $("help").hidden = true; });
   }
 
-  async function start() {
+  window.Shell.start(async () => {
     wire();
-    try { await refreshState(); } catch (e) { showError(`cannot reach the grace server: ${e.message}`); return; }
+    await refreshState();
     await go(0);
-    document.body.dataset.ready = "1";
-  }
-
-  document.addEventListener("DOMContentLoaded", start);
+  });
 })();
