@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from harness.core.errors import GraceError, where
 
@@ -67,17 +67,21 @@ def _deeper(value: Any, limit: int) -> bool:
     return False
 
 
-def iter_lines(path: Path, *, expected: str = "a .jsonl file") -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line number, raw line)`` of a JSON Lines file, a UTF-8 byte-order mark and blank lines left out:
-    the part every JSONL reader shares, whether a bad line stops it (:func:`iter_jsonl`) or is set aside."""
+def _open(path: Path, expected: str) -> BinaryIO:
+    """The file for reading as bytes, or the error a user can act on (missing, or a folder)."""
     path = Path(path)
     try:
-        fh = path.open("rb")
+        return path.open("rb")
     except FileNotFoundError:
         raise GraceError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise GraceError(f"{path}: is a folder, expected {expected}") from None
-    with fh:
+
+
+def iter_lines(path: Path, *, expected: str = "a .jsonl file") -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, raw line)`` of a JSON Lines file, a UTF-8 byte-order mark and blank lines left out:
+    the part every JSONL reader shares, whether a bad line stops it (:func:`iter_jsonl`) or is set aside."""
+    with _open(path, expected) as fh:
         for n, raw in enumerate(fh, 1):
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -91,14 +95,7 @@ def iter_bounded_lines(path: Path, max_bytes: int, *, expected: str = "a .jsonl 
     at most ``max_bytes`` of any line. A longer line is yielded cut to its first ``max_bytes`` bytes with its whole
     length (``length > max_bytes`` says it is cut); the rest of it is skipped, never held, so one 2 GB line costs
     no more memory than the limit."""
-    path = Path(path)
-    try:
-        fh = path.open("rb")
-    except FileNotFoundError:
-        raise GraceError(f"{path}: file not found") from None
-    except IsADirectoryError:
-        raise GraceError(f"{path}: is a folder, expected {expected}") from None
-    with fh:
+    with _open(path, expected) as fh:
         n = 0
         while raw := fh.readline(max_bytes + 1):
             n += 1
