@@ -27,7 +27,7 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
-              "bench_export_parquet.py"}  # phases.py: via bench_commands --phases
+              "bench_export_parquet.py", "bench_import_logs.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -57,6 +57,12 @@ def test_bench_view_runs():
     assert "2,000 scored responses each" in out and "grace compare A B --json" in out
     assert "cold start (no index yet): first page" in out and "question pages: median" in out
     assert "goals: first page <= 2 s" in out and "compare <= 15 s" in out
+
+
+def test_bench_import_logs_runs():
+    out = _run("bench_import_logs.py", "--mb", "0.3", "--distinct", "50")
+    assert "import-logs (with gold): exit 0" in out and "peak RSS" in out and "MB/s of log" in out
+    assert "imported" in out and "responses.jsonl:" in out
 
 
 def test_bench_runner_runs():
