@@ -23,7 +23,7 @@ from harness.core.files import decode_checked, read_text_checked, spreadsheet_un
 from harness.core.group_names import group_names
 
 # The gold CSV's columns, spelled here only: every other module names them through these constants
-# (tests/test_gold_format.py holds the source tree to that).
+# (tests/kb_builder/test_gold_format.py holds the source tree to that).
 QUESTION_ID = "question_id"
 QUESTION = "question"
 EXPECTED_ANSWER = "expected_answer"

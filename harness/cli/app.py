@@ -28,7 +28,7 @@ from harness.core.version import __version__
 # of that name, a dash read as "_"); they are found by reading the modules' text, never importing them, so ``grace --help`` stays fast.
 # Adding a command is its module here (and its workflow): no list to edit. ``grace --help`` lists these first,
 # in this order, then any other command by name.
-COMMAND_PACKAGE = "harness.cli"  # every command line is here (tests/test_layers.py: the CLI is the top layer)
+COMMAND_PACKAGE = "harness.cli"  # every command line is here (tests/source_tree/test_layers.py: the CLI is on top)
 HELP_ORDER = ("kb", "run", "score", "report", "gate", "compare", "view", "annotate", "annotations", "gold", "spotcheck",
               "cache", "demo")
 

@@ -13,7 +13,7 @@ itself loads on first use (``Comparison``, ``SpotcheckOptions``, ``Trend``: nump
 scorer) are imported under ``TYPE_CHECKING`` and loaded on first use here too. The ``grace``
 command never imports this package: it goes through ``harness``, whose names all load on first
 use (``import harness as grace`` keeps working, with the same objects).
-``tests/test_grace_package.py`` holds the two lists equal and prints the line a new name needs.
+``tests/harness/grace/test_grace_package.py`` holds the two lists equal and prints the line a new name needs.
 """
 
 from __future__ import annotations

@@ -14,12 +14,12 @@ than any of the languages in RIVALS, whose short words overlap); the rest go to
 the detector (py3langid, ~60 µs). An answer too short to tell (a bare citation,
 "Yes [ID: 3]") is not counted either way. The sample benchmark's answers in the
 seven template languages are each read as their own language and none as English
-(tests/test_language_prompts.py).
+(tests/harness/prompts/test_language_prompts.py).
 
 Splitting an answer into words and looking each up is the whole cost, so the
 six words are first looked for among the first FIRST_WORDS words only; the
 decisions are those of the rule read over every word of the head
-(tests/test_answer_language.py holds the rule written plainly and compares).
+(tests/harness/scoring/test_answer_language.py holds the rule written plainly and compares).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ répondre", "ich kann diese Frage nicht beantworten", "δεν μπορώ να α
 or on the *provided* articles not containing it ("les articles fournis ne
 mentionnent pas", "keiner der Artikel", "ninguno de los artículos"), never on a
 bare negation, so "Non, vous ne pouvez pas reporter plus de 5 jours [ID: 3]"
-stays an answer. ``tests/test_refusal_languages.py`` checks each language's
+stays an answer. ``tests/harness/prompts/test_language_prompts.py`` checks each language's
 sentence and paraphrases, and that none of the sample benchmark's answers,
 translated into each language, reads as a refusal.
 """

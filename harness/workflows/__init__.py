@@ -2,7 +2,7 @@
 
 A workflow is the one place that drives several stages in order (read the KB and
 gold once, call the models, score, write the reports); the stages below import
-only what comes before them in the data flow (``tests/test_layers.py``). The
+only what comes before them in the data flow (``tests/source_tree/test_layers.py``). The
 Python API (:mod:`harness.api`) re-exports these functions; a command line parses
 its options, makes one call here and prints the result.
 
