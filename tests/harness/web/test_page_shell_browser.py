@@ -21,10 +21,10 @@ from annotations.state import AnnotationSession
 from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating
 from kb_builder.kb_folder import load_kb
+from tests.annotations.test_annotate_browser import ARTICLES, QUESTIONS
+from tests.annotations.test_annotations_review import build_run
 from tests.browser import launch, open_page, sync_api_or_skip
 from tests.curate_kb import write_kb
-from tests.test_annotate_browser import ARTICLES, QUESTIONS
-from tests.test_annotations_review import build_run
 
 sync_api = sync_api_or_skip()
 expect = sync_api.expect
