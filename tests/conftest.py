@@ -161,3 +161,24 @@ def checkout_grace():
     sys.modules["grace"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def killed_at_replace(target: str, *argv: object, env: dict[str, str] | None = None):
+    """``grace ARGV`` in a process that SIGKILLs itself just before renaming a temp file over ``target``: a crash at
+    the worst moment of a write, for the tests that a folder survives it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, sys\n"
+        "real = os.replace\n"
+        "def replace(src, dst, *a, **k):\n"
+        f"    if str(dst).endswith({target!r}):\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(src, dst, *a, **k)\n"
+        "os.replace = replace\n"
+        "from harness.cli.app import main\n"
+        "main(sys.argv[1:])\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, *map(str, argv)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=120)

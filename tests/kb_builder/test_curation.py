@@ -18,6 +18,7 @@ from harness.workflows.kb_edits import KbEdit, edit_kb, open_curation
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import CONFLICTS, CURATION
 from kb_builder.kb_folder import load_kb
+from tests.conftest import killed_at_replace
 
 HANDBOOK = {
     "leave.md": """\
@@ -354,26 +355,10 @@ def test_a_writer_killed_between_the_record_and_the_articles_is_caught_up(kb):
     assert json.loads((kb / "manifest.json").read_text())["curation_seq"] == 1
 
 
-def _killed_at_replace(target: str, *argv: object) -> subprocess.CompletedProcess:
-    """``grace ARGV`` in a process that SIGKILLs itself just before renaming a temp file over ``target``."""
-    code = (
-        "import os, signal, sys\n"
-        "real = os.replace\n"
-        "def replace(src, dst, *a, **k):\n"
-        f"    if str(dst).endswith({target!r}):\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "    return real(src, dst, *a, **k)\n"
-        "os.replace = replace\n"
-        "from harness.cli.app import main\n"
-        "main(sys.argv[1:])\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, *map(str, argv)], capture_output=True, text=True, timeout=120)
-
-
 def test_a_curation_killed_half_way_is_in_force_for_every_reader(kb):
     """Before: ``kb edit --list`` listed the action while ``kb search`` and the rest used the KB without it."""
     t = ids_by_title(kb)
-    killed = _killed_at_replace("articles.jsonl", "kb", "edit", kb, "--title", t["Taxis"], "Taxi fares at night")
+    killed = killed_at_replace("articles.jsonl", "kb", "edit", kb, "--title", t["Taxis"], "Taxi fares at night")
     assert killed.returncode == -signal.SIGKILL
     assert "Taxi fares at night" not in (kb / "articles.jsonl").read_text()  # the kill fell between the two writes
     assert [e.seq for e in read_edits(kb)] == [1]

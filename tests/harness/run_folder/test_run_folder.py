@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.testing import FakeAPIServer, Reply, cite_first_id
-from tests.conftest import ROOT, run_grace, small_bench, write
+from tests.conftest import ROOT, killed_at_replace, run_grace, small_bench, write
 
 VOLATILE = {"created_at", "responses", "gold", "kb", "run_json_hash"}  # timestamps, paths and run.json's identity: every figure must match
 
@@ -168,23 +168,6 @@ def test_a_torn_last_line_is_moved_aside_and_the_run_matches_a_fresh_one(bench, 
     same_results(bench / "run", bench / "fresh")
 
 
-def _killed_at_replace(target: str, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Run grace in a process that SIGKILLs itself just before renaming a temp file over ``target``."""
-    code = (
-        "import os, signal, sys\n"
-        "real = os.replace\n"
-        "def replace(src, dst, *a, **k):\n"
-        f"    if str(dst).endswith({target!r}):\n"
-        "        os.kill(os.getpid(), signal.SIGKILL)\n"
-        "    return real(src, dst, *a, **k)\n"
-        "os.replace = replace\n"
-        "from harness.cli.app import main\n"
-        "main(sys.argv[1:])\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, *argv], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
-
-
 def test_a_kill_during_the_final_rewrite_loses_nothing_and_leaves_no_debris(bench):
     with FakeAPIServer(responder=cite_first_id) as srv:
         env = subprocess_env(srv)
@@ -197,14 +180,14 @@ def test_a_kill_during_the_final_rewrite_loses_nothing_and_leaves_no_debris(benc
         errors = sum(1 for r in rows(bench / "run") if r["error"])
         assert errors >= 3
         srv.responder = cite_first_id
-        killed = _killed_at_replace("responses.jsonl", args, env)  # retries appended, then compaction: killed
+        killed = killed_at_replace("responses.jsonl", *args, env=env)  # retries appended, then compaction: killed
         assert killed.returncode == -signal.SIGKILL
         on_file = rows(bench / "run")  # the old file is whole: every line parses
         assert len(on_file) == 12 + errors
         debris = [p.name for p in (bench / "run").iterdir() if p.name.startswith(".responses.jsonl.")]
         assert debris, "the kill should have left the temp file of the rewrite"
         calls = len(srv.requests)
-        killed = _killed_at_replace("scores.jsonl", args, env)  # now a kill while scoring
+        killed = killed_at_replace("scores.jsonl", *args, env=env)  # now a kill while scoring
         assert killed.returncode == -signal.SIGKILL and len(srv.requests) == calls  # nothing asked twice
         assert any(p.name.startswith(".scores.jsonl.") for p in (bench / "run").iterdir())
         done = subprocess.run(grace_cmd(bench, bench / "run", "--model", "openai:m"), cwd=ROOT, env=env,
