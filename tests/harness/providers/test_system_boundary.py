@@ -79,10 +79,11 @@ def forks(request):
     if request.question_id == "q003":
         pid = os.fork()
         if pid == 0:
-            with open("/proc/self/stat") as stat, open(os.environ["BOUNDARY_PIDS"], "a") as fh:
-                started = stat.read().rsplit(")", 1)[1].split()[19]  # its start time: a reused pid is another process
-                fh.write(f"{os.getpid()} {started}\\n")
             time.sleep(3600)
+        # written by the parent before it answers, so the file is there when the run ends, however loaded the machine
+        with open(f"/proc/{pid}/stat") as stat, open(os.environ["BOUNDARY_PIDS"], "a") as fh:
+            started = stat.read().rsplit(")", 1)[1].split()[19]  # its start time: a reused pid is another process
+            fh.write(f"{pid} {started}\\n")
     return fine(request)
 
 
