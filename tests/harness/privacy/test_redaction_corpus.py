@@ -125,5 +125,9 @@ def test_names_on_the_shared_handbooks(monkeypatch):
     shared("helvia-playbook-rag")
     monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
     books, _ = bench.handbooks()
-    rate, false = _name_rate([(name, files) for name, files in books if "TTS" in name or "Helvia" in name])
+    # Helvia whole (held out) and every fourth TTS page (its 245 pages, 215,000 words, take a minute through spaCy:
+    # benchmarks/redaction.py --names reads them all and prints the table in docs/measurements.md)
+    chosen = [(name, files if "Helvia" in name else files[::4]) for name, files in books
+              if "TTS" in name or "Helvia" in name]
+    rate, false = _name_rate(chosen)
     assert rate <= 1.0, [(f.value, f.context) for f in false]
