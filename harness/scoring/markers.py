@@ -1,0 +1,390 @@
+"""The citation markers a shipped system prints, and the reference string each one points to.
+
+A RAG bot does not write GRACE's ``[ID: 17]``: it writes ``[1]``, ``[1, 2]``, ``[1-3]``, ``[^1]`` footnotes,
+``【1†source】``, superscripts (``¹²``), markdown links ``[text](url)``, and ends with a "Sources:" list (in
+any language grace has templates for). A number in such a marker is an index into the answer's *own* source
+list (or into the structured citations the system returned, 1-based), never a KB article ID: reading ``[1]``
+as article 1 gave bots a silent wrong figure (issue 39). So this module only turns an answer into typed
+records (the body without its source list, each marker with its span, the sentence it ends and the
+reference *string* it points to, and the named problems found); mapping a reference string onto KB articles
+is the resolver's job, never done here.
+
+Model output is hostile: every pattern is linear (bounded repeats, no nested quantifiers over overlapping
+characters), text inside ``` fences is never read, and nothing here raises on any string.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from harness.prompts.languages import TEMPLATE_LANGUAGES
+
+# The heading of a trailing source list, per template language (harness.prompts.languages). Lower case.
+LIST_HEADINGS = {
+    "en": ("sources", "source", "references", "reference", "citations", "citation", "bibliography"),
+    "fr": ("sources", "source", "références", "référence", "citations", "bibliographie"),
+    "de": ("quellen", "quelle", "referenzen", "quellenangaben", "belege", "zitate"),
+    "es": ("fuentes", "fuente", "referencias", "citas", "bibliografía"),
+    "pt": ("fontes", "fonte", "referências", "citações", "bibliografia"),
+    "it": ("fonti", "fonte", "riferimenti", "citazioni", "bibliografia"),
+    "nl": ("bronnen", "bron", "referenties", "verwijzingen", "citaten"),
+    "el": ("πηγές", "πηγή", "αναφορές", "παραπομπές", "βιβλιογραφία"),
+}
+assert set(LIST_HEADINGS) == set(TEMPLATE_LANGUAGES), "a template language without source-list headings"
+_HEADING_WORDS = frozenset(w for words in LIST_HEADINGS.values() for w in words)
+
+KINDS = ("numeric", "footnote", "bracket_source", "superscript", "link")
+PROBLEMS = {  # code: severity
+    "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
+    "duplicate_number": "error",  # two list entries with one number (the first is used)
+    "range_too_long": "error",  # [1-500]: not expanded
+    "uncited_entry": "warning",  # a list entry no marker points to
+    "list_longer_than_markers": "warning",  # more list entries than distinct numbers cited
+}
+MAX_RANGE = 50  # a range marker [a-b] wider than this is not expanded (a year span, a typo, or hostile)
+
+_SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_SUPER_DIGITS = str.maketrans(_SUPERSCRIPT, "0123456789")
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    """One entry of the answer's own source list or one footnote definition."""
+
+    label: str  # "1", "2", or a footnote's name ("note"); an unnumbered bullet gets its 1-based position
+    reference: str  # the text of the entry, for the resolver (a path, a URL, a title, a quote)
+    origin: str  # list | footnote (``[^1]: ...``) | definition (``[1]: url``)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marker in the body, and what each of its labels points to."""
+
+    kind: str  # one of KINDS
+    start: int  # character span in ``MarkerReading.body``
+    end: int
+    labels: tuple[str, ...]  # ("1", "2") for [1, 2] or [1-2]; () for a link whose text is not a number
+    references: tuple[str | None, ...]  # per label (a link: its URL); None when nothing resolves it
+    via: tuple[str, ...]  # per reference: list | footnote | definition | structured | link | dagger | none
+    sentence_start: int  # the sentence this marker ends (span in the body)
+    sentence_end: int
+
+    def sentence(self, body: str) -> str:
+        return body[self.sentence_start:self.sentence_end]
+
+
+@dataclass(frozen=True)
+class Problem:
+    code: str  # a key of PROBLEMS
+    severity: str  # error | warning
+    detail: str
+
+
+@dataclass(frozen=True)
+class MarkerReading:
+    body: str  # the answer without its source list and footnote definitions
+    markers: tuple[Marker, ...]
+    sources: tuple[SourceEntry, ...]
+    cited_references: tuple[str, ...]  # distinct, in order of first marker; the structured citations if no marker
+    problems: tuple[Problem, ...]
+
+
+# ---- back matter: the trailing source list and footnote definitions --------------------------------------------
+
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]*)?[*_]{0,2}([^\W\d_]{3,20})[*_]{0,2}[ \t]*([:：])?[*_]{0,2}[ \t]*(.*)$")
+_FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\s]{1,40})\]:[ \t]*(.*)$")
+_LINK_DEF = re.compile(r"^[ \t]{0,3}\[(\d{1,3})\]:[ \t]+(\S.*)$")
+# "[1] x", "[1]: x", "1. x", "1) x", "(1) x", "¹ x", each maybe after a bullet; a bare bullet "- x"
+_ENTRY = re.compile(
+    r"^[ \t]{0,3}(?:[-*+•][ \t]+)?(?:\[\^?(\d{1,3})\]|\((\d{1,3})\)|(\d{1,3})[.):]|([⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))"
+    r"[ \t]*[:\-–—]?[ \t]*(.*)$"
+)
+_BULLET = re.compile(r"^[ \t]{0,3}[-*+•][ \t]+(\S.*)$")
+_INLINE_ENTRY = re.compile(r"\[(\d{1,3})\][ \t]*:?[ \t]*([^\[]*)")
+
+
+def _fences(lines: list[str]) -> list[bool]:
+    """Whether each line is inside (or opens/closes) a ``` or ~~~ fence; an unclosed fence runs to the end."""
+    inside, out, opener = False, [], ""
+    for line in lines:
+        m = _FENCE.match(line)
+        if m and not inside:
+            inside, opener = True, m.group(1)[0]
+            out.append(True)
+        elif m and inside and m.group(1)[0] == opener:
+            inside = False
+            out.append(True)
+        else:
+            out.append(inside)
+    return out
+
+
+def _entry(line: str) -> tuple[str | None, str] | None:
+    """A list line's (number or None for a bare bullet, text); None when the line is no entry."""
+    m = _ENTRY.match(line)
+    if m:
+        number = next(g for g in m.groups()[:4] if g is not None).translate(_SUPER_DIGITS)
+        return str(int(number)), m.group(5).strip()
+    m = _BULLET.match(line)
+    return (None, m.group(1).strip()) if m else None
+
+
+def _clean_reference(text: str) -> str:
+    return text.strip().strip("`<>").strip()
+
+
+def _heading(line: str) -> tuple[bool, str] | None:
+    """``(True, rest)`` when ``line`` is a source-list heading ("Sources:", "**Quellen**", "## Πηγές")."""
+    m = _HEADING.match(line.rstrip("\r\n"))
+    if not m or m.group(1).lower() not in _HEADING_WORDS:
+        return None
+    rest = m.group(3).strip().strip("*_").strip()
+    if m.group(2) is None and rest:  # "Sources say the bonus is 10%": prose, not a heading
+        return None
+    return True, rest
+
+
+def _inline_entries(rest: str) -> list[tuple[str | None, str]]:
+    """Entries written on the heading's own line: "Sources: [1] a.html, [2] b.html" or "Sources: a.html; b.html"."""
+    found = [(str(int(m.group(1))), m.group(2).strip().rstrip(",;").strip()) for m in _INLINE_ENTRY.finditer(rest)]
+    if found:
+        return found
+    return [(None, part.strip()) for part in re.split(r"[;,][ \t]+", rest) if part.strip()]
+
+
+def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
+    """The body without the trailing source list and footnote/link definitions, and those entries in order."""
+    lines = text.splitlines(keepends=True)
+    fenced = _fences(lines)
+    keep = [True] * len(lines)
+    definitions: list[SourceEntry] = []
+    i = 0
+    while i < len(lines):
+        m = None if fenced[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
+        if m:
+            label = m.group(1)
+            label = str(int(label)) if label.isdigit() else label
+            parts = [m.group(2).strip()]
+            keep[i] = False
+            while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
+                i += 1
+                keep[i] = False
+                parts.append(lines[i].strip())
+            origin = "footnote" if m.re is _FOOTNOTE_DEF else "definition"
+            definitions.append(SourceEntry(label, _clean_reference(" ".join(parts)), origin))
+        i += 1
+
+    listed: list[tuple[str | None, str]] = []
+    heading = next((j for j in range(len(lines) - 1, -1, -1) if keep[j] and not fenced[j] and _heading(lines[j])),
+                   None)
+    if heading is not None:
+        rest = _heading(lines[heading])[1]
+        candidate = _inline_entries(rest) if rest else []
+        end = heading + 1
+        while end < len(lines):
+            line = lines[end]
+            if not keep[end] or not line.strip():
+                end += 1
+                continue
+            entry = None if fenced[end] else _entry(line)
+            if entry is not None:
+                candidate.append(entry)
+            elif candidate and line[:1] in (" ", "\t"):  # an indented continuation of the entry above
+                candidate[-1] = (candidate[-1][0], candidate[-1][1] + " " + line.strip())
+            else:
+                break
+            end += 1
+        if candidate:
+            listed = candidate
+            for j in range(heading, end):
+                keep[j] = False
+    entries = [SourceEntry(label if label is not None else str(n), _clean_reference(ref), "list")
+               for n, (label, ref) in enumerate(listed, 1) if ref]
+    body = "".join(line for line, k in zip(lines, keep, strict=True) if k).rstrip()
+    return body, entries + definitions
+
+
+# ---- markers in the body --------------------------------------------------------------------------------------
+
+# [text](url) with at most one level of brackets in the text ([[1]](url)); images (![..](..)) are skipped by the caller
+_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
+_NUMERIC = re.compile(r"\[(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?![(:])")
+_FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\](?!:)")
+_DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^】\n]{0,300}))?】")
+_SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
+_UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
+_NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
+_RANGE = re.compile(r"(\d{1,3})[ \t]*[-–—][ \t]*(\d{1,3})")
+_SENTENCE_END = re.compile(r"[.!?…。！？](?=\s|$)|\n")
+
+
+def _fence_spans(body: str) -> list[tuple[int, int]]:
+    spans, pos, start = [], 0, None
+    lines = body.splitlines(keepends=True)
+    for line, inside in zip(lines, _fences(lines), strict=True):
+        if inside and start is None:
+            start = pos
+        elif not inside and start is not None:
+            spans.append((start, pos))
+            start = None
+        pos += len(line)
+    if start is not None:
+        spans.append((start, pos))
+    return spans
+
+
+def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
+    """The labels of "1, 2", "1-3", "1 and 4"; False when a range is wider than MAX_RANGE (kept as its ends)."""
+    labels: list[str] = []
+    ok = True
+    for part in _NUMBER_SPLIT.split(inner):
+        r = _RANGE.fullmatch(part)
+        if r:
+            a, b = int(r.group(1)), int(r.group(2))
+            if 0 <= b - a <= MAX_RANGE:
+                labels.extend(str(n) for n in range(a, b + 1))
+            else:
+                ok = False
+                labels.extend((str(a), str(b)))
+        elif part.strip().isdigit():
+            labels.append(str(int(part)))
+    return tuple(dict.fromkeys(labels)), ok
+
+
+def _sentences(masked: str) -> list[tuple[int, int]]:
+    """Sentence spans (trimmed) of ``masked``, the body with every marker blanked out."""
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(masked):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(masked)))
+    out = []
+    for a, b in spans:
+        seg = masked[a:b]
+        lead = len(seg) - len(seg.lstrip())
+        trail = len(seg) - len(seg.rstrip())
+        if b - trail > a + lead:
+            out.append((a + lead, b - trail))
+    return out
+
+
+def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None) -> MarkerReading:
+    """Every citation marker of ``text``, resolved through its own source list or the structured ``citations``.
+
+    A numbered marker resolves, in order, through the answer's list entry or footnote definition with that
+    number, then the structured citation at that 1-based index, then (``【1†name】``) the name after the dagger;
+    a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID.
+    """
+    citations = [str(c) for c in (citations or ())]
+    body, sources = _back_matter(text)
+    fences = _fence_spans(body)
+    taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
+    for a, b in fences:
+        taken[a:b] = b"\x01" * (b - a)
+    raw: list[tuple[int, int, str, tuple[str, ...], str | None, bool]] = []  # start, end, kind, labels, direct, ok
+
+    def free(a: int, b: int) -> bool:
+        return not any(taken[a:b])
+
+    def claim(a: int, b: int) -> None:
+        taken[a:b] = b"\x01" * (b - a)
+
+    for m in _LINK.finditer(body):
+        if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
+            continue
+        label_text = m.group(1).strip().strip("[]^").strip()
+        labels = (str(int(label_text)),) if label_text.isdigit() and len(label_text) <= 3 else ()
+        raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
+        claim(m.start(), m.end())
+    for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
+                          (_SUPER, "superscript")):
+        for m in pattern.finditer(body):
+            if not free(m.start(), m.end()):
+                continue
+            direct, ok = None, True
+            if kind == "footnote":
+                label = m.group(1)
+                labels = (str(int(label)) if label.isdigit() else label,)
+            elif kind == "bracket_source":
+                labels = (str(int(m.group(1))) if m.group(1).isdigit() else m.group(1),)
+                name = (m.group(2) or "").strip()
+                direct = name if name and name.lower() not in ("source", "sources") else None
+            elif kind == "numeric":
+                labels, ok = _numbers(m.group(1))
+            else:
+                if m.group(1) is None and _UNIT_BEFORE.search(body, max(0, m.start() - 6), m.start()):
+                    continue
+                digits = m.group(1) if m.group(1) is not None else m.group(0).translate(_SUPER_DIGITS)
+                labels = tuple(dict.fromkeys(str(int(d)) for d in re.split(r"[,˒]\s?", digits) if d))
+            raw.append((m.start(), m.end(), kind, labels, direct, ok))
+            claim(m.start(), m.end())
+    raw.sort()
+
+    masked = list(body)
+    for a, b, *_ in raw:
+        masked[a:b] = " " * (b - a)
+    sentences = _sentences("".join(masked))
+
+    by_label: dict[str, SourceEntry] = {}
+    problems: list[Problem] = []
+    for entry in sources:
+        if entry.label in by_label:
+            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
+                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
+        else:
+            by_label[entry.label] = entry
+
+    markers: list[Marker] = []
+    cited_labels: dict[str, None] = {}
+    cited: dict[str, None] = {}
+    sentence_index = 0
+    for start, end, kind, labels, direct, ok in raw:
+        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
+            sentence_index += 1
+        s_start, s_end = sentences[sentence_index] if sentences else (0, 0)
+        if not ok:
+            problems.append(_problem("range_too_long", f"{body[start:end]!r} spans more than {MAX_RANGE} numbers"))
+        references: list[str | None] = []
+        via: list[str] = []
+        if kind == "link":
+            references, via = [direct], ["link"]
+            cited_labels.update(dict.fromkeys(labels))
+        else:
+            for label in labels:
+                cited_labels[label] = None
+                ref, how = _resolve(label, by_label, citations, direct)
+                if ref is None:
+                    problems.append(_problem("unlisted_marker", f"{body[start:end]!r}: no source numbered {label} in "
+                                             "the answer's list or the system's citations"))
+                references.append(ref)
+                via.append(how)
+        cited.update(dict.fromkeys(r for r in references if r is not None))
+        markers.append(Marker(kind, start, end, labels, tuple(references), tuple(via), s_start, s_end))
+
+    for label, entry in by_label.items():
+        if label not in cited_labels:
+            problems.append(_problem("uncited_entry", f"source [{label}] {entry.reference!r} is never cited"))
+    if len(by_label) > len(cited_labels):
+        problems.append(_problem("list_longer_than_markers", f"{len(by_label)} sources listed, "
+                                 f"{len(cited_labels)} cited by a marker"))
+    if not markers:  # a system that returns citations and prints no marker cites them all
+        cited = dict.fromkeys(c for c in citations if c.strip())
+    return MarkerReading(body, tuple(markers), tuple(sources), tuple(cited), tuple(problems))
+
+
+def _resolve(label: str, by_label: dict[str, SourceEntry], citations: list[str],
+             direct: str | None) -> tuple[str | None, str]:
+    entry = by_label.get(label)
+    if entry is not None:
+        return entry.reference, entry.origin
+    if label.isdigit() and 1 <= int(label) <= len(citations):
+        return citations[int(label) - 1], "structured"
+    if direct is not None:
+        return direct, "dagger"
+    return None, "none"
+
+
+def _problem(code: str, detail: str) -> Problem:
+    return Problem(code, PROBLEMS[code], detail)
