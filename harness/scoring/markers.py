@@ -39,10 +39,13 @@ PROBLEMS = {  # code: severity
     "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
     "duplicate_number": "error",  # two list entries with one number (the first is used)
     "range_too_long": "error",  # [1-500]: not expanded
+    "too_many_sources": "error",  # more than MAX_MARKERS list entries: the rest is not read
+    "too_many_markers": "error",  # more than MAX_MARKERS: the rest is not read (no real answer has that many)
     "uncited_entry": "warning",  # a list entry no marker points to
     "list_longer_than_markers": "warning",  # more list entries than distinct numbers cited
 }
 MAX_RANGE = 50  # a range marker [a-b] wider than this is not expanded (a year span, a typo, or hostile)
+MAX_MARKERS = 2000  # bounded work on hostile output: a 1 MB answer of "[1]" would otherwise be 333,000 markers
 
 _SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 _SUPER_DIGITS = str.maketrans(_SUPERSCRIPT, "0123456789")
@@ -173,7 +176,8 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
                 keep[i] = False
                 parts.append(lines[i].strip())
             origin = "footnote" if m.re is _FOOTNOTE_DEF else "definition"
-            definitions.append(SourceEntry(label, _clean_reference(" ".join(parts)), origin))
+            if len(definitions) < MAX_MARKERS:
+                definitions.append(SourceEntry(label, _clean_reference(" ".join(parts)), origin))
         i += 1
 
     listed: list[tuple[str | None, str]] = []
@@ -189,7 +193,9 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
                 end += 1
                 continue
             entry = None if fenced[end] else _entry(line)
-            if entry is not None:
+            if entry is not None and len(candidate) >= MAX_MARKERS:
+                pass  # removed from the body, not read: too_many_sources
+            elif entry is not None:
                 candidate.append(entry)
             elif candidate and line[:1] in (" ", "\t"):  # an indented continuation of the entry above
                 candidate[-1] = (candidate[-1][0], candidate[-1][1] + " " + line.strip())
@@ -203,7 +209,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
     entries = [SourceEntry(label if label is not None else str(n), _clean_reference(ref), "list")
                for n, (label, ref) in enumerate(listed, 1) if ref]
     body = "".join(line for line, k in zip(lines, keep, strict=True) if k).rstrip()
-    return body, entries + definitions
+    return body, (entries + definitions)[:MAX_MARKERS]
 
 
 # ---- markers in the body --------------------------------------------------------------------------------------
@@ -212,7 +218,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
 _NUMERIC = re.compile(r"\[(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?![(:])")
 _FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\](?!:)")
-_DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^】\n]{0,300}))?】")
+_DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
 _SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
 _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
@@ -273,8 +279,8 @@ def _sentences(masked: str) -> list[tuple[int, int]]:
 def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None) -> MarkerReading:
     """Every citation marker of ``text``, resolved through its own source list or the structured ``citations``.
 
-    A numbered marker resolves, in order, through the answer's list entry or footnote definition with that
-    number, then the structured citation at that 1-based index, then (``【1†name】``) the name after the dagger;
+    A numbered marker resolves, in order, through the name after the dagger (``【1†handbook.pdf】``), the
+    answer's list entry or footnote definition with that number, then the structured citation at that 1-based index;
     a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID.
     """
     citations = [str(c) for c in (citations or ())]
@@ -292,6 +298,8 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         taken[a:b] = b"\x01" * (b - a)
 
     for m in _LINK.finditer(body):
+        if len(raw) >= MAX_MARKERS:
+            break
         if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
             continue
         label_text = m.group(1).strip().strip("[]^").strip()
@@ -301,6 +309,8 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
                           (_SUPER, "superscript")):
         for m in pattern.finditer(body):
+            if len(raw) >= MAX_MARKERS:
+                break
             if not free(m.start(), m.end()):
                 continue
             direct, ok = None, True
@@ -321,6 +331,7 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
             raw.append((m.start(), m.end(), kind, labels, direct, ok))
             claim(m.start(), m.end())
     raw.sort()
+    capped = len(raw) >= MAX_MARKERS
 
     masked = list(body)
     for a, b, *_ in raw:
@@ -329,6 +340,10 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
 
     by_label: dict[str, SourceEntry] = {}
     problems: list[Problem] = []
+    if len(sources) >= MAX_MARKERS:
+        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
+    if capped:
+        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
     for entry in sources:
         if entry.label in by_label:
             problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
@@ -376,13 +391,13 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
 
 def _resolve(label: str, by_label: dict[str, SourceEntry], citations: list[str],
              direct: str | None) -> tuple[str | None, str]:
+    if direct is not None:  # 【3†handbook.pdf】 names its source itself
+        return direct, "dagger"
     entry = by_label.get(label)
     if entry is not None:
         return entry.reference, entry.origin
     if label.isdigit() and 1 <= int(label) <= len(citations):
         return citations[int(label) - 1], "structured"
-    if direct is not None:
-        return direct, "dagger"
     return None, "none"
 
 
