@@ -16,6 +16,7 @@ characters), text inside ``` fences is never read, and nothing here raises on an
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from harness.prompts.languages import TEMPLATE_LANGUAGES
@@ -32,7 +33,14 @@ LIST_HEADINGS = {
     "el": ("πηγές", "πηγή", "αναφορές", "παραπομπές", "βιβλιογραφία"),
 }
 assert set(LIST_HEADINGS) == set(TEMPLATE_LANGUAGES), "a template language without source-list headings"
-_HEADING_WORDS = frozenset(w for words in LIST_HEADINGS.values() for w in words)
+
+
+def _fold(word: str) -> str:
+    """Case and accents folded, so "ΠΗΓΕΣ", "Πηγές" and "Références"/"References" each match their heading."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
+
+
+_HEADING_WORDS = frozenset(_fold(w) for words in LIST_HEADINGS.values() for w in words)
 
 KINDS = ("numeric", "footnote", "bracket_source", "superscript", "link")
 PROBLEMS = {  # code: severity
@@ -141,7 +149,7 @@ def _clean_reference(text: str) -> str:
 def _heading(line: str) -> tuple[bool, str] | None:
     """``(True, rest)`` when ``line`` is a source-list heading ("Sources:", "**Quellen**", "## Πηγές")."""
     m = _HEADING.match(line.rstrip("\r\n"))
-    if not m or m.group(1).lower() not in _HEADING_WORDS:
+    if not m or _fold(m.group(1)) not in _HEADING_WORDS:
         return None
     rest = m.group(3).strip().strip("*_").strip()
     if m.group(2) is None and rest:  # "Sources say the bonus is 10%": prose, not a heading
@@ -216,8 +224,8 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
 
 # [text](url) with at most one level of brackets in the text ([[1]](url)); images (![..](..)) are skipped by the caller
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
-_NUMERIC = re.compile(r"\[(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?![(:])")
-_FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\](?!:)")
+_NUMERIC = re.compile(r"\[(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?!\()")
+_FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\]")  # definitions were taken out of the body already
 _DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
 _SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
@@ -351,14 +359,22 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         else:
             by_label[entry.label] = entry
 
+    # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
+    # that sentence's span then runs over its trailing markers
+    placed, sentence_index = [], 0
+    ends = [b for _, b in sentences]
+    for start, end, *_ in raw:
+        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
+            sentence_index += 1
+        placed.append(sentence_index)
+        if sentences:
+            ends[sentence_index] = max(ends[sentence_index], end)
+
     markers: list[Marker] = []
     cited_labels: dict[str, None] = {}
     cited: dict[str, None] = {}
-    sentence_index = 0
-    for start, end, kind, labels, direct, ok in raw:
-        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
-            sentence_index += 1
-        s_start, s_end = sentences[sentence_index] if sentences else (0, 0)
+    for (start, end, kind, labels, direct, ok), k in zip(raw, placed, strict=True):
+        s_start, s_end = (sentences[k][0], ends[k]) if sentences else (start, end)
         if not ok:
             problems.append(_problem("range_too_long", f"{body[start:end]!r} spans more than {MAX_RANGE} numbers"))
         references: list[str | None] = []
