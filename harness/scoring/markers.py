@@ -19,9 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from harness.prompts.languages import TEMPLATE_LANGUAGES
-
-# The heading of a trailing source list, per template language (harness.prompts.languages). Lower case.
+# The heading of a trailing source list, per template language (harness.prompts.languages.TEMPLATE_LANGUAGES:
+# a test keeps the two in step). Matched with case and accents folded.
 LIST_HEADINGS = {
     "en": ("sources", "source", "references", "reference", "citations", "citation", "bibliography"),
     "fr": ("sources", "source", "références", "référence", "citations", "bibliographie"),
@@ -32,7 +31,6 @@ LIST_HEADINGS = {
     "nl": ("bronnen", "bron", "referenties", "verwijzingen", "citaten"),
     "el": ("πηγές", "πηγή", "αναφορές", "παραπομπές", "βιβλιογραφία"),
 }
-assert set(LIST_HEADINGS) == set(TEMPLATE_LANGUAGES), "a template language without source-list headings"
 
 
 def _fold(word: str) -> str:
@@ -64,7 +62,8 @@ class SourceEntry:
     """One entry of the answer's own source list or one footnote definition."""
 
     label: str  # "1", "2", or a footnote's name ("note"); an unnumbered bullet gets its 1-based position
-    reference: str  # the text of the entry, for the resolver (a path, a URL, a title, a quote)
+    reference: str  # the text of the entry, for the resolver (a path, a URL, a title, a quote); a link's URL
+    title: str  # a markdown link entry's text ("[Pay policy](https://x)" gives "Pay policy"); else ""
     origin: str  # list | footnote (``[^1]: ...``) | definition (``[1]: url``)
 
 
@@ -103,6 +102,7 @@ class MarkerReading:
 
 # ---- back matter: the trailing source list and footnote definitions --------------------------------------------
 
+_INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]*)?[*_]{0,2}([^\W\d_]{3,20})[*_]{0,2}[ \t]*([:：])?[*_]{0,2}[ \t]*(.*)$")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\s]{1,40})\]:[ \t]*(.*)$")
@@ -142,8 +142,16 @@ def _entry(line: str) -> tuple[str | None, str] | None:
     return (None, m.group(1).strip()) if m else None
 
 
-def _clean_reference(text: str) -> str:
-    return text.strip().strip("`<>").strip()
+_ENTRY_LINK = re.compile(r"\[([^\[\]\n]{0,300})\]\(([^()\s]{1,2000})\)(.*)")
+
+
+def _clean_reference(text: str) -> tuple[str, str]:
+    """An entry's (reference, title): a markdown link "[Pay policy](https://x)" gives its URL and its text."""
+    text = text.strip().strip("`<>").strip()
+    m = _ENTRY_LINK.fullmatch(text)
+    if m:
+        return m.group(2), (m.group(1) + m.group(3)).strip(" -–—:")
+    return text, ""
 
 
 def _heading(line: str) -> tuple[bool, str] | None:
@@ -185,7 +193,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
                 parts.append(lines[i].strip())
             origin = "footnote" if m.re is _FOOTNOTE_DEF else "definition"
             if len(definitions) < MAX_MARKERS:
-                definitions.append(SourceEntry(label, _clean_reference(" ".join(parts)), origin))
+                definitions.append(SourceEntry(label, *_clean_reference(" ".join(parts)), origin))
         i += 1
 
     listed: list[tuple[str | None, str]] = []
@@ -214,7 +222,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
             listed = candidate
             for j in range(heading, end):
                 keep[j] = False
-    entries = [SourceEntry(label if label is not None else str(n), _clean_reference(ref), "list")
+    entries = [SourceEntry(label if label is not None else str(n), *_clean_reference(ref), "list")
                for n, (label, ref) in enumerate(listed, 1) if ref]
     body = "".join(line for line, k in zip(lines, keep, strict=True) if k).rstrip()
     return body, (entries + definitions)[:MAX_MARKERS]
@@ -297,6 +305,8 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
     for a, b in fences:
         taken[a:b] = b"\x01" * (b - a)
+    for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
+        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     raw: list[tuple[int, int, str, tuple[str, ...], str | None, bool]] = []  # start, end, kind, labels, direct, ok
 
     def free(a: int, b: int) -> bool:
@@ -400,8 +410,9 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     if len(by_label) > len(cited_labels):
         problems.append(_problem("list_longer_than_markers", f"{len(by_label)} sources listed, "
                                  f"{len(cited_labels)} cited by a marker"))
-    if not markers:  # a system that returns citations and prints no marker cites them all
-        cited = dict.fromkeys(c for c in citations if c.strip())
+    if not markers:  # a system that prints no marker cites all it returned, or else all it listed ("Source: x")
+        cited = dict.fromkeys(c for c in citations if c.strip()) or dict.fromkeys(by_label[k].reference
+                                                                                   for k in by_label)
     return MarkerReading(body, tuple(markers), tuple(sources), tuple(cited), tuple(problems))
 
 

@@ -299,3 +299,24 @@ def test_a_megabyte_of_hostile_text_is_read_with_bounded_work(name):
         assert len(reading.markers) == MAX_MARKERS and "too_many_markers" in codes(reading)
     if name == "long_list":
         assert "too_many_sources" in codes(reading) and reading.body == ""
+
+
+def test_markdown_link_entries_give_their_url_and_keep_their_title():
+    text = ("Leave is 25 days [1]; 5 carry over [2].\n\n**Sources:**\n1. [Annual leave](https://hr.example/leave)\n"
+            "2. [Carry-over](https://hr.example/carry) - section 2\n\n[^9]: unused")
+    reading = read_markers(text)
+    assert refs(reading) == [("https://hr.example/leave",), ("https://hr.example/carry",)]
+    assert [(s.title, s.origin) for s in reading.sources[:2]] == [("Annual leave", "list"),
+                                                                  ("Carry-over - section 2", "list")]
+
+
+def test_inline_code_is_not_a_marker():
+    reading = read_markers("Index it with `items[1]` as the docs say [1].", ["a"])
+    assert refs(reading) == [("a",)] and reading.markers[0].start == reading.body.index("[1].")
+
+
+def test_an_answer_without_markers_cites_its_list():
+    reading = read_markers("Leave is 25 days.\n\nSource: leave/annual-leave.html")
+    assert reading.body == "Leave is 25 days."
+    assert reading.cited_references == ("leave/annual-leave.html",)
+    assert codes(reading) == ["uncited_entry", "list_longer_than_markers"]  # named, as warnings
