@@ -147,7 +147,7 @@ _ENTRY_LINK = re.compile(r"\[([^\[\]\n]{0,300})\]\(([^()\s]{1,2000})\)(.*)")
 
 def _clean_reference(text: str) -> tuple[str, str]:
     """An entry's (reference, title): a markdown link "[Pay policy](https://x)" gives its URL and its text."""
-    text = text.strip().strip("`<>").strip()
+    text = text.strip().strip("`<>*\"'\u201c\u201d").strip()
     m = _ENTRY_LINK.fullmatch(text)
     if m:
         return m.group(2), (m.group(1) + m.group(3)).strip(" -–—:")
@@ -232,7 +232,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
 
 # [text](url) with at most one level of brackets in the text ([[1]](url)); images (![..](..)) are skipped by the caller
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
-_NUMERIC = re.compile(r"\[(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?!\()")
+_NUMERIC = re.compile(r"\[(?i:(?:doc|source|src|ref|reference|citation)s?[ \t]?#?:?[ \t]?)?(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?!\()")
 _FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\]")  # definitions were taken out of the body already
 _DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
 _SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
@@ -297,7 +297,8 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
 
     A numbered marker resolves, in order, through the name after the dagger (``【1†handbook.pdf】``), the
     answer's list entry or footnote definition with that number, then the structured citation at that 1-based index;
-    a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID.
+    a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID. A superscript is ambiguous
+    (``mc²``, ``m²``): it is read as a marker only when every number in it resolves.
     """
     citations = [str(c) for c in (citations or ())]
     body, sources = _back_matter(text)
@@ -308,6 +309,16 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
         taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     raw: list[tuple[int, int, str, tuple[str, ...], str | None, bool]] = []  # start, end, kind, labels, direct, ok
+    by_label: dict[str, SourceEntry] = {}
+    problems: list[Problem] = []
+    if len(sources) >= MAX_MARKERS:
+        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
+    for entry in sources:
+        if entry.label in by_label:
+            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
+                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
+        else:
+            by_label[entry.label] = entry
 
     def free(a: int, b: int) -> bool:
         return not any(taken[a:b])
@@ -346,28 +357,18 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
                     continue
                 digits = m.group(1) if m.group(1) is not None else m.group(0).translate(_SUPER_DIGITS)
                 labels = tuple(dict.fromkeys(str(int(d)) for d in re.split(r"[,˒]\s?", digits) if d))
+                if not all(_resolve(n, by_label, citations, None)[0] for n in labels):
+                    continue  # "mc²": a superscript is a marker only when the answer has a source for it
             raw.append((m.start(), m.end(), kind, labels, direct, ok))
             claim(m.start(), m.end())
     raw.sort()
-    capped = len(raw) >= MAX_MARKERS
+    if len(raw) >= MAX_MARKERS:
+        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
 
     masked = list(body)
     for a, b, *_ in raw:
         masked[a:b] = " " * (b - a)
     sentences = _sentences("".join(masked))
-
-    by_label: dict[str, SourceEntry] = {}
-    problems: list[Problem] = []
-    if len(sources) >= MAX_MARKERS:
-        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
-    if capped:
-        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
-    for entry in sources:
-        if entry.label in by_label:
-            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
-                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
-        else:
-            by_label[entry.label] = entry
 
     # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
     # that sentence's span then runs over its trailing markers
