@@ -302,66 +302,8 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     """
     citations = [str(c) for c in (citations or ())]
     body, sources = _back_matter(text)
-    fences = _fence_spans(body)
-    taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
-    for a, b in fences:
-        taken[a:b] = b"\x01" * (b - a)
-    for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
-        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
-    raw: list[tuple[int, int, str, tuple[str, ...], str | None, bool]] = []  # start, end, kind, labels, direct, ok
-    by_label: dict[str, SourceEntry] = {}
-    problems: list[Problem] = []
-    if len(sources) >= MAX_MARKERS:
-        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
-    for entry in sources:
-        if entry.label in by_label:
-            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
-                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
-        else:
-            by_label[entry.label] = entry
-
-    def free(a: int, b: int) -> bool:
-        return not any(taken[a:b])
-
-    def claim(a: int, b: int) -> None:
-        taken[a:b] = b"\x01" * (b - a)
-
-    for m in _LINK.finditer(body):
-        if len(raw) >= MAX_MARKERS:
-            break
-        if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
-            continue
-        label_text = m.group(1).strip().strip("[]^").strip()
-        labels = (str(int(label_text)),) if label_text.isdigit() and len(label_text) <= 3 else ()
-        raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
-        claim(m.start(), m.end())
-    for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
-                          (_SUPER, "superscript")):
-        for m in pattern.finditer(body):
-            if len(raw) >= MAX_MARKERS:
-                break
-            if not free(m.start(), m.end()):
-                continue
-            direct, ok = None, True
-            if kind == "footnote":
-                label = m.group(1)
-                labels = (str(int(label)) if label.isdigit() else label,)
-            elif kind == "bracket_source":
-                labels = (str(int(m.group(1))) if m.group(1).isdigit() else m.group(1),)
-                name = (m.group(2) or "").strip()
-                direct = name if name and name.lower() not in ("source", "sources") else None
-            elif kind == "numeric":
-                labels, ok = _numbers(m.group(1))
-            else:
-                if m.group(1) is None and _UNIT_BEFORE.search(body, max(0, m.start() - 6), m.start()):
-                    continue
-                digits = m.group(1) if m.group(1) is not None else m.group(0).translate(_SUPER_DIGITS)
-                labels = tuple(dict.fromkeys(str(int(d)) for d in re.split(r"[,˒]\s?", digits) if d))
-                if not all(_resolve(n, by_label, citations, None)[0] for n in labels):
-                    continue  # "mc²": a superscript is a marker only when the answer has a source for it
-            raw.append((m.start(), m.end(), kind, labels, direct, ok))
-            claim(m.start(), m.end())
-    raw.sort()
+    by_label, problems = _index(sources)
+    raw = _find(body, by_label, citations)
     if len(raw) >= MAX_MARKERS:
         problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
 
@@ -415,6 +357,80 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         cited = dict.fromkeys(c for c in citations if c.strip()) or dict.fromkeys(by_label[k].reference
                                                                                    for k in by_label)
     return MarkerReading(body, tuple(markers), tuple(sources), tuple(cited), tuple(problems))
+
+
+def _index(sources: list[SourceEntry]) -> tuple[dict[str, SourceEntry], list[Problem]]:
+    """The source entries by label (the first of a duplicated number), and the problems of the list itself."""
+    by_label: dict[str, SourceEntry] = {}
+    problems: list[Problem] = []
+    if len(sources) >= MAX_MARKERS:
+        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
+    for entry in sources:
+        if entry.label in by_label:
+            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
+                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
+        else:
+            by_label[entry.label] = entry
+    return by_label, problems
+
+
+_Raw = tuple[int, int, str, tuple[str, ...], str | None, bool]  # start, end, kind, labels, direct reference, range ok
+
+
+def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> list[_Raw]:
+    """Every marker of ``body`` in order; a character read once (a link's ``[1]``, a fence) is not read again."""
+    fences = _fence_spans(body)
+    taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
+    for a, b in fences:
+        taken[a:b] = b"\x01" * (b - a)
+    for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
+        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+    raw: list[_Raw] = []
+
+    def free(a: int, b: int) -> bool:
+        return not any(taken[a:b])
+
+    def claim(a: int, b: int) -> None:
+        taken[a:b] = b"\x01" * (b - a)
+
+    for m in _LINK.finditer(body):
+        if len(raw) >= MAX_MARKERS:
+            break
+        if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
+            continue
+        label_text = m.group(1).strip().strip("[]^").strip()
+        labels = (str(int(label_text)),) if label_text.isdigit() and len(label_text) <= 3 else ()
+        raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
+        claim(m.start(), m.end())
+    for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
+                          (_SUPER, "superscript")):
+        for m in pattern.finditer(body):
+            if len(raw) >= MAX_MARKERS:
+                break
+            if not free(m.start(), m.end()):
+                continue
+            direct, ok = None, True
+            if kind == "footnote":
+                label = m.group(1)
+                labels = (str(int(label)) if label.isdigit() else label,)
+            elif kind == "bracket_source":
+                labels = (str(int(m.group(1))) if m.group(1).isdigit() else m.group(1),)
+                name = (m.group(2) or "").strip()
+                direct = name if name and name.lower() not in ("source", "sources") else None
+            elif kind == "numeric":
+                labels, ok = _numbers(m.group(1))
+            else:
+                if m.group(1) is None and _UNIT_BEFORE.search(body, max(0, m.start() - 6), m.start()):
+                    continue
+                digits = m.group(1) if m.group(1) is not None else m.group(0).translate(_SUPER_DIGITS)
+                labels = tuple(dict.fromkeys(str(int(d)) for d in re.split(r"[,˒]\s?", digits) if d))
+                if not all(_resolve(n, by_label, citations, None)[0] for n in labels):
+                    continue  # "mc²": a superscript is a marker only when the answer has a source for it
+            raw.append((m.start(), m.end(), kind, labels, direct, ok))
+            claim(m.start(), m.end())
+    raw.sort()
+    return raw
+
 
 
 def _resolve(label: str, by_label: dict[str, SourceEntry], citations: list[str],
