@@ -183,7 +183,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
     while i < len(lines):
         m = None if fenced[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
         if m:
-            label = m.group(1)
+            label = m.group(1).rstrip("^") or m.group(1)
             label = str(int(label)) if label.isdigit() else label
             parts = [m.group(2).strip()]
             keep[i] = False
@@ -411,7 +411,7 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
                 continue
             direct, ok = None, True
             if kind == "footnote":
-                label = m.group(1)
+                label = m.group(1).rstrip("^") or m.group(1)  # Copilot writes [^1^]
                 labels = (str(int(label)) if label.isdigit() else label,)
             elif kind == "bracket_source":
                 labels = (str(int(m.group(1))) if m.group(1).isdigit() else m.group(1),)

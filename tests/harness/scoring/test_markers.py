@@ -327,3 +327,17 @@ def test_an_answer_without_markers_cites_its_list():
     assert reading.body == "Leave is 25 days."
     assert reading.cited_references == ("leave/annual-leave.html",)
     assert codes(reading) == ["uncited_entry", "list_longer_than_markers"]  # named, as warnings
+
+
+def test_shapes_real_bots_print():
+    langchain = read_markers("The bonus is 10% of base salary.\nSOURCES: payroll/pay.html, payroll/bonus.html")
+    assert langchain.cited_references == ("payroll/pay.html", "payroll/bonus.html")
+    assert langchain.body == "The bonus is 10% of base salary."
+    copilot = read_markers("The bonus is 10% of base[^1^].\n\n[^1^]: payroll/pay.html")
+    assert refs(copilot) == [("payroll/pay.html",)] and copilot.problems == ()
+    azure = read_markers("The bonus is 10% of base [doc1][doc2].", ["chunk-17", "chunk-18"])
+    assert refs(azure) == [("chunk-17",), ("chunk-18",)]
+    perplexity = read_markers("The bonus is 10%[1](https://hr.example/pay)[2](https://hr.example/bonus).")
+    assert refs(perplexity) == [("https://hr.example/pay",), ("https://hr.example/bonus",)]
+    assistants = read_markers("The bonus is 10% of base【4:0†pay-and-compensation.html】.")
+    assert refs(assistants) == [("pay-and-compensation.html",)]
