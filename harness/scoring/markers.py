@@ -9,8 +9,21 @@ records (the body without its source list, each marker with its span, the senten
 reference *string* it points to, and the named problems found); mapping a reference string onto KB articles
 is the resolver's job, never done here.
 
+What is read, and how (each rule a test in tests/harness/scoring/test_markers.py):
+
+* markers: ``[1]``, ``[1, 2]``, ``[1-3]``, ``[doc1]``/``[Source 2]`` (Azure's and others' labelled form),
+  ``[^1]``/``[^note]``/``[^1^]`` footnotes, ``【1†source】``/``【4:0†file.pdf】`` (the name after the dagger is
+  the reference when it is not just "source"), ``¹²``/``<sup>1</sup>`` (only when every number resolves:
+  ``mc²`` and ``40 m²`` are exponents), and markdown links ``[text](url)`` / ``[[1]](url)`` (the URL is the
+  reference). ``[ID: 17]`` is GRACE's form and is left to :mod:`harness.scoring.extraction`.
+* the source list: the last heading line ("Sources:", "**Quellen**", "## Πηγές", "SOURCES: a, b") followed by
+  entries (``[1] x``, ``1. x``, ``(1) x``, ``¹ x``, ``- x``, a markdown link); footnote definitions
+  ``[^1]: x`` and link definitions ``[1]: url`` anywhere. They are taken out of the body.
+* an answer with no marker cites its structured citations, or else its whole list ("Source: x").
+
 Model output is hostile: every pattern is linear (bounded repeats, no nested quantifiers over overlapping
-characters), text inside ``` fences is never read, and nothing here raises on any string.
+characters), at most :data:`MAX_MARKERS` markers and sources are read (a named problem says when more were
+there), text inside ``` fences and inline code is never read, and nothing here raises on any string.
 """
 
 from __future__ import annotations
@@ -45,7 +58,7 @@ PROBLEMS = {  # code: severity
     "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
     "duplicate_number": "error",  # two list entries with one number (the first is used)
     "range_too_long": "error",  # [1-500]: not expanded
-    "too_many_sources": "error",  # more than MAX_MARKERS list entries: the rest is not read
+    "too_many_sources": "error",  # MAX_MARKERS list entries or more: the rest is not read
     "too_many_markers": "error",  # more than MAX_MARKERS: the rest is not read (no real answer has that many)
     "uncited_entry": "warning",  # a list entry no marker points to
     "list_longer_than_markers": "warning",  # more list entries than distinct numbers cited
@@ -75,7 +88,7 @@ class Marker:
     start: int  # character span in ``MarkerReading.body``
     end: int
     labels: tuple[str, ...]  # ("1", "2") for [1, 2] or [1-2]; () for a link whose text is not a number
-    references: tuple[str | None, ...]  # per label (a link: its URL); None when nothing resolves it
+    references: tuple[str | None, ...]  # per label (a link: its URL, once); None when nothing resolves it
     via: tuple[str, ...]  # per reference: list | footnote | definition | structured | link | dagger | none
     sentence_start: int  # the sentence this marker ends (span in the body)
     sentence_end: int
@@ -86,6 +99,8 @@ class Marker:
 
 @dataclass(frozen=True)
 class Problem:
+    """Something in the answer's markers or list that the scorer must count, not guess past."""
+
     code: str  # a key of PROBLEMS
     severity: str  # error | warning
     detail: str
@@ -93,10 +108,13 @@ class Problem:
 
 @dataclass(frozen=True)
 class MarkerReading:
+    """One answer read: what :func:`read_markers` returns."""
+
     body: str  # the answer without its source list and footnote definitions
     markers: tuple[Marker, ...]
     sources: tuple[SourceEntry, ...]
-    cited_references: tuple[str, ...]  # distinct, in order of first marker; the structured citations if no marker
+    # distinct, in order of first marker; with no marker, the structured citations or else the whole list
+    cited_references: tuple[str, ...]
     problems: tuple[Problem, ...]
 
 
