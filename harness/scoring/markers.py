@@ -202,7 +202,7 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
         m = None if fenced[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
         if m:
             label = m.group(1).rstrip("^") or m.group(1)
-            label = str(int(label)) if label.isdigit() else label
+            label = str(int(label)) if label.isdecimal() else label
             parts = [m.group(2).strip()]
             keep[i] = False
             while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
@@ -288,7 +288,7 @@ def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
             else:
                 ok = False
                 labels.extend((str(a), str(b)))
-        elif part.strip().isdigit():
+        elif part.strip().isdecimal():
             labels.append(str(int(part)))
     return tuple(dict.fromkeys(labels)), ok
 
@@ -417,7 +417,7 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
         if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
             continue
         label_text = m.group(1).strip().strip("[]^").strip()
-        labels = (str(int(label_text)),) if label_text.isdigit() and len(label_text) <= 3 else ()
+        labels = (str(int(label_text)),) if label_text.isdecimal() and len(label_text) <= 3 else ()
         raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
         claim(m.start(), m.end())
     for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
@@ -430,9 +430,9 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
             direct, ok = None, True
             if kind == "footnote":
                 label = m.group(1).rstrip("^") or m.group(1)  # Copilot writes [^1^]
-                labels = (str(int(label)) if label.isdigit() else label,)
+                labels = (str(int(label)) if label.isdecimal() else label,)
             elif kind == "bracket_source":
-                labels = (str(int(m.group(1))) if m.group(1).isdigit() else m.group(1),)
+                labels = (str(int(m.group(1))) if m.group(1).isdecimal() else m.group(1),)
                 name = (m.group(2) or "").strip()
                 direct = name if name and name.lower() not in ("source", "sources") else None
             elif kind == "numeric":
@@ -458,7 +458,7 @@ def _resolve(label: str, by_label: dict[str, SourceEntry], citations: list[str],
     entry = by_label.get(label)
     if entry is not None:
         return entry.reference, entry.origin
-    if label.isdigit() and 1 <= int(label) <= len(citations):
+    if label.isdecimal() and 1 <= int(label) <= len(citations):
         return citations[int(label) - 1], "structured"
     return None, "none"
 

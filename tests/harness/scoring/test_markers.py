@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -341,3 +342,18 @@ def test_shapes_real_bots_print():
     assert refs(perplexity) == [("https://hr.example/pay",), ("https://hr.example/bonus",)]
     assistants = read_markers("The bonus is 10% of base【4:0†pay-and-compensation.html】.")
     assert refs(assistants) == [("pay-and-compensation.html",)]
+
+
+def test_random_marker_soup_never_crashes():
+    """Seeded soup of the characters and tokens the patterns look for (found: a superscript footnote label)."""
+    alphabet = [*"[]()^:1234 ,-–.\n`~*#【】†¹²⁰<>/sup１٣", "Sources:", "Quellen :", "```", "[^1]: ", "[1] ",
+                "](http://x)", "doc", "Πηγές:", "<sup>", "</sup>", "[^"]
+    rng = random.Random(39)
+    texts = ["[^⁰]: x\n[^⁰] y", "[^١]", "[١]"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(3000)]
+    for text in texts:
+        reading = read_markers(text, [str(rng.randint(0, 9)) for _ in range(rng.randint(0, 3))])
+        for m in reading.markers:
+            assert 0 <= m.start < m.end <= len(reading.body), text
+            assert m.sentence_start <= m.sentence_end <= len(reading.body), text
+            assert len(m.references) == len(m.via), text
