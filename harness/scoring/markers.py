@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from itertools import islice
 
 # The heading of a trailing source list, per template language (harness.prompts.languages.TEMPLATE_LANGUAGES:
 # a test keeps the two in step). Matched with case and accents folded.
@@ -131,6 +132,7 @@ _ENTRY = re.compile(
     r"[ \t]*[:\-–—]?[ \t]*(.*)$"
 )
 _BULLET = re.compile(r"^[ \t]{0,3}[-*+•][ \t]+(\S.*)$")
+_INLINE_SPLIT = re.compile(r"[;,][ \t]+")
 _INLINE_ENTRY = re.compile(r"\[(\d{1,3})\][ \t]*:?[ \t]*([^\[]*)")
 
 
@@ -185,10 +187,12 @@ def _heading(line: str) -> tuple[bool, str] | None:
 
 def _inline_entries(rest: str) -> list[tuple[str | None, str]]:
     """Entries written on the heading's own line: "Sources: [1] a.html, [2] b.html" or "Sources: a.html; b.html"."""
-    found = [(str(int(m.group(1))), m.group(2).strip().rstrip(",;").strip()) for m in _INLINE_ENTRY.finditer(rest)]
+    found = [(str(int(m.group(1))), m.group(2).strip().rstrip(",;").strip())
+             for m in islice(_INLINE_ENTRY.finditer(rest), MAX_MARKERS)]
     if found:
         return found
-    return [(None, part.strip()) for part in re.split(r"[;,][ \t]+", rest) if part.strip()]
+    parts = islice((p.strip() for p in _INLINE_SPLIT.split(rest, maxsplit=MAX_MARKERS)), MAX_MARKERS)
+    return [(None, part) for part in parts if part]
 
 
 def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
