@@ -58,7 +58,7 @@ KINDS = ("numeric", "footnote", "bracket_source", "superscript", "link")
 PROBLEMS = {  # code: severity
     "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
     "duplicate_number": "error",  # two list entries with one number (the first is used)
-    "range_too_long": "error",  # [1-500]: not expanded
+    "range_too_long": "error",  # [1-500] or [3-1]: not expanded, its ends read
     "too_many_sources": "error",  # MAX_MARKERS list entries or more: the rest is not read
     "too_many_markers": "error",  # more than MAX_MARKERS: the rest is not read (no real answer has that many)
     "uncited_entry": "warning",  # a list entry no marker points to
@@ -351,7 +351,7 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     for (start, end, kind, labels, direct, ok), k in zip(raw, placed, strict=True):
         s_start, s_end = (sentences[k][0], ends[k]) if sentences else (start, end)
         if not ok:
-            problems.append(_problem("range_too_long", f"{body[start:end]!r} spans more than {MAX_RANGE} numbers"))
+            problems.append(_problem("range_too_long", f"{body[start:end]!r} is no range of 1 to {MAX_RANGE + 1} numbers: only its ends are read"))
         references: list[str | None] = []
         via: list[str] = []
         if kind == "link":
