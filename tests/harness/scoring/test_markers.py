@@ -359,3 +359,9 @@ def test_random_marker_soup_never_crashes():
             assert 0 <= m.start < m.end <= len(reading.body), text
             assert m.sentence_start <= m.sentence_end <= len(reading.body), text
             assert len(m.references) == len(m.via), text
+
+
+def test_a_reversed_range_is_named_and_its_ends_read():
+    reading = read_markers("Leave [3-1].", ["a", "b", "c"])
+    assert reading.markers[0].labels == ("3", "1") and reading.markers[0].references == ("c", "a")
+    assert codes(reading) == ["range_too_long"]
