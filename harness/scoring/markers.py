@@ -1,0 +1,471 @@
+"""The citation markers a shipped system prints, and the reference string each one points to.
+
+A RAG bot does not write GRACE's ``[ID: 17]``: it writes ``[1]``, ``[1, 2]``, ``[1-3]``, ``[^1]`` footnotes,
+``【1†source】``, superscripts (``¹²``), markdown links ``[text](url)``, and ends with a "Sources:" list (in
+any language grace has templates for). A number in such a marker is an index into the answer's *own* source
+list (or into the structured citations the system returned, 1-based), never a KB article ID: reading ``[1]``
+as article 1 gave bots a silent wrong figure (issue 39). So this module only turns an answer into typed
+records (the body without its source list, each marker with its span, the sentence it ends and the
+reference *string* it points to, and the named problems found); mapping a reference string onto KB articles
+is the resolver's job, never done here.
+
+What is read, and how (each rule a test in tests/harness/scoring/test_markers.py):
+
+* markers: ``[1]``, ``[1, 2]``, ``[1-3]``, ``[doc1]``/``[Source 2]`` (Azure's and others' labelled form),
+  ``[^1]``/``[^note]``/``[^1^]`` footnotes, ``【1†source】``/``【4:0†file.pdf】`` (the name after the dagger is
+  the reference when it is not just "source"), ``¹²``/``<sup>1</sup>`` (only when every number resolves:
+  ``mc²`` and ``40 m²`` are exponents), and markdown links ``[text](url)`` / ``[[1]](url)`` (the URL is the
+  reference). ``[ID: 17]`` is GRACE's form and is left to :mod:`harness.scoring.extraction`.
+* the source list: the last heading line ("Sources:", "**Quellen**", "## Πηγές", "SOURCES: a, b") followed by
+  entries (``[1] x``, ``1. x``, ``(1) x``, ``¹ x``, ``- x``, a markdown link); footnote definitions
+  ``[^1]: x`` and link definitions ``[1]: url`` anywhere. They are taken out of the body.
+* an answer with no marker cites its structured citations, or else its whole list ("Source: x").
+
+Model output is hostile: every pattern is linear (bounded repeats, no nested quantifiers over overlapping
+characters), at most :data:`MAX_MARKERS` markers and sources are read (a named problem says when more were
+there), text inside ``` fences and inline code is never read, and nothing here raises on any string.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from itertools import islice
+
+# The heading of a trailing source list, per template language (harness.prompts.languages.TEMPLATE_LANGUAGES:
+# a test keeps the two in step). Matched with case and accents folded.
+LIST_HEADINGS = {
+    "en": ("sources", "source", "references", "reference", "citations", "citation", "bibliography"),
+    "fr": ("sources", "source", "références", "référence", "citations", "bibliographie"),
+    "de": ("quellen", "quelle", "referenzen", "quellenangaben", "belege", "zitate"),
+    "es": ("fuentes", "fuente", "referencias", "citas", "bibliografía"),
+    "pt": ("fontes", "fonte", "referências", "citações", "bibliografia"),
+    "it": ("fonti", "fonte", "riferimenti", "citazioni", "bibliografia"),
+    "nl": ("bronnen", "bron", "referenties", "verwijzingen", "citaten"),
+    "el": ("πηγές", "πηγή", "αναφορές", "παραπομπές", "βιβλιογραφία"),
+}
+
+
+def _fold(word: str) -> str:
+    """Case and accents folded, so "ΠΗΓΕΣ", "Πηγές" and "Références"/"References" each match their heading."""
+    return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
+
+
+_HEADING_WORDS = frozenset(_fold(w) for words in LIST_HEADINGS.values() for w in words)
+
+KINDS = ("numeric", "footnote", "bracket_source", "superscript", "link")
+PROBLEMS = {  # code: severity
+    "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
+    "duplicate_number": "error",  # two list entries with one number (the first is used)
+    "range_too_long": "error",  # [1-500] or [3-1]: not expanded, its ends read
+    "too_many_sources": "error",  # MAX_MARKERS list entries or more: the rest is not read
+    "too_many_markers": "error",  # more than MAX_MARKERS: the rest is not read (no real answer has that many)
+    "uncited_entry": "warning",  # a list entry no marker points to
+    "list_longer_than_markers": "warning",  # more list entries than distinct numbers cited
+}
+MAX_RANGE = 50  # a range marker [a-b] wider than this is not expanded (a year span, a typo, or hostile)
+MAX_MARKERS = 2000  # bounded work on hostile output: a 1 MB answer of "[1]" would otherwise be 333,000 markers
+
+_SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_SUPER_DIGITS = str.maketrans(_SUPERSCRIPT, "0123456789")
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    """One entry of the answer's own source list or one footnote definition."""
+
+    label: str  # "1", "2", or a footnote's name ("note"); an unnumbered bullet gets its 1-based position
+    reference: str  # the text of the entry, for the resolver (a path, a URL, a title, a quote); a link's URL
+    title: str  # a markdown link entry's text ("[Pay policy](https://x)" gives "Pay policy"); else ""
+    origin: str  # list | footnote (``[^1]: ...``) | definition (``[1]: url``)
+
+
+@dataclass(frozen=True)
+class Marker:
+    """One marker in the body, and what each of its labels points to."""
+
+    kind: str  # one of KINDS
+    start: int  # character span in ``MarkerReading.body``
+    end: int
+    labels: tuple[str, ...]  # ("1", "2") for [1, 2] or [1-2]; () for a link whose text is not a number
+    references: tuple[str | None, ...]  # per label (a link: its URL, once); None when nothing resolves it
+    via: tuple[str, ...]  # per reference: list | footnote | definition | structured | link | dagger | none
+    sentence_start: int  # the sentence this marker ends (span in the body)
+    sentence_end: int
+
+    def sentence(self, body: str) -> str:
+        return body[self.sentence_start:self.sentence_end]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something in the answer's markers or list that the scorer must count, not guess past."""
+
+    code: str  # a key of PROBLEMS
+    severity: str  # error | warning
+    detail: str
+
+
+@dataclass(frozen=True)
+class MarkerReading:
+    """One answer read: what :func:`read_markers` returns."""
+
+    body: str  # the answer without its source list and footnote definitions
+    markers: tuple[Marker, ...]
+    sources: tuple[SourceEntry, ...]
+    # distinct, in order of first marker; with no marker, the structured citations or else the whole list
+    cited_references: tuple[str, ...]
+    problems: tuple[Problem, ...]
+
+
+# ---- back matter: the trailing source list and footnote definitions --------------------------------------------
+
+_INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]*)?[*_]{0,2}([^\W\d_]{3,20})[*_]{0,2}[ \t]*([:：])?[*_]{0,2}[ \t]*(.*)$")
+_FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\s]{1,40})\]:[ \t]*(.*)$")
+_LINK_DEF = re.compile(r"^[ \t]{0,3}\[(\d{1,3})\]:[ \t]+(\S.*)$")
+# "[1] x", "[1]: x", "1. x", "1) x", "(1) x", "¹ x", each maybe after a bullet; a bare bullet "- x"
+_ENTRY = re.compile(
+    r"^[ \t]{0,3}(?:[-*+•][ \t]+)?(?:\[\^?(\d{1,3})\]|\((\d{1,3})\)|(\d{1,3})[.):]|([⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))"
+    r"[ \t]*[:\-–—]?[ \t]*(.*)$"
+)
+_BULLET = re.compile(r"^[ \t]{0,3}[-*+•][ \t]+(\S.*)$")
+_INLINE_SPLIT = re.compile(r"[;,][ \t]+")
+_INLINE_ENTRY = re.compile(r"\[(\d{1,3})\][ \t]*:?[ \t]*([^\[]*)")
+
+
+def _fences(lines: list[str]) -> list[bool]:
+    """Whether each line is inside (or opens/closes) a ``` or ~~~ fence; an unclosed fence runs to the end."""
+    inside, out, opener = False, [], ""
+    for line in lines:
+        m = _FENCE.match(line)
+        if m and not inside:
+            inside, opener = True, m.group(1)[0]
+            out.append(True)
+        elif m and inside and m.group(1)[0] == opener:
+            inside = False
+            out.append(True)
+        else:
+            out.append(inside)
+    return out
+
+
+def _entry(line: str) -> tuple[str | None, str] | None:
+    """A list line's (number or None for a bare bullet, text); None when the line is no entry."""
+    m = _ENTRY.match(line)
+    if m:
+        number = next(g for g in m.groups()[:4] if g is not None).translate(_SUPER_DIGITS)
+        return str(int(number)), m.group(5).strip()
+    m = _BULLET.match(line)
+    return (None, m.group(1).strip()) if m else None
+
+
+_ENTRY_LINK = re.compile(r"\[([^\[\]\n]{0,300})\]\(([^()\s]{1,2000})\)(.*)")
+
+
+def _clean_reference(text: str) -> tuple[str, str]:
+    """An entry's (reference, title): a markdown link "[Pay policy](https://x)" gives its URL and its text."""
+    text = text.strip().strip("`<>*\"'\u201c\u201d").strip()
+    m = _ENTRY_LINK.fullmatch(text)
+    if m:
+        return m.group(2), (m.group(1) + m.group(3)).strip(" -–—:")
+    return text, ""
+
+
+def _heading(line: str) -> tuple[bool, str] | None:
+    """``(True, rest)`` when ``line`` is a source-list heading ("Sources:", "**Quellen**", "## Πηγές")."""
+    m = _HEADING.match(line.rstrip("\r\n"))
+    if not m or _fold(m.group(1)) not in _HEADING_WORDS:
+        return None
+    rest = m.group(3).strip().strip("*_").strip()
+    if m.group(2) is None and rest:  # "Sources say the bonus is 10%": prose, not a heading
+        return None
+    return True, rest
+
+
+def _inline_entries(rest: str) -> list[tuple[str | None, str]]:
+    """Entries written on the heading's own line: "Sources: [1] a.html, [2] b.html" or "Sources: a.html; b.html"."""
+    found = [(str(int(m.group(1))), m.group(2).strip().rstrip(",;").strip())
+             for m in islice(_INLINE_ENTRY.finditer(rest), MAX_MARKERS)]
+    if found:
+        return found
+    parts = islice((p.strip() for p in _INLINE_SPLIT.split(rest, maxsplit=MAX_MARKERS)), MAX_MARKERS)
+    return [(None, part) for part in parts if part]
+
+
+def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
+    """The body without the trailing source list and footnote/link definitions, and those entries in order."""
+    lines = text.splitlines(keepends=True)
+    fenced = _fences(lines)
+    keep = [True] * len(lines)
+    definitions: list[SourceEntry] = []
+    i = 0
+    while i < len(lines):
+        m = None if fenced[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
+        if m:
+            label = m.group(1).rstrip("^") or m.group(1)
+            label = str(int(label)) if label.isdecimal() else label
+            parts = [m.group(2).strip()]
+            keep[i] = False
+            while i + 1 < len(lines) and lines[i + 1][:1] in (" ", "\t") and lines[i + 1].strip():
+                i += 1
+                keep[i] = False
+                parts.append(lines[i].strip())
+            origin = "footnote" if m.re is _FOOTNOTE_DEF else "definition"
+            if len(definitions) < MAX_MARKERS:
+                definitions.append(SourceEntry(label, *_clean_reference(" ".join(parts)), origin))
+        i += 1
+
+    listed: list[tuple[str | None, str]] = []
+    heading = next((j for j in range(len(lines) - 1, -1, -1) if keep[j] and not fenced[j] and _heading(lines[j])),
+                   None)
+    if heading is not None:
+        rest = _heading(lines[heading])[1]
+        candidate = _inline_entries(rest) if rest else []
+        end = heading + 1
+        while end < len(lines):
+            line = lines[end]
+            if not keep[end] or not line.strip():
+                end += 1
+                continue
+            entry = None if fenced[end] else _entry(line)
+            if entry is not None and len(candidate) >= MAX_MARKERS:
+                pass  # removed from the body, not read: too_many_sources
+            elif entry is not None:
+                candidate.append(entry)
+            elif candidate and line[:1] in (" ", "\t"):  # an indented continuation of the entry above
+                candidate[-1] = (candidate[-1][0], candidate[-1][1] + " " + line.strip())
+            else:
+                break
+            end += 1
+        if candidate:
+            listed = candidate
+            for j in range(heading, end):
+                keep[j] = False
+    entries = [SourceEntry(label if label is not None else str(n), *_clean_reference(ref), "list")
+               for n, (label, ref) in enumerate(listed, 1) if ref]
+    body = "".join(line for line, k in zip(lines, keep, strict=True) if k).rstrip()
+    return body, (entries + definitions)[:MAX_MARKERS]
+
+
+# ---- markers in the body --------------------------------------------------------------------------------------
+
+# [text](url) with at most one level of brackets in the text ([[1]](url)); images (![..](..)) are skipped by the caller
+_LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
+_NUMERIC = re.compile(r"\[(?i:(?:doc|source|src|ref|reference|citation)s?[ \t]?#?:?[ \t]?)?(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?!\()")
+_FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\]")  # definitions were taken out of the body already
+_DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
+_SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
+_UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
+_NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
+_RANGE = re.compile(r"(\d{1,3})[ \t]*[-–—][ \t]*(\d{1,3})")
+_SENTENCE_END = re.compile(r"[.!?…。！？](?=\s|$)|\n")
+
+
+def _fence_spans(body: str) -> list[tuple[int, int]]:
+    spans, pos, start = [], 0, None
+    lines = body.splitlines(keepends=True)
+    for line, inside in zip(lines, _fences(lines), strict=True):
+        if inside and start is None:
+            start = pos
+        elif not inside and start is not None:
+            spans.append((start, pos))
+            start = None
+        pos += len(line)
+    if start is not None:
+        spans.append((start, pos))
+    return spans
+
+
+def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
+    """The labels of "1, 2", "1-3", "1 and 4"; False when a range is wider than MAX_RANGE (kept as its ends)."""
+    labels: list[str] = []
+    ok = True
+    for part in _NUMBER_SPLIT.split(inner):
+        r = _RANGE.fullmatch(part)
+        if r:
+            a, b = int(r.group(1)), int(r.group(2))
+            if 0 <= b - a <= MAX_RANGE:
+                labels.extend(str(n) for n in range(a, b + 1))
+            else:
+                ok = False
+                labels.extend((str(a), str(b)))
+        elif part.strip().isdecimal():
+            labels.append(str(int(part)))
+    return tuple(dict.fromkeys(labels)), ok
+
+
+def _sentences(masked: str) -> list[tuple[int, int]]:
+    """Sentence spans (trimmed) of ``masked``, the body with every marker blanked out."""
+    spans, start = [], 0
+    for m in _SENTENCE_END.finditer(masked):
+        spans.append((start, m.end()))
+        start = m.end()
+    spans.append((start, len(masked)))
+    out = []
+    for a, b in spans:
+        seg = masked[a:b]
+        lead = len(seg) - len(seg.lstrip())
+        trail = len(seg) - len(seg.rstrip())
+        if b - trail > a + lead:
+            out.append((a + lead, b - trail))
+    return out
+
+
+def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None) -> MarkerReading:
+    """Every citation marker of ``text``, resolved through its own source list or the structured ``citations``.
+
+    A numbered marker resolves, in order, through the name after the dagger (``【1†handbook.pdf】``), the
+    answer's list entry or footnote definition with that number, then the structured citation at that 1-based index;
+    a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID. A superscript is ambiguous
+    (``mc²``, ``m²``): it is read as a marker only when every number in it resolves.
+    """
+    citations = [str(c) for c in (citations or ())]
+    body, sources = _back_matter(text)
+    by_label, problems = _index(sources)
+    raw = _find(body, by_label, citations)
+    if len(raw) >= MAX_MARKERS:
+        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
+
+    masked = list(body)
+    for a, b, *_ in raw:
+        masked[a:b] = " " * (b - a)
+    sentences = _sentences("".join(masked))
+
+    # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
+    # that sentence's span then runs over its trailing markers
+    placed, sentence_index = [], 0
+    ends = [b for _, b in sentences]
+    for start, end, *_ in raw:
+        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
+            sentence_index += 1
+        placed.append(sentence_index)
+        if sentences:
+            ends[sentence_index] = max(ends[sentence_index], end)
+
+    markers: list[Marker] = []
+    cited_labels: dict[str, None] = {}
+    cited: dict[str, None] = {}
+    for (start, end, kind, labels, direct, ok), k in zip(raw, placed, strict=True):
+        s_start, s_end = (sentences[k][0], ends[k]) if sentences else (start, end)
+        if not ok:
+            problems.append(_problem("range_too_long", f"{body[start:end]!r} is no range of 1 to {MAX_RANGE + 1} numbers: only its ends are read"))
+        references: list[str | None] = []
+        via: list[str] = []
+        if kind == "link":
+            references, via = [direct], ["link"]
+            cited_labels.update(dict.fromkeys(labels))
+        else:
+            for label in labels:
+                cited_labels[label] = None
+                ref, how = _resolve(label, by_label, citations, direct)
+                if ref is None:
+                    problems.append(_problem("unlisted_marker", f"{body[start:end]!r}: no source numbered {label} in "
+                                             "the answer's list or the system's citations"))
+                references.append(ref)
+                via.append(how)
+        cited.update(dict.fromkeys(r for r in references if r is not None))
+        markers.append(Marker(kind, start, end, labels, tuple(references), tuple(via), s_start, s_end))
+
+    for label, entry in by_label.items():
+        if label not in cited_labels:
+            problems.append(_problem("uncited_entry", f"source [{label}] {entry.reference!r} is never cited"))
+    if len(by_label) > len(cited_labels):
+        problems.append(_problem("list_longer_than_markers", f"{len(by_label)} sources listed, "
+                                 f"{len(cited_labels)} cited by a marker"))
+    if not markers:  # a system that prints no marker cites all it returned, or else all it listed ("Source: x")
+        cited = dict.fromkeys(c for c in citations if c.strip()) or dict.fromkeys(by_label[k].reference
+                                                                                   for k in by_label)
+    return MarkerReading(body, tuple(markers), tuple(sources), tuple(cited), tuple(problems))
+
+
+def _index(sources: list[SourceEntry]) -> tuple[dict[str, SourceEntry], list[Problem]]:
+    """The source entries by label (the first of a duplicated number), and the problems of the list itself."""
+    by_label: dict[str, SourceEntry] = {}
+    problems: list[Problem] = []
+    if len(sources) >= MAX_MARKERS:
+        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
+    for entry in sources:
+        if entry.label in by_label:
+            problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
+                                     f"{by_label[entry.label].reference!r} (used) and {entry.reference!r}"))
+        else:
+            by_label[entry.label] = entry
+    return by_label, problems
+
+
+_Raw = tuple[int, int, str, tuple[str, ...], str | None, bool]  # start, end, kind, labels, direct reference, range ok
+
+
+def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> list[_Raw]:
+    """Every marker of ``body`` in order; a character read once (a link's ``[1]``, a fence) is not read again."""
+    fences = _fence_spans(body)
+    taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
+    for a, b in fences:
+        taken[a:b] = b"\x01" * (b - a)
+    for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
+        taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
+    raw: list[_Raw] = []
+
+    def free(a: int, b: int) -> bool:
+        return not any(taken[a:b])
+
+    def claim(a: int, b: int) -> None:
+        taken[a:b] = b"\x01" * (b - a)
+
+    for m in _LINK.finditer(body):
+        if len(raw) >= MAX_MARKERS:
+            break
+        if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
+            continue
+        label_text = m.group(1).strip().strip("[]^").strip()
+        labels = (str(int(label_text)),) if label_text.isdecimal() and len(label_text) <= 3 else ()
+        raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
+        claim(m.start(), m.end())
+    for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
+                          (_SUPER, "superscript")):
+        for m in pattern.finditer(body):
+            if len(raw) >= MAX_MARKERS:
+                break
+            if not free(m.start(), m.end()):
+                continue
+            direct, ok = None, True
+            if kind == "footnote":
+                label = m.group(1).rstrip("^") or m.group(1)  # Copilot writes [^1^]
+                labels = (str(int(label)) if label.isdecimal() else label,)
+            elif kind == "bracket_source":
+                labels = (str(int(m.group(1))) if m.group(1).isdecimal() else m.group(1),)
+                name = (m.group(2) or "").strip()
+                direct = name if name and name.lower() not in ("source", "sources") else None
+            elif kind == "numeric":
+                labels, ok = _numbers(m.group(1))
+            else:
+                if m.group(1) is None and _UNIT_BEFORE.search(body, max(0, m.start() - 6), m.start()):
+                    continue
+                digits = m.group(1) if m.group(1) is not None else m.group(0).translate(_SUPER_DIGITS)
+                labels = tuple(dict.fromkeys(str(int(d)) for d in re.split(r"[,˒]\s?", digits) if d))
+                if not all(_resolve(n, by_label, citations, None)[0] for n in labels):
+                    continue  # "mc²": a superscript is a marker only when the answer has a source for it
+            raw.append((m.start(), m.end(), kind, labels, direct, ok))
+            claim(m.start(), m.end())
+    raw.sort()
+    return raw
+
+
+
+def _resolve(label: str, by_label: dict[str, SourceEntry], citations: list[str],
+             direct: str | None) -> tuple[str | None, str]:
+    if direct is not None:  # 【3†handbook.pdf】 names its source itself
+        return direct, "dagger"
+    entry = by_label.get(label)
+    if entry is not None:
+        return entry.reference, entry.origin
+    if label.isdecimal() and 1 <= int(label) <= len(citations):
+        return citations[int(label) - 1], "structured"
+    return None, "none"
+
+
+def _problem(code: str, detail: str) -> Problem:
+    return Problem(code, PROBLEMS[code], detail)
