@@ -35,7 +35,8 @@ def references(articles, rng: random.Random) -> list[tuple[str, str, str | None]
             per_doc[a.source].append(a)
     last = Counter(re.sub(r"\s*\(part \d+ of \d+\)$", "", a.heading_path[-1]).casefold()
                    for a in articles if a.heading_path)
-    texts = [a.title + " " + a.text for a in articles]
+    texts = [_words(a.title + " " + a.text) for a in articles]
+    titles = Counter(" ".join(a.title.casefold().split()) for a in articles)
     for source, arts in per_doc.items():
         stem = source.rsplit(".", 1)[0]
         single = len(arts) == 1
@@ -51,22 +52,25 @@ def references(articles, rng: random.Random) -> list[tuple[str, str, str | None]
             out.append(("source#heading", f"{source}#{h}", want))
             out.append(("url#anchor", f"https://handbook.example.com/{source}#{slug(h)}", want))
     for a in articles:
-        out.append(("title", a.title, a.id))
+        out.append(("title", a.title, a.id if titles[" ".join(a.title.casefold().split())] == 1 else None))
         if a.heading_path:
             h = re.sub(r"\s*\(part \d+ of \d+\)$", "", a.heading_path[-1])
-            if last[h.casefold()] == 1 and sum(t.casefold().startswith(h.casefold()) for t in [a.title]) == 0:
+            if last[h.casefold()] == 1 and not a.title.casefold().startswith(h.casefold()) \
+                    and titles[" ".join(h.casefold().split())] == 0:
                 out.append(("title", h, a.id))
         sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+", a.text) if len(s.split()) >= 8]
         if sentences:
             s = rng.choice(sentences)
             # a quote is the article's only if its words occur in no other article
-            out.append(("quote", s, a.id if sum(_words(s) in _words(t) for t in texts) == 1 else None))
+            out.append(("quote", s, a.id if sum(_words(s) in t for t in texts) == 1 else None))
         words = a.text.split()
         if len(words) >= 30:
             i = rng.randrange(0, len(words) - 12)
             cut = " ".join(words[i:i + 10])
-            out.append(("quote", f'"{cut}"', a.id if sum(_words(cut) in _words(t) for t in texts) == 1 else None))
-            out.append(("short quote", " ".join(words[i:i + 3]), None))
+            out.append(("quote", f'"{cut}"', a.id if sum(_words(cut) in t for t in texts) == 1 else None))
+            short = " ".join(re.findall(r"\w+", " ".join(words[i:i + 3]))[:3])
+            if " ".join(short.casefold().split()) not in titles and short.casefold() not in last:
+                out.append(("short quote", short, None))
     # must stay unmapped: pages not in the KB, unknown headings, bare numbers, text from no article
     for source in list(per_doc)[:10]:
         out.append(("not in KB", f"{source.rsplit('.', 1)[0]}-archive.html", None))
@@ -97,7 +101,7 @@ def evaluate(resolver: Resolver, refs) -> dict[str, Counter]:
 
 def show(name: str, table: dict[str, Counter]) -> None:
     print(f"\n{name}")
-    print(f"| kind | references | mapped right | unmapped as it must | mapped wrong | unmapped |")
+    print("| kind | references | mapped right | unmapped as it must | mapped wrong | unmapped |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     total = Counter()
     for kind, c in sorted(table.items()):

@@ -157,7 +157,8 @@ class Resolver:
         if found is None:
             found = self._quote(ref)
         if found is None:
-            why = "a bare number is a KB ID only when the system cites by KB ID" if ref.isdigit() else "no article matches"
+            why = "no KB document at this path" if self._pathlike(ref) else \
+                "a bare number is a KB ID only when the system cites by KB ID" if ref.isdigit() else "no article matches"
             return Resolution(reference, note=why)
         return Resolution(reference, found.articles, found.how, found.note, found.candidates)
 
@@ -166,6 +167,9 @@ class Resolver:
 
     @staticmethod
     def _pathlike(ref: str) -> bool:
+        path = ref.partition("#")[0]
+        if not path or any(c.isspace() for c in path):
+            return False  # a path has no spaces before its anchor; a sentence with a slash is a quote
         return "/" in ref or "#" in ref or "://" in ref or ref.casefold().split("#")[0].endswith(_EXTENSIONS)
 
     def _source(self, ref: str) -> Resolution | None:
@@ -179,8 +183,8 @@ class Resolver:
         docs = [k for k in self.documents if key[-len(k):] == k]
         if not docs:
             docs = [k for k in self.documents if len(key) >= 1 and k[-len(key):] == key]
-        if not docs:
-            return Resolution(ref, note=f"no KB document at {path!r}")
+        if not docs:  # not a KB document: the title and quote readings still try (a quote may hold a URL)
+            return None
         longest = max(len(k) for k in docs)
         docs = [k for k in docs if len(k) == longest]
         if len(docs) > 1:
