@@ -60,6 +60,7 @@ from harness.workflows.kb import eval_retrieval as eval_retrieval
 from harness.workflows.kb import index_kb as index_kb
 from harness.workflows.kb import lint_kb as lint_kb
 from harness.workflows.kb import load_kb as load_kb
+from harness.workflows.kb import resolve_references as resolve_references
 from harness.workflows.kb import search as search
 from harness.workflows.kb_edits import Curation as Curation
 from harness.workflows.kb_edits import CurationConflict as CurationConflict
