@@ -107,7 +107,7 @@ __all__ = [
     "check_gate", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
     "export_view", "generate_gold", "gold_stats", "import_logs", "index_kb", "lint_kb", "list_providers", "load_kb",
     "load_run", "log_exports", "meta_eval_judge", "migrate_gold", "open_curating", "open_curation",
-    "open_labelling", "open_review", "propose_fixes", "question_table", "report", "retry_exports", "run",
+    "open_labelling", "open_review", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
     "sample_questions", "score", "search", "spotcheck_run", "suggest_labels", "trend", "validate_gold", "view",
     "write_trend"
 ]
