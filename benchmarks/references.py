@@ -26,7 +26,11 @@ from kb_builder.references import Resolver, slug  # noqa: E402
 TTS = Path("/work/shared/data/tts-handbook/pages")
 
 
-def references(articles, rng: random.Random) -> list[tuple[str, str, str | None]]:
+def sentences_of(articles) -> list[str]:
+    return [s.strip() for a in articles for s in re.split(r"(?<=[.!?])\s+", a.text) if len(s.split()) >= 8]
+
+
+def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[str, str, str | None]]:
     """(kind, reference, expected article ID or None for must-stay-unmapped), built from the KB's records."""
     out: list[tuple[str, str, str | None]] = []
     per_doc = defaultdict(list)
@@ -62,7 +66,13 @@ def references(articles, rng: random.Random) -> list[tuple[str, str, str | None]
         if sentences:
             s = rng.choice(sentences)
             # a quote is the article's only if its words occur in no other article
-            out.append(("quote", s, a.id if sum(_words(s) in t for t in texts) == 1 else None))
+            own = sum(_words(s) in t for t in texts) == 1
+            out.append(("quote", s, a.id if own else None))
+            # a quote a bot retyped: one word in every eight changed (its other 3-word runs still the article's)
+            ws = s.split()
+            for i in range(3, len(ws), 8):
+                ws[i] = "zzword"
+            out.append(("changed quote", " ".join(ws), a.id if own else None))
         words = a.text.split()
         if len(words) >= 30:
             i = rng.randrange(0, len(words) - 12)
@@ -79,6 +89,9 @@ def references(articles, rng: random.Random) -> list[tuple[str, str, str | None]
         out.append(("not in KB", n, None))
     out.append(("not in KB", "https://elsewhere.example.org/careers/open-roles.html", None))
     out.append(("not in KB", "The quarterly town hall is streamed to every office in the company.", None))
+    for s in rng.sample(foreign, min(100, len(foreign))):  # sentences of another KB: the quote must stay unmapped
+        if not any(_words(s) in t for t in texts):
+            out.append(("quote from another KB", s, None))
     return out
 
 
@@ -128,22 +141,22 @@ def main() -> None:
     rng = random.Random(39)
     with tempfile.TemporaryDirectory() as tmp:
         sample = build(ROOT / "benchmarks/sample/handbook", Path(tmp) / "sample")
-        refs = references(sample.articles, rng)
         print("quote threshold on the sample (min words, min 3-gram overlap): right / wrong over the quote kinds")
+        tts = build(args.tts, Path(tmp) / "tts") if args.tts.is_dir() else None
+        refs = references(sample.articles, rng, sentences_of(tts.articles) if tts else [])
         for words in (3, 4, 6, 8):
-            for overlap in (0.6, 0.8, 1.0):
+            for overlap in (0.3, 0.4, 0.5, 0.6, 0.8):
                 t = evaluate(Resolver(sample.articles, min_quote_words=words, min_quote_overlap=overlap),
-                             [r for r in refs if "quote" in r[0]])
+                             [r for r in refs if "quote" in r[0]])  # quote, changed quote, short quote
                 c = sum(t.values(), Counter())
                 print(f"  {words} words, {overlap:.0%}: right {c['mapped right'] + c['unmapped (right)']}, "
                       f"wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
         show(f"sample KB ({len(sample.articles)} articles)", evaluate(Resolver(sample.articles), refs))
-        if not args.tts.is_dir():
+        if tts is None:
             print(f"\nTTS handbook: skipped ({args.tts} is absent)")
             return
-        tts = build(args.tts, Path(tmp) / "tts")
         show(f"TTS handbook, held out ({len(tts.articles)} articles)",
-             evaluate(Resolver(tts.articles), references(tts.articles, rng)))
+             evaluate(Resolver(tts.articles), references(tts.articles, rng, sentences_of(sample.articles))))
 
 
 if __name__ == "__main__":
