@@ -44,8 +44,8 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
     for source, arts in per_doc.items():
         stem = source.rsplit(".", 1)[0]
         single = len(arts) == 1
-        out.append(("source", source, arts[0].id if single else None))
-        out.append(("url", f"https://handbook.example.com/{stem}/", arts[0].id if single else None))
+        out.append(("source path", source, arts[0].id if single else None))
+        out.append(("URL", f"https://handbook.example.com/{stem}/", arts[0].id if single else None))
         for a in arts:
             if not a.heading_path:
                 continue
@@ -54,7 +54,7 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
                          re.sub(r"\s*\(part \d+ of \d+\)$", "", b.heading_path[-1]) == h) == 1
             want = a.id if unique else None
             out.append(("source#heading", f"{source}#{h}", want))
-            out.append(("url#anchor", f"https://handbook.example.com/{source}#{slug(h)}", want))
+            out.append(("URL#anchor", f"https://handbook.example.com/{source}#{slug(h)}", want))
     for a in articles:
         out.append(("title", a.title, a.id if titles[" ".join(a.title.casefold().split())] == 1 else None))
         if a.heading_path:
@@ -72,7 +72,7 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
             ws = s.split()
             for i in range(3, len(ws), 8):
                 ws[i] = "zzword"
-            out.append(("changed quote", " ".join(ws), a.id if own else None))
+            out.append(("retyped quote", " ".join(ws), a.id if own else None))
         words = a.text.split()
         if len(words) >= 30:
             i = rng.randrange(0, len(words) - 12)
@@ -80,15 +80,15 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
             out.append(("quote", f'"{cut}"', a.id if sum(_words(cut) in t for t in texts) == 1 else None))
             short = " ".join(re.findall(r"\w+", " ".join(words[i:i + 3]))[:3])
             if " ".join(short.casefold().split()) not in titles and short.casefold() not in last:
-                out.append(("short quote", short, None))
+                out.append(("short quote (3 words)", short, None))
     # must stay unmapped: pages not in the KB, unknown headings, bare numbers, text from no article
     for source in list(per_doc)[:10]:
-        out.append(("not in KB", f"{source.rsplit('.', 1)[0]}-archive.html", None))
-        out.append(("not in KB", f"{source}#No such heading here", None))
+        out.append(("not in the KB", f"{source.rsplit('.', 1)[0]}-archive.html", None))
+        out.append(("not in the KB", f"{source}#No such heading here", None))
     for n in ("1", "2", "17", "[3]"):
-        out.append(("not in KB", n, None))
-    out.append(("not in KB", "https://elsewhere.example.org/careers/open-roles.html", None))
-    out.append(("not in KB", "The quarterly town hall is streamed to every office in the company.", None))
+        out.append(("not in the KB", n, None))
+    out.append(("not in the KB", "https://elsewhere.example.org/careers/open-roles.html", None))
+    out.append(("not in the KB", "The quarterly town hall is streamed to every office in the company.", None))
     for s in rng.sample(foreign, min(100, len(foreign))):  # sentences of another KB: the quote must stay unmapped
         if not any(_words(s) in t for t in texts):
             out.append(("quote from another KB", s, None))
