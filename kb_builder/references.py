@@ -36,7 +36,7 @@ MIN_QUOTE_WORDS = 6
 MIN_QUOTE_OVERLAP = 0.5
 _SHINGLE = 3
 
-_ID = re.compile(r"^\[?\s*ID\s*[:#]?\s*([A-Za-z0-9_.-]+)\s*\]?$", re.IGNORECASE)
+_ID = re.compile(r"^\[?\s*ID(?:\s*[:#]\s*|\s+)([A-Za-z0-9_.-]+)\s*\]?$", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _EXTENSIONS = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf", ".docx", ".rst")
 _QUOTES = "\"'“”‘’«»`"

@@ -36,6 +36,7 @@ def test_explicit_ids_resolve_and_a_bare_number_only_when_the_system_cites_by_id
         assert not got.mapped and got.how is None, footnote
     assert Resolver(kb.articles, bare_ids=True).resolve("17").articles == ("17",)
     assert not r.resolve("[ID: 99999]").mapped  # not an article of this KB
+    assert not r.resolve("ID17x").mapped and r.resolve("ID 17").articles == ("17",)
 
 
 def test_source_with_heading_path_or_url_anchor(kb):
