@@ -39,6 +39,7 @@ _SHINGLE = 3
 _ID = re.compile(r"^\[?\s*ID(?:\s*[:#]\s*|\s+)([A-Za-z0-9_.-]+)\s*\]?$", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _EXTENSIONS = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf", ".docx", ".rst")
+_PART = re.compile(r"\s*\(part \d+ of \d+\)$")
 _QUOTES = "\"'“”‘’«»`"
 
 
@@ -83,6 +84,12 @@ def _doc_key(path: str) -> tuple[str, ...]:
     return parts
 
 
+def heading(article: object) -> str:
+    """The article's own heading (its title's last part when it has none), without a split's "(part N of M)"."""
+    last = article.heading_path[-1] if article.heading_path else article.title.rpartition(" > ")[2]
+    return _PART.sub("", last)
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(_fold(text))
 
@@ -121,8 +128,7 @@ class Resolver:
             if a.source:
                 self.documents[_doc_key(a.source)].append(a)
             self.titles[_fold(a.title)].append(a.id)
-            last = a.heading_path[-1] if a.heading_path else a.title.rpartition(" > ")[2]
-            self.last_titles[_fold(re.sub(r"\s*\(part \d+ of \d+\)$", "", last))].append(a.id)
+            self.last_titles[_fold(heading(a))].append(a.id)
             words = _words(a.title + " " + a.text)
             self.texts[a.id] = " ".join(words)
             for s in _shingles(words):
@@ -194,8 +200,7 @@ class Resolver:
         articles = self.documents[docs[0]]
         if anchor:
             want = slug(anchor)
-            hits = [a for a in articles if a.heading_path and slug(re.sub(r"\s*\(part \d+ of \d+\)$", "",
-                                                                          a.heading_path[-1])) == want]
+            hits = [a for a in articles if a.heading_path and slug(heading(a)) == want]
             if not hits:  # a parent heading: the articles under it
                 hits = [a for a in articles if any(slug(h) == want for h in a.heading_path)]
             if len(hits) == 1:
