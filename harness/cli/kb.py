@@ -300,6 +300,38 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
                                   ensure_ascii=False))
 
 
+@kb.command()
+@click.argument("kb_dir", type=click.Path(path_type=Path))
+@click.argument("references", nargs=-1, required=True)
+@click.option("--map", "mapping", type=click.Path(path_type=Path), help="CSV of their_id,article_id rows: the "
+              "system's own IDs (chunk IDs, URLs...) and the KB article each names.")
+@click.option("--rewrite", "rewrites", multiple=True, metavar="PREFIX=REPLACEMENT", help="Read a reference starting "
+              "with PREFIX with it replaced (e.g. https://wiki.example.com/=docs/); repeat for several.")
+@click.option("--ids", "bare_ids", is_flag=True, help="The system cites by KB ID: a bare number is that article "
+              "(without it, `1` is never read as article 1).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON line per reference.")
+def resolve(kb_dir: Path, references: tuple[str, ...], mapping: Path | None, rewrites: tuple[str, ...],
+            bare_ids: bool, as_json: bool) -> None:
+    """Show which KB article(s) each of a system's REFERENCES maps to, and how, or that it is unmapped."""
+    from harness.workflows import kb as workflow
+
+    kb_ = workflow.load_kb(kb_dir)
+    found = workflow.resolve_references(kb_, list(references), mapping=mapping, rewrites=rewrites, bare_ids=bare_ids)
+    if as_json:
+        for r in found:
+            click.echo(json.dumps(r.as_dict(), ensure_ascii=False))
+        return
+    for r in found:
+        if r.mapped:
+            titles = "; ".join(f"{a} {kb_.by_id[a].title}" for a in r.articles)
+            click.echo(f"{r.reference}\n  -> {titles}  ({r.how}{': ' + r.note if r.note else ''})")
+        else:
+            also = f"; candidates {', '.join(r.candidates[:10])}" if r.candidates else ""
+            click.echo(f"{r.reference}\n  -> unmapped ({r.note}{also})")
+    n = sum(r.mapped for r in found)
+    click.echo(f"{n} of {len(found)} reference(s) mapped, {len(found) - n} unmapped")
+
+
 @kb.command(name="eval")
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV (question_id, question, expected_citations, must_refuse, ...).")

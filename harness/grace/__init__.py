@@ -60,6 +60,7 @@ from harness.workflows.kb import eval_retrieval as eval_retrieval
 from harness.workflows.kb import index_kb as index_kb
 from harness.workflows.kb import lint_kb as lint_kb
 from harness.workflows.kb import load_kb as load_kb
+from harness.workflows.kb import resolve_references as resolve_references
 from harness.workflows.kb import search as search
 from harness.workflows.kb_edits import Curation as Curation
 from harness.workflows.kb_edits import CurationConflict as CurationConflict
@@ -106,7 +107,7 @@ __all__ = [
     "check_gate", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
     "export_view", "generate_gold", "gold_stats", "import_logs", "index_kb", "lint_kb", "list_providers", "load_kb",
     "load_run", "log_exports", "meta_eval_judge", "migrate_gold", "open_curating", "open_curation",
-    "open_labelling", "open_review", "propose_fixes", "question_table", "report", "retry_exports", "run",
+    "open_labelling", "open_review", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
     "sample_questions", "score", "search", "spotcheck_run", "suggest_labels", "trend", "validate_gold", "view",
     "write_trend"
 ]

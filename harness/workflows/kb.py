@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_kb", "eval_retrieval", "index_kb", "lint_kb", "load_kb", "search"]
+__all__ = ["build_kb", "eval_retrieval", "index_kb", "lint_kb", "load_kb", "resolve_references", "search"]
 
 
 def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None, calls: Any = None,
@@ -140,6 +140,27 @@ def search(kb: Any, questions: str | Sequence[str], k: int = 5, embedder: str | 
     one = isinstance(questions, str)
     hits = kb.retriever(embedder).search_many([questions] if one else list(questions), k)
     return hits[0] if one else hits
+
+
+def resolve_references(kb: Any, references: str | Sequence[str], *, mapping: str | Path | None = None,
+                       rewrites: Sequence[str | tuple[str, str]] = (), bare_ids: bool = False):
+    """Map a system's own references (source paths, URLs with anchors, titles, quotes, its own IDs) onto ``kb``'s
+    articles, so a team can check its mapping before a run.
+
+    ``mapping``: a CSV of ``their_id,article_id`` rows; ``rewrites``: ``PREFIX=REPLACEMENT`` rules (or pairs)
+    applied to paths and URLs; ``bare_ids``: the system cites by KB ID, so a bare ``17`` is article 17 (else it is
+    never read as one). Returns one :class:`~kb_builder.references.Resolution` per reference (one reference: one
+    Resolution): ``.articles``, ``.how`` (mapping, id, rewrite, source+heading, source, title, quote) or unmapped
+    with ``.note`` and ``.candidates``.
+    """
+    from kb_builder.references import Resolver, read_mapping, read_rewrites
+
+    kb = load_kb(kb) if isinstance(kb, str | Path) else kb
+    table = read_mapping(mapping, kb.by_id) if mapping is not None else {}
+    resolver = Resolver(kb.articles, mapping=table, rewrites=read_rewrites(rewrites), bare_ids=bare_ids)
+    one = isinstance(references, str)
+    found = resolver.resolve_many([references] if one else list(references))
+    return found[0] if one else found
 
 
 def lint_kb(kb: Any, run: str | Path | None = None):
