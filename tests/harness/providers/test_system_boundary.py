@@ -120,7 +120,8 @@ def inf_cost(request):
 
 
 def prints(request):
-    print("a note from the pipeline", request.question_id)
+    # one string: print() writes each argument apart, and calls on the worker's threads interleave those writes
+    print(f"a note from the pipeline {request.question_id}")
     return fine(request)
 
 
