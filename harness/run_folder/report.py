@@ -199,6 +199,40 @@ class ModelPpi(_Block):
     refusal_calibration: PpiFigure | None  # prediction-powered refusal calibration; null: no must-refuse label
 
 
+class CitationScores(_Block):
+    """A model's citation figures when its citations are read as references or scored several per answer (issue 39).
+
+    Per answer: citation precision (cited articles in the gold's acceptable set, over the citations made, an unmapped
+    one counting as a miss), recall (acceptable articles cited, over the acceptable set; for the usual one-article gold:
+    did it cite the gold), F1, ``hit`` (at least one right article cited), ``cit_correct`` (the share of its citations
+    that exist, are reachable by the asker and, where a quote or a spot-check says, are supported) and ``coverage``
+    (|cited and retrieved| / |retrieved|). Means over the answerable questions a model answered with a citation
+    (precision, cit_correct, coverage) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap
+    interval over questions.
+    """
+
+    scoring: str  # single | multi (run.json's models[].citations.scoring)
+    reads: str  # ids | references
+    n_answers: Count  # responses to answerable questions (the denominator of recall, F1 and hit)
+    n_citing: Count  # of those, responses citing at least one reference (the denominator of precision)
+    n_citations: Count  # citations made, over all responses (a reference counted once per answer)
+    n_unmapped: Count  # of those, references that resolved to no KB article
+    by_how: dict[str, Count]  # citations per way they resolved (kb_builder.references.HOW, and "unmapped")
+    precision: Rate | None  # mean citation precision over citing answers (acceptable articles cited / citations)
+    precision_ci95: Interval | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
+    recall: Rate | None  # mean citation recall over answers (acceptable articles cited / acceptable articles)
+    recall_ci95: Interval | None  # [low, high], 95% bootstrap over questions
+    f1: Rate | None  # mean per-answer F1 of citation precision and recall
+    f1_ci95: Interval | None  # [low, high], 95% bootstrap over questions
+    hit_rate: Rate | None  # answers citing at least one acceptable article, over n_answers
+    hit_rate_ci95: Interval | None  # [low, high], 95% bootstrap over questions
+    cit_correct: Rate | None  # mean over citing answers of the share of citations that exist, are reachable, supported
+    coverage: Rate | None  # mean over citing answers with known retrieval of |cited and retrieved| / |retrieved|
+    quotes_checked: Count = 0  # quoted spans checked against the article they cite (no model needed)
+    quotes_missing: Count = 0  # of those, quotes not found in that article
+    marker_problems: dict[str, Count] = Field(default_factory=dict)  # harness.scoring.markers.PROBLEMS code -> answers
+
+
 class ModelReport(_Block):
     """One ranked model's figures: what every leaderboard (terminal, Markdown, HTML, the API) shows.
 
@@ -255,6 +289,8 @@ class ModelReport(_Block):
     categories: dict[str, CategoryScore] | None = Field(None, exclude_if=lambda v: v is None)
     # prediction-powered figures from human and machine labels; written only with --machine-gold (Report.ppi)
     ppi: ModelPpi | None = Field(None, exclude_if=lambda v: v is None)
+    # citation precision/recall/F1, coverage... for a model read as references or scored several per answer (issue 39)
+    citations: CitationScores | None = Field(None, exclude_if=lambda v: v is None)
     model: str = Field("", exclude=True)
 
     @property

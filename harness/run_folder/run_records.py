@@ -10,7 +10,7 @@ question from a stale one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -140,6 +140,28 @@ class RunConfig(BaseModel):
     rerank: dict[str, Any] | None = _absent_if_none()  # --rerank: the reranker's record (harness.runner.rerank)
 
 
+class CitationSettings(BaseModel):
+    """``run.json["models"][i]["citations"]``: how this model's citations are read and scored (issue 39).
+
+    Absent for a GRACE prompt (``[ID: x]`` in the text, one citation per answer): that reading is unchanged. A
+    shipped system cites its own documents (paths, URLs, titles, quotes, its own index IDs) by markers (``[1]``,
+    footnotes, links) and a source list, often several per answer: ``reads = "references"`` resolves each
+    reference onto KB articles (``kb_builder.references``), ``scoring = "multi"`` scores several citations per answer
+    by citation precision and recall against the gold's acceptable set. Scoring settings only: never part of a
+    call's cache key (changing the mapping re-scores, it never re-asks).
+    """
+
+    model_config = _RUN_BLOCK
+
+    scoring: Literal["single", "multi"] = "single"  # multi: several citations per answer (precision, recall, F1)
+    # ids: GRACE's reading ([ID: x] in the text; a system's structured citations as KB IDs); references: markers and
+    # source lists read (harness.scoring.markers), each reference resolved onto KB articles (kb_builder.references)
+    reads: Literal["ids", "references"] = "ids"
+    map: str | None = None  # a their_id,article_id CSV: the system's own reference -> KB article (as given)
+    map_hash: str | None = None  # 16 hex digits of the SHA-256 of the mapping file's bytes
+    rewrite: dict[str, str] = Field(default_factory=dict)  # path/URL prefix -> replacement, read before resolving
+
+
 class ModelEntry(BaseModel):
     """One model of ``run.json["models"]``: what it was asked with, and what the run learned about its endpoint."""
 
@@ -163,6 +185,8 @@ class ModelEntry(BaseModel):
     json_mode_reason: str | None = _absent_if_none()  # why the server made grace fall back: the error it gave
     # a baseline's fitted threshold: method, seed, and per fold its threshold and questions
     calibration: dict[str, Any] | None = _absent_if_none()
+    # how its citations are read and scored (issue 39); absent: GRACE's reading, one citation per answer
+    citations: CitationSettings | None = _absent_if_none()
 
     def learned(self) -> dict[str, Any]:
         """What the run learned about the endpoint, as ``Provider.learned()`` gives it."""
