@@ -127,6 +127,23 @@ def run_cmd(run_or_scores, kb_dir, judge_spec, template, sample, take_all, seed,
             q.add_row(m, cell(g, "relevancy"), cell(g, "completeness"), cell(g, "faithfulness"),
                       cell(g, "usefulness", True), str(g.get("n_refusals", 0)), str(g.get("n_unreadable", 0)))
         console.print(q)
+    if spot.get("citation_support"):
+        check = spot["citation_support"]
+        kappa = check["meta_eval"].get("kappa")
+        c = Table(title="Citation support, per cited sentence (models citing several sources; 95% CIs; n = checked "
+                        f"answers; judge kappa on the multi-citation cases: "
+                        f"{'n/a' if kappa is None else format(kappa, '.2f')}, n={check['meta_eval']['n']})")
+        for name in ("Model", "Sentences", "Citations", "Support recall", "Citation precision", "Misattributed",
+                     "Unsupported", "Unresolved"):
+            c.add_column(name, justify="left" if name == "Model" else "right")
+        for m, v in spot["models"].items():
+            cs = v.get("citation_support")
+            if cs:
+                shown = cs["display"]
+                c.add_row(m, str(cs["n_sentences"]), str(cs["n_citations"]), shown["support_recall"],
+                          shown["citation_precision"], shown["misattributed_rate"], shown["unsupported_rate"],
+                          str(cs["n_unresolved_citations"]))
+        console.print(c)
     if spot["variance"]["max_spread"] is not None:
         console.print(f"judge run-to-run spread over {repeats} repeats: up to {100 * spot['variance']['max_spread']:.1f} "
                       "points of groundedness; smaller differences between models are noise")
@@ -191,7 +208,11 @@ def calibrate_cmd(human_csv: Path, judge_json: Path, show: int) -> None:
 @click.option("--quality-cases", type=click.Path(path_type=Path), default=None,
               help="Answer-quality cases JSONL [default: the built-in GroUSE-style set, 21 cases in 7 failure modes].")
 @click.option("--no-quality", is_flag=True, help="Only the support cases (skip the answer-quality cases).")
-def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_cases, no_quality, **call) -> None:
+@click.option("--citation-cases", type=click.Path(path_type=Path), default=None,
+              help="Multi-citation cases JSONL (own / other / none) [default: the built-in set, in claims mode].")
+@click.option("--no-citations", is_flag=True, help="Skip the multi-citation cases.")
+def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_cases, no_quality, citation_cases,
+                  no_citations, **call) -> None:
     """Run the judge on hand-written cases with known verdicts; report its pass rate per failure mode.
 
     Two sets: support verdicts (46 cases: a changed number, a swapped entity, ...), and answer quality, GroUSE's
@@ -205,7 +226,8 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
 
     console = Console()
     done = meta_eval_judge(judge_spec, template=template, mode=mode, cases=cases, quality_cases=quality_cases,
-                           quality=not no_quality, out=out, force=force, calls=model_calls(call), console=console)
+                           quality=not no_quality, out=out, force=force, calls=model_calls(call), console=console,
+                           citations=False if no_citations else None, citation_cases=citation_cases)
     judge, result = done.judge, done.result
     table = Table("Failure mode", "Expected", "Cases", "Passed", "Pass rate",
                   title=f"Judge meta-eval ({mode}): {judge.spec.name}")
@@ -234,6 +256,17 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
         console.print(table)
         for f in q["failures"][:show]:
             console.print(f"- {f['id']} ({f['failure_mode']}): expected {f['expect']}, got {f['got']}")
+    if "citations" in result:
+        c = result["citations"]
+        table = Table("Label", "Expected", "Judge said", "Agreed", title=f"Multi-citation meta-eval: {judge.spec.name}")
+        for label, v in c["per_label"].items():
+            table.add_row(label, str(v["expected"]), str(v["judge"]), str(v["passed"]))
+        console.print(table)
+        console.print(f"citation support labels (own / other / none): agreement "
+                      f"{_pct(c['agreement'], c['n'])}, kappa {'n/a' if c['kappa'] is None else format(c['kappa'], '.2f')}"
+                      f" (n={c['n']} sentences of {c['cases']} cases)")
+        for f in c["failures"][:show]:
+            console.print(f"- {f['case']}: expected {f['expected']}, got {f['judge']}: {f['sentence'][:120]}")
     if out:
         console.print(f"meta-eval -> {out}")
     if done.failure():

@@ -59,6 +59,8 @@ REPORT_HTML = "report.html"
 SPOTCHECK = "spotcheck.json"
 JUDGEMENTS = "spotcheck/judgements.jsonl"
 CLAIMS = "spotcheck/claims.jsonl"  # --mode claims: every claim with its verdict and evidence
+# several citations per answer: each cited sentence's support by its own and the answer's other cited articles
+CITATION_SUPPORT = "spotcheck/citation_support.jsonl"
 QUALITY = "spotcheck/quality.jsonl"  # --quality: each checked answer's GroUSE-style grades
 REVIEW_CSV = "spotcheck_review.csv"
 CLAIMS_REVIEW_CSV = "spotcheck_claims_review.csv"  # --mode claims: one row per claim (segment labels stay apart)
@@ -131,6 +133,10 @@ class RunDir:
     @property
     def claims_review_csv(self) -> Path:
         return self.path / CLAIMS_REVIEW_CSV
+
+    @property
+    def citation_support(self) -> Path:
+        return self.path / CITATION_SUPPORT
 
     @property
     def quality(self) -> Path:
@@ -228,8 +234,8 @@ class RunDir:
         """Everything made from the answers on file (scores, reports, the spot-check and its review files, the
         judge's calibration, exports): describes that run only, so it goes when the run is replaced."""
         return [self.scores, self.report, self.leaderboard_md, self.report_html, self.spotcheck, self.judgements,
-                self.claims, self.quality, self.review_csv, self.claims_review_csv, self.calibration, self.exports,
-                self.results_parquet]
+                self.claims, self.citation_support, self.quality, self.review_csv, self.claims_review_csv,
+                self.calibration, self.exports, self.results_parquet]
 
     def discard_derived(self) -> list[Path]:
         """Remove :meth:`derived_files` (under the lock, before another run's answers are written here): a
@@ -364,7 +370,7 @@ class _FolderLock(FileLock):
 
 
 __all__ = [
-    "BATCHES", "CALIBRATION", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
+    "BATCHES", "CALIBRATION", "CITATION_SUPPORT", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
     "EXPORTS", "MALFORMED", "QUESTIONS", "MLFLOW_DB", "RESULTS_PARQUET", "UNMATCHED", "WANDB",
     "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
 ]

@@ -414,13 +414,16 @@ SPOT_FIGURES = (
     "hallucination_risk", "hallucination_risk_ci95", "groundedness_spread", "groundedness_n", "hallucination_rate_n",
     "hallucination_risk_n", "ci_note", "display", "n_incomplete", "n_verdicts", "n_unreadable", "n_failed_calls",
     "truncated_skipped", "n_claims", "faithfulness", "faithfulness_ci95", "partial_rate", "partial_rate_ci95",
-    "n_extraction_failed", "coverage", "coverage_ci95", "coverage_n", "quality",
+    "n_extraction_failed", "coverage", "coverage_ci95", "coverage_n", "quality", "citation_support",
 )
+_ABSENT_WHEN_NONE = {"citation_support"}  # issue 39's figures: no key at all in a report of GRACE prompts
 
 SpotcheckModel: type[_Block] = create_model(  # ModelSpot's fields, each optional (null in an older report)
     "SpotcheckModel", __base__=_Block, __module__=__name__,
     __doc__="One model's spot-check figures in the report: ``SPOT_FIGURES`` of ``spotcheck.json``'s ModelSpot.",
-    **{name: (ModelSpot.model_fields[name].annotation | None, None) for name in SPOT_FIGURES},
+    **{name: (ModelSpot.model_fields[name].annotation | None,
+              Field(None, exclude_if=lambda v: v is None) if name in _ABSENT_WHEN_NONE else None)
+       for name in SPOT_FIGURES},
 )
 
 

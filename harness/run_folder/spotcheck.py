@@ -59,6 +59,55 @@ class JudgeBlock(BaseModel):
     calibration: str | None = Field(None, exclude_if=lambda v: v is None)
 
 
+class CitationSupport(BaseModel):
+    """One model's claim-level citation support (``spotcheck.json["models"][name]["citation_support"]``): each
+    cited sentence of its checked answers judged against every article the answer cites (issue 39; present only
+    for a model whose run.json reads several citations or its own references). Pooled over sentences (precision:
+    over citations); CIs bootstrap over answers, null below ci_min_answers."""
+
+    model_config = _STRICT
+
+    n: int  # answers checked: every cited sentence judged against every article the answer cites
+    n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable reply
+    n_sentences: int  # cited sentences in the checked answers
+    n_own: int  # sentences supported by one of their own citations
+    n_other: int  # sentences supported only by another article the answer cites (misattributed)
+    n_none: int  # sentences supported by none of the articles the answer cites
+    n_citations: int  # citations of those sentences (a sentence's distinct references)
+    n_supporting_citations: int  # citations whose article supports their sentence
+    n_unresolved_citations: int  # citations whose reference maps to no KB article: counted as not supporting
+    support_recall: float | None  # n_own / n_sentences (ALCE's citation recall)
+    support_recall_ci95: list[float] | None  # [low, high], 95% bootstrap over checked answers
+    citation_precision: float | None  # n_supporting_citations / n_citations (ALCE's citation precision)
+    citation_precision_ci95: list[float] | None  # [low, high], 95% bootstrap over checked answers
+    misattributed_rate: float | None  # n_other / n_sentences
+    misattributed_rate_ci95: list[float] | None  # [low, high], 95% bootstrap over checked answers
+    unsupported_rate: float | None  # n_none / n_sentences
+    unsupported_rate_ci95: list[float] | None  # [low, high], 95% bootstrap over checked answers
+    # Cohen's kappa over own / other / none of this judge and template on the multi-citation meta-eval cases
+    judge_kappa: float | None
+    judge_kappa_n: int  # sentences of the meta-eval cases behind judge_kappa
+    ci_note: str | None = None  # why there is no CI, when there is none
+    display: dict[str, str] = Field(default_factory=dict)  # each rate as printed, with its interval and n
+
+
+class CitationCheck(BaseModel):
+    """How the claim-level citation support was checked (``spotcheck.json["citation_support"]``; present only when
+    a model of the run reads several citations or its own references)."""
+
+    model_config = _STRICT
+
+    models: list[str]  # the models checked this way
+    template: str  # the claims template whose verification prompt asks "does this article support each sentence"
+    template_hash: str  # 16 hex digits of the SHA-256 of that template file
+    path: str  # the per-sentence records (labels, citation statuses, verdicts), relative to the run folder
+    n_rows: int  # rows in that file
+    # the judge on the multi-citation meta-eval cases (harness/spotcheck/citation_cases.jsonl): cases, n, agreement,
+    # kappa (over own / other / none), kappa_per_label, per_label counts, confusion, failures
+    meta_eval: dict[str, Any]
+    method: str  # what the labels and figures mean, in sentences
+
+
 class ModelSpot(BaseModel):
     """One answering model's spot-check figures (``spotcheck.json["models"][name]``)."""
 
@@ -115,6 +164,8 @@ class ModelSpot(BaseModel):
     # --quality: GroUSE-style grades (mean 1-5 of relevancy, completeness, faithfulness; share of useful refusals),
     # each with its n and CI (harness.spotcheck.quality.quality_figures)
     quality: dict[str, Any] | None = None
+    # several citations per answer (run.json models[].citations): claim-level citation support; absent otherwise
+    citation_support: CitationSupport | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class SpotcheckFile(BaseModel):
@@ -149,6 +200,8 @@ class SpotcheckFile(BaseModel):
     risk_formula: str  # how hallucination_risk is computed, in words
     notes: str  # what the figures mean and how far to trust them, in sentences
     warnings: list[str] = Field(default_factory=list)  # what to know before reading the figures, in sentences
+    # claim-level citation support of the models citing several sources: how it was checked; absent otherwise
+    citation_support: CitationCheck | None = Field(None, exclude_if=lambda v: v is None)
 
 
 

@@ -241,10 +241,13 @@ def _sources(hit: Hit, claim: Claim, kb: Any, cited_any: tuple[str, ...]) -> tup
 
 
 def check_claims(judge: Any, template: ClaimsTemplate, hits: list[Hit], kb: Any, repeats: int,
-                 settings: CallSettings) -> ClaimsJudged:
-    """Extract the claims of every answer in ``hits``, then verify them; returns every verdict, by answer."""
+                 settings: CallSettings, segments: dict[tuple[str, str, int], list[Segment]] | None = None) -> ClaimsJudged:
+    """Extract the claims of every answer in ``hits``, then verify them; returns every verdict, by answer.
+    ``segments``: answers already cut by their own citation reading (a system citing its own references)."""
     kb_ids = set(kb.by_id)
-    result = ClaimsJudged({h.key: AnswerClaims(h, segment_answer(h.text, kb_ids)) for h in hits}, PromptStats())
+    segments = segments or {}
+    result = ClaimsJudged({h.key: AnswerClaims(h, segments[h.key] if h.key in segments else
+                                               segment_answer(h.text, kb_ids)) for h in hits}, PromptStats())
     spec, provider = judge.spec, judge.provider
     extractor = Prompted(spec, provider, EXTRACT_KIND, template.sha256, EXTRACT_SCHEMA,
                          accept=lambda c: _has_list(c.text, "claims"))

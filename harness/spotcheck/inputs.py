@@ -56,6 +56,7 @@ class Hit:
     outcome: str = "correct"
     expected: tuple[str, ...] = ()  # the gold article IDs
     retrieved: tuple[str, ...] = ()  # the articles shown to the model
+    citations: tuple[str, ...] = ()  # the citations a system returned as data (responses.jsonl "citations")
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -146,11 +147,13 @@ def load_run(path: Path, models: tuple[str, ...] = (), scope: str = "hits") -> R
             raise GraceError(f"{scores_path}: no responses from {', '.join(unknown)}; models here: {', '.join(counts)}")
     responses_path = _responses_path(run_dir, report)
     texts: dict[tuple[str, str, int], str] = {}
+    structured: dict[tuple[str, str, int], tuple[str, ...]] = {}
     cut: set[tuple[str, str, int]] = set()
     for row in read_response_lines(responses_path):
         key = (row["model"], row["question_id"], row["repeat"])
         if key in wanted and isinstance(row.get("response"), str) and not row.get("error"):
             texts[key] = row["response"]  # the last row wins, as in the scorer
+            structured[key] = tuple(str(c) for c in row.get("citations") or () if isinstance(c, (str, int)))
             (cut.add if is_cut_off(row.get("finish_reason")) else cut.discard)(key)
     missing = [k for k in wanted if k not in texts]
     if missing:
@@ -158,7 +161,7 @@ def load_run(path: Path, models: tuple[str, ...] = (), scope: str = "hits") -> R
         raise GraceError(f"{len(missing)} hit(s) in {scores_path} have no answer text in {responses_path} ({shown}); "
                          "score the responses file again ('grace score') so the two match")
     cut |= scored_cut
-    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)], *detail[(m, q, r)])
+    hits = [Hit(m, q, r, wanted[(m, q, r)], texts[(m, q, r)], *detail[(m, q, r)], citations=structured[(m, q, r)])
             for (m, q, r) in wanted if (m, q, r) not in cut]
     truncated = {m: sum(1 for k in cut if k[0] == m) for m in counts}
     return RunInputs(run_dir, scores_path, responses_path, report, hits, counts, truncated)

@@ -145,12 +145,16 @@ def load_done(path: Path) -> dict[tuple, dict[str, Any]]:
 
 
 def judge_hits(judge: Judge, hits: list[Hit], kb: Any, repeats: int, out_path: Path,
-               settings: JudgeSettings, kb_ids: set[str] | None = None) -> Judged:
-    """Both passes over ``hits``; every new judgement is appended to ``out_path`` as it is made."""
+               settings: JudgeSettings, kb_ids: set[str] | None = None,
+               segments: dict[tuple[str, str, int], list[Segment]] | None = None) -> Judged:
+    """Both passes over ``hits``; every new judgement is appended to ``out_path`` as it is made. ``segments``:
+    answers already cut by their own citation reading (a system citing its own references)."""
     by_id = kb.by_id
     kb_ids = kb_ids if kb_ids is not None else set(by_id)
     done = load_done(out_path)
-    result = Judged({h.key: segment_answer(h.text, kb_ids) for h in hits}, {}, PromptStats())
+    segments = segments or {}
+    result = Judged({h.key: segments[h.key] if h.key in segments else segment_answer(h.text, kb_ids) for h in hits},
+                    {}, PromptStats())
     out = JsonlAppender(out_path)
     try:
         first = _Pass(judge, done, out, result)

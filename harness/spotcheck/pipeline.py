@@ -24,8 +24,9 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.version import __version__
-from harness.run_folder import CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
-from harness.spotcheck.claims import ClaimsJudged, check_claims
+from harness.run_folder import CITATION_SUPPORT, CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
+from harness.run_folder.spotcheck import CitationCheck
+from harness.spotcheck.claims import ClaimsJudged, ClaimsTemplate, check_claims, load_claims_template
 from harness.spotcheck.inputs import RunInputs, load_run
 from harness.spotcheck.judge_calls import Judge, JudgeSettings
 from harness.spotcheck.metrics import (
@@ -231,6 +232,55 @@ def _kb_dir(kb_dir: Path | None, inputs: RunInputs) -> Path:
     raise GraceError(f"{inputs.run_dir}: give --kb KB_DIR (the articles the answers cite); report.json names none that exists")
 
 
+def citation_readers(inputs: RunInputs, kb: Any) -> dict[str, Any]:
+    """The citation reader of each model whose run.json says it cites several sources or its own references
+    (``models[].citations``); none for GRACE prompts. A bad mapping file or rewrite rule is a GraceError naming it."""
+    from harness.spotcheck.citation_support import SentenceReader, reads_several
+
+    info = RunDir(inputs.run_dir).read_run_info()
+    return {e.name: SentenceReader.for_settings(kb.articles, e.citations)
+            for e in (info.models if info is not None else [])
+            if e.name in inputs.counts and reads_several(e.citations)}
+
+
+def citation_pass(judge: Judge, chosen: list[Any], kb: Any, inputs: RunInputs, readers: dict[str, Any],
+                  opts: SpotcheckOptions, settings: JudgeSettings,
+                  stats: Any) -> tuple[dict[str, dict[str, Any]], CitationCheck | None]:
+    """Claim-level citation support of the models :func:`citation_readers` reads
+    (:mod:`harness.spotcheck.citation_support`): per model its figures, and how it was checked; the per-sentence
+    records go to ``spotcheck/citation_support.jsonl``. Nothing (no call, no file, no key) for a run of GRACE
+    prompts only, so their spot-check is what it always was."""
+    from harness.spotcheck import citation_support as cs
+
+    files = RunDir(inputs.run_dir)
+    if not readers:
+        if files.citation_support.exists():  # an earlier spot-check's records, of models no longer read so
+            files.citation_support.unlink()
+        return {}, None
+    template = (judge.template if isinstance(judge.template, ClaimsTemplate)
+                else load_claims_template(None, kb.manifest.language))
+    hits = [h for h in chosen if h.model in readers]
+    answers = {h.key: cs.AnswerSupport(h.key, readers[h.model].sentences(h.text, h.citations)) for h in hits}
+    cs.judge_support(judge, template, list(answers.values()), lambda a, aid: kb.by_id[aid], settings, stats)
+    meta = cs.run_citation_meta_eval(judge, template, cs.load_citation_cases(), settings, stats)
+    rows = []
+    for h in hits:
+        rows += cs.sentence_rows(answers[h.key], {"model": h.model, "question_id": h.question_id, "repeat": h.repeat,
+                                                  "answer_hash": h.answer_hash, "judge": judge.spec.name,
+                                                  "template_hash": template.sha256})
+    files.citation_support.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(files.citation_support, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    figures = {}
+    for i, m in enumerate(m for m in inputs.models if m in readers):
+        mine = [answers[h.key] for h in hits if h.model == m]
+        done = [a for a in mine if a.complete]
+        figures[m] = cs.support_figures(done, len(mine) - len(done), meta["kappa"], meta["n"], opts.bootstrap,
+                                        opts.seed + i)
+    check = CitationCheck(models=list(figures), template=template.name, template_hash=template.sha256,
+                          path=CITATION_SUPPORT, n_rows=len(rows), meta_eval=meta, method=cs.METHOD)
+    return figures, check
+
+
 def run_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: SpotcheckOptions,
                   settings: JudgeSettings | None = None, console: Any = None) -> dict[str, Any]:
     settings = settings or JudgeSettings()
@@ -257,13 +307,15 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
     run_dir, files = inputs.run_dir, RunDir(inputs.run_dir)
     by_key = {h.key: h for h in chosen}
     claims = opts.mode == "claims"
+    readers = citation_readers(inputs, kb)
+    segments = {h.key: readers[h.model].segments(h.text, h.citations) for h in chosen if h.model in readers}
     if claims:
-        cj = check_claims(judge, judge.template, chosen, kb, opts.repeats, settings)
+        cj = check_claims(judge, judge.template, chosen, kb, opts.repeats, settings, segments)
         files.claims.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(files.claims, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in cj.rows))
         stats, rows = cj.stats, cj.rows
     else:
-        judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings)
+        judged = judge_hits(judge, chosen, kb, opts.repeats, files.judgements, settings, segments=segments)
         stats, rows = judged.stats, list(judged.rows.values())
 
     qtemplate = load_quality_template(None, kb.manifest.language) if opts.quality else None  # the KB's language's
@@ -274,6 +326,8 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
         files.quality.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(files.quality, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows
                                                  if r.get("kind") == "quality"))
+
+    support, check = citation_pass(judge, chosen, kb, inputs, readers, opts, settings, stats)
 
     models: dict[str, Any] = {}
     for i, m in enumerate(inputs.models):
@@ -305,6 +359,12 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
         models[m] = {"hits": (samples[m].hits if m in samples else 0) + cut, "n_incomplete": incomplete,
                      "quote_failures": quote_fails, "truncated_skipped": cut, **counts, **block}
         warnings += model_warnings(m, models[m])
+        if m in support:
+            models[m]["citation_support"] = support[m]
+            if support[m]["n_incomplete"]:
+                warnings.append(f"{m}: {_plural(support[m]['n_incomplete'], 'sampled answer')} left out of the "
+                                "citation support figures (a judge call failed or stayed unreadable); run the same "
+                                "command again to ask those again")
     spreads = {m: v["groundedness_spread"] for m, v in models.items()}
     variance = {
         "repeats": opts.repeats,
@@ -337,6 +397,7 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
                     "judge_pass_cost_usd": None if any(c is None for c in costs) else round(sum(costs), 6)},
         review_csv=CLAIMS_REVIEW_CSV if claims else REVIEW_CSV, min_answers_for_ci=MIN_ANSWERS_FOR_CI,
         redaction=settings.redactor.record() if settings.redactor is not None else None, risk_formula=RISK_FORMULA, notes="", warnings=warnings,
+        citation_support=check,
     )
     spot.notes = notes_for(spot)
     if claims:
@@ -369,9 +430,10 @@ def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: 
     samples = sample_hits(inputs.hits, opts.sample, opts.seed)
     chosen = [h for m in inputs.models if m in samples for h in samples[m].chosen]
     t, kb_ids = judge.template, set(kb.by_id)
+    readers = citation_readers(inputs, kb)
     first, second = [], []
     for h in chosen:
-        segs = segment_answer(h.text, kb_ids)
+        segs = readers[h.model].segments(h.text, h.citations) if h.model in readers else segment_answer(h.text, kb_ids)
         if not segs:
             continue
         if opts.mode == "claims":
@@ -397,11 +459,36 @@ def estimate_spotcheck(run_path: Path, kb_dir: Path | None, judge: Judge, opts: 
     if opts.mode == "claims":
         ask1 = Prompted(judge.spec, judge.provider, EXTRACT_KIND, t.sha256, EXTRACT_SCHEMA)
         ask2 = Prompted(judge.spec, judge.provider, VERIFY_KIND, t.sha256, VERIFY_SCHEMA)
-        return [estimate_prompts(ask1, first, settings, "claims: extracting", 60 * 4),
+        rows = [estimate_prompts(ask1, first, settings, "claims: extracting", 60 * 4),
                 _approx(estimate_prompts(ask2, second, settings, "claims: verifying", 80 * 3))]
-    ask = Prompted(judge.spec, judge.provider, "grace-spotcheck-judge", t.sha256, JUDGE_SCHEMA)
-    return [estimate_prompts(ask, first, settings, "pass 1: cited segments", 80),
-            _approx(estimate_prompts(ask, second, settings, "pass 2: uncited segments", 80))]
+    else:
+        ask = Prompted(judge.spec, judge.provider, "grace-spotcheck-judge", t.sha256, JUDGE_SCHEMA)
+        rows = [estimate_prompts(ask, first, settings, "pass 1: cited segments", 80),
+                _approx(estimate_prompts(ask, second, settings, "pass 2: uncited segments", 80))]
+    return rows + _estimate_support(judge, chosen, kb, readers, settings)
+
+
+def _estimate_support(judge: Judge, chosen: list[Any], kb: Any, readers: dict[str, Any],
+                      settings: JudgeSettings) -> list[Any]:
+    """The citation support calls (exact: they depend on no reply) and its meta-eval's, when a model reads several
+    citations; none otherwise."""
+    if not readers:
+        return []
+    from harness.runner.calls import estimate_prompts
+    from harness.spotcheck import citation_support as cs
+
+    template = (judge.template if isinstance(judge.template, ClaimsTemplate)
+                else load_claims_template(None, kb.manifest.language))
+    answers = [cs.AnswerSupport(h.key, readers[h.model].sentences(h.text, h.citations)) for h in chosen
+               if h.model in readers]
+    cases = cs.load_citation_cases()
+    by_case = {("meta", c.id): {a.id: a for a in c.articles} for c in cases}
+    meta = [cs.AnswerSupport(("meta", c.id), list(c.sentences)) for c in cases]
+    who = cs.who_judges(judge, template)
+    return [estimate_prompts(who, cs.support_jobs(template, answers, lambda a, aid: kb.by_id[aid]), settings,
+                             "citations: checking support", 80 * 3),
+            estimate_prompts(who, cs.support_jobs(template, meta, lambda a, aid: by_case[a.key][aid]), settings,
+                             "citations: meta-eval cases", 80 * 4)]
 
 
 def _approx(est: Any) -> Any:

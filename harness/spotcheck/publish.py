@@ -50,6 +50,13 @@ def notes_for(spot: SpotcheckFile) -> str:
     else:
         parts.append("Run-to-run spread of the judge not measured (use --repeats 3).")
     parts.append("Correct refusals count as safe in the hallucination risk.")
+    if spot.citation_support is not None:
+        kappa = spot.citation_support.meta_eval.get("kappa")
+        parts.append("Citation support (models citing several sources): each cited sentence is judged against every "
+                     "article its answer cites; own = backed by its own citation, other = only by another cited "
+                     "article, none = by none; the judge's kappa on the multi-citation meta-eval cases is "
+                     + (f"{kappa:.2f}." if kappa is not None else "not known (no readable verdicts, or chance "
+                        "agreement total)."))
     return " ".join(parts)
 
 

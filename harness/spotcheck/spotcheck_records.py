@@ -28,6 +28,7 @@ from harness.run_folder.spotcheck import (
 JUDGEMENTS_SCHEMA_VERSION = 1
 CALIBRATION_SCHEMA_VERSION = 1
 META_EVAL_SCHEMA_VERSION = 1
+CITATION_SUPPORT_SCHEMA_VERSION = 1
 
 # the human-labels CSV (and spotcheck_review.csv, its pre-filled form): one row per segment
 REVIEW_COLUMNS = ("model", "question_id", "repeat", "segment_index", "citation", "segment_text",
@@ -84,6 +85,34 @@ class JudgementRecord(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
 
+class CitationSentenceRecord(BaseModel):
+    """One cited sentence of a multi-citation answer and its support (``spotcheck/citation_support.jsonl``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = CITATION_SUPPORT_SCHEMA_VERSION  # version of the line's format
+    kind: Literal["citation_sentence"] = "citation_sentence"  # what the line is
+    model: str  # the answering model
+    question_id: str  # the gold question the answer is to
+    repeat: int  # the answer's repeat in the run
+    answer_hash: str  # of the answer text: 16 hex digits of SHA-256
+    judge: str  # the judge's display name
+    template_hash: str  # the claims template's hash (its verification prompt asked the question)
+    sentence_index: int  # the sentence's place among the answer's cited sentences, from 0
+    sentence: str  # the sentence without its citation markers: what the judge checked
+    # own (a citation of its own supports it), other (only another article the answer cites does), none;
+    # null when a judge call for the answer failed or stayed unreadable
+    label: Literal["own", "other", "none"] | None
+    # its citations: reference (as the answer gave it), articles (KB IDs it resolves to; empty: unresolved), how,
+    # note, status (supports | does_not_support | unresolved; null when the answer is not fully judged)
+    citations: list[dict[str, Any]]
+    supported_by: list[str]  # the articles the answer cites that the judge found support the sentence
+    # per article the answer cites: the judge's verdict (supported | partial | unsupported), explanation and evidence
+    # on this sentence; null when that call failed or stayed unreadable
+    verdicts: dict[str, dict[str, Any] | None]
+    error: str | None = None  # why the answer is not fully judged
+
+
 class CalibrationFile(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -111,7 +140,7 @@ class CalibrationFile(BaseModel):
 
 
 __all__ = [
-    "CALIBRATION_SCHEMA_VERSION", "JUDGEMENTS_SCHEMA_VERSION", "META_EVAL_SCHEMA_VERSION", "REQUIRED_REVIEW_COLUMNS",
-    "REVIEW_COLUMNS", "SPOTCHECK_SCHEMA_VERSION", "CalibrationFile", "JudgeBlock", "JudgementRecord", "ModelSpot",
+    "CALIBRATION_SCHEMA_VERSION", "CITATION_SUPPORT_SCHEMA_VERSION", "JUDGEMENTS_SCHEMA_VERSION", "META_EVAL_SCHEMA_VERSION", "REQUIRED_REVIEW_COLUMNS",
+    "REVIEW_COLUMNS", "SPOTCHECK_SCHEMA_VERSION", "CalibrationFile", "CitationSentenceRecord", "JudgeBlock", "JudgementRecord", "ModelSpot",
     "SpotcheckFile", "read_spotcheck", "write_spotcheck",
 ]

@@ -126,10 +126,12 @@ def calibrate_judge(human_csv: str | Path, judge_json: str | Path, *, console: A
 
 def meta_eval_judge(judge: str, *, template: str | None = None, mode: str = "claims", cases: str | Path | None = None,
                     quality_cases: str | Path | None = None, quality: bool = True, out: str | Path | None = None,
-                    force: bool = False, calls: ModelCalls | None = None, console: Any = None) -> MetaEval:
+                    force: bool = False, calls: ModelCalls | None = None, console: Any = None,
+                    citations: bool | None = None, citation_cases: str | Path | None = None) -> MetaEval:
     """Run ``judge`` on hand-written cases with known verdicts (``grace spotcheck meta-eval``): its pass rate per
-    failure mode on the support cases and, with ``quality``, on GroUSE's answer-quality cases; written to ``out``
-    as JSON when given."""
+    failure mode on the support cases; with ``quality``, on GroUSE's answer-quality cases; with ``citations``
+    (default: in claims mode, or when ``citation_cases`` are given), its own / other / none labels on the
+    multi-citation cases (``result["citations"]``, with kappa); written to ``out`` as JSON when given."""
     import json
 
     from harness.core.files import atomic_write_text
@@ -138,7 +140,8 @@ def meta_eval_judge(judge: str, *, template: str | None = None, mode: str = "cla
 
     out, calls = (Path(out) if out is not None else None), calls or ModelCalls()
     if out is not None:
-        check_output_file(out, {"cases file": cases, "quality cases file": quality_cases}, force=force)
+        check_output_file(out, {"cases file": cases, "quality cases file": quality_cases,
+                                "citation cases file": citation_cases}, force=force)
     made = _judge(judge, template, calls, mode).in_language(mode, None)  # the cases are English
     settings = calls.settings(progress=_progress(console))
     result = run_meta_eval(made, load_cases(Path(cases) if cases is not None else None), settings)
@@ -147,6 +150,14 @@ def meta_eval_judge(judge: str, *, template: str | None = None, mode: str = "cla
 
         result["quality"] = run_quality_meta_eval(made, load_quality_template(), load_quality_cases(
             Path(quality_cases) if quality_cases is not None else None), settings)
+    if citations if citations is not None else (mode == "claims" or citation_cases is not None):
+        from harness.spotcheck.citation_support import load_citation_cases, run_citation_meta_eval
+        from harness.spotcheck.claims import ClaimsTemplate, load_claims_template
+
+        support = made.template if isinstance(made.template, ClaimsTemplate) else load_claims_template()
+        result["citations"] = {"template": support.name, "template_hash": support.sha256, **run_citation_meta_eval(
+            made, support, load_citation_cases(Path(citation_cases) if citation_cases is not None else None),
+            settings)}
     if out is not None:
         atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     return MetaEval(made, result)

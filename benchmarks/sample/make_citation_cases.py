@@ -1,0 +1,114 @@
+"""Regenerate harness/spotcheck/citation_cases.jsonl: multi-citation meta-eval cases with known labels.
+
+Each case is a short answer citing two articles of this handbook (A and B, from different documents), its
+sentences made so their label is known without a judge:
+
+* copied word for word from the article it cites: ``own``;
+* copied from the answer's other cited article, but cited to this one: ``other`` (misattributed);
+* copied from the article it cites with one figure changed (an invented number): ``none``;
+* every third case, a sentence of A citing both A and B (two citations, one supports it): ``own``.
+
+Usage: ``python benchmarks/sample/make_citation_cases.py`` (builds the sample KB in a temporary folder with
+``grace kb build``; seeded, so the file only changes when the handbook does).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+OUT = ROOT / "harness" / "spotcheck" / "citation_cases.jsonl"
+CASES = 12
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_NUMBER = re.compile(r"\b\d+\b")
+
+
+def sentences(text: str) -> list[str]:
+    """Plain sentences of 8 to 40 words (no list items, no headings, no line breaks)."""
+    out = []
+    for para in text.replace("**", "").split("\n"):  # markdown emphasis is no part of what an answer copies
+        for s in _SENTENCE.split(re.sub(r"^\s*(?:[-*\u2022]|\d+[.)])\s+", "", para).strip()):  # no bullet
+            if 8 <= len(s.split()) <= 40 and s[-1:] in ".!?" and ":" not in s and "\u2022" not in s:
+                out.append(s)
+    return out
+
+
+def invented(sentence: str, *texts: str) -> str | None:
+    """The sentence with its first number changed to one neither article holds: a figure no source backs."""
+    m = _NUMBER.search(sentence)
+    if not m:
+        return None
+    n = int(m.group(0))
+    for new in (n + 7, n * 3 + 1, n + 13):
+        if not any(re.search(rf"\b{new}\b", t) for t in texts):
+            return sentence[:m.start()] + str(new) + sentence[m.end():]
+    return None
+
+
+def build(articles: list[dict]) -> list[dict]:
+    rng = random.Random(39)
+    by_doc: dict[str, list[dict]] = {}
+    for a in articles:
+        by_doc.setdefault(a["source"], []).append(a)
+    usable = [a for a in articles if len(sentences(a["text"])) >= 3 and any(_NUMBER.search(s) for s in sentences(a["text"]))]
+    rng.shuffle(usable)
+    cases: list[dict] = []
+    used: set[str] = set()
+    for a in usable:
+        if len(cases) == CASES:
+            break
+        if a["id"] in used:
+            continue
+        b = next((x for x in usable if x["id"] not in used and x["id"] != a["id"] and x["source"] != a["source"]), None)
+        if b is None:
+            break
+        sa, sb = sentences(a["text"]), sentences(b["text"])
+        numbered = [s for s in sa if _NUMBER.search(s) and invented(s, a["text"], b["text"])]
+        if not numbered:
+            continue
+        used |= {a["id"], b["id"]}
+        fake_from = rng.choice(numbered)
+        own_a = rng.choice([s for s in sa if s != fake_from] or sa)
+        other = rng.choice(sb)
+        own_b = rng.choice([s for s in sb if s != other] or sb)
+        rows = [
+            {"text": own_a, "cites": [a["id"]], "expected": "own"},
+            {"text": other, "cites": [a["id"]], "expected": "other"},
+            {"text": invented(fake_from, a["text"], b["text"]), "cites": [a["id"]], "expected": "none"},
+            {"text": own_b, "cites": [b["id"]], "expected": "own"},
+        ]
+        if len(cases) % 3 == 2:
+            both = rng.choice([s for s in sa if s not in (own_a, fake_from)] or [own_a])
+            rows.append({"text": both, "cites": [a["id"], b["id"]], "expected": "own"})
+        rng.shuffle(rows)
+        cases.append({
+            "id": f"cit-{len(cases) + 1:02d}",
+            "articles": [{"id": x["id"], "title": x["title"], "source": x["source"], "text": x["text"]} for x in (a, b)],
+            "sentences": rows,
+            "note": f"from the sample handbook: {a['source']} ({a['title']}) and {b['source']} ({b['title']})",
+        })
+    return cases
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = Path(tmp) / "kb"
+        subprocess.run([sys.executable, "-m", "harness.cli.app", "kb", "build", str(HERE / "handbook"), "--out",
+                        str(kb), "--no-lint"], check=True, cwd=ROOT, capture_output=True)
+        articles = [json.loads(line) for line in (kb / "articles.jsonl").read_text(encoding="utf-8").splitlines()]
+    cases = build(articles)
+    OUT.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
+    labels = [s["expected"] for c in cases for s in c["sentences"]]
+    print(f"{OUT}: {len(cases)} cases, {len(labels)} sentences "
+          f"({', '.join(f'{k} {labels.count(k)}' for k in ('own', 'other', 'none'))})")
+
+
+if __name__ == "__main__":
+    main()
