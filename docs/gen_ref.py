@@ -94,6 +94,10 @@ FORMATS: tuple[Format, ...] = (
            "The spot-check's figures per model. Written by `grace spotcheck run`."),
     Format("RUN/spotcheck/judgements.jsonl", "Spot-check", "JudgementRecord", "harness.spotcheck.spotcheck_records",
            "One line per judged segment or claim, appended as the judge answers (an interrupted spot-check resumes)."),
+    Format("RUN/spotcheck/citation_support.jsonl", "Spot-check", "CitationSentenceRecord",
+           "harness.spotcheck.spotcheck_records",
+           "One line per cited sentence of a model that cites several sources: own, other or none, each citation's "
+           "status and each cited article's verdict. Written by `grace spotcheck run`."),
     Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.spotcheck_records",
            "The judge against human labels. Written by `grace spotcheck calibrate`."),
     Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",

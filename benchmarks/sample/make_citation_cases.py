@@ -6,6 +6,8 @@ sentences made so their label is known without a judge:
 * copied word for word from the article it cites: ``own``;
 * copied from the answer's other cited article, but cited to this one: ``other`` (misattributed);
 * copied from the article it cites with one figure changed (an invented number): ``none``;
+* where the article names an office, country, currency or approver, a sentence of it with that swapped for its
+  counterpart (Lisbon for Toronto, EUR for CAD, ...): ``none``, though a word-overlap judge finds every word;
 * every third case, a sentence of A citing both A and B (two citations, one supports it): ``own``.
 
 Usage: ``python benchmarks/sample/make_citation_cases.py`` (builds the sample KB in a temporary folder with
@@ -52,6 +54,21 @@ def invented(sentence: str, *texts: str) -> str | None:
     return None
 
 
+SWAPS = (("Lisbon", "Toronto"), ("Portugal", "Canada"), ("EUR", "CAD"), ("manager", "HR business partner"))
+
+
+def swapped(sentence: str, *texts: str) -> str | None:
+    """The sentence with one office, country, currency or approver swapped for its counterpart: every word of it
+    may still occur in the article (a word-overlap judge passes it), yet the article does not say it."""
+    for x, y in SWAPS:
+        for old, new in ((x, y), (y, x)):
+            if re.search(rf"\b{old}\b", sentence) and not re.search(rf"\b{new}\b", sentence):
+                out = re.sub(rf"\b{old}\b", new, sentence)
+                if not any(out.replace("*", "") in t.replace("*", "") for t in texts):
+                    return out
+    return None
+
+
 def build(articles: list[dict]) -> list[dict]:
     rng = random.Random(39)
     by_doc: dict[str, list[dict]] = {}
@@ -84,6 +101,9 @@ def build(articles: list[dict]) -> list[dict]:
             {"text": invented(fake_from, a["text"], b["text"]), "cites": [a["id"]], "expected": "none"},
             {"text": own_b, "cites": [b["id"]], "expected": "own"},
         ]
+        swap = next((x for s in sa if s not in (own_a, fake_from) and (x := swapped(s, a["text"], b["text"]))), None)
+        if swap:
+            rows.append({"text": swap, "cites": [a["id"]], "expected": "none"})
         if len(cases) % 3 == 2:
             both = rng.choice([s for s in sa if s not in (own_a, fake_from)] or [own_a])
             rows.append({"text": both, "cites": [a["id"], b["id"]], "expected": "own"})

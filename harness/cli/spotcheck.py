@@ -215,9 +215,11 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
                   no_citations, **call) -> None:
     """Run the judge on hand-written cases with known verdicts; report its pass rate per failure mode.
 
-    Two sets: support verdicts (46 cases: a changed number, a swapped entity, ...), and answer quality, GroUSE's
+    Three sets: support verdicts (46 cases: a changed number, a swapped entity, ...); answer quality, GroUSE's
     seven failure modes (an incomplete answer, irrelevant information, an unfaithful answer, a wrong citation,
-    useless information in a refusal, positive acceptance, negative rejection), each graded by the --quality judge.
+    useless information in a refusal, positive acceptance, negative rejection), each graded by the --quality judge;
+    and, in claims mode, multi-citation answers whose sentences are supported by their own citation, only by the
+    answer's other cited article, or by none (kappa over the three labels).
     """
     from rich.console import Console
     from rich.table import Table

@@ -305,3 +305,14 @@ def test_dry_run_counts_the_support_calls_exactly(tmp_path, kb_dir, srv, monkeyp
     # q1 cites two articles, q2 and q3 one each (their other references resolve to nothing); two per case
     assert re.search(r"│\s*4\s*│\s*0\s*│", support[0]), out
     assert re.search(rf"│\s*{2 * len(load_citation_cases())}\s*│\s*0\s*│", meta[0]), out
+
+
+def test_the_word_overlap_judge_misses_a_swapped_entity_in_the_citation_cases(tmp_path):
+    """The cases tell judges apart: a word-overlap judge finds every word of "In Portugal ... T4" (the article says
+    Canada) and calls it supported; its kappa is below 1."""
+    out = tmp_path / "meta.json"
+    code, text = run_grace("spotcheck", "meta-eval", "--judge", "baseline:lexical", "--no-quality", "--out", out)
+    assert code == 0, text
+    result = json.loads(out.read_text())["citations"]
+    assert result["kappa"] is not None and 0.5 < result["kappa"] < 1
+    assert any(f["expected"] == "none" and f["judge"] == "own" for f in result["failures"])
