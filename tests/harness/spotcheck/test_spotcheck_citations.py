@@ -316,3 +316,47 @@ def test_the_word_overlap_judge_misses_a_swapped_entity_in_the_citation_cases(tm
     result = json.loads(out.read_text())["citations"]
     assert result["kappa"] is not None and 0.5 < result["kappa"] < 1
     assert any(f["expected"] == "none" and f["judge"] == "own" for f in result["failures"])
+
+
+def test_an_unreadable_support_reply_leaves_its_answer_out_counted_and_is_asked_again_next_time(tmp_path, kb_dir, srv):
+    def garbled(body):  # q1's support calls (its four cited sentences, the invented one among them) get prose
+        text = prompt_text(body)
+        if "<claims>" in text and "99 times" in text and len(re.findall(r"^\[\d+\] ", text.split("<claims>")[1],
+                                                                           re.M)) == 4:
+            return "I think they are mostly fine."
+        return judge(body)
+
+    srv.responder = garbled
+    answers, _, _ = answers_over(kb_dir)
+    run = write_run(tmp_path, kb_dir, answers)
+    spotfile, _ = spot(run, kb_dir)
+    cs = spotfile["models"]["bot"]["citation_support"]
+    assert (cs["n"], cs["n_incomplete"], cs["n_sentences"]) == (2, 1, 4)  # q2 and q3 only
+    rows = sentence_rows(run)
+    assert rows[("q1", 0)]["label"] is None and "no readable verdicts" in rows[("q1", 0)]["error"]
+    assert rows[("q1", 0)]["citations"][0]["status"] is None
+    assert any("left out of the citation support figures" in w for w in spotfile["warnings"])
+    srv.responder = judge
+    again, _ = spot(run, kb_dir)
+    assert again["models"]["bot"]["citation_support"]["n"] == 3  # the unreadable replies were not cached
+
+
+def test_segments_mode_reads_the_markers_the_same_way_and_checks_support_too(tmp_path, kb_dir, srv):
+    def either(body):  # segments mode asks {"supported": true|false} per segment against its cited article(s)
+        text = prompt_text(body)
+        if "<claims>" in text or "<answer>" in text:
+            return judge(body)
+        m = re.search(r"<source>\n(.*?)\n</source>", text, re.S)
+        seg = re.search(r"<segment>\n?(.*?)\n?</segment>", text, re.S)
+        ok = bool(m and seg and norm(seg.group(1)) in norm(m.group(1)))
+        return json.dumps({"explanation": "checked", "supported": ok})
+
+    srv.responder = either
+    answers, bonus, leave = answers_over(kb_dir)
+    run = write_run(tmp_path, kb_dir, answers)
+    spotfile, _ = spot(run, kb_dir, "--mode", "segments")
+    rows = [json.loads(x) for x in (run / "spotcheck" / "judgements.jsonl").read_text().splitlines()]
+    cited = {tuple(r["citations"]) for r in rows if r["model"] == "bot" and r["pass"] == "cited"}
+    assert cited == {(bonus.id,), (leave.id,)}  # never article "1", "2" or "7"
+    cs = spotfile["models"]["bot"]["citation_support"]
+    assert (cs["n_own"], cs["n_other"], cs["n_none"]) == (4, 2, 2)
