@@ -67,7 +67,8 @@ class CitationSupport(BaseModel):
 
     model_config = _STRICT
 
-    n: int  # answers checked: every cited sentence judged against every article the answer cites
+    # answers checked: at least one cited sentence, each judged against every article the answer cites
+    n: int
     n_incomplete: int  # sampled answers left out: a failed judge call or an unreadable reply
     n_sentences: int  # cited sentences in the checked answers
     n_own: int  # sentences supported by one of their own citations
