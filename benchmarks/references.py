@@ -46,6 +46,9 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
         single = len(arts) == 1
         out.append(("source path", source, arts[0].id if single else None))
         out.append(("URL", f"https://handbook.example.com/{stem}/", arts[0].id if single else None))
+        # another site's page of the same name (every site has an /about): never this KB's document
+        out.append(("URL of another site, same page name", f"https://other.example.org/{stem.rsplit('/', 1)[-1]}",
+                    None))
         for a in arts:
             if not a.heading_path:
                 continue
@@ -152,11 +155,27 @@ def main() -> None:
                 print(f"  {words} words, {overlap:.0%}: right {c['mapped right'] + c['unmapped (right)']}, "
                       f"wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
         show(f"sample KB ({len(sample.articles)} articles)", evaluate(Resolver(sample.articles), refs))
+        site_rule(sample.articles, refs)
         if tts is None:
             print(f"\nTTS handbook: skipped ({args.tts} is absent)")
             return
-        show(f"TTS handbook, held out ({len(tts.articles)} articles)",
-             evaluate(Resolver(tts.articles), references(tts.articles, rng, sentences_of(sample.articles))))
+        tts_refs = references(tts.articles, rng, sentences_of(sample.articles))
+        show(f"TTS handbook, held out ({len(tts.articles)} articles)", evaluate(Resolver(tts.articles), tts_refs))
+        site_rule(tts.articles, tts_refs)
+
+
+def site_rule(articles, refs) -> None:
+    """The URL kinds again with the rewrite rule a team whose bot prints its own site's URLs gives (the site's
+    prefix read as the KB's root): a root-level document's URL maps only so."""
+    from kb_builder.references import read_rewrites
+
+    urls = [r for r in refs if r[0].startswith("URL")]
+    if "rewrites" not in Resolver.__dataclass_fields__:
+        return
+    c = sum(evaluate(Resolver(articles, rewrites=read_rewrites(["https://handbook.example.com/="])), urls).values(),
+            Counter())
+    print(f"URL kinds with the rule https://handbook.example.com/ = \"\": {len(urls)} references, right "
+          f"{c['mapped right'] + c['unmapped (right)']}, wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
 
 
 if __name__ == "__main__":
