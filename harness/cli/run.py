@@ -23,6 +23,7 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
               "and model differences over every question.")
 @click.option("--model", "-m", "models", multiple=True, help="PROVIDER:MODEL, repeatable (openai:, anthropic:, google:, azure:, vertex:, bedrock:, a preset such as ollama: or openrouter:, litellm:, baseline:, or a plugin's: see grace providers).")
 @click.option("--config", type=click.Path(path_type=Path), help="Leaderboard TOML listing models, parameters and prices; its [run] table sets defaults for these options.")
+@click.option("--citations", "citations", multiple=True, metavar="MODEL=SCORING[:READS]", help="How a model's citations are read and scored (repeatable): SCORING single or multi (several per answer: citation precision, recall, F1), READS ids or references (its own paths, URLs, titles, quotes mapped onto articles). Default: python: and http: systems multi:references, prompt models GRACE's reading. A map file and rewrite rules: the config's [models.citations].")
 @click.option("--out", "-o", required=True, type=click.Path(path_type=Path), help="Run folder; re-running the same command resumes it.")
 @click.option("-k", "--k", "k", type=int, default=None, help="Articles retrieved per question [default: 3; at most the KB's size].")
 @click.option("--repeats", type=int, default=None, help="Calls per question, to measure run-to-run variance [default: 1].")

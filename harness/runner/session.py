@@ -155,7 +155,8 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       endpoint=endpoint_of(spec), batch=bool(spec.batch), price_input_per_mtok=spec.price_input_per_mtok,
                       price_output_per_mtok=spec.price_output_per_mtok,
                       price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
-                      options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec))
+                      options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec),
+                      citations=spec.citations)
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,

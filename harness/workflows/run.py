@@ -103,6 +103,10 @@ class RunSession:
             config = config.model_copy(update={"k": len(kb.articles)})
         gold = load_gold(config.gold)
         kb.check_cited(gold.questions, gold.path)
+        from harness.runner.citation_settings import check_against_kb
+
+        for spec in specs:  # a citation map's rows against the KB: a bad row is its file and line before any call
+            spec.citations = check_against_kb(spec.citations, kb, f"model {spec.name}")
         if config.retrieved and config.embedder:
             raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
         exports = load_export_tables(Path(toml)) if toml else {}
@@ -231,10 +235,11 @@ class RunSession:
         if self.config.no_score or result.pending or not self.folder.responses.exists():
             return False
         from harness.reports import write_reports
+        from harness.runner.citation_settings import for_scoring
         from harness.scoring import score_responses
 
         score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed,
-                        machine_gold=self.machine)
+                        machine_gold=self.machine, citations=for_scoring(self.folder.read_run_info()))
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
         return True
 
