@@ -149,6 +149,8 @@ class RunConfig(BaseModel):
     rerank: str | None = _toml()  # PROVIDER:MODEL or cross-encoder[:MODEL]
     rerank_depth: Count = _toml(20)
     retrieved: Path | None = _toml()  # a file of ranked article IDs per question
+    # a their_id,article_id CSV: the --retrieved file ranks the retriever's own documents (chunk IDs, paths, URLs)
+    retrieved_map: Path | None = _toml()
     seed: int = _toml(0)
     batch: bool = _toml(False)  # every model with a batch API goes through it
     wait: bool = _toml(False)  # poll batches until they end

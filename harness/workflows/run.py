@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
 from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.run_folder import RunDir, RunInfo
@@ -90,7 +89,8 @@ class RunSession:
         check_targets(config.log_to)  # a misspelt --log-to is known before any call, not after the run
         check_output_folder(config.out, {"KB folder": config.kb, "gold CSV": config.gold, "config": config.config,
                                          "machine-label file": config.machine_gold,
-                                         "prices file": config.prices, "retrieved file": config.retrieved},
+                                         "prices file": config.prices, "retrieved file": config.retrieved,
+                                         "retrieved map": config.retrieved_map},
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
         choose_batch(specs, config.batch)
@@ -107,6 +107,8 @@ class RunSession:
 
         for spec in specs:  # a citation map's rows against the KB: a bad row is its file and line before any call
             spec.citations = check_against_kb(spec.citations, kb, f"model {spec.name}")
+        if config.retrieved_map and not config.retrieved:
+            raise GraceError("--retrieved-map maps the IDs of a --retrieved rankings file: give that file too")
         if config.retrieved and config.embedder:
             raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
         exports = load_export_tables(Path(toml)) if toml else {}
@@ -133,8 +135,8 @@ class RunSession:
         c, questions = self.config, self.questions
         depth = max(c.k, c.rerank_depth) if c.rerank else c.k
         if c.retrieved:
-            self.retrieved = retrieved_from_file(self.kb, questions, depth, c.retrieved)
-            self.settings.extra["retrieved"] = {"path": str(c.retrieved), "hash": file_hash(c.retrieved)}
+            self.retrieved, self.settings.extra["retrieved"] = retrieved_from_file(self.kb, questions, depth,
+                                                                                   c.retrieved, c.retrieved_map)
         else:
             self.retrieved = retrieve_all(self.kb, questions, depth, c.embedder)
         if c.rerank:
