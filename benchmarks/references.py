@@ -58,6 +58,8 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
             want = a.id if unique else None
             out.append(("source#heading", f"{source}#{h}", want))
             out.append(("URL#anchor", f"https://handbook.example.com/{source}#{slug(h)}", want))
+            out.append(("URL of another site, same page name", f"https://other.example.org/{source.rsplit('/', 1)[-1]}"
+                        f"#{slug(h)}", None))
     for a in articles:
         out.append(("title", a.title, a.id if titles[" ".join(a.title.casefold().split())] == 1 else None))
         if a.heading_path:
