@@ -208,3 +208,49 @@ def test_import_logs_bad_citation_flags_are_clear_errors(bench, tmp_path, args, 
     code, out = import_logs(bench, tmp_path, *args)
     assert code == 2 and words in out and "Traceback" not in out, out
     assert not (tmp_path / "imp" / "responses.jsonl").exists()
+
+
+CHUNK_BOT = '''
+from harness.api import SystemAnswer
+
+
+def answer(request):
+    return SystemAnswer(answer="From our handbook [1].", citations=[f"chunk-{request.question_id}"])
+'''
+
+
+def _scoring_reads_settings() -> bool:
+    """The scorer that reads references (CORE's part of issue 39) is in this tree."""
+    import importlib.util
+
+    return importlib.util.find_spec("harness.scoring.citation_reading") is not None
+
+
+@pytest.mark.skipif(not _scoring_reads_settings(), reason="the scorer's reference reading (harness.scoring."
+                    "citation_reading, issue 39's scoring part) is not in this tree yet")
+def test_the_scorer_reads_each_models_settings_from_run_json_and_a_changed_map_is_used(bench, bot):
+    """The settings reach the scorer: the bot's chunk IDs are read through its map (``how`` = mapping), and after
+    the map is edited, ``grace score`` warns and reads the new one."""
+    import csv
+
+    gold = list(csv.DictReader((bench / "gold.csv").open(encoding="utf-8")))
+    q = next(g for g in gold if g["expected_citations"])
+    right = q["expected_citations"].split(";")[0]
+    wrong = next(a.id for a in grace.load_kb(bench / "kb").articles if a.id != right)
+    (bot / "chunks.py").write_text(CHUNK_BOT, encoding="utf-8")
+    write(bot / "map.csv", f"chunk-{q['question_id']},{wrong}\n")
+    code, out = run(bench, bot / "run", "--config", board(bot / "board.toml", 'map = "map.csv"\n',
+                                                          spec="python:chunks.py:answer"))
+    assert code == 0, out
+
+    def cited() -> list[str]:
+        lines = [json.loads(line) for line in (bot / "run" / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+        [line] = [x for x in lines if x["model"] == "bot" and x["question_id"] == q["question_id"]]
+        assert "citations" not in next(x for x in lines if x["model"] == "baseline:top1")  # GRACE's line as ever
+        return [(c["articles"], c["how"]) for c in line["citations"]]
+
+    assert cited() == [([wrong], "mapping")]
+    write(bot / "map.csv", f"chunk-{q['question_id']},{right}\n")
+    code, out = run_grace("score", bot / "run" / "responses.jsonl", "--gold", bench / "gold.csv", "--kb", bench / "kb")
+    assert code == 0 and "citation map changed" in out, out
+    assert cited() == [([right], "mapping")]
