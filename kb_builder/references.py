@@ -157,10 +157,11 @@ class Resolver:
                     if found.mapped:
                         return Resolution(reference, found.articles, "rewrite", note=f"{note}; {found.how}")
                     return Resolution(reference, note=f"{note}; {found.note}", candidates=found.candidates)
-        found = self._source(ref) if self._pathlike(ref) else None
+        pathlike = self._pathlike(ref)
+        found = self._source(ref) if pathlike else None
         if found is None:
             found = self._title(ref)
-        if found is None:
+        if found is None and not pathlike:  # a path's or URL's words are no quote: its anchor's words would map it
             found = self._quote(ref)
         if found is None:
             why = "no KB document at this path" if self._pathlike(ref) else \

@@ -8,7 +8,7 @@ import pytest
 
 from harness.core.errors import GraceError
 from kb_builder.kb_folder import load_kb
-from kb_builder.references import Resolver, read_mapping, read_rewrites
+from kb_builder.references import Resolver, read_mapping, read_rewrites, slug
 from tests.conftest import BODY, ROOT, run_grace, write
 
 
@@ -213,3 +213,15 @@ def test_a_field_over_the_csv_limit_is_an_error_with_its_line(kb, tmp_path):
     with pytest.raises(GraceError) as err:
         read_mapping(path, kb.by_id)
     assert f"{path}:" in str(err.value) and "not a CSV row" in str(err.value)
+
+
+def test_a_url_of_no_kb_document_is_never_read_as_a_quote_of_its_words(kb):
+    """Before, a URL of no KB document fell through to the quote reading, and an anchor made of an article's words
+    (``https://other.example.org/index.md#who-is-eligible-for-the-annual-performance-bonus``) mapped to it."""
+    bonus = article(kb, "payroll/pay-and-compensation.html", "Annual performance bonus")
+    sentence = next(s for s in bonus.text.split(". ") if len(s.split()) >= 10)
+    r = Resolver(kb.articles)
+    assert r.resolve(sentence).articles == (bonus.id,)  # the words as a quote: its article
+    for ref in (f"https://other.example.org/index.md#{slug(sentence)}", f"other/index.html#{sentence}"):
+        got = r.resolve(ref)
+        assert not got.mapped, (ref, got)
