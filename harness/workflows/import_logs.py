@@ -89,7 +89,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     """Read a production audit log into the run folder ``out``, score it and write its reports.
 
     The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
-    ``bootstrap``). Malformed lines are kept aside in ``malformed.jsonl`` (line, problem, text), records no gold
+    ``bootstrap``, and how citations are read and scored: ``citations``, ``reads``, ``citation_map``, ``rewrite``). Malformed lines are kept aside in ``malformed.jsonl`` (line, problem, text), records no gold
     question matches in ``unmatched.jsonl``; the rest is imported. A folder that already holds a run is refused
     unless ``force``. Raises ``GraceError`` for bad input, and when no line could be imported (the two files are
     written first, to say why).

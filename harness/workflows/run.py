@@ -282,7 +282,10 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     asked with different inputs. The folder is locked while this runs.
     ``retrieved`` takes each question's top ``k`` from a file of ranked article
     IDs (``grace kb search --out``'s format, or your production retriever's)
-    instead of grace's retriever; ``rerank`` (``PROVIDER:MODEL`` or
+    instead of grace's retriever (``retrieved_map``, a ``their_id,article_id``
+    CSV, maps a file that ranks the retriever's own documents); ``citations``
+    (``["MODEL=multi", "MODEL=single:ids"]``) sets how a model's citations are
+    read and scored, over its TOML ``[models.citations]``; ``rerank`` (``PROVIDER:MODEL`` or
     ``cross-encoder[:MODEL]``) reorders each question's top ``rerank_depth``
     candidates first. ``batch`` sends the calls of every model whose provider has
     a batch API through it at half price; without ``wait`` the call returns once
