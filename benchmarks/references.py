@@ -3,8 +3,8 @@
 Builds the sample KB (benchmarks/sample/handbook) and, when present, the TTS handbook
 (/work/shared/data/tts-handbook/pages), makes references of each kind a shipped bot prints (source path, heading
 anchor, URL, title, a quoted sentence, a few words cut from an article), each with the article it must map to, and
-some that must stay unmapped (pages not in the KB, unknown headings, too-short quotes, bare numbers, text from no
-article), then prints per kind: mapped right / mapped wrong / unmapped. The quote threshold is chosen on the
+some that must stay unmapped (pages not in the KB, another site's page of a KB document's name, unknown headings,
+too-short quotes, bare numbers, text from no article), then prints per kind: mapped right / mapped wrong / unmapped. The quote threshold is chosen on the
 sample; TTS is held out. Usage: python benchmarks/references.py [--tts PATH]
 """
 
