@@ -264,6 +264,7 @@ class Resolver:
 # thousand IDs; the limits leave ten times that.
 MAX_MAPPING_BYTES = 256 << 20
 MAX_MAPPING_ROWS = 2_000_000
+MAX_MAPPING_CELL = 4096  # characters of one ID: a path or URL is far shorter; a longer cell is a wrong file
 
 
 def _utf8_lines(fh, path: Path, max_bytes: int):
@@ -275,6 +276,9 @@ def _utf8_lines(fh, path: Path, max_bytes: int):
         if read > max_bytes:
             raise GraceError(f"{where(path, n)}: the mapping file is over {max_bytes >> 20} MB; a their_id,article_id "
                              "file is far smaller (is this the right file?)")
+        if len(raw) > 4 * MAX_MAPPING_CELL:
+            raise GraceError(f"{where(path, n)}: a line of {len(raw):,} bytes; a their_id,article_id row is far "
+                             "shorter (is this the right file?)")
         try:
             yield raw.decode("utf-8-sig" if n == 1 else "utf-8")
         except UnicodeDecodeError as exc:
@@ -301,15 +305,18 @@ def read_mapping(path: str | Path, known_ids: Iterable[str], *, max_bytes: int =
         reader = csv.reader(_utf8_lines(fh, path, max_bytes))
         rows = 0
         while True:
+            n = reader.line_num + 1  # where the row starts (a quoted cell may run over several lines)
             try:
                 row = next(reader)
             except StopIteration:
                 break
             except csv.Error as exc:
-                raise GraceError(f"{where(path, reader.line_num)}: not a CSV row ({exc})") from None
-            n = reader.line_num
+                raise GraceError(f"{where(path, n)}: not a CSV row ({exc})") from None
             if not row or all(not c.strip() for c in row):
                 continue
+            if max(len(c) for c in row) > MAX_MAPPING_CELL:
+                raise GraceError(f"{where(path, n)}: an ID over {MAX_MAPPING_CELL:,} characters (a quoted cell "
+                                 "left open?)")
             rows += 1
             if rows > max_rows:
                 raise GraceError(f"{where(path, n)}: more than {max_rows:,} rows; a mapping names each of the "

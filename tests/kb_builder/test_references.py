@@ -208,11 +208,15 @@ def test_a_2gb_mapping_file_is_refused_unread_and_a_long_one_by_its_rows(kb, tmp
     assert len(read_mapping(rows, kb.by_id, max_rows=30)) == 30
 
 
-def test_a_field_over_the_csv_limit_is_an_error_with_its_line(kb, tmp_path):
-    path = write(tmp_path / "map.csv", "chunk-1,33\n\"" + "x" * 200_000 + "\",34\n")
+@pytest.mark.parametrize(("rows", "line", "words"), [
+    ("chunk-1,33\n\"" + "x" * 200_000 + "\",34\n", 2, "a line of 200,006 bytes"),  # one long line
+    ("chunk-1,33\n\"chunk-2,34\n" + "more text\n" * 1000, 2, "an ID over 4,096 characters"),  # a quote left open
+])
+def test_a_row_too_long_for_an_id_is_an_error_with_its_line(kb, tmp_path, rows, line, words):
+    path = write(tmp_path / "map.csv", rows)
     with pytest.raises(GraceError) as err:
         read_mapping(path, kb.by_id)
-    assert f"{path}:" in str(err.value) and "not a CSV row" in str(err.value)
+    assert f"{path}:{line}" in str(err.value) and words in str(err.value)
 
 
 def test_a_url_of_no_kb_document_is_never_read_as_a_quote_of_its_words(kb):
