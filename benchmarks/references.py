@@ -3,8 +3,8 @@
 Builds the sample KB (benchmarks/sample/handbook) and, when present, the TTS handbook
 (/work/shared/data/tts-handbook/pages), makes references of each kind a shipped bot prints (source path, heading
 anchor, URL, title, a quoted sentence, a few words cut from an article), each with the article it must map to, and
-some that must stay unmapped (pages not in the KB, unknown headings, too-short quotes, bare numbers, text from no
-article), then prints per kind: mapped right / mapped wrong / unmapped. The quote threshold is chosen on the
+some that must stay unmapped (pages not in the KB, another site's page of a KB document's name, unknown headings,
+too-short quotes, bare numbers, text from no article), then prints per kind: mapped right / mapped wrong / unmapped. The quote threshold is chosen on the
 sample; TTS is held out. Usage: python benchmarks/references.py [--tts PATH]
 """
 
@@ -46,6 +46,9 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
         single = len(arts) == 1
         out.append(("source path", source, arts[0].id if single else None))
         out.append(("URL", f"https://handbook.example.com/{stem}/", arts[0].id if single else None))
+        # another site's page of the same name (every site has an /about): never this KB's document
+        out.append(("URL of another site, same page name", f"https://other.example.org/{stem.rsplit('/', 1)[-1]}",
+                    None))
         for a in arts:
             if not a.heading_path:
                 continue
@@ -55,6 +58,8 @@ def references(articles, rng: random.Random, foreign: list[str]) -> list[tuple[s
             want = a.id if unique else None
             out.append(("source#heading", f"{source}#{h}", want))
             out.append(("URL#anchor", f"https://handbook.example.com/{source}#{slug(h)}", want))
+            out.append(("URL of another site, same page name", f"https://other.example.org/{source.rsplit('/', 1)[-1]}"
+                        f"#{slug(h)}", None))
     for a in articles:
         out.append(("title", a.title, a.id if titles[" ".join(a.title.casefold().split())] == 1 else None))
         if a.heading_path:
@@ -152,11 +157,27 @@ def main() -> None:
                 print(f"  {words} words, {overlap:.0%}: right {c['mapped right'] + c['unmapped (right)']}, "
                       f"wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
         show(f"sample KB ({len(sample.articles)} articles)", evaluate(Resolver(sample.articles), refs))
+        site_rule(sample.articles, refs)
         if tts is None:
             print(f"\nTTS handbook: skipped ({args.tts} is absent)")
             return
-        show(f"TTS handbook, held out ({len(tts.articles)} articles)",
-             evaluate(Resolver(tts.articles), references(tts.articles, rng, sentences_of(sample.articles))))
+        tts_refs = references(tts.articles, rng, sentences_of(sample.articles))
+        show(f"TTS handbook, held out ({len(tts.articles)} articles)", evaluate(Resolver(tts.articles), tts_refs))
+        site_rule(tts.articles, tts_refs)
+
+
+def site_rule(articles, refs) -> None:
+    """The URL kinds again with the rewrite rule a team whose bot prints its own site's URLs gives (the site's
+    prefix read as the KB's root): a root-level document's URL maps only so."""
+    from kb_builder.references import read_rewrites
+
+    urls = [r for r in refs if r[0].startswith("URL")]
+    if "rewrites" not in Resolver.__dataclass_fields__:
+        return
+    c = sum(evaluate(Resolver(articles, rewrites=read_rewrites(["https://handbook.example.com/="])), urls).values(),
+            Counter())
+    print(f"URL kinds with the rule https://handbook.example.com/ = \"\": {len(urls)} references, right "
+          f"{c['mapped right'] + c['unmapped (right)']}, wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ says the system cites by KB ID.
 from __future__ import annotations
 
 import csv
-import io
 import re
 import unicodedata
 from collections import defaultdict
@@ -158,10 +157,11 @@ class Resolver:
                     if found.mapped:
                         return Resolution(reference, found.articles, "rewrite", note=f"{note}; {found.how}")
                     return Resolution(reference, note=f"{note}; {found.note}", candidates=found.candidates)
-        found = self._source(ref) if self._pathlike(ref) else None
+        pathlike = self._pathlike(ref)
+        found = self._source(ref) if pathlike else None
         if found is None:
             found = self._title(ref)
-        if found is None:
+        if found is None and not pathlike:  # a path's or URL's words are no quote: its anchor's words would map it
             found = self._quote(ref)
         if found is None:
             why = "no KB document at this path" if self._pathlike(ref) else \
@@ -186,10 +186,18 @@ class Resolver:
         key = _doc_key(path)
         if not key:
             return None
-        # the reference's path ends with a document's path (a URL adds host and site prefix), or names it whole
-        docs = [k for k in self.documents if key[-len(k):] == k]
-        if not docs:
-            docs = [k for k in self.documents if len(key) >= 1 and k[-len(key):] == key]
+        # The reference's path names a document whole, or ends with a document's folder-and-name path (a URL or a
+        # site adds a host and a prefix). A root-level document (one segment: about.md) matches only a reference
+        # that is exactly its path: every website has an /about, so a URL ending in that one segment says nothing
+        # about which site it is (a rewrite rule for the site's prefix makes it so). A bare file name
+        # (pay-and-compensation.html) may name a deeper document, but a URL never matches by a part of its path.
+        url = parts is not None
+        docs = [k for k in self.documents if (k == key and not (url and len(k) == 1)) or (len(k) > 1 and key[-len(k):] == k)]
+        if not docs and not url:
+            docs = [k for k in self.documents if k[-len(key):] == key]
+        if not docs and url and any(k[-1] == key[-1] for k in self.documents):
+            return Resolution(ref, note=f"no KB document has the path {path!r} (a document of the same name is not "
+                                        "enough: add a rewrite rule for this site's prefix to map its URLs)")
         if not docs:  # not a KB document: the title and quote readings still try (a quote may hold a URL)
             return None
         longest = max(len(k) for k in docs)
@@ -251,29 +259,72 @@ class Resolver:
         return Resolution(ref, (top[0],), "quote", note=f"{share:.0%} of its 3-word runs")
 
 
-def read_mapping(path: str | Path, known_ids: Iterable[str]) -> dict[str, str]:
+# A mapping file is the user's, not grace's: read a line at a time, with limits, so a wrong file (a 2 GB export, a
+# log given by mistake) is a clear error rather than memory spent. A chunk index of a large KB has some hundred
+# thousand IDs; the limits leave ten times that.
+MAX_MAPPING_BYTES = 256 << 20
+MAX_MAPPING_ROWS = 2_000_000
+MAX_MAPPING_CELL = 4096  # characters of one ID: a path or URL is far shorter; a longer cell is a wrong file
+
+
+def _utf8_lines(fh, path: Path, max_bytes: int):
+    """The file's lines as text, each decoded on its own so a bad byte is named by its line (a UTF-8 sequence
+    never spans a newline), and the bytes read counted against ``max_bytes`` (a file may grow while read)."""
+    read = 0
+    for n, raw in enumerate(fh, 1):
+        read += len(raw)
+        if read > max_bytes:
+            raise GraceError(f"{where(path, n)}: the mapping file is over {max_bytes >> 20} MB; a their_id,article_id "
+                             "file is far smaller (is this the right file?)")
+        if len(raw) > 4 * MAX_MAPPING_CELL:
+            raise GraceError(f"{where(path, n)}: a line of {len(raw):,} bytes; a their_id,article_id row is far "
+                             "shorter (is this the right file?)")
+        try:
+            yield raw.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise GraceError(f"{where(path, n)}: not UTF-8 text (byte 0x{raw[exc.start]:02x}); save the mapping as "
+                             "UTF-8 CSV") from None
+
+
+def read_mapping(path: str | Path, known_ids: Iterable[str], *, max_bytes: int = MAX_MAPPING_BYTES,
+                 max_rows: int = MAX_MAPPING_ROWS) -> dict[str, str]:
     """A ``their_id,article_id`` CSV (a header row of those names is optional) as a dict, checked row by row:
-    an unknown article ID, a duplicate or a conflicting row is a ``GraceError`` naming the file and line."""
+    an unknown article ID, a duplicate or a conflicting row, a byte that is not UTF-8, a file over ``max_bytes``
+    or ``max_rows`` is a ``GraceError`` naming the file and line. Read streaming: never held whole."""
     path = Path(path)
-    known = set(known_ids)
+    known = known_ids if isinstance(known_ids, set | frozenset | dict) else set(known_ids)
     if not path.is_file():
         raise GraceError(f"{path}: no such mapping file (give a CSV of their_id,article_id rows)")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise GraceError(f"{path}: the mapping file is {size / (1 << 20):,.0f} MB, over the {max_bytes >> 20} MB a "
+                         "their_id,article_id file may be (is this the right file?)")
     out: dict[str, str] = {}
     lines: dict[str, int] = {}
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise GraceError(f"{path}: not UTF-8 text; save the mapping as UTF-8 CSV") from None
-    with io.StringIO(text, newline="") as f:
-        reader = csv.reader(f)
-        for row in reader:
-            n = reader.line_num
+    with path.open("rb") as fh:
+        reader = csv.reader(_utf8_lines(fh, path, max_bytes))
+        rows = 0
+        while True:
+            n = reader.line_num + 1  # where the row starts (a quoted cell may run over several lines)
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise GraceError(f"{where(path, n)}: not a CSV row ({exc})") from None
             if not row or all(not c.strip() for c in row):
                 continue
+            if max(len(c) for c in row) > MAX_MAPPING_CELL:
+                raise GraceError(f"{where(path, n)}: an ID over {MAX_MAPPING_CELL:,} characters (a quoted cell "
+                                 "left open?)")
+            rows += 1
+            if rows > max_rows:
+                raise GraceError(f"{where(path, n)}: more than {max_rows:,} rows; a mapping names each of the "
+                                 "system's own IDs once (is this the right file?)")
             if len(row) != 2:
                 raise GraceError(f"{where(path, n)}: expected 2 columns their_id,article_id, got {len(row)}")
             theirs, ours = row[0].strip(), row[1].strip()
-            if n == 1 and (theirs.casefold(), ours.casefold()) == ("their_id", "article_id"):
+            if rows == 1 and (theirs.casefold(), ours.casefold()) == ("their_id", "article_id"):
                 continue
             if not theirs or not ours:
                 raise GraceError(f"{where(path, n)}: an empty their_id or article_id")

@@ -27,6 +27,17 @@ SHOWN_PROBLEMS = 20  # malformed lines and unmatched records printed; the files 
                    "--map answer=response.text --map citations='sources[*].id'.")
 @click.option("--mapping", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="A TOML file of FIELD = \"PATH\" lines (the same as --map, which wins over it).")
+@click.option("--citations", type=click.Choice(["single", "multi"]), default="multi", show_default=True,
+              help="How citations are scored: multi (several per answer: citation precision, recall, F1, and "
+                   "whether it cites a right article) or single (one per answer, as a GRACE prompt).")
+@click.option("--reads", type=click.Choice(["ids", "references"]), default="references", show_default=True,
+              help="How citations are read: references (markers, source lists, and each reference, a path, URL, "
+                   "title, quote or your own ID, mapped onto KB articles) or ids (as KB article IDs).")
+@click.option("--citation-map", "citation_map", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="A CSV of their_id,article_id rows: your system's own document or chunk IDs -> KB articles.")
+@click.option("--rewrite", "rewrite", multiple=True, metavar="PREFIX=REPLACEMENT",
+              help="Read a reference starting with PREFIX with REPLACEMENT instead, before mapping it (repeatable): "
+                   "--rewrite https://hr.example.com/docs/=payroll/.")
 @click.option("--default-model", default="production", show_default=True,
               help="The model of a record that names none.")
 @click.option("--max-line-mb", default=4.0, show_default=True, type=click.FloatRange(min=0, min_open=True),
@@ -36,7 +47,8 @@ SHOWN_PROBLEMS = 20  # malformed lines and unmatched records printed; the files 
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
               help="Bootstrap resamples for the 95% confidence intervals; 0 to skip.")
 def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None, fields: tuple[str, ...],
-                mapping: Path | None, default_model: str, max_line_mb: float, force: bool, seed: int,
+                mapping: Path | None, citations: str, reads: str, citation_map: Path | None,
+                rewrite: tuple[str, ...], default_model: str, max_line_mb: float, force: bool, seed: int,
                 n_bootstrap: int) -> None:
     """Import a production audit log (JSON Lines) as a run folder, then score and report it.
 
@@ -64,7 +76,8 @@ def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None,
     soft = not console.is_terminal
     result = workflow(logs, kb_dir, out_dir, gold=gold_path, fields=fields, mapping=mapping,
                       default_model=default_model, max_line_bytes=max(1, int(max_line_mb * (1 << 20))), force=force,
-                      seed=seed, bootstrap=n_bootstrap, console=console)
+                      seed=seed, bootstrap=n_bootstrap, console=console, citations=citations, reads=reads,
+                      citation_map=citation_map, rewrite=rewrite)
     models = ", ".join(f"{m} ({n:,})" for m, n in result.models.items())
     console.print(Text(f"imported {result.imported:,} of {result.records:,} records from {logs} -> {out_dir}: "
                        f"{result.questions:,} questions, models {models}"), soft_wrap=soft)

@@ -78,6 +78,9 @@ class ModelSpec:
     tpm: float | None = None
     timeout_s: float | None = None  # None: 60 s, or 300 s for a server on this machine or network
     options: dict[str, Any] = field(default_factory=dict)  # provider-specific (e.g. baseline threshold)
+    # how its citations are read and scored (a harness.run_folder.run_records.CitationSettings: the TOML's
+    # [models.citations]); None: GRACE's reading. Scoring only: never sent, never part of a cache key
+    citations: Any = None
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -121,6 +121,12 @@ class RetrievedFile(BaseModel):
 
     path: str  # the rankings file, as given
     hash: str  # 16 hex digits of the SHA-256 of the file's bytes
+    # --retrieved-map: the their_id,article_id CSV its own document IDs were mapped through (absolute path)
+    map: str | None = _absent_if_none()
+    map_hash: str | None = _absent_if_none()  # 16 hex digits of the SHA-256 of the map's bytes
+    mapped: int | None = _absent_if_none()  # ranked entries that were not KB IDs and mapped onto an article
+    unmapped: int | None = _absent_if_none()  # ranked entries that mapped onto no article: left out of the prompts
+    unmapped_ids: list[str] | None = _absent_if_none()  # the most frequent unmapped IDs (up to 20)
 
 
 class RunConfig(BaseModel):

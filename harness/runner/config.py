@@ -22,6 +22,15 @@ Config is plain data naming registered providers; it never holds code::
     base_url = "http://127.0.0.1:8000/v1"
     api_key_env = "VLLM_KEY"
 
+    [[models]]
+    spec = "python:my_rag.bot:answer"
+
+    [models.citations]          # how its citations are read and scored (scoring only: never in a cache key)
+    scoring = "multi"           # several per answer: citation precision, recall, F1
+    reads = "references"        # its own references (paths, URLs, titles, quotes, index IDs) mapped onto articles
+    map = "chunk-map.csv"       # their_id,article_id rows; relative to this file
+    rewrite = {"https://hr.example.com/docs/" = "payroll/"}
+
 Every table is checked against a schema before anything runs: a value of the
 wrong type would otherwise surface as a traceback deep in a run (or as a 400 from
 an API after money was spent), and a misspelt key would be silently ignored.
@@ -81,6 +90,17 @@ class ModelTable(GenParams):
     options: dict[str, Any] | None = None
     params: dict[str, Any] | None = None
     http: dict[str, Any] | None = None  # an http: system's endpoint (harness.providers.http_system.HttpTable)
+    citations: dict[str, Any] | None = None  # [models.citations]: how its citations are read and scored (CitationTable)
+
+
+class CitationTable(BaseModel):
+    """One model's ``[models.citations]`` table (recorded as run.json's ``models[].citations``)."""
+
+    model_config = _STRICT
+    scoring: Literal["single", "multi"] | None = None  # multi: several citations per answer [default: multi for a system]
+    reads: Literal["ids", "references"] | None = None  # references: its own references mapped onto KB articles
+    map: str | None = None  # a their_id,article_id CSV, relative to the TOML file
+    rewrite: dict[str, str] | None = None  # path/URL prefix -> replacement, applied before resolving
 
 
 def _toml(default: Any = None) -> Any:
@@ -108,6 +128,9 @@ class RunConfig(BaseModel):
     machine_gold: Path | None = None
     models: tuple[str | ModelSpec, ...] = ()
     config: Path | None = None  # the leaderboard TOML
+    # MODEL=SCORING[:READS] per model (single|multi, ids|references): how its citations are read and scored, over
+    # its [models.citations] (a map file and rewrite rules: the TOML only)
+    citations: tuple[str, ...] = ()
     k: Count = _toml(3)
     repeats: Count = _toml(1)
     concurrency: Count = _toml(CONCURRENCY)
@@ -126,6 +149,8 @@ class RunConfig(BaseModel):
     rerank: str | None = _toml()  # PROVIDER:MODEL or cross-encoder[:MODEL]
     rerank_depth: Count = _toml(20)
     retrieved: Path | None = _toml()  # a file of ranked article IDs per question
+    # a their_id,article_id CSV: the --retrieved file ranks the retriever's own documents (chunk IDs, paths, URLs)
+    retrieved_map: Path | None = _toml()
     seed: int = _toml(0)
     batch: bool = _toml(False)  # every model with a batch API goes through it
     wait: bool = _toml(False)  # poll batches until they end
@@ -240,7 +265,8 @@ def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect
     return out
 
 
-def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
+def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None) -> ModelSpec:
+    """One ``[[models]]`` entry as a spec; ``base`` is the TOML file's folder (a citation map is relative to it)."""
     from harness.providers import parse_model_spec
 
     problems = _problems(ModelTable, entry, where, _MODEL_EXPECT)
@@ -266,7 +292,37 @@ def model_from_table(entry: dict[str, Any], where: str) -> ModelSpec:
     spec.options = dict(entry.get("options", {}))
     if "http" in entry or spec.provider == "http":
         _http_system(spec, entry, where)
+    spec.citations = _citations(spec, entry.get("citations"), where, base)
     return spec
+
+
+def _citations(spec: ModelSpec, table: dict[str, Any] | None, where: str, base: Path | None) -> Any:
+    """The model's ``[models.citations]`` over its default (a system: multi + references; a prompt model: none),
+    checked: an unknown key or a bad value (with what was meant), a map file that is not there, a duplicate or
+    conflicting rewrite rule. The map's rows are checked against the KB once it is loaded (RunSession.open)."""
+    from harness.runner.citation_settings import default_for, settings
+
+    if table is None:
+        return default_for(spec.provider)
+    label = f"{where}: [models.citations]"
+    problems = _problems(CitationTable, table, label)
+    if problems:
+        raise GraceError("\n".join(problems))
+    start = default_for(spec.provider)
+    scoring = table.get("scoring") or (start.scoring if start else "single")
+    reads = table.get("reads") or (start.reads if start else "ids")
+    map_file = None
+    if table.get("map") is not None:
+        map_file = Path(table["map"]).expanduser()
+        if not map_file.is_absolute() and base is not None:
+            map_file = base / map_file
+        if not map_file.is_file():
+            raise GraceError(f"{label}: key 'map': {map_file}: no such file (a CSV of their_id,article_id rows; a "
+                             "relative path is read from the TOML file's folder)")
+    try:
+        return settings(scoring, reads, map_file, table.get("rewrite") or {}, origin=f"{label} rewrite")
+    except GraceError as exc:
+        raise GraceError(f"{label}: {exc}") from None
 
 
 def _http_system(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:
@@ -312,7 +368,7 @@ def load_config(path: Path) -> tuple[list[ModelSpec], dict[str, Any]]:
             problems += _problems(ModelTable, entry, f"{path}: [[models]] #{i}", _MODEL_EXPECT)
     if problems:
         raise GraceError("\n".join(problems))
-    models = [model_from_table(m, f"{path}: [[models]] #{i}") for i, m in enumerate(entries, 1)]
+    models = [model_from_table(m, f"{path}: [[models]] #{i}", path.resolve().parent) for i, m in enumerate(entries, 1)]
     return models, dict(run)
 
 
@@ -328,6 +384,7 @@ def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[
     model sets none itself, and priced."""
     from harness.providers import parse_model_spec
     from harness.providers.base import DEFAULT_MAX_TOKENS
+    from harness.runner.citation_settings import apply_option, default_for
     from harness.runner.pricing import apply_price, load_prices
 
     specs = list(toml_specs) + [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in config.models]
@@ -337,6 +394,10 @@ def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
         raise GraceError(f"model(s) named twice: {', '.join(sorted(dupes))}; give each a distinct name in the config")
+    for s in specs:
+        if s.citations is None:  # a system named on the command line: its default, as a TOML entry gets
+            s.citations = default_for(s.provider)
+    apply_option(specs, config.citations)
     price_table = load_prices(config.prices)
     max_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
     for s in specs:

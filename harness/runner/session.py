@@ -86,14 +86,52 @@ def retrieve_all(kb: KB, questions: list[GoldQuestion], k: int, embedder: str | 
     return out
 
 
-def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any) -> dict[str, list[RetrievedArticle]]:
-    """The top ``k`` of a team's own retriever, read from ``path`` (see kb_builder.retrieval.files).
+SHOWN_UNMAPPED = 20  # unmapped IDs of a rankings file named in the warning and in run.json (all are counted)
 
-    A missing score becomes ``1 / rank``, so the rows (and baseline:threshold) still see a falling score.
+
+def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any,
+                        id_map: Any = None) -> tuple[dict[str, list[RetrievedArticle]], dict[str, Any]]:
+    """The top ``k`` of a team's own retriever, read from ``path`` (see kb_builder.retrieval.files), and what
+    run.json records of it (``config.retrieved``).
+
+    A missing score becomes ``1 / rank``, so the rows (and baseline:threshold) still see a falling score. With
+    ``id_map`` (``--retrieved-map``, a their_id,article_id CSV) the file may rank the retriever's own documents:
+    each ID is mapped through it and the KB's own records (a path, URL or title: kb_builder.references), the way a
+    system's citations are; an ID that maps to no article is left out of the prompt, counted and named (a warning,
+    and run.json), never read as an article.
     """
-    from kb_builder.retrieval.files import read_retrieved
+    from harness.core.hashing import file_hash
+    from kb_builder.references import Resolver, read_mapping
+    from kb_builder.retrieval.files import IdMapping, read_retrieved
 
-    ranked = read_retrieved(path, kb.by_id)
+    mapping = None
+    if id_map is not None:
+        try:
+            table = read_mapping(id_map, kb.by_id)
+        except GraceError as exc:
+            raise GraceError(f"--retrieved-map: {exc}") from None
+        resolver = Resolver(kb.articles, mapping=table, bare_ids=True)
+        cache: dict[str, str | None] = {}
+
+        def resolve(ref: str) -> str | None:
+            if ref not in cache:
+                got = resolver.resolve(ref)
+                cache[ref] = got.articles[0] if len(got.articles) == 1 else None
+            return cache[ref]
+
+        mapping = IdMapping(resolve)
+    ranked = read_retrieved(path, kb.by_id, mapping)
+    record: dict[str, Any] = {"path": str(path), "hash": file_hash(path)}
+    if mapping is not None:
+        record.update(map=str(id_map.resolve() if hasattr(id_map, "resolve") else id_map), map_hash=file_hash(id_map), mapped=mapping.mapped,
+                      unmapped=sum(mapping.unmapped.values()),
+                      unmapped_ids=[i for i, _ in mapping.unmapped.most_common(SHOWN_UNMAPPED)])
+        if mapping.unmapped:
+            n, ids = sum(mapping.unmapped.values()), record["unmapped_ids"]
+            log.warning(f"{path}: {n:,} ranked entr{'y' if n == 1 else 'ies'} ({len(mapping.unmapped):,} distinct "
+                        f"ID(s)) map to no KB article through {id_map} and are left out of the prompts: "
+                        f"{', '.join(map(repr, ids))}{' ...' if len(mapping.unmapped) > len(ids) else ''} (add them to "
+                        "the map; all are counted in run.json config.retrieved)")
     missing = [q.question_id for q in questions if q.question_id not in ranked]
     if missing:
         raise GraceError(f"{path}: {len(missing)} gold question(s) have no line: {', '.join(missing[:8])}"
@@ -103,7 +141,7 @@ def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any
         hits = ranked[q.question_id][:k]
         out[q.question_id] = [RetrievedArticle(i, kb.by_id[i].title, kb.by_id[i].text, 1.0 / r if s is None else s)
                               for r, (i, s) in enumerate(hits, 1)]
-    return out
+    return out, record
 
 
 def plan_jobs(
@@ -155,7 +193,8 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       endpoint=endpoint_of(spec), batch=bool(spec.batch), price_input_per_mtok=spec.price_input_per_mtok,
                       price_output_per_mtok=spec.price_output_per_mtok,
                       price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
-                      options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec))
+                      options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec),
+                      citations=spec.citations)
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -43,6 +43,7 @@ from harness.run_folder.report import (
     SpotcheckBlock,
     Unlabelled,
 )
+from harness.run_folder.run_records import CitationSettings
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
 from harness.scoring.extraction import RULES
@@ -97,6 +98,7 @@ def score_responses(
     bootstrap: int = 2000,
     workers: int | None = None,
     machine_gold: MachineLabels | None = None,
+    citations: Mapping[str, CitationSettings] | None = None,  # CONFIG's placeholder: CORE reads it (issue 39)
 ) -> Report:
     """Score ``responses_path`` against ``gold`` and ``kb``; write scores.jsonl and report.json in ``out_dir``.
 

@@ -25,7 +25,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -56,6 +56,12 @@ class ImportLogsConfig(BaseModel):
     default_model: str = "production"  # the model of a record that names none
     max_line_bytes: int = Field(MAX_LINE_BYTES, gt=0)  # a longer log line is set aside unread (malformed.jsonl)
     force: bool = False  # replace a run already in ``out`` (its responses kept as responses.jsonl.bak)
+    # how the system's citations are read and scored (run.json models[].citations): several per answer, its own
+    # references (paths, URLs, titles, quotes, index IDs) mapped onto KB articles, unless told otherwise
+    citations: Literal["single", "multi"] = "multi"
+    reads: Literal["ids", "references"] = "references"
+    citation_map: Path | None = None  # a their_id,article_id CSV: the system's own IDs -> KB articles
+    rewrite: tuple[str, ...] = ()  # PREFIX=REPLACEMENT path/URL rewrite rules, applied before resolving
     seed: int = 0
     bootstrap: int = 2000
 
@@ -83,7 +89,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     """Read a production audit log into the run folder ``out``, score it and write its reports.
 
     The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
-    ``bootstrap``). Malformed lines are kept aside in ``malformed.jsonl`` (line, problem, text), records no gold
+    ``bootstrap``, and how citations are read and scored: ``citations``, ``reads``, ``citation_map``, ``rewrite``). Malformed lines are kept aside in ``malformed.jsonl`` (line, problem, text), records no gold
     question matches in ``unmatched.jsonl``; the rest is imported. A folder that already holds a run is refused
     unless ``force``. Raises ``GraceError`` for bad input, and when no line could be imported (the two files are
     written first, to say why).
@@ -91,6 +97,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     from harness.core.outputs import check_output_folder, keep_backup
     from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.run_folder.audit_log import field_map
+    from harness.runner.citation_settings import check_against_kb, settings
     from kb_builder.gold import load_gold
     from kb_builder.kb_folder import load_kb
 
@@ -107,6 +114,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
         raise GraceError(f"--out {c.out} already holds a run ({held[0].name}); give a new folder, or add --force to "
                          f"replace it (its responses are kept as {folder.responses.name}.bak)")
     kb_obj = load_kb(c.kb, write_missing=False)
+    citations = check_against_kb(settings(c.citations, c.reads, c.citation_map, c.rewrite), kb_obj, "--citation-map")
     gold_set = load_gold(c.gold) if c.gold is not None else None
     with folder.lock():
         if held:
@@ -120,7 +128,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
                              f"({folder.malformed}), {result.n_unmatched} unmatched record(s)"
                              + (f" ({folder.unmatched})" if gold_set is not None else "")
                              + "; check the field mapping (--map FIELD=PATH)")
-        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result, seen)
+        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result, seen, citations)
         result.run = _score(c, folder, kb_obj, gold_set, questions, console)
     return result
 
@@ -289,7 +297,7 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
 
 
 def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,
-                    questions: list, result: ImportResult, seen: _Seen) -> None:
+                    questions: list, result: ImportResult, seen: _Seen, citations: Any) -> None:
     from harness.core.hashing import file_hash, json_hash
     from harness.core.version import __version__
     from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunImport, RunInfo, RunKb
@@ -304,7 +312,7 @@ def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], k
         templates={},  # the deployed system's prompt: only its hash per row (prompt_hash), when the log has it
         config=RunConfig(k=seen.k, repeats=seen.repeats, concurrency=0, cache=False,
                          read_cache=False, max_attempts=0, seed=c.seed, output_mode="imported"),
-        models=[ModelEntry(name=m, provider="logs", model=m) for m in result.models],
+        models=[ModelEntry(name=m, provider="logs", model=m, citations=citations) for m in result.models],
         imported=RunImport(path=str(c.logs), hash=file_hash(c.logs), records=result.records,
                            imported=result.imported, malformed=result.n_malformed,
                            unmatched=result.n_unmatched, matched_by_id=result.matched_by_id,

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
 from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.run_folder import RunDir, RunInfo
@@ -90,7 +89,8 @@ class RunSession:
         check_targets(config.log_to)  # a misspelt --log-to is known before any call, not after the run
         check_output_folder(config.out, {"KB folder": config.kb, "gold CSV": config.gold, "config": config.config,
                                          "machine-label file": config.machine_gold,
-                                         "prices file": config.prices, "retrieved file": config.retrieved},
+                                         "prices file": config.prices, "retrieved file": config.retrieved,
+                                         "retrieved map": config.retrieved_map},
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
         choose_batch(specs, config.batch)
@@ -103,6 +103,12 @@ class RunSession:
             config = config.model_copy(update={"k": len(kb.articles)})
         gold = load_gold(config.gold)
         kb.check_cited(gold.questions, gold.path)
+        from harness.runner.citation_settings import check_against_kb
+
+        for spec in specs:  # a citation map's rows against the KB: a bad row is its file and line before any call
+            spec.citations = check_against_kb(spec.citations, kb, f"model {spec.name}")
+        if config.retrieved_map and not config.retrieved:
+            raise GraceError("--retrieved-map maps the IDs of a --retrieved rankings file: give that file too")
         if config.retrieved and config.embedder:
             raise GraceError("give --retrieved (your own retrieval) or --embedder (grace's), not both")
         exports = load_export_tables(Path(toml)) if toml else {}
@@ -129,8 +135,8 @@ class RunSession:
         c, questions = self.config, self.questions
         depth = max(c.k, c.rerank_depth) if c.rerank else c.k
         if c.retrieved:
-            self.retrieved = retrieved_from_file(self.kb, questions, depth, c.retrieved)
-            self.settings.extra["retrieved"] = {"path": str(c.retrieved), "hash": file_hash(c.retrieved)}
+            self.retrieved, self.settings.extra["retrieved"] = retrieved_from_file(self.kb, questions, depth,
+                                                                                   c.retrieved, c.retrieved_map)
         else:
             self.retrieved = retrieve_all(self.kb, questions, depth, c.embedder)
         if c.rerank:
@@ -231,10 +237,11 @@ class RunSession:
         if self.config.no_score or result.pending or not self.folder.responses.exists():
             return False
         from harness.reports import write_reports
+        from harness.runner.citation_settings import for_scoring
         from harness.scoring import score_responses
 
         score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed,
-                        machine_gold=self.machine)
+                        machine_gold=self.machine, citations=for_scoring(self.folder.read_run_info()))
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
         return True
 
@@ -275,7 +282,10 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     asked with different inputs. The folder is locked while this runs.
     ``retrieved`` takes each question's top ``k`` from a file of ranked article
     IDs (``grace kb search --out``'s format, or your production retriever's)
-    instead of grace's retriever; ``rerank`` (``PROVIDER:MODEL`` or
+    instead of grace's retriever (``retrieved_map``, a ``their_id,article_id``
+    CSV, maps a file that ranks the retriever's own documents); ``citations``
+    (``["MODEL=multi", "MODEL=single:ids"]``) sets how a model's citations are
+    read and scored, over its TOML ``[models.citations]``; ``rerank`` (``PROVIDER:MODEL`` or
     ``cross-encoder[:MODEL]``) reorders each question's top ``rerank_depth``
     candidates first. ``batch`` sends the calls of every model whose provider has
     a batch API through it at half price; without ``wait`` the call returns once

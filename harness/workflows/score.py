@@ -21,12 +21,16 @@ def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = No
     ``gold`` is then the human-labelled subset, and the report adds prediction-powered figures (``report.ppi``)."""
     from harness.core.outputs import check_output_folder
     from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
+    from harness.runner.citation_settings import for_scoring
     from harness.scoring import score_responses
     from harness.workflows.results import load_run
 
     responses = Path(responses)
     if responses.is_dir():
         responses = RunDir(responses).responses
+    # each model's citation settings, as the run folder the responses are in recorded them (run.json)
+    citations = for_scoring(RunDir(responses.parent).read_run_info()) if (responses.parent / "run.json").is_file() \
+        else {}
     out = Path(out) if out is not None else responses.parent
     check_output_folder(out, {"responses file": responses, "gold CSV": getattr(gold, "path", gold),
                               "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None),
@@ -37,7 +41,8 @@ def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = No
         from annotations.machine_labels import read_machine_labels
 
         machine = read_machine_labels(machine_gold)
-    score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers, machine_gold=machine)
+    score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers, machine_gold=machine,
+                    citations=citations)
     return load_run(out)
 
 

@@ -10,13 +10,18 @@ retriever, so a leaderboard can measure models inside the team's real system::
 Either form of ``retrieved`` is accepted: objects with ``id`` (and an optional
 ``score``), or bare IDs in rank order. Every ID must name an article of the KB:
 a file made against another KB version would silently show models the wrong
-articles, so an unknown ID stops the run with its line.
+articles, so an unknown ID stops the run with its line. A production retriever
+ranks its own index (chunk IDs, paths, URLs): with an :class:`IdMapping`
+(``grace run --retrieved-map``) each ID that is not a KB article is mapped onto
+one, and one that maps to none is counted and named, never read as an article.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +57,37 @@ def _ranked(value: object, path: Path, n: int) -> Ranked:
     return out
 
 
-def read_retrieved(path: str | Path, known_ids: Mapping[str, object] | set[str]) -> dict[str, Ranked]:
-    """question_id -> ranked article IDs; every ID checked against the KB, every line against the format."""
+@dataclass
+class IdMapping:
+    """A rankings file's own document IDs onto KB articles: ``resolve`` gives the article an ID names, or None; what
+    was mapped and what was not is counted here as the file is read (an unmapped ID leaves the ranking, named)."""
+
+    resolve: Callable[[str], str | None]
+    mapped: int = 0  # entries that were not KB IDs and mapped onto an article
+    unmapped: Counter[str] = field(default_factory=Counter)  # ID -> entries that mapped onto no article
+
+    def rank(self, ranked: Ranked, known_ids: Mapping[str, object] | set[str]) -> Ranked:
+        """The ranking in KB articles: each ID mapped, an article named twice (two of its chunks) kept at its best
+        rank, an unmapped ID counted and left out."""
+        out: Ranked = []
+        seen: set[str] = set()
+        for i, score in ranked:
+            article = i if i in known_ids else self.resolve(i)
+            if article is None:
+                self.unmapped[i] += 1
+                continue
+            if i not in known_ids:
+                self.mapped += 1
+            if article not in seen:
+                seen.add(article)
+                out.append((article, score))
+        return out
+
+
+def read_retrieved(path: str | Path, known_ids: Mapping[str, object] | set[str],
+                   mapping: IdMapping | None = None) -> dict[str, Ranked]:
+    """question_id -> ranked article IDs; every ID checked against the KB (or mapped onto it by ``mapping``), every
+    line against the format."""
     path = Path(path)
     if not path.is_file():
         raise GraceError(f"{path}: retrieved-articles file not found (write one with `grace kb search --queries "
@@ -79,11 +113,15 @@ def read_retrieved(path: str | Path, known_ids: Mapping[str, object] | set[str])
             if "retrieved" not in row:
                 raise GraceError(f"{where(path, n)}: missing 'retrieved' (the ranked article IDs)")
             ranked = _ranked(row["retrieved"], path, n)
+            if mapping is not None:
+                out[qid] = mapping.rank(ranked, known_ids)
+                continue
             unknown = [i for i, _ in ranked if i not in known_ids]
             if unknown:
                 raise GraceError(f"{where(path, n)}: article ID(s) {', '.join(map(repr, unknown[:5]))} of question "
-                                 f"{qid!r} are not in the KB; the file was made against another KB (map your "
-                                 "retriever's document IDs to the KB's article IDs, or rebuild the KB)")
+                                 f"{qid!r} are not in the KB; the file was made against another KB, or ranks your "
+                                 "retriever's own documents (map them onto the KB's articles with --retrieved-map "
+                                 "FILE, a CSV of their_id,article_id rows, or rebuild the KB)")
             out[qid] = ranked
     if not out:
         raise GraceError(f"{path}: no questions in the file")

@@ -8,7 +8,7 @@ import pytest
 
 from harness.core.errors import GraceError
 from kb_builder.kb_folder import load_kb
-from kb_builder.references import Resolver, read_mapping, read_rewrites
+from kb_builder.references import Resolver, read_mapping, read_rewrites, slug
 from tests.conftest import BODY, ROOT, run_grace, write
 
 
@@ -154,3 +154,78 @@ def test_cli_resolve_prints_how_and_unmapped_and_exits_2_on_a_bad_mapping(kb, tm
     bad = write(tmp_path / "bad.csv", "chunk-1,33\nchunk-1,34\n")
     code, out = run_grace("kb", "resolve", kb.path, "chunk-1", "--map", bad)
     assert code == 2 and f"{bad}:2" in out and "conflicting" in out and "Traceback" not in out
+
+
+def test_a_url_maps_by_a_documents_whole_path_never_by_a_page_name_every_site_has(tmp_path):
+    """Before, ``https://other.example.org/about`` mapped to the KB's root-level about.md (the URL's last segment
+    matched the document's one-segment path): a citation of any site's about page scored as the KB's."""
+    write(tmp_path / "src/about.md", f"# About us\n\nThe company was founded in 1998 in Leeds by two nurses. {BODY}\n")
+    write(tmp_path / "src/team/contact.md", f"# Contact\n\nWrite to the people team at any time of day. {BODY}\n")
+    code, text = run_grace("kb", "build", tmp_path / "src", "--out", tmp_path / "kb", "--no-lint")
+    assert code == 0, text
+    kb = load_kb(tmp_path / "kb")
+    about = next(a for a in kb.articles if a.source == "about.md")
+    contact = next(a for a in kb.articles if a.source == "team/contact.md")
+    r = Resolver(kb.articles)
+    for ref in ("https://other.example.org/about", "https://other.example.org/company/about.html",
+                "https://other.example.org/contact", "other/about.md"):
+        got = r.resolve(ref)
+        assert not got.mapped, (ref, got)
+    assert "rewrite rule" in r.resolve("https://other.example.org/about").note
+    # the document's own path, and a URL that ends with a folder-and-name path, still map
+    assert r.resolve("about.md").articles == (about.id,)
+    assert r.resolve("https://intranet.example.com/wiki/team/contact").articles == (contact.id,)
+    assert r.resolve("contact.md").articles == (contact.id,)  # a bare file name names the one document so named
+    # a rewrite rule for the site's prefix makes the site's URLs the KB's
+    site = Resolver(kb.articles, rewrites=read_rewrites([("https://hr.example.com/docs/", "")]))
+    got = site.resolve("https://hr.example.com/docs/about")
+    assert (got.articles, got.how) == ((about.id,), "rewrite")
+    assert not site.resolve("https://other.example.org/about").mapped
+
+
+def test_a_mapping_file_that_is_not_utf8_names_its_line(kb, tmp_path):
+    path = tmp_path / "map.csv"
+    path.write_bytes("their_id,article_id\nchunk-1,33\nm\u00fcller-2,34\n".encode("latin-1"))
+    with pytest.raises(GraceError) as err:
+        read_mapping(path, kb.by_id)
+    assert f"{path}:3" in str(err.value) and "not UTF-8" in str(err.value)
+    # a UTF-8 file with a byte-order mark (as spreadsheets save it) is read, header and all
+    path.write_bytes("\ufefftheir_id,article_id\nm\u00fcller-2,34\n".encode())
+    assert read_mapping(path, kb.by_id) == {"m\u00fcller-2": "34"}
+
+
+def test_a_2gb_mapping_file_is_refused_unread_and_a_long_one_by_its_rows(kb, tmp_path):
+    huge = tmp_path / "huge.csv"
+    with huge.open("wb") as fh:  # sparse: 2 GB as the file system reports it, no disk used
+        fh.truncate(2 << 30)
+    with pytest.raises(GraceError) as err:
+        read_mapping(huge, kb.by_id)
+    assert str(huge) in str(err.value) and "2,048 MB" in str(err.value) and "right file" in str(err.value)
+    rows = write(tmp_path / "rows.csv", "".join(f"chunk-{i},33\n" for i in range(30)))
+    with pytest.raises(GraceError) as err:
+        read_mapping(rows, kb.by_id, max_rows=20)
+    assert f"{rows}:21" in str(err.value) and "more than 20 rows" in str(err.value)
+    assert len(read_mapping(rows, kb.by_id, max_rows=30)) == 30
+
+
+@pytest.mark.parametrize(("rows", "line", "words"), [
+    ("chunk-1,33\n\"" + "x" * 200_000 + "\",34\n", 2, "a line of 200,006 bytes"),  # one long line
+    ("chunk-1,33\n\"chunk-2,34\n" + "more text\n" * 1000, 2, "an ID over 4,096 characters"),  # a quote left open
+])
+def test_a_row_too_long_for_an_id_is_an_error_with_its_line(kb, tmp_path, rows, line, words):
+    path = write(tmp_path / "map.csv", rows)
+    with pytest.raises(GraceError) as err:
+        read_mapping(path, kb.by_id)
+    assert f"{path}:{line}" in str(err.value) and words in str(err.value)
+
+
+def test_a_url_of_no_kb_document_is_never_read_as_a_quote_of_its_words(kb):
+    """Before, a URL of no KB document fell through to the quote reading, and an anchor made of an article's words
+    (``https://other.example.org/index.md#who-is-eligible-for-the-annual-performance-bonus``) mapped to it."""
+    bonus = article(kb, "payroll/pay-and-compensation.html", "Annual performance bonus")
+    sentence = next(s for s in bonus.text.split(". ") if len(s.split()) >= 10)
+    r = Resolver(kb.articles)
+    assert r.resolve(sentence).articles == (bonus.id,)  # the words as a quote: its article
+    for ref in (f"https://other.example.org/index.md#{slug(sentence)}", f"other/index.html#{sentence}"):
+        got = r.resolve(ref)
+        assert not got.mapped, (ref, got)

@@ -278,3 +278,23 @@ def test_a_reply_over_the_size_cap_is_an_error_row_and_never_recorded(bench, bot
     run(bench, tmp_path / "raised", toml, concurrency=1, max_attempts=1, no_cache=True)
     first = next(r for r in rows(tmp_path / "raised") if r["question_id"] == "q001")
     assert first["error"] is None and len(first["response"]) == (5 << 20) - 14
+
+
+def test_a_bots_citation_settings_default_to_its_own_references_and_never_re_ask_it(bench, bot, tmp_path):
+    """Issue 39: a deployed bot cites its own documents, several per answer; its settings are recorded in run.json and,
+    being scoring-only, a run with other settings asks the bot nothing again."""
+    model = "http:support-bot"
+    run(bench, tmp_path / "run", board(tmp_path, bot))
+
+    def entry() -> dict:
+        info = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))
+        return next(m for m in info["models"] if m["name"] == model)["citations"]
+
+    assert (entry()["scoring"], entry()["reads"]) == ("multi", "references")
+    asked = len(bot.requests)
+    toml = board(tmp_path, bot)
+    toml.write_text(toml.read_text(encoding="utf-8") + '\n[models.citations]\nscoring = "single"\nreads = "ids"\n',
+                    encoding="utf-8")
+    result = run(bench, tmp_path / "run", toml)
+    assert result.resumed["done"] == N_QUESTIONS and len(bot.requests) == asked
+    assert (entry()["scoring"], entry()["reads"]) == ("single", "ids")

@@ -77,3 +77,35 @@ def test_every_gold_question_needs_a_line_and_embedder_cannot_be_mixed_in(bench,
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1",
                           "--retrieved", tmp_path / "absent.jsonl", "--out", tmp_path / "run")
     assert code != 0 and "not found" in out
+
+
+def test_a_ranking_of_the_retrievers_own_documents_is_mapped_and_the_unmapped_are_counted_and_named(bench, tmp_path):
+    """Issue 39: a production retriever ranks its own chunks, paths and URLs. Before, any such ID stopped the run
+    (no way to map it); with --retrieved-map each maps through the file and the KB's own records (as a system's
+    citations do), and one that maps to nothing is left out of the prompt, counted and named: never an article."""
+    from kb_builder.kb_folder import load_kb
+
+    kb = load_kb(bench / "kb")
+    ids = ids_of(bench)
+    booking = next(a.id for a in kb.articles if a.heading_path and a.heading_path[-1] == "Booking")
+    write(tmp_path / "chunks.csv", f"their_id,article_id\nchunk-A,{ids[3]}\nchunk-A2,{ids[3]}\n")
+    gold = [line.split(",")[0] for line in (bench / "gold.csv").read_text().splitlines()[1:]]
+    ranking = ["chunk-A", "travel.md#Booking", "chunk-lost", "chunk-A2", ids[0]]
+    path = write(tmp_path / "prod.jsonl", "".join(json.dumps({"question_id": q, "retrieved": ranking}) + "\n"
+                                                  for q in gold))
+    args = ("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "-m", "baseline:top1", "-k", "3",
+            "--retrieved", path)
+    code, out = run_grace(*args, "--out", tmp_path / "unmapped")
+    assert code == 2 and "'chunk-A'" in out and "--retrieved-map" in out, out  # without a map: the fix is named
+    code, out = run_grace(*args, "--retrieved-map", tmp_path / "chunks.csv", "--out", tmp_path / "run")
+    assert code == 0, out
+    flat = " ".join(out.split())
+    assert f"{len(gold)} ranked entries (1 distinct ID(s)) map to no KB article" in flat and "'chunk-lost'" in flat
+    rows = RunDir(tmp_path / "run").response_rows()
+    assert {tuple(r["retrieved_ids"]) for r in rows} == {(ids[3], booking, ids[0])}  # chunk-A2 is chunk-A's article
+    record = api.load_run(tmp_path / "run").info.config.retrieved
+    assert (record.map, record.mapped, record.unmapped, record.unmapped_ids) == (
+        str((tmp_path / "chunks.csv").resolve()), 3 * len(gold), len(gold), ["chunk-lost"])
+    write(tmp_path / "bad.csv", "chunk-A,99999\n")
+    code, out = run_grace(*args, "--retrieved-map", tmp_path / "bad.csv", "--out", tmp_path / "bad")
+    assert code == 2 and f"{tmp_path / 'bad.csv'}:1" in out and "not in the KB" in out and "Traceback" not in out
