@@ -14,11 +14,12 @@ from importlib import resources
 from harness.reports.failures import failures_section
 from harness.reports.heatmap import category_heatmap, confusion_heatmap
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import run_size
-from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
+from harness.reports.leaderboard import citation_models, run_size
+from harness.reports.plots import accuracy_chart, citation_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
     category_section,
+    citation_section,
     details_table,
     label_suspects_section,
     leaderboard_table,
@@ -93,7 +94,7 @@ def _header(inputs: ReportInputs) -> str:
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
         ("leaderboard", "Leaderboard"), *([("ppi", "Prediction-powered")] if r.ppi is not None else []),
-        ("accuracy", "Accuracy"),
+        ("accuracy", "Accuracy"), *([("citations", "Citations")] if citation_models(inputs.ranked) else []),
         *([("categories", "Categories")] if r.categories else []), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
         ("failures", "Failures"), ("spotcheck", "Spot-check"),
@@ -131,11 +132,14 @@ def render_html(inputs: ReportInputs) -> str:
     suspects = label_suspects_section(inputs)
     by_category = category_section(inputs, category_heatmap(inputs.report.categories, models))
     ppi = ppi_section(inputs)
+    cited = citation_section(inputs, citation_chart(models))
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         *([_section("ppi", "Prediction-powered figures (PPI++)", ppi)] if ppi else []),
         _section("accuracy", "Accuracy with 95% confidence intervals",
                  _figure(accuracy_chart(models), CAPTIONS["accuracy"], "No accuracy to plot.")),
+        *([_section("citations", "Citations: precision and recall with 95% confidence intervals", cited)]
+          if cited else []),
         *([_section("categories", "Accuracy per category", by_category)] if by_category else []),
         _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
