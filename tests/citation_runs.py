@@ -71,6 +71,16 @@ def answer_text(cites: list[dict]) -> str:
     return f"The handbook covers this {marks}.\n\nSources:\n{listed}"
 
 
+def as_read(cites: list[dict]) -> list[dict]:
+    """The citations with each reference as the scorer's marker reading gives it (the answer's list entry, cleaned:
+    ``<url>`` loses its angle brackets), the string the scorer resolves and records."""
+    from harness.scoring.markers import read_markers
+
+    read = read_markers(answer_text(cites)).cited_references
+    assert len(read) == len(cites), read
+    return [{**c, "reference": ref} for c, ref in zip(cites, read, strict=True)]
+
+
 def figures(cites: list[dict], gold: str, retrieved: list[str]) -> dict:
     """The design's per-answer figures: precision = |C∩E| / (|C|+|U|), recall = |C∩E| / |E|, F1, cit_correct (exists
     and supported: a quote not found is not), coverage = |C∩R| / |R|."""
@@ -131,7 +141,7 @@ def add_bot_citations(run: Path) -> None:
         if row["model"] == BOT:
             q = row["question_id"]
             if q in gold:
-                cites = plan(order[q], gold[q])
+                cites = as_read(plan(order[q], gold[q]))
                 row["citations"] = cites
                 row.update(figures(cites, gold[q], row.get("retrieved_ids") or []))
                 row["marker_problems"] = []

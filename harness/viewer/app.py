@@ -20,6 +20,7 @@ from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
     PPI_TITLE,
     category_table,
+    citations_shown,
     columns_for,
     error_note,
     leaderboard_rows,
@@ -36,6 +37,14 @@ from harness.web import Raw, Rejected
 
 STATIC = Path(__file__).parent / "static"
 PLOTS = ("accuracy", "pareto", "outcomes", "retrieval")
+CITATION_PLOT = "citations"  # only for a run with a model read as references (a GRACE run's page is as it was)
+CITATION_CAPTION = ("Citation precision (right) against recall (up) per model read as references, with 95% "
+                    "bootstrap intervals; dashed curves join points of equal F1.")
+
+
+def plots_for(report: Any) -> tuple[str, ...]:
+    """The plots of a run's leaderboard: :data:`PLOTS`, and the citation plot when some model has citation figures."""
+    return PLOTS + ((CITATION_PLOT,) if report is not None and citations_shown(report.ranked()) else ())
 MAX_LISTED = 500  # improved / regressed question IDs sent to the Compare page per direction
 
 
@@ -117,7 +126,8 @@ class ViewApp:
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,
                           "p_adjusted": p.p_adjusted, "significant": p.significant} for p in report.pairwise],
             "spotcheck": {m: (v.display or {}) for m, v in spot.models.items()} if spot else None,
-            "plots": [{"name": name, "caption": CAPTIONS.get(name, "")} for name in PLOTS],
+            "plots": [{"name": name, "caption": CAPTIONS.get(name, CITATION_CAPTION if name == CITATION_PLOT else "")}
+                      for name in plots_for(report)],
             "suspects": report.label_suspects.n if report.label_suspects else 0,
             "summary": run.summary(),
         }
@@ -126,15 +136,16 @@ class ViewApp:
         from harness.reports import plots
 
         run = self.run(rid)
-        if name not in PLOTS:
-            raise Rejected(f"no plot {name!r}; plots are {', '.join(PLOTS)}")
         if run.report is None:
             raise Rejected(run.problem or "no report.json yet")
+        if name not in plots_for(run.report):
+            raise Rejected(f"no plot {name!r}; plots are {', '.join(plots_for(run.report))}")
         if name not in run.plots:
             models = run.report.ranked()
             svg = {"accuracy": lambda: plots.accuracy_chart(models), "pareto": lambda: plots.pareto_chart(models)[0],
                    "outcomes": lambda: plots.outcome_chart(models),
-                   "retrieval": lambda: plots.retrieval_chart(models)}[name]()
+                   "retrieval": lambda: plots.retrieval_chart(models),
+                   CITATION_PLOT: lambda: plots.citation_chart(models)}[name]()
             missing = {"pareto": "No accuracy-vs-cost plot: no model has a known cost above $0.",
                        "retrieval": "No retrieval plot: the questions were not asked with retrieved articles."}
             run.plots[name] = (svg or _empty_svg(missing.get(name, f"No {name} plot for this run."))).encode("utf-8")

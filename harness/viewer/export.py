@@ -40,7 +40,7 @@ from harness.core.errors import GraceError
 from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
 from harness.run_folder import RunDir
-from harness.viewer.app import PLOTS, STATIC, ViewApp
+from harness.viewer.app import STATIC, ViewApp, plots_for
 from harness.viewer.grid import OUTCOME_NAMES, QUESTION_PREVIEW
 from harness.web.server import SHARED_STATIC
 
@@ -109,7 +109,7 @@ def _files(app: ViewApp, run) -> dict[str, str]:
         plots[rid] = {}
         if app.runs[rid].report is None:
             continue
-        for name in PLOTS:
+        for name in plots_for(app.runs[rid].report):
             path = f"assets/plot-{name}.svg" if rid == run.id else f"assets/plot-{k}-{name}.svg"
             files[path] = app.plot(rid, name).body.decode("utf-8")
             plots[rid][name] = path

@@ -317,8 +317,19 @@
   function answerView(ans, data, many) {
     const text = el("div", { class: "answer" });
     if (!ans.pieces.length) text.append(el("span", { class: "muted" }, ans.note || "(empty answer)"));
+    const cits = Array.isArray(ans.citations) ? ans.citations : null;
     for (const p of ans.pieces) {
-      if (p.cites) {
+      if (p.refs && cits) {
+        // a marker of a references answer: which of the answer's citations it names, and the first article of them
+        const named = p.refs.map((k) => cits[k]).filter(Boolean);
+        const first = named.flatMap((c) => c.articles)[0];
+        const a = el("a", { class: `cite ref ${named.length ? "" : "unlisted"} ${named.some((c) => c.unmapped) ? "unmapped" : ""}`,
+          href: "#", "data-refs": p.refs.join(" "),
+          title: named.length ? named.map((c) => `${c.reference} → ${c.unmapped ? "unmapped" : c.articles.join(", ")}`).join("; ")
+            : "no source in the answer's list for this marker" }, p.text);
+        a.addEventListener("click", (e) => { e.preventDefault(); if (first) showArticle(first, data); });
+        text.append(a);
+      } else if (p.cites) {
         const a = el("a", { class: "cite", href: "#", "data-cites": p.cites.join(" "), title: p.cites.map((c) =>
           `${c}: ${(data.articles[c] || {}).title || "not in the KB"}`).join("; ") }, p.text);
         a.addEventListener("click", (e) => { e.preventDefault(); showArticle(p.cites[0], data); });
@@ -336,6 +347,7 @@
         el("td", { class: s.supported === true ? "ok" : s.supported === false ? "bad" : "muted" },
           s.supported === true ? "supported" : s.supported === false ? "unsupported" : "not judged"),
         el("td", { class: "small" }, s.explanation))))) : null;
+    const citations = cits ? citationsView(cits, ans.citation_figures || {}, data) : null;
     const meta = [many ? `repeat ${ans.repeat}` : "", ans.truncated ? "cut off by max_tokens" : "",
       ans.latency_ms != null ? `${Math.round(ans.latency_ms)} ms` : ""].filter(Boolean).join(" · ");
     // a system that retrieved for itself (python:, http:, imported logs): its own list, each linked to the article
@@ -348,7 +360,34 @@
         : [el("span", { class: "muted" }, "none")])) : null;
     return el("div", { class: "answer-card", "data-repeat": String(ans.repeat) },
       meta ? el("div", { class: "muted small" }, meta) : null,
-      text, reading("lenient", ans.lenient), reading("strict", ans.strict), own, spot);
+      text, reading("lenient", ans.lenient), reading("strict", ans.strict), citations, own, spot);
+  }
+
+  // every citation of an answer read as references: the reference as the system wrote it, the article(s) it maps
+  // to, how, the resolver's note, the quote and whether it was found in the article; unmapped ones marked
+  function citationsView(cits, fig, data) {
+    const figure = (name, key) => (fig[key] === null || fig[key] === undefined ? null : `${name} ${pct(fig[key], 0)}`);
+    const figures = [figure("precision", "cit_precision"), figure("recall", "cit_recall"), figure("F1", "cit_f1"),
+      figure("cit. correct", "cit_correct"), figure("coverage", "coverage")].filter(Boolean).join(" · ");
+    const unmapped = cits.filter((c) => c.unmapped).length;
+    const rows = cits.map((c, k) => el("tr", { class: c.unmapped ? "unmapped" : "", "data-citation": String(k) },
+      el("td", { class: "num" }, String(k + 1)),
+      el("td", { class: "reference" }, el("code", {}, c.reference)),
+      el("td", {}, ...(c.unmapped ? [badge("unmapped", "refuse", "resolved to no KB article: counted as a miss")]
+        : c.articles.flatMap((id, i) => [i ? ", " : "", el("a", { href: "#", class: "art-link", "data-article": id,
+          title: (data.articles[id] || {}).title || "not in the KB",
+          onclick: (e) => { e.preventDefault(); showArticle(id, data); } },
+        `[${id}] ${(data.articles[id] || {}).title || ""}`.trim())]))),
+      el("td", {}, c.how || "–"),
+      el("td", { class: "small" }, c.note),
+      el("td", { class: "small" }, c.quote === null ? el("span", { class: "muted" }, "no quote")
+        : el("span", {}, el("q", {}, c.quote), " ", c.quote_found === true ? el("span", { class: "ok" }, "found")
+          : c.quote_found === false ? el("span", { class: "bad" }, "not found") : el("span", { class: "muted" }, "not checked")))));
+    return el("details", { class: "citations", open: "" },
+      el("summary", {}, `Citations: ${cits.length}` + (unmapped ? `, ${unmapped} unmapped` : "") + (figures ? ` · ${figures}` : "")),
+      (fig.marker_problems || []).length ? el("p", { class: "warn small" }, `marker problems: ${fig.marker_problems.join(", ")}`) : null,
+      cits.length ? table(["#", "Reference (as written)", "Article(s)", "How", "Note", "Quote"], rows, "citations")
+        : el("p", { class: "muted small" }, "no citation"));
   }
 
   function showArticle(id, data) {
