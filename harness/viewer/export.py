@@ -158,7 +158,7 @@ def _files(app: ViewApp, run) -> dict[str, str]:
 def _trend(app: ViewApp, files: dict[str, str]) -> dict[str, Any] | None:
     """The Trends page of every gold set, metric and category as the server gives it, and each chart (every model,
     and each model alone) as a file; None when no run is scored. The page applies the model filter itself."""
-    from harness.reports.trend import METRICS
+    from harness.reports.trend import CITATION_METRICS
     from harness.web import Rejected
 
     try:
@@ -170,8 +170,8 @@ def _trend(app: ViewApp, files: dict[str, str]) -> dict[str, Any] | None:
     golds = [g["hash"] for g in first["trend"]["groups"]]
     for gold in golds:
         categories = app.trends.page({"gold": [gold]})["trend"]["categories"]
-        for metric in METRICS:
-            for category in ["", *categories]:
+        for metric in [m["name"] for m in first["metrics"]]:  # the citation figures: runs with such models only
+            for category in ["", *(categories if metric not in CITATION_METRICS else [])]:
                 query = {"gold": [gold], "metric": [metric], "category": [category]}
                 page = pages["|".join((gold, metric, category))] = app.trends.page(query)
                 for model in ["", *page["trend"]["models"]]:
