@@ -45,10 +45,11 @@ def source(aid: str) -> str:
     return f"handbook/{ARTICLES[aid].lower().replace(' ', '-')}.html"
 
 
-def plan(i: int, gold: str) -> list[dict]:
-    """The bot's citations for question ``i``, as the scorer will record them."""
+def plan(i: int, gold: str, shift: int = 0) -> list[dict]:
+    """The bot's citations for question ``i``, as the scorer will record them (``shift``: another week's bot, each
+    question answered as the one ``shift`` places on was)."""
     wrong = other(gold)
-    kind = i % 4
+    kind = (i + shift) % 4
 
     def cite(aid: str, quote: str | None = None, found: bool | None = None) -> dict:
         return {"reference": source(aid), "articles": [aid], "how": "source", "note": "", "quote": quote,
@@ -95,8 +96,9 @@ def figures(cites: list[dict], gold: str, retrieved: list[str]) -> dict:
             "coverage": len(cited & set(retrieved)) / len(retrieved)}
 
 
-def build_citation_run(root: Path, *, bot: bool = True) -> Path:
-    """``root/kb``, ``root/gold.csv`` and the scored run ``root/run`` (with ``bot=False``: the GRACE model alone)."""
+def build_citation_run(root: Path, *, bot: bool = True, shift: int = 0) -> Path:
+    """``root/kb``, ``root/gold.csv`` and the scored run ``root/run`` (with ``bot=False``: the GRACE model alone;
+    ``shift``: the bot's answers moved on, see :func:`plan`)."""
     rows = [{"id": i, "title": t, "text": f"{t}: the rules, in detail, so an employee can act on them."}
             for i, t in ARTICLES.items()]
     write(root / "articles.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -113,7 +115,7 @@ def build_citation_run(root: Path, *, bot: bool = True) -> Path:
         responses.append({"question_id": q, "model": GRACE_MODEL, "response": f"It is in the handbook. [ID: {cited}]",
                           "retrieved_ids": retrieved, "latency_ms": 100.0})
         if bot:
-            responses.append({"question_id": q, "model": BOT, "response": answer_text(plan(i, a)),
+            responses.append({"question_id": q, "model": BOT, "response": answer_text(plan(i, a, shift)),
                               "retrieved_ids": retrieved, "latency_ms": 250.0})
     for q, _ in REFUSE:
         for model in (GRACE_MODEL, BOT) if bot else (GRACE_MODEL,):
@@ -126,11 +128,11 @@ def build_citation_run(root: Path, *, bot: bool = True) -> Path:
                           "--out", run, "--bootstrap", "200")
     assert code == 0, out
     if bot:
-        add_bot_citations(run)
+        add_bot_citations(run, shift)
     return run
 
 
-def add_bot_citations(run: Path) -> None:
+def add_bot_citations(run: Path, shift: int = 0) -> None:
     """The bot's citation keys on its scores lines and its ``citations`` block in report.json; the reports again."""
     folder = RunDir(run)
     gold = dict(QUESTIONS)
@@ -141,7 +143,7 @@ def add_bot_citations(run: Path) -> None:
         if row["model"] == BOT:
             q = row["question_id"]
             if q in gold:
-                cites = as_read(plan(order[q], gold[q]))
+                cites = as_read(plan(order[q], gold[q], shift))
                 row["citations"] = cites
                 row.update(figures(cites, gold[q], row.get("retrieved_ids") or []))
                 row["marker_problems"] = []
