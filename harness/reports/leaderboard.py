@@ -426,3 +426,21 @@ CITATION_LEGEND = (
 def citation_models(models: list[ModelReport]) -> list[ModelReport]:
     """The models with citation figures, in leaderboard order."""
     return [m for m in models if m.citations is not None]
+
+
+CITATION_PAIRS_LEGEND = ("Citation F1 tests: every two models scored several citations per answer, compared on the "
+                         "questions both answered by the mean per-question citation F1 (a paired sign-flip permutation "
+                         "test, Holm-corrected over these pairs, alpha 0.05).")
+
+
+def citation_pairs(report: Report) -> list[list[str]]:
+    """report.json's ``citation_pairwise`` (the scorer's paired tests of citation F1 between multi-citation models),
+    one row each: A, B, n, F1 A, F1 B, p, p (Holm), significant; [] when the report has none (a report from before
+    the scorer wrote them reads the same)."""
+    pairs = getattr(report, "citation_pairwise", None) or []
+    return [[p.a, p.b, count(p.n), pct(p.f1_a), pct(p.f1_b), f"{p.p_value:.3g}", f"{p.p_adjusted:.3g}",
+             "yes" if p.significant else "no"] for p in pairs]
+
+
+CITATION_PAIR_HEADERS = ["Model A", "Model B", "Paired n", "Cit. F1 A", "Cit. F1 B", "p (permutation)", "p (Holm)",
+                         "Significant"]

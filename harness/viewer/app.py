@@ -18,8 +18,11 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
+    CITATION_PAIR_HEADERS,
+    CITATION_PAIRS_LEGEND,
     PPI_TITLE,
     category_table,
+    citation_pairs,
     citations_shown,
     columns_for,
     error_note,
@@ -126,6 +129,10 @@ class ViewApp:
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,
                           "p_adjusted": p.p_adjusted, "significant": p.significant} for p in report.pairwise],
             "spotcheck": {m: (v.display or {}) for m, v in spot.models.items()} if spot else None,
+            # the scorer's paired tests of citation F1 between multi-citation models (rows as leaderboard.md's);
+            # only in a run that has them
+            **({"citation_pairwise": {"headers": CITATION_PAIR_HEADERS, "rows": pairs, "legend": CITATION_PAIRS_LEGEND}}
+               if (pairs := citation_pairs(report)) else {}),
             "plots": [{"name": name, "caption": CAPTIONS.get(name, CITATION_CAPTION if name == CITATION_PLOT else "")}
                       for name in plots_for(report)],
             "suspects": report.label_suspects.n if report.label_suspects else 0,

@@ -209,7 +209,11 @@
       section("Plots", plots),
       section("Pairwise tests (McNemar exact, Holm-corrected)",
         pairs.length ? table(["A", "B", "n", "A only", "B only", "p (Holm)", "significant", ""], pairs)
-          : el("p", { class: "muted" }, "Only one model: no pairwise tests.")));
+          : el("p", { class: "muted" }, "Only one model: no pairwise tests.")),
+      data.citation_pairwise ? section("Citation F1 tests (paired permutation, Holm-corrected)",
+        table(data.citation_pairwise.headers, data.citation_pairwise.rows.map((r) => el("tr", {},
+          ...r.map((v, i) => el("td", { class: i >= 2 && i < 7 ? "num" : "" }, v)))), "citation-pairs"),
+        el("p", { class: "muted small" }, data.citation_pairwise.legend)) : null);
   }
 
   // -- Questions ------------------------------------------------------------------------------------------------

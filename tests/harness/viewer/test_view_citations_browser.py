@@ -1,6 +1,6 @@
 """The viewer shows every citation of a multi-citation answer with how it resolved, in a real headless Chromium.
 
-The run (:func:`tests.citation_runs.build_citation_run`) has a bot whose answers cite by numbered markers and a source
+The run (:func:`tests.citation_view_runs.build_citation_run`) has a bot whose answers cite by numbered markers and a source
 list, scored as several citations per answer, beside a GRACE prompt model. The question page must list each of the
 bot's citations (the reference as written, the article it maps to, how, the note, the quote and whether it was found),
 mark the unmapped one, link each marker to its citations, and put the hostile reference on the page as text.
@@ -12,7 +12,7 @@ import pytest
 
 from harness.viewer.question import citations_of, reference_pieces
 from tests.browser import launch, open_page, sync_api_or_skip
-from tests.citation_runs import BOT, GRACE_MODEL, HOSTILE_REF, build_citation_run, source
+from tests.citation_view_runs import BOT, GRACE_MODEL, HOSTILE_REF, build_citation_run, source
 from tests.view_runs import served_viewer
 
 sync_api = sync_api_or_skip()
