@@ -251,3 +251,17 @@ def test_the_scorers_citation_f1_tests_are_shown_where_the_report_has_them(runs)
     assert "| acme/bot | acme/\\<b\\>other\\</b\\> | 16 | 58.3% | 40.0% | 0.012 | 0.024 | yes |" in md
     assert "Differences in citation F1" in html and "acme/&lt;b&gt;other&lt;/b&gt;" in html
     assert "<b>other" not in html
+
+
+def test_the_parquet_table_has_each_answers_citation_figures_only_when_a_model_has_them(runs):
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'grace-eval[parquet]')")
+    from harness.exports.table import CITATION_COLUMNS, columns, question_table
+
+    table = question_table(runs["mixed"]).to_pylist()
+    scores = {(x["model"], x["question_id"]): x for x in map(json.loads, RunDir(runs["mixed"]).scores.read_text()
+                                                                          .splitlines())}
+    for row in table:
+        line = scores[(row["model"], row["question_id"])]
+        assert [row[c] for c in CITATION_COLUMNS] == [line.get(c) for c in CITATION_COLUMNS]
+    assert any(row["cit_precision"] == 0.5 and row["cit_recall"] == 1.0 for row in table if row["model"] == BOT)
+    assert question_table(runs["grace"]).column_names == columns()
