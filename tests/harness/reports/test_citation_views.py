@@ -265,3 +265,16 @@ def test_the_parquet_table_has_each_answers_citation_figures_only_when_a_model_h
         assert [row[c] for c in CITATION_COLUMNS] == [line.get(c) for c in CITATION_COLUMNS]
     assert any(row["cit_precision"] == 0.5 and row["cit_recall"] == 1.0 for row in table if row["model"] == BOT)
     assert question_table(runs["grace"]).column_names == columns()
+
+
+def test_the_viewers_static_export_has_the_citation_plot_and_trends(runs, tmp_path):
+    from tests.view_runs import exported_viewer
+
+    index = exported_viewer([runs["mixed"]], tmp_path / "site")
+    site = index.parent
+    assert "citation precision" in (site / "assets" / "plot-citations.svg").read_text(encoding="utf-8")
+    data = (site / "data" / "export.js").read_text(encoding="utf-8")
+    assert "|citation_f1|" in data and '"citation_pairwise"' not in data
+    plain = exported_viewer([runs["grace"]], tmp_path / "plain").parent
+    assert not (plain / "assets" / "plot-citations.svg").exists()
+    assert "citation_f1" not in (plain / "data" / "export.js").read_text(encoding="utf-8")
