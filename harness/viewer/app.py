@@ -51,6 +51,25 @@ def plots_for(report: Any) -> tuple[str, ...]:
 MAX_LISTED = 500  # improved / regressed question IDs sent to the Compare page per direction
 
 
+def _citation_hits(run: ViewRun, qids: list[str]) -> dict[str, Any]:
+    """The per-question citation figures (``RunHits.citations``) of the run's models read as references, in the
+    index's question order, for the Compare page's citation F1; {} (and no read) for a run with none."""
+    report = run.report
+    models = [m for m, r in report.models.items() if r.citations is not None] if report is not None else []
+    if not models:
+        return {}
+    import numpy as np
+
+    from harness.scoring.run_comparison import read_hits
+
+    read = read_hits(run.path, models)
+    at = read.index()
+    pos = np.asarray([at.get(q, -1) for q in qids], dtype=np.int64)
+    found = pos >= 0
+    return {m: {k: (np.where(found, s[pos], 0.0), np.where(found, n[pos], 0)) for k, (s, n) in figures.items()}
+            for m, figures in read.citations.items()}
+
+
 def _one(query: dict[str, list[str]], name: str, default: str = "") -> str:
     return (query.get(name) or [default])[0]
 
@@ -251,7 +270,8 @@ class ViewApp:
             ix = run.index
             hits[run.id] = RunHits(run.path, ix.qids, ix.gold,
                                    {m: ix.arrays["hits"][:, i].astype(float) for i, m in enumerate(ix.models)},
-                                   {m: ix.arrays["asked"][:, i].astype(int) for i, m in enumerate(ix.models)})
+                                   {m: ix.arrays["asked"][:, i].astype(int) for i, m in enumerate(ix.models)},
+                                   _citation_hits(run, ix.qids))
         ha, hb = hits[ra.id], hits[rb.id]
         if ma or mb:
             names = [(ma or mb, mb or ma)]

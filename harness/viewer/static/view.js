@@ -496,8 +496,19 @@
           el("td", { class: "num" }, pct(x.accuracy_a)), el("td", { class: "num" }, pct(x.accuracy_b)),
           el("td", { class: "num" }, signedPp(x.delta)), el("td", { class: "num" }, String(x.improved)),
           el("td", { class: "num" }, String(x.regressed))))))));
+    // models read as references on both sides: their change in citation F1 (grace compare's second table)
+    const cited = data.models.filter((m) => m.citations);
+    const citations = cited.length ? table(["Model", "Citation F1 A", "B", "Δ F1 [95% CI]", "Permutation p", "Precision", "Recall"],
+      cited.map((m) => { const c = m.citations; return el("tr", { "data-model": m.model }, el("td", {}, m.model),
+        el("td", { class: "num" }, pct(c.f1_a)), el("td", { class: "num" }, pct(c.f1_b)),
+        el("td", { class: `num ${c.significant ? (c.delta > 0 ? "ok" : "bad") : ""}` },
+          `${signedPp(c.delta)}${c.delta_ci ? ` [${signedPp(c.delta_ci[0])}, ${signedPp(c.delta_ci[1])}]` : ""}`),
+        el("td", { class: "num" }, c.p_value < 1e-4 ? "<0.0001" : c.p_value.toFixed(4)),
+        el("td", { class: "num" }, `${pct(c.precision_a)} → ${pct(c.precision_b)}`),
+        el("td", { class: "num" }, `${pct(c.recall_a)} → ${pct(c.recall_b)}`)); }), "citation-compare") : null;
     setMain(section("Compare", form, summary,
-      el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`)),
+      el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`),
+      citations, citations ? el("p", { class: "muted small" }, "Citation F1: per question, the mean over its repeats of each answer's citation F1, over the questions both sides have it for; paired bootstrap 95% CI, paired permutation test.") : null),
     ...(data.notices || []).map((n) => el("p", { class: "card warn" }, n)),
     ...details);
   }

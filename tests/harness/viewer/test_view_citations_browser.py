@@ -19,14 +19,17 @@ sync_api = sync_api_or_skip()
 expect = sync_api.expect
 
 
+A, B = "a/run", "b/run"  # the viewer's IDs of the two runs: this week's bot, and next week's (its answers moved on)
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     # TODO(after issue 39's scorer is merged): score the bot for real ([models.citations] scoring = "multi")
     root = tmp_path_factory.mktemp("citations")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRACE_CACHE_DIR", str(root / "cache"))
-        run = build_citation_run(root)
-    with served_viewer([run], root / "view-cache") as url:
+        runs = [build_citation_run(root / "a"), build_citation_run(root / "b", shift=1)]
+    with served_viewer(runs, root / "view-cache") as url:
         yield url
 
 
@@ -43,7 +46,7 @@ def _bot(page):
 
 
 def test_every_citation_is_listed_with_how_it_resolved(browser, served):
-    page, errors = open_page(browser, served + "#/question?runs=run&id=q00")  # the gold article and a wrong one
+    page, errors = open_page(browser, served + "#/question?runs=a/run&id=q00")  # the gold article and a wrong one
     bot = _bot(page)
     box = bot.locator("details.citations")
     expect(box.locator("summary")).to_contain_text("Citations: 2")
@@ -67,7 +70,7 @@ def test_every_citation_is_listed_with_how_it_resolved(browser, served):
 
 
 def test_an_unmapped_hostile_reference_is_marked_and_shown_as_text(browser, served):
-    page, errors = open_page(browser, served + "#/question?runs=run&id=q02")
+    page, errors = open_page(browser, served + "#/question?runs=a/run&id=q02")
     box = _bot(page).locator("details.citations")
     expect(box.locator("summary")).to_contain_text("1 unmapped")
     unmapped = box.locator("tr.unmapped")
@@ -83,18 +86,18 @@ def test_an_unmapped_hostile_reference_is_marked_and_shown_as_text(browser, serv
 
 
 def test_quotes_say_whether_they_were_found(browser, served):
-    page, errors = open_page(browser, served + "#/question?runs=run&id=q03")  # a wrong article, quote not found
+    page, errors = open_page(browser, served + "#/question?runs=a/run&id=q03")  # a wrong article, quote not found
     row = _bot(page).locator("details.citations tbody tr")
     expect(row).to_have_count(1)
     expect(row).to_contain_text("a sentence the article does not hold")
     expect(row.locator(".bad")).to_have_text("not found")
-    page, errors2 = open_page(browser, served + "#/question?runs=run&id=q01")  # the gold article, quote found
+    page, errors2 = open_page(browser, served + "#/question?runs=a/run&id=q01")  # the gold article, quote found
     expect(_bot(page).locator("details.citations tbody tr .ok")).to_have_text("found")
     assert errors == errors2 == []
 
 
 def test_the_leaderboard_page_has_the_citation_columns_and_plot(browser, served):
-    page, errors = open_page(browser, served + "#/leaderboard?run=run")
+    page, errors = open_page(browser, served + "#/leaderboard?run=a/run")
     head = page.locator("table.leaderboard thead")
     expect(head).to_contain_text("Cit. F1")
     expect(head).to_contain_text("Unmapped")
@@ -102,6 +105,15 @@ def test_the_leaderboard_page_has_the_citation_columns_and_plot(browser, served)
     expect(row).to_contain_text("multi, references")
     expect(row).to_contain_text("4 of 24")
     expect(page.locator("img[data-plot='citations']")).to_have_count(1)
+    assert errors == []
+
+
+def test_the_compare_page_gives_the_change_in_citation_f1(browser, served):
+    page, errors = open_page(browser, served + f"#/compare?a={A}&b={B}")
+    rows = page.locator("table.citation-compare tbody tr")
+    expect(rows).to_have_count(1)  # the bot: the GRACE model has no citation F1
+    expect(rows.nth(0)).to_have_attribute("data-model", BOT)
+    expect(rows.nth(0)).to_contain_text("pp [")
     assert errors == []
 
 
