@@ -53,6 +53,9 @@ CAPTIONS = {
     "row. Hover a cell or a label for counts and article titles.",
 }
 # said under the outcome chart only for a run whose KB restricts articles (the others cannot have the outcome)
+# said under the outcome chart only for a run with a model read as references (the others cannot have the outcome)
+UNMAPPED_CAPTION = (" Unmapped citation (a model read as references): every reference the answer cited resolved to "
+                    "no KB article.")
 FORBIDDEN_CAPTION = (" Forbidden citation: cited an article the user who asked may not see (its audience has none of "
                      "their groups), a leak whatever else the answer did.")
 
@@ -144,7 +147,8 @@ def render_html(inputs: ReportInputs) -> str:
         _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
                  _figure(outcome_chart(models), CAPTIONS["outcomes"], "No outcomes recorded.",
-                         escape(FORBIDDEN_CAPTION) if inputs.report.permissions is not None else "")),
+                         (escape(FORBIDDEN_CAPTION) if inputs.report.permissions is not None else "")
+                         + (escape(UNMAPPED_CAPTION) if citation_models(models) else ""))),
         _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models), CAPTIONS["retrieval"],
                  "No retrieval information in this run (questions were not asked with retrieved articles).")),
         _section("details", "Per-model details", details_table(inputs)),
