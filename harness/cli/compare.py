@@ -22,7 +22,8 @@ _path = click.Path(path_type=Path)
 @click.option("--model", "-m", "models", multiple=True, help="Compare only this model (repeatable; default: every "
               "model in both runs).")
 @click.option("--json", "json_out", type=_path, help="Write the comparison as JSON: per model accuracy_a, "
-              "accuracy_b, delta, delta_ci, mcnemar_p, improved and regressed question IDs, per-article changes.")
+              "accuracy_b, delta, delta_ci, mcnemar_p, improved and regressed question IDs, per-article changes (and, for a "
+              "model read as references on both sides, its change in citation F1).")
 @click.option("--markdown", "markdown_out", type=_path, help="Write a Markdown summary for a pull-request comment or "
               "$GITHUB_STEP_SUMMARY (appended to when the file exists, as that file expects).")
 @click.option("--force", is_flag=True, help="Replace an existing --json file (the old one is kept as .bak).")

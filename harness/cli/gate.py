@@ -48,10 +48,18 @@ class Fraction(click.ParamType):
               "the report: 'grace spotcheck run').")
 @click.option("--max-hallucination-rise", type=Fraction(), default=None,
               help="Hallucination-rate rise from the baseline tolerated before it counts (default 0; needs --baseline).")
+@click.option("--min-citation-precision", type=Fraction(), default=None,
+              help="Fail a model read as references (several citations per answer) below this mean citation precision "
+              "(cited articles that answer the question, unmapped references counting as misses).")
+@click.option("--min-citation-recall", type=Fraction(), default=None,
+              help="Fail a model read as references below this mean citation recall (the gold's articles cited).")
+@click.option("--min-citation-f1", type=Fraction(), default=None,
+              help="Fail a model read as references below this mean per-answer citation F1.")
 @click.option("--model", "models", multiple=True,
               help="Check only this model (repeatable; default: every model in the report).")
 def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, baseline: Path | None, max_drop,
-         max_hallucination_rate, max_hallucination_rise, models: tuple[str, ...]) -> None:
+         max_hallucination_rate, max_hallucination_rise, min_citation_precision, min_citation_recall, min_citation_f1,
+         models: tuple[str, ...]) -> None:
     """Fail (exit 1) when a scored run misses its thresholds; exit 0 when all checks pass.
 
     REPORT is OUT_DIR/report.json (or OUT_DIR). Each selected model must have
@@ -83,6 +91,13 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, 
     NaN, null, a string, true or a missing figure is bad input, named by file,
     model and figure.
 
+    \b
+    Citations: --min-citation-precision, --min-citation-recall and
+    --min-citation-f1 fail a model whose citations are read as references
+    (a system's own sources, several per answer) below that mean figure. A
+    model read as GRACE IDs has no such figure: bad input, never a pass
+    (pick models with --model).
+
     Exit codes: 0 all checks passed, 1 a check failed, 2 bad input (missing
     file, not a grace report, unknown model, no spot-check for a hallucination
     threshold, no permission check for a forbidden-citation threshold, a figure
@@ -93,7 +108,8 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, 
     result = workflow.check_gate(report_path, min_accuracy=min_accuracy, max_invalid_rate=max_invalid_rate,
                             baseline=baseline, max_drop=max_drop, max_hallucination_rate=max_hallucination_rate,
                             max_hallucination_rise=max_hallucination_rise, max_forbidden_rate=max_forbidden_rate,
-                            models=models)
+                            min_citation_precision=min_citation_precision, min_citation_recall=min_citation_recall,
+                            min_citation_f1=min_citation_f1, models=models)
     for note in result.notes:
         click.echo(f"note  {note}")
     results, failed = result.checks, result.failed

@@ -25,8 +25,10 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.option("--format", "fmt", type=click.Choice(["svg", "png", "json"]), default=None,
               help="With --trend: svg (default), png (needs the png extra: pip install 'grace-eval[png]') or json "
               "(the figures).")
-@click.option("--metric", type=click.Choice(["accuracy", "strict"]), default="accuracy", show_default=True,
-              help="With --trend: the figure followed (strict: the strict reading's accuracy).")
+@click.option("--metric", type=click.Choice(["accuracy", "strict", "citation-f1", "citation-precision",
+                                              "citation-recall"]), default="accuracy", show_default=True,
+              help="With --trend: the figure followed (strict: the strict reading's accuracy; citation-*: the "
+              "citation figures of the models read as references).")
 @click.option("--category", default=None, help="With --trend: the questions of this gold category only.")
 @click.option("--model", "models", multiple=True, help="With --trend: only this model (repeatable).")
 @click.option("--gold", default=None, help="With --trend: the gold set to follow when the runs were scored against "
@@ -66,7 +68,7 @@ def _trend(paths: list[Path], out: Path | None, fmt: str | None, metric: str, ca
     from harness.workflows.trend import write_trend
 
     written, trend = write_trend(paths, out, format=fmt, gold=gold, category=category, models=models,
-                                 metric="strict_accuracy" if metric == "strict" else "accuracy")
+                                 metric={"strict": "strict_accuracy"}.get(metric, metric.replace("-", "_")))
     click.echo(f"wrote {written}: {len(trend.series)} model(s) across {len(trend.runs)} run(s) of gold set "
                f"{trend.gold_path or 'in memory'} ({trend.gold_hash[:12]})")
     for model, point in trend.changes():

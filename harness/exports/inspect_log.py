@@ -201,6 +201,8 @@ def _results(report: Report, model: str, total: int) -> Any:
         return None
     record = m.record()
     figures: dict[str, Any] = {metric: record.get(key) for metric, key in FIGURES}
+    if m.citations is not None:  # a model read as references: its citation figures too (a GRACE model's log as it was)
+        figures.update({k: v for k, v in record.items() if k.startswith("citation_") or k == "cit_correct"})
     spot = report.spotcheck.models.get(model) if report.spotcheck else None
     figures.update({f: getattr(spot, f, None) for f in SPOT_FIGURES} if spot is not None else {})
     metrics = {k: EvalMetric(name=k, value=v) for k, v in figures.items()

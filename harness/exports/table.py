@@ -31,6 +31,13 @@ cost_usd               float64           the call's cost in USD (a cache hit: wh
 latency_ms             float64           the call's latency in milliseconds; null when unknown
 cached                 bool              the answer came from grace's response cache
 truncated              bool              the output limit (max_tokens) cut the answer off
+cit_precision          float64           runs with a model read as references only (issue 39): the answer's
+                                         citation precision; null for a GRACE model's rows, and where the scorer
+                                         left it null (no citation, a must-refuse question)
+cit_recall             float64           ... its citation recall
+cit_f1                 float64           ... its citation F1
+cit_correct            float64           ... the share of its citations that exist, are reachable and supported
+coverage               float64           ... cited articles among the retrieved ones, over those
 spot_segments          int32             spot-checked runs only: segments (claims, in claims mode) judged in the
                                          answer; null when the answer was not checked
 spot_unsupported       int32             ... of which the judge found unsupported (the first judging, judge
@@ -38,7 +45,9 @@ spot_unsupported       int32             ... of which the judge found unsupporte
 spot_hallucinated      bool              ... at least one unsupported segment (claim); null when not checked
 =====================  ================  ==========================================================================
 
-The three ``spot_`` columns are present only when the run was spot-checked (``grace spotcheck run``); an answer
+The five citation columns are present only when some model's citations were read as references (report.json
+``models[].citations``), so a run of GRACE prompts gives the table it always gave. The three ``spot_`` columns are
+present only when the run was spot-checked (``grace spotcheck run``); an answer
 counts as checked when every one of its segments has a verdict from the judge named in ``spotcheck.json``.
 
 The table is read with pyarrow's JSON reader (threads, no Python object per row): a million responses take a few
@@ -60,6 +69,7 @@ if TYPE_CHECKING:
 
 PIP = "pip install 'grace-eval[parquet]'"
 SPOT_COLUMNS = ("spot_segments", "spot_unsupported", "spot_hallucinated")
+CITATION_COLUMNS = ("cit_precision", "cit_recall", "cit_f1", "cit_correct", "coverage")  # scores.jsonl's own names
 NOTES_KEY = b"grace.notes"  # the table's schema metadata: what could not be filled, in sentences (one per line)
 
 
@@ -72,12 +82,12 @@ def require_pyarrow() -> Any:
     return pyarrow
 
 
-def columns(spotchecked: bool = False) -> list[str]:
-    """The table's column names, in order."""
+def columns(spotchecked: bool = False, cited: bool = False) -> list[str]:
+    """The table's column names, in order (``cited``: a run with a model read as references)."""
     names = ["question_id", "question", "category", "model", "repeat", "outcome", "strict_outcome", "correct",
              "cited_ids", "gold_ids", "must_refuse", "retrieved_ids", "gold_rank", "response", "error",
              "input_tokens", "output_tokens", "cost_usd", "latency_ms", "cached", "truncated"]
-    return names + list(SPOT_COLUMNS) if spotchecked else names
+    return names + (list(CITATION_COLUMNS) if cited else []) + (list(SPOT_COLUMNS) if spotchecked else [])
 
 
 def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = None) -> pa.Table:
@@ -93,7 +103,8 @@ def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = 
     run = run if isinstance(run, RunDir) else RunDir(run)
     report = _scored_report(run, report)
     notes: list[str] = []
-    scores = _read_scores(run.scores)
+    cited = any(m.citations is not None for m in report.models.values())
+    scores = _read_scores(run.scores, cited)
     n = scores.num_rows
     responses = _aligned_responses(responses_file(run, report), scores)
     texts, categories = _gold_columns(gold, report, run, notes)
@@ -123,17 +134,19 @@ def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = 
         "cached": responses["cached"],
         "truncated": pc.fill_null(scores["truncated"], False),
     }
+    if cited:
+        cols.update({name: scores[name] for name in CITATION_COLUMNS})
     spot = _spot_columns(run, scores, notes)
     if spot is not None:
         cols.update(spot)
-    table = pa.table({name: _chunked(cols[name]) for name in columns(spot is not None)})
-    table = table.cast(schema(spot is not None))
+    table = pa.table({name: _chunked(cols[name]) for name in columns(spot is not None, cited)})
+    table = table.cast(schema(spot is not None, cited))
     if notes:
         table = table.replace_schema_metadata({NOTES_KEY: "\n".join(notes).encode()})
     return table
 
 
-def schema(spotchecked: bool = False) -> pa.Schema:
+def schema(spotchecked: bool = False, cited: bool = False) -> pa.Schema:
     """The table's types (the module docstring's), column by column."""
     pa = require_pyarrow()
     ids = pa.list_(pa.string())
@@ -143,8 +156,8 @@ def schema(spotchecked: bool = False) -> pa.Schema:
              "gold_rank": pa.int32(), "response": pa.string(), "error": pa.string(), "input_tokens": pa.int64(),
              "output_tokens": pa.int64(), "cost_usd": pa.float64(), "latency_ms": pa.float64(), "cached": pa.bool_(),
              "truncated": pa.bool_(), "spot_segments": pa.int32(), "spot_unsupported": pa.int32(),
-             "spot_hallucinated": pa.bool_()}
-    return pa.schema([(name, types[name]) for name in columns(spotchecked)])
+             "spot_hallucinated": pa.bool_(), **dict.fromkeys(CITATION_COLUMNS, pa.float64())}
+    return pa.schema([(name, types[name]) for name in columns(spotchecked, cited)])
 
 
 def table_notes(table: pa.Table) -> list[str]:
@@ -245,22 +258,24 @@ def _ids(column: Any) -> Any:
 
 
 # -- scores.jsonl ------------------------------------------------------------------------------------------------------
-def _scores_schema() -> pa.Schema:
+def _scores_schema(cited: bool = False) -> pa.Schema:
     import pyarrow as pa
 
     ids = pa.list_(pa.string())
+    extra = [(name, pa.float64()) for name in CITATION_COLUMNS] if cited else []
     return pa.schema([("question_id", pa.string()), ("model", pa.string()), ("repeat", pa.int64()),
                       ("cited_ids", ids), ("outcome", pa.string()), ("strict_outcome", pa.string()),
                       ("must_refuse", pa.bool_()), ("expected_citations", ids), ("retrieved_ids", ids),
                       ("cost_usd", pa.float64()), ("latency_ms", pa.float64()), ("input_tokens", pa.int64()),
-                      ("output_tokens", pa.int64()), ("truncated", pa.bool_())])
+                      ("output_tokens", pa.int64()), ("truncated", pa.bool_())] + extra)
 
 
-def _read_scores(path: Path) -> pa.Table:
-    """The scores file's columns the table needs: pyarrow's reader, else row by row (a file it cannot type)."""
+def _read_scores(path: Path, cited: bool = False) -> pa.Table:
+    """The scores file's columns the table needs (``cited``: and the citation figures): pyarrow's reader, else row
+    by row (a file it cannot type)."""
     import pyarrow as pa
 
-    schema = _scores_schema()
+    schema = _scores_schema(cited)
     table = _fast_json(path, schema)
     if table is None:
         from harness.run_folder.scores import iter_scores

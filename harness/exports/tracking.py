@@ -10,8 +10,11 @@ and ``run.json`` (what the run was asked with), so a dashboard built on one can 
   them (``accuracy``, ``strict_accuracy``, ``refusal_calibration``, ``invalid_citation_rate``, ``cost_total_usd``,
   ``latency_p95_ms``, ``n``, ...), the CIs as ``accuracy_ci_low``/``accuracy_ci_high`` (and ``strict_accuracy_``),
   each outcome's count as ``outcome_NAME``, each gold category as ``category/NAME/accuracy`` (``_ci_low``,
-  ``_ci_high``, ``n``), and a spot-checked run's figures as ``spotcheck_NAME`` (``spotcheck_hallucination_rate``,
-  ...); a figure the report leaves null is not sent (a tracker has no null);
+  ``_ci_high``, ``n``), a spot-checked run's figures as ``spotcheck_NAME`` (``spotcheck_hallucination_rate``,
+  ...), and for a model read as references its citation figures (``citation_precision``, ``citation_recall``,
+  ``citation_f1``, ``citation_hit_rate``, each with ``_ci_low``/``_ci_high``, ``citation_n_unmapped``,
+  ``cit_correct``, ``citation_coverage``, ...: :meth:`CitationScores.record`); a figure the report leaves null is
+  not sent (a tracker has no null);
 - **tags**: the run folder, when the run started, and the identity of the report exported (``grace.report_sha256``:
   16 hex digits of the SHA-256 of ``report.json``'s bytes), by which a second export of the same report finds the
   tracker runs of the first instead of making duplicates.

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.reports.leaderboard import pct
 from harness.reports.markdown import cell
-from harness.scoring.run_comparison import Comparison, ModelComparison
+from harness.scoring.run_comparison import CitationComparison, Comparison, ModelComparison
 
 MARKDOWN_IDS = 50  # question IDs listed per direction and model; --json has them all
 TERMINAL_IDS = 20
@@ -45,6 +45,32 @@ def _ids(ids: list[str], limit: int) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "") if ids else "none"
 
 
+def citation_delta_text(c: CitationComparison) -> str:
+    ci = c.delta_ci
+    return signed_pct(c.delta) + (f" [{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]" if ci else "")
+
+
+def citation_verdict(c: CitationComparison) -> str:
+    if not c.significant:
+        return "no significant change"
+    return "better" if c.delta > 0 else "worse" if c.delta < 0 else "changed"
+
+
+def _arrow(a: float | None, b: float | None) -> str:
+    return f"{pct(a)} → {pct(b)}"
+
+
+def _cited(cmp: Comparison) -> list[tuple[ModelComparison, CitationComparison]]:
+    """The models compared on citation F1 too (both sides read as references)."""
+    return [(m, m.citations) for m in cmp.models if m.citations is not None]
+
+
+CITATION_NOTE = ("Citation F1: per question, the mean over its repeats of each answer's citation F1 (precision: cited "
+                 "articles that answer it, unmapped references counting as misses; recall: its gold articles cited), "
+                 "over the questions both sides have it for; Δ with a paired bootstrap 95% CI, p from a paired "
+                 "permutation test (signs flipped, alpha 0.05). Precision and recall: the same means, A → B.")
+
+
 def comparison_markdown(cmp: Comparison) -> str:
     lines = [
         "## grace compare",
@@ -61,6 +87,14 @@ def comparison_markdown(cmp: Comparison) -> str:
     lines += ["", f"Questions both runs answered, {cmp.repeat_policy}. Δ: B − A in percentage points with a paired "
               f"bootstrap 95% CI over questions ({cmp.bootstrap_samples} resamples, seed {cmp.seed}); McNemar: exact "
               f"test on the improved and regressed counts (alpha {ALPHA})."]
+    cited = _cited(cmp)
+    if cited:  # only when both sides of some model were read as references: a GRACE comparison is as it was
+        lines += ["", "| Model | Citation F1 A | B | Δ F1 [95% CI] | Permutation p | Precision | Recall | Verdict |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines += [f"| {cell(m.model)} | {pct(c.f1_a)} | {pct(c.f1_b)} | {citation_delta_text(c)} | {p_text(c.p_value)} | "
+                  f"{_arrow(c.precision_a, c.precision_b)} | {_arrow(c.recall_a, c.recall_b)} | {citation_verdict(c)} |"
+                  for m, c in cited]
+        lines += ["", CITATION_NOTE]
     for m in cmp.models:
         if not (m.improved or m.regressed):
             continue
@@ -95,6 +129,25 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
         width = console.measure(table, options=console.options.update_width(_UNLIMITED)).maximum
         console.print(Segments(console.render(table, console.options.update_width(width))), crop=False)
     soft = not sized_terminal(console)
+    cited = _cited(cmp)
+    if cited:
+        more = Table(show_edge=False, header_style="bold")
+        for name, right in (("Model", False), ("Citation F1 A", True), ("B", True), ("Δ F1 [95% CI]", True),
+                            ("Permutation p", True), ("Precision", True), ("Recall", True), ("Verdict", False)):
+            more.add_column(name, justify="right" if right else "left")
+        for m, c in cited:
+            colour = "green" if c.significant and c.delta > 0 else "red" if c.significant and c.delta < 0 else None
+            more.add_row(Text(m.model), pct(c.f1_a), pct(c.f1_b), citation_delta_text(c), p_text(c.p_value),
+                         _arrow(c.precision_a, c.precision_b), _arrow(c.recall_a, c.recall_b),
+                         Text(citation_verdict(c), style=colour or ""))
+        if sized_terminal(console):
+            console.print(more)
+        else:
+            from rich.segment import Segments
+
+            width = console.measure(more, options=console.options.update_width(_UNLIMITED)).maximum
+            console.print(Segments(console.render(more, console.options.update_width(width))), crop=False)
+        console.print(Text(CITATION_NOTE, style="dim"), soft_wrap=soft)
     for m in cmp.models:
         if m.improved or m.regressed:
             console.print(Text(f"{m.model}: improved {_plain(m.improved)}; regressed {_plain(m.regressed)}"),

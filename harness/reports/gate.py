@@ -227,13 +227,47 @@ def check_hallucination(name: str, spot: Any, max_rate: float | None, base: Any,
 
 
 _SCORE_FIX = "re-run 'grace score'"
+# grace gate's citation thresholds: option -> the CitationScores figure it reads, and its words
+CITATION_GATES = {"--min-citation-precision": ("precision", "citation precision"),
+                  "--min-citation-recall": ("recall", "citation recall"),
+                  "--min-citation-f1": ("f1", "citation F1")}
+
+
+def check_citations(read: _Read, name: str, minimums: dict[str, float | None]) -> list[tuple[bool, str]]:
+    """The citation thresholds of one model (report.json ``models[name].citations``). A model with no citation
+    figures (read as GRACE IDs: one article ID per answer) cannot answer them: bad input naming it, never a pass."""
+    asked = {option: value for option, value in minimums.items() if value is not None}
+    if not asked:
+        return []
+    options = ", ".join(asked)
+    m = read.report.models[name]
+    if m.citations is None:
+        raise GraceError(f"{read.path}: {name!r} has no citation figures (its citations are read as GRACE article IDs, "
+                         f"one per answer: its accuracy is its figure), so {options} cannot be checked; gate it with "
+                         "--min-accuracy, pick the models read as references with --model, or score it with "
+                         "[models.citations] scoring = \"multi\"")
+    out = []
+    for option, threshold in asked.items():
+        figure, words = CITATION_GATES[option]
+        keys = ("models", name, "citations", figure)
+        value = read.rate(keys, option, _SCORE_FIX)
+        read.ci(("models", name, "citations", f"{figure}_ci95"), option, _SCORE_FIX)
+        bounds = getattr(m.citations, f"{figure}_ci95")
+        interval = f" [95% CI {_pct(bounds[0])}-{_pct(bounds[1])}]" if bounds else ""
+        ok = value >= threshold
+        over = m.citations.n_citing if figure == "precision" else m.citations.n_answers
+        out.append((ok, f"{name}: {words} {_pct(value)}{interval} (over {over} answers) {'>=' if ok else '<'} minimum "
+                        f"{_pct(threshold)}"))
+    return out
 _SPOT_FIX = "re-run 'grace spotcheck run'"
 
 
 def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_invalid_rate: float | None = None,
                baseline: Path | None = None, max_drop: float | None = None,
                max_hallucination_rate: float | None = None, max_hallucination_rise: float | None = None,
-               max_forbidden_rate: float | None = None, models: tuple[str, ...] = ()) -> GateResult:
+               max_forbidden_rate: float | None = None, min_citation_precision: float | None = None,
+               min_citation_recall: float | None = None, min_citation_f1: float | None = None,
+               models: tuple[str, ...] = ()) -> GateResult:
     """Every check of ``grace gate`` on ``report_path`` (a report.json or its folder), against ``baseline``.
 
     Every figure a check reads is checked first, as written (:class:`_Read`); a check that was asked for by
@@ -242,16 +276,21 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
     for option, value in (("--min-accuracy", min_accuracy), ("--max-invalid-rate", max_invalid_rate),
                           ("--max-drop", max_drop), ("--max-hallucination-rate", max_hallucination_rate),
                           ("--max-hallucination-rise", max_hallucination_rise),
-                          ("--max-forbidden-rate", max_forbidden_rate)):
+                          ("--max-forbidden-rate", max_forbidden_rate),
+                          ("--min-citation-precision", min_citation_precision),
+                          ("--min-citation-recall", min_citation_recall), ("--min-citation-f1", min_citation_f1)):
         _fraction(option, value)
+    citation_minimums = {"--min-citation-precision": min_citation_precision,
+                         "--min-citation-recall": min_citation_recall, "--min-citation-f1": min_citation_f1}
     if max_drop is not None and baseline is None:
         raise GraceError("--max-drop needs --baseline OLD/report.json to compare against")
     if max_hallucination_rise is not None and baseline is None:
         raise GraceError("--max-hallucination-rise needs --baseline OLD/report.json to compare against")
     if (min_accuracy is None and max_invalid_rate is None and baseline is None and max_hallucination_rate is None
-            and max_forbidden_rate is None):
+            and max_forbidden_rate is None and not any(v is not None for v in citation_minimums.values())):
         raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate, --max-forbidden-rate, "
-                         "--max-hallucination-rate and/or --baseline")
+                         "--max-hallucination-rate, --min-citation-precision, --min-citation-recall, "
+                         "--min-citation-f1 and/or --baseline")
     out = GateResult()
     new = load_report(report_path)
     report = new.report
@@ -305,6 +344,7 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
             old.ci(("models", name, "accuracy_ci95"), regression, _SCORE_FIX)
         out.checks += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0,
                                   max_forbidden_rate)
+        out.checks += check_citations(new, name, citation_minimums)
 
         spot, rate = spots.get(name), ("spotcheck", "models", name, "hallucination_rate")
         if spot is None:

@@ -92,6 +92,32 @@ def _ppi_shown(models: list[ModelReport]) -> bool:
     return any(m.ppi is not None for m in models)
 
 
+def citations_shown(models: list[ModelReport]) -> bool:
+    """Some model's citations are read as references or scored several per answer (report.json ``citations``):
+    only then do the citation columns appear, so a run of GRACE prompts shows the table it always showed."""
+    return any(m.citations is not None for m in models)
+
+
+def scoring_mode(m: ModelReport) -> str:
+    """How the model's citations were read and scored: ``multi, references``; a GRACE model: ``single, IDs``."""
+    c = m.citations
+    return "single, IDs" if c is None else f"{c.scoring}, {'IDs' if c.reads == 'ids' else c.reads}"
+
+
+def _cit(figure: str) -> Callable[[ModelReport], str]:
+    """A citation figure with its 95% CI, a dash for a model with none (a GRACE model: see its accuracy)."""
+    def cell(m: ModelReport) -> str:
+        c = m.citations
+        return DASH if c is None else pct_ci(getattr(c, figure), getattr(c, f"{figure}_ci95", None))
+    return cell
+
+
+def unmapped_cell(m: ModelReport) -> str:
+    """``3 of 40`` references that resolved to no KB article; a dash for a GRACE model."""
+    c = m.citations
+    return DASH if c is None else f"{c.n_unmapped:,} of {c.n_citations:,}"
+
+
 def _rank(m: ModelReport) -> str:
     """The prediction-powered rank in a prediction-powered report (its order), else the rank (None: unlabelled)."""
     if m.ppi is not None:
@@ -157,6 +183,34 @@ COLUMNS: list[Column] = [
            "retrieved, the share of answerable questions whose expected article it retrieved (recall@k, k: the most "
            "IDs it returned); its unshown citations are judged against what it retrieved.",
            when=lambda models: any(m.retrieval_source == "system" for m in models)),
+    Column("cit_scoring", "Citations", scoring_mode, numeric=False,
+           legend="Citations: how the model's citations were read and scored. single, IDs: one GRACE article ID per "
+           "answer (accuracy says it all); multi, references: the system's own references (paths, URLs, titles, "
+           "quotes, footnotes), each resolved to KB articles, several per answer. For such a model, accuracy is its "
+           "hit rate (an acceptable article among those cited) plus correct refusals.", when=citations_shown),
+    Column("cit_precision", "Cit. precision ± 95% CI", _cit("precision"), drop=9,
+           legend="Cit. precision: per answer that cites, the cited articles that answer the question (the gold's "
+           "acceptable set) over the citations made, an unmapped reference counting as a miss; the mean over those "
+           "answers, with a 95% bootstrap CI over questions.", when=citations_shown),
+    Column("cit_recall", "Cit. recall ± 95% CI", _cit("recall"), drop=9,
+           legend="Cit. recall: per answerable question, the acceptable articles cited over the acceptable set (one "
+           "gold article: did it cite it); the mean, with a 95% bootstrap CI.", when=citations_shown),
+    Column("cit_f1", "Cit. F1 ± 95% CI", _cit("f1"),
+           legend="Cit. F1: the mean per-answer F1 of citation precision and recall, with a 95% bootstrap CI.",
+           when=citations_shown),
+    Column("cit_hit", "Hit rate ± 95% CI", _cit("hit_rate"), drop=13,
+           legend="Hit rate: answerable questions whose answer cites at least one acceptable article.",
+           when=citations_shown),
+    Column("cit_unmapped", "Unmapped", unmapped_cell, drop=10,
+           legend="Unmapped: the references that resolved to no KB article, of all the references cited (each "
+           "counts against precision; none is read as an ID it merely looks like).", when=citations_shown),
+    Column("cit_correct", "Cit. correct", lambda m: DASH if m.citations is None else pct(m.citations.cit_correct),
+           drop=11, legend="Cit. correct: per answer, the share of its citations that exist (resolve to an article), "
+           "are reachable by the asker and are supported (a quoted span found in the article; a spot-check where one "
+           "ran); the mean over answers that cite.", when=citations_shown),
+    Column("cit_coverage", "Coverage", lambda m: DASH if m.citations is None else pct(m.citations.coverage), drop=12,
+           legend="Coverage: per answer, the retrieved articles it cites over those retrieved (|cited ∩ retrieved| / "
+           "|retrieved|); the mean over answers whose retrieval is known.", when=citations_shown),
     Column("cost", "Cost / 1k Q", lambda m: usd(m.cost.per_1k_questions_usd), drop=5,
            legend="Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call."),
     Column("latency", "p50 latency", lambda m: millis(m.latency.p50_ms), drop=6),
@@ -329,3 +383,64 @@ def truncation_notes(models: list[ModelReport]) -> list[str]:
         notes.append(f"{m.model}: {t.n} of {m.n} answers ({t.n / m.n:.0%}) were cut off by {by} before finishing"
                      f"{before}; raise --max-tokens")
     return notes
+
+
+def _counts(counts: dict[str, int]) -> str:
+    """``source 12, title 3, unmapped 2``: a per-way or per-problem count, largest first (keys are grace's own)."""
+    shown = sorted(((k, v) for k, v in counts.items() if v), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {v:,}" for k, v in shown) or DASH
+
+
+def _quotes(m: ModelReport) -> str:
+    c = m.citations
+    if c is None or not c.quotes_checked:
+        return DASH
+    return f"{c.quotes_missing:,} of {c.quotes_checked:,} not found"
+
+
+# Per-model citation details of the models read as references (leaderboard.md's and the page's Citations section):
+# what the precision and recall are over, how the references resolved, quotes, marker problems.
+CITATION_COLUMNS: list[Column] = [
+    Column("model", "Model", lambda m: m.model, numeric=False),
+    Column("cit_scoring", "Citations", scoring_mode, numeric=False),
+    Column("answers", "Answers", lambda m: count(m.citations.n_answers)),
+    Column("citing", "Citing", lambda m: count(m.citations.n_citing)),
+    Column("references", "References", lambda m: count(m.citations.n_citations)),
+    Column("cit_unmapped", "Unmapped", unmapped_cell),
+    Column("by_how", "Resolved by", lambda m: _counts(m.citations.by_how), numeric=False),
+    Column("quotes", "Quotes", _quotes),
+    Column("marker_problems", "Marker problems", lambda m: _counts(m.citations.marker_problems), numeric=False),
+]
+
+CITATION_LEGEND = (
+    "Answers: responses to answerable questions (what recall, F1 and the hit rate are over); Citing: those citing at "
+    "least one reference (what precision, Cit. correct and coverage are over); References: the references cited, "
+    "each counted once per answer. Resolved by: how each reference was mapped onto KB articles (id: a KB ID; "
+    "mapping: your mapping file; rewrite: a rewrite rule; source, source+heading, title: the KB's own records; "
+    "quote: the quoted text found in an article; unmapped: none). Quotes: quoted spans not found in the article they "
+    "cite. Marker problems: answers whose markers or source list could not be read cleanly (a marker with no source, "
+    "a listed source never cited, ...). Models read as GRACE IDs are not listed: their accuracy is their figure."
+)
+
+
+def citation_models(models: list[ModelReport]) -> list[ModelReport]:
+    """The models with citation figures, in leaderboard order."""
+    return [m for m in models if m.citations is not None]
+
+
+CITATION_PAIRS_LEGEND = ("Citation F1 tests: every two models scored several citations per answer, compared on the "
+                         "questions both answered by the mean per-question citation F1 (a paired sign-flip permutation "
+                         "test, Holm-corrected over these pairs, alpha 0.05).")
+
+
+def citation_pairs(report: Report) -> list[list[str]]:
+    """report.json's ``citation_pairwise`` (the scorer's paired tests of citation F1 between multi-citation models),
+    one row each: A, B, n, F1 A, F1 B, p, p (Holm), significant; [] when the report has none (a report from before
+    the scorer wrote them reads the same)."""
+    pairs = getattr(report, "citation_pairwise", None) or []
+    return [[p.a, p.b, count(p.n), pct(p.f1_a), pct(p.f1_b), f"{p.p_value:.3g}", f"{p.p_adjusted:.3g}",
+             "yes" if p.significant else "no"] for p in pairs]
+
+
+CITATION_PAIR_HEADERS = ["Model A", "Model B", "Paired n", "Cit. F1 A", "Cit. F1 B", "p (permutation)", "p (Holm)",
+                         "Significant"]

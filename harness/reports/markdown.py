@@ -5,12 +5,18 @@ from __future__ import annotations
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
+    CITATION_COLUMNS,
+    CITATION_LEGEND,
+    CITATION_PAIR_HEADERS,
+    CITATION_PAIRS_LEGEND,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
     PPI_TITLE,
     Column,
     Row,
     category_table,
+    citation_models,
+    citation_pairs,
     columns_for,
     error_note,
     errors_text,
@@ -86,4 +92,14 @@ def render_markdown(inputs: ReportInputs) -> str:
         lines += ["", f"- {CATEGORY_LEGEND}"]
     lines += ["", "## Details", "", *_table(DETAIL_COLUMNS, leaderboard_rows(inputs.ranked, DETAIL_COLUMNS), errors=False)]
     lines += ["", f"- {DETAIL_LEGEND}"]
+    cited = citation_models(inputs.ranked)
+    if cited:  # only a run with a model read as references has the section: a GRACE run's file is as it was
+        lines += ["", "## Citations", "", *_table(CITATION_COLUMNS, leaderboard_rows(cited, CITATION_COLUMNS),
+                                                  errors=False), "", f"- {CITATION_LEGEND}"]
+        pairs = citation_pairs(inputs.report)
+        if pairs:
+            lines += ["", "| " + " | ".join(CITATION_PAIR_HEADERS) + " |",
+                      "| --- | --- | " + " | ".join("---:" for _ in CITATION_PAIR_HEADERS[2:-1]) + " | --- |"]
+            lines += ["| " + " | ".join([cell(r[0]), cell(r[1]), *r[2:]]) + " |" for r in pairs]
+            lines += ["", f"- {CITATION_PAIRS_LEGEND}"]
     return "\n".join(lines) + "\n"

@@ -14,11 +14,12 @@ from importlib import resources
 from harness.reports.failures import failures_section
 from harness.reports.heatmap import category_heatmap, confusion_heatmap
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import run_size
-from harness.reports.plots import accuracy_chart, outcome_chart, pareto_chart, retrieval_chart
+from harness.reports.leaderboard import citation_models, run_size
+from harness.reports.plots import accuracy_chart, citation_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
     category_section,
+    citation_section,
     details_table,
     label_suspects_section,
     leaderboard_table,
@@ -52,6 +53,9 @@ CAPTIONS = {
     "row. Hover a cell or a label for counts and article titles.",
 }
 # said under the outcome chart only for a run whose KB restricts articles (the others cannot have the outcome)
+# said under the outcome chart only for a run with a model read as references (the others cannot have the outcome)
+UNMAPPED_CAPTION = (" Unmapped citation (a model read as references): every reference the answer cited resolved to "
+                    "no KB article.")
 FORBIDDEN_CAPTION = (" Forbidden citation: cited an article the user who asked may not see (its audience has none of "
                      "their groups), a leak whatever else the answer did.")
 
@@ -93,7 +97,7 @@ def _header(inputs: ReportInputs) -> str:
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     toc = "".join(f'<a href="#{i}">{t}</a>' for i, t in [
         ("leaderboard", "Leaderboard"), *([("ppi", "Prediction-powered")] if r.ppi is not None else []),
-        ("accuracy", "Accuracy"),
+        ("accuracy", "Accuracy"), *([("citations", "Citations")] if citation_models(inputs.ranked) else []),
         *([("categories", "Categories")] if r.categories else []), ("cost", "Cost"), ("outcomes", "Outcomes"),
         ("retrieval", "Retrieval"), ("details", "Details"), ("confusion", "Confusions"), ("articles", "Articles"),
         ("failures", "Failures"), ("spotcheck", "Spot-check"),
@@ -131,16 +135,20 @@ def render_html(inputs: ReportInputs) -> str:
     suspects = label_suspects_section(inputs)
     by_category = category_section(inputs, category_heatmap(inputs.report.categories, models))
     ppi = ppi_section(inputs)
+    cited = citation_section(inputs, citation_chart(models))
     sections = [
         _section("leaderboard", "Leaderboard", leaderboard_table(inputs)),
         *([_section("ppi", "Prediction-powered figures (PPI++)", ppi)] if ppi else []),
         _section("accuracy", "Accuracy with 95% confidence intervals",
                  _figure(accuracy_chart(models), CAPTIONS["accuracy"], "No accuracy to plot.")),
+        *([_section("citations", "Citations: precision and recall with 95% confidence intervals", cited)]
+          if cited else []),
         *([_section("categories", "Accuracy per category", by_category)] if by_category else []),
         _section("cost", "Accuracy vs cost", _figure(pareto, CAPTIONS["pareto"], no_cost, side)),
         _section("outcomes", "Outcome breakdown",
                  _figure(outcome_chart(models), CAPTIONS["outcomes"], "No outcomes recorded.",
-                         escape(FORBIDDEN_CAPTION) if inputs.report.permissions is not None else "")),
+                         (escape(FORBIDDEN_CAPTION) if inputs.report.permissions is not None else "")
+                         + (escape(UNMAPPED_CAPTION) if citation_models(models) else ""))),
         _section("retrieval", "Retrieval vs model", _figure(retrieval_chart(models), CAPTIONS["retrieval"],
                  "No retrieval information in this run (questions were not asked with retrieved articles).")),
         _section("details", "Per-model details", details_table(inputs)),

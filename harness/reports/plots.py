@@ -228,3 +228,52 @@ def retrieval_chart(models: Models) -> str | None:
             body.append(text(xs(value) + 6, by + 11, f"{value:.0%} (n={n})", size=11))
     return document(left + plot_w + 90, top + row * len(shown) + 24, body,
                     "Accuracy when the expected article was retrieved vs missed", "retrieval")
+
+
+def citation_chart(models: Models) -> str | None:
+    """Citation precision (x) against recall (y) per model read as references, each with its 95% CIs as a cross,
+    over dashed curves of equal F1: up and right is better. None when no model has both figures."""
+    shown = [(m, number(m.citations.precision), number(m.citations.recall)) for m in models
+             if m.citations is not None]
+    shown = [(m, p, r) for m, p, r in shown if p is not None and r is not None]
+    if not shown:
+        return None
+    left, top, size = 64.0, 20.0, 360.0
+    xs, ys = Scale(0, 1, left, left + size), Scale(0, 1, top + size, top)
+    bottom = top + size
+    body = []
+    for t in (i / 5 for i in range(6)):
+        body += [line(xs(t), top, xs(t), bottom, GRID), line(left, ys(t), left + size, ys(t), GRID),
+                 text(xs(t), bottom + 15, f"{t:.0%}", anchor="middle", size=11, fill="#555"),
+                 text(left - 6, ys(t) + 4, f"{t:.0%}", anchor="end", size=11, fill="#555")]
+    for f1 in (0.2, 0.4, 0.6, 0.8):  # r = f1 p / (2p - f1), for p from f1 / (2 - f1) (r = 1) to 1
+        start = f1 / (2 - f1)
+        steps = [start + (1 - start) * i / 40 for i in range(41)]
+        points = [(p, f1 * p / (2 * p - f1)) for p in steps if 2 * p - f1 > 0]
+        points = [(p, r) for p, r in points if 0 <= r <= 1]
+        if len(points) > 1:
+            d = " ".join(f"{'M' if i == 0 else 'L'}{fmt(xs(p))} {fmt(ys(r))}" for i, (p, r) in enumerate(points))
+            body.append(f'<path d="{d}" fill="none" stroke="#c8c8c8" stroke-width="1" stroke-dasharray="3 3"/>')
+            body.append(text(xs(1) - 4, ys(points[-1][1]) - 4, f"F1 {f1:.0%}", anchor="end", size=10, fill="#999"))
+    body += [line(left, bottom, left + size, bottom, "#888"), line(left, top, left, bottom, "#888"),
+             text(left + size / 2, bottom + 34, "citation precision", anchor="middle", fill="#444"),
+             text(16, top + size / 2, "citation recall", anchor="middle", fill="#444",
+                  extra=f' transform="rotate(-90 16 {fmt(top + size / 2)})"')]
+    for i, (m, p, r) in enumerate(shown):
+        c = m.citations
+        x, y = xs(p), ys(r)
+        pb, rb = ci(c.precision_ci95), ci(c.recall_ci95)
+        if pb:
+            body.append(line(xs(pb[0]), y, xs(pb[1]), y, INK, 1.2))
+        if rb:
+            body.append(line(x, ys(rb[0]), x, ys(rb[1]), INK, 1.2))
+        f1 = number(c.f1)
+        tip = (f"{m.model}: citation precision {p:.1%}" + (f" [{pb[0]:.1%}–{pb[1]:.1%}]" if pb else "")
+               + f", recall {r:.1%}" + (f" [{rb[0]:.1%}–{rb[1]:.1%}]" if rb else "")
+               + (f", F1 {f1:.1%}" if f1 is not None else "") + f", {c.n_unmapped} of {c.n_citations} unmapped")
+        body.append(f'<circle cx="{fmt(x)}" cy="{fmt(y)}" r="6" fill="{ACCENT}" stroke="white" stroke-width="1.5">'
+                    f"<title>{esc(tip)}</title></circle>")
+        anchor, dx = ("end", -10) if x > left + size * 0.7 else ("start", 10)
+        body.append(text(x + dx, y - 8 - 12 * (i % 2), truncate(m.model, 34), anchor=anchor, size=11.5, hover=tip))
+    return document(left + size + 30, bottom + 46, body, "Citation precision against recall per model, with 95% "
+                    "confidence intervals", "citations")

@@ -12,11 +12,17 @@ from typing import Any
 from harness.reports.inputs import ReportInputs
 from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
+    CITATION_COLUMNS,
+    CITATION_LEGEND,
+    CITATION_PAIR_HEADERS,
+    CITATION_PAIRS_LEGEND,
     DASH,
     DETAIL_COLUMNS,
     DETAIL_LEGEND,
     PPI_TITLE,
     category_table,
+    citation_models,
+    citation_pairs,
     columns_for,
     count,
     error_note,
@@ -344,3 +350,26 @@ def label_suspects_section(inputs: ReportInputs) -> str:
             + table(["Question", "Text", "Gold", "Models say", "Rule", "Why"], rows)
             + (f'<p class="muted">{more} more.</p>' if more > 0 else "")
             + f"<p>Review them: <code>{escape(cmd)}</code></p>")
+
+
+def citation_section(inputs: ReportInputs, chart: str | None) -> str:
+    """The models read as references: their precision against recall (the plot) and how their references resolved;
+    "" when no model is (a GRACE run's page is as it was)."""
+    cited = citation_models(inputs.ranked)
+    if not cited:
+        return ""
+    rows = leaderboard_rows(cited, CITATION_COLUMNS)
+    body = [[f"<strong>{escape(r.cells[c.key])}</strong>" if c.key == "model" else escape(r.cells[c.key])
+             for c in CITATION_COLUMNS] for r in rows]
+    figure = (f"<figure>{chart}<figcaption><strong>How to read:</strong> each point is a model whose citations are "
+              "read as references, at its mean citation precision (right: fewer citations that do not answer the "
+              "question, unmapped ones included) and recall (up: more of the acceptable articles cited); the lines "
+              "through it are the 95% bootstrap intervals. Dashed curves join points of equal F1. A model read as "
+              "GRACE IDs has no point: its accuracy is in the leaderboard.</figcaption></figure>") if chart else ""
+    pairs = [[escape(v) if i != 7 else ('<span class="good">yes</span>' if v == "yes" else "no")
+              for i, v in enumerate(r)] for r in citation_pairs(inputs.report)]
+    tests = ("<h3>Differences in citation F1</h3>" + table(CITATION_PAIR_HEADERS, pairs, {2, 3, 4, 5, 6})
+             + f'<p class="caption">{escape(CITATION_PAIRS_LEGEND)}</p>') if pairs else ""
+    return (figure + table([escape(c.header) for c in CITATION_COLUMNS], body,
+                           {i for i, c in enumerate(CITATION_COLUMNS) if c.numeric})
+            + f'<p class="caption">{escape(CITATION_LEGEND)}</p>' + tests)

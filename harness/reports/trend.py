@@ -38,8 +38,19 @@ from harness.run_folder.report import ModelReport, Report
 from harness.scoring.run_comparison import RunHits, compare_sides
 
 TREND_SCHEMA_VERSION = 1
-Metric = Literal["accuracy", "strict_accuracy"]
-METRICS: dict[str, str] = {"accuracy": "accuracy", "strict_accuracy": "strict accuracy"}
+Metric = Literal["accuracy", "strict_accuracy", "citation_f1", "citation_precision", "citation_recall"]
+METRICS: dict[str, str] = {"accuracy": "accuracy", "strict_accuracy": "strict accuracy", "citation_f1": "citation F1",
+                           "citation_precision": "citation precision", "citation_recall": "citation recall"}
+# the figures of report.json's models[].citations a trend can follow: those of the models read as references
+CITATION_METRICS = {"citation_f1": "f1", "citation_precision": "precision", "citation_recall": "recall"}
+CITATION_NOTE = ("A citation figure has no change test here: compare two runs with grace compare (a paired "
+                 "permutation test on citation F1).")
+
+
+def metrics_for(reports: list[Report | None]) -> dict[str, str]:
+    """The metrics a trend of these runs offers: the citation figures only when some model has them."""
+    cited = any(m.citations is not None for r in reports if r is not None for m in r.models.values())
+    return {k: v for k, v in METRICS.items() if cited or k not in CITATION_METRICS}
 RULE = ("A mark: the model's change from its previous run in this trend is significant by grace compare's rule "
         "(McNemar's exact test on the questions that flipped, p < 0.05; each pair of runs tested on its own, so about "
         "1 in 20 pairs with no real change is marked by chance).")
@@ -205,6 +216,9 @@ def build_trend(sources: list[TrendSource], *, gold: str | None = None, metric: 
     """The trend of the runs of one gold set (``gold``: a hash or its prefix; default the set with most runs)."""
     if metric not in METRICS:
         raise GraceError(f"metric {metric!r}: the trend follows {' or '.join(METRICS)}")
+    if metric in CITATION_METRICS and category:
+        raise GraceError(f"{METRICS[metric]} is not kept per gold category (report.json has it per model): follow it "
+                         "on every question (no --category)")
     groups, left = group_runs(sources)
     chosen = pick_group(groups, gold)
     runs = groups[chosen]
@@ -222,7 +236,7 @@ def build_trend(sources: list[TrendSource], *, gold: str | None = None, metric: 
     unknown = [m for m in shown if m not in all_models]
     if unknown:
         raise GraceError(f"model {unknown[0]!r} is in none of these runs; they have {', '.join(all_models)}")
-    ctx = _Context(runs, metric == "strict_accuracy", category)
+    ctx = _Context(runs, metric == "strict_accuracy", category, CITATION_METRICS.get(metric))
     series = [TrendSeries(model=m, color=PALETTE[all_models.index(m) % len(PALETTE)],
                           points=[p for s in runs if (p := ctx.point(s, m)) is not None]) for m in shown]
     ctx.add_changes(series)
@@ -231,14 +245,15 @@ def build_trend(sources: list[TrendSource], *, gold: str | None = None, metric: 
                  categories=categories, series=series,
                  groups=[GoldGroup(hash=h, path=_gold_path(groups[h]), runs=[s.id for s in groups[h]])
                          for h in _by_size(groups)],
-                 left_out=left, notes=ctx.notes)
+                 left_out=left, notes=ctx.notes + ([CITATION_NOTE] if metric in CITATION_METRICS else []))
 
 
 class _Context:
     """What one trend reads from its runs: hits on first use, once per run."""
 
-    def __init__(self, runs: list[TrendSource], strict: bool, category: str | None):
+    def __init__(self, runs: list[TrendSource], strict: bool, category: str | None, citation: str | None = None):
         self.runs, self.strict, self.category = {s.id: s for s in runs}, strict, category
+        self.citation = citation  # the CitationScores figure followed (f1, precision, recall); None: accuracy
         self._hits: dict[str, RunHits | None] = {}
         self._cats: dict[str, dict[str, str]] = {}
         self.notes: list[str] = []
@@ -259,6 +274,13 @@ class _Context:
         if m is None:
             return None
         base = {"run": s.id, "when": s.when}
+        if self.citation is not None:  # a model read as references; a GRACE model has no point
+            c = m.citations
+            if c is None:
+                return None
+            return TrendPoint(**base, n=c.n_citing if self.citation == "precision" else c.n_answers,
+                              n_questions=m.n_questions, value=number(getattr(c, self.citation)),
+                              ci95=list(b) if (b := ci(getattr(c, f"{self.citation}_ci95"))) else None)
         if not self.category:
             value, bounds = ((m.strict_accuracy, m.strict_accuracy_ci95) if self.strict
                              else (m.accuracy, m.accuracy_ci95))
@@ -284,6 +306,8 @@ class _Context:
 
     def add_changes(self, series: list[TrendSeries]) -> None:
         """Each point's change from the model's previous point, one ``compare_sides`` call per pair of runs."""
+        if self.citation is not None:  # McNemar tests hits: not a citation figure's change (see CITATION_NOTE)
+            return
         pairs: dict[tuple[str, str], list[TrendPoint]] = {}
         names: dict[int, str] = {}
         for s in series:
@@ -316,7 +340,8 @@ def _only(hits: RunHits, keep: set[str]) -> RunHits:
     """``hits`` on the questions in ``keep`` only (a category's)."""
     idx = np.asarray([i for i, q in enumerate(hits.questions) if q in keep], dtype=np.int64)
     return RunHits(hits.path, [hits.questions[i] for i in idx], [hits.labels[i] for i in idx],
-                   {m: h[idx] for m, h in hits.hits.items()}, {m: a[idx] for m, a in hits.asked.items()})
+                   {m: h[idx] for m, h in hits.hits.items()}, {m: a[idx] for m, a in hits.asked.items()},
+                   {m: {k: (s[idx], n[idx]) for k, (s, n) in f.items()} for m, f in hits.citations.items()})
 
 
 # -- the chart ---------------------------------------------------------------------------------------------------

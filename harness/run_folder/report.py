@@ -232,6 +232,18 @@ class CitationScores(_Block):
     quotes_missing: Count = 0  # of those, quotes not found in that article
     marker_problems: dict[str, Count] = Field(default_factory=dict)  # harness.scoring.markers.PROBLEMS code -> answers
 
+    def record(self) -> dict[str, Any]:
+        """The figures as flat ``citation_*`` columns (``ModelReport.record``, every export's metrics): each CI as
+        ``citation_<figure>_ci_low``/``_ci_high``; the per-way and per-problem counts left out."""
+        out: dict[str, Any] = {"citation_scoring": self.scoring, "citation_reads": self.reads}
+        for name in ("n_answers", "n_citing", "n_citations", "n_unmapped", "precision", "recall", "f1", "hit_rate",
+                     "cit_correct", "coverage", "quotes_checked", "quotes_missing"):
+            out[name if name == "cit_correct" else f"citation_{name}"] = getattr(self, name)
+            bounds = getattr(self, f"{name}_ci95", None)
+            if f"{name}_ci95" in CitationScores.model_fields:
+                out[f"citation_{name}_ci_low"], out[f"citation_{name}_ci_high"] = bounds or (None, None)
+        return out
+
 
 class ModelReport(_Block):
     """One ranked model's figures: what every leaderboard (terminal, Markdown, HTML, the API) shows.
@@ -322,6 +334,8 @@ class ModelReport(_Block):
                         "ppi_ci_low": acc.ci95[0] if acc.ci95 else None, "ppi_ci_high": acc.ci95[1] if acc.ci95 else None,
                         "ppi_n_human": self.ppi.n_human, "ppi_n_machine": self.ppi.n_machine,
                         "ppi_labels_gained": self.ppi.labels_gained})
+        if self.citations is not None:  # only for a model read as references: a GRACE model's record keeps its columns
+            out.update(self.citations.record())
         return out
 
 
@@ -340,12 +354,14 @@ def _block_type(annotation: Any) -> type[BaseModel] | None:
     return next((t for t in _members(annotation) if isinstance(t, type) and issubclass(t, BaseModel)), None)
 
 
-# what ModelReport.record() flattens, worked out once from the fields' types (ppi: by hand, only when present)
+# what ModelReport.record() flattens, worked out once from the fields' types (ppi and citations: by hand, only when
+# present, so a report without them gives the records it always gave)
+_BY_HAND = ("model", "ppi", "citations")
 _BLOCKS = {name: fields for name, field in ModelReport.model_fields.items()
-           if name != "ppi" and (t := _block_type(field.annotation)) is not None
+           if name not in _BY_HAND and (t := _block_type(field.annotation)) is not None
            and (fields := [k for k, f in t.model_fields.items() if _is_scalar(f.annotation)])}
 _SCALARS = [name for name, f in ModelReport.model_fields.items()
-            if name not in ("model", "ppi") and (name in _BLOCKS or name.endswith("_ci95") or _is_scalar(f.annotation))]
+            if name not in _BY_HAND and (name in _BLOCKS or name.endswith("_ci95") or _is_scalar(f.annotation))]
 
 
 class FailedModel(_Block):

@@ -52,6 +52,9 @@ class RunHits:
     labels: list[str]  # each question's gold: its article ID(s) joined by ";", or REFUSE
     hits: dict[str, np.ndarray] = field(default_factory=dict)  # model -> correct repeats per question
     asked: dict[str, np.ndarray] = field(default_factory=dict)  # model -> repeats scored per question (0: never)
+    # a model read as references (its scores lines carry cit_f1, ...): per figure, (sums, counts) per question over
+    # the repeats that have it; absent for a GRACE model
+    citations: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = field(default_factory=dict)
 
     def index(self) -> dict[str, int]:
         return {q: i for i, q in enumerate(self.questions)}
@@ -79,6 +82,7 @@ def read_hits(run: str | Path, models: Iterable[str] | None = None, *, strict: b
     labels: list[str] = []
     hit_lists: dict[str, list[int]] = {}
     q_lists: dict[str, list[int]] = {}
+    cited: dict[str, dict[str, tuple[list[int], list[float]]]] = {}  # model -> figure -> (question, value)
     for _, row in folder.iter_scores():
         qid = row["question_id"]
         qi = index.get(qid)
@@ -94,12 +98,31 @@ def read_hits(run: str | Path, models: Iterable[str] | None = None, *, strict: b
         qs.append(qi)
         outcome = (row.get("strict_outcome") or row["outcome"]) if strict else row["outcome"]
         hit_lists[model].append(outcome in _HIT_OUTCOMES)
+        if "cit_f1" in row:  # a references line (absent from GRACE lines: their comparison is as it was)
+            figures = cited.setdefault(model, {})
+            for name in CITATION_FIGURES:
+                value = row.get(f"cit_{name}")
+                if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+                    at, values = figures.setdefault(name, ([], []))
+                    at.append(qi)
+                    values.append(float(value))
     out = RunHits(folder.path, list(index), labels)
     for model, qs in q_lists.items():
         q = np.asarray(qs, dtype=np.int64)
         out.asked[model] = np.bincount(q, minlength=len(labels))
         out.hits[model] = np.bincount(q, weights=np.asarray(hit_lists[model], dtype=np.float64), minlength=len(labels))
+    for model, figures in cited.items():
+        out.citations[model] = {}
+        for name in CITATION_FIGURES:
+            at, values = figures.get(name, ([], []))
+            q = np.asarray(at, dtype=np.int64)
+            out.citations[model][name] = (np.bincount(q, weights=np.asarray(values, dtype=np.float64),
+                                                      minlength=len(labels)),
+                                          np.bincount(q, minlength=len(labels)))
     return out
+
+
+CITATION_FIGURES = ("f1", "precision", "recall")  # the per-answer figures a comparison reads (scores.jsonl cit_*)
 
 
 class ArticleDelta(BaseModel):
@@ -112,6 +135,23 @@ class ArticleDelta(BaseModel):
     delta: float  # accuracy_b - accuracy_a
     improved: int  # of them, questions not correct in A and correct in B
     regressed: int  # of them, questions correct in A and not correct in B
+
+
+class CitationComparison(BaseModel):
+    """Two models read as references, on their citation figures: per question the mean over its repeats of each
+    answer's citation F1 (precision, recall), over the questions both sides have it for."""
+
+    n_questions: int  # questions with a citation F1 on both sides: what the F1 figures and the test are over
+    f1_a: float  # A's mean citation F1 on those questions
+    f1_b: float  # B's
+    delta: float  # f1_b - f1_a
+    delta_ci: list[float] | None  # paired bootstrap 95% CI of delta; None with 0 bootstrap samples
+    p_value: float  # paired permutation test (signs of the per-question differences flipped), two-sided
+    significant: bool  # p_value < 0.05 (one comparison: no multiple-testing correction)
+    precision_a: float | None  # A's mean citation precision over the questions both sides answered with a citation
+    precision_b: float | None  # B's
+    recall_a: float | None  # A's mean citation recall over the questions both sides have it for
+    recall_b: float | None  # B's
 
 
 class ModelComparison(BaseModel):
@@ -130,6 +170,9 @@ class ModelComparison(BaseModel):
     improved: list[str]  # question IDs: not correct in A, correct in B
     regressed: list[str]  # correct in A, not correct in B
     articles: list[ArticleDelta] = Field(default_factory=list)  # largest change first
+    # both sides read as references (scores.jsonl has their citation figures): the change in citation F1; absent
+    # otherwise
+    citations: CitationComparison | None = Field(None, exclude_if=lambda v: v is None)
 
 
 class Comparison(BaseModel):
@@ -305,8 +348,63 @@ def compare_sides(sides: list[Side], seed: int, bootstrap: int) -> list[ModelCom
             accuracy_b=round(acc_b, 6), delta=round(acc_b - acc_a, 6), delta_ci=cis[k], mcnemar_p=round(p, 8),
             significant=p < 0.05, improved=[qids[i] for i in np.flatnonzero(improved)],
             regressed=[qids[i] for i in np.flatnonzero(regressed)],
-            articles=_by_article([hits_a.labels[i] for i in ia], rate_a, rate_b, improved, regressed)))
+            articles=_by_article([hits_a.labels[i] for i in ia], rate_a, rate_b, improved, regressed),
+            citations=_citations(hits_a, model_a, hits_b, model_b, seed, bootstrap)))
     return out
+
+
+def _citations(hits_a: RunHits, model_a: str, hits_b: RunHits, model_b: str, seed: int,
+               bootstrap: int) -> CitationComparison | None:
+    """Both sides' citation F1 per question, paired: the change, its bootstrap CI and a permutation test; None
+    unless both models were read as references."""
+    fa, fb = hits_a.citations.get(model_a), hits_b.citations.get(model_b)
+    if fa is None or fb is None:
+        return None
+    to_b = hits_b.index()
+    pairs = [(i, to_b[q]) for i, q in enumerate(hits_a.questions) if q in to_b]
+    ia = np.array([i for i, _ in pairs], dtype=np.int64)
+    ib = np.array([j for _, j in pairs], dtype=np.int64)
+
+    def means(name: str) -> tuple[np.ndarray, np.ndarray]:
+        (sa, na), (sb, nb) = fa[name], fb[name]
+        keep = (na[ia] > 0) & (nb[ib] > 0)
+        return sa[ia][keep] / na[ia][keep], sb[ib][keep] / nb[ib][keep]
+
+    a, b = means("f1")
+    if a.size == 0:
+        return None
+    diff = b - a
+    ci = bootstrap_cis([diff], bootstrap, seed)[0]
+    pa, pb = means("precision")
+    ra, rb = means("recall")
+
+    def mean(x: np.ndarray) -> float | None:
+        return round(float(x.mean()), 6) if x.size else None
+
+    p = permutation_p(diff, seed)
+    return CitationComparison(n_questions=int(a.size), f1_a=round(float(a.mean()), 6), f1_b=round(float(b.mean()), 6),
+                              delta=round(float(diff.mean()), 6), delta_ci=ci, p_value=round(p, 8),
+                              significant=p < 0.05, precision_a=mean(pa), precision_b=mean(pb), recall_a=mean(ra),
+                              recall_b=mean(rb))
+
+
+PERMUTATIONS = 10_000
+
+
+def permutation_p(diff: np.ndarray, seed: int, n: int = PERMUTATIONS) -> float:
+    """Two-sided p-value of a mean paired difference of zero: the share of random sign flips of the per-question
+    differences whose mean is at least as far from zero (the observed one counted in, so never 0). Seeded."""
+    observed = abs(float(diff.mean()))
+    if observed == 0.0 or diff.size == 0:
+        return 1.0
+    rng = np.random.default_rng(seed)
+    extreme = 0
+    chunk = max(1, 1_000_000 // diff.size)
+    for start in range(0, n, chunk):
+        k = min(chunk, n - start)
+        signs = rng.integers(0, 2, size=(k, diff.size)) * 2 - 1
+        extreme += int((np.abs(signs @ diff) / diff.size >= observed - 1e-12).sum())
+    return (extreme + 1) / (n + 1)
 
 
 def _by_article(labels: list[str], rate_a: np.ndarray, rate_b: np.ndarray, improved: np.ndarray,

@@ -18,8 +18,12 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.reports.leaderboard import (
     CATEGORY_LEGEND,
+    CITATION_PAIR_HEADERS,
+    CITATION_PAIRS_LEGEND,
     PPI_TITLE,
     category_table,
+    citation_pairs,
+    citations_shown,
     columns_for,
     error_note,
     leaderboard_rows,
@@ -36,7 +40,34 @@ from harness.web import Raw, Rejected
 
 STATIC = Path(__file__).parent / "static"
 PLOTS = ("accuracy", "pareto", "outcomes", "retrieval")
+CITATION_PLOT = "citations"  # only for a run with a model read as references (a GRACE run's page is as it was)
+CITATION_CAPTION = ("Citation precision (right) against recall (up) per model read as references, with 95% "
+                    "bootstrap intervals; dashed curves join points of equal F1.")
+
+
+def plots_for(report: Any) -> tuple[str, ...]:
+    """The plots of a run's leaderboard: :data:`PLOTS`, and the citation plot when some model has citation figures."""
+    return PLOTS + ((CITATION_PLOT,) if report is not None and citations_shown(report.ranked()) else ())
 MAX_LISTED = 500  # improved / regressed question IDs sent to the Compare page per direction
+
+
+def _citation_hits(run: ViewRun, qids: list[str]) -> dict[str, Any]:
+    """The per-question citation figures (``RunHits.citations``) of the run's models read as references, in the
+    index's question order, for the Compare page's citation F1; {} (and no read) for a run with none."""
+    report = run.report
+    models = [m for m, r in report.models.items() if r.citations is not None] if report is not None else []
+    if not models:
+        return {}
+    import numpy as np
+
+    from harness.scoring.run_comparison import read_hits
+
+    read = read_hits(run.path, models)
+    at = read.index()
+    pos = np.asarray([at.get(q, -1) for q in qids], dtype=np.int64)
+    found = pos >= 0
+    return {m: {k: (np.where(found, s[pos], 0.0), np.where(found, n[pos], 0)) for k, (s, n) in figures.items()}
+            for m, figures in read.citations.items()}
 
 
 def _one(query: dict[str, list[str]], name: str, default: str = "") -> str:
@@ -117,7 +148,12 @@ class ViewApp:
             "pairwise": [{"a": p.a, "b": p.b, "n": p.n, "a_only": p.a_only, "b_only": p.b_only, "p": p.p_value,
                           "p_adjusted": p.p_adjusted, "significant": p.significant} for p in report.pairwise],
             "spotcheck": {m: (v.display or {}) for m, v in spot.models.items()} if spot else None,
-            "plots": [{"name": name, "caption": CAPTIONS.get(name, "")} for name in PLOTS],
+            # the scorer's paired tests of citation F1 between multi-citation models (rows as leaderboard.md's);
+            # only in a run that has them
+            **({"citation_pairwise": {"headers": CITATION_PAIR_HEADERS, "rows": pairs, "legend": CITATION_PAIRS_LEGEND}}
+               if (pairs := citation_pairs(report)) else {}),
+            "plots": [{"name": name, "caption": CAPTIONS.get(name, CITATION_CAPTION if name == CITATION_PLOT else "")}
+                      for name in plots_for(report)],
             "suspects": report.label_suspects.n if report.label_suspects else 0,
             "summary": run.summary(),
         }
@@ -126,15 +162,16 @@ class ViewApp:
         from harness.reports import plots
 
         run = self.run(rid)
-        if name not in PLOTS:
-            raise Rejected(f"no plot {name!r}; plots are {', '.join(PLOTS)}")
         if run.report is None:
             raise Rejected(run.problem or "no report.json yet")
+        if name not in plots_for(run.report):
+            raise Rejected(f"no plot {name!r}; plots are {', '.join(plots_for(run.report))}")
         if name not in run.plots:
             models = run.report.ranked()
             svg = {"accuracy": lambda: plots.accuracy_chart(models), "pareto": lambda: plots.pareto_chart(models)[0],
                    "outcomes": lambda: plots.outcome_chart(models),
-                   "retrieval": lambda: plots.retrieval_chart(models)}[name]()
+                   "retrieval": lambda: plots.retrieval_chart(models),
+                   CITATION_PLOT: lambda: plots.citation_chart(models)}[name]()
             missing = {"pareto": "No accuracy-vs-cost plot: no model has a known cost above $0.",
                        "retrieval": "No retrieval plot: the questions were not asked with retrieved articles."}
             run.plots[name] = (svg or _empty_svg(missing.get(name, f"No {name} plot for this run."))).encode("utf-8")
@@ -233,7 +270,8 @@ class ViewApp:
             ix = run.index
             hits[run.id] = RunHits(run.path, ix.qids, ix.gold,
                                    {m: ix.arrays["hits"][:, i].astype(float) for i, m in enumerate(ix.models)},
-                                   {m: ix.arrays["asked"][:, i].astype(int) for i, m in enumerate(ix.models)})
+                                   {m: ix.arrays["asked"][:, i].astype(int) for i, m in enumerate(ix.models)},
+                                   _citation_hits(run, ix.qids))
         ha, hb = hits[ra.id], hits[rb.id]
         if ma or mb:
             names = [(ma or mb, mb or ma)]

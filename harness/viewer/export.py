@@ -40,7 +40,7 @@ from harness.core.errors import GraceError
 from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
 from harness.run_folder import RunDir
-from harness.viewer.app import PLOTS, STATIC, ViewApp
+from harness.viewer.app import STATIC, ViewApp, plots_for
 from harness.viewer.grid import OUTCOME_NAMES, QUESTION_PREVIEW
 from harness.web.server import SHARED_STATIC
 
@@ -109,7 +109,7 @@ def _files(app: ViewApp, run) -> dict[str, str]:
         plots[rid] = {}
         if app.runs[rid].report is None:
             continue
-        for name in PLOTS:
+        for name in plots_for(app.runs[rid].report):
             path = f"assets/plot-{name}.svg" if rid == run.id else f"assets/plot-{k}-{name}.svg"
             files[path] = app.plot(rid, name).body.decode("utf-8")
             plots[rid][name] = path
@@ -158,7 +158,7 @@ def _files(app: ViewApp, run) -> dict[str, str]:
 def _trend(app: ViewApp, files: dict[str, str]) -> dict[str, Any] | None:
     """The Trends page of every gold set, metric and category as the server gives it, and each chart (every model,
     and each model alone) as a file; None when no run is scored. The page applies the model filter itself."""
-    from harness.reports.trend import METRICS
+    from harness.reports.trend import CITATION_METRICS
     from harness.web import Rejected
 
     try:
@@ -170,8 +170,8 @@ def _trend(app: ViewApp, files: dict[str, str]) -> dict[str, Any] | None:
     golds = [g["hash"] for g in first["trend"]["groups"]]
     for gold in golds:
         categories = app.trends.page({"gold": [gold]})["trend"]["categories"]
-        for metric in METRICS:
-            for category in ["", *categories]:
+        for metric in [m["name"] for m in first["metrics"]]:  # the citation figures: runs with such models only
+            for category in ["", *(categories if metric not in CITATION_METRICS else [])]:
                 query = {"gold": [gold], "metric": [metric], "category": [category]}
                 page = pages["|".join((gold, metric, category))] = app.trends.page(query)
                 for model in ["", *page["trend"]["models"]]:

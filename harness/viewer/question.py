@@ -61,6 +61,75 @@ def pieces(text: str, cited: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+MAX_CITATIONS = 200  # citations of one answer sent to the page (a hostile answer may list thousands)
+CITATION_FIGURES = ("cit_precision", "cit_recall", "cit_f1", "cit_correct", "coverage")
+
+
+def _text_or_none(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def citations_of(score: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The answer's citations as the scorer resolved them (scores.jsonl ``citations``, a model read as references):
+    each reference as the system wrote it, the articles it maps to, how, the note, the quote and whether it was found;
+    ``unmapped`` when it resolved to nothing. None for a GRACE line (no such key). Read defensively: a damaged or
+    hostile file gives strings, never markup, and at most :data:`MAX_CITATIONS`."""
+    raw = score.get("citations")
+    if not isinstance(raw, list):
+        return None
+    out = []
+    for c in raw[:MAX_CITATIONS]:
+        if not isinstance(c, dict):
+            continue
+        articles = [str(a) for a in c.get("articles") or [] if a is not None] if isinstance(c.get("articles"), list) else []
+        found = c.get("quote_found")
+        out.append({"reference": str(c.get("reference") or ""), "articles": articles, "how": _text_or_none(c.get("how")),
+                    "note": str(c.get("note") or ""), "quote": _text_or_none(c.get("quote")),
+                    "quote_found": found if isinstance(found, bool) else None, "unmapped": not articles})
+    return out
+
+
+def citation_figures(score: dict[str, Any]) -> dict[str, Any]:
+    """The answer's citation figures (precision, recall, F1, cit_correct, coverage: numbers or None) and its marker
+    problems, as scores.jsonl has them."""
+    figures = {k: (v if isinstance(v := score.get(k), int | float) and not isinstance(v, bool) else None)
+               for k in CITATION_FIGURES}
+    problems = score.get("marker_problems")
+    figures["marker_problems"] = [str(p) for p in problems[:50]] if isinstance(problems, list) else []
+    return figures
+
+
+def reference_pieces(text: str, citations: list[dict[str, Any]], structured: Any) -> list[dict[str, Any]]:
+    """``text`` in pieces as :func:`pieces`, each marker of a references answer (``[1]``, ``[^a]``, ``【1†x】``, a
+    link, ...) a ``{"text", "refs": [k]}`` piece, ``k`` the index of the citation its label resolves to (``refs`` empty:
+    a marker the answer's list does not resolve). The markers are the scorer's own reading
+    (:func:`harness.scoring.markers.read_markers`); the source list after the body is a plain piece."""
+    from harness.scoring.markers import read_markers
+
+    if not text:
+        return []
+    given = [str(c) for c in structured] if isinstance(structured, list) else None
+    reading = read_markers(text, given)
+    if not text.startswith(reading.body):  # footnote definitions inside the text: shown as written, unmarked
+        return [{"text": text}]
+    index: dict[str, int] = {}
+    for k, c in enumerate(citations):
+        index.setdefault(c["reference"], k)
+    out: list[dict[str, Any]] = []
+    at = 0
+    for mk in reading.markers:
+        if mk.start < at:
+            continue
+        if mk.start > at:
+            out.append({"text": text[at:mk.start]})
+        refs = [index[r] for r in dict.fromkeys(mk.references) if r is not None and r in index]
+        out.append({"text": text[mk.start:mk.end], "refs": refs})
+        at = mk.end
+    if at < len(text):
+        out.append({"text": text[at:]})
+    return out
+
+
 def why(outcome: str, cited: list[str], refused: bool, must_refuse: bool, expected: list[str],
         shown: list[str] | None, error: Any = None) -> str:
     """The outcome in a sentence: what the answer did against what the gold asks."""
@@ -202,9 +271,14 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         if row is not None and isinstance(row.get("system_retrieved"), list) else None
     for c in readings["lenient"]["cited"] + (own or []):
         article(c, ix)
+    resolved = citations_of(score) if score is not None else None
+    for c in resolved or []:
+        for aid in c["articles"]:
+            article(aid, ix)
     return {
         "repeat": rep,
-        "pieces": pieces(text, readings["lenient"]["cited"]),
+        "pieces": (pieces(text, readings["lenient"]["cited"]) if resolved is None
+                   else reference_pieces(text, resolved, (row or {}).get("citations"))),
         "note": "" if row is not None else "the response is not on file",
         "lenient": readings["lenient"],
         "strict": readings["strict"],
@@ -215,4 +289,7 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         # a system that retrieved for itself (python:, http:, imported logs): what it retrieved, best first (the
         # page lists them with the answer, each linked to its article)
         **({"system_retrieved": own} if own is not None else {}),
+        # a model read as references (scores.jsonl has citations): every citation with how it resolved, and the
+        # answer's citation figures; absent for a GRACE line
+        **({"citations": resolved, "citation_figures": citation_figures(score)} if resolved is not None else {}),
     }

@@ -18,6 +18,7 @@ from harness.reports.trend import (
     TrendSource,
     build_trend,
     group_runs,
+    metrics_for,
     pick_group,
     short_time,
     trend_chart,
@@ -99,7 +100,7 @@ class Trends:
         got = self.trend(q)
         if not isinstance(got, Trend):
             return got
-        return page_data(got, q)
+        return page_data(got, q, metrics_for([self.app.runs[r].report for r in self.app.order]))
 
     def plot(self, query: dict[str, list[str]]) -> str | None:
         """The chart (SVG) for the page's query; None when no model has a figure."""
@@ -119,7 +120,7 @@ def only_model(trend: Trend, model: str) -> Trend:
     return trend.model_copy(update={"series": [s for s in trend.series if s.model == model]})
 
 
-def page_data(trend: Trend, q: dict[str, str]) -> dict[str, Any]:
+def page_data(trend: Trend, q: dict[str, str], metrics: dict[str, str] | None = None) -> dict[str, Any]:
     """What the page shows: the filters' choices, the chart's address (its query), a table of the points with
     the significant changes, and the runs left out. Every string is data; the page puts it in text nodes."""
     shown = only_model(trend, q["model"])
@@ -127,7 +128,7 @@ def page_data(trend: Trend, q: dict[str, str]) -> dict[str, Any]:
     return {
         "trend": shown.model_dump(mode="json"),
         "state": state,
-        "metrics": [{"name": k, "label": v} for k, v in METRICS.items()],
+        "metrics": [{"name": k, "label": v} for k, v in (metrics or METRICS).items()],
         "when": {r.id: short_time(r.when) for r in trend.runs},
         "rule": RULE,
     }

@@ -209,7 +209,11 @@
       section("Plots", plots),
       section("Pairwise tests (McNemar exact, Holm-corrected)",
         pairs.length ? table(["A", "B", "n", "A only", "B only", "p (Holm)", "significant", ""], pairs)
-          : el("p", { class: "muted" }, "Only one model: no pairwise tests.")));
+          : el("p", { class: "muted" }, "Only one model: no pairwise tests.")),
+      data.citation_pairwise ? section("Citation F1 tests (paired permutation, Holm-corrected)",
+        table(data.citation_pairwise.headers, data.citation_pairwise.rows.map((r) => el("tr", {},
+          ...r.map((v, i) => el("td", { class: i >= 2 && i < 7 ? "num" : "" }, v)))), "citation-pairs"),
+        el("p", { class: "muted small" }, data.citation_pairwise.legend)) : null);
   }
 
   // -- Questions ------------------------------------------------------------------------------------------------
@@ -317,8 +321,19 @@
   function answerView(ans, data, many) {
     const text = el("div", { class: "answer" });
     if (!ans.pieces.length) text.append(el("span", { class: "muted" }, ans.note || "(empty answer)"));
+    const cits = Array.isArray(ans.citations) ? ans.citations : null;
     for (const p of ans.pieces) {
-      if (p.cites) {
+      if (p.refs && cits) {
+        // a marker of a references answer: which of the answer's citations it names, and the first article of them
+        const named = p.refs.map((k) => cits[k]).filter(Boolean);
+        const first = named.flatMap((c) => c.articles)[0];
+        const a = el("a", { class: `cite ref ${named.length ? "" : "unlisted"} ${named.some((c) => c.unmapped) ? "unmapped" : ""}`,
+          href: "#", "data-refs": p.refs.join(" "),
+          title: named.length ? named.map((c) => `${c.reference} → ${c.unmapped ? "unmapped" : c.articles.join(", ")}`).join("; ")
+            : "no source in the answer's list for this marker" }, p.text);
+        a.addEventListener("click", (e) => { e.preventDefault(); if (first) showArticle(first, data); });
+        text.append(a);
+      } else if (p.cites) {
         const a = el("a", { class: "cite", href: "#", "data-cites": p.cites.join(" "), title: p.cites.map((c) =>
           `${c}: ${(data.articles[c] || {}).title || "not in the KB"}`).join("; ") }, p.text);
         a.addEventListener("click", (e) => { e.preventDefault(); showArticle(p.cites[0], data); });
@@ -336,6 +351,7 @@
         el("td", { class: s.supported === true ? "ok" : s.supported === false ? "bad" : "muted" },
           s.supported === true ? "supported" : s.supported === false ? "unsupported" : "not judged"),
         el("td", { class: "small" }, s.explanation))))) : null;
+    const citations = cits ? citationsView(cits, ans.citation_figures || {}, data) : null;
     const meta = [many ? `repeat ${ans.repeat}` : "", ans.truncated ? "cut off by max_tokens" : "",
       ans.latency_ms != null ? `${Math.round(ans.latency_ms)} ms` : ""].filter(Boolean).join(" · ");
     // a system that retrieved for itself (python:, http:, imported logs): its own list, each linked to the article
@@ -348,7 +364,34 @@
         : [el("span", { class: "muted" }, "none")])) : null;
     return el("div", { class: "answer-card", "data-repeat": String(ans.repeat) },
       meta ? el("div", { class: "muted small" }, meta) : null,
-      text, reading("lenient", ans.lenient), reading("strict", ans.strict), own, spot);
+      text, reading("lenient", ans.lenient), reading("strict", ans.strict), citations, own, spot);
+  }
+
+  // every citation of an answer read as references: the reference as the system wrote it, the article(s) it maps
+  // to, how, the resolver's note, the quote and whether it was found in the article; unmapped ones marked
+  function citationsView(cits, fig, data) {
+    const figure = (name, key) => (fig[key] === null || fig[key] === undefined ? null : `${name} ${pct(fig[key], 0)}`);
+    const figures = [figure("precision", "cit_precision"), figure("recall", "cit_recall"), figure("F1", "cit_f1"),
+      figure("cit. correct", "cit_correct"), figure("coverage", "coverage")].filter(Boolean).join(" · ");
+    const unmapped = cits.filter((c) => c.unmapped).length;
+    const rows = cits.map((c, k) => el("tr", { class: c.unmapped ? "unmapped" : "", "data-citation": String(k) },
+      el("td", { class: "num" }, String(k + 1)),
+      el("td", { class: "reference" }, el("code", {}, c.reference)),
+      el("td", {}, ...(c.unmapped ? [badge("unmapped", "refuse", "resolved to no KB article: counted as a miss")]
+        : c.articles.flatMap((id, i) => [i ? ", " : "", el("a", { href: "#", class: "art-link", "data-article": id,
+          title: (data.articles[id] || {}).title || "not in the KB",
+          onclick: (e) => { e.preventDefault(); showArticle(id, data); } },
+        `[${id}] ${(data.articles[id] || {}).title || ""}`.trim())]))),
+      el("td", {}, c.how || "–"),
+      el("td", { class: "small" }, c.note),
+      el("td", { class: "small" }, c.quote === null ? el("span", { class: "muted" }, "no quote")
+        : el("span", {}, el("q", {}, c.quote), " ", c.quote_found === true ? el("span", { class: "ok" }, "found")
+          : c.quote_found === false ? el("span", { class: "bad" }, "not found") : el("span", { class: "muted" }, "not checked")))));
+    return el("details", { class: "citations", open: "" },
+      el("summary", {}, `Citations: ${cits.length}` + (unmapped ? `, ${unmapped} unmapped` : "") + (figures ? ` · ${figures}` : "")),
+      (fig.marker_problems || []).length ? el("p", { class: "warn small" }, `marker problems: ${fig.marker_problems.join(", ")}`) : null,
+      cits.length ? table(["#", "Reference (as written)", "Article(s)", "How", "Note", "Quote"], rows, "citations")
+        : el("p", { class: "muted small" }, "no citation"));
   }
 
   function showArticle(id, data) {
@@ -453,8 +496,19 @@
           el("td", { class: "num" }, pct(x.accuracy_a)), el("td", { class: "num" }, pct(x.accuracy_b)),
           el("td", { class: "num" }, signedPp(x.delta)), el("td", { class: "num" }, String(x.improved)),
           el("td", { class: "num" }, String(x.regressed))))))));
+    // models read as references on both sides: their change in citation F1 (grace compare's second table)
+    const cited = data.models.filter((m) => m.citations);
+    const citations = cited.length ? table(["Model", "Citation F1 A", "B", "Δ F1 [95% CI]", "Permutation p", "Precision", "Recall"],
+      cited.map((m) => { const c = m.citations; return el("tr", { "data-model": m.model }, el("td", {}, m.model),
+        el("td", { class: "num" }, pct(c.f1_a)), el("td", { class: "num" }, pct(c.f1_b)),
+        el("td", { class: `num ${c.significant ? (c.delta > 0 ? "ok" : "bad") : ""}` },
+          `${signedPp(c.delta)}${c.delta_ci ? ` [${signedPp(c.delta_ci[0])}, ${signedPp(c.delta_ci[1])}]` : ""}`),
+        el("td", { class: "num" }, c.p_value < 1e-4 ? "<0.0001" : c.p_value.toFixed(4)),
+        el("td", { class: "num" }, `${pct(c.precision_a)} → ${pct(c.precision_b)}`),
+        el("td", { class: "num" }, `${pct(c.recall_a)} → ${pct(c.recall_b)}`)); }), "citation-compare") : null;
     setMain(section("Compare", form, summary,
-      el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`)),
+      el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`),
+      citations, citations ? el("p", { class: "muted small" }, "Citation F1: per question, the mean over its repeats of each answer's citation F1, over the questions both sides have it for; paired bootstrap 95% CI, paired permutation test.") : null),
     ...(data.notices || []).map((n) => el("p", { class: "card warn" }, n)),
     ...details);
   }
