@@ -67,6 +67,10 @@ FORMATS: tuple[Format, ...] = (
     Format("SUBSET.draw.json", "Gold set", "DrawRecord", "kb_builder.gold_draw",
            "The random subset of questions drawn for humans to label, recorded so a prediction-powered score can "
            "check that the human labels are that draw. Written by `grace annotations sample` beside `SUBSET.csv`."),
+    Format("TEAM/team.json", "Gold set", "TeamPlan", "annotations.team",
+           "Who labels which questions in a team's labelling session, fixed at its first start. Written by "
+           "`grace annotate --team` in its `--out` folder, beside `labels/NAME.csv` (one annotation file per person), "
+           "`adjudications.csv` (the reviewer's decisions) and `gold.csv` (the team's gold)."),
     Format("RUN/run.json", "Run folder", "RunInfo", "harness.run_folder.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
     Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.run_folder.run_records",
