@@ -295,9 +295,9 @@ class TeamSession:
             return "agreed" if labels and self.plan.people is None else "open"
         return "agreed" if labels else "skipped"
 
-    def summary(self, who: str | None = None) -> dict:
+    def summary(self, who: str | None = None, rows: dict[str, dict[str, LabelRecord]] | None = None) -> dict:
         """The team's progress and agreement, as the page shows them beside a person's own."""
-        rows = self._rows()
+        rows = self._rows() if rows is None else rows
         statuses = [self.status(q, rows) for q in self.plan.questions]
         people = []
         for p in self.plan.people if self.plan.people is not None else list(rows):
@@ -402,32 +402,35 @@ class TeamSession:
 
     # -- the gold ------------------------------------------------------------------------------------
 
-    def gold_records(self) -> list[LabelRecord]:
+    def gold_records(self, rows: dict[str, dict[str, LabelRecord]] | None = None) -> list[LabelRecord]:
         """Every question: decided ones as the reviewer decided, agreed ones as labelled (with who labelled), the
         rest unlabelled (so ``read_gold`` leaves them out until they are resolved)."""
-        rows = self._rows()
+        rows = self._rows() if rows is None else rows
         out = []
         for base in self.base:
             qid = base.question_id
             st = self.status(qid, rows)
             if st == "adjudicated":
-                out.append(copy.deepcopy(self.adjudications[qid]))
+                out.append(self.adjudications[qid])  # written as it is, not changed
                 continue
             labelled = [p for p in self.given_to(qid) if p in rows and qid in rows[p] and rows[p][qid].label]
             if st == "agreed" and labelled:
-                rec = copy.deepcopy(rows[labelled[0]][qid])
+                rec = copy.copy(rows[labelled[0]][qid])  # a snapshot's copy already
                 rec.extra = {**base.extra, **{k: v for k, v in rec.extra.items() if v}}
                 rec.labelled_by = ID_SEP.join(labelled)
                 out.append(rec)
             else:
-                rec = copy.deepcopy(base)
+                rec = copy.copy(base)  # its fields are replaced below, never edited in place
                 rec.status = "skipped" if st == "skipped" else "unlabelled"
                 out.append(rec)
         return out
 
-    def write_gold(self) -> None:
+    def write_gold(self) -> dict[str, dict[str, LabelRecord]]:
+        """Rewrite ``gold.csv`` from the labels now; returns the labels it read (the caller's summary uses them)."""
         with self._lock:
-            atomic_write_text(self.gold_file, render_csv(self.gold_records(), self.extra_columns))
+            rows = self._rows()
+            atomic_write_text(self.gold_file, render_csv(self.gold_records(rows), self.extra_columns))
+            return rows
 
     def close(self) -> None:
         for s in self.sessions.values():

@@ -67,8 +67,7 @@ class TeamApp:
         who = self.team.check_person(body.get("who"))
         self.team.check_given(who, str(body.get(QUESTION_ID, "")))
         done = self.app(who).label(body)
-        self.team.write_gold()
-        return done | {"team": self.team.summary(who)}
+        return done | {"team": self.team.summary(who, self.team.write_gold())}
 
     def adjudicate(self, body: dict) -> dict:
         cites = body.get(EXPECTED_CITATIONS) or []

@@ -176,3 +176,73 @@ def test_the_command_line_says_what_is_wrong(tmp_path):
     res = runner.invoke(cli, ["annotate", str(kb), "--questions", str(q), "--out", str(tmp_path / "t"), "--no-browser",
                               "--team", "alice,bob/x"])
     assert isinstance(res.exception, GraceError) and "is not a usable name" in str(res.exception)
+
+
+def test_a_killed_team_server_loses_no_acknowledged_label_of_anyone(tmp_path):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+    import urllib.error
+    import urllib.request
+
+    from tests.conftest import ROOT
+
+    kb = make_kb(tmp_path)
+    q = write_questions(tmp_path / "q.csv", 200)
+    out = tmp_path / "team"
+
+    def start(*team):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from harness.cli.app import main; main()", "annotate", str(kb), "-q", str(q),
+             "-o", str(out), "--no-browser", "--port", "0", *team],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        for line in proc.stdout:
+            m = re.search(r"open (http://\S+)", line)
+            if m:
+                return proc, m.group(1)
+        raise AssertionError(f"server did not start (exit {proc.wait()})")
+
+    proc, url = start("--team", "alice,bob", "--assign", "all")
+    acked: dict[str, list[str]] = {"alice": [], "bob": []}
+
+    def hammer(who):
+        for i in range(1, 201):
+            body = json.dumps(label_as(who, f"q{i}")).encode()
+            req = urllib.request.Request(url + "api/label", body, {"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=5) as r:
+                    if r.status == 200:
+                        acked[who].append(f"q{i}")
+            except (urllib.error.URLError, ConnectionError, OSError):
+                return
+
+    threads = [threading.Thread(target=hammer, args=(w,)) for w in acked]
+    for t in threads:
+        t.start()
+    deadline = time.time() + 60
+    while min(len(v) for v in acked.values()) < 20 and time.time() < deadline:
+        time.sleep(0.005)
+    assert min(len(v) for v in acked.values()) >= 20, "the server stopped acknowledging saves"
+    proc.send_signal(signal.SIGKILL)  # mid-stream of both people's writes
+    proc.wait()
+    for t in threads:
+        t.join()
+    proc.stdout.close()
+
+    for who, ids in acked.items():  # each person's file parses and holds every label acknowledged to them
+        labelled = {r.question_id for r in read_labels(out / "labels" / f"{who}.csv")[0] if r.status == "labelled"}
+        assert set(ids) <= labelled
+    read_labels(out / "gold.csv")  # never half-written
+
+    proc, url = start()  # the folder's plan resumes it: no --team needed
+    try:
+        with urllib.request.urlopen(url + "api/state?who=bob", timeout=10) as r:
+            state = json.loads(r.read())
+        assert state["progress"]["labelled"] >= len(acked["bob"]) and state["team"]["assign"] == "all"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        output = proc.communicate(timeout=20)[0]
+    assert proc.returncode == 0 and "stopped;" in output, output
