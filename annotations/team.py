@@ -106,7 +106,7 @@ def check_name(name: str, what: str = "--team") -> str:
     name = (name or "").strip()
     if not NAME.match(name) or name == ANYONE:
         raise GraceError(f"{what}: {name!r} is not a usable name: letters, digits, '.', '_' or '-', up to 40, "
-                         f"not {ANYONE!r} (a name becomes a file name: labels/NAME.csv)")
+                         f"not {ANYONE!r}")
     return name
 
 
