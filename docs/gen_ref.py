@@ -60,6 +60,9 @@ FORMATS: tuple[Format, ...] = (
     Format("KB/curation_conflicts.jsonl", "Knowledge base", "CurationConflict", "kb_builder.curation_records",
            "One line per curation action the last `grace kb build` could not re-apply, because the text it was "
            "made on changed. Written by `grace kb build`; removed by a build with no conflicts."),
+    Format("KB/curation_review.jsonl", "Knowledge base", "ChangeRequest", "harness.kb_curate.change_requests",
+           "One line per change a team's curator proposed and per decision on it (the last line of a change is its "
+           "state). Written by `grace kb curate --reviewers`; an approved change is applied to `curation.jsonl`."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
