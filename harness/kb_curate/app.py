@@ -17,6 +17,7 @@ articles' own findings are kept as they were, since nothing about them changed.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
@@ -31,6 +32,7 @@ from harness.runner.calls import CallSettings, PromptStats
 from kb_builder.retrieval import passages
 
 PAIR_KINDS = ("confusable", "swapped_in_run")
+APPROVED = re.compile(r"approved by (\S+) \(change (\d+)\)")  # the note an approved change's edit carries
 CHANGES = ("title", "text", "split", "merge", "distinct", "accept")  # what a team's curator proposes for review
 HISTORY = 12  # recent actions listed on the page
 MAX_TEXT = 200_000  # characters of an article's text the page may send
@@ -56,6 +58,8 @@ class CurateApp:
         ``curators`` and ``reviewers`` are the roster (no curators: anyone named may propose)."""
         self.cur, self.proposer, self.settings, self.author = curation, proposer, settings, author
         self.review, self.curators, self.reviewers = review, curators, reviewers or []
+        if review is not None:
+            self._reconcile()
         self._actor = author  # who the action being handled is recorded as (a team: the person who asked)
         self.lock = threading.Lock()  # one action at a time: each reads and writes the whole KB
         self.stats = PromptStats()
@@ -268,6 +272,15 @@ class CurateApp:
 
     # -- a team: proposed, then approved or rejected by a reviewer ---------------------------------
 
+    def _reconcile(self) -> None:
+        """A change applied whose approval was never written (a kill in between) is recorded approved now: its
+        edit in ``curation.jsonl`` names it ("approved by R (change N)"), and approving it again would be stale."""
+        for e in self.cur.edits():
+            notes = APPROVED.findall(e.reason or "")  # the last is the app's own: a curator's text comes before it
+            rec = self.review.requests.get(int(notes[-1][1])) if notes else None
+            if rec is not None and rec.status == "pending":
+                self.review.decide(rec, "approved", notes[-1][0])
+
     def _person(self, who: Any, *, reviewer: bool, strict: bool = True) -> str | None:
         """The person a team's request names, or a clear error: nobody, someone not on the roster, a curator
         reviewing. ``strict=False`` (reading): nobody is ``None``."""
@@ -344,12 +357,12 @@ class CurateApp:
                 res = self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
             else:
                 body = dict(rec.body)
-                if rec.action != "distinct":
-                    body["reason"] = f"{body['reason']}; {note}" if body.get("reason") else note
+                said = "why" if rec.action == "distinct" else "reason"
+                body[said] = f"{body[said]}; {note}" if body.get(said) else note
                 res = getattr(self, f"do_{rec.action}")(body)
         finally:
             self._actor = reviewer
-        self.review.decide(rec, "approved", reviewer)
+        self.review.decide(rec, "approved", reviewer)  # a kill just before: reconciled at the next start
         return res | {"done": f"approved change {rec.id}: {res['done']}", "state": self.state(you=reviewer)}
 
     def do_decline(self, body: dict) -> dict:

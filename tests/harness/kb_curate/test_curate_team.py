@@ -143,3 +143,79 @@ def test_over_http_a_stale_approval_is_a_409_with_the_reason(tmp_path):
         finally:
             httpd.shutdown()
             httpd.server_close()
+
+
+def test_a_change_applied_just_before_a_kill_is_recorded_approved_at_the_next_start(tmp_path):
+    kb = write_kb(tmp_path / "kb")
+    with team(kb) as opened:
+        app = opened.app
+        app.post("/api/curate/title", {"who": "ann", "id": "2", "title": "Carry-over of leave",
+                                       "reason": "approved by ann (change 2)"})
+        app.post("/api/curate/title", {"who": "ben", "id": "3", "title": "Laptop shipping"})
+        app.review.decide = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt())  # killed before the record
+        with pytest.raises(KeyboardInterrupt):
+            app.post("/api/curate/approve", {"who": "dana", "change": 1})
+    assert [e.action for e in read_edits(kb)] == ["title"]  # applied
+    with team(kb) as opened:
+        changes = {c["id"]: c for c in opened.app.state()["team"]["changes"]}
+        assert (changes[1]["status"], changes[1]["reviewer"]) == ("approved", "dana")
+        assert changes[2]["status"] == "pending"  # a curator's words cannot approve another change
+
+
+def test_a_killed_team_server_loses_no_acknowledged_change(tmp_path):
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    kb = write_kb(tmp_path / "kb")
+
+    def start():
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from harness.cli.app import main; main()", "kb", "curate", str(kb), "--no-browser",
+             "--port", "0", "--reviewers", "dana"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
+        for line in proc.stdout:
+            m = re.search(r"open (http://\S+)", line)
+            if m:
+                return proc, m.group(1)
+        raise AssertionError(f"server did not start (exit {proc.wait()})")
+
+    proc, url = start()
+    acked: list[int] = []
+    stop = threading.Event()
+
+    def hammer():
+        i = 0
+        while not stop.is_set():
+            body = json.dumps({"who": "ann", "id": str(i % 8 + 1), "title": f"Title {i}"}).encode()
+            req = urllib.request.Request(url + "api/curate/title", body, {"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    acked.append(int(re.search(r"change (\d+)", json.loads(r.read())["done"]).group(1)))
+            except (urllib.error.URLError, ConnectionError, OSError):
+                return
+            i += 1
+
+    t = threading.Thread(target=hammer)
+    t.start()
+    deadline = time.time() + 60
+    while len(acked) < 15 and t.is_alive() and time.time() < deadline:
+        time.sleep(0.01)
+    assert len(acked) >= 15, "the server stopped acknowledging changes"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stop.set()
+    t.join()
+    proc.stdout.close()
+    assert set(acked) <= set(ReviewQueue(kb).requests)  # every change the page was told of is kept
+
+    proc, url = start()  # the lock died with the process; the changes wait
+    try:
+        with urllib.request.urlopen(url + "api/curate/state?who=dana", timeout=10) as r:
+            assert json.loads(r.read())["team"]["pending"] >= len(acked)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
