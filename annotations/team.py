@@ -86,8 +86,10 @@ def parse_rule(rule: str) -> int:
 
 
 def assign(question_ids: list[str], people: list[str], rule: str) -> dict[str, list[str]]:
-    """Each question to ``N`` people in turn (``share``: one), so everyone gets the same number, give or take one,
-    and with ``overlap:2`` among three people every pair shares a third of the questions."""
+    """Each question to ``N`` consecutive people of the roster in turn (``share``: one), so everyone gets the same
+    number, give or take one, and every question has ``N`` labels (what Fleiss' kappa over an overlap needs). With
+    ``overlap:2`` among three people every pair shares a third of the questions; with more people only some pairs
+    share questions (the pairwise kappas shown are theirs)."""
     n = parse_rule(rule)
     if n == 0:
         return {}

@@ -64,10 +64,12 @@
     const t = S.state.team;
     $("layout").hidden = true;
     $("pick").hidden = false;
-    const open = (name) => { if (name.trim()) location.href = pageURL("/", { who: name.trim() }); };
-    const names = [...(t.roster || []), ...t.reviewers.filter((r) => !(t.roster || []).includes(r))];
-    $("pick-list").replaceChildren(...names.map((n) =>
-      el("li", {}, el("button", { type: "button", "data-person": n, onclick: () => open(n) }, n))));
+    const open = (name, page) => { if (name.trim()) location.href = pageURL(page || "/", { who: name.trim() }); };
+    const reviewers = t.reviewers.filter((r) => !(t.roster || []).includes(r));  // they go to the queue
+    $("pick-list").replaceChildren(
+      ...(t.roster || []).map((n) => el("li", {}, el("button", { type: "button", "data-person": n, onclick: () => open(n) }, n))),
+      ...reviewers.map((n) => el("li", {}, el("button", { type: "button", "data-person": n,
+        onclick: () => open(n, "/static/adjudicate.html") }, `${n} (reviewer's queue)`))));
     $("pick-name").addEventListener("keydown", (e) => { if (e.key === "Enter") open($("pick-name").value); });
     $("pick-go").addEventListener("click", () => open($("pick-name").value));
   }
