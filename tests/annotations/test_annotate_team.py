@@ -246,3 +246,25 @@ def test_a_killed_team_server_loses_no_acknowledged_label_of_anyone(tmp_path):
         proc.send_signal(signal.SIGTERM)
         output = proc.communicate(timeout=20)[0]
     assert proc.returncode == 0 and "stopped;" in output, output
+
+
+def test_an_open_team_takes_anyone_named_and_reviewers_decide(tmp_path):
+    kb = load_kb(make_kb(tmp_path))
+    q = write_questions(tmp_path / "q.csv", 6)
+    t = TeamSession.open(kb, tmp_path / "open", questions=q, people="any")
+    try:
+        app = TeamApp(t, kb.retriever(), k=5)
+        with pytest.raises(PersonRejected, match="not a usable name"):
+            app.get("/api/state", {"who": ["../x"]})
+        assert app.get("/api/state", {"who": ["zoe"]})["progress"]["total"] == 6
+        for who in ("zoe", "yan"):
+            for i in range(1, 7):
+                app.post("/api/label", label_as("bob" if who == "yan" else "carol", f"q{i}") | {"who": who})
+        summary = app.get("/api/team", {})
+        cmp_ = compare_files(sorted((tmp_path / "open" / "labels").glob("*.csv")))
+        assert summary["agreement"]["kappa"] == pytest.approx(round(cmp_.kappa, 4))
+        queue = app.get("/api/queue", {"who": ["anyone"]})  # no reviewers named: anyone named decides
+        assert [it["question_id"] for it in queue["items"]] == ["q5"]  # carol slips on 5, bob on 7 (not asked)
+        assert summary["gold"] == 5 and summary["disagree"] == 1
+    finally:
+        t.close()
