@@ -47,7 +47,7 @@ class TeamApp:
         if path == "/api/state" and not who:  # the page asks its person to name themself
             return {"need_person": True, "team": self.team.summary()}
         if path == "/api/team":
-            return self.team.summary(self.team.check_person(who, reviewer=True) if who else None)
+            return self.team.summary(self.team.check_person(who) if who else None)
         if path == "/api/queue":
             reviewer = self.team.check_person(who, reviewer=True)
             return self.team.queue() | {"reviewer": reviewer, "team": self.team.summary(reviewer)}

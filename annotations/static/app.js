@@ -539,6 +539,11 @@
     wire();
     await refreshState();
     if (S.state.need_person) { showPicker(); return; }
+    if (S.state.team) {  // the others label meanwhile: their progress and the agreement follow without a reload
+      setInterval(async () => {
+        try { S.state.team = await getJSON("/api/team"); renderTeam(); } catch (_) { /* the next try */ }
+      }, 10000);
+    }
     const fromHash = window.Shell.hashIndex();
     const first = S.state.progress.first_todo;
     await go(fromHash != null ? fromHash : (first != null ? first : 0));

@@ -99,6 +99,21 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
             expect(page.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
             expect(page.locator("#team-people li[data-person='bob']")).to_have_text("bob 40 / 40")
 
+            # live: another person's label reaches an open page without a reload (its clock run forward)
+            live = browser.new_page()
+            live.clock.install()
+            live.goto(f"{url}?who=alice")
+            live.wait_for_selector("body[data-ready='1']")
+            expect(live.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
+            agreed = next(q for q in team.assigned("carol") if q not in disagree)
+            other = ["8"] if truth(agreed) != ["8"] else ["1"]
+            post(url, label_as("carol", agreed) | {"expected_citations": other})
+            live.clock.run_for(11_000)
+            expect(live.locator("#team-line")).to_contain_text(f"{len(disagree) + 1} to decide")
+            post(url, label_as("carol", agreed))  # and back
+            live.clock.run_for(11_000)
+            expect(live.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
+
             stranger, _ = open_page(browser, f"{url}?who=dave", ready="#error:not(:empty)")
             expect(stranger.locator("#error")).to_contain_text("'dave' is not on this session's team")
             picker, _ = open_page(browser, url)  # no name: the page asks for one
