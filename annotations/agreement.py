@@ -91,7 +91,7 @@ class Comparison:
     files: list[Path]
     records: list[dict[str, LabelRecord]]
     compared: list[str]  # question IDs labelled by every annotator
-    labels: list[list[str]]  # per compared question, one label per annotator
+    labels: list[list[str | None]]  # per compared question, one label per annotator (None: not given it)
     order: list[str]  # every question ID, first file's order first
     incomplete: int = 0
     kappa: float = math.nan
@@ -99,6 +99,7 @@ class Comparison:
     pairwise: list[tuple[str, str, float]] = field(default_factory=list)
     raw_agreement: float = math.nan
     disagreements: list[int] = field(default_factory=list)  # indexes into compared
+    overlap: bool = False  # no question labelled by all: each compared one by two or more (None for the others)
 
 
 def _names(paths: list[Path], files: list[list[LabelRecord]]) -> list[str]:
@@ -114,16 +115,31 @@ def _names(paths: list[Path], files: list[list[LabelRecord]]) -> list[str]:
 def compare_files(paths: list[Path]) -> Comparison:
     paths = [Path(p) for p in paths]
     files = [read_labels(p)[0] for p in paths]
+    return compare_records(_names(paths, files), paths, files)
+
+
+def compare_records(names: list[str], paths: list[Path], files: list[list[LabelRecord]]) -> Comparison:
+    """The comparison of annotators' rows as read (``grace annotations agree``) or held by a live team session
+    (:mod:`annotations.team`): one computation, so the page's kappa is the command's.
+
+    Questions every annotator labelled are compared, as always. When there is none and three or more annotators
+    labelled, the design is an overlap (each question given to some of them, ``grace annotate --assign
+    overlap:N``): every question two or more labelled is compared, each pair over the questions both labelled
+    (Cohen's kappa), and overall Fleiss' kappa when every compared question has the same number of labels (Fleiss
+    does not need the same raters per subject, only the same count), else the mean of the pairwise kappas.
+    """
     records = [{r.question_id: r for r in recs} for recs in files]
     order = list(dict.fromkeys(r.question_id for recs in files for r in recs))
     compared = [q for q in order if all(q in recs and recs[q].status == "labelled" for recs in records)]
+    if not compared and len(files) >= 3:
+        return _compare_overlap(names, paths, records, order)
     if not compared:
         raise GraceError(
             f"no question is labelled in all of {', '.join(str(p) for p in paths)}; "
             "check that the files share question_ids"
         )
     labels = [[recs[q].label for recs in records] for q in compared]
-    res = Comparison(_names(paths, files), paths, records, compared, labels, order)
+    res = Comparison(names, paths, records, compared, labels, order)
     res.incomplete = len(order) - len(compared)
     if len(paths) == 2:
         res.kappa = cohen_kappa([r[0] for r in labels], [r[1] for r in labels])
@@ -135,6 +151,42 @@ def compare_files(paths: list[Path]) -> Comparison:
                 k = cohen_kappa([r[i] for r in labels], [r[j] for r in labels])
                 res.pairwise.append((res.names[i], res.names[j], k))
     res.disagreements = [i for i, row in enumerate(labels) if len(set(row)) > 1]
+    res.raw_agreement = 1 - len(res.disagreements) / len(compared)
+    return res
+
+
+def _label(rec: LabelRecord | None) -> str | None:
+    return rec.label if rec is not None else None
+
+
+def _compare_overlap(names: list[str], paths: list[Path], records: list[dict[str, LabelRecord]],
+                     order: list[str]) -> Comparison:
+    """Each question labelled by some of the annotators: a row holds ``None`` for those who did not label it."""
+    rows = {q: [_label(recs.get(q)) for recs in records] for q in order}
+    compared = [q for q in order if sum(lab is not None for lab in rows[q]) >= 2]
+    if not compared:
+        raise GraceError(
+            f"no question is labelled by two or more of {', '.join(str(p) for p in paths)}; "
+            "agreement needs questions that several annotators labelled (an overlap)"
+        )
+    labels = [rows[q] for q in compared]
+    res = Comparison(names, paths, records, compared, labels, order, overlap=True)
+    res.incomplete = len(order) - len(compared)
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            both = [(r[i], r[j]) for r in labels if r[i] is not None and r[j] is not None]
+            if both:
+                res.pairwise.append((names[i], names[j], cohen_kappa([a for a, _ in both], [b for _, b in both])))
+    given = [[lab for lab in row if lab is not None] for row in labels]
+    per_question = {len(g) for g in given}
+    if len(per_question) == 1:
+        res.kappa_name = f"Fleiss' kappa ({per_question.pop()} labels per question)"
+        res.kappa = fleiss_from_labels(given)
+    else:
+        res.kappa_name = "mean pairwise Cohen's kappa"
+        defined = [k for _, _, k in res.pairwise if not math.isnan(k)]
+        res.kappa = sum(defined) / len(defined) if defined else math.nan
+    res.disagreements = [i for i, g in enumerate(given) if len(set(g)) > 1]
     res.raw_agreement = 1 - len(res.disagreements) / len(compared)
     return res
 
@@ -174,7 +226,8 @@ def render_suggester(rows: list[SuggesterAgreement]) -> str:
     return "\n".join(lines)
 
 
-def _kind(row: list[str]) -> str:
+def _kind(row: list[str | None]) -> str:
+    row = [lab for lab in row if lab is not None]
     if REFUSE in row:
         return "refuse vs answer"
     sets = [set(lab.split(";")) for lab in row]
@@ -196,8 +249,9 @@ def render(res: Comparison, titles: dict[str, str] | None = None, limit: int = 5
     n = len(res.compared)
     lines = [f"{len(res.names)} annotators: " + ", ".join(f"{a} ({p})" for a, p in zip(res.names, res.files, strict=True))]
     lines.append(
-        f"compared {n} question(s) labelled by every annotator"
-        + (f"; {res.incomplete} not labelled by all (skipped, unlabelled or missing) left out" if res.incomplete else "")
+        f"compared {n} question(s) labelled by "
+        + ("two or more annotators" if res.overlap else "every annotator")
+        + (f"; {res.incomplete} not labelled by {'two' if res.overlap else 'all'} (skipped, unlabelled or missing) left out" if res.incomplete else "")
     )
     lines.append(f"{res.kappa_name}: {_fmt(res.kappa)}" + ("" if math.isnan(res.kappa) else f" ({strength(res.kappa)})"))
     for a, b, k in res.pairwise:
@@ -211,8 +265,10 @@ def render(res: Comparison, titles: dict[str, str] | None = None, limit: int = 5
     shown = res.disagreements if limit <= 0 else res.disagreements[:limit]
     for i in shown:
         qid = res.compared[i]
-        lines.append(f"  {qid}  {res.records[0][qid].question}")
+        lines.append(f"  {qid}  {next(recs[qid] for recs in res.records if qid in recs).question}")
         for name, lab in zip(res.names, res.labels[i], strict=True):
+            if lab is None:  # an overlap: this annotator was not given the question
+                continue
             lines.append(f"      {name.ljust(width)}  {_show(lab, titles)}")
     if len(shown) < len(res.disagreements):
         lines.append(f"  ... and {len(res.disagreements) - len(shown)} more (--limit 0 lists all, --merge writes them)")
@@ -238,7 +294,7 @@ def write_merge(res: Comparison, path: Path, titles: dict[str, str] | None = Non
         row = {QUESTION_ID: qid, QUESTION: first.question, EXPECTED_ANSWER: first.expected_answer}
         i = compared.get(qid)
         if i is not None and i not in res.disagreements:
-            lab = res.labels[i][0]
+            lab = next(x for x in res.labels[i] if x is not None)
             row.update({"agreement": "agreed", STATUS: "labelled", MUST_REFUSE: format_bool(lab == REFUSE),
                         EXPECTED_CITATIONS: "" if lab == REFUSE else lab})
         else:

@@ -1,7 +1,8 @@
 """The annotation file format: the gold CSV contract plus the labeller's bookkeeping.
 
 Columns are ``GOLD_COLUMNS`` then ``status, annotator, labelled_at, expected_titles,
-original_question, provenance, suggested, suggestion_source``, then any extra columns the
+original_question, provenance, suggested, suggestion_source, labelled_by, adjudicated_by,
+adjudication_reason``, then any extra columns the
 questions came with (a ``category``, say). Every question is written, labelled or not, so
 the file *is* the task: reopening resumes it, and ``read_gold`` ignores rows whose
 ``status`` is ``skipped``, ``unlabelled`` or ``draft``. A ``draft`` row (from ``grace gold
@@ -10,7 +11,9 @@ generate``) carries a proposed label that counts only once a person accepts it.
 ``provenance`` says where a saved label came from: ``human`` (no suggestion was shown),
 ``accepted_suggestion`` or ``changed_suggestion``; ``suggested`` and ``suggestion_source``
 keep what was suggested and by whom, so agreement between the suggester and people can be
-measured later (``grace annotations agree``). ``expected_titles`` keeps the cited articles' titles
+measured later (``grace annotations agree``). A team's gold (``grace annotate --team``) also says
+who labelled each question (``labelled_by``) and, where they disagreed, who decided and why
+(``adjudicated_by``, ``adjudication_reason``). ``expected_titles`` keeps the cited articles' titles
 at labelling time, so a later KB rebuild can still say which article was meant.
 Cells that a spreadsheet would run as a formula (a question starting with ``=``,
 ``+``, ``-`` or ``@``) are written with a leading ``'`` and read back without it.
@@ -40,7 +43,7 @@ from kb_builder.gold import (
 STATUSES = ("labelled", "skipped", "unlabelled", "draft")
 PROVENANCES = ("human", "accepted_suggestion", "changed_suggestion")
 BOOK_COLUMNS = [STATUS, "annotator", "labelled_at", "expected_titles", "original_question", "provenance", "suggested",
-                "suggestion_source"]
+                "suggestion_source", "labelled_by", "adjudicated_by", "adjudication_reason"]
 OUT_COLUMNS = GOLD_COLUMNS + BOOK_COLUMNS
 TITLE_SEP = " | "
 REFUSE = "REFUSE"
@@ -58,6 +61,9 @@ class LabelRecord(GoldRecord):
     provenance: str = ""
     suggested: str = ""  # a label string (``17;18`` or ``REFUSE``), as suggested when the label was saved
     suggestion_source: str = ""
+    labelled_by: str = ""  # a team's gold (``grace annotate --team``): the people whose labels it comes from, ;-joined
+    adjudicated_by: str = ""  # ... the reviewer who decided it when they disagreed
+    adjudication_reason: str = ""  # ... and why
 
     @property
     def label(self) -> str | None:
@@ -77,7 +83,8 @@ class LabelRecord(GoldRecord):
         """The bookkeeping columns as the CSV spells them, in ``BOOK_COLUMNS`` order."""
         return dict(zip(BOOK_COLUMNS, (
             self.status, self.annotator, self.labelled_at, TITLE_SEP.join(self.expected_titles),
-            self.original_question, self.provenance, self.suggested, self.suggestion_source,
+            self.original_question, self.provenance, self.suggested, self.suggestion_source, self.labelled_by,
+            self.adjudicated_by, self.adjudication_reason,
         ), strict=True))
 
     def to_row(self) -> dict[str, str]:
@@ -131,6 +138,9 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
         provenance=provenance,
         suggested=row.get("suggested", "").strip(),
         suggestion_source=row.get("suggestion_source", "").strip(),
+        labelled_by=row.get("labelled_by", "").strip(),
+        adjudicated_by=row.get("adjudicated_by", "").strip(),
+        adjudication_reason=row.get("adjudication_reason", "").strip(),
     )
 
 

@@ -36,18 +36,27 @@ class AnnotationApp:
     static = STATIC
     post_paths = ("/api/label",)
 
-    def __init__(self, session: AnnotationSession, retriever, *, k: int = 10, search_retriever=None):
+    def __init__(self, session: AnnotationSession, retriever, *, k: int = 10, search_retriever=None, shared=None):
+        """``shared``: another app of the same KB and retriever (a team's, one per person) whose word index and
+        candidate cache this one uses, so each question is retrieved once for the whole team."""
         self.session, self.kb, self.k = session, session.kb, k
         self.retriever = retriever
         self.search_retriever = search_retriever or search_box_retriever(self.kb, retriever)
-        self.words = passages.KBWords(self.kb)
-        self._cache: dict[str, list[Hit]] = {}
-        self._cache_lock = threading.Lock()
+        if shared is not None:
+            self.search_retriever, self.words = shared.search_retriever, shared.words
+            self._cache, self._cache_lock = shared._cache, shared._cache_lock
+        else:
+            self.words = passages.KBWords(self.kb)
+            self._cache: dict[str, list[Hit]] = {}
+            self._cache_lock = threading.Lock()
         walk = set(session.view_ids())
-        texts = list(dict.fromkeys(r.question for r in session.records if r.question_id in walk))
+        with self._cache_lock:
+            texts = list(dict.fromkeys(r.question for r in session.records
+                                       if r.question_id in walk and r.question not in self._cache))
         if texts:  # one batch: a dense retriever embeds all questions in a few calls, not one per click
             for text, hits in zip(texts, self.retriever.search_many(texts, k), strict=True):
-                self._cache[text] = self._useful(hits)
+                with self._cache_lock:
+                    self._cache[text] = self._useful(hits)
 
     # -- routes ------------------------------------------------------------------------------------
 

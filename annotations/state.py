@@ -52,6 +52,14 @@ def _question_extras(path: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
     return {row["question_id"].strip(): {c: row.get(c, "") for c in cols} for _, row in rows}, cols
 
 
+def question_records(questions: str | Path) -> tuple[list[LabelRecord], list[str]]:
+    """A questions file (CSV or text) as unlabelled records, with the CSV's extra columns (a category)."""
+    qpath = Path(questions)
+    extras, cols = _question_extras(qpath)
+    return [LabelRecord(q.question_id, q.question, line=q.line, extra=extras.get(q.question_id, {}))
+            for q in read_questions(qpath)], cols
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -90,15 +98,10 @@ class AnnotationSession:
             base, extra_cols = read_labels(from_gold)
             kb.check_cited(base, from_gold)
         if questions is not None:
-            qpath = Path(questions)
-            extras, qcols = _question_extras(qpath)
+            asked, qcols = question_records(questions)
             have = {r.question_id for r in base}
             extra_cols += [c for c in qcols if c not in extra_cols]
-            base += [
-                LabelRecord(q.question_id, q.question, line=q.line, extra=extras.get(q.question_id, {}))
-                for q in read_questions(qpath)
-                if q.question_id not in have
-            ]
+            base += [r for r in asked if r.question_id not in have]
         session = cls(out, [], annotator, kb, extra_cols)
         session._writer.acquire()
         try:
@@ -331,6 +334,14 @@ class AnnotationSession:
                 raise LookupError(f"question index {i} out of range (0..{len(ids) - 1})")
             return copy.deepcopy(self.records[self.index[ids[i]]])
 
+    def snapshot(self) -> list[LabelRecord]:
+        """Copies of every record as saved (a team's agreement and gold read these, never a half-applied save).
+
+        Shallow, with the lists copied: a save assigns new values to a record's fields, never edits them in place,
+        so this is a consistent picture at a fraction of a deep copy's cost (it runs after every save of a team)."""
+        with self._lock:
+            return [_copy(r) for r in self.records]
+
     def suggestion(self, question_id: str) -> Suggestion | None:
         return self.suggestions.get(question_id)
 
@@ -340,6 +351,13 @@ class AnnotationSession:
 
     def close(self) -> None:
         self._writer.release()
+
+
+def _copy(rec: LabelRecord) -> LabelRecord:
+    out = copy.copy(rec)
+    out.expected_citations, out.expected_titles, out.extra = list(rec.expected_citations), list(rec.expected_titles), \
+        dict(rec.extra)
+    return out
 
 
 def _carried_suggestions(records: list[LabelRecord], kb: KB) -> dict[str, Suggestion]:

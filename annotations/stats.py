@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from annotations.labels import read_labels
 from harness.core.errors import GraceError
+from kb_builder.gold import split_ids
 from kb_builder.kb_folder import load_kb
 
 CATEGORY_COLUMNS = ("category", "case", "topic", "type")
@@ -52,6 +53,9 @@ class GoldStats(BaseModel):
     annotators: dict[str, int] = Field(default_factory=dict)
     draft: int = 0
     provenance: dict[str, int] = Field(default_factory=dict)  # labelled rows by where the label came from
+    labelled_by: dict[str, int] = Field(default_factory=dict)  # a team's gold: labels each person gave to it
+    adjudicated: int = 0  # ... questions a reviewer decided, the people having disagreed
+    adjudicators: dict[str, int] = Field(default_factory=dict)  # ... decisions per reviewer
 
 
 def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) -> GoldStats:
@@ -96,6 +100,9 @@ def gold_stats(gold: str | Path, kb_dir: str | Path, column: str | None = None) 
         annotators=dict(Counter(r.annotator or "(unknown)" for r in labelled).most_common()),
         draft=sum(r.status == "draft" for r in records),
         provenance=dict(Counter(r.provenance for r in labelled if r.provenance).most_common()),
+        labelled_by=dict(Counter(p for r in labelled for p in split_ids(r.labelled_by)).most_common()),
+        adjudicated=sum(bool(r.adjudicated_by) for r in labelled),
+        adjudicators=dict(Counter(r.adjudicated_by for r in labelled if r.adjudicated_by).most_common()),
     )
 
 
@@ -149,6 +156,11 @@ def render(st: GoldStats, limit: int = 20) -> str:
         unknown = st.labelled - sum(st.provenance.values())
         if unknown:
             lines.append(f"  {unknown:4d}  (not recorded)")
-    if len(st.annotators) > 1:
+    if st.labelled_by:  # a team's gold: who labelled it, and who decided where they disagreed
+        agreed = st.labelled - st.adjudicated
+        lines += ["", f"a team's gold: {agreed} question(s) the people agreed on, {st.adjudicated} decided by a reviewer"
+                  + (f" ({', '.join(f'{a} {n}' for a, n in st.adjudicators.items())})" if st.adjudicators else "")]
+        lines += ["labels given by:"] + [f"  {n:4d}  {a}" for a, n in st.labelled_by.items()]
+    elif len(st.annotators) > 1:
         lines += ["", "labels by annotator:"] + [f"  {n:4d}  {a}" for a, n in st.annotators.items()]
     return "\n".join(lines)

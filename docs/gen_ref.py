@@ -60,6 +60,9 @@ FORMATS: tuple[Format, ...] = (
     Format("KB/curation_conflicts.jsonl", "Knowledge base", "CurationConflict", "kb_builder.curation_records",
            "One line per curation action the last `grace kb build` could not re-apply, because the text it was "
            "made on changed. Written by `grace kb build`; removed by a build with no conflicts."),
+    Format("KB/curation_review.jsonl", "Knowledge base", "ChangeRequest", "harness.kb_curate.change_requests",
+           "One line per change a team's curator proposed and per decision on it (the last line of a change is its "
+           "state). Written by `grace kb curate --reviewers`; an approved change is applied to `curation.jsonl`."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
@@ -67,6 +70,10 @@ FORMATS: tuple[Format, ...] = (
     Format("SUBSET.draw.json", "Gold set", "DrawRecord", "kb_builder.gold_draw",
            "The random subset of questions drawn for humans to label, recorded so a prediction-powered score can "
            "check that the human labels are that draw. Written by `grace annotations sample` beside `SUBSET.csv`."),
+    Format("TEAM/team.json", "Gold set", "TeamPlan", "annotations.team",
+           "Who labels which questions in a team's labelling session, fixed at its first start. Written by "
+           "`grace annotate --team` in its `--out` folder, beside `labels/NAME.csv` (one annotation file per person), "
+           "`adjudications.csv` (the reviewer's decisions) and `gold.csv` (the team's gold)."),
     Format("RUN/run.json", "Run folder", "RunInfo", "harness.run_folder.run_records",
            "What the rows on file were asked with, per model. Written by `grace run`."),
     Format("RUN/responses.jsonl", "Run folder", "ResponseRecord", "harness.run_folder.run_records",

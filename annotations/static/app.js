@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, pageURL } = window.graceUI;
   const { flash } = window.Shell;
 
   const S = {
@@ -36,8 +36,48 @@
     $("bar-skipped").style.width = `${(100 * p.skipped) / Math.max(1, p.total)}%`;
   }
 
+  // ---------------------------------------------------------------- a team (grace annotate --team)
+
+  function kappaText(a) {
+    if (!a) return "";
+    return `${a.name} ${a.kappa == null ? "undefined" : a.kappa.toFixed(3)}` + (a.kappa == null ? "" : ` (${a.strength})`);
+  }
+
+  function renderTeam() {
+    const t = S.state.team;
+    $("team").hidden = !t;
+    if (!t) return;
+    const parts = [`team: ${t.gold} / ${t.questions} gold`];
+    if (t.disagree) parts.push(`${t.disagree} to decide`);
+    parts.push(t.agreement ? kappaText(t.agreement) : "agreement: not yet");
+    $("team-line").textContent = parts.join(" · ");
+    $("team-line").title = t.agreement ? t.agreement.pairwise.map((p) =>
+      `${p.a} vs ${p.b}: Cohen's kappa ${p.kappa == null ? "undefined" : p.kappa.toFixed(3)}`).join("\n") : t.agreement_note;
+    $("team-people").replaceChildren(...t.people.map((p) => el("li", { "data-person": p.name },
+      el("strong", { text: p.name }), ` ${p.labelled + p.skipped} / ${p.assigned}`)));
+    $("queue-link").hidden = !t.disagree && !t.adjudicated;
+    $("queue-link").href = pageURL("/static/adjudicate.html");
+  }
+
+  // the team page opened without a name: each person picks theirs (a roster) or types it, and the page reopens as them
+  function showPicker() {
+    const t = S.state.team;
+    $("layout").hidden = true;
+    $("pick").hidden = false;
+    const open = (name, page) => { if (name.trim()) location.href = pageURL(page || "/", { who: name.trim() }); };
+    const reviewers = t.reviewers.filter((r) => !(t.roster || []).includes(r));  // they go to the queue
+    $("pick-list").replaceChildren(
+      ...(t.roster || []).map((n) => el("li", {}, el("button", { type: "button", "data-person": n, onclick: () => open(n) }, n))),
+      ...reviewers.map((n) => el("li", {}, el("button", { type: "button", "data-person": n,
+        onclick: () => open(n, "/static/adjudicate.html") }, `${n} (reviewer's queue)`))));
+    $("pick-name").addEventListener("keydown", (e) => { if (e.key === "Enter") open($("pick-name").value); });
+    $("pick-go").addEventListener("click", () => open($("pick-name").value));
+  }
+
   async function refreshState() {
     S.state = await getJSON("/api/state");
+    if (S.state.need_person) return;
+    renderTeam();
     $("who").textContent = `${S.state.annotator} · KB ${S.state.kb.articles} articles`;
     $("who").title = `${S.state.kb.path} (${S.state.kb.kb_hash}), saving to ${S.state.out}`;
     renderProgress();
@@ -217,6 +257,7 @@
       try {
         const res = await postJSON("/api/label", payload);
         S.state.progress = res.progress;
+        if (res.team) { S.state.team = res.team; renderTeam(); }
         if (S.state.statuses) S.state.statuses[idx] = res.record.status;
         renderProgress();
         if (S.q && S.q.record.question_id === qid) {
@@ -471,7 +512,7 @@
   // ---------------------------------------------------------------- wiring
 
   function wire() {
-    window.Shell.keys({ keys, typing, before: digit });
+    window.Shell.keys({ keys, typing, before: digit, ready: () => Boolean(S.state && S.state.progress) });
     window.Shell.nav({ go, at: () => S.idx, hash: true });
     $("first-unlabelled").addEventListener("click", () => firstTodo());
     $("refuse").addEventListener("click", () => refuse());
@@ -497,6 +538,12 @@
   window.Shell.start(async () => {
     wire();
     await refreshState();
+    if (S.state.need_person) { showPicker(); return; }
+    if (S.state.team) {  // the others label meanwhile: their progress and the agreement follow without a reload
+      setInterval(async () => {
+        try { S.state.team = await getJSON("/api/team"); renderTeam(); } catch (_) { /* the next try */ }
+      }, 10000);
+    }
     const fromHash = window.Shell.hashIndex();
     const first = S.state.progress.first_todo;
     await go(fromHash != null ? fromHash : (first != null ? first : 0));

@@ -42,8 +42,13 @@ _path = click.Path(path_type=Path)
               help="Suspects CSV ('grace annotations audit'): open just the questions it lists, with its reasons.")
 @click.option("--question", "question_ids", multiple=True,
               help="Open just this question (repeatable; with --only, those of its questions).")
+@click.option("--team", help="Serve a team: the roster (alice,bob,carol) or 'any'; --out is then a folder "
+              "(labels per person, the reviewer's decisions, the gold).")
+@click.option("--assign", help="With --team: all (default), share (each question to one person) or overlap:N "
+              "(each question to N people, for agreement).")
+@click.option("--reviewers", help="With --team: who may decide disagreements (default: anyone named).")
 def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browser, k, embedder, suggestions_csv, run,
-             order, only, question_ids) -> None:
+             order, only, question_ids, team, assign, reviewers) -> None:
     """Label questions with the KB article that answers them, in a local web app.
 
     Every label is written to OUT at once (write-then-rename), so closing the browser
@@ -56,7 +61,9 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
 
     with open_labelling(kb_dir, out, questions=questions, from_gold=from_gold, annotator=annotator, k=k,
                         embedder=embedder, suggestions=suggestions_csv, run=run, order=order, only=only,
-                        question_ids=question_ids) as opened:
+                        question_ids=question_ids, team=team, assign=assign, reviewers=reviewers) as opened:
+        if not hasattr(opened.session, "progress"):  # a team's session
+            return _serve_team(opened, host, port, no_browser)
         for note in opened.notes:
             click.echo(note)
         for w in opened.warnings:
@@ -79,6 +86,22 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
                    + (f", {prov.get('accepted_suggestion', 0)} suggestions accepted, "
                       f"{prov.get('changed_suggestion', 0)} changed" if p["suggested"] else "")
                    + f", saved in {opened.out}")
+
+
+def _serve_team(opened, host: str, port: int, no_browser: bool) -> None:
+    team = opened.session
+    server, url, token = listen(opened.app, host, port)
+    t = team.summary()
+    people = ", ".join(f"{p['name']} ({p['assigned']})" for p in t["people"]) or "anyone who names themself"
+    click.echo(f"{t['questions']} questions, assigned {t['assign']}: {people}; "
+               f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
+    click.echo(f"each person opens {url}{'&' if '?' in url else '?'}who=NAME (or picks their name there); "
+               f"the reviewer's queue: {url.split('?')[0]}static/adjudicate.html{'?' + url.split('?')[1] if '?' in url else ''}")
+    click.echo(f"saving each person's labels to {opened.out / 'labels'}, the gold to {team.gold_file}")
+    serve(server, url, host if token else None, no_browser, "label")
+    t = team.summary()
+    click.echo(f"\nstopped; {t['gold']}/{t['questions']} questions gold ({t['adjudicated']} decided by a reviewer), "
+               f"{t['disagree']} waiting for a decision, saved in {opened.out}")
 
 
 @click.group("annotations")

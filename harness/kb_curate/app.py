@@ -17,12 +17,14 @@ articles' own findings are kept as they were, since nothing about them changed.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from typing import Any
 
 from harness.core.errors import GraceError
 from harness.kb_curate import STATIC
+from harness.kb_curate.change_requests import ChangeRejected, ReviewQueue, StaleChange, article_hash
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
 from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
@@ -30,6 +32,8 @@ from harness.runner.calls import CallSettings, PromptStats
 from kb_builder.retrieval import passages
 
 PAIR_KINDS = ("confusable", "swapped_in_run")
+APPROVED = re.compile(r"approved by (\S+) \(change (\d+)\)")  # the note an approved change's edit carries
+CHANGES = ("title", "text", "split", "merge", "distinct", "accept")  # what a team's curator proposes for review
 HISTORY = 12  # recent actions listed on the page
 MAX_TEXT = 200_000  # characters of an article's text the page may send
 
@@ -45,11 +49,18 @@ class CurateApp:
     page = "curate.html"
     static = STATIC
     post_paths = tuple(f"/api/curate/{a}" for a in ("title", "text", "split", "merge", "distinct", "undo", "propose",
-                                                     "accept", "reject"))
+                                                     "accept", "reject", "approve", "decline"))
 
     def __init__(self, curation: Any, proposer: Proposer, settings: CallSettings, *, author: str,
-                 run: Any = None):
+                 run: Any = None, review: ReviewQueue | None = None, curators: list[str] | None = None,
+                 reviewers: list[str] | None = None):
+        """``review``: a team session (``--reviewers``): curators' actions wait in it for a reviewer's approval;
+        ``curators`` and ``reviewers`` are the roster (no curators: anyone named may propose)."""
         self.cur, self.proposer, self.settings, self.author = curation, proposer, settings, author
+        self.review, self.curators, self.reviewers = review, curators, reviewers or []
+        if review is not None:
+            self._reconcile()
+        self._actor = author  # who the action being handled is recorded as (a team: the person who asked)
         self.lock = threading.Lock()  # one action at a time: each reads and writes the whole KB
         self.stats = PromptStats()
         self.proposals: dict[int, Proposal] = {}
@@ -66,7 +77,9 @@ class CurateApp:
 
     def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
         if path == "/api/curate/state":
-            return self.state()
+            first = {k: (query.get(k) or [""])[0] for k in ("kind", "section", "who")}
+            you = self._person(first["who"], reviewer=False, strict=False) if self.review is not None else None
+            return self.state(kind=first["kind"] or None, section=first["section"] or None, you=you)
         if path == "/api/curate/finding":
             return self.finding((query.get("key") or [""])[0])
         return None
@@ -79,19 +92,42 @@ class CurateApp:
         if handler is None:
             return None
         with self.lock:
-            return handler(body)
+            if self.review is None:
+                if action in ("approve", "decline"):
+                    raise GraceError("nothing waits for review: start 'grace kb curate --reviewers NAMES' for a team")
+                self._actor = self.author
+                return handler(body)
+            reviewing = action in ("approve", "decline", "undo")
+            self._actor = self._person(body.get("who"), reviewer=reviewing)
+            if action in CHANGES:
+                return self._submit(action, body)
+            return handler(body)  # ask a model, reject its proposal, or (a reviewer) undo: the KB as reviewed
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def state(self) -> dict:
+    def state(self, *, kind: str | None = None, section: str | None = None, you: str | None = None) -> dict:
+        """The worklist (only the findings of ``kind`` and in ``section`` when given), the history, and a team's
+        changes waiting for review."""
         kb = self.cur.kb
         edits = self.cur.edits()
         undone = {e.undoes for e in edits if e.action == "undo"}
+        rows = [self._row(f) for f in self.findings]
+        shown = [r for r in rows if (not kind or r["kind"] == kind) and (not section or section in r["sections"])]
+        sections: dict[str, int] = {}
+        for r in rows:
+            for sec in r["sections"]:
+                sections[sec] = sections.get(sec, 0) + 1
         return {
+            "filter": {"kind": kind, "section": section},
+            "sections": dict(sorted(sections.items())),
+            "team": None if self.review is None else {
+                "you": you, "curators": self.curators, "reviewers": self.reviewers,
+                "changes": [r.model_dump() for r in self.review.all()],
+                "pending": sum(r.status == "pending" for r in self.review.requests.values())},
             "kb": {"path": str(kb.path), "articles": len(kb.articles), "kb_hash": kb.manifest.kb_hash},
             "author": self.author,
             "proposer": self.proposer.name,
-            "findings": [self._row(f) for f in self.findings],
+            "findings": shown,
             "counts": _counts(self.findings),
             "started_with": self.started_with,
             "actions": len(self.cur.active()),
@@ -131,7 +167,7 @@ class CurateApp:
 
     def do_title(self, body: dict) -> dict:
         aid = _s(body, "id")
-        self.cur.set_title(aid, _s(body, "title"), author=self.author, reason=_opt(body, "reason"))
+        self.cur.set_title(aid, _s(body, "title"), author=self._actor, reason=_opt(body, "reason"))
         return self._after(f"retitled {aid}", {aid})
 
     def do_text(self, body: dict) -> dict:
@@ -139,7 +175,7 @@ class CurateApp:
         text = _s(body, "text")
         if len(text) > MAX_TEXT:
             raise GraceError(f"the text is {len(text):,} characters; at most {MAX_TEXT:,}")
-        self.cur.set_text(aid, text, author=self.author, reason=_opt(body, "reason"))
+        self.cur.set_text(aid, text, author=self._actor, reason=_opt(body, "reason"))
         return self._after(f"saved the text of {aid}", {aid})
 
     def do_split(self, body: dict) -> dict:
@@ -147,25 +183,25 @@ class CurateApp:
         titles = body.get("titles")
         if titles is not None and (not isinstance(titles, list) or not all(isinstance(t, str) for t in titles)):
             raise GraceError("titles must be a list of two strings")
-        edit = self.cur.split_article(aid, at, titles=titles, author=self.author, reason=_opt(body, "reason"))
+        edit = self.cur.split_article(aid, at, titles=titles, author=self._actor, reason=_opt(body, "reason"))
         return self._after(f"split {aid} at paragraph {at} into {' and '.join(edit.parts)}", {aid, *edit.parts})
 
     def do_merge(self, body: dict) -> dict:
         keep, other = _s(body, "keep"), _s(body, "other")
-        self.cur.merge_articles(keep, other, title=_opt(body, "title"), text=_opt(body, "text"), author=self.author,
+        self.cur.merge_articles(keep, other, title=_opt(body, "title"), text=_opt(body, "text"), author=self._actor,
                                 reason=_opt(body, "reason"))
         return self._after(f"merged {other} into {keep} ({other} retired)", {keep, other})
 
     def do_distinct(self, body: dict) -> dict:
         a, b = _s(body, "a"), _s(body, "b")
-        self.cur.mark_distinct(a, b, why=_opt(body, "why") or "", author=self.author)
+        self.cur.mark_distinct(a, b, why=_opt(body, "why") or "", author=self._actor)
         return self._after(f"marked {a} and {b} distinct", {a, b})
 
     def do_undo(self, body: dict) -> dict:
         seq = body.get("seq")
         if seq is not None and (isinstance(seq, bool) or not isinstance(seq, int)):
             raise GraceError("seq must be the number of an action")
-        edit = self.cur.undo(author=self.author, seq=seq)
+        edit = self.cur.undo(author=self._actor, seq=seq)
         target = next((e for e in self.cur.edits() if e.seq == edit.undoes), edit)
         touched = set(target.articles) | set(target.parts) | set(target.before) | set(target.after)
         return self._after(f"undid action {edit.undoes} ({target.action} of {', '.join(target.articles)})", touched)
@@ -189,41 +225,153 @@ class CurateApp:
         return {"proposal": proposal_view(proposal, self.cur.kb, inp.paragraphs), "cost": self.stats.as_dict()}
 
     def do_accept(self, body: dict) -> dict:
+        p, q, why = self._resolve_accept(body)
+        res = self._apply_accept(q, why, p.id)
+        p.status = "accepted"
+        return res
+
+    def _resolve_accept(self, body: dict) -> tuple[Proposal, Proposal, str]:
+        """The proposal as accepted (with the curator's edits) and the reason recorded with it."""
         p = self._proposal(body)
         if p.error:
             raise GraceError(f"proposal {p.id} was rejected ({p.error}); ask for another or edit by hand")
         edited = {k: body[k] for k in ("title", "text", "keep", "at", "titles") if body.get(k) is not None}
         q = p.model_copy(update=edited)
         why = f"proposal {p.id} by {p.model}{' (edited)' if edited else ''}: {p.reason}".strip()[:500]
+        return p, q, why
+
+    def _apply_accept(self, q: Proposal, why: str, n: int) -> dict:
         if q.kind == "rewrite":
             aid, art = q.articles[0], self.cur.kb.by_id.get(q.articles[0])
             if art is None:
                 raise GraceError(f"article {aid} is no longer in the KB: the proposal is stale; ask again")
             if not isinstance(q.title, str) or not isinstance(q.text, str):
                 raise GraceError("title and text must be strings")
-            changed = [(q.title != art.title, lambda: self.cur.set_title(aid, q.title, author=self.author, reason=why)),
-                       (q.text != art.text, lambda: self.cur.set_text(aid, q.text, author=self.author, reason=why))]
+            changed = [(q.title != art.title, lambda: self.cur.set_title(aid, q.title, author=self._actor, reason=why)),
+                       (q.text != art.text, lambda: self.cur.set_text(aid, q.text, author=self._actor, reason=why))]
             if not any(c for c, _ in changed):
-                raise GraceError(f"proposal {p.id} changes nothing in article {aid}")
+                raise GraceError(f"proposal {n} changes nothing in article {aid}")
             for c, act in changed:
                 if c:
                     act()
-            touched, done = {aid}, f"accepted proposal {p.id}: rewrote {aid}"
+            touched, done = {aid}, f"accepted proposal {n}: rewrote {aid}"
         elif q.kind == "merge":
             keep = str(q.keep)
             other = next((i for i in q.articles if i != keep), None)
             if keep not in q.articles or other is None:
                 raise GraceError(f"keep must be one of {', '.join(q.articles)}")
-            self.cur.merge_articles(keep, other, title=q.title, text=q.text, author=self.author, reason=why)
-            touched, done = {keep, other}, f"accepted proposal {p.id}: merged {other} into {keep}"
+            self.cur.merge_articles(keep, other, title=q.title, text=q.text, author=self._actor, reason=why)
+            touched, done = {keep, other}, f"accepted proposal {n}: merged {other} into {keep}"
         else:
             if isinstance(q.at, bool) or not isinstance(q.at, int):
                 raise GraceError("at must be a paragraph number")
-            edit = self.cur.split_article(q.articles[0], q.at, titles=q.titles or None, author=self.author,
+            edit = self.cur.split_article(q.articles[0], q.at, titles=q.titles or None, author=self._actor,
                                           reason=why)
-            touched, done = {q.articles[0], *edit.parts}, f"accepted proposal {p.id}: split {q.articles[0]}"
-        p.status = "accepted"
+            touched, done = {q.articles[0], *edit.parts}, f"accepted proposal {n}: split {q.articles[0]}"
         return self._after(done, touched)
+
+    # -- a team: proposed, then approved or rejected by a reviewer ---------------------------------
+
+    def _reconcile(self) -> None:
+        """A change applied whose approval was never written (a kill in between) is recorded approved now: its
+        edit in ``curation.jsonl`` names it ("approved by R (change N)"), and approving it again would be stale."""
+        for e in self.cur.edits():
+            notes = APPROVED.findall(e.reason or "")  # the last is the app's own: a curator's text comes before it
+            rec = self.review.requests.get(int(notes[-1][1])) if notes else None
+            if rec is not None and rec.status == "pending":
+                self.review.decide(rec, "approved", notes[-1][0])
+
+    def _person(self, who: Any, *, reviewer: bool, strict: bool = True) -> str | None:
+        """The person a team's request names, or a clear error: nobody, someone not on the roster, a curator
+        reviewing. ``strict=False`` (reading): nobody is ``None``."""
+        who = who.strip() if isinstance(who, str) else ""
+        if not who:
+            if not strict:
+                return None
+            raise ChangeRejected("name yourself: open the page with ?who=YOUR_NAME")
+        if reviewer and who not in self.reviewers:
+            raise ChangeRejected(f"{who!r} is not a reviewer of this KB ({', '.join(self.reviewers)}): a reviewer "
+                                 "approves, rejects and undoes")
+        if self.curators is not None and who not in self.curators + self.reviewers:
+            raise ChangeRejected(f"{who!r} is not on this session's team ({', '.join(self.curators + self.reviewers)})")
+        return who
+
+    def _submit(self, action: str, body: dict) -> dict:
+        """A curator's action, checked now (a bad one is refused at once) and kept for review; the KB is unchanged."""
+        kb = self.cur.kb
+        saved = {k: v for k, v in body.items() if k != "who"}
+        if action == "accept":
+            p, q, why = self._resolve_accept(body)
+            ids = list(q.articles)
+            saved = {"proposal": p.id, "model": p.model, "kind": q.kind, "articles": ids, "title": q.title,
+                     "text": q.text, "keep": q.keep, "at": q.at, "titles": q.titles, "why": why}
+            summary = f"{q.kind} of {', '.join(ids)} proposed by {p.model}"
+        elif action in ("title", "text", "split"):
+            ids = [_s(body, "id")]
+            if action == "split":
+                _i(body, "at")
+            else:
+                value = _s(body, action)
+                if len(value) > MAX_TEXT:
+                    raise GraceError(f"the text is {len(value):,} characters; at most {MAX_TEXT:,}")
+            summary = {"title": f"retitle {ids[0]}: {body.get('title')}", "text": f"new text for {ids[0]}",
+                       "split": f"split {ids[0]} at paragraph {body.get('at')}"}[action]
+        elif action == "merge":
+            ids = [_s(body, "keep"), _s(body, "other")]
+            summary = f"merge {ids[1]} into {ids[0]}"
+        else:
+            ids = [_s(body, "a"), _s(body, "b")]
+            if not (_opt(body, "why") or "").strip():
+                raise GraceError("say why the two articles are distinct")
+            summary = f"mark {ids[0]} and {ids[1]} distinct"
+        missing = [i for i in ids if i not in kb.by_id]
+        if missing:
+            raise GraceError(f"no article {', '.join(missing)} in the KB: pick one the worklist shows")
+        base = {i: article_hash(kb.by_id[i].title, kb.by_id[i].text) for i in ids}
+        rec = self.review.propose(action, saved, articles=ids, base=base, summary=summary, author=self._actor)
+        if action == "accept":
+            p.status = "accepted"  # out of the open list: it waits in the review queue now
+        return {"done": f"proposed change {rec.id} for review: {summary}", "fixed": 0, "new": 0,
+                "state": self.state(you=self._actor)}
+
+    def do_approve(self, body: dict) -> dict:
+        rec = self.review.pending(_i(body, "change"))
+        reviewer = self._actor
+        if rec.author == reviewer:
+            raise ChangeRejected(f"change {rec.id} is your own: another reviewer approves it")
+        kb = self.cur.kb
+        for aid, h in rec.base.items():
+            art = kb.by_id.get(aid)
+            if art is None or article_hash(art.title, art.text) != h:
+                raise StaleChange(
+                    f"change {rec.id} is stale: article {aid} {'is gone' if art is None else 'changed'} since "
+                    f"{rec.author} proposed it ({rec.proposed_at}); reject it with the reason, and propose it again "
+                    "on the current text if it is still wanted")
+        note = f"approved by {reviewer} (change {rec.id})"
+        self._actor = rec.author  # the edit is the curator's, as reviewed
+        try:
+            if rec.action == "accept":
+                b = rec.body
+                q = Proposal(kind=b["kind"], articles=b["articles"], model=b.get("model", ""), title=b.get("title"),
+                             text=b.get("text"), keep=b.get("keep"), at=b.get("at"), titles=b.get("titles") or [])
+                res = self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
+            else:
+                body = dict(rec.body)
+                said = "why" if rec.action == "distinct" else "reason"
+                body[said] = f"{body[said]}; {note}" if body.get(said) else note
+                res = getattr(self, f"do_{rec.action}")(body)
+        finally:
+            self._actor = reviewer
+        self.review.decide(rec, "approved", reviewer)  # a kill just before: reconciled at the next start
+        return res | {"done": f"approved change {rec.id}: {res['done']}", "state": self.state(you=reviewer)}
+
+    def do_decline(self, body: dict) -> dict:
+        rec = self.review.pending(_i(body, "change"))
+        reason = _opt(body, "reason") or ""
+        if not reason.strip():
+            raise ChangeRejected("say why the change is rejected: the curator reads it")
+        self.review.decide(rec, "rejected", self._actor, reason.strip()[:1000])
+        return {"done": f"rejected change {rec.id}", "fixed": 0, "new": 0, "state": self.state(you=self._actor)}
 
     def do_reject(self, body: dict) -> dict:
         p = self._proposal(body)
@@ -289,8 +437,18 @@ class CurateApp:
 
     def _row(self, f: Any) -> dict:
         kb = self.cur.kb
+        arts = [kb.by_id[i] for i in f.articles if i in kb.by_id]
         return {"key": finding_key(f), "kind": f.kind, "severity": f.severity, "articles": f.articles,
-                "titles": [kb.by_id[i].title if i in kb.by_id else "" for i in f.articles], "message": f.message}
+                "titles": [kb.by_id[i].title if i in kb.by_id else "" for i in f.articles], "message": f.message,
+                "sections": sorted({section_of(a) for a in arts})}
+
+
+def section_of(article: Any) -> str:
+    """The part of the KB an article is in: its top heading, else its source's top folder or file."""
+    if article.heading_path and article.heading_path[0]:
+        return article.heading_path[0]
+    source = (article.source or "").replace("\\", "/").strip("/")
+    return source.split("/")[0] if source else "(none)"
 
 
 def _counts(findings: list) -> dict[str, int]:

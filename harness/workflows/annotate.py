@@ -66,18 +66,30 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                    from_gold: str | Path | None = None, annotator: str | None = None, k: int = 10,
                    embedder: str | None = None, suggestions: str | Path | None = None, run: str | Path | None = None,
                    order: str = "file", only: str | Path | None = None,
-                   question_ids: list[str] | tuple[str, ...] = ()) -> LabellingApp:
+                   question_ids: list[str] | tuple[str, ...] = (), team: str | None = None,
+                   assign: str | None = None, reviewers: str | None = None) -> LabellingApp:
     """Open the labelling app on ``out`` (a gold CSV, resumed if it exists; default ``from_gold``) for the
     ``questions`` (a CSV or text file) or the labels of ``from_gold``, with ``k`` candidates from ``embedder`` (the
     KB's own retriever by default). Suggestions come from a ``suggestions`` CSV or the consensus of a ``run``'s
     models (accepted with one key); ``only`` (an audit's suspects CSV) and ``question_ids`` narrow the questions;
-    ``order="informative"`` puts the weakest suggestions first. Refuses an ``out`` that is one of its inputs."""
+    ``order="informative"`` puts the weakest suggestions first. Refuses an ``out`` that is one of its inputs.
+
+    ``team`` (``alice,bob,carol``, or ``any`` for no roster), ``assign`` (``all``, ``share``, ``overlap:N``) and
+    ``reviewers`` open one session for a team instead: ``out`` is then a folder (resumed when it holds a team's
+    ``team.json``), ``session`` an ``annotations.team.TeamSession`` and ``app`` serves every person and the
+    reviewer's queue."""
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
     from kb_builder.kb_folder import load_kb
 
+    if team is not None or assign is not None or reviewers is not None or (out and (Path(out) / "team.json").is_file()):
+        if from_gold or suggestions or run or only or question_ids or annotator:
+            raise GraceError("a team session (--team) labels from --questions: --from-gold, --suggestions, --run, "
+                             "--only, --question and --annotator are for one person's session")
+        return _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
+                          embedder=embedder)
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
     if out is None:
@@ -104,6 +116,25 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
         session.close()
         raise
     return opened
+
+
+def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path | None, team: str | None,
+               assign: str | None, reviewers: str | None, k: int, embedder: str | None) -> LabellingApp:
+    from annotations.team import TeamSession
+    from annotations.team_app import TeamApp
+    from harness.core.errors import GraceError
+    from kb_builder.kb_folder import load_kb
+
+    if out is None:
+        raise GraceError("give --out FOLDER: a team session keeps each person's labels and the gold there")
+    out = Path(out)
+    for name, given in {"questions file": questions, "KB": kb}.items():
+        if given is not None and Path(given).resolve() == out.resolve():
+            raise GraceError(f"--out {out} is the {name}; give the team session a folder of its own")
+    kb = load_kb(kb)
+    retriever = _candidates(kb, embedder)
+    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign)
+    return LabellingApp(TeamApp(session, retriever, k=k), session, kb, retriever, out)
 
 
 def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,

@@ -49,20 +49,33 @@ def _proposer(model: str, calls: ModelCalls, language: str | None, template: str
 
 def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", calls: ModelCalls | None = None,
                   author: str | None = None, run: str | Path | None = None, template: str | None = None,
-                  console: Any = None) -> CuratingApp:
+                  console: Any = None, reviewers: str | None = None, curators: str | None = None) -> CuratingApp:
     """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
-    action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name)."""
+    action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name).
+
+    ``reviewers`` (``dana,erin``) opens it for a team: each person names themself on the page, a curator's action
+    (``curators``: the roster; default anyone named) waits in ``KB/curation_review.jsonl`` until a reviewer
+    approves it (then it is applied as any action) or rejects it, with the reason."""
+    from annotations.team import parse_names
+    from harness.core.errors import GraceError
     from harness.kb_curate.app import CurateApp
+    from harness.kb_curate.change_requests import ReviewQueue
     from harness.run_folder import scored_rows
     from kb_builder.curation import default_author, open_curation
 
     calls = (calls or ModelCalls()).check()
+    team = parse_names(reviewers, "--reviewers")
+    roster = parse_names(curators, "--curators")
+    if roster is not None and team is None:
+        raise GraceError("--curators names a team's curators: give --reviewers too (who approves their changes)")
     cur = open_curation(kb)
     try:
         proposer, settings = _proposer(propose_with, calls, cur.kb.manifest.language, template, console)
         scores = scored_rows(run, "then give it again") if run is not None else None  # the KB builder reads no run
-        app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores)
+        review = ReviewQueue(cur.path) if team else None
+        app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores, review=review,
+                        curators=roster, reviewers=team)
     except BaseException:
         cur.close()
         raise
@@ -70,6 +83,10 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     c = app.state()["counts"]
     opened.notes.append(f"{len(app.findings)} finding(s) to work through" + (
         f" ({', '.join(f'{n} {k}' for k, n in c.items())})" if c else "") + f"; proposals from {proposer.name}")
+    if app.review is not None:
+        pending = app.state()["team"]["pending"]
+        opened.notes.append(f"a team session: curators' actions wait for a reviewer ({', '.join(team)}); "
+                            f"{pending} change(s) pending in {app.review.path}")
     if cur.conflicts():
         opened.notes.append(f"{len(cur.conflicts())} edit(s) the last build could not re-apply: listed in the app")
     return opened

@@ -123,3 +123,47 @@ def test_agree_without_shared_questions_is_an_error(tmp_path):
         compare_files([fa, fb])
     res = CliRunner().invoke(cli, ["annotations", "agree", str(fa)])
     assert isinstance(res.exception, GraceError)
+
+
+def test_agree_on_an_overlap_design_compares_each_pair_on_what_it_shares(tmp_path):
+    """Three people, each question given to two of them (grace annotate --assign overlap:2): no question is
+    labelled by all, so each pair is compared on the questions both labelled, overall by Fleiss' kappa over the
+    two labels every question has."""
+    labels = {
+        "x": {"q1": "1", "q2": "2", "q4": "4", "q5": "REFUSE"},
+        "y": {"q1": "1", "q3": "3", "q4": "5", "q6": "6"},
+        "z": {"q2": "2", "q3": "3", "q5": "5", "q6": "6"},
+    }
+    files = [write_labels(tmp_path / f"{n}.csv", n, lab) for n, lab in labels.items()]
+    cmp_ = compare_files(files)
+    assert cmp_.overlap and cmp_.compared == ["q1", "q2", "q4", "q5", "q3", "q6"]
+    given = [["1", "1"], ["2", "2"], ["4", "5"], ["REFUSE", "5"], ["3", "3"], ["6", "6"]]
+    from annotations.agreement import fleiss_from_labels
+
+    assert cmp_.kappa == pytest.approx(fleiss_from_labels(given))
+    assert cmp_.kappa_name == "Fleiss' kappa (2 labels per question)"
+    pairs = {(a, b): k for a, b, k in cmp_.pairwise}
+    assert pairs[("x", "y")] == pytest.approx(cohen_kappa_score(["1", "4"], ["1", "5"]))
+    assert pairs[("y", "z")] == pytest.approx(1.0)
+    assert [cmp_.compared[i] for i in cmp_.disagreements] == ["q4", "q5"]
+    assert cmp_.raw_agreement == pytest.approx(4 / 6)
+    res = CliRunner().invoke(cli, ["annotations", "agree", *map(str, files), "--merge", str(tmp_path / "m.csv")])
+    assert res.exit_code == 0, res.output
+    assert "compared 6 question(s) labelled by two or more annotators" in res.output
+    assert f"Fleiss' kappa (2 labels per question): {cmp_.kappa:.3f}" in res.output
+    rows = {r.question_id: r for r in read_labels(tmp_path / "m.csv")[0]}
+    assert rows["q1"].label == "1" and rows["q4"].status == "unlabelled"
+
+
+def test_an_overlap_with_uneven_labels_per_question_averages_the_pairs(tmp_path):
+    labels = {
+        "x": {"q1": "1", "q2": "2", "q3": "3"},
+        "y": {"q1": "1", "q2": "9"},
+        "z": {"q2": "2", "q3": "3", "q4": "4"},
+        "w": {"q3": "3", "q4": "4", "q1": "7"},
+    }
+    files = [write_labels(tmp_path / f"{n}.csv", n, lab) for n, lab in labels.items()]
+    cmp_ = compare_files(files)
+    assert cmp_.kappa_name == "mean pairwise Cohen's kappa"
+    defined = [k for _, _, k in cmp_.pairwise if not math.isnan(k)]
+    assert defined and cmp_.kappa == pytest.approx(sum(defined) / len(defined))

@@ -27,7 +27,8 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
-              "bench_export_parquet.py", "bench_import_logs.py"}  # phases.py: via bench_commands --phases
+              "bench_export_parquet.py", "bench_import_logs.py",
+              "bench_team_labels.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -37,6 +38,11 @@ def test_bench_commands_runs():
         assert f"  {name} " in out
     assert "of ideal" in out and "ms CPU per call" in out and "slowest imports" in out
     assert "calls (engine)" in out and "scoring" in out and "other" in out
+
+
+def test_bench_team_labels_runs():
+    out = _run("bench_team_labels.py", "--questions", "60", "--saves", "3")
+    assert "60 questions, 3 people, overlap:2: one save" in out and "ms median" in out
 
 
 def test_bench_scoring_runs():

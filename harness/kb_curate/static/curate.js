@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, el, showError } = window.graceUI;
+  const { $, WHO, getJSON, postJSON, el, showError, pageURL } = window.graceUI;
   const { flash } = window.Shell;
 
   const S = {
@@ -14,7 +14,73 @@
     proposal: null,  // the proposal shown
     editing: false,  // the proposal's edit fields are open
     busy: Promise.resolve(),
+    filter: { kind: "", section: "" },  // the worklist shows only these (from the address: #kind=..&section=..&f=KEY)
   };
+
+  // the address of a finding (and the filters it was seen under): a link a curator can send a colleague
+  function addressOf(key) {
+    const h = new URLSearchParams();
+    if (S.filter.kind) h.set("kind", S.filter.kind);
+    if (S.filter.section) h.set("section", S.filter.section);
+    if (key) h.set("f", key);
+    return `${location.search}#${h.toString()}`;
+  }
+
+  function fromAddress() {
+    const h = new URLSearchParams(location.hash.slice(1));
+    S.filter = { kind: h.get("kind") || "", section: h.get("section") || "" };
+    return h.get("f");
+  }
+
+  function renderFilters() {
+    const st = S.state;
+    const opts = (sel, all, counts, current) => {
+      const names = Object.keys(counts);
+      if (current && !names.includes(current)) names.push(current);
+      sel.replaceChildren(el("option", { value: "", text: all }),
+        ...names.map((n) => el("option", { value: n, text: `${n} (${counts[n] || 0})` })));
+      sel.value = current;
+    };
+    opts($("filter-kind"), "every kind", st.counts, S.filter.kind);
+    opts($("filter-section"), "every section", st.sections, S.filter.section);
+  }
+
+  async function openAddress() {
+    const wanted = fromAddress();
+    await refreshState();
+    const at = wanted ? S.state.findings.findIndex((f) => f.key === wanted) : -1;
+    await go(Math.max(0, at));
+    if (wanted && at < 0) showError(`finding ${wanted} is not open any more (fixed, or its articles changed)`);
+  }
+
+  // ---------------------------------------------------------------- a team: changes wait for a reviewer
+
+  function renderTeam() {
+    const t = S.state.team;
+    $("team-box").hidden = !t;
+    if (!t) return;
+    const reviewer = WHO && t.reviewers.includes(WHO);
+    $("team-you").textContent = WHO ? `${WHO} · ${reviewer ? "reviewer" : "curator"} · ${t.pending} pending` : "";
+    $("pick-list").hidden = Boolean(WHO);
+    if (!WHO) {
+      showError("name yourself: pick your name (every change is recorded with it)");
+      const names = [...(t.curators || []), ...t.reviewers];
+      $("pick-list").replaceChildren(...names.map((n) => el("li", {},
+        el("a", { href: pageURL("/", { who: n }), "data-person": n, text: n }))));
+    }
+    $("changes").replaceChildren(...t.changes.slice(0, 30).map((c) => {
+      const li = el("li", { class: c.status, "data-change": String(c.id) },
+        el("strong", { text: `${c.id}` }), " ", el("span", { text: c.summary }), " ",
+        el("span", { class: "muted", text: `· ${c.author} · ${c.status}${c.reviewer ? ` by ${c.reviewer}` : ""}${c.reason ? `: ${c.reason}` : ""}` }));
+      if (c.status === "pending" && reviewer && c.author !== WHO) {
+        const reason = el("input", { type: "text", class: "decline-reason", placeholder: "why reject (needed to reject)", "aria-label": `why reject change ${c.id}` });
+        li.append(" ", el("button", { type: "button", class: "approve", onclick: () => act("approve", { change: c.id }) }, "approve"),
+          " ", el("button", { type: "button", class: "decline", onclick: () => act("decline", { change: c.id, reason: reason.value }) }, "reject"),
+          reason);
+      }
+      return li;
+    }));
+  }
 
   // ---------------------------------------------------------------- state, worklist, history
 
@@ -46,8 +112,10 @@
   }
 
   async function refreshState() {
-    S.state = await getJSON("/api/curate/state");
+    S.state = await getJSON("/api/curate/state", S.filter);
     renderState();
+    renderFilters();
+    renderTeam();
   }
 
   // ---------------------------------------------------------------- one finding
@@ -65,6 +133,7 @@
     if (!latest()) return;
     S.idx = i;
     S.f = f;
+    history.replaceState(null, "", addressOf(f.key));
     S.proposal = (f.proposals || [])[0] || null;
     S.editing = false;
     renderState();
@@ -137,6 +206,7 @@
     $("f-badge").className = `badge ${f.severity}`;
     $("f-kind").textContent = `${f.kind}: ${f.articles.map((a) => `#${a.id}`).join(", ")}`;
     $("f-message").textContent = f.message;
+    $("f-link").href = addressOf(f.key);
     const pair = f.articles.length === 2;
     $("merge").hidden = !pair;
     $("distinct").hidden = !pair;
@@ -214,7 +284,7 @@
     return queue(async () => {
       const res = await postJSON("/api/curate/reject", { proposal: p.id });
       S.proposal = null;
-      S.state = res.state;
+      await refreshState();
       renderProposal();
       flash(res.done);
     });
@@ -234,7 +304,7 @@
     return queue(async () => {
       const key = S.f ? S.f.key : null;
       const res = await postJSON(`/api/curate/${action}`, body);
-      S.state = res.state;
+      await refreshState();  // under the page's filters
       const at = S.state.findings.findIndex((f) => f.key === key);
       const extra = (res.fixed ? ` · ${res.fixed} finding${res.fixed > 1 ? "s" : ""} fixed` : "") + (res.new ? ` · ${res.new} new` : "");
       flash(`saved: ${res.done}${extra}`);
@@ -297,11 +367,20 @@
     $("p-accept").addEventListener("click", () => accept());
     $("p-editbtn").addEventListener("click", () => openProposalEdit());
     $("p-reject").addEventListener("click", () => reject());
+    for (const [id, name] of [["filter-kind", "kind"], ["filter-section", "section"]]) {
+      $(id).addEventListener("change", () => queue(async () => {
+        S.filter[name] = $(id).value;
+        history.replaceState(null, "", addressOf(null));
+        await refreshState();
+        await go(0);
+      }));
+    }
   }
 
   window.Shell.start(async () => {
     wire();
-    await refreshState();
-    await go(0);
+    await openAddress();
+    // a link followed in this tab (only the #... part changes): its filters and finding
+    window.addEventListener("hashchange", () => queue(openAddress));
   });
 })();

@@ -5,10 +5,23 @@
 "use strict";
 
 window.graceUI = (() => {
-  const TOKEN = new URLSearchParams(location.search).get("token");
+  const QUERY = new URLSearchParams(location.search);
+  const TOKEN = QUERY.get("token");
+  // a page one person of a team opened (grace annotate --team: ?who=NAME): every call names them, a GET in its
+  // query, a POST in its JSON body, and the server routes it to that person's labels
+  const WHO = QUERY.get("who");
   const $ = (id) => document.getElementById(id);
 
   function url(path, params) {
+    const u = new URL(path, location.origin);
+    for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
+    if (WHO) u.searchParams.set("who", WHO);
+    if (TOKEN) u.searchParams.set("token", TOKEN);
+    return u.pathname + u.search;
+  }
+
+  // the address of another page of the same app, keeping the token (and, unless given, the person)
+  function pageURL(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
     if (TOKEN) u.searchParams.set("token", TOKEN);
@@ -23,10 +36,11 @@ window.graceUI = (() => {
   }
 
   function post(path, body, extra) {
+    const named = WHO && body && typeof body === "object" && !Array.isArray(body) ? { ...body, who: WHO } : body;
     return fetch(url(path), {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
+      body: JSON.stringify(named),
       ...extra,
     });
   }
@@ -76,7 +90,7 @@ window.graceUI = (() => {
     post(path, body, { keepalive: true });
   }
 
-  return { TOKEN, $, url, getJSON, postJSON, postOnLeave, el, marked, showError };
+  return { TOKEN, WHO, $, url, pageURL, getJSON, postJSON, postOnLeave, el, marked, showError };
 })();
 
 // The page shell of the work pages (annotate, review, kb curate): one item at a time, keyboard first.

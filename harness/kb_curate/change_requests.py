@@ -1,0 +1,143 @@
+"""A team's curation under review (``grace kb curate --reviewers``): changes proposed, approved or rejected.
+
+In team mode a curator's action (a new title or text, a split, a merge, a pair marked
+distinct, a model's proposal accepted) does not change the KB: it becomes a
+:class:`ChangeRequest`, pending until a reviewer approves it (then it is applied through
+the curation overlay and enters ``KB/curation.jsonl`` as any action does) or rejects it
+(kept, with the reason). Requests live in ``KB/curation_review.jsonl``, one line per
+event (proposed, approved, rejected), appended and flushed to disk before the page is
+told, so they survive a restart or a kill; the last line of a request is its state.
+A line cut off by a kill (the last one, without its newline) never took effect: it is
+dropped when the queue is next opened (under the KB's one-writer lock).
+
+Each request keeps the hash of every article it touches as the curator saw it
+(``base``): a reviewer approving a request whose articles changed since (another
+request approved first, an edit by hand) is refused, since applying it would undo work
+nobody reviewed against it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from datetime import UTC, datetime
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from harness.core.errors import GraceError, where
+from harness.web import Rejected
+
+FILE = "curation_review.jsonl"
+ACTIONS = ("title", "text", "split", "merge", "distinct", "accept")
+MAX_LINE = 1 << 21  # a request carries at most an article's text (the app takes 200,000 characters)
+
+
+class StaleChange(Rejected):
+    """Approving a change whose articles changed since it was proposed (409: reject it, or propose it again)."""
+
+    status = HTTPStatus.CONFLICT
+
+
+class ChangeRejected(Rejected):
+    """A review request the queue refuses: no such change, already decided, no reason given (400)."""
+
+
+class ChangeRequest(BaseModel):
+    """One line of ``KB/curation_review.jsonl``: a curator's change and, once reviewed, the decision."""
+
+    schema_version: int = Field(1, description="Version of this record's layout.")
+    id: int = Field(description="The change's number, from 1, in the order proposed.")
+    action: Literal["title", "text", "split", "merge", "distinct", "accept"] = Field(
+        description="What it does: the curation page's action of the same name (accept: a model's proposal).")
+    body: dict[str, Any] = Field(description="The action as the curator sent it (accept: the proposal as accepted).")
+    articles: list[str] = Field(description="The articles it touches.")
+    base: dict[str, str] = Field(description="Each touched article's hash of title and text when it was proposed.")
+    summary: str = Field(description="One line saying what it does, for the reviewer's list.")
+    author: str = Field(description="The curator who proposed it.")
+    proposed_at: str = Field(description="When, ISO 8601 UTC.")
+    status: Literal["pending", "approved", "rejected"] = Field("pending", description="Where review stands.")
+    reviewer: str = Field("", description="Who approved or rejected it.")
+    reviewed_at: str = Field("", description="When, ISO 8601 UTC.")
+    reason: str = Field("", description="Why it was rejected (or a reviewer's note on an approval).")
+
+
+def article_hash(title: str, text: str) -> str:
+    return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ReviewQueue:
+    """Every change request of a KB, read once at start and appended to as people propose and review."""
+
+    def __init__(self, kb_dir: str | Path):
+        self.path = Path(kb_dir) / FILE
+        self.requests: dict[int, ChangeRequest] = {}
+        self._lock = threading.Lock()
+        if self.path.exists():
+            self._read()
+
+    def _read(self) -> None:
+        whole = 0  # bytes of finished lines
+        with self.path.open("rb") as fh:
+            for n, raw in enumerate(fh, 1):
+                if len(raw) > MAX_LINE:
+                    raise GraceError(f"{where(self.path, n)}: a line of {len(raw):,} bytes; a change request is at "
+                                     f"most {MAX_LINE:,}: restore the file from a backup")
+                if not raw.endswith(b"\n"):  # cut off by a kill before the page was told: it never happened
+                    break
+                whole += len(raw)
+                if not raw.strip():
+                    continue
+                try:
+                    rec = ChangeRequest.model_validate(json.loads(raw))
+                except (ValueError, ValidationError) as exc:
+                    raise GraceError(f"{where(self.path, n)}: not a change request grace wrote "
+                                     f"({str(exc).splitlines()[0]}); restore the file or delete the line") from None
+                self.requests[rec.id] = rec
+        if whole < self.path.stat().st_size:  # drop the torn tail, so the next line appended starts whole
+            with self.path.open("r+b") as fh:
+                fh.truncate(whole)
+
+    def _append(self, rec: ChangeRequest) -> None:
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(rec.model_dump_json() + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        self.requests[rec.id] = rec
+
+    def propose(self, action: str, body: dict, *, articles: list[str], base: dict[str, str], summary: str,
+                author: str) -> ChangeRequest:
+        with self._lock:
+            rec = ChangeRequest(id=max(self.requests, default=0) + 1, action=action, body=body, articles=articles,
+                                base=base, summary=summary, author=author, proposed_at=_now())
+            self._append(rec)
+            return rec
+
+    def pending(self, n: int) -> ChangeRequest:
+        rec = self.requests.get(n)
+        if rec is None:
+            raise ChangeRejected(f"no change {n}: the list holds {', '.join(map(str, self.requests)) or 'none'}")
+        if rec.status != "pending":
+            raise ChangeRejected(f"change {n} is already {rec.status} by {rec.reviewer}")
+        return rec
+
+    def decide(self, rec: ChangeRequest, status: str, reviewer: str, reason: str = "") -> ChangeRequest:
+        with self._lock:
+            done = rec.model_copy(update={"status": status, "reviewer": reviewer, "reviewed_at": _now(),
+                                          "reason": reason})
+            self._append(done)
+            return done
+
+    def all(self) -> list[ChangeRequest]:
+        """Pending first (oldest first), then the decided (newest first)."""
+        recs = list(self.requests.values())
+        return [r for r in recs if r.status == "pending"] + sorted(
+            (r for r in recs if r.status != "pending"), key=lambda r: (r.reviewed_at, r.id), reverse=True)
