@@ -66,6 +66,8 @@ class ModelSpec:
     name: str = ""  # display name, unique within a run; defaults to "provider:model"
     params: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, top_p, seed, ...
     base_url: str | None = None
+    # several base URLs of one model, its replicas (harness.providers.replicas); base_url is then the first
+    replicas: list[str] = field(default_factory=list)
     api_key: str | None = None
     api_key_env: str | None = None  # read the key from this variable instead of the SDK default
     price_input_per_mtok: float | None = None  # USD per 1M input tokens

@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
-from harness.providers import http_errors
+from harness.providers import http_errors, transport
 from harness.providers.base import (
     Completion,
     ModelSpec,
@@ -157,8 +157,11 @@ class OpenAIChatProvider(Provider):
             openai = require_sdk("openai", "openai", self.provider_name)
             # max_retries 0: the runner retries, honouring Retry-After
             common: dict[str, Any] = {"max_retries": 0, "timeout": self.timeout_s}
-            if str(type(self).endpoint(self.spec) or "").startswith("http://"):
-                common["http_client"] = openai.DefaultAsyncHttpxClient(verify=_plain_http_context())
+            plain = str(type(self).endpoint(self.spec) or "").startswith("http://")
+            # aiohttp's pool when installed: httpx's costs CPU per call that grows with the connections (transport.py)
+            http_client = transport.sdk_http_client(openai, verify=_plain_http_context() if plain else None)
+            if http_client is not None:
+                common["http_client"] = http_client
             self._client = self._new_client(openai, common)
         return self._client
 
