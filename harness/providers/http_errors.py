@@ -192,7 +192,7 @@ def _mro_names(exc: BaseException) -> list[str]:
     return [cls.__name__ for cls in type(exc).__mro__]
 
 
-def _aiohttp_kind(exc: BaseException) -> str | None:
+def aiohttp_kind(exc: BaseException) -> str | None:
     """``timeout`` or ``connection``, from the aiohttp error under an httpx one, when calls go through aiohttp
     (:mod:`harness.providers.transport`); None when there is none.
 
@@ -214,7 +214,7 @@ def _aiohttp_kind(exc: BaseException) -> str | None:
 
 def from_transport(exc: BaseException) -> ProviderError | None:
     """Timeouts and connection failures raised below the SDK (or by an SDK without wrapping)."""
-    if _aiohttp_kind(exc) == "connection":
+    if aiohttp_kind(exc) == "connection":
         return ProviderError("connection", f"connection failed: {exc.__cause__ or exc!r}", retryable=True)
     names = _mro_names(exc)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or any(
@@ -254,7 +254,7 @@ def stainless_errors(sdk: Any, timeout_s: float) -> AbstractContextManager[None]
         if isinstance(exc, sdk.APIStatusError):  # Anthropic's api_message is the server's words without the status
             message = getattr(exc, "api_message", None) or exc.message
             return from_status(exc.status_code, message, headers=exc.response.headers, body=exc.body)
-        if isinstance(exc, sdk.APITimeoutError) and _aiohttp_kind(exc.__cause__ or exc) == "connection":
+        if isinstance(exc, sdk.APITimeoutError) and aiohttp_kind(exc.__cause__ or exc) == "connection":
             return ProviderError("connection", f"connection failed: {exc.__cause__.__cause__}", retryable=True)
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError("timeout", f"request timed out after {timeout_s}s", retryable=True)

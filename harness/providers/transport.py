@@ -65,13 +65,45 @@ def sdk_http_client(sdk: Any, *, verify: ssl.SSLContext | None = None) -> Any | 
 
 def httpx_client(**kwargs: Any) -> Any:
     """An ``httpx.AsyncClient`` (keywords as httpx takes them) whose transport is aiohttp when the ``fast`` extra is
-    installed: for ``http:`` systems and plugins that call an API without an SDK. Without it, httpx's own."""
+    installed: for ``http:`` systems and plugins that call an API without an SDK. Without it, httpx's own.
+
+    Its errors are httpx's, as a plugin written for httpx expects: a refused connection is ``httpx.ConnectError``
+    (httpx-aiohttp alone would raise it as ``ConnectTimeout``, see ``http_errors.aiohttp_kind``)."""
     import httpx
 
     if use_aiohttp(for_httpx=True):
-        from httpx_aiohttp import HttpxAiohttpClient
-
         # aiohttp's pool takes only the ceiling (httpx's default, 100, would cap an http: system's --concurrency)
         kwargs.setdefault("limits", httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=100))
-        return HttpxAiohttpClient(**kwargs)
+        return _aiohttp_client_class()(**kwargs)
     return httpx.AsyncClient(**kwargs)
+
+
+_CLIENT: Any = None
+
+
+def _aiohttp_client_class() -> Any:
+    """``httpx_aiohttp.HttpxAiohttpClient`` on a transport that keeps a failed connection a connection error."""
+    global _CLIENT
+    if _CLIENT is not None:
+        return _CLIENT
+    import httpx
+    from httpx_aiohttp import AiohttpTransport, HttpxAiohttpClient
+
+    from harness.providers.http_errors import aiohttp_kind
+
+    class Transport(AiohttpTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            try:
+                return await super().handle_async_request(request)
+            except httpx.ConnectTimeout as exc:
+                if aiohttp_kind(exc) != "connection":
+                    raise
+                raise httpx.ConnectError(str(exc), request=request) from exc.__cause__
+
+    class Client(HttpxAiohttpClient):
+        def _init_transport(self, **kwargs: Any) -> httpx.AsyncBaseTransport:  # httpx passes them all by name
+            given = kwargs.pop("transport", None)
+            return given if given is not None else Transport(**kwargs)
+
+    _CLIENT = Client
+    return Client
