@@ -9,11 +9,11 @@ grace's CPU seconds (user + system of this process, the SDK imported beforehand;
 apart) and CPU ms per call.
 
 The replicas case (``--replicas``): one model on three servers that each work on ``--slots`` requests at once
-(a GPU server's batch; the rest queue), one killed a third of the way in. Grace should drop it, say so, and go on
+(a GPU server's batch; the rest queue), one killed once a third of the calls are done. Grace should drop it, say so, and go on
 at the throughput of two: printed before and after the kill, against the servers' capacity.
 
     python benchmarks/perf/bench_concurrency.py [--calls 20000] [--concurrency 20,500,1000] [--latency 0.5]
-        [--replicas/--no-replicas] [--slots 100] [--transport auto|httpx]
+        [--replicas/--no-replicas] [--slots 20] [--replica-calls 4000] [--transport auto|httpx]
 """
 
 from __future__ import annotations
@@ -81,46 +81,56 @@ def concurrency_case(levels: list[int], calls: int, latency: float, tmp: Path) -
               f"{used / n * 1000:>8.3f} {served:>13.2f}  {load()}", flush=True)
 
 
+def rate(samples: list[tuple[float, int]], lo: int, hi: int) -> float:
+    """Calls per second between the moments ``lo`` and ``hi`` calls were done (from the sampled progress)."""
+    t_lo = next((t for t, d in samples if d >= lo), None)
+    t_hi = next((t for t, d in samples if d >= hi), None)
+    return (hi - lo) / (t_hi - t_lo) if t_lo is not None and t_hi is not None and t_hi > t_lo else float("nan")
+
+
 def replicas_case(calls: int, latency: float, slots: int, tmp: Path) -> None:
-    """Three replicas of ``slots`` each, one killed a third of the way in: the throughput before and after."""
+    """Three replicas of ``slots`` each, one killed once a third of the calls are done: the throughput before and
+    after (from progress sampled every 0.1 s, leaving out the ramp at the start and the tail at the end)."""
     servers = [AioFakeServer(latency=latency, slots=slots).start() for _ in range(3)]
     try:
         urls = [s.openai_base_url for s in servers]
         spec = ModelSpec("openai", "bench-replicas", base_url=urls[0], replicas=urls, api_key="x")
-        three = 3 * slots / latency  # calls per second the three can serve
-        kill_at = calls / three / 3
-        done_at_kill: list[int] = []
-        plan_box: list[RunPlan] = []
-
-        def killer() -> None:
-            time.sleep(kill_at)
-            done_at_kill.append(plan_box[0].stats.done if plan_box else 0)
-            servers[1].kill()
-
         plan = RunPlan(spec, make_provider(spec), jobs(calls, "r"))
-        plan_box.append(plan)
         plan.provider.check_ready()
-        thread = threading.Thread(target=killer, daemon=True)
+        samples: list[tuple[float, int]] = []
+        killed: list[int] = []
+        finished = threading.Event()
+
+        def watch() -> None:
+            while not finished.is_set():
+                samples.append((time.perf_counter(), plan.stats.done))
+                if not killed and plan.stats.done >= calls // 3:
+                    servers[1].kill()
+                    killed.append(plan.stats.done)
+                finished.wait(0.1)
+
+        thread = threading.Thread(target=watch, daemon=True)
         c0, t0 = cpu(), time.perf_counter()
         thread.start()
         run_calls([plan], load_template(None), "bench", RunDir(tmp / "replicas"), RunSettings(concurrency=3 * slots))
         wall, used = time.perf_counter() - t0, cpu() - c0
+        finished.set()
         thread.join()
         answered = [s.stats()["answered"] for i, s in enumerate(servers) if i != 1]
     finally:
         for s in servers:
             s.stop()
-    st = plan.stats
-    before = done_at_kill[0] / kill_at if done_at_kill else float("nan")
-    after = (st.done - (done_at_kill[0] if done_at_kill else 0)) / max(wall - kill_at, 1e-9)
+    st, at = plan.stats, killed[0] if killed else calls
+    before = rate(samples, calls // 20, at)
+    after = rate(samples, at + calls // 20, calls - calls // 20)
+    three = 3 * slots / latency  # calls per second the three can serve
     print(f"replicas: {calls:,} calls, 3 replicas x {slots} slots, latency {latency}s, concurrency {3 * slots}; "
-          f"replica 2 killed at {kill_at:.1f}s")
-    print(f"  wall {wall:.2f} s; before the kill {before:.0f} calls/s (capacity of three {three:.0f}); "
-          f"after {after:.0f} calls/s (capacity of two {2 * three / 3:.0f}, {after / (2 * three / 3):.3f} of it)")
+          f"replica 2 killed after {at:,} calls")
+    print(f"  wall {wall:.2f} s; before the kill {before:.0f} calls/s (capacity of three {three:.0f}); after "
+          f"{after:.0f} calls/s (capacity of two {2 * three / 3:.0f}: {after / (2 * three / 3):.3f} of it)")
     print(f"  answered {st.done - st.errors:,} of {st.done:,}, errors {st.errors}, retries {st.retries}; the two "
           f"live servers answered {answered}; grace CPU {used:.2f} s ({used / calls * 1000:.3f} ms/call)")
-    dropped = plan.provider.learned().get("replicas", [])
-    print(f"  replicas in run.json: {dropped}")
+    print(f"  replicas in run.json: {plan.provider.learned().get('replicas', [])}")
 
 
 def main() -> None:
@@ -129,7 +139,8 @@ def main() -> None:
     ap.add_argument("--concurrency", default="20,500,1000")
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--replicas", action=argparse.BooleanOptionalAction, default=True)
-    ap.add_argument("--slots", type=int, default=100)
+    ap.add_argument("--slots", type=int, default=20, help="requests each replica works on at once")
+    ap.add_argument("--replica-calls", type=int, default=4000)
     ap.add_argument("--transport", choices=("auto", "httpx"), default="auto",
                     help="httpx: grace's fallback transport (GRACE_HTTP_TRANSPORT=httpx), for the before/after")
     args = ap.parse_args()
@@ -143,7 +154,7 @@ def main() -> None:
         if levels:
             concurrency_case(levels, args.calls, args.latency, Path(tmp))
         if args.replicas:
-            replicas_case(args.calls, args.latency, args.slots, Path(tmp))
+            replicas_case(args.replica_calls, args.latency, args.slots, Path(tmp))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ clients grace's own providers use: flat CPU per call at hundreds of connections)
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 from abc import ABC, abstractmethod
@@ -166,6 +167,7 @@ ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_respon
 MODEL_FATAL = frozenset({"auth", "unknown_model"})
 
 
+@functools.lru_cache(maxsize=256)  # asked for every call (Provider.timeout_s); a handful of URLs per process
 def is_local_url(url: str | None) -> bool:
     """A server on this machine or a private network: self-hosted, so slow and queueing rather than broken."""
     if not url:
