@@ -13,7 +13,7 @@ The replicas case (``--replicas``): one model on three servers that each work on
 at the throughput of two: printed before and after the kill, against the servers' capacity.
 
     python benchmarks/perf/bench_concurrency.py [--calls 20000] [--concurrency 20,500,1000] [--latency 0.5]
-        [--replicas/--no-replicas] [--slots 20] [--replica-calls 4000] [--transport auto|httpx]
+        [--replicas/--no-replicas] [--http/--no-http] [--slots 20] [--replica-calls 4000] [--transport auto|httpx]
 """
 
 from __future__ import annotations
@@ -64,16 +64,18 @@ def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def concurrency_case(levels: list[int], calls: int, latency: float, tmp: Path) -> None:
-    print(f"concurrency: openai provider through run_calls, aiohttp fake server in its own process, latency {latency}s")
+def concurrency_case(levels: list[int], calls: int, latency: float, tmp: Path, provider: str = "openai") -> None:
+    what = "openai provider" if provider == "openai" else "an http: system (its bot endpoint)"
+    print(f"concurrency: {what} through run_calls, aiohttp fake server in its own process, latency {latency}s")
     print(f"{'calls':>7} {'conc.':>6} {'wall s':>8} {'ideal s':>8} {'of ideal':>9} {'calls/s':>8} {'grace CPU s':>12} "
           f"{'ms/call':>8} {'server CPU s':>13}  load")
     for c in levels:
         n = min(calls, ROUNDS * c)
         with AioFakeServer(latency=latency) as srv:
-            spec = ModelSpec("openai", "bench-model", base_url=srv.openai_base_url, api_key="x")
+            spec = (ModelSpec("openai", "bench-model", base_url=srv.openai_base_url, api_key="x") if provider == "openai"
+                    else ModelSpec("http", srv.bot_url))
             s0 = srv.cpu_seconds() or 0.0
-            wall, used, plan = timed(spec, n, c, tmp / f"c{c}", f"c{c}-")
+            wall, used, plan = timed(spec, n, c, tmp / f"{provider}{c}", f"c{c}-")
             served = (srv.cpu_seconds() or 0.0) - s0
         assert plan.stats.done == n and plan.stats.errors == 0, plan.stats
         ideal = n * latency / c
@@ -139,6 +141,8 @@ def main() -> None:
     ap.add_argument("--concurrency", default="20,500,1000")
     ap.add_argument("--latency", type=float, default=0.5)
     ap.add_argument("--replicas", action=argparse.BooleanOptionalAction, default=True)
+    ap.add_argument("--http", action=argparse.BooleanOptionalAction, default=True,
+                    help="also an http: system at concurrency 500 (the bot endpoint, httpx's interface on aiohttp)")
     ap.add_argument("--slots", type=int, default=20, help="requests each replica works on at once")
     ap.add_argument("--replica-calls", type=int, default=4000)
     ap.add_argument("--transport", choices=("auto", "httpx"), default="auto",
@@ -153,6 +157,9 @@ def main() -> None:
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
         if levels:
             concurrency_case(levels, args.calls, args.latency, Path(tmp))
+        if args.http:
+            concurrency_case([max(c for c in levels if c <= 500)] if any(c <= 500 for c in levels) else [500],
+                             args.calls, args.latency, Path(tmp), provider="http")
         if args.replicas:
             replicas_case(args.replica_calls, args.latency, args.slots, Path(tmp))
 
