@@ -13,7 +13,7 @@ The replicas case (``--replicas``): one model on three servers that each work on
 at the throughput of two: printed before and after the kill, against the servers' capacity.
 
     python benchmarks/perf/bench_concurrency.py [--calls 20000] [--concurrency 20,500,1000] [--latency 0.5]
-        [--replicas/--no-replicas] [--http/--no-http] [--slots 20] [--replica-calls 4000] [--transport auto|httpx]
+        [--replicas/--no-replicas] [--http/--no-http] [--pools] [--slots 20] [--replica-calls 4000] [--transport auto|httpx]
 """
 
 from __future__ import annotations
@@ -135,6 +135,42 @@ def replicas_case(calls: int, latency: float, slots: int, tmp: Path) -> None:
     print(f"  replicas in run.json: {plan.provider.learned().get('replicas', [])}")
 
 
+def pools_case(latency: float, calls: int = 3000, in_flight: int = 300) -> None:
+    """The transports side by side, the openai SDK's ``post`` alone (no engine): httpx's one pool, httpx split into
+    pools of 20 connections (one SDK client each, calls taken in turn), and aiohttp's one pool."""
+    import asyncio
+
+    import openai
+
+    messages = [{"role": "system", "content": "x" * 500},
+                {"role": "user", "content": "Employees receive ten days [ID: 3]. " * 100}]
+    body = {"model": "bench-model", "messages": messages, "max_tokens": 100}
+
+    async def measure(url: str, label: str, k: int, make) -> None:
+        clients = [openai.AsyncOpenAI(api_key="x", base_url=url, max_retries=0, timeout=120, http_client=make())
+                   for _ in range(k)]
+        gate = asyncio.Semaphore(in_flight)
+
+        async def one(i: int) -> None:
+            async with gate:
+                await clients[i % k].post("/chat/completions", body=body, cast_to=object)
+
+        await asyncio.gather(*(one(i) for i in range(in_flight)))  # connections open before the clock starts
+        c0, t0 = cpu(), time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(calls)))
+        used, wall = cpu() - c0, time.perf_counter() - t0
+        print(f"  {label:<30} {used / calls * 1000:6.2f} ms/call  wall {wall:6.2f} s  load {load()}", flush=True)
+        for c in clients:
+            await c.close()
+
+    print(f"pools: the openai SDK's post alone, {calls:,} calls, {in_flight} in flight, latency {latency}s")
+    with AioFakeServer(latency=latency) as srv:
+        url = srv.openai_base_url
+        asyncio.run(measure(url, "httpx, one pool", 1, openai.DefaultAsyncHttpxClient))
+        asyncio.run(measure(url, f"httpx, {in_flight // 20} pools of 20", in_flight // 20, openai.DefaultAsyncHttpxClient))
+        asyncio.run(measure(url, "aiohttp, one pool", 1, openai.DefaultAioHttpClient))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20_000)
@@ -143,6 +179,8 @@ def main() -> None:
     ap.add_argument("--replicas", action=argparse.BooleanOptionalAction, default=True)
     ap.add_argument("--http", action=argparse.BooleanOptionalAction, default=True,
                     help="also an http: system at concurrency 500 (the bot endpoint, httpx's interface on aiohttp)")
+    ap.add_argument("--pools", action=argparse.BooleanOptionalAction, default=False,
+                    help="also the transports side by side under the SDK alone: httpx, httpx in pools of 20, aiohttp")
     ap.add_argument("--slots", type=int, default=20, help="requests each replica works on at once")
     ap.add_argument("--replica-calls", type=int, default=4000)
     ap.add_argument("--transport", choices=("auto", "httpx"), default="auto",
@@ -152,6 +190,11 @@ def main() -> None:
         os.environ["GRACE_HTTP_TRANSPORT"] = "httpx"
     logging.basicConfig(level=logging.WARNING, format="  [grace] %(message)s")
     import openai  # noqa: F401 - imported before the clock starts: CPU per call is the steady state, not imports
+
+    from harness.providers import transport
+
+    print(f"transport: {transport.name()} (GRACE_HTTP_TRANSPORT={os.environ.get(transport.ENV, '')!r}); "
+          f"load average at the start {load()}")
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["GRACE_CACHE_DIR"] = str(Path(tmp) / "cache")
         levels = [int(c) for c in args.concurrency.split(",") if c.strip()]
@@ -160,6 +203,8 @@ def main() -> None:
         if args.http:
             concurrency_case([max(c for c in levels if c <= 500)] if any(c <= 500 for c in levels) else [500],
                              args.calls, args.latency, Path(tmp), provider="http")
+        if args.pools:
+            pools_case(args.latency)
         if args.replicas:
             replicas_case(args.replica_calls, args.latency, args.slots, Path(tmp))
 
