@@ -285,6 +285,23 @@ def _base_urls(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:
                          f"{len(urls)} replicas; remove batch = true, or keep one base_url")
     spec.base_url = urls[0]
     spec.replicas = list(urls) if len(urls) > 1 else []
+    if spec.replicas and not _takes_base_url(spec):
+        raise GraceError(f"{where}: key 'base_url' lists replicas, but a {spec.provider}: model does not send its calls "
+                         "to base_url; give the model's endpoint as its provider documents it")
+
+
+def _takes_base_url(spec: ModelSpec) -> bool:
+    """Whether the provider sends calls where ``base_url`` says (openai:, anthropic:, presets, plugins that do)."""
+    from dataclasses import replace
+
+    from harness.providers import provider_class
+
+    probe = "http://replica.invalid/v1"
+    try:
+        cls = provider_class(spec)
+        return cls.needs_network and cls.endpoint(replace(spec, base_url=probe, options={})) == probe
+    except GraceError:
+        return False
 
 
 def _http_system(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:

@@ -114,6 +114,14 @@ def test_a_bad_base_url_list_is_refused_with_the_key_and_the_fix(bench, value, s
     assert code != 0 and "base_url" in out and said in out and "Traceback" not in out
 
 
+def test_replicas_of_a_model_that_does_not_call_base_url_are_refused(bench):
+    config = write(bench / "models.toml", '[[models]]\nspec = "baseline:top1"\n'
+                                          'base_url = ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]\n')
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
+                          "--out", bench / "run", "--dry-run")
+    assert code != 0 and "does not send its calls to base_url" in out
+
+
 def test_batch_with_replicas_is_refused(bench):
     config = toml(bench / "models.toml", ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"], "batch = true\n")
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
