@@ -127,3 +127,35 @@ def test_batch_with_replicas_is_refused(bench):
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
                           "--out", bench / "run", "--dry-run")
     assert code != 0 and "replicas" in out and "batch" in out
+
+
+def test_a_one_model_command_takes_replicas_comma_separated_in_base_url(monkeypatch):
+    from harness.providers.replicas import Replicas
+    from harness.runner.model_options import ModelOptions, ready_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    spec, provider = ready_model("openai:judge", role="judge",
+                                 options=ModelOptions(base_url="http://127.0.0.1:1/v1, http://127.0.0.1:2/v1"))
+    assert spec.base_url == "http://127.0.0.1:1/v1" and spec.replicas == ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
+    assert isinstance(provider, Replicas) and [m.url for m in provider.members] == spec.replicas
+    spec, provider = ready_model("openai:judge", role="judge", options=ModelOptions(base_url="http://127.0.0.1:1/v1"))
+    assert spec.replicas == [] and not isinstance(provider, Replicas)
+
+
+def test_a_replica_that_accepts_and_never_answers_is_dropped_while_the_other_answers(bench, monkeypatch):
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with FakeAPIServer(latency=0.05, responder=cite_first_id) as ok, FakeAPIServer(hang=True) as stuck:
+        urls = [ok.openai_base_url, stuck.openai_base_url]
+        config = toml(bench / "models.toml", urls)
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
+                              "--concurrency", "4", "--timeout", "0.5", "--out", bench / "run", "--no-score")
+    assert code == 0, out
+    rows = rows_of(bench / "run")
+    assert Counter(r["question_id"] for r in rows) == Counter({f"q{i}": 1 for i in range(QUESTIONS)})
+    assert all(r["error"] is None for r in rows)
+    assert f"replica {urls[1]} dropped after 3 timeouts in a row" in out
+    assert "one call at a time" not in out  # the model's own timeout fallback never saw the replica's timeouts
+    info = json.loads((bench / "run" / "run.json").read_text())
+    assert info["counts"]["openai:replicated"]["in_flight_limit"] is None
+    dropped = {r["url"]: r["dropped"] for r in info["models"][0]["replicas"]}
+    assert dropped[urls[0]] is None and "timeouts in a row" in dropped[urls[1]]
