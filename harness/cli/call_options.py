@@ -48,7 +48,8 @@ def call_options(what: str, no_cache_help: str = "Do not read the response cache
                      help="How to ask for JSON (options.json_mode); the provider checks the value. openai and "
                      "openai-compatible servers: auto, json_schema, json_object_schema, json_object, prompt [default: auto]."),
         click.option("--base-url", default=None, metavar="URL",
-                     help="API base URL (an openai-compatible server such as llama.cpp, Ollama, vLLM, or a proxy)."),
+                     help="API base URL (an openai-compatible server such as llama.cpp, Ollama, vLLM, or a proxy); "
+                     "several, comma-separated, are the model's replicas: calls are spread over them."),
         click.option("--api-key-env", default=None, metavar="VAR", help="Read the API key from this variable."),
         click.option("--prices", type=click.Path(path_type=Path), default=None,
                      help="JSON {model: [input, output]} USD per 1M tokens."),

@@ -85,6 +85,12 @@ def provider_class(spec: ModelSpec) -> type[Provider]:
 
 
 def make_provider(spec: ModelSpec) -> Provider:
+    """The spec's provider; for a model with several ``base_url`` s, one per replica behind
+    :class:`~harness.providers.replicas.Replicas`, which spreads the calls over them."""
+    if len(spec.replicas) > 1:
+        from harness.providers.replicas import Replicas
+
+        return Replicas(spec, lambda one: provider_class(one)(one))
     return provider_class(spec)(spec)
 
 

@@ -21,7 +21,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.providers import http_errors
+from harness.providers import http_errors, transport
 from harness.providers.base import (
     DEFAULT_MAX_TOKENS,
     Completion,
@@ -72,6 +72,9 @@ class AnthropicProvider(Provider):
             }
             if self.spec.base_url:  # else the SDK reads ANTHROPIC_BASE_URL itself
                 kwargs["base_url"] = self.spec.base_url
+            http_client = transport.sdk_http_client(anthropic)  # aiohttp's pool when installed (transport.py)
+            if http_client is not None:
+                kwargs["http_client"] = http_client
             self._client = anthropic.AsyncAnthropic(**kwargs)
         return self._client
 

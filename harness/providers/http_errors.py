@@ -192,8 +192,30 @@ def _mro_names(exc: BaseException) -> list[str]:
     return [cls.__name__ for cls in type(exc).__mro__]
 
 
+def aiohttp_kind(exc: BaseException) -> str | None:
+    """``timeout`` or ``connection``, from the aiohttp error under an httpx one, when calls go through aiohttp
+    (:mod:`harness.providers.transport`); None when there is none.
+
+    httpx-aiohttp (and the SDKs' copy of it) raises every ``aiohttp.ClientConnectionError`` as httpx's
+    ``ConnectTimeout``: a refused connection or a server that hung up would read as a timeout, and count towards
+    the timeout breaker and the one-call-at-a-time fallback instead of the connection breaker. Its cause says
+    which it was."""
+    cause = exc.__cause__
+    for _ in range(8):  # a short chain: SDK error <- httpx error <- aiohttp error <- OSError
+        if cause is None:
+            return None
+        if type(cause).__module__.partition(".")[0] == "aiohttp":
+            timed_out = isinstance(cause, TimeoutError) or any(
+                part in name for name in _mro_names(cause) for part in _TIMEOUT_NAMES)
+            return "timeout" if timed_out else "connection"
+        cause = cause.__cause__
+    return None
+
+
 def from_transport(exc: BaseException) -> ProviderError | None:
     """Timeouts and connection failures raised below the SDK (or by an SDK without wrapping)."""
+    if aiohttp_kind(exc) == "connection":
+        return ProviderError("connection", f"connection failed: {exc.__cause__ or exc!r}", retryable=True)
     names = _mro_names(exc)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or any(
         part in name for name in names for part in _TIMEOUT_NAMES
@@ -232,6 +254,8 @@ def stainless_errors(sdk: Any, timeout_s: float) -> AbstractContextManager[None]
         if isinstance(exc, sdk.APIStatusError):  # Anthropic's api_message is the server's words without the status
             message = getattr(exc, "api_message", None) or exc.message
             return from_status(exc.status_code, message, headers=exc.response.headers, body=exc.body)
+        if isinstance(exc, sdk.APITimeoutError) and aiohttp_kind(exc.__cause__ or exc) == "connection":
+            return ProviderError("connection", f"connection failed: {exc.__cause__.__cause__}", retryable=True)
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError("timeout", f"request timed out after {timeout_s}s", retryable=True)
         if isinstance(exc, sdk.APIConnectionError):

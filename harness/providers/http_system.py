@@ -293,8 +293,10 @@ class HttpSystem(Provider):
         url = fill(self.url, values, {k: quote(v, safe="") for k, v in texts.items()})
         headers = {name: _env(value, f"{self.spec.name}: {name}") for name, value in self.table.headers.items()}
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout_s, follow_redirects=True,
-                                             event_hooks={"response": [refuse_other_origin]})
+            from harness.providers.transport import httpx_client  # aiohttp's pool when installed
+
+            self._client = httpx_client(timeout=self.timeout_s, follow_redirects=True,
+                                        event_hooks={"response": [refuse_other_origin]})
         body = None if self.table.method == "GET" else fill(self.body, values, texts)
         try:
             request_ = self._client.build_request(self.table.method, url, json=body, headers=headers)

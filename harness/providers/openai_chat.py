@@ -32,7 +32,7 @@ from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
-from harness.providers import http_errors
+from harness.providers import http_errors, transport
 from harness.providers.base import (
     Completion,
     ModelSpec,
@@ -121,6 +121,7 @@ class OpenAIChatProvider(Provider):
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
         self._client: Any = None
+        self._sdk: Any = None
         self._probe: asyncio.Lock | None = None
 
     def _key_envs(self) -> list[str]:
@@ -157,8 +158,11 @@ class OpenAIChatProvider(Provider):
             openai = require_sdk("openai", "openai", self.provider_name)
             # max_retries 0: the runner retries, honouring Retry-After
             common: dict[str, Any] = {"max_retries": 0, "timeout": self.timeout_s}
-            if str(type(self).endpoint(self.spec) or "").startswith("http://"):
-                common["http_client"] = openai.DefaultAsyncHttpxClient(verify=_plain_http_context())
+            plain = str(type(self).endpoint(self.spec) or "").startswith("http://")
+            # aiohttp's pool when installed: httpx's costs CPU per call that grows with the connections (transport.py)
+            http_client = transport.sdk_http_client(openai, verify=_plain_http_context() if plain else None)
+            if http_client is not None:
+                common["http_client"] = http_client
             self._client = self._new_client(openai, common)
         return self._client
 
@@ -240,7 +244,9 @@ class OpenAIChatProvider(Provider):
 
     def sdk_errors(self) -> AbstractContextManager[None]:
         """The SDK's exceptions as :class:`ProviderError`, for every call to this endpoint (batch ones too)."""
-        return http_errors.stainless_errors(require_sdk("openai", "openai", self.provider_name), self.timeout_s)
+        if self._sdk is None:  # looked up once: the registry's resolve is 20 us, on every call at 1,000 a second
+            self._sdk = require_sdk("openai", "openai", self.provider_name)
+        return http_errors.stainless_errors(self._sdk, self.timeout_s)
 
     async def _send(self, request: Request, mode: str | None) -> Completion:
         client = self._get_client()

@@ -168,6 +168,16 @@ class CitationSettings(BaseModel):
     rewrite: dict[str, str] = Field(default_factory=dict)  # path/URL prefix -> replacement, read before resolving
 
 
+class ReplicaEntry(BaseModel):
+    """``run.json["models"][i]["replicas"][j]``: one endpoint of a model served by several (its ``base_url`` list)."""
+
+    model_config = _RUN_BLOCK
+
+    url: str  # the replica's base URL, as configured
+    answered: int = 0  # calls it answered in the last command (not from the cache)
+    dropped: str | None = None  # why the run stopped sending to it (its breaker), naming the failures; null: live
+
+
 class ModelEntry(BaseModel):
     """One model of ``run.json["models"]``: what it was asked with, and what the run learned about its endpoint."""
 
@@ -193,6 +203,9 @@ class ModelEntry(BaseModel):
     calibration: dict[str, Any] | None = _absent_if_none()
     # how its citations are read and scored (issue 39); absent: GRACE's reading, one citation per answer
     citations: CitationSettings | None = _absent_if_none()
+    # a model on several endpoints (base_url = [...]): each replica, what it answered, and which were dropped and why;
+    # absent: one endpoint. The calls were spread over them; the cache key names the first (endpoint)
+    replicas: list[ReplicaEntry] | None = _absent_if_none()
 
     def learned(self) -> dict[str, Any]:
         """What the run learned about the endpoint, as ``Provider.learned()`` gives it."""

@@ -76,7 +76,7 @@ class ModelTable(GenParams):
 
     spec: str
     name: str | None = None
-    base_url: str | None = None
+    base_url: str | list[str] | None = None  # several: the model's replicas (harness.providers.replicas)
     api_key_env: str | None = None
     price_input: NonNegative | None = None  # USD per 1M tokens
     price_output: NonNegative | None = None
@@ -216,7 +216,7 @@ _EXPECT = {
 }
 _BOARD_EXPECT = {"run": "a [run] table", "models": "[[models]] tables (an array of tables)",
                  "export": "[export.TARGET] tables (e.g. [export.mlflow] with tracking_uri = \"...\")"}
-_MODEL_EXPECT = {"stop": "a string or an array of strings"}
+_MODEL_EXPECT = {"stop": "a string or an array of strings", "base_url": "a URL or an array of URLs (the model's replicas)"}
 _TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float", dict: "a table", list: "an array"}
 
 
@@ -278,7 +278,7 @@ def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None
         raise GraceError(f"{where}: key 'spec': {exc}") from None
     spec.name = entry.get("name") or spec.name
     spec.params = {**{k: entry[k] for k in _GEN_PARAMS if k in entry}, **entry.get("params", {})}
-    spec.base_url = entry.get("base_url")
+    _base_urls(spec, entry, where)
     spec.api_key_env = entry.get("api_key_env")
     spec.price_input_per_mtok = entry.get("price_input")
     spec.price_output_per_mtok = entry.get("price_output")
@@ -323,6 +323,41 @@ def _citations(spec: ModelSpec, table: dict[str, Any] | None, where: str, base: 
         return settings(scoring, reads, map_file, table.get("rewrite") or {}, origin=f"{label} rewrite")
     except GraceError as exc:
         raise GraceError(f"{label}: {exc}") from None
+
+
+def _base_urls(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:
+    """``base_url``: one endpoint, or an array of a model's replicas (the same model served by several servers)."""
+    urls = entry.get("base_url")
+    if not isinstance(urls, list):
+        spec.base_url = urls
+        return
+    if not urls:
+        raise GraceError(f"{where}: key 'base_url' is an empty array; give the model's URL, or its replicas' URLs")
+    if len(set(urls)) != len(urls):
+        twice = next(u for u in urls if urls.count(u) > 1)
+        raise GraceError(f"{where}: key 'base_url' lists {twice!r} twice; list each replica once")
+    if len(urls) > 1 and entry.get("batch"):
+        raise GraceError(f"{where}: key 'batch' sends a model's calls to one endpoint, and 'base_url' lists "
+                         f"{len(urls)} replicas; remove batch = true, or keep one base_url")
+    spec.base_url = urls[0]
+    spec.replicas = list(urls) if len(urls) > 1 else []
+    if spec.replicas and not _takes_base_url(spec):
+        raise GraceError(f"{where}: key 'base_url' lists replicas, but a {spec.provider}: model does not send its calls "
+                         "to base_url; give the model's endpoint as its provider documents it")
+
+
+def _takes_base_url(spec: ModelSpec) -> bool:
+    """Whether the provider sends calls where ``base_url`` says (openai:, anthropic:, presets, plugins that do)."""
+    from dataclasses import replace
+
+    from harness.providers import provider_class
+
+    probe = "http://replica.invalid/v1"
+    try:
+        cls = provider_class(spec)
+        return cls.needs_network and cls.endpoint(replace(spec, base_url=probe, options={})) == probe
+    except GraceError:
+        return False
 
 
 def _http_system(spec: ModelSpec, entry: dict[str, Any], where: str) -> None:

@@ -48,7 +48,7 @@ class ModelOptions:
     max_tokens: int | None = None  # output limit per call: spec.params["max_tokens"]
     json_mode: str | None = None  # spec.options["json_mode"]; values are provider-specific
     timeout: float | None = None  # seconds per call: spec.timeout_s
-    base_url: str | None = None  # spec.base_url: an openai-compatible server, a proxy
+    base_url: str | None = None  # spec.base_url: an openai-compatible server, a proxy; comma-separated: replicas
     api_key_env: str | None = None  # spec.api_key_env: read the key from this variable
 
     def with_default_max_tokens(self, default: int | None) -> ModelOptions:
@@ -80,7 +80,9 @@ def apply_model_options(spec: ModelSpec, options: ModelOptions | None) -> ModelS
     if options.json_mode is not None:
         spec.options["json_mode"] = options.json_mode
     if options.base_url:
-        spec.base_url = options.base_url
+        urls = list(dict.fromkeys(u.strip() for u in options.base_url.split(",") if u.strip()))  # several: replicas
+        spec.base_url = urls[0] if urls else None
+        spec.replicas = urls if len(set(urls)) > 1 else []
     if options.api_key_env:
         spec.api_key_env = options.api_key_env
     return spec

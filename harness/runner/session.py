@@ -27,7 +27,7 @@ from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, plugin_of, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.run_folder import BatchLedger, RunDir, RunInfo
-from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunKb
+from harness.run_folder.run_records import ModelEntry, ReplicaEntry, RowCounts, RunConfig, RunGold, RunKb
 from harness.runner.batch_mode import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (
@@ -194,7 +194,8 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       price_output_per_mtok=spec.price_output_per_mtok,
                       price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
                       options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec),
-                      citations=spec.citations)
+                      citations=spec.citations,
+                      replicas=[ReplicaEntry(url=u) for u in spec.replicas] if len(spec.replicas) > 1 else None)
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,
@@ -318,9 +319,12 @@ def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
                              "anthropic: and google: have one); remove batch = true for this model")
         if s.batch is None:
             local = is_local_url(cls.endpoint(s))
-            s.batch = bool(batch and cls.batch_api and not local)
+            spread = len(s.replicas) > 1  # a batch goes to one endpoint
+            s.batch = bool(batch and cls.batch_api and not local and not spread)
             if batch and cls.needs_network and not s.batch:
-                why = "its endpoint is a local server" if local and cls.batch_api else f"{s.provider}: has no batch API"
+                why = ("its endpoint is a local server" if local and cls.batch_api
+                       else "its calls are spread over its replicas" if spread and cls.batch_api
+                       else f"{s.provider}: has no batch API")
                 log.info(f"{s.name}: runs in real time ({why})")
 
 

@@ -42,6 +42,9 @@ sent), and the same 429 with ``Retry-After``, 5xx, slow and ``Reply.not_json()``
 replies as the model APIs; ``Reply.large(size)`` is a reply of ``size`` bytes,
 generated while it is sent.
 
+``srv.die()`` makes it a server that crashed: what is in flight is cut off, new connections are refused (one
+replica of a model lost mid-run).
+
 Servers that leak or move: ``Reply.echo_key(401)`` (or 500) quotes the request's
 key or token in its error message, as careless servers do, and
 ``Reply.echo_key(200)`` is a bot that answers with its own token;
@@ -173,6 +176,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length) if length else b""
+        if self.server.owner.down:  # died: a connection kept alive from before is cut, nothing answered
+            self.close_connection = True
+            return
         if self.server.owner.hang and route(self.path.partition("?")[0]) == "unknown":
             self._hang()  # a batch or file endpoint: not a model call, so not recorded
             return
@@ -212,7 +218,8 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             wait = owner.latency + reply.delay
             if wait > 0 and owner._stopping.wait(wait):
-                return  # server shutting down: drop the reply
+                self.close_connection = True  # server shutting down: drop the reply, and the connection with it
+                return
         if api == "unknown":
             self._send(404, {"error": {"message": f"no route for POST {path}"}})
             return
@@ -277,6 +284,7 @@ class FakeAPIServer:
         self.latency = latency
         self.hang = hang  # accept and read every request, answer none (until the server stops)
         self.hung = 0  # requests left unanswered in hang mode
+        self.down = False  # died (see die())
         self.responder = responder
         self.local = local
         self.batch = batch or BatchBehaviour()  # read by each batch when it is created
@@ -308,6 +316,13 @@ class FakeAPIServer:
         self._server.shutdown()
         self._server.server_close()
         self._server = None
+
+    def die(self) -> None:
+        """Die as a crashed server does: requests in flight are cut off unanswered (their connections closed), and
+        so is every later request on a connection kept alive; new connections are refused. Safe to call from a
+        responder (a replica that dies mid-run)."""
+        self.down = True
+        threading.Thread(target=self.stop, name="fake-api-die", daemon=True).start()
 
     def __enter__(self) -> FakeAPIServer:
         return self.start()
