@@ -365,6 +365,21 @@ class Pair(_Block):
     significant: bool  # true when p_adjusted < 0.05
 
 
+class CitationPair(_Block):
+    """Two models scored several citations per answer, compared on per-question citation F1 (``citation_pairwise``)."""
+
+    a: str  # the model ranked higher (leaderboard order)
+    b: str  # the model ranked lower
+    n: Count  # answerable questions both models answered: what the test is over
+    f1_a: Rate  # a's mean per-question citation F1 over those questions
+    f1_b: Rate  # b's, over the same questions
+    # two-sided paired sign-flip permutation test of the mean per-question F1 difference (as many random sign flips,
+    # seeded, as the report's bootstrap_samples; 1 when the two never differ)
+    p_value: Rate
+    p_adjusted: Rate  # Holm-corrected over the citation pairs
+    significant: bool  # true when p_adjusted < 0.05
+
+
 class GoldInfo(_Block):
     path: str | None  # None: questions passed in memory
     hash: str  # 16 hex digits of the SHA-256 of the gold file's bytes (in memory: of the questions' labels)
@@ -545,6 +560,9 @@ class Report(_Block):
     leaderboard: list[str]  # ranked models, best first
     models: dict[str, ModelReport]  # each ranked model's figures, by name, in leaderboard order
     pairwise: list[Pair]  # McNemar's test for every pair of ranked models, in leaderboard order
+    # paired tests of citation F1 between every two ranked models scored several citations per answer
+    # (CitationSettings.scoring == "multi"), in leaderboard order; written only when there are two or more
+    citation_pairwise: list[CitationPair] | None = Field(None, exclude_if=lambda v: v is None)
     spotcheck: SpotcheckBlock | None = None  # the last spot-check's figures (grace spotcheck run); null until one ran
     warnings: list[str] = Field(default_factory=list)  # what to know before reading the figures, in sentences
     failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked
