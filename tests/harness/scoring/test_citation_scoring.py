@@ -13,6 +13,7 @@ import pytest
 
 from harness.run_folder.report import read_report
 from harness.run_folder.run_records import CitationSettings
+from harness.run_folder.scores import CITATION_FIELDS, SCORE_FIELDS, ScoreLine
 from harness.scoring import score_responses
 from tests.citation_runs import STORED, grace_rows, masked, sample_bench, write_rows
 
@@ -53,6 +54,7 @@ def test_a_source_reference_is_the_article_it_names(bench, tmp_path):
     assert line["citations"] == [{"reference": Q001_SOURCE, "articles": ["33"], "how": "source+heading", "note": "",
                                   "quote": None, "quote_found": None}]
     assert (line["cit_precision"], line["cit_recall"], line["cit_f1"], line["cit_correct"]) == (1.0, 1.0, 1.0, 1.0)
+    assert tuple(line) == SCORE_FIELDS + CITATION_FIELDS and ScoreLine.model_validate(line).citations[0].how
     m = report.models["bot"]
     assert m.accuracy == 1.0 and m.citations is not None and m.citations.hit_rate == 1.0
     assert m.citations.by_how == {"source+heading": 1} and m.citations.n_unmapped == 0
