@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -123,7 +123,7 @@ def _number(x: Any) -> str:
     return _LITERAL[x] if x is None or t is bool else json.dumps(x)
 
 
-def _ids(items: list[str] | None) -> str:
+def _ids(items: Sequence[str] | None) -> str:
     """``json.dumps`` of a list of str or None."""
     if items is None:
         return "null"
@@ -178,15 +178,30 @@ class ScoreLines:
                 f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
                 f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
 
+    def citation_fields(self, citations: Sequence[Sequence[Any]], precision: float | None, recall: float | None,
+                        f1: float | None, correct: float | None, coverage: float | None,
+                        problems: Sequence[str]) -> str:
+        """The CITATION_FIELDS of a references model's line, byte for byte as ``json.dumps`` writes them after the
+        other fields: ``, "citations": [...], ..., "marker_problems": [...]`` (the line is ``line[:-1] + this +
+        "}"``). Each citation is ``(reference, articles, how, note, quote, quote_found, ...)``, a
+        :class:`CitedReference`'s fields in order."""
+        s, num, lit = self._str, _number, _LITERAL
+        items = []
+        for c in citations:
+            ref, articles, how, note, quote, found = c[:6]
+            items.append(f'{{"reference": {s(ref)}, "articles": {_ids(articles)}, '
+                         f'"how": {"null" if how is None else s(how)}, "note": {s(note)}, '
+                         f'"quote": {"null" if quote is None else _json_str(quote)}, "quote_found": {lit[found]}}}')
+        return (f', "citations": [{", ".join(items)}], "cit_precision": {num(precision)}, '
+                f'"cit_recall": {num(recall)}, "cit_f1": {num(f1)}, "cit_correct": {num(correct)}, '
+                f'"coverage": {num(coverage)}, "marker_problems": {_ids(problems)}')
 
-def citation_fields(citations: list[dict[str, Any]], precision: float | None, recall: float | None,
-                    f1: float | None, correct: float | None, coverage: float | None, problems: list[str]) -> str:
-    """The CITATION_FIELDS of a line, as ``json.dumps`` writes them after the others: ``, "citations": ...``
-    (the line is ``line[:-1] + this + "}"``)."""
-    num = _number
-    return (f', "citations": {json.dumps(citations)}, "cit_precision": {num(precision)}, '
-            f'"cit_recall": {num(recall)}, "cit_f1": {num(f1)}, "cit_correct": {num(correct)}, '
-            f'"coverage": {num(coverage)}, "marker_problems": {_ids(problems)}')
+
+def citation_fields(citations: Sequence[Sequence[Any]], precision: float | None, recall: float | None,
+                    f1: float | None, correct: float | None, coverage: float | None, problems: Sequence[str]) -> str:
+    """The CITATION_FIELDS of a line, as ``json.dumps`` writes them after the others (see
+    :meth:`ScoreLines.citation_fields`)."""
+    return ScoreLines().citation_fields(citations, precision, recall, f1, correct, coverage, problems)
 
 
 def iter_scores(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

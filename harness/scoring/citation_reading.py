@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from harness.run_folder.run_records import CitationSettings
@@ -45,6 +44,7 @@ _QUOTED = re.compile(r'"([^"\n]{1,1000})"|\u201c([^\u201c\u201d\n]{1,1000})\u201
                      r'|\u201e([^\u201e\u201c\u201d\n]{1,1000})[\u201c\u201d]')
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f](?=\s|$)|\n")
+_NOT_AN_ID = "not a KB article ID"
 _QUOTES = "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e`"
 
 
@@ -53,9 +53,8 @@ def _words(text: str) -> str:
     return " " + " ".join(_WORD.findall(" ".join(unicodedata.normalize("NFKC", text).casefold().split()))) + " "
 
 
-@dataclass(frozen=True)
-class ReadCitation:
-    """One citation of an answer: the reference as given, and what it resolved to."""
+class ReadCitation(NamedTuple):
+    """One citation of an answer: the reference as given, and what it resolved to (a tuple: a million answers)."""
 
     reference: str
     articles: tuple[str, ...]  # the KB articles it resolved to; () when unmapped
@@ -71,8 +70,7 @@ class ReadCitation:
                 "quote": self.quote, "quote_found": self.quote_found}
 
 
-@dataclass(frozen=True)
-class CitationReading:
+class CitationReading(NamedTuple):
     """One answer read: its citations in order of first appearance, its refusal, and the problems found."""
 
     body: str  # the answer without its source list and footnote definitions (the whole text when read as IDs)
@@ -125,8 +123,15 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
     reachable by the asker (not forbidden) and are supported (no quote missing from the article); coverage
     |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0, nothing cited)."""
     citations = reading.citations if reading is not None else ()
-    made = len(cited) + sum(not c.articles for c in citations)
-    right = sum(1 for a in cited if a in expected)
+    unmapped = 0
+    for c in citations:
+        if not c.articles:
+            unmapped += 1
+    made = len(cited) + unmapped
+    right = 0
+    for a in cited:
+        if a in expected:
+            right += 1
     precision = recall = f1 = None
     hit = None
     if answerable:
@@ -138,13 +143,15 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
     correct = None
     if citations:
         check = bool(audiences) and groups is not None
-        good = sum(1 for c in citations if c.articles and c.quote_found is not False
-                   and not (check and forbidden_ids(c.articles, audiences, groups)))
+        good = 0
+        for c in citations:
+            if c.articles and c.quote_found is not False and not (check and forbidden_ids(c.articles, audiences, groups)):
+                good += 1
         correct = good / len(citations)
     coverage = None
     if made and retrieved:
         shown = set(retrieved)
-        coverage = sum(1 for a in shown if a in cited) / len(shown)
+        coverage = len(shown.intersection(cited)) / len(shown)
     return CitationFigures(precision, recall, f1, hit, correct, coverage)
 
 
@@ -166,10 +173,11 @@ class CitationReader:
         self._articles = list(articles) if self.references else []
         self._resolver: Resolver | None = None
         self._cache: dict[str, Resolution] = {}
+        self._unplaced_cache: dict[tuple[str, bool], ReadCitation] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         """A worker gets the articles, mapping and rules, and builds the resolver and its cache again."""
-        return {**self.__dict__, "_resolver": None, "_cache": {}}
+        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}}
 
     @property
     def resolver(self) -> Resolver:
@@ -191,8 +199,16 @@ class CitationReader:
     def resolve_retrieved(self, references: Iterable[str]) -> list[str]:
         """A system's own retrieval list (``system_retrieved``) as the distinct KB articles it resolves to."""
         out: dict[str, None] = {}
+        kb, cache = self.kb_ids, self._cache
         for ref in references:
-            out.update(dict.fromkeys(self.resolve(ref, as_id=True).articles))
+            if ref in kb:
+                out[ref] = None
+                continue
+            found = cache.get(ref)
+            if found is None:
+                found = self.resolve(ref)
+            for a in found.articles:
+                out[a] = None
         return list(out)
 
     def read(self, text: str, citations: Sequence[str] | None = None,
@@ -221,6 +237,9 @@ class CitationReader:
             for m in _CANONICAL.finditer(body):
                 as_ids.add(m.group(1))
                 found.append((m.start(), m.group(1), _sentence_of(body, m.start())))
+        if not found:  # no marker and no [ID: x]: the structured citations (or the list), each read alike every time
+            read = tuple(self._unplaced(ref, ref in as_ids) for ref in reading.cited_references)
+            return self._reading(text, body, read, given, refusal_langs, reading.problems)
         if not reading.markers:
             found.extend((len(body) + 1, ref, None) for ref in reading.cited_references)
         found.sort(key=lambda f: f[0])
@@ -230,13 +249,28 @@ class CitationReader:
             if span is not None and span not in spans:
                 spans.append(span)
         read = tuple(self._citation(ref, ref in as_ids, tuple(spans), quotes.get(ref)) for ref, spans in order.items())
+        return self._reading(text, body, read, given, refusal_langs, reading.problems)
+
+    def _reading(self, text: str, body: str, read: tuple[ReadCitation, ...], given: list[str] | None,
+                 refusal_langs: Iterable[str] | None, problems: Sequence[Any]) -> CitationReading:
         strict_refused = bool(text) and is_strict_refusal(text)
         refused = strict_refused or (bool(text) and is_lenient_refusal(text, cites=bool(read),
                                                                        languages=refusal_langs))
         rule = "json" if given is not None else ("lenient" if read else "none")
         ids = tuple(dict.fromkeys(a for c in read for a in c.articles))
         return CitationReading(body, read, refused, strict_refused, rule, ids,
-                               tuple(dict.fromkeys(p.code for p in reading.problems)))
+                               tuple(dict.fromkeys(p.code for p in problems)) if problems else ())
+
+    def _unplaced(self, ref: str, as_id: bool) -> ReadCitation:
+        """A citation no marker places (a structured citation, a listed source): the same for every answer, so
+        kept per reference (bounded like the resolutions)."""
+        key = (ref, as_id)
+        found = self._unplaced_cache.get(key)
+        if found is None:
+            found = self._citation(ref, as_id, (), None)
+            if len(self._unplaced_cache) < _CACHE_MAX:
+                self._unplaced_cache[key] = found
+        return found
 
     def _citation(self, ref: str, as_id: bool, spans: tuple[tuple[int, int], ...],
                   said: list[str] | None) -> ReadCitation:
@@ -259,7 +293,7 @@ class CitationReader:
         else:
             ext, strict = given_citations(text, list(citations), refusal_langs)
         read = tuple(ReadCitation(c, (c,), "id", "", None, None, ()) if c in self.kb_ids
-                     else ReadCitation(c, (), None, "not a KB article ID", None, None, ()) for c in ext.cited_ids)
+                     else ReadCitation(c, (), None, _NOT_AN_ID, None, None, ()) for c in ext.cited_ids)
         return CitationReading(text, read, ext.refused, strict.refused, ext.rule, tuple(strict.cited_ids), ())
 
 

@@ -25,7 +25,7 @@ from typing import BinaryIO
 import numpy as np
 
 from harness.run_folder.responses import ResponseRow, check_file, read_responses, split_ranges
-from harness.run_folder.scores import ScoreLines, citation_fields
+from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
 from harness.scoring.citation_reading import CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
@@ -150,7 +150,8 @@ def score_part(
     langs = question_langs or [""] * len(questions)
     models: list[str] = []
     model_index: dict[str, int] = {}
-    line, decide, nan = ScoreLines().line, decide_outcome, float("nan")
+    writer = ScoreLines()
+    line, decide, nan = writer.line, decide_outcome, float("nan")
     # each question's language as the tuple of refusal languages extract_both takes (empty for English or another
     # language without paraphrases of its own: none to look for), one tuple per language, not one per row
     as_tuple = {code: (code,) if code in PARAPHRASED else () for code in set(question_langs or ())}
@@ -174,7 +175,7 @@ def score_part(
             reader = readers.get(row.model) if readers is not None else None
             if reader is not None:  # a model read as references or scored several citations per answer
                 ext, strict, outcome, strict_outcome, retrieved, tail, figures = _read_row(
-                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups)
+                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer)
             elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
@@ -231,13 +232,14 @@ def score_part(
     return c.numpy(), models
 
 
+_NAN = float("nan")
 _GRACE_FIGURES = (float("nan"),) * 3 + (-1, float("nan"), float("nan")) + (0,) * (5 + len(HOW) + 1)
 
 
 def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | None, must: bool,
               expected: frozenset[str], kb_ids: frozenset[str], langs: tuple[str, ...],
               audiences: dict[str, frozenset[str]] | None, groups: list[str] | frozenset[str] | None,
-              ) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
+              lines: ScoreLines) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
     """One row of a model with CitationSettings: its readings, outcomes, what it was judged against (a system's
     own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns."""
     if reader.references and row.system_retrieved is not None:
@@ -276,25 +278,30 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
             strict_outcome = decide_outcome(strict.cited_ids, strict.refused, must, expected, kb_ids,
                                             shown=retrieved, audiences=audiences, groups=groups)
     f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups)
-    citations = reading.citations if reading is not None else ()
     how = [0] * (len(HOW) + 1)
-    checked = missing = 0
-    for cit in citations:
-        how[HOW_CODE.get(cit.how, UNMAPPED_HOW) if cit.how is not None else UNMAPPED_HOW] += 1
-        if cit.quote_found is not None:
-            checked += 1
-            missing += not cit.quote_found
-    problems = reading.problems if reading is not None else ()
-    mask = 0
-    for code in problems:
-        mask |= PROBLEM_BIT.get(code, 0)
-    nan = float("nan")
-    figures = (nan if f.precision is None else f.precision, nan if f.recall is None else f.recall,
-               nan if f.f1 is None else f.f1, -1 if f.hit is None else f.hit,
-               nan if f.correct is None else f.correct, nan if f.coverage is None else f.coverage,
-               len(citations), sum(not c.articles for c in citations), checked, missing, mask, *how)
-    tail = citation_fields([c.as_dict() for c in citations], _round(f.precision), _round(f.recall), _round(f.f1),
-                           _round(f.correct), _round(f.coverage), list(problems))
+    checked = missing = n_unmapped = mask = 0
+    if reading is not None:
+        citations = reading.citations
+        for cit in citations:
+            if cit.how is None:
+                how[UNMAPPED_HOW] += 1
+                n_unmapped += 1
+            else:
+                how[HOW_CODE.get(cit.how, UNMAPPED_HOW)] += 1
+            if cit.quote_found is not None:
+                checked += 1
+                missing += not cit.quote_found
+        problems = reading.problems
+        for code in problems:
+            mask |= PROBLEM_BIT.get(code, 0)
+    else:
+        citations = problems = ()
+    p, r, f1, hit, correct, coverage = f
+    figures = (_NAN if p is None else p, _NAN if r is None else r, _NAN if f1 is None else f1,
+               -1 if hit is None else hit, _NAN if correct is None else correct,
+               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how)
+    tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
+                                 problems)
     return ext, strict, outcome, strict_outcome, retrieved, tail, figures
 
 

@@ -142,7 +142,10 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     names = article_ids + unknown + [REFUSE, NONE]
     settings = {name: s for name, s in (citations or {}).items() if not read_as_grace(s)}
     # each model's reader, built before any answer is read: a bad mapping file stops here with its file and line
-    readers = {name: CitationReader(kb_obj.articles, s, kb_ids) for name, s in settings.items()}
+    # (one reader per distinct settings: the models of a run that read alike share its resolutions)
+    alike: dict[str, CitationReader] = {}
+    readers = {name: alike.get(s.model_dump_json()) or alike.setdefault(
+        s.model_dump_json(), CitationReader(kb_obj.articles, s, kb_ids)) for name, s in settings.items()}
     scored = _identity(responses_path)  # before reading: an answer appended meanwhile leaves the report behind
     tmp_name = run.temp_file(run.scores)
     try:

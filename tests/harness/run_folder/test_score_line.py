@@ -67,7 +67,9 @@ def test_citation_fields_are_json_dumps_byte_for_byte():
                  for _ in range(rng.randint(0, 3))]
         figures = [rng.choice([None, 0.0, 0.5, 2 / 3, 1.0]) for _ in range(5)]
         problems = rng.sample(["unlisted_marker", "uncited_entry"], rng.randint(0, 2))
-        line = lines.line(*args)[:-1] + citation_fields(cites, *figures, problems) + "}"
+        as_tuples = [tuple(c.values()) for c in cites]
+        line = lines.line(*args)[:-1] + lines.citation_fields(as_tuples, *figures, problems) + "}"
+        assert citation_fields(as_tuples, *figures, problems) == lines.citation_fields(as_tuples, *figures, problems)
         whole = {**_dict(args), **dict(zip(CITATION_FIELDS, (cites, *figures, problems), strict=True))}
         assert line == json.dumps(whole)
     assert tuple(json.loads(line)) == tuple(ScoreLine.model_fields)
