@@ -224,3 +224,45 @@ def test_workers_score_references_as_one_process_does(bench, tmp_path):
     three, b = _score(bench, tmp_path, rows, {"bot": BOT}, name="three", workers=3)
     assert a == b and one.models["bot"].citations == three.models["bot"].citations
     assert a[1]["cited_ids"] == ["27"]
+
+
+def test_the_one_line_shortcut_reads_as_the_whole_reader(monkeypatch):
+    """read_markers skips its work for one line with no marker character and no list heading: same reading."""
+    import random
+    import re
+
+    from harness.scoring import markers
+
+    rng = random.Random(39)
+    parts = ["The bonus is 10%", " of base", ".", " Sources: a.html", "Sources", " see x", ": ", "Quellen: b.md; c.md",
+             "References", " https://x.example/a#b", "  ", "ID: 33", "(1)", "1.", "- bullet", "**Sources:**", "¹",
+             "[1]", "\n", "【1】", "<sup>1</sup>", "x\u2028y", "\r"]
+    texts = ["".join(rng.choices(parts, k=rng.randint(0, 6))) for _ in range(3000)]
+    citations = [None, [], ["a.html"], ["33", " ", "b.md#h"]]
+    fast = [markers.read_markers(t, c) for t in texts for c in citations]
+    monkeypatch.setattr(markers, "_MARK_CHAR", re.compile(r"(?s)."))  # every text takes the whole reading
+    slow = [markers.read_markers(t, c) for t in texts for c in citations]
+    assert fast == slow
+
+
+def test_hostile_answers_never_raise(bench):
+    """Model output is hostile: whatever the text and citations, the reader gives a reading."""
+    import random
+
+    from harness.scoring.citation_reading import CitationReader
+    from kb_builder.kb_folder import load_kb
+
+    kb = load_kb(bench[0], write_missing=False)
+    reader = CitationReader(kb.articles, BOT, {a.id for a in kb.articles})
+    rng = random.Random(7)
+    alphabet = ['[', ']', '(', ')', '^', '1', '2', '33', '"', '\u201c', '\u201d', '#', ':', '\n', 'Sources:', '【', '†',
+                '】', '¹', '<sup>', '</sup>', 'payroll/pay-and-compensation.html', ' ', 'a', '```', '-', '[ID: 33]',
+                '\u2028', '\x00', 'https://x.y/z']
+    for _ in range(3000):
+        text = "".join(rng.choices(alphabet, k=rng.randint(0, 60)))
+        cites = rng.choice([None, [], ["33"], ["", "1", text[:30]]])
+        reading = reader.read(text, cites)
+        assert all(isinstance(c.reference, str) for c in reading.citations)
+        reading.claims()
+    huge = "[1]" * 5000 + "\n\nSources:\n" + "\n".join(f"[{i}] doc-{i}.html" for i in range(3000))
+    assert "too_many_markers" in reader.read(huge).problems or "too_many_sources" in reader.read(huge).problems
