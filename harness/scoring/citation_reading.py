@@ -45,6 +45,7 @@ _QUOTED = re.compile(r'"([^"\n]{1,1000})"|\u201c([^\u201c\u201d\n]{1,1000})\u201
 _WORD = re.compile(r"\w+")
 _SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f](?=\s|$)|\n")
 _NOT_AN_ID = "not a KB article ID"
+_QUOTE_CHAR = re.compile('["\u201c\u00ab\u201e]')  # what opens a quoted span (_QUOTED)
 _QUOTES = "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e`"
 
 
@@ -223,9 +224,10 @@ class CitationReader:
         as_ids = set(c for c in given or () if c in self.kb_ids)
         found: list[tuple[int, str, tuple[int, int] | None]] = []  # (position, reference, sentence span)
         quotes: dict[str, list[str]] = {}
+        quoting = _QUOTE_CHAR.search(body) is not None
         for m in reading.markers:
             span = (m.sentence_start, m.sentence_end)
-            said = _quotes(body[m.sentence_start:m.sentence_end])
+            said = _quotes(body[m.sentence_start:m.sentence_end]) if quoting else ()
             for ref in m.references:
                 if ref is not None:
                     found.append((m.start, ref, span))
@@ -299,9 +301,7 @@ class CitationReader:
 
 def _quotes(sentence: str) -> list[str]:
     """The quoted spans of a sentence long enough to be a claim (QUOTE_MIN_WORDS words or more)."""
-    if not any(q in sentence for q in _QUOTES[:-1]):
-        return []
-    out = []
+    out: list[str] = []
     for m in _QUOTED.finditer(sentence):
         span = next(g for g in m.groups() if g is not None).strip()
         if len(_WORD.findall(span)) >= QUOTE_MIN_WORDS:

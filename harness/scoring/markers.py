@@ -49,6 +49,8 @@ LIST_HEADINGS = {
 
 def _fold(word: str) -> str:
     """Case and accents folded, so "ΠΗΓΕΣ", "Πηγές" and "Références"/"References" each match their heading."""
+    if word.isascii():  # no accent to take off (the first word of most lines of most answers)
+        return word.casefold()
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
 
 
