@@ -207,8 +207,9 @@ class CitationScores(_Block):
     did it cite the gold), F1, ``hit`` (at least one right article cited), ``cit_correct`` (the share of its citations
     that exist, are reachable by the asker and, where a quote or a spot-check says, are supported) and ``coverage``
     (|cited and retrieved| / |retrieved|). Means over the answerable questions a model answered with a citation
-    (precision, cit_correct, coverage) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap
-    interval over questions.
+    (precision) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap interval over
+    questions; cit_correct and coverage need no label, so they are means over every answer that cites (coverage:
+    that also says what was retrieved).
     """
 
     scoring: str  # single | multi (run.json's models[].citations.scoring)
