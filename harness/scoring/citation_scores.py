@@ -21,7 +21,7 @@ from harness.run_folder.report import CitationPair, CitationScores, Report
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.row_pass import HOW_CODE, PROBLEM_BIT, UNMAPPED_HOW
-from harness.scoring.significance import holm, paired_sign_flip, per_question
+from harness.scoring.significance import holm, paired_sign_flips, per_question
 from kb_builder.gold import GoldQuestion
 
 _HOW_NAMES = {**{i: how for how, i in HOW_CODE.items()}, UNMAPPED_HOW: "unmapped"}
@@ -45,6 +45,7 @@ def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: lis
     nq = len(questions)
     answerable_q = np.array([not g.must_refuse and bool(g.expected_citations) for g in questions], dtype=bool)
     f1_by_model: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    intervals: dict[bytes, list[tuple[CitationScores, str, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         s = settings.get(name)
         if name not in report.models or read_as_grace(s):
@@ -70,16 +71,21 @@ def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: lis
         )
         if answerable.any():
             rows = sel[answerable]
-            series = [per_question(a["q"][rows], a[k][rows].astype(np.float64), nq)[1]
-                      for k in ("cit_recall", "cit_f1", "cit_hit")]
-            block.recall_ci95, block.f1_ci95, block.hit_rate_ci95 = bootstrap_cis(series, bootstrap, seed)
-            f1_by_model[name] = per_question(a["q"][rows], a["cit_f1"][rows], nq)
+            answered, f1 = per_question(a["q"][rows], a["cit_f1"][rows], nq)
+            series = [per_question(a["q"][rows], a[k][rows].astype(np.float64), nq)[1] for k in ("cit_recall", "cit_hit")]
+            intervals.setdefault(answered.tobytes(), []).extend(
+                [(block, "recall_ci95", series[0]), (block, "f1_ci95", f1), (block, "hit_rate_ci95", series[1])])
+            f1_by_model[name] = answered, f1
         if precise.any():
             rows = sel[precise]
-            block.precision_ci95 = bootstrap_cis([per_question(a["q"][rows], a["cit_precision"][rows], nq)[1]],
-                                                 bootstrap, seed)[0]
+            answered, precision = per_question(a["q"][rows], a["cit_precision"][rows], nq)
+            intervals.setdefault(answered.tobytes(), []).append((block, "precision_ci95", precision))
         report.models[name].citations = block
         _warn(report, name, block, s)
+    # one bootstrap per set of questions, as accuracy's: every series over the same questions on the same resamples
+    for jobs in intervals.values():
+        for (block, field, _), ci in zip(jobs, bootstrap_cis([x for _, _, x in jobs], bootstrap, seed), strict=True):
+            setattr(block, field, ci)
     multi = [name for name in report.leaderboard if name in f1_by_model and settings[name].scoring == "multi"]
     if len(multi) >= 2 and bootstrap > 0 and report.unlabelled is None:
         report.citation_pairwise = _pairs(multi, f1_by_model, nq, seed, bootstrap)
@@ -97,12 +103,14 @@ def _pairs(names: list[str], f1: dict[str, tuple[np.ndarray, np.ndarray]], nq: i
         v = np.full(nq, np.nan)
         v[answered] = rate
         full[name] = v
-    rows = []
+    rows, columns = [], []
     for x, y in combinations(names, 2):
         both = ~np.isnan(full[x]) & ~np.isnan(full[y])
-        fx, fy = full[x][both], full[y][both]
-        rows.append({"a": x, "b": y, "n": int(both.sum()), "f1_a": _mean(fx) or 0.0, "f1_b": _mean(fy) or 0.0,
-                     "p_value": paired_sign_flip(fx - fy, bootstrap, seed)})
+        rows.append({"a": x, "b": y, "n": int(both.sum()), "f1_a": _mean(full[x][both]) or 0.0,
+                     "f1_b": _mean(full[y][both]) or 0.0})
+        columns.append(np.where(both, full[x] - full[y], np.nan))
+    for row, p in zip(rows, paired_sign_flips(np.stack(columns, axis=1), bootstrap, seed), strict=True):
+        row["p_value"] = p
     for row, adjusted in zip(rows, holm([r["p_value"] for r in rows]), strict=True):
         row["p_value"] = round(row["p_value"], 8)
         row["p_adjusted"] = round(adjusted, 8)

@@ -266,3 +266,18 @@ def test_hostile_answers_never_raise(bench):
         reading.claims()
     huge = "[1]" * 5000 + "\n\nSources:\n" + "\n".join(f"[{i}] doc-{i}.html" for i in range(3000))
     assert "too_many_markers" in reader.read(huge).problems or "too_many_sources" in reader.read(huge).problems
+
+
+def test_the_paired_sign_flip_test():
+    import numpy as np
+
+    from harness.scoring.significance import paired_sign_flips
+
+    nan = np.nan
+    diffs = np.array([[1.0, 0.0, 1.0, 0.5], [1.0, 0.0, 1.0, nan], [1.0, 0.0, 1.0, nan]] + [[nan, nan, 1.0, nan]] * 27)
+    p = paired_sign_flips(diffs, 20000, 3)
+    assert abs(p[0] - 0.25) < 0.015  # three questions all +1: 2 of the 8 sign patterns reach a mean of 1
+    assert p[1] == 1.0  # never differ
+    assert p[2] == 1 / 20001  # thirty questions all +1: no random flip reaches it
+    assert abs(p[3] - 1.0) < 1e-9  # one question: its flip always reaches it
+    assert paired_sign_flips(diffs, 20000, 3) == p and paired_sign_flips(diffs, 0, 3) == [1.0] * 4
