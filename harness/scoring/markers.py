@@ -178,7 +178,7 @@ def _clean_reference(text: str) -> tuple[str, str]:
 
 def _heading(line: str) -> tuple[bool, str] | None:
     """``(True, rest)`` when ``line`` is a source-list heading ("Sources:", "**Quellen**", "## Πηγές")."""
-    m = _HEADING.match(line.rstrip("\r\n"))
+    m = _HEADING.match(line)  # a line's ending: (.*) takes an "\r" or a separator, which the strip below drops
     if not m or _fold(m.group(1)) not in _HEADING_WORDS:
         return None
     rest = m.group(3).strip().strip("*_").strip()
@@ -262,8 +262,14 @@ _DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】"
 _SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
 # what every marker, definition and second line needs: a square or lenticular bracket, a superscript, <sup>, or a
 # line break (str.splitlines's)
-_MARK_CHAR = re.compile("[\\[\u3010⁰¹²³⁴⁵⁶⁷⁸⁹\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]|<sup>")
-_SUPER_TRIGGER = re.compile(r"[⁰¹²³⁴⁵⁶⁷⁸⁹]|<sup>")
+# line break (str.splitlines's); one character class, so the scan is the regex engine's fast one
+_MARK_CHAR = re.compile("[\\[\u3010⁰¹²³⁴⁵⁶⁷⁸⁹\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_SUPER_CHAR = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹]")
+
+
+def _superscripts(text: str) -> bool:
+    """Could ``text`` hold a superscript marker? (An ASCII text has no superscript digit: no scan.)"""
+    return "<sup>" in text or (not text.isascii() and _SUPER_CHAR.search(text) is not None)
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
 _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
 _RANGE = re.compile(r"(\d{1,3})[ \t]*[-–—][ \t]*(\d{1,3})")
@@ -329,7 +335,7 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     (``mc²``, ``m²``): it is read as a marker only when every number in it resolves.
     """
     citations = [str(c) for c in (citations or ())]
-    if _MARK_CHAR.search(text) is None and _heading(text) is None:
+    if _MARK_CHAR.search(text) is None and "<sup>" not in text and _heading(text) is None:
         # one line with nothing a marker, list entry or definition is made of, and no list heading: what the whole
         # reading below would give, without it (a bot returning its citations as data writes such answers)
         return MarkerReading(text.rstrip(), (), (), tuple(dict.fromkeys(c for c in citations if c.strip())), ())
@@ -441,7 +447,7 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
     square = "[" in body
     for pattern, kind, needed in ((_FOOTNOTE, "footnote", square and "[^" in body),
                                   (_DAGGER, "bracket_source", "\u3010" in body), (_NUMERIC, "numeric", square),
-                                  (_SUPER, "superscript", _SUPER_TRIGGER.search(body) is not None)):
+                                  (_SUPER, "superscript", _superscripts(body))):
         if not needed:
             continue
         for m in pattern.finditer(body):
