@@ -224,6 +224,17 @@ def test_workers_score_references_as_one_process_does(bench, tmp_path):
     three, b = _score(bench, tmp_path, rows, {"bot": BOT}, name="three", workers=3)
     assert a == b and one.models["bot"].citations == three.models["bot"].citations
     assert a[1]["cited_ids"] == ["27"]
+    import threading
+
+    running = threading.Event()
+    other = threading.Thread(target=running.wait)  # another thread: the workers are spawned, the readers pickled
+    other.start()
+    try:
+        spawned, c = _score(bench, tmp_path, rows, {"bot": BOT}, name="spawned", workers=2)
+    finally:
+        running.set()
+        other.join()
+    assert c == a and spawned.models["bot"].citations == one.models["bot"].citations
 
 
 def test_the_one_line_shortcut_reads_as_the_whole_reader(monkeypatch):
