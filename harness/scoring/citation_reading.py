@@ -18,6 +18,9 @@ quote) is checked to occur in the cited article, with case, spaces, punctuation 
 is needed to tell a made-up quote. Bad input (a marker with no source, a list longer than its markers, a range
 too long) is named problem codes on the reading, never an exception.
 
+Read as references, an answer's strict reading (``strict_cited_ids``, ``strict_outcome``) cites what the lenient
+one does, with only the exact refusal sentence counted as a refusal: a system has no prompt format to be held to.
+
 The reader is built once per model in the scoring process and handed to each scoring worker: it pickles without
 its resolver and cache, which each worker builds again on first use (the KB's articles, mapping and rules travel).
 The spot-check's claim-level judging reads answers with the same class (:meth:`CitationReading.claims`).
