@@ -26,6 +26,9 @@ Outcome = Literal[
     # a question with no label (grace import-logs without gold): a refusal, or one shown KB article cited; whether
     # either is right needs a label, so neither is judged (they occur only in such runs)
     "refusal", "unjudged_citation",
+    # a model whose citations are read as references (its own paths, URLs, titles, footnotes: issue 39): every
+    # reference it cited resolved to no KB article (occurs, and is reported, only for such models)
+    "unmapped_citation",
 ]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
@@ -60,6 +63,9 @@ class OutcomeKind:
     needs_label: bool | None
     spot_checked: bool  # in the spot-check's default scope ("hits"): a correct citation, or one not judged
     votes: bool  # the one KB article it cites is the model's choice in the viewer's gold audit
+    # True: decided (and counted in a report) only for a model whose citations are read as references
+    # (CitationSettings.reads == "references"), so a GRACE model's report lists what it always did
+    references_only: bool
 
 
 # in the reports' order (legends, stacked bars, failure cards): right, then wrong, then not judged
@@ -67,59 +73,64 @@ OUTCOME_TABLE: tuple[OutcomeKind, ...] = (
     OutcomeKind(
         name="correct", label="correct", colour="#2e7d32", white_ink=True, tone="none", cell="✓ {cited}",
         sentence="cited {ids}, the gold article",
-        correct=True, refusal=False, failed=False, needs_label=True, spot_checked=True, votes=True),
+        correct=True, refusal=False, failed=False, needs_label=True, spot_checked=True, votes=True, references_only=False),
     OutcomeKind(
         name="correct_refusal", label="correct refusal", colour="#81c784", white_ink=False, tone="none",
         cell="✓ refused", sentence="refused, and the KB cannot answer this question (must_refuse)",
-        correct=True, refusal=True, failed=False, needs_label=True, spot_checked=False, votes=True),
+        correct=True, refusal=True, failed=False, needs_label=True, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="false_refusal", label="false refusal", colour="#90a4ae", white_ink=False, tone="warn",
         cell="refused", sentence="refused, but article {gold} answers it",
-        correct=False, refusal=True, failed=False, needs_label=True, spot_checked=False, votes=True),
+        correct=False, refusal=True, failed=False, needs_label=True, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="answered_unanswerable", label="answered unanswerable", colour="#ef6c00", white_ink=False, tone="none",
         cell="answered {cited}", sentence="answered a question the KB cannot answer (must_refuse){citing}",
-        correct=False, refusal=False, failed=False, needs_label=True, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=True, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="wrong_citation", label="wrong citation", colour="#c62828", white_ink=True, tone="none",
         cell="✗ {cited}", sentence="cited {ids}, not the gold article {gold}",
-        correct=False, refusal=False, failed=False, needs_label=True, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=True, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="invalid_citation", label="invalid citation", colour="#8e24aa", white_ink=True, tone="odd",
         cell="invalid {cited}", sentence="cited {ids}: not an article of the KB",
-        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True, references_only=False),
+    OutcomeKind(  # a reference (path, URL, title, quote, the system's own ID) that maps onto no KB article
+        name="unmapped_citation", label="unmapped citation", colour="#00838f", white_ink=True, tone="odd",
+        cell="unmapped", sentence="cited only references that map onto no KB article (each is listed with why)",
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=False,
+        references_only=True),
     OutcomeKind(
         name="unshown_citation", label="unshown citation", colour="#d81b60", white_ink=True, tone="odd",
         cell="unshown {cited}", sentence="cited {ids}: a KB article that was not among the articles shown ({shown})",
-        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=False),
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=False, references_only=False),
     OutcomeKind(  # a leak: the asker may not see the cited article
         name="forbidden_citation", label="forbidden citation (the asker may not see it)", colour="#1a237e",
         white_ink=True, tone="leak", cell="forbidden {cited}",
         sentence="cited {ids}: the user who asked may not see {it} (its audience has none of their groups)",
-        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="no_citation", label="no citation", colour="#fbc02d", white_ink=False, tone="plain",
         cell="no citation", sentence="cited no article and did not refuse (gold: {gold})",
-        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="multiple_citations", label="multiple citations", colour="#8d6e63", white_ink=False, tone="plain",
         cell="several", sentence="cited several articles ({ids}); the answer must come from exactly one",
-        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=None, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="error", label="error (failed call)", colour="#37474f", white_ink=True, tone="fault",
         cell="error", sentence="the call failed: {error}",
-        correct=False, refusal=False, failed=True, needs_label=None, spot_checked=False, votes=False),
+        correct=False, refusal=False, failed=True, needs_label=None, spot_checked=False, votes=False, references_only=False),
     # an unlabelled run's (imported logs without gold): neither right nor wrong
     OutcomeKind(
         name="refusal", label="refusal (not judged: no label)", colour="#b0bec5", white_ink=False, tone="plain",
         cell="refused", sentence="refused; the question has no label, so whether it should have is not known",
-        correct=False, refusal=True, failed=False, needs_label=False, spot_checked=False, votes=True),
+        correct=False, refusal=True, failed=False, needs_label=False, spot_checked=False, votes=True, references_only=False),
     OutcomeKind(
         name="unjudged_citation", label="cited a shown article (not judged: no label)", colour="#64b5f6",
         white_ink=False, tone="plain", cell="{cited}",
         sentence="cited {ids}, an article that was shown; the question has no label, so whether it is the right "
                  "one is not known",
-        correct=False, refusal=False, failed=False, needs_label=False, spot_checked=True, votes=True),
+        correct=False, refusal=False, failed=False, needs_label=False, spot_checked=True, votes=True, references_only=False),
 )
 OUTCOME_KINDS: dict[str, OutcomeKind] = {k.name: k for k in OUTCOME_TABLE}
 

@@ -207,8 +207,9 @@ class CitationScores(_Block):
     did it cite the gold), F1, ``hit`` (at least one right article cited), ``cit_correct`` (the share of its citations
     that exist, are reachable by the asker and, where a quote or a spot-check says, are supported) and ``coverage``
     (|cited and retrieved| / |retrieved|). Means over the answerable questions a model answered with a citation
-    (precision, cit_correct, coverage) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap
-    interval over questions.
+    (precision) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap interval over
+    questions; cit_correct and coverage need no label, so they are means over every answer that cites (coverage:
+    that also says what was retrieved).
     """
 
     scoring: str  # single | multi (run.json's models[].citations.scoring)
@@ -378,6 +379,21 @@ class Pair(_Block):
     b_only: Count  # questions only b got right (majority of repeats)
     p_value: Rate  # McNemar exact
     p_adjusted: Rate  # Holm-corrected
+    significant: bool  # true when p_adjusted < 0.05
+
+
+class CitationPair(_Block):
+    """Two models scored several citations per answer, compared on per-question citation F1 (``citation_pairwise``)."""
+
+    a: str  # the model ranked higher (leaderboard order)
+    b: str  # the model ranked lower
+    n: Count  # answerable questions both models answered: what the test is over
+    f1_a: Rate  # a's mean per-question citation F1 over those questions
+    f1_b: Rate  # b's, over the same questions
+    # two-sided paired sign-flip permutation test of the mean per-question F1 difference (as many random sign flips,
+    # seeded, as the report's bootstrap_samples; 1 when the two never differ)
+    p_value: Rate
+    p_adjusted: Rate  # Holm-corrected over the citation pairs
     significant: bool  # true when p_adjusted < 0.05
 
 
@@ -564,6 +580,9 @@ class Report(_Block):
     leaderboard: list[str]  # ranked models, best first
     models: dict[str, ModelReport]  # each ranked model's figures, by name, in leaderboard order
     pairwise: list[Pair]  # McNemar's test for every pair of ranked models, in leaderboard order
+    # paired tests of citation F1 between every two ranked models scored several citations per answer
+    # (CitationSettings.scoring == "multi"), in leaderboard order; written only when there are two or more
+    citation_pairwise: list[CitationPair] | None = Field(None, exclude_if=lambda v: v is None)
     spotcheck: SpotcheckBlock | None = None  # the last spot-check's figures (grace spotcheck run); null until one ran
     warnings: list[str] = Field(default_factory=list)  # what to know before reading the figures, in sentences
     failed_models: dict[str, FailedModel] = Field(default_factory=dict)  # every call failed: listed, never ranked

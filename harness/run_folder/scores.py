@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import iter_jsonl, loads_line
@@ -36,6 +36,23 @@ except ImportError:  # pragma: no cover - a Python built without the C accelerat
 SCORES_SCHEMA_VERSION = 3  # 2: outcome unshown_citation, truncated; 3: forbidden_citation, refusal, unjudged_citation
 
 Rule = Literal["json", "inline", "lenient", "none"]
+
+
+def _absent_if_none() -> Any:
+    return Field(None, exclude_if=lambda v: v is None)
+
+
+class CitedReference(BaseModel):
+    """One citation of an answer read as references (``ScoreLine.citations``), and what it resolved to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reference: str  # as the answer gave it: a path, URL, title, quote, the system's own ID, or a KB ID
+    articles: list[str]  # the KB articles it resolved to; empty: unmapped
+    how: str | None  # how it resolved (kb_builder.references.HOW: mapping, id, rewrite, source+heading...); null: unmapped
+    note: str  # why it is unmapped, or which rule mapped it
+    quote: str | None  # the quoted span attached to it (a quote in its sentence, or the reference itself); null: none
+    quote_found: bool | None  # the quote occurs in the article it cites (case, spaces, quotes folded); null: unchecked
 
 
 class ScoreLine(BaseModel):
@@ -66,10 +83,26 @@ class ScoreLine(BaseModel):
     input_tokens: int | None  # prompt tokens, from the response line; null when unknown
     output_tokens: int | None  # answer tokens, from the response line; null when unknown
     truncated: bool = False  # the response's finish_reason says the output limit (max_tokens) cut it off
+    # -- only on the lines of a model whose citations are read as references or scored several per answer (its
+    # CitationSettings; issue 39), all seven written there (null where unknown); absent on a GRACE model's lines --
+    # each citation of the answer, in order, with what it resolved to (cited_ids are the articles they resolved to)
+    citations: list[CitedReference] | None = _absent_if_none()
+    # acceptable articles cited over citations made (an unmapped one counts as a miss); null: no citation, or the
+    # question has no label or must be refused
+    cit_precision: float | None = _absent_if_none()
+    cit_recall: float | None = _absent_if_none()  # acceptable articles cited over the gold's acceptable set
+    cit_f1: float | None = _absent_if_none()  # harmonic mean of cit_precision and cit_recall (0 when either is 0)
+    # share of the citations that exist (resolve), are reachable by the asker and are supported (no quote that is
+    # not in the article); null: no citation
+    cit_correct: float | None = _absent_if_none()
+    coverage: float | None = _absent_if_none()  # cited articles among the retrieved ones, over those; null: unknown
+    marker_problems: list[str] | None = _absent_if_none()  # harness.scoring.markers.PROBLEMS codes of the answer
 
 
-# the fields of a scores line, in file order, as the model declares them
-SCORE_FIELDS = tuple(ScoreLine.model_fields)
+# the extra fields of a references or multi-citation model's line, in file order, after SCORE_FIELDS
+CITATION_FIELDS = ("citations", "cit_precision", "cit_recall", "cit_f1", "cit_correct", "coverage", "marker_problems")
+# the fields of every scores line, in file order, as the model declares them
+SCORE_FIELDS = tuple(f for f in ScoreLine.model_fields if f not in CITATION_FIELDS)
 
 _LITERAL = {True: "true", False: "false", None: "null"}
 _BOOLISH = defaultdict(bool, {bool: True, type(None): True})  # flags written from _LITERAL; others by json.dumps
@@ -90,7 +123,7 @@ def _number(x: Any) -> str:
     return _LITERAL[x] if x is None or t is bool else json.dumps(x)
 
 
-def _ids(items: list[str] | None) -> str:
+def _ids(items: Sequence[str] | None) -> str:
     """``json.dumps`` of a list of str or None."""
     if items is None:
         return "null"
@@ -144,6 +177,31 @@ class ScoreLines:
                 f'"retrieved_ids": {ids(retrieved)}, "expected_retrieved": {lit[expected_retrieved]}, '
                 f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
                 f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
+
+    def citation_fields(self, citations: Sequence[Sequence[Any]], precision: float | None, recall: float | None,
+                        f1: float | None, correct: float | None, coverage: float | None,
+                        problems: Sequence[str]) -> str:
+        """The CITATION_FIELDS of a references model's line, byte for byte as ``json.dumps`` writes them after the
+        other fields: ``, "citations": [...], ..., "marker_problems": [...]`` (the line is ``line[:-1] + this +
+        "}"``). Each citation is ``(reference, articles, how, note, quote, quote_found, ...)``, a
+        :class:`CitedReference`'s fields in order."""
+        s, num, lit = self._str, _number, _LITERAL
+        items = []
+        for c in citations:
+            ref, articles, how, note, quote, found = c[:6]
+            items.append(f'{{"reference": {s(ref)}, "articles": {_ids(articles)}, '
+                         f'"how": {"null" if how is None else s(how)}, "note": {s(note)}, '
+                         f'"quote": {"null" if quote is None else _json_str(quote)}, "quote_found": {lit[found]}}}')
+        return (f', "citations": [{", ".join(items)}], "cit_precision": {num(precision)}, '
+                f'"cit_recall": {num(recall)}, "cit_f1": {num(f1)}, "cit_correct": {num(correct)}, '
+                f'"coverage": {num(coverage)}, "marker_problems": {_ids(problems)}')
+
+
+def citation_fields(citations: Sequence[Sequence[Any]], precision: float | None, recall: float | None,
+                    f1: float | None, correct: float | None, coverage: float | None, problems: Sequence[str]) -> str:
+    """The CITATION_FIELDS of a line, as ``json.dumps`` writes them after the others (see
+    :meth:`ScoreLines.citation_fields`)."""
+    return ScoreLines().citation_fields(citations, precision, recall, f1, correct, coverage, problems)
 
 
 def iter_scores(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -49,6 +49,8 @@ LIST_HEADINGS = {
 
 def _fold(word: str) -> str:
     """Case and accents folded, so "ΠΗΓΕΣ", "Πηγές" and "Références"/"References" each match their heading."""
+    if word.isascii():  # no accent to take off (the first word of most lines of most answers)
+        return word.casefold()
     return "".join(c for c in unicodedata.normalize("NFD", word) if not unicodedata.combining(c)).casefold()
 
 
@@ -176,7 +178,7 @@ def _clean_reference(text: str) -> tuple[str, str]:
 
 def _heading(line: str) -> tuple[bool, str] | None:
     """``(True, rest)`` when ``line`` is a source-list heading ("Sources:", "**Quellen**", "## Πηγές")."""
-    m = _HEADING.match(line.rstrip("\r\n"))
+    m = _HEADING.match(line)  # a line's ending: (.*) takes an "\r" or a separator, which the strip below drops
     if not m or _fold(m.group(1)) not in _HEADING_WORDS:
         return None
     rest = m.group(3).strip().strip("*_").strip()
@@ -198,12 +200,12 @@ def _inline_entries(rest: str) -> list[tuple[str | None, str]]:
 def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
     """The body without the trailing source list and footnote/link definitions, and those entries in order."""
     lines = text.splitlines(keepends=True)
-    fenced = _fences(lines)
+    fenced = _fences(lines) if "```" in text or "~~~" in text else [False] * len(lines)
     keep = [True] * len(lines)
     definitions: list[SourceEntry] = []
     i = 0
     while i < len(lines):
-        m = None if fenced[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
+        m = None if fenced[i] or "[" not in lines[i] else (_FOOTNOTE_DEF.match(lines[i]) or _LINK_DEF.match(lines[i]))
         if m:
             label = m.group(1).rstrip("^") or m.group(1)
             label = str(int(label)) if label.isdecimal() else label
@@ -258,6 +260,16 @@ _NUMERIC = re.compile(r"\[(?i:(?:doc|source|src|ref|reference|citation)s?[ \t]?#
 _FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\]")  # definitions were taken out of the body already
 _DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
 _SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
+# what every marker, definition and second line needs: a square or lenticular bracket, a superscript, <sup>, or a
+# line break (str.splitlines's)
+# line break (str.splitlines's); one character class, so the scan is the regex engine's fast one
+_MARK_CHAR = re.compile("[\\[\u3010⁰¹²³⁴⁵⁶⁷⁸⁹\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_SUPER_CHAR = re.compile("[⁰¹²³⁴⁵⁶⁷⁸⁹]")
+
+
+def _superscripts(text: str) -> bool:
+    """Could ``text`` hold a superscript marker? (An ASCII text has no superscript digit: no scan.)"""
+    return "<sup>" in text or (not text.isascii() and _SUPER_CHAR.search(text) is not None)
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
 _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
 _RANGE = re.compile(r"(\d{1,3})[ \t]*[-–—][ \t]*(\d{1,3})")
@@ -323,16 +335,22 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     (``mc²``, ``m²``): it is read as a marker only when every number in it resolves.
     """
     citations = [str(c) for c in (citations or ())]
+    if _MARK_CHAR.search(text) is None and "<sup>" not in text and _heading(text) is None:
+        # one line with nothing a marker, list entry or definition is made of, and no list heading: what the whole
+        # reading below would give, without it (a bot returning its citations as data writes such answers)
+        return MarkerReading(text.rstrip(), (), (), tuple(dict.fromkeys(c for c in citations if c.strip())), ())
     body, sources = _back_matter(text)
     by_label, problems = _index(sources)
     raw = _find(body, by_label, citations)
     if len(raw) >= MAX_MARKERS:
         problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
 
-    masked = list(body)
-    for a, b, *_ in raw:
-        masked[a:b] = " " * (b - a)
-    sentences = _sentences("".join(masked))
+    sentences: list[tuple[int, int]] = []
+    if raw:  # the sentences are those the markers end: none to find in an answer without one
+        masked = list(body)
+        for a, b, *_ in raw:
+            masked[a:b] = " " * (b - a)
+        sentences = _sentences("".join(masked))
 
     # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
     # that sentence's span then runs over its trailing markers
@@ -401,11 +419,13 @@ _Raw = tuple[int, int, str, tuple[str, ...], str | None, bool]  # start, end, ki
 
 def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> list[_Raw]:
     """Every marker of ``body`` in order; a character read once (a link's ``[1]``, a fence) is not read again."""
-    fences = _fence_spans(body)
+    # each pattern is tried only when the text holds the characters it needs: the scorer reads a million answers,
+    # most of them with one kind of marker or none (the superscript pattern alone cost a third of the reading)
+    fences = _fence_spans(body) if "```" in body or "~~~" in body else []
     taken = bytearray(len(body))  # characters already read as part of a marker (or inside a fence)
     for a, b in fences:
         taken[a:b] = b"\x01" * (b - a)
-    for m in _INLINE_CODE.finditer(body):  # `a[1]` is code, not a marker
+    for m in _INLINE_CODE.finditer(body) if "`" in body else ():  # `a[1]` is code, not a marker
         taken[m.start():m.end()] = b"\x01" * (m.end() - m.start())
     raw: list[_Raw] = []
 
@@ -415,7 +435,7 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
     def claim(a: int, b: int) -> None:
         taken[a:b] = b"\x01" * (b - a)
 
-    for m in _LINK.finditer(body):
+    for m in _LINK.finditer(body) if "](" in body else ():
         if len(raw) >= MAX_MARKERS:
             break
         if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
@@ -424,8 +444,12 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
         labels = (str(int(label_text)),) if label_text.isdecimal() and len(label_text) <= 3 else ()
         raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
         claim(m.start(), m.end())
-    for pattern, kind in ((_FOOTNOTE, "footnote"), (_DAGGER, "bracket_source"), (_NUMERIC, "numeric"),
-                          (_SUPER, "superscript")):
+    square = "[" in body
+    for pattern, kind, needed in ((_FOOTNOTE, "footnote", square and "[^" in body),
+                                  (_DAGGER, "bracket_source", "\u3010" in body), (_NUMERIC, "numeric", square),
+                                  (_SUPER, "superscript", _superscripts(body))):
+        if not needed:
+            continue
         for m in pattern.finditer(body):
             if len(raw) >= MAX_MARKERS:
                 break

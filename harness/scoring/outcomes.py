@@ -15,7 +15,9 @@ The order of the rules is the GRACE contract, first match wins:
    audience may be seen by everyone.
 3. ``correct_refusal`` / ``false_refusal``: a response that states a refusal is
    one even if it also cites related articles.
-4. ``invalid_citation``: a cited ID is not a KB article.
+4. ``invalid_citation``: a cited ID is not a KB article; for a model whose citations are read as references
+   (its own paths, URLs, titles, footnotes: :mod:`harness.scoring.citation_reading`), ``unmapped_citation``
+   when every reference resolved to no KB article (one that did not, beside one that did, is one more citation).
 5. ``unshown_citation``: a cited article is in the KB but was not among the
    articles shown to the model (the row's ``retrieved_ids``), so the model cannot
    have read the answer there. It is judged before ``answered_unanswerable``, as
@@ -27,6 +29,9 @@ The order of the rules is the GRACE contract, first match wins:
 6. ``answered_unanswerable``: a must-refuse question answered.
 7. ``no_citation``, then ``multiple_citations``: the number of citations.
 8. ``correct`` / ``wrong_citation``.
+
+A model scored several citations per answer (``CitationSettings.scoring == "multi"``) is judged by
+:func:`decide_multi_outcome` instead: citing the gold article among others is ``correct`` (a hit).
 
 A system that returns its citations as data (the row's ``citations``) is read
 from those, not from its text (the refusal still is); see
@@ -69,11 +74,17 @@ NONE = "none"  # predicted label of an answer that names no single KB article
 # A report of such questions lists these outcomes only; a report of labelled ones lists the others.
 NEEDS_LABEL = outcomes_where(needs_label=True)
 LABEL_FREE = outcomes_where(needs_label=False)
+# decided only for a model whose citations are read as references (unmapped_citation): a GRACE model's report
+# does not list them, so it stays what it was
+REFERENCES_ONLY = outcomes_where(references_only=True)
 
 
-def reported_outcomes(labelled: bool) -> list[str]:
-    """The outcomes a report counts, in code order: a labelled run's, or an unlabelled run's (see LABEL_FREE)."""
+def reported_outcomes(labelled: bool, references: bool = False) -> list[str]:
+    """The outcomes a report counts, in code order: a labelled run's, or an unlabelled run's (see LABEL_FREE);
+    those of a model read as references only when ``references``."""
     left_out = LABEL_FREE if labelled else NEEDS_LABEL
+    if not references:
+        left_out = left_out | REFERENCES_ONLY
     return [o for o in OUTCOMES if o not in left_out]
 
 
@@ -88,9 +99,12 @@ def decide_outcome(
     error: bool = False,
     audiences: Mapping[str, Collection[str]] | None = None,
     groups: Collection[str] | None = None,
+    unmapped: int = 0,
 ) -> str:
     """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known;
-    ``audiences`` the KB's restricted articles (ID -> the groups that may see it), ``groups`` the asker's, if known."""
+    ``audiences`` the KB's restricted articles (ID -> the groups that may see it), ``groups`` the asker's, if known.
+    ``unmapped``: references that resolved to no article (a model read as references; ``cited_ids`` are then the
+    articles the others resolved to): all unmapped is ``unmapped_citation``, and each counts as a citation made."""
     if error:
         return "error"
     if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
@@ -102,6 +116,8 @@ def decide_outcome(
     for cid in cited_ids:
         if cid not in kb_ids:
             return "invalid_citation"
+    if unmapped and not cited_ids:
+        return "unmapped_citation"
     if shown:
         for cid in cited_ids:
             if cid not in shown:
@@ -110,11 +126,59 @@ def decide_outcome(
         return "answered_unanswerable"
     if not cited_ids:
         return "no_citation"
-    if len(cited_ids) > 1:
+    if len(cited_ids) + unmapped > 1:
         return "multiple_citations"
     if not expected:
         return "unjudged_citation"
     return "correct" if cited_ids[0] in expected else "wrong_citation"
+
+
+def decide_multi_outcome(
+    cited_ids: Sequence[str],
+    unmapped: int,
+    refused: bool,
+    must_refuse: bool,
+    expected: Collection[str],
+    *,
+    shown: Collection[str] | None = None,
+    error: bool = False,
+    audiences: Mapping[str, Collection[str]] | None = None,
+    groups: Collection[str] | None = None,
+    references: bool = True,
+) -> str:
+    """The outcome of an answer scored several citations at a time (``CitationSettings.scoring == "multi"``).
+
+    ``cited_ids`` are the distinct KB articles its citations resolved to, ``unmapped`` the citations that resolved
+    to none (for a model read as IDs: the cited IDs not in the KB). An answer that cites the gold article among
+    others is a hit, so accuracy is the hit rate (precision and recall say the rest). In order: error, forbidden,
+    the refusals, a must-refuse question answered with a citation, no citation, every citation unmapped
+    (``unmapped_citation``; ``invalid_citation`` for a model read as IDs), a hit (``correct``; with no label
+    ``unjudged_citation``), a cited article that was not retrieved (``unshown_citation``), else ``wrong_citation``.
+    """
+    if error:
+        return "error"
+    if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
+        return "forbidden_citation"
+    if refused:
+        if not must_refuse and not expected:
+            return "refusal"
+        return "correct_refusal" if must_refuse else "false_refusal"
+    if must_refuse and (cited_ids or unmapped):
+        return "answered_unanswerable"
+    if not cited_ids:
+        if not unmapped:
+            return "no_citation"
+        return "unmapped_citation" if references else "invalid_citation"
+    if not expected:
+        return "unjudged_citation"
+    for cid in cited_ids:
+        if cid in expected:
+            return "correct"
+    if shown:
+        for cid in cited_ids:
+            if cid not in shown:
+                return "unshown_citation"
+    return "wrong_citation"
 
 
 def forbidden_ids(cited_ids: Sequence[str], audiences: Mapping[str, Collection[str]],

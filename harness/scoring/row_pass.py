@@ -24,15 +24,22 @@ from typing import BinaryIO
 
 import numpy as np
 
-from harness.run_folder.responses import check_file, read_responses, split_ranges
+from harness.run_folder.responses import ResponseRow, check_file, read_responses, split_ranges
 from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
+from harness.scoring.citation_reading import CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
-from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
+from harness.scoring.markers import PROBLEMS
+from harness.scoring.outcomes import OUTCOME_CODE, decide_multi_outcome, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
 from kb_builder.gold import GoldQuestion
+from kb_builder.references import HOW
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
+# a citation's way of resolving, as a column index (the last: unmapped); a marker problem, as a bit of a mask
+HOW_CODE = {how: i for i, how in enumerate(HOW)}
+UNMAPPED_HOW = len(HOW)
+PROBLEM_BIT = {code: 1 << i for i, code in enumerate(PROBLEMS)}
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _FLUSH_EVERY = 20_000
 _NOTHING = Extraction([], False, "none")
@@ -57,9 +64,19 @@ class _Columns:
         ("own_retrieval", "b"),  # 1: the system said what it retrieved (system_retrieved): judged against that
     )
     LANGUAGE = ("other_language", "b")  # -1 not told, 0 the question's language, 1 another (answer_language)
+    # a run with a model read as references or scored several citations per answer (CitationSettings): each
+    # row's citation figures (NaN / -1 / 0 on a GRACE model's rows), kept only in such runs
+    CITATIONS = (
+        ("cit_precision", "d"), ("cit_recall", "d"), ("cit_f1", "d"), ("cit_hit", "b"), ("cit_correct", "d"),
+        ("coverage", "d"), ("n_citations", "i"), ("n_unmapped", "i"), ("quotes_checked", "i"),
+        ("quotes_missing", "i"), ("problems", "i"),  # PROBLEM_BIT mask
+        *((f"how_{i}", "i") for i in range(len(HOW) + 1)),  # citations per HOW_CODE (the last: unmapped)
+    )
 
-    def __init__(self, language_of: Callable[[str, str], int] | None) -> None:
-        self.arrays = {name: array(code) for name, code in (*self.FIELDS, self.LANGUAGE)}
+    def __init__(self, language_of: Callable[[str, str], int] | None, citations: bool = False) -> None:
+        fields = (*self.FIELDS, self.LANGUAGE, *(self.CITATIONS if citations else ()))
+        self.arrays = {name: array(code) for name, code in fields}
+        self.citation_rows: list[tuple] | None = [] if citations else None
         self.rows: list[tuple] = []
         self.answers: list[str] = []  # each row's answer, "" for a failed call (too short to tell: UNKNOWN)
         self.languages: list[str] = []  # and its question's language
@@ -74,6 +91,10 @@ class _Columns:
                 told.extend([UNKNOWN] * len(self.rows))
             else:
                 told.extend(map(self._language_of, self.answers, self.languages))
+            if self.citation_rows is not None:
+                for (name, _), column in zip(self.CITATIONS, zip(*self.citation_rows, strict=True), strict=True):
+                    self.arrays[name].extend(column)
+                self.citation_rows.clear()
             self.rows.clear()
             self.answers.clear()
             self.languages.clear()
@@ -106,13 +127,15 @@ def _collector_off() -> Iterator[None]:
 def score_part(
     path: Path, start: int, end: int | None, questions: list[GoldQuestion], kb_ids: frozenset[str],
     label_ids: list[str], out_path: Path, question_langs: list[str] | None = None,
-    audiences: dict[str, frozenset[str]] | None = None,
+    audiences: dict[str, frozenset[str]] | None = None, readers: dict[str, CitationReader] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``.
 
     ``question_langs`` (each question's language) turns on the answer-language check; None leaves it off.
     ``audiences`` (the KB's restricted articles: ID -> the groups that may see it) turns on the permission check
-    of the rows whose asker's groups are known (the row's user_groups, else the gold question's groups)."""
+    of the rows whose asker's groups are known (the row's user_groups, else the gold question's groups).
+    ``readers``: the models whose citations are read as references or scored several per answer, by name, each
+    with its reader; every other model is read exactly as a GRACE prompt (and its lines are what they were)."""
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
     qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
@@ -120,12 +143,15 @@ def score_part(
     qgroups = [g.groups for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
     language_of = AnswerLanguage().check if question_langs else None
-    c = _Columns(language_of)
+    readers = readers or None
+    c = _Columns(language_of, citations=readers is not None)
     add, add_answer, add_language = c.rows.append, c.answers.append, c.languages.append
+    add_figures = c.citation_rows.append if c.citation_rows is not None else None
     langs = question_langs or [""] * len(questions)
     models: list[str] = []
     model_index: dict[str, int] = {}
-    line, decide, nan = ScoreLines().line, decide_outcome, float("nan")
+    writer = ScoreLines()
+    line, decide, nan = writer.line, decide_outcome, float("nan")
     # each question's language as the tuple of refusal languages extract_both takes (empty for English or another
     # language without paraphrases of its own: none to look for), one tuple per language, not one per row
     as_tuple = {code: (code,) if code in PARAPHRASED else () for code in set(question_langs or ())}
@@ -146,7 +172,11 @@ def score_part(
             groups = None  # the asker's groups: known only where the KB restricts articles (else nothing to check)
             if audiences:
                 groups = row.user_groups if row.user_groups is not None else qgroups[qi]
-            if row.error:
+            reader = readers.get(row.model) if readers is not None else None
+            if reader is not None:  # a model read as references or scored several citations per answer
+                ext, strict, outcome, strict_outcome, retrieved, tail, figures = _read_row(
+                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer)
+            elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
             else:
@@ -178,6 +208,12 @@ def score_part(
             buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
                             strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
                             row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut))
+            if add_figures is not None:
+                if reader is not None:
+                    buf[-1] = buf[-1][:-1] + tail + "}"
+                    add_figures(figures)
+                else:
+                    add_figures(_GRACE_FIGURES)
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
                  pred, ext.refused, -1 if er is None else er, len(retrieved) if retrieved else -1,
                  nan if row.cost_usd is None else row.cost_usd, nan if row.latency_ms is None else row.latency_ms,
@@ -196,6 +232,83 @@ def score_part(
     return c.numpy(), models
 
 
+_NAN = float("nan")
+_GRACE_FIGURES = (float("nan"),) * 3 + (-1, float("nan"), float("nan")) + (0,) * (5 + len(HOW) + 1)
+
+
+def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | None, must: bool,
+              expected: frozenset[str], kb_ids: frozenset[str], langs: tuple[str, ...],
+              audiences: dict[str, frozenset[str]] | None, groups: list[str] | frozenset[str] | None,
+              lines: ScoreLines) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
+    """One row of a model with CitationSettings: its readings, outcomes, what it was judged against (a system's
+    own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns."""
+    if reader.references and row.system_retrieved is not None:
+        retrieved = reader.resolve_retrieved(row.system_retrieved)
+    answerable = not must and bool(expected)
+    if row.error:
+        reading = None
+        ext = strict = _NOTHING
+        cited: list[str] = []
+        unmapped = strict_unmapped = 0
+        outcome = strict_outcome = "error"
+    else:
+        reading = reader.read(row.text, row.citations, langs)
+        cited = reading.cited_ids()
+        unmapped = reading.unmapped()
+        strict_ids = list(reading.strict_ids)
+        strict_cited = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
+        strict_unmapped = unmapped if reader.references else len(strict_ids) - len(strict_cited)
+        ext = Extraction(cited if reader.references else [c.reference for c in reading.citations],
+                         reading.refused, reading.rule)
+        strict = Extraction(strict_ids, reading.strict_refused, reading.rule)
+        if reader.multi:
+            outcome = decide_multi_outcome(cited, unmapped, reading.refused, must, expected, shown=retrieved,
+                                           audiences=audiences, groups=groups, references=reader.references)
+            strict_outcome = decide_multi_outcome(strict_cited, strict_unmapped, reading.strict_refused, must,
+                                                  expected, shown=retrieved, audiences=audiences, groups=groups,
+                                                  references=reader.references)
+        elif reader.references:
+            outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
+                                     audiences=audiences, groups=groups, unmapped=unmapped)
+            strict_outcome = decide_outcome(cited, reading.strict_refused, must, expected, kb_ids, shown=retrieved,
+                                            audiences=audiences, groups=groups, unmapped=unmapped)
+        else:  # scoring single, reads ids: GRACE's reading and rules (the settings only add the figures)
+            outcome = decide_outcome(ext.cited_ids, ext.refused, must, expected, kb_ids, shown=retrieved,
+                                     audiences=audiences, groups=groups)
+            strict_outcome = decide_outcome(strict.cited_ids, strict.refused, must, expected, kb_ids,
+                                            shown=retrieved, audiences=audiences, groups=groups)
+    f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups)
+    how = [0] * (len(HOW) + 1)
+    checked = missing = n_unmapped = mask = 0
+    if reading is not None:
+        citations = reading.citations
+        for cit in citations:
+            if cit.how is None:
+                how[UNMAPPED_HOW] += 1
+                n_unmapped += 1
+            else:
+                how[HOW_CODE.get(cit.how, UNMAPPED_HOW)] += 1
+            if cit.quote_found is not None:
+                checked += 1
+                missing += not cit.quote_found
+        problems = reading.problems
+        for code in problems:
+            mask |= PROBLEM_BIT.get(code, 0)
+    else:
+        citations = problems = ()
+    p, r, f1, hit, correct, coverage = f
+    figures = (_NAN if p is None else p, _NAN if r is None else r, _NAN if f1 is None else f1,
+               -1 if hit is None else hit, _NAN if correct is None else correct,
+               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how)
+    tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
+                                 problems)
+    return ext, strict, outcome, strict_outcome, retrieved, tail, figures
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
+
+
 def default_workers(path: Path) -> int:
     if path.stat().st_size < PARALLEL_MIN_BYTES:
         return 1
@@ -209,14 +322,15 @@ def default_workers(path: Path) -> int:
 def score_all(
     path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
     workers: int | None = None, question_langs: list[str] | None = None,
-    audiences: dict[str, frozenset[str]] | None = None,
+    audiences: dict[str, frozenset[str]] | None = None, readers: dict[str, CitationReader] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Score the whole file into ``out_path``; returns the merged columns and the models in file order."""
+    """Score the whole file into ``out_path``; returns the merged columns and the models in file order.
+    ``readers`` go to each worker pickled (without their resolvers, which each builds again on first use)."""
     path = check_file(path)
     workers = default_workers(path) if workers is None else max(1, workers)
     ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) <= 1:
-        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences)
+        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences, readers)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
@@ -229,7 +343,7 @@ def score_all(
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
             futures = [pool.submit(_score_part_to_file, path, a, b, questions, kb_ids, label_ids, part, question_langs,
-                                   audiences) for (a, b), part in zip(ranges, parts, strict=True)]
+                                   audiences, readers) for (a, b), part in zip(ranges, parts, strict=True)]
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending
             for part in parts[1:]:
@@ -249,11 +363,12 @@ def _columns_file(part: Path) -> Path:
 def _score_part_to_file(path: Path, start: int, end: int | None, questions: list[GoldQuestion],
                         kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
                         question_langs: list[str] | None, audiences: dict[str, frozenset[str]] | None,
-                        ) -> tuple[Path, list[str]]:
+                        readers: dict[str, CitationReader] | None = None) -> tuple[Path, list[str]]:
     """A worker's share, its columns handed over in a file beside its scores: a result sent back through the pool
     is pickled whole, so the parent held one share twice (its bytes and its arrays) besides the others; from a file,
     the parent reads one column of each share at a time while merging."""
-    arrays, models = score_part(path, start, end, questions, kb_ids, label_ids, out_path, question_langs, audiences)
+    arrays, models = score_part(path, start, end, questions, kb_ids, label_ids, out_path, question_langs, audiences,
+                                readers)
     columns = _columns_file(out_path)
     with columns.open("wb") as fh:
         np.savez(fh, **arrays)

@@ -46,6 +46,8 @@ from harness.run_folder.report import (
 from harness.run_folder.run_records import CitationSettings
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
+from harness.scoring.citation_reading import CitationReader
+from harness.scoring.citation_scores import add_citation_scores, read_as_grace
 from harness.scoring.extraction import RULES
 from harness.scoring.metrics import (
     class_metrics,
@@ -98,7 +100,7 @@ def score_responses(
     bootstrap: int = 2000,
     workers: int | None = None,
     machine_gold: MachineLabels | None = None,
-    citations: Mapping[str, CitationSettings] | None = None,  # CONFIG's placeholder: CORE reads it (issue 39)
+    citations: Mapping[str, CitationSettings] | None = None,
 ) -> Report:
     """Score ``responses_path`` against ``gold`` and ``kb``; write scores.jsonl and report.json in ``out_dir``.
 
@@ -112,14 +114,20 @@ def score_responses(
     the human-labelled subset: the responses may then answer every question of either, the report's figures are
     over the human-labelled questions as ever, and ``report.ppi`` with each model's ``ppi`` adds the
     prediction-powered ones over all of them (scores.jsonl keeps the human-labelled questions' lines).
+
+    ``citations``: how each model's citations are read and scored, by model name (run.json's
+    ``models[].citations``); a model without settings is read as a GRACE prompt, exactly as ever. A model read as
+    references, or scored several citations per answer, gets the citation fields on its scores lines, the outcome
+    ``unmapped_citation`` and ``report.models[m].citations`` (see :mod:`harness.scoring.citation_reading`).
     """
     responses_path, run = Path(responses_path), RunDir(out_dir)
     with run.lock():
-        return _score(responses_path, gold, kb, run, seed, bootstrap, workers, machine_gold)
+        return _score(responses_path, gold, kb, run, seed, bootstrap, workers, machine_gold, citations)
 
 
 def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuestion], kb: str | Path | KB, run: RunDir,
-           seed: int, bootstrap: int, workers: int | None, machine: MachineLabels | None = None) -> Report:
+           seed: int, bootstrap: int, workers: int | None, machine: MachineLabels | None = None,
+           citations: Mapping[str, CitationSettings] | None = None) -> Report:
     if bootstrap < 0:
         raise GraceError(f"--bootstrap must be 0 or more, got {bootstrap}")
     questions, gold_info = _load_gold(gold)
@@ -132,13 +140,19 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     # expected IDs missing from the KB can never be cited correctly, but still need a label
     unknown = sorted({e for g in questions for e in g.expected_citations} - kb_ids)
     names = article_ids + unknown + [REFUSE, NONE]
+    settings = {name: s for name, s in (citations or {}).items() if not read_as_grace(s)}
+    # each model's reader, built before any answer is read: a bad mapping file stops here with its file and line
+    # (one reader per distinct settings: the models of a run that read alike share its resolutions)
+    alike: dict[str, CitationReader] = {}
+    readers = {name: alike.get(s.model_dump_json()) or alike.setdefault(
+        s.model_dump_json(), CitationReader(kb_obj.articles, s, kb_ids)) for name, s in settings.items()}
     scored = _identity(responses_path)  # before reading: an answer appended meanwhile leaves the report behind
     tmp_name = run.temp_file(run.scores)
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
         audiences = restricted_articles(kb_obj.articles)  # ID -> groups, for the permission check (forbidden_citation)
         arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
-                                   audiences)
+                                   audiences, readers or None)
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
         if machine is not None:
@@ -161,10 +175,12 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
                                KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
                                ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size), sha256=scored[0],
-                                             size=scored[1]), labelled)
+                                             size=scored[1]), labelled,
+                               {name for name, s in settings.items() if s.reads == "references"})
         if labelled:
             report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
+        add_citation_scores(report, arrays, models, questions, settings, seed, bootstrap)
         add_permissions(report, arrays, models, audiences)
         add_categories(report, arrays, models, questions, bootstrap)
         if machine is not None and labelled:
@@ -238,7 +254,8 @@ _NO_CLASS_METRICS = {"per_class": {}, "macro_precision": None, "macro_recall": N
 
 
 def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray,
-                   names: list[str], labelled: bool = True) -> tuple[ModelReport, np.ndarray, np.ndarray]:
+                   names: list[str], labelled: bool = True,
+                   references: bool = False) -> tuple[ModelReport, np.ndarray, np.ndarray]:
     """One model's block (rank, significance group and CIs filled in later, across models), and its lenient and
     strict hits per response. Unlabelled (no question has a label): the figures that need one are left out."""
     oc, sc = a["outcome"][sel], a["strict"][sel]
@@ -252,7 +269,7 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
     own_rows, own_mask = _own_retrieval(a, sel)
     cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel])
     repeats = int(np.unique(a["repeat"][sel]).size)
-    listed = reported_outcomes(labelled)
+    listed = reported_outcomes(labelled, references)
     block = ModelReport(
         rank=0 if labelled else None,  # set once every model is scored
         significance_group="",
@@ -299,7 +316,7 @@ def _own_retrieval(a: dict[str, np.ndarray], sel: np.ndarray) -> tuple[np.ndarra
 
 def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
                   seed: int, bootstrap: int, gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo,
-                  labelled: bool = True) -> Report:
+                  labelled: bool = True, references: set[str] | frozenset[str] = frozenset()) -> Report:
     nq = len(questions)
     must_q = np.array([g.must_refuse for g in questions], dtype=bool)
     per_model: dict[str, ModelReport] = {}
@@ -308,7 +325,7 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
     same_questions: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         sel = np.flatnonzero(a["model"] == mi)
-        m, hits, strict_hits = _model_metrics(a, sel, must_q, names, labelled)
+        m, hits, strict_hits = _model_metrics(a, sel, must_q, names, labelled, name in references)
         answered, rate = per_question(a["q"][sel], hits.astype(np.float64), nq)
         _, strict_rate = per_question(a["q"][sel], strict_hits.astype(np.float64), nq)
         same_questions.setdefault(answered.tobytes(), []).append((name, rate, strict_rate))

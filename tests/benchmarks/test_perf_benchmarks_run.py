@@ -27,8 +27,8 @@ def _run(script: str, *args: str, timeout: int = 240) -> str:
 def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
-              "bench_export_parquet.py", "bench_import_logs.py",
-              "bench_team_labels.py"}  # phases.py: via bench_commands --phases
+              "bench_export_parquet.py", "bench_import_logs.py", "bench_citations.py",
+              "bench_team_labels.py", "bench_concurrency.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -49,6 +49,16 @@ def test_bench_scoring_runs():
     out = _run("bench_scoring.py", "--responses", "3000", "--questions", "300", "--articles", "40", "--bootstrap", "20")
     assert "3,000 responses" in out and "responses/s" in out and "goal: 1,000,000 responses" in out
     assert "naive floor" in out or "naive floor could not run" in out
+
+
+def test_bench_citations_runs():
+    out = _run("bench_citations.py", "--responses", "3000", "--questions", "300", "--articles", "40",
+               "--bootstrap", "20", "--workers", "1")
+    for label in ("today's GRACE reading", "read as KB IDs, scored multi", "read as references, scored multi"):
+        assert f"  {label}" in out
+    assert "3,000 responses: " in out and "citation F1" in out and "unmapped" in out
+    assert "reading and resolving references vs the same rows read as KB IDs" in out
+    assert "goal: resolving citations adds <= 10% to grace score on 1,000,000 responses" in out
 
 
 def test_bench_export_parquet_runs():
@@ -98,3 +108,9 @@ def test_bench_sidebyside_runs_grace_alone(tmp_path):
     out = _run("bench_sidebyside.py", "--only", "grace", "--calls", "8", "--concurrency", "4", "--latency", "0.01",
                "--repeats", "1", "--tools-dir", str(tmp_path))
     assert "side by side" in out and "grace" in out
+
+
+def test_bench_concurrency_runs():
+    out = _run("bench_concurrency.py", "--calls", "60", "--concurrency", "20", "--latency", "0.01",
+               "--replica-calls", "60", "--slots", "4", "--no-http")
+    assert "of ideal" in out or "ideal" in out

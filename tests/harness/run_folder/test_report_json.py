@@ -14,7 +14,7 @@ from harness.reports import write_reports
 from harness.reports.leaderboard import COLUMNS, Column, pct
 from harness.run_folder import RunDir
 from harness.run_folder.report import REPORT_SCHEMA_VERSION, ModelReport, Report, read_report, report_json
-from harness.run_folder.scores import SCORE_FIELDS, ScoreLine
+from harness.run_folder.scores import CITATION_FIELDS, SCORE_FIELDS, ScoreLine
 from tests.harness.reports.test_reports import build_run
 
 
@@ -72,8 +72,8 @@ def test_the_scorer_writes_what_the_model_dumps_and_reads_back_equal(tmp_path, m
     path = tmp_path / "out" / "report.json"
     assert path.read_text() == report_json(report)  # byte for byte: written through the model, once
     lines = (tmp_path / "out" / "scores.jsonl").read_text().splitlines()
-    for line in lines:  # the fast writer's lines are the model's fields, in its order
-        assert tuple(json.loads(line)) == SCORE_FIELDS == tuple(ScoreLine.model_fields)
+    for line in lines:  # the fast writer's lines are the model's fields, in its order (a GRACE model's: no citations)
+        assert tuple(json.loads(line)) == SCORE_FIELDS and SCORE_FIELDS + CITATION_FIELDS == tuple(ScoreLine.model_fields)
         ScoreLine.model_validate_json(line)
 
 

@@ -51,3 +51,25 @@ def test_score_line_writes_a_non_bool_flag_as_json_does():
     args = ("q1", "m", 0, [], 1, "refused", "inline", [], 0, "refused", True, [], None, None, None, None, None, None, 0)
     assert score_line(*args) == json.dumps(_dict(args))
     assert '"refused": 1' in score_line(*args)
+
+
+def test_citation_fields_are_json_dumps_byte_for_byte():
+    """A references model's line: today's keys, then CITATION_FIELDS, as json.dumps of the whole dict writes them."""
+    from harness.run_folder.scores import CITATION_FIELDS, ScoreLine, citation_fields
+
+    rng = random.Random(39)
+    lines = ScoreLines()
+    for _ in range(2000):
+        args = _random_args(rng)
+        cites = [{"reference": rng.choice(STRINGS), "articles": rng.sample(STRINGS, rng.randint(0, 2)),
+                  "how": rng.choice([None, "id", "source+heading"]), "note": rng.choice(STRINGS),
+                  "quote": rng.choice([None, *STRINGS]), "quote_found": rng.choice(FLAGS)}
+                 for _ in range(rng.randint(0, 3))]
+        figures = [rng.choice([None, 0.0, 0.5, 2 / 3, 1.0]) for _ in range(5)]
+        problems = rng.sample(["unlisted_marker", "uncited_entry"], rng.randint(0, 2))
+        as_tuples = [tuple(c.values()) for c in cites]
+        line = lines.line(*args)[:-1] + lines.citation_fields(as_tuples, *figures, problems) + "}"
+        assert citation_fields(as_tuples, *figures, problems) == lines.citation_fields(as_tuples, *figures, problems)
+        whole = {**_dict(args), **dict(zip(CITATION_FIELDS, (cites, *figures, problems), strict=True))}
+        assert line == json.dumps(whole)
+    assert tuple(json.loads(line)) == tuple(ScoreLine.model_fields)
