@@ -100,6 +100,14 @@ def load_name_finder() -> tuple[NameFinder | None, str]:
         wanted = os.environ.get("GRACE_PII_SPACY_MODEL")
         which = f"the spaCy model {wanted!r} (GRACE_PII_SPACY_MODEL)" if wanted else "a small English spaCy model"
         return None, f"person names not detected: {which} is not installed ({INSTALL_HINT})"
+    return _finder(model), ""
+
+
+@lru_cache(maxsize=4)
+def _finder(model: str) -> NameFinder:
+    """The finder of one spaCy model, loaded once per process: loading Presidio and the model takes seconds of CPU,
+    and every command (and every ``grace.run`` of a script) with ``--redact-pii`` asks for it; the finder holds no
+    state but its cache of finds, which depends on the text alone."""
     import logging
 
     logging.getLogger("presidio-analyzer").setLevel(logging.ERROR)  # it logs every recognizer it skips
@@ -133,7 +141,7 @@ def load_name_finder() -> tuple[NameFinder | None, str]:
             out.append(Span(start, start + len(value), PERSON, value))
         return out
 
-    return NameFinder(find, f"presidio {_version('presidio_analyzer')} + spaCy {model} {version}"), ""
+    return NameFinder(find, f"presidio {_version('presidio_analyzer')} + spaCy {model} {version}")
 
 
 def name_shaped(value: str) -> bool:
