@@ -226,11 +226,12 @@
     const cost = p.cost_usd == null ? "cost unknown" : `$${p.cost_usd.toFixed(4)}`;
     $("p-meta").textContent = `#${p.id} by ${p.model} · ${p.cached ? "cached" : cost}`;
     $("p-reason").textContent = p.reason || "";
-    $("p-error").hidden = !p.error;
-    $("p-error").textContent = p.error ? `rejected: ${p.error}` : "";
-    $("proposal-box").classList.toggle("unusable", Boolean(p.error));
-    $("p-accept").disabled = Boolean(p.error);
-    $("p-editbtn").disabled = Boolean(p.error);
+    const blocked = p.error ? `rejected: ${p.error}` : p.stale ? `stale: ${p.stale_reason}; reject it (x) and ask again` : "";
+    $("p-error").hidden = !blocked;
+    $("p-error").textContent = blocked;
+    $("proposal-box").classList.toggle("unusable", Boolean(blocked));
+    $("p-accept").disabled = Boolean(blocked);
+    $("p-editbtn").disabled = Boolean(blocked);
     $("p-blocks").replaceChildren(...(p.blocks || []).map((b) => el("div", { class: "diff-block" },
       el("div", { class: "field-label", text: b.label }),
       el("div", { class: "diff" }, ...b.diff.map(([text, op]) => (op > 0 ? el("ins", { text }) : op < 0 ? el("del", { text }) : document.createTextNode(text)))))));
@@ -242,7 +243,7 @@
 
   function openProposalEdit() {
     const p = S.proposal;
-    if (!p || p.error) return;
+    if (!p || p.error || p.stale) return;
     S.editing = true;
     $("p-title").value = p.title || "";
     $("p-text").value = p.text || "";
@@ -269,7 +270,7 @@
 
   function accept() {
     const p = S.proposal;
-    if (!p || p.error) { flash("no usable proposal to accept"); return undefined; }
+    if (!p || p.error || p.stale) { flash("no usable proposal to accept"); return undefined; }
     const body = { proposal: p.id };
     if (S.editing) {
       if (p.kind === "split") Object.assign(body, { at: Number($("p-at").value), titles: [$("p-title1").value, $("p-title2").value] });
