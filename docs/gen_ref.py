@@ -110,6 +110,10 @@ FORMATS: tuple[Format, ...] = (
            "status and each cited article's verdict. Written by `grace spotcheck run`."),
     Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.spotcheck_records",
            "The judge against human labels. Written by `grace spotcheck calibrate`."),
+    Format("RUN/spotcheck_team/review_team.json", "Spot-check", "ReviewTeamPlan", "annotations.review_team",
+           "Who reviews a spot-check together and who decides their disagreements. Written by `grace annotations "
+           "review --team` in its team folder, beside `labels/NAME.csv` (each person's verdicts), `adjudications.csv` "
+           "and `human.csv` (the team's labels; all in the review CSV's columns)."),
     Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",
            "Two runs question by question. Written by `grace compare --json FILE`."),
     Format("trend.json", "Comparisons", "Trend", "harness.reports.trend",
