@@ -92,7 +92,7 @@ class TeamReview:
         self.adjudications_file = folder / "adjudications.csv"
         self.human_file = folder / "human.csv"
         self.sessions: dict[str, ReviewSession] = {}
-        self.header, rows = read_review_rows(sources.review_csv)
+        self.header, rows = read_review_rows(sources.review_csv)  # the claims; a label in it is no one's here
         self.header += [c for c in ("note", "reviewer") if c not in self.header]
         self.rows = {r.key: r for r in rows}
         self.order = [r.key for r in rows]
@@ -174,7 +174,8 @@ class TeamReview:
                     raise PersonRejected(f"{who!r} decides disagreements but gives no verdicts of their own "
                                          f"(the people who do: {', '.join(self.plan.people)})")
                 (self.folder / "labels").mkdir(exist_ok=True)
-                s = ReviewSession.open(self.sources.review_csv, self.folder / "labels" / f"{who}.csv", reviewer=who)
+                s = ReviewSession.open(self.sources.review_csv, self.folder / "labels" / f"{who}.csv", reviewer=who,
+                                       blank=True)
                 self.sessions[who] = s
             return s
 

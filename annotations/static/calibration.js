@@ -65,5 +65,6 @@
     $("queue-link").href = pageURL("/static/review_queue.html", WHO ? { who: WHO } : {});
     if (!WHO) { showError("name yourself: open this page with ?who=YOUR_NAME (a reviewer)"); return; }
     await load();
+    setInterval(() => load().catch(() => { /* the next try */ }), 10000);  // verdicts come in meanwhile
   });
 })();

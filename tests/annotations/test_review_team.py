@@ -184,3 +184,20 @@ def test_the_command_line_refuses_bad_team_options(run):
     code, out = run_grace("annotations", "review", run, "--team", "alice,bob", "--viewer", "javascript:alert(1)",
                           "--no-browser", "--out", run.parent / "bad-team")
     assert code != 0 and "--viewer" in out and "Traceback" not in out
+
+
+def test_labels_already_in_the_run_review_csv_are_nobodys_in_the_team(run, tmp_path):
+    import shutil
+
+    from tests.harness.spotcheck.test_spotcheck_calibration import label
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    key = claims(copy)[0]
+    label(copy / "spotcheck_claims_review.csv", {(key[1], key[3]): "false"}, reviewer="someone")
+    team = TeamReview.open(RunSources.find(copy, kb_dir=run.parent / "kb"), tmp_path / "team", people="alice,bob")
+    try:
+        assert team.verdicts() == {"alice": {}, "bob": {}}
+        assert all(not r["supported"] for r in team.human_rows())
+    finally:
+        team.close()
