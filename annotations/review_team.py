@@ -98,7 +98,9 @@ class TeamReview:
         self.order = [r.key for r in rows]
         self.decided: dict[SegmentKey, ReviewRow] = {}
         self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV  # a claims review: partial is a verdict
-        self.run_id = sources.run_dir.resolve().name  # what ``grace view RUN`` calls a run viewed alone
+        from harness.viewer.runs import run_ids
+
+        self.run_id = run_ids([sources.run_dir.resolve()])[0]  # what ``grace view RUN`` calls this run alone
         self._lock = threading.RLock()
         self._judge: tuple[Any, Any] | None = None
         self._writer = SingleWriter(folder / PLAN, "'grace annotations review --team'")
