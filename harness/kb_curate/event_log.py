@@ -54,8 +54,12 @@ class EventLog(Generic[R]):
                 fh.truncate(whole)
 
     def append(self, rec: R) -> R:
+        line = rec.model_dump_json() + "\n"
+        if len(line.encode()) > self.max_line:  # never write a line the next start would refuse to read
+            raise GraceError(f"{self.what} of {len(line.encode()):,} bytes is over the {self.max_line:,} a line of "
+                             f"{self.path.name} holds; not saved")
         with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(rec.model_dump_json() + "\n")
+            fh.write(line)
             fh.flush()
             os.fsync(fh.fileno())
         self.records[rec.id] = rec  # type: ignore[attr-defined]

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.core.errors import GraceError
 from harness.kb_curate.change_requests import StaleChange, article_hash
 from harness.kb_curate.event_log import EventLog
 from harness.kb_curate.proposals import Proposal
@@ -63,9 +64,17 @@ class ProposalStore:
         with self._lock:
             proposal.id = max(self.log.records, default=0) + 1
             base = {i: article_hash(kb.by_id[i].title, kb.by_id[i].text) for i in proposal.articles if i in kb.by_id}
-            self.log.append(StoredProposal(id=proposal.id, status=proposal.status, proposal=proposal.model_dump(),
-                                           base=base, paragraphs=paragraphs or [], finding=finding, asked_by=asked_by,
-                                           asked_at=_now()))
+
+            def record() -> StoredProposal:
+                return StoredProposal(id=proposal.id, status=proposal.status, proposal=proposal.model_dump(), base=base,
+                                      paragraphs=paragraphs or [], finding=finding, asked_by=asked_by, asked_at=_now())
+
+            try:
+                self.log.append(record())
+            except GraceError as exc:  # a reply too long to keep is a rejected proposal, as any unusable reply
+                proposal.title, proposal.text, proposal.titles = None, None, []
+                proposal.error = f"the proposal is too long to keep ({exc})"
+                self.log.append(record())
             return proposal
 
     def get(self, n: int) -> Proposal | None:

@@ -131,3 +131,15 @@ def test_a_killed_curate_server_loses_no_pending_proposal(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
+
+
+def test_a_proposal_too_long_to_keep_is_rejected_never_written_unreadable(tmp_path, monkeypatch):
+    from harness.kb_curate import proposal_store
+
+    kb = write_kb(tmp_path / "kb")
+    monkeypatch.setattr(proposal_store, "MAX_LINE", 700)  # a small limit stands in for a runaway model reply
+    with open_curating(kb, author="tester") as o:
+        p = ask(o.app)
+        assert p["error"].startswith("the proposal is too long to keep") and p["text"] is None
+    back = ProposalStore(kb).get(p["id"])  # the file reads back whole
+    assert back is not None and back.error == p["error"]
