@@ -26,8 +26,8 @@
     return `${location.search}#${h.toString()}`;
   }
 
-  function fromAddress() {
-    const h = new URLSearchParams(location.hash.slice(1));
+  function fromAddress(hash) {
+    const h = new URLSearchParams((hash == null ? location.hash : hash).slice(1));
     S.filter = { kind: h.get("kind") || "", section: h.get("section") || "" };
     return h.get("f");
   }
@@ -45,8 +45,8 @@
     opts($("filter-section"), "every section", st.sections, S.filter.section);
   }
 
-  async function openAddress() {
-    const wanted = fromAddress();
+  async function openAddress(hash) {
+    const wanted = fromAddress(hash);
     await refreshState();
     const at = wanted ? S.state.findings.findIndex((f) => f.key === wanted) : -1;
     await go(Math.max(0, at));
@@ -382,6 +382,8 @@
     wire();
     await openAddress();
     // a link followed in this tab (only the #... part changes): its filters and finding
-    window.addEventListener("hashchange", () => queue(openAddress));
+    // the address as followed (the event's newURL): by the time the queue runs it, a move still under way may have
+    // rewritten location.hash to the finding it shows, and the link's filters would be lost
+    window.addEventListener("hashchange", (e) => { const hash = new URL(e.newURL).hash; queue(() => openAddress(hash)); });
   });
 })();
