@@ -92,12 +92,28 @@ def test_two_people_review_and_the_calibration_page_links_each_miss_to_its_quest
             said = {who: [verdict_of(who, k, n) for n, k in enumerate(keys)] for who in ("alice", "bob")}
             for who in ("alice", "bob"):  # each person's verdicts, in their own file
                 assert [r.verdict for r in read_labels(team.folder / "labels" / f"{who}.csv")] == said[who]
+            _pick_a_name(url)
             _decide_one(url, keys, said)
             _calibration_page(url, run, keys, said)
         finally:
             httpd.shutdown()
             httpd.server_close()
             team.close()
+
+
+def _pick_a_name(url):
+    """Opened without a name, the review page asks for one; a name leads to that person's page."""
+    with sync_api.sync_playwright() as p:
+        browser = launch(p)
+        try:
+            page, errors = open_page(browser, url)
+            expect(page.locator("#pick-list a")).to_have_count(2)
+            page.locator("#pick-list a[data-person='bob']").click()
+            page.wait_for_selector("body[data-ready='1']")
+            expect(page.locator("#who")).to_contain_text("bob")
+            assert errors == []
+        finally:
+            browser.close()
 
 
 def _decide_one(url, keys, said):
