@@ -5,7 +5,9 @@ Origin check on changes, body limits, CSP, shared assets), like ``grace
 annotate``. Every action goes through the curation overlay
 (:class:`kb_builder.curation.Curation`), which appends it to ``KB/curation.jsonl``
 and rewrites the KB at once, so closing the page loses nothing and ``grace kb
-build`` re-applies it. Article text and model text are hostile: they leave here
+build`` re-applies it. A model's proposal is kept in ``KB/curation_proposals.jsonl``
+(:mod:`harness.kb_curate.proposal_store`) from the moment it is made, so one not yet
+accepted or rejected is back after a restart. Article text and model text are hostile: they leave here
 as JSON strings cut into segments (:mod:`harness.kb_curate.views`) and the page
 makes text nodes of them.
 
