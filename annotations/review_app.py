@@ -26,14 +26,17 @@ class ReviewApp:
     static = STATIC
     post_paths = ("/api/review/label",)
 
-    def __init__(self, session: ReviewSession, sources: RunSources, kb):
+    def __init__(self, session: ReviewSession, sources: RunSources, kb, shared: ReviewApp | None = None):
+        """``shared``: another person's app on the same run and KB (a team's), whose word index and answers this
+        one uses instead of building its own."""
         self.session, self.sources, self.kb = session, sources, kb
-        self.words = passages.KBWords(kb)
+        self.words = shared.words if shared is not None else passages.KBWords(kb)
         self._id_words = self.words.terms("id ids")
-        sources.load_answers({rows[0].key[:3] for rows in session.answers})
+        if shared is None:
+            sources.load_answers({rows[0].key[:3] for rows in session.answers})
         self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV
-        self.warnings = list(sources.warnings)
-        if sources.kb_hash and sources.kb_hash != kb.manifest.kb_hash:
+        self.warnings = list(sources.warnings) if shared is None else list(shared.warnings)
+        if shared is None and sources.kb_hash and sources.kb_hash != kb.manifest.kb_hash:
             self.warnings.append(f"KB {kb.path} is not the one the segments were judged against "
                                  f"(hash {kb.manifest.kb_hash}, judged on {sources.kb_hash})")
 

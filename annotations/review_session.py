@@ -106,11 +106,17 @@ class ReviewSession:
         self._seen: tuple[int, int] | None = None
 
     @classmethod
-    def open(cls, source: str | Path, out: str | Path | None = None, *, reviewer: str = "") -> ReviewSession:
-        """Rows of ``source``; with a separate ``out``, the labels it already holds are laid over them (resume)."""
+    def open(cls, source: str | Path, out: str | Path | None = None, *, reviewer: str = "",
+             blank: bool = False) -> ReviewSession:
+        """Rows of ``source``; with a separate ``out``, the labels it already holds are laid over them (resume).
+        ``blank``: the source's own labels are left out (a team member's file starts from the claims alone, never
+        from someone else's verdicts)."""
         source = Path(source)
         out = Path(out) if out is not None else source
         header, rows = read_review_rows(source)
+        if blank:
+            for r in rows:
+                r.values.update(dict.fromkeys(HUMAN_FIELDS, ""))
         if not rows:
             raise GraceError(f"{source}: no segments to review (the spot-check sampled no correct answer)")
         session = cls(source, out, header, rows, reviewer)

@@ -63,6 +63,9 @@ FORMATS: tuple[Format, ...] = (
     Format("KB/curation_review.jsonl", "Knowledge base", "ChangeRequest", "harness.kb_curate.change_requests",
            "One line per change a team's curator proposed and per decision on it (the last line of a change is its "
            "state). Written by `grace kb curate --reviewers`; an approved change is applied to `curation.jsonl`."),
+    Format("KB/curation_proposals.jsonl", "Knowledge base", "StoredProposal", "harness.kb_curate.proposal_store",
+           "One line per model proposal `grace kb curate` was asked for and per decision on it (the last line of a "
+           "proposal is its state), so an open proposal is back after a restart. Written by `grace kb curate`."),
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
@@ -107,6 +110,10 @@ FORMATS: tuple[Format, ...] = (
            "status and each cited article's verdict. Written by `grace spotcheck run`."),
     Format("RUN/calibration.json", "Spot-check", "CalibrationFile", "harness.spotcheck.spotcheck_records",
            "The judge against human labels. Written by `grace spotcheck calibrate`."),
+    Format("RUN/spotcheck_team/review_team.json", "Spot-check", "ReviewTeamPlan", "annotations.review_team",
+           "Who reviews a spot-check together and who decides their disagreements. Written by `grace annotations "
+           "review --team` in its team folder, beside `labels/NAME.csv` (each person's verdicts), `adjudications.csv` "
+           "and `human.csv` (the team's labels; all in the review CSV's columns)."),
     Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",
            "Two runs question by question. Written by `grace compare --json FILE`."),
     Format("trend.json", "Comparisons", "Trend", "harness.reports.trend",

@@ -8,6 +8,8 @@ A KB folder holds what ``grace kb build``, ``grace kb index`` and curation write
     curation.jsonl            every curation action a person took (curation_records.CurationEdit), appended
     curation.jsonl.torn       a last action cut off mid-write, set aside (it never took effect)
     curation_conflicts.jsonl  the actions the last build could not re-apply (curation_records.CurationConflict)
+    curation_review.jsonl     a team's changes waiting for, or decided by, a reviewer (``grace kb curate --reviewers``)
+    curation_proposals.jsonl  the model proposals ``grace kb curate`` was asked for, and what became of each
     embeddings/, index/       derived data (vectors, the bm25f index), rebuilt when missing
     .curation.lock            the one-writer lock: curation and ``grace kb build``
 
@@ -15,7 +17,8 @@ Every other module asks a :class:`KbDir` for these paths, so each name is spelle
 here only, as :class:`harness.run_folder.RunDir` does for a run folder. Each file
 keeps one reader and one writer: the articles and the manifest
 (:mod:`kb_builder.store`), the curation log and its conflicts
-(:mod:`kb_builder.curation_records`), the retired log (here). Why a module at the
+(:mod:`kb_builder.curation_records`), the retired log (here), the change requests
+(:mod:`harness.kb_curate.change_requests`) and the proposals (:mod:`harness.kb_curate.proposal_store`). Why a module at the
 bottom of the KB builder, below those readers and writers rather than above them
 with the loader (:func:`kb_builder.kb_folder.load_kb`): they all resolve their
 paths through it, and the loader uses them, so the owner of the names must import
@@ -39,6 +42,8 @@ RETIRED = "retired.jsonl"
 CURATION = "curation.jsonl"
 TORN_SUFFIX = ".torn"  # curation.jsonl.torn: a torn last action, set aside
 CONFLICTS = "curation_conflicts.jsonl"
+REVIEW = "curation_review.jsonl"
+PROPOSALS = "curation_proposals.jsonl"
 EMBEDDINGS = "embeddings"
 INDEX = "index"
 LOCK = ".curation.lock"
@@ -81,6 +86,14 @@ class KbDir:
     @property
     def conflicts(self) -> Path:
         return self.path / CONFLICTS
+
+    @property
+    def curation_review(self) -> Path:
+        return self.path / REVIEW
+
+    @property
+    def proposals(self) -> Path:
+        return self.path / PROPOSALS
 
     @property
     def embeddings(self) -> Path:

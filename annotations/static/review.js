@@ -40,9 +40,23 @@
     }
   }
 
+  // a team's review (grace annotations review --team) opened without ?who=: each person picks their name
+  function showPicker() {
+    const { pageURL } = window.graceUI;
+    $("rlayout").replaceChildren(el("section", { id: "pick", "aria-label": "Who is reviewing?" },
+      el("h2", { text: "Who is reviewing?" }),
+      el("ul", { id: "pick-list" }, ...S.state.people.map((n) => el("li", {},
+        el("a", { href: pageURL("/", { who: n }), "data-person": n, text: n })))),
+      el("p", { class: "muted", text: "A reviewer who decides disagreements opens the queue: " },
+        el("a", { href: pageURL("/static/review_queue.html"), text: "review_queue.html" }))));
+  }
+
   async function refreshState() {
     S.state = await getJSON("/api/review/state");
-    $("who").textContent = `${S.state.reviewer} · KB ${S.state.kb.articles} articles`;
+    if (S.state.need_person) { showPicker(); return; }
+    const t = S.state.team;  // a team's review: the others' progress beside one's own
+    $("who").textContent = `${S.state.reviewer} · KB ${S.state.kb.articles} articles` +
+      (t ? ` · team: ${t.labelled} / ${t.claims} agreed or decided, ${t.disagree} to decide` : "");
     $("who").title = `run ${S.state.run}; KB ${S.state.kb.path} (${S.state.kb.kb_hash}); saving to ${S.state.out}`;
     const w = $("warnings");
     w.replaceChildren(...S.state.warnings.map((t) => el("li", { text: t })));
@@ -366,6 +380,7 @@
   window.Shell.start(async () => {
     wire();
     await refreshState();
+    if (S.state.need_person) return;
     const fromHash = window.Shell.hashIndex();
     const first = S.state.progress.first_unreviewed;
     await go(fromHash != null ? fromHash : (first != null ? first : 0));

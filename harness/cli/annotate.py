@@ -116,10 +116,17 @@ def annotations() -> None:
 @click.option("--out", "-o", type=_path, help="CSV to save labels to (default: RUN_DIR/spotcheck_review.csv, "
               "which 'grace spotcheck calibrate' reads); another file keeps a second reviewer's labels apart.")
 @click.option("--reviewer", help="Name recorded on every label (default: $GRACE_ANNOTATOR or $USER).")
+@click.option("--team", help="A team reviews (alice,bob): each person's verdicts kept apart in the team folder "
+              "(--out, default RUN_DIR/spotcheck_team), their disagreements in a reviewer's queue, the team's labels "
+              "in human.csv, and a calibration page (the judge against each person).")
+@click.option("--reviewers", help="With --team: who decides disagreements and sees the calibration (default: anyone "
+              "of the team).")
+@click.option("--viewer", help="With --team: the address 'grace view RUN_DIR' printed; the calibration page links "
+              "each false positive and negative to its question page there.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Any other address than localhost requires the printed token.")
 @click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
 @click.option("--no-browser", is_flag=True, help="Print the URL only.")
-def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None:
+def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, port, no_browser) -> None:
     """Review a spot-check by hand: mark each answer segment supported or not by its cited article.
 
     Shows the question, the answer with its segments highlighted and the cited article
@@ -133,6 +140,10 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
     from harness.run_folder import RunDir
     from harness.workflows.annotate import open_review
 
+    if team:
+        return _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser)
+    if reviewers or viewer:
+        raise click.UsageError("--reviewers and --viewer go with --team (a team's review)")
     with open_review(run_dir, kb=kb_dir, gold=gold, out=out, reviewer=reviewer) as opened:
         server, url, token = listen(opened.app, host, port)
         p = opened.session.progress()
@@ -147,6 +158,34 @@ def review(run_dir, kb_dir, gold, out, reviewer, host, port, no_browser) -> None
         click.echo(f"\nstopped; {p['reviewed']}/{p['segments']} segments reviewed, {where}")
         if p["reviewed"]:
             click.echo(f"next: grace spotcheck calibrate {opened.out} {RunDir(opened.sources.run_dir).spotcheck}")
+
+
+def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser) -> None:
+    from harness.run_folder import RunDir
+    from harness.workflows.annotate import open_review_team
+
+    with open_review_team(run_dir, team=team, reviewers=reviewers, kb=kb_dir, gold=gold, out=out,
+                          viewer=viewer) as opened:
+        server, url, token = listen(opened.app, host, port)
+        t = opened.session.summary()
+        base, _, query = url.partition("?")
+        extra = f"&{query}" if query else ""
+        click.echo(f"{t['claims']} claims to review by {', '.join(p['name'] for p in t['people'])}; "
+                   f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
+        for w in opened.warnings:
+            click.echo(f"warning: {w}", err=True)
+        click.echo(f"each person opens {base}?who=NAME{extra} (or picks their name there); the reviewer's queue: "
+                   f"{base}static/review_queue.html?who=NAME{extra}; the calibration: "
+                   f"{base}static/calibration.html?who=NAME{extra}")
+        click.echo(f"saving each person's verdicts to {opened.out / 'labels'}, the team's labels to "
+                   f"{opened.session.human_file}")
+        serve(server, url, host if token else None, no_browser, "review claims")
+        t = opened.session.summary()
+        click.echo(f"\nstopped; {t['labelled']}/{t['claims']} claims labelled by the team ({t['adjudicated']} decided "
+                   f"by a reviewer), {t['disagree']} waiting for a decision, saved in {opened.out}")
+        if t["labelled"]:
+            click.echo(f"next: grace spotcheck calibrate {opened.session.human_file} "
+                       f"{RunDir(opened.sources.run_dir).spotcheck}")
 
 
 @annotations.command("agree")

@@ -5,7 +5,9 @@ Origin check on changes, body limits, CSP, shared assets), like ``grace
 annotate``. Every action goes through the curation overlay
 (:class:`kb_builder.curation.Curation`), which appends it to ``KB/curation.jsonl``
 and rewrites the KB at once, so closing the page loses nothing and ``grace kb
-build`` re-applies it. Article text and model text are hostile: they leave here
+build`` re-applies it. A model's proposal is kept in ``KB/curation_proposals.jsonl``
+(:mod:`harness.kb_curate.proposal_store`) from the moment it is made, so one not yet
+accepted or rejected is back after a restart. Article text and model text are hostile: they leave here
 as JSON strings cut into segments (:mod:`harness.kb_curate.views`) and the page
 makes text nodes of them.
 
@@ -25,6 +27,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.kb_curate import STATIC
 from harness.kb_curate.change_requests import ChangeRejected, ReviewQueue, StaleChange, article_hash
+from harness.kb_curate.proposal_store import ProposalStore
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
 from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
@@ -63,8 +66,7 @@ class CurateApp:
         self._actor = author  # who the action being handled is recorded as (a team: the person who asked)
         self.lock = threading.Lock()  # one action at a time: each reads and writes the whole KB
         self.stats = PromptStats()
-        self.proposals: dict[int, Proposal] = {}
-        self._split_paragraphs: dict[int, list[str]] = {}
+        self.proposals = ProposalStore(curation.path)  # asked-for proposals outlive a restart
         report = curation.worklist(run)
         self.notices = list(report.notices)
         self.findings = self._without_distinct(report.findings)
@@ -160,8 +162,7 @@ class CurateApp:
             views.append({"id": a.id, "title": a.title, "text": a.text, "source": a.source or "", "breadcrumb": crumb,
                           "tokens": a.tokens, "paragraphs": segs})
         return {**self._row(f), "articles": views, "proposal_kind": KIND_FOR_FINDING.get(f.kind, "rewrite"),
-                "proposals": [proposal_view(p, kb, self._split_paragraphs.get(p.id)) for p in self.proposals.values()
-                              if p.status == "open" and set(p.articles) <= set(f.articles)]}
+                "proposals": [self._view(p) for p in self.proposals.open() if set(p.articles) <= set(f.articles)]}
 
     # -- actions (each saved through the overlay at once, then the worklist linted again) -----------
 
@@ -218,16 +219,21 @@ class CurateApp:
         inp = make_input(self.cur.kb, kind, ids, finding=f.message if f else "", finding_kind=f.kind if f else None,
                          paragraphs=self.cur.paragraphs)
         proposal = propose(self.proposer, [inp], self.settings, self.stats)[0]
-        proposal.id = max(self.proposals, default=0) + 1
-        self.proposals[proposal.id] = proposal
-        if kind == "split":
-            self._split_paragraphs[proposal.id] = inp.paragraphs
-        return {"proposal": proposal_view(proposal, self.cur.kb, inp.paragraphs), "cost": self.stats.as_dict()}
+        self.proposals.add(proposal, self.cur.kb, paragraphs=inp.paragraphs if kind == "split" else None,
+                           finding=key, asked_by=self._actor)  # on disk before the page sees it
+        return {"proposal": self._view(proposal), "cost": self.stats.as_dict()}
+
+    def _view(self, p: Proposal) -> dict:
+        """A proposal as the page shows it; one made stale by a later edit says so and shows no diff to apply."""
+        why = self.proposals.stale(p.id, self.cur.kb)
+        if why:
+            return p.model_dump() | {"blocks": [], "stale": True, "stale_reason": why}
+        return proposal_view(p, self.cur.kb, self.proposals.paragraphs(p.id)) | {"stale": False}
 
     def do_accept(self, body: dict) -> dict:
         p, q, why = self._resolve_accept(body)
         res = self._apply_accept(q, why, p.id)
-        p.status = "accepted"
+        self.proposals.decide(p.id, "accepted")
         return res
 
     def _resolve_accept(self, body: dict) -> tuple[Proposal, Proposal, str]:
@@ -235,6 +241,7 @@ class CurateApp:
         p = self._proposal(body)
         if p.error:
             raise GraceError(f"proposal {p.id} was rejected ({p.error}); ask for another or edit by hand")
+        self.proposals.check_fresh(p.id, self.cur.kb)
         edited = {k: body[k] for k in ("title", "text", "keep", "at", "titles") if body.get(k) is not None}
         q = p.model_copy(update=edited)
         why = f"proposal {p.id} by {p.model}{' (edited)' if edited else ''}: {p.reason}".strip()[:500]
@@ -330,7 +337,7 @@ class CurateApp:
         base = {i: article_hash(kb.by_id[i].title, kb.by_id[i].text) for i in ids}
         rec = self.review.propose(action, saved, articles=ids, base=base, summary=summary, author=self._actor)
         if action == "accept":
-            p.status = "accepted"  # out of the open list: it waits in the review queue now
+            self.proposals.decide(p.id, "accepted")  # out of the open list: it waits in the review queue now
         return {"done": f"proposed change {rec.id} for review: {summary}", "fixed": 0, "new": 0,
                 "state": self.state(you=self._actor)}
 
@@ -375,7 +382,7 @@ class CurateApp:
 
     def do_reject(self, body: dict) -> dict:
         p = self._proposal(body)
-        p.status = "rejected"
+        self.proposals.decide(p.id, "rejected")
         return {"done": f"rejected proposal {p.id}", "state": self.state()}
 
     # -- helpers -----------------------------------------------------------------------------------

@@ -5,10 +5,9 @@ distinct, a model's proposal accepted) does not change the KB: it becomes a
 :class:`ChangeRequest`, pending until a reviewer approves it (then it is applied through
 the curation overlay and enters ``KB/curation.jsonl`` as any action does) or rejects it
 (kept, with the reason). Requests live in ``KB/curation_review.jsonl``, one line per
-event (proposed, approved, rejected), appended and flushed to disk before the page is
-told, so they survive a restart or a kill; the last line of a request is its state.
-A line cut off by a kill (the last one, without its newline) never took effect: it is
-dropped when the queue is next opened (under the KB's one-writer lock).
+event (proposed, approved, rejected), through :class:`~harness.kb_curate.event_log.EventLog`:
+on disk before the page is told, the last line of a request its state, a line cut off
+by a kill dropped.
 
 Each request keeps the hash of every article it touches as the curator saw it
 (``base``): a reviewer approving a request whose articles changed since (another
@@ -19,20 +18,19 @@ nobody reviewed against it.
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import threading
 from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from harness.core.errors import GraceError, where
+from harness.kb_curate.event_log import EventLog
 from harness.web import Rejected
+from kb_builder.kb_dir import REVIEW, KbDir
 
-FILE = "curation_review.jsonl"
+FILE = REVIEW  # KB/curation_review.jsonl: its name is spelled in kb_builder.kb_dir
 ACTIONS = ("title", "text", "split", "merge", "distinct", "accept")
 MAX_LINE = 1 << 21  # a request carries at most an article's text (the app takes 200,000 characters)
 
@@ -78,40 +76,13 @@ class ReviewQueue:
     """Every change request of a KB, read once at start and appended to as people propose and review."""
 
     def __init__(self, kb_dir: str | Path):
-        self.path = Path(kb_dir) / FILE
-        self.requests: dict[int, ChangeRequest] = {}
+        self.log = EventLog(KbDir(kb_dir).curation_review, ChangeRequest, what="a change request", max_line=MAX_LINE)
+        self.path = self.log.path
+        self.requests: dict[int, ChangeRequest] = self.log.records
         self._lock = threading.Lock()
-        if self.path.exists():
-            self._read()
-
-    def _read(self) -> None:
-        whole = 0  # bytes of finished lines
-        with self.path.open("rb") as fh:
-            for n, raw in enumerate(fh, 1):
-                if len(raw) > MAX_LINE:
-                    raise GraceError(f"{where(self.path, n)}: a line of {len(raw):,} bytes; a change request is at "
-                                     f"most {MAX_LINE:,}: restore the file from a backup")
-                if not raw.endswith(b"\n"):  # cut off by a kill before the page was told: it never happened
-                    break
-                whole += len(raw)
-                if not raw.strip():
-                    continue
-                try:
-                    rec = ChangeRequest.model_validate(json.loads(raw))
-                except (ValueError, ValidationError) as exc:
-                    raise GraceError(f"{where(self.path, n)}: not a change request grace wrote "
-                                     f"({str(exc).splitlines()[0]}); restore the file or delete the line") from None
-                self.requests[rec.id] = rec
-        if whole < self.path.stat().st_size:  # drop the torn tail, so the next line appended starts whole
-            with self.path.open("r+b") as fh:
-                fh.truncate(whole)
 
     def _append(self, rec: ChangeRequest) -> None:
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(rec.model_dump_json() + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        self.requests[rec.id] = rec
+        self.log.append(rec)
 
     def propose(self, action: str, body: dict, *, articles: list[str], base: dict[str, str], summary: str,
                 author: str) -> ChangeRequest:

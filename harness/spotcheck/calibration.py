@@ -13,15 +13,24 @@ calibrated on its claims (``spotcheck_claims_review.csv``, where
 besides the binary figures on "unsupported", Cohen's kappa over the three
 classes and, per class, kappa of that class against the other two, so a judge
 that agrees on supported claims but not on partial ones shows it.
+
+Reading and figuring are apart from writing: :func:`judge_verdicts` reads, :func:`match`
+pairs and :func:`figures` computes without touching a file, so a page (the team review's
+calibration page, :mod:`annotations.review_team`) shows the same figures live that
+:func:`calibrate` writes to ``calibration.json``. Every kappa is
+:func:`annotations.agreement.cohen_kappa`'s, the one implementation.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from annotations import agreement
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
@@ -29,7 +38,7 @@ from harness.core.jsonl import iter_jsonl
 from harness.run_folder import CALIBRATION, RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
-from harness.spotcheck.review import read_labels, same_text
+from harness.spotcheck.review import HumanLabel, read_labels, same_text
 from harness.spotcheck.spotcheck_records import (
     CalibrationFile,
     JudgeBlock,
@@ -40,26 +49,17 @@ from harness.spotcheck.spotcheck_records import (
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
-    """Kappa of two binary raters; None when chance agreement is total (both raters constant and equal)."""
-    n = len(a)
-    if n == 0:
-        return None
-    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    pe = pa * pb + (1 - pa) * (1 - pb)
-    if pe == 1:
-        return None
-    return (po - pe) / (1 - pe)
+    """Kappa of two binary raters; None when there is nothing to compare or chance agreement is total (both raters
+    constant and equal). The one formula is :func:`annotations.agreement.cohen_kappa`'s."""
+    return multiclass_kappa([str(x) for x in a], [str(x) for x in b])
 
 
 def multiclass_kappa(a: list[str], b: list[str]) -> float | None:
-    """Cohen's kappa of two raters over any number of classes; None when chance agreement is total."""
-    n = len(a)
-    if n == 0:
+    """Cohen's kappa of two raters over any number of classes; None when empty or chance agreement is total."""
+    if not a:
         return None
-    po = sum(x == y for x, y in zip(a, b, strict=True)) / n
-    pe = sum((a.count(c) / n) * (b.count(c) / n) for c in set(a) | set(b))
-    return None if pe == 1 else (po - pe) / (1 - pe)
+    k = agreement.cohen_kappa(a, b)
+    return None if math.isnan(k) else k
 
 
 def class_stats(human: list[str], judge: list[str], classes: tuple[str, ...]) -> dict[str, Any]:
@@ -121,61 +121,94 @@ def _claim_rows(spot: SpotcheckFile, spot_path: Path) -> dict[tuple[str, str, in
     return out
 
 
-def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[str, Any]:
-    """Compare, write ``calibration.json`` next to ``judge_json``, and mark the judge calibrated there and in the report."""
+@dataclass
+class Matched:
+    """Human labels laid over the judge's verdicts: the pairs compared, and what was left out and why."""
+
+    human: list[bool] = field(default_factory=list)  # per pair: the human said unsupported
+    judge: list[bool] = field(default_factory=list)  # ... the judge did
+    human3: list[str] = field(default_factory=list)  # claims: the human's verdict (supported, partial, unsupported)
+    judge3: list[str] = field(default_factory=list)  # ... the judge's
+    pairs: list[tuple[HumanLabel, dict[str, Any]]] = field(default_factory=list)  # each label with the judge's row
+    disagreements: list[dict[str, Any]] = field(default_factory=list)
+    unmatched: int = 0  # labels of a segment the judge did not judge (or gave no verdict)
+    stale: int = 0  # labels whose segment text changed since
+
+
+def judge_verdicts(judge_json: Path) -> tuple[SpotcheckFile, dict[tuple[str, str, int, int], dict[str, Any]]]:
+    """The spot-check and its judge's verdict per segment (or claim), read only: what a page shows and
+    :func:`calibrate` writes from."""
     spot = read_spotcheck(judge_json)
-    judge = spot.judge
-    labels = read_labels(human_csv)
-    if not labels:
-        raise GraceError(f"{human_csv}: no labelled rows (fill the 'supported' column with true or false)")
-    claims = spot.mode == "claims"
-    verdicts = _claim_rows(spot, judge_json) if claims else _judge_rows(spot, judge_json)
-    human, machine, disagreements = [], [], []
-    human3, judge3 = [], []
-    unmatched = stale = 0
+    return spot, (_claim_rows(spot, judge_json) if spot.mode == "claims" else _judge_rows(spot, judge_json))
+
+
+def match(labels: list[HumanLabel], verdicts: dict[tuple[str, str, int, int], dict[str, Any]],
+          claims: bool) -> Matched:
+    """Pair each label with the judge's verdict on the same, unchanged segment; nothing is read or written."""
+    m = Matched()
     for lab in labels:
         row = verdicts.get(lab.key)
         if row is None or row.get("supported") is None:
-            unmatched += 1
+            m.unmatched += 1
             continue
         if lab.segment_text is not None and lab.segment_text.strip() and not same_text(lab.segment_text, row["segment_text"]):
-            stale += 1
+            m.stale += 1
             continue
+        m.pairs.append((lab, row))
         if claims:
-            human.append(lab.verdict == "unsupported")
-            machine.append(row["verdict"] == "unsupported")
-            human3.append(lab.verdict)
-            judge3.append(row["verdict"])
+            m.human.append(lab.verdict == "unsupported")
+            m.judge.append(row["verdict"] == "unsupported")
+            m.human3.append(lab.verdict)
+            m.judge3.append(row["verdict"])
             differ, said = lab.verdict != row["verdict"], (lab.verdict, row["verdict"])
         else:
-            human.append(not lab.supported)
-            machine.append(not row["supported"])
+            m.human.append(not lab.supported)
+            m.judge.append(not row["supported"])
             differ = lab.supported != row["supported"]
             said = ("supported" if lab.supported else "unsupported", "supported" if row["supported"] else "unsupported")
         if differ:
-            disagreements.append({
+            m.disagreements.append({
                 "model": lab.model, "question_id": lab.question_id, "repeat": lab.repeat,
                 "segment_index": lab.segment_index, "segment_text": row["segment_text"],
                 "citations": row.get("citations"), "human": said[0], "judge": said[1],
                 "judge_explanation": row.get("explanation"), "judge_source": row.get("source"),
                 "note": lab.note, "reviewer": lab.reviewer, "line": lab.line,
             })
-    if not human:
-        raise GraceError(f"{human_csv}: none of the {len(labels)} labelled rows matches a segment judged by "
-                         f"{judge.name} in {judge_json} ({unmatched} unknown, {stale} with changed text)")
-    stats = agreement_stats(human, machine)
+    return m
+
+
+def figures(m: Matched, claims: bool) -> dict[str, Any]:
+    """Agreement, kappa, precision and recall on "unsupported", the confusion; for claims also per class."""
+    stats = agreement_stats(m.human, m.judge)
     if claims:
         from harness.spotcheck.claims import VERDICTS
 
-        stats.update(class_stats(human3, judge3, VERDICTS))
-        stats["agreement"] = round(sum(h == j for h, j in zip(human3, judge3, strict=True)) / len(human3), 6)
+        stats.update(class_stats(m.human3, m.judge3, VERDICTS))
+        stats["agreement"] = round(sum(h == j for h, j in zip(m.human3, m.judge3, strict=True)) / len(m.human3), 6) \
+            if m.human3 else None
+    return stats
+
+
+def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[str, Any]:
+    """Compare, write ``calibration.json`` next to ``judge_json``, and mark the judge calibrated there and in the report."""
+    spot, verdicts = judge_verdicts(judge_json)
+    judge = spot.judge
+    labels = read_labels(human_csv)
+    if not labels:
+        raise GraceError(f"{human_csv}: no labelled rows (fill the 'supported' column with true or false)")
+    claims = spot.mode == "claims"
+    m = match(labels, verdicts, claims)
+    if not m.human:
+        raise GraceError(f"{human_csv}: none of the {len(labels)} labelled rows matches a segment judged by "
+                         f"{judge.name} in {judge_json} ({m.unmatched} unknown, {m.stale} with changed text)")
+    stats = figures(m, claims)
     calib = CalibrationFile(
         mode="claims" if claims else "segments",
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
                    "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
-        judge=judge.name, template_hash=judge.template_hash, n_unmatched=unmatched, n_stale=stale,
-        disagreements=disagreements, **stats,
+        judge=judge.name, template_hash=judge.template_hash, n_unmatched=m.unmatched, n_stale=m.stale,
+        disagreements=m.disagreements, **stats,
     ).model_dump(mode="json")
     out_dir = judge_json.parent
     with RunDir(out_dir).lock():

@@ -15,7 +15,7 @@ from typing import Any
 from harness.workflows.calls import ModelCalls
 
 __all__ = ["Agreement", "LabellingApp", "ReviewingApp", "Suggested", "agree_labels", "audit_gold", "gold_stats",
-           "open_labelling", "open_review", "suggest_labels", "validate_gold"]
+           "open_labelling", "open_review", "open_review_team", "suggest_labels", "validate_gold"]
 
 
 def _load(kb: Any) -> Any:
@@ -224,6 +224,30 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
         session.close()
         raise
     return ReviewingApp(app, session, kb, sources, out)
+
+
+def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None, kb: str | Path | None = None,
+                     gold: str | Path | None = None, out: str | Path | None = None,
+                     viewer: str | None = None) -> ReviewingApp:
+    """Open a spot-checked ``run`` for a team's review (``grace annotations review --team a,b``): each person's
+    verdicts in their own file of the team folder ``out`` (default ``RUN/spotcheck_team``), disagreements in a
+    reviewer's queue, the team's labels in ``out/human.csv``, and the calibration page (``viewer``: the address of
+    ``grace view RUN``, which the judge's false positives and negatives link to). ``session`` is the
+    :class:`annotations.review_team.TeamReview`."""
+    from annotations.review_sources import RunSources
+    from annotations.review_team import TeamReview
+    from annotations.review_team_app import TeamReviewApp
+    from kb_builder.kb_folder import load_kb
+
+    sources = RunSources.find(run, kb_dir=kb, gold=gold)
+    kb_obj = load_kb(sources.kb_dir, write_missing=False)
+    session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj)
+    try:
+        app = TeamReviewApp(session, kb_obj)
+    except BaseException:
+        session.close()
+        raise
+    return ReviewingApp(app, session, kb_obj, sources, session.folder)
 
 
 def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, *, force: bool = False,

@@ -26,8 +26,8 @@
     return `${location.search}#${h.toString()}`;
   }
 
-  function fromAddress() {
-    const h = new URLSearchParams(location.hash.slice(1));
+  function fromAddress(hash) {
+    const h = new URLSearchParams((hash == null ? location.hash : hash).slice(1));
     S.filter = { kind: h.get("kind") || "", section: h.get("section") || "" };
     return h.get("f");
   }
@@ -45,8 +45,8 @@
     opts($("filter-section"), "every section", st.sections, S.filter.section);
   }
 
-  async function openAddress() {
-    const wanted = fromAddress();
+  async function openAddress(hash) {
+    const wanted = fromAddress(hash);
     await refreshState();
     const at = wanted ? S.state.findings.findIndex((f) => f.key === wanted) : -1;
     await go(Math.max(0, at));
@@ -226,11 +226,12 @@
     const cost = p.cost_usd == null ? "cost unknown" : `$${p.cost_usd.toFixed(4)}`;
     $("p-meta").textContent = `#${p.id} by ${p.model} · ${p.cached ? "cached" : cost}`;
     $("p-reason").textContent = p.reason || "";
-    $("p-error").hidden = !p.error;
-    $("p-error").textContent = p.error ? `rejected: ${p.error}` : "";
-    $("proposal-box").classList.toggle("unusable", Boolean(p.error));
-    $("p-accept").disabled = Boolean(p.error);
-    $("p-editbtn").disabled = Boolean(p.error);
+    const blocked = p.error ? `rejected: ${p.error}` : p.stale ? `stale: ${p.stale_reason}; reject it (x) and ask again` : "";
+    $("p-error").hidden = !blocked;
+    $("p-error").textContent = blocked;
+    $("proposal-box").classList.toggle("unusable", Boolean(blocked));
+    $("p-accept").disabled = Boolean(blocked);
+    $("p-editbtn").disabled = Boolean(blocked);
     $("p-blocks").replaceChildren(...(p.blocks || []).map((b) => el("div", { class: "diff-block" },
       el("div", { class: "field-label", text: b.label }),
       el("div", { class: "diff" }, ...b.diff.map(([text, op]) => (op > 0 ? el("ins", { text }) : op < 0 ? el("del", { text }) : document.createTextNode(text)))))));
@@ -242,7 +243,7 @@
 
   function openProposalEdit() {
     const p = S.proposal;
-    if (!p || p.error) return;
+    if (!p || p.error || p.stale) return;
     S.editing = true;
     $("p-title").value = p.title || "";
     $("p-text").value = p.text || "";
@@ -269,7 +270,7 @@
 
   function accept() {
     const p = S.proposal;
-    if (!p || p.error) { flash("no usable proposal to accept"); return undefined; }
+    if (!p || p.error || p.stale) { flash("no usable proposal to accept"); return undefined; }
     const body = { proposal: p.id };
     if (S.editing) {
       if (p.kind === "split") Object.assign(body, { at: Number($("p-at").value), titles: [$("p-title1").value, $("p-title2").value] });
@@ -381,6 +382,8 @@
     wire();
     await openAddress();
     // a link followed in this tab (only the #... part changes): its filters and finding
-    window.addEventListener("hashchange", () => queue(openAddress));
+    // the address as followed (the event's newURL): by the time the queue runs it, a move still under way may have
+    // rewritten location.hash to the finding it shows, and the link's filters would be lost
+    window.addEventListener("hashchange", (e) => { const hash = new URL(e.newURL).hash; queue(() => openAddress(hash)); });
   });
 })();

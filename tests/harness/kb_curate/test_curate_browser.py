@@ -215,3 +215,25 @@ def test_hostile_article_text_stays_inert_and_bad_input_is_a_clear_error(browser
     page.keyboard.press("Enter")
     expect(page.locator("#error")).to_contain_text("say why")
     assert errors == []
+
+
+def test_proposals_from_before_a_restart_are_back_and_one_made_stale_is_shown_stale(browser, serve, tmp_path):
+    kb_dir = tmp_path / "kb"  # the serve fixture's KB: asked on in an earlier session, closed, then served again
+    with open_curating(kb_dir, author="tester") as o:
+        fresh = o.app.post("/api/curate/propose", {"kind": "rewrite", "articles": ["2"], "finding": "not_self_contained:2"})
+        o.app.post("/api/curate/propose", {"kind": "rewrite", "articles": ["7"], "finding": "not_self_contained:7"})
+        o.app.post("/api/curate/title", {"id": "7", "title": "Working here > Slack, announcements and security"})
+    url, _ = serve()
+    page, errors = open_page(browser, url)
+    page.locator("#worklist li[data-key='not_self_contained:2']").click()
+    at_finding(page, "not_self_contained:2")
+    expect(page.locator("#p-meta")).to_contain_text(f"#{fresh['proposal']['id']} by baseline:heuristic")
+    expect(page.locator("#p-accept")).to_be_enabled()
+    page.locator("#worklist li[data-key='not_self_contained:7']").click()
+    at_finding(page, "not_self_contained:7")
+    expect(page.locator("#p-error")).to_contain_text("stale: article 7 was edited since the proposal was made")
+    expect(page.locator("#p-accept")).to_be_disabled()
+    page.keyboard.press("y")  # the key does nothing either
+    expect(page.locator("#saved")).to_contain_text("no usable proposal to accept")
+    assert load_kb(kb_dir).by_id["7"].title == "Working here > Slack, announcements and security"
+    assert errors == []

@@ -1,0 +1,400 @@
+"""A spot-check reviewed by a team (``grace annotations review RUN --team a,b``): verdicts per person, the
+disagreements a reviewer decides, the human labels they add up to, and the judge measured against all of them.
+
+A team review folder (default ``RUN/spotcheck_team/``) holds the plan (``review_team.json``:
+who gives verdicts, who decides, the review CSV they work on), one review CSV per person
+(``labels/NAME.csv``, written by that person's own :class:`~annotations.review_session.ReviewSession`,
+so two people never write one file and nobody's verdict overwrites another's), the
+decisions (``adjudications.csv``) and the human labels (``human.csv``, rewritten after
+every verdict and decision: a claim every person gave the same verdict, or one a reviewer
+decided). All are the review CSV's format (``REVIEW_COLUMNS``): ``grace spotcheck calibrate
+human.csv RUN/spotcheck.json`` reads the team's labels as it reads one person's.
+
+Every person reviews every claim (agreement needs the same claims from each). A claim is
+``agreed`` when every person gave it one verdict, ``disagree`` when verdicts differ (it waits
+in the reviewer's queue), ``adjudicated`` once a reviewer decided it, ``open`` until then.
+
+The calibration (:meth:`TeamReview.calibration`) reads the judge's verdicts and computes,
+without writing anything (:mod:`harness.spotcheck.calibration`'s ``match`` and ``figures``),
+Cohen's kappa of the judge against each person and against the team's labels, of each pair
+of people, the confusion, and the judge's false positives and negatives, each with the
+address of the viewer's question page for that answer. The judge's verdicts are shown to
+reviewers only (anyone named when no reviewer is set): a person who sees them while still
+reviewing anchors on them.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from pydantic import BaseModel, Field
+
+from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, read_review_rows
+from annotations.review_sources import RunSources
+from annotations.single_writer import SingleWriter
+from annotations.team import NAME, PersonRejected, parse_names
+from harness.core.errors import GraceError
+from harness.core.files import atomic_write_text, csv_text, read_text_checked
+from harness.run_folder import CLAIMS_REVIEW_CSV, RunDir
+from harness.spotcheck.review import HumanLabel
+from harness.web import Rejected
+
+PLAN = "review_team.json"
+FOLDER = "spotcheck_team"  # the default team folder, inside the run
+VERDICTS = ("supported", "partial", "unsupported")
+UNSUPPORTED = "unsupported"
+
+
+class StaleVerdicts(Rejected):
+    """A decision on verdicts that changed since the queue showed them (409: reload and decide again)."""
+
+    status = HTTPStatus.CONFLICT
+
+
+class ReviewTeamPlan(BaseModel):
+    """``review_team.json``: who reviews a spot-check together, fixed at the folder's first start."""
+
+    schema_version: int = Field(1, description="Version of this record's layout.")
+    people: list[str] = Field(description="Who gives verdicts, in order.")
+    reviewers: list[str] = Field(default_factory=list, description="Who decides disagreements; empty: anyone named.")
+    review_csv: str = Field(description="The spot-check's review CSV every person works on (its file name in the run).")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def key_of(body: dict[str, Any]) -> SegmentKey:
+    try:
+        key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
+    except (KeyError, TypeError, ValueError):
+        raise PersonRejected("expected model, question_id, repeat and segment_index") from None
+    if not isinstance(key[0], str) or not isinstance(key[1], str):
+        raise PersonRejected("model and question_id must be strings")
+    return key
+
+
+def _key_text(key: SegmentKey) -> str:
+    return f"claim {key[3]} of {key[0]}/{key[1]}/repeat {key[2]}"
+
+
+class TeamReview:
+    """A team's review folder, open: one :class:`ReviewSession` per person, the decisions, the human labels."""
+
+    def __init__(self, folder: Path, sources: RunSources, plan: ReviewTeamPlan, viewer: str | None, kb: Any = None):
+        self.folder, self.sources, self.plan, self.viewer, self.kb = folder, sources, plan, viewer, kb
+        self.adjudications_file = folder / "adjudications.csv"
+        self.human_file = folder / "human.csv"
+        self.sessions: dict[str, ReviewSession] = {}
+        self.header, rows = read_review_rows(sources.review_csv)  # the claims; a label in it is no one's here
+        self.header += [c for c in ("note", "reviewer") if c not in self.header]
+        self.rows = {r.key: r for r in rows}
+        self.order = [r.key for r in rows]
+        self.decided: dict[SegmentKey, ReviewRow] = {}
+        self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV  # a claims review: partial is a verdict
+        from harness.viewer.runs import run_ids
+
+        self.run_id = run_ids([sources.run_dir.resolve()])[0]  # what ``grace view RUN`` calls this run alone
+        self._lock = threading.RLock()
+        self._judge: tuple[Any, Any] | None = None
+        self._writer = SingleWriter(folder / PLAN, "'grace annotations review --team'")
+
+    @classmethod
+    def open(cls, sources: RunSources, folder: str | Path | None = None, *, people: str | None = None,
+             reviewers: str | None = None, viewer: str | None = None, kb: Any = None) -> TeamReview:
+        """Start a team folder (``people``: ``a,b``) or resume one; given again on a resume they must match."""
+        folder = Path(folder) if folder is not None else sources.run_dir / FOLDER
+        if folder.exists() and not folder.is_dir():
+            raise GraceError(f"{folder}: a team review writes a folder (verdicts per person, the human labels); "
+                             "give --out a folder name, not a file")
+        if viewer is not None and not viewer.startswith(("http://", "https://")):
+            raise GraceError(f"--viewer {viewer!r}: give the address 'grace view RUN' printed (http://...)")
+        roster = parse_names(people, "--team")
+        revs = parse_names(reviewers, "--reviewers") or []
+        plan_file = folder / PLAN
+        if plan_file.exists():
+            try:
+                plan = ReviewTeamPlan.model_validate(json.loads(read_text_checked(plan_file)))
+            except (ValueError, TypeError) as exc:
+                raise GraceError(f"{plan_file}: not a team review plan grace wrote ({str(exc).splitlines()[0]}); "
+                                 "restore it or start another --out folder") from None
+            for option, given, saved in (("--team", roster, plan.people), ("--reviewers", revs if reviewers else None,
+                                                                            plan.reviewers)):
+                if given is not None and given != saved:
+                    raise GraceError(f"{folder} was started with {option} {','.join(saved) or '(none)'}, not "
+                                     f"{','.join(given)}: resume without {option} (or the same), or start another --out")
+            if plan.review_csv != sources.review_csv.name:
+                raise GraceError(f"{folder} reviews {plan.review_csv}, not {sources.review_csv.name}: start another --out")
+        else:
+            if not roster or len(roster) < 2:
+                raise GraceError("--team names the people who review (two or more for agreement): --team alice,bob")
+            plan = ReviewTeamPlan(people=roster, reviewers=revs, review_csv=sources.review_csv.name)
+        folder.mkdir(parents=True, exist_ok=True)
+        team = cls(folder, sources, plan, viewer, kb)
+        team._writer.acquire()
+        try:
+            if not plan_file.exists():
+                atomic_write_text(plan_file, plan.model_dump_json(indent=2) + "\n")
+            if team.adjudications_file.exists():
+                team.decided = {r.key: r for r in read_review_rows(team.adjudications_file)[1]}
+            for name in plan.people:
+                team.person(name)
+            team.write_human()
+        except BaseException:
+            team.close()
+            raise
+        return team
+
+    # -- people ------------------------------------------------------------------------------------
+
+    def check_person(self, who: Any, *, reviewer: bool = False) -> str:
+        who = who.strip() if isinstance(who, str) else ""
+        if not who:
+            raise PersonRejected("name yourself: open the page with ?who=YOUR_NAME (or pick your name on it)")
+        if not NAME.match(who):
+            raise PersonRejected(f"{who!r} is not a usable name: letters, digits, '.', '_' or '-', up to 40")
+        if reviewer and self.plan.reviewers:
+            if who not in self.plan.reviewers:
+                raise PersonRejected(f"{who!r} is not a reviewer of this team ({', '.join(self.plan.reviewers)})")
+        elif who not in self.plan.people + self.plan.reviewers:
+            raise PersonRejected(f"{who!r} is not on this review team ({', '.join(self.plan.people + self.plan.reviewers)}); "
+                                 "pick your name, or ask who started it to add you to --team")
+        return who
+
+    def person(self, who: str) -> ReviewSession:
+        """``who``'s own review file (opened on first use): only a person of ``--team`` gives verdicts."""
+        with self._lock:
+            s = self.sessions.get(who)
+            if s is None:
+                if who not in self.plan.people:
+                    raise PersonRejected(f"{who!r} decides disagreements but gives no verdicts of their own "
+                                         f"(the people who do: {', '.join(self.plan.people)})")
+                (self.folder / "labels").mkdir(exist_ok=True)
+                s = ReviewSession.open(self.sources.review_csv, self.folder / "labels" / f"{who}.csv", reviewer=who,
+                                       blank=True)
+                self.sessions[who] = s
+            return s
+
+    # -- what the team has done --------------------------------------------------------------------
+
+    def verdicts(self) -> dict[str, dict[SegmentKey, tuple[str, str]]]:
+        """Person -> claim -> (verdict, note), for the claims each has given a verdict."""
+        with self._lock:
+            sessions = dict(self.sessions)
+        out: dict[str, dict[SegmentKey, tuple[str, str]]] = {}
+        for who, s in sessions.items():
+            with s._lock:
+                out[who] = {r.key: (r.verdict, r.values.get("note", "")) for r in s.rows
+                            if r.key in self.rows and r.verdict is not None}
+        return out
+
+    def status(self, key: SegmentKey, verdicts: dict[str, dict[SegmentKey, tuple[str, str]]]) -> str:
+        if key in self.decided:
+            return "adjudicated"
+        given = {verdicts[p][key][0] for p in self.plan.people if key in verdicts.get(p, {})}
+        if len(given) > 1:
+            return "disagree"
+        done = all(key in verdicts.get(p, {}) for p in self.plan.people)
+        return "agreed" if done and given else "open"
+
+    def summary(self, who: str | None = None, verdicts: dict | None = None) -> dict[str, Any]:
+        verdicts = self.verdicts() if verdicts is None else verdicts
+        statuses = [self.status(k, verdicts) for k in self.order]
+        return {"you": who, "people": [{"name": p, "reviewed": len(verdicts.get(p, {}))} for p in self.plan.people],
+                "reviewers": self.plan.reviewers, "claims": len(self.order),
+                **{s: statuses.count(s) for s in ("agreed", "adjudicated", "disagree", "open")},
+                "labelled": statuses.count("agreed") + statuses.count("adjudicated"),
+                "folder": str(self.folder), "human_file": str(self.human_file)}
+
+    # -- the reviewer's queue ------------------------------------------------------------------------
+
+    def queue(self) -> dict[str, Any]:
+        """Every claim people disagree on (then those decided): the claim, each verdict with who gave it and their
+        note, the articles it cites."""
+        verdicts = self.verdicts()
+        items = []
+        for key in self.order:
+            st = self.status(key, verdicts)
+            if st not in ("disagree", "adjudicated"):
+                continue
+            row = self.rows[key]
+            cites = row.to_json()["citations"]
+            d = self.decided.get(key)
+            items.append({
+                "model": key[0], "question_id": key[1], "repeat": key[2], "segment_index": key[3],
+                "question": self.sources.questions.get(key[1]), "text": row.values.get("segment_text", ""),
+                "status": st,
+                "verdicts": [{"person": p, "verdict": verdicts[p][key][0], "note": verdicts[p][key][1]}
+                             for p in self.plan.people if key in verdicts.get(p, {})],
+                "articles": [self._article(c) for c in cites],
+                "decision": None if d is None else {"verdict": d.verdict, "by": d.values.get("reviewer", ""),
+                                                    "reason": d.values.get("note", "")},
+            })
+        items.sort(key=lambda it: it["status"] != "disagree")
+        return {"items": items, "to_decide": sum(it["status"] == "disagree" for it in items)}
+
+    def _article(self, article_id: str) -> dict[str, Any]:
+        kb = self.kb
+        art = kb.by_id.get(article_id) if kb is not None else None
+        if art is None:
+            return {"id": article_id, "in_kb": False, "title": "", "text": "", "cut": False}
+        return {"id": art.id, "in_kb": True, "title": art.title, "text": art.text[:4000], "cut": len(art.text) > 4000}
+
+    def label(self, who: str, key: SegmentKey, verdict: Any, note: Any = None) -> dict[str, Any]:
+        """``who``'s verdict on a claim, in their own file; a claim not in the set is a clear error."""
+        if key not in self.rows:
+            raise PersonRejected(f"no {_key_text(key)} in {self.sources.review_csv.name}: verdicts are on the "
+                                 "spot-check's claims only")
+        if verdict is not None and verdict not in (True, False) and not (verdict == "partial" and self.claims):
+            raise PersonRejected("supported must be true, false or null" + (' or "partial"' if self.claims else ""))
+        if note is not None and (not isinstance(note, str) or len(note) > 5000):
+            raise PersonRejected("note must be a string of at most 5000 characters")
+        seg = self.person(who).save(key, supported=verdict, note=note)
+        self.write_human()
+        return seg
+
+    def adjudicate(self, reviewer: Any, key: SegmentKey, verdict: Any, reason: Any,
+                   seen: dict[str, str] | None = None) -> dict[str, Any]:
+        """The reviewer's verdict on a claim, with why: it becomes the human label. ``seen`` (person -> verdict, as
+        the queue showed them): when any changed since, the decision is refused (409)."""
+        reviewer = self.check_person(reviewer, reviewer=True)
+        if key not in self.rows:
+            raise PersonRejected(f"no {_key_text(key)} in {self.sources.review_csv.name}")
+        allowed = VERDICTS if self.claims else ("supported", "unsupported")
+        if verdict not in allowed:
+            raise PersonRejected(f"verdict must be one of {', '.join(allowed)}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise PersonRejected("say why (the reason is kept with the decision in human.csv)")
+        with self._lock:
+            verdicts = self.verdicts()
+            now = {p: verdicts[p][key][0] for p in self.plan.people if key in verdicts.get(p, {})}
+            if seen is not None and now != seen:
+                raise StaleVerdicts(f"the verdicts on {_key_text(key)} changed since you opened it (now: "
+                                    + ", ".join(f"{p} {v}" for p, v in now.items()) + "); reload and decide again")
+            values = dict(self.rows[key].values)
+            values.update(supported="partial" if verdict == "partial" else str(verdict == "supported").lower(),
+                          note=reason.strip()[:1000], reviewer=reviewer)
+            self.decided[key] = ReviewRow(key, values, 0)
+            rows = [self.decided[k] for k in self.order if k in self.decided]
+            atomic_write_text(self.adjudications_file, csv_text(self.header, (
+                {c: r.values.get(c, "") for c in self.header} for r in rows)))
+            self.write_human()
+            return {"verdict": verdict, "by": reviewer, "reason": values["note"], "at": _now()}
+
+    # -- the human labels ----------------------------------------------------------------------------
+
+    def human_rows(self, verdicts: dict | None = None) -> list[dict[str, str]]:
+        """Every claim as a review CSV row: the decided verdict, the agreed one (reviewer: who gave it), or empty."""
+        verdicts = self.verdicts() if verdicts is None else verdicts
+        out = []
+        for key in self.order:
+            values = {c: self.rows[key].values.get(c, "") for c in self.header}
+            st = self.status(key, verdicts)
+            if st == "adjudicated":
+                values.update({c: self.decided[key].values.get(c, "") for c in ("supported", "note", "reviewer")})
+            elif st == "agreed":
+                v = verdicts[self.plan.people[0]][key][0]
+                values.update(supported="partial" if v == "partial" else str(v == "supported").lower(),
+                              note="", reviewer=";".join(self.plan.people))
+            else:
+                values.update(supported="", note="", reviewer="")
+            out.append(values)
+        return out
+
+    def write_human(self) -> None:
+        with self._lock:
+            atomic_write_text(self.human_file, csv_text(self.header, self.human_rows()))
+
+    # -- the judge against the people ------------------------------------------------------------------
+
+    def _judge_verdicts(self) -> tuple[Any, dict]:
+        """The spot-check's judge verdicts, read again only when its files changed."""
+        from harness.spotcheck.calibration import judge_verdicts
+
+        spot_json = RunDir(self.sources.run_dir).spotcheck
+        if not spot_json.is_file():
+            raise GraceError(f"{spot_json}: not found; the calibration compares the people with the judge of "
+                             "'grace spotcheck run'")
+        stamp = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in spot_json.parent.glob("spotcheck*") if p.is_file())
+        if self._judge is None or self._judge[0] != stamp:
+            self._judge = (stamp, judge_verdicts(spot_json))
+        return self._judge[1]
+
+    def _labels(self, verdicts: dict[SegmentKey, str], reviewer: str) -> list[HumanLabel]:
+        return [HumanLabel(*k, self.rows[k].values.get("segment_text"), v == "supported", "", reviewer, 0, v)
+                for k, v in verdicts.items()]
+
+    def question_page(self, question_id: str) -> str | None:
+        """The viewer's page for a question of this run (``grace view RUN``), when its address was given."""
+        if not self.viewer:
+            return None
+        return f"{self.viewer.split('#')[0]}#/question?{urlencode({'runs': self.run_id, 'id': question_id})}"
+
+    def calibration(self) -> dict[str, Any]:
+        """Kappa of the judge against each person and the team's labels, of each pair of people; the confusion;
+        the judge's false positives and negatives (positive: unsupported) with the viewer's question page. Reads;
+        never writes (``grace spotcheck calibrate human.csv`` writes the same team figures to calibration.json)."""
+        from harness.spotcheck.calibration import cohen_kappa, figures, match, multiclass_kappa
+
+        spot, judged = self._judge_verdicts()
+        claims = spot.mode == "claims"
+        verdicts = self.verdicts()
+
+        def block(m: Any) -> dict[str, Any]:
+            f = figures(m, claims) if m.human else {"n": 0}
+            return {k: f.get(k) for k in ("n", "kappa", "kappa_multiclass", "agreement", "precision_unsupported",
+                                          "recall_unsupported", "confusion", "confusion_classes")} | {
+                "unmatched": m.unmatched, "stale": m.stale}
+
+        people = []
+        for p in self.plan.people:
+            mine = {k: v for k, (v, _) in verdicts.get(p, {}).items()}
+            people.append({"name": p, **block(match(self._labels(mine, p), judged, claims))})
+        pairs = []
+        for i, a in enumerate(self.plan.people):
+            for b in self.plan.people[i + 1:]:
+                va, vb = verdicts.get(a, {}), verdicts.get(b, {})
+                both = [k for k in self.order if k in va and k in vb]
+                la, lb = [va[k][0] for k in both], [vb[k][0] for k in both]
+                pairs.append({"a": a, "b": b, "n": len(both),
+                              "kappa": _r(cohen_kappa([x == UNSUPPORTED for x in la], [x == UNSUPPORTED for x in lb])),
+                              "kappa_multiclass": _r(multiclass_kappa(la, lb)),
+                              "agreement": _r(sum(x == y for x, y in zip(la, lb, strict=True)) / len(both)) if both else None})
+        team_labels = {}
+        for k in self.order:
+            st = self.status(k, verdicts)
+            if st == "adjudicated":
+                team_labels[k] = self.decided[k].verdict
+            elif st == "agreed":
+                team_labels[k] = verdicts[self.plan.people[0]][k][0]
+        m = match(self._labels(team_labels, "team"), judged, claims)
+        errors: dict[str, list[dict[str, Any]]] = {"false_positives": [], "false_negatives": []}
+        for lab, row in m.pairs:
+            judge_says = row["verdict"] if claims else ("supported" if row["supported"] else "unsupported")
+            human_bad, judge_bad = lab.verdict == UNSUPPORTED, judge_says == UNSUPPORTED
+            if human_bad == judge_bad:
+                continue
+            errors["false_positives" if judge_bad else "false_negatives"].append({
+                "model": lab.model, "question_id": lab.question_id, "repeat": lab.repeat,
+                "segment_index": lab.segment_index, "text": row["segment_text"], "human": lab.verdict,
+                "judge": judge_says, "judge_explanation": row.get("explanation") or "",
+                "question_page": self.question_page(lab.question_id)})
+        return {"judge": spot.judge.name, "mode": spot.mode, "run": str(self.sources.run_dir), "run_id": self.run_id,
+                "viewer": self.viewer, "classes": list(VERDICTS if claims else ("supported", "unsupported")),
+                "judge_vs_people": people, "people_pairs": pairs, "judge_vs_team": block(m), **errors,
+                "team": self.summary(verdicts=verdicts)}
+
+    def close(self) -> None:
+        for s in self.sessions.values():
+            s.close()
+        self._writer.release()
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 6)
