@@ -1,9 +1,12 @@
-"""Response rows over the sample KB (benchmarks/sample) for the citation-scoring tests and the stored GRACE run.
+"""Citation test runs over small KBs: one helper module for every test of issue 39's scoring and views.
 
-``grace_rows`` is a GRACE run of three models in every form the GRACE reader takes (canonical ``[ID: x]``, bare
-``[x]``, JSON, refusals, invalid and several citations, structured citations, a system's own retrieval, a failed
-call); its scores.jsonl and report.json as scored before issue 39 are stored in tests/data/grace_scores_before_39,
-and scoring it again must give them byte for byte (timestamps and paths masked).
+``grace_rows`` (over the sample KB, benchmarks/sample) is a GRACE run of three models in every form the GRACE reader
+takes (canonical ``[ID: x]``, bare ``[x]``, JSON, refusals, invalid and several citations, structured citations, a
+system's own retrieval, a failed call); its scores.jsonl and report.json as scored before issue 39 are stored in
+tests/data/grace_scores_before_39, and scoring it again must give them byte for byte (timestamps and paths masked).
+
+``build_citation_run`` makes a run with ``grace run`` of a ``python:`` bot that cites by footnotes and a source list,
+read with ``[models.citations] scoring = "multi"``, beside ``baseline:top1`` (the views' tests).
 """
 
 from __future__ import annotations
