@@ -1,9 +1,12 @@
-"""Response rows over the sample KB (benchmarks/sample) for the citation-scoring tests and the stored GRACE run.
+"""Citation test runs over small KBs: one helper module for every test of issue 39's scoring and views.
 
-``grace_rows`` is a GRACE run of three models in every form the GRACE reader takes (canonical ``[ID: x]``, bare
-``[x]``, JSON, refusals, invalid and several citations, structured citations, a system's own retrieval, a failed
-call); its scores.jsonl and report.json as scored before issue 39 are stored in tests/data/grace_scores_before_39,
-and scoring it again must give them byte for byte (timestamps and paths masked).
+``grace_rows`` (over the sample KB, benchmarks/sample) is a GRACE run of three models in every form the GRACE reader
+takes (canonical ``[ID: x]``, bare ``[x]``, JSON, refusals, invalid and several citations, structured citations, a
+system's own retrieval, a failed call); its scores.jsonl and report.json as scored before issue 39 are stored in
+tests/data/grace_scores_before_39, and scoring it again must give them byte for byte (timestamps and paths masked).
+
+``build_citation_run`` makes a run with ``grace run`` of a ``python:`` bot that cites by footnotes and a source list,
+read with ``[models.citations] scoring = "multi"``, beside ``baseline:top1`` (the views' tests).
 """
 
 from __future__ import annotations
@@ -85,3 +88,102 @@ _VOLATILE = re.compile(r'"(created_at|grace_version|path)": ("[^"]*"|null)')
 def masked(text: str) -> str:
     """report.json without what changes from one scoring to the next (when, which grace, where the files are)."""
     return _VOLATILE.sub(lambda m: f'"{m.group(1)}": "*"', text)
+
+
+# -- a scored run of a multi-citation bot beside a GRACE prompt model, for the views' tests ---------------------------
+#
+# A six-article handbook (each article its own source page) and 16 answerable questions plus two to refuse. The bot
+# (BOT, a ``python:`` system read with ``[models.citations] scoring = "multi"``) answers with numbered markers and a
+# source list, one answer in four of each kind (:func:`bot_answer`); the GRACE model is ``baseline:top1``. Both are run
+# and scored by ``grace run``, as a user's are: every figure the views show is the real scorer's.
+
+GRACE_MODEL, BOT, OTHER_BOT = "baseline:top1", "acme/bot", "acme/<b>other</b>"
+HOSTILE_REF = '<img src=x onerror="window.__pwned=1">'
+ARTICLES = {"1": "Sick leave", "2": "Parental leave", "3": "Booking travel", "4": "Per diem", "5": "Expense claims",
+            "6": "Receipts"}
+QUESTIONS = [(f"q{i:02d}", str(1 + i % 6)) for i in range(16)]  # answerable, one gold article each
+REFUSE = [("r01", "What is the CEO's favourite colour?"), ("r02", "Who won the 1998 office chess cup?")]
+REFUSAL = "I don't have enough information to answer this question."
+MISSING_QUOTE = "a sentence the article does not hold"
+
+
+def other(gold: str) -> str:
+    return str(1 + int(gold) % 6)
+
+
+def source(aid: str) -> str:
+    """The article's source page: what the bot cites it by."""
+    return f"handbook/{ARTICLES[aid].lower().replace(' ', '-')}.html"
+
+
+def bot_answer(i: int, gold: str, shift: int = 0) -> str:
+    """The bot's answer to question ``i`` (``shift``: another week's bot, each question answered as the one ``shift``
+    places on was), one of four kinds:
+
+    0. the gold article and a wrong one (precision 0.5, recall 1: the design's test case);
+    1. the gold article alone, with a quote found in it;
+    2. the gold article and a reference that resolves to nothing (:data:`HOSTILE_REF`, markup: unmapped);
+    3. a wrong article alone, with a quote not found in it.
+    """
+    wrong = other(gold)
+    kind = (i + shift) % 4
+    if kind == 0:
+        return f"The handbook covers this [1][2].\n\nSources:\n[1] {source(gold)}\n[2] {source(wrong)}"
+    if kind == 1:
+        return f'The handbook says "{ARTICLES[gold]}: the rules, in detail" [1].\n\nSources:\n[1] {source(gold)}'
+    if kind == 2:
+        return f"The handbook covers this [1][2].\n\nSources:\n[1] {source(gold)}\n[2] {HOSTILE_REF}"
+    return f'The handbook says "{MISSING_QUOTE}" [1].\n\nSources:\n[1] {source(wrong)}'
+
+
+_BOT = '''
+"""A team's bot: its answers, written beforehand per question (answers.json beside this file)."""
+import json
+from pathlib import Path
+
+ANSWERS = json.loads((Path(__file__).parent / "{name}.json").read_text(encoding="utf-8"))
+
+
+def answer(request):
+    return ANSWERS[request.question_id]
+'''
+
+
+def _bot(root: Path, name: str, shift: int) -> str:
+    """The bot's file and answers in ``root``; its ``python:`` spec."""
+    answers = {q: bot_answer(i, a, shift) for i, (q, a) in enumerate(QUESTIONS)}
+    answers.update({q: REFUSAL for q, _ in REFUSE})
+    (root / f"{name}.json").write_text(json.dumps(answers), encoding="utf-8")
+    (root / f"{name}.py").write_text(_BOT.replace("{name}", name), encoding="utf-8")
+    return f"python:{root / name}.py:answer"
+
+
+def build_citation_run(root: Path, *, bot: bool = True, shift: int = 0, other_bot: bool = False) -> Path:
+    """``root/kb``, ``root/gold.csv`` and the run ``root/run`` made by ``grace run``: the bot (``shift``: its answers
+    moved on, see :func:`bot_answer`) beside the GRACE model; ``bot=False``: the GRACE model alone; ``other_bot``: a
+    second multi-citation bot (:data:`OTHER_BOT`, the answers of ``shift + 1``), so the run has citation F1 pairs."""
+    from tests.conftest import run_grace, write
+
+    root.mkdir(parents=True, exist_ok=True)
+    rows = [{"id": i, "title": t, "text": f"{t}: the rules, in detail, so an employee can act on them.",
+             "source": source(i)} for i, t in ARTICLES.items()]
+    write(root / "articles.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    code, out = run_grace("kb", "build", "--articles", root / "articles.jsonl", "--out", root / "kb")
+    assert code == 0, out
+    lines = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
+    lines += [f"{q},What does the handbook say about {ARTICLES[a].lower()}?,,{a},false," for q, a in QUESTIONS]
+    lines += [f"{q},{text},,,true," for q, text in REFUSE]
+    write(root / "gold.csv", "\n".join(lines) + "\n")
+    multi = '[models.citations]\nscoring = "multi"\nreads = "references"\n'
+    toml = ""
+    if bot:
+        toml += f'[[models]]\nspec = "{_bot(root, "bot", shift)}"\nname = "{BOT}"\n\n{multi}\n'
+    if other_bot:
+        toml += f'[[models]]\nspec = "{_bot(root, "other_bot", shift + 1)}"\nname = "{OTHER_BOT}"\n\n{multi}\n'
+    toml += f'[[models]]\nspec = "{GRACE_MODEL}"\n'
+    write(root / "board.toml", toml)
+    run = root / "run"
+    code, out = run_grace("run", "--kb", root / "kb", "--gold", root / "gold.csv", "--config", root / "board.toml",
+                          "--out", run)
+    assert code == 0, out
+    return run

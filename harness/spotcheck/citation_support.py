@@ -7,9 +7,11 @@ support labels measure exactly this; so does this pass, for every model whose ``
 several sources or cites by its own references (``models[].citations``: scoring "multi" or reads "references").
 
 * **Reading**: each cited sentence and the articles its markers cite come from :func:`cited_sentences`, the
-  one place the reading is done (read_markers and the resolver for a references reading; the segmentation's
-  ``[ID: x]`` reading for a system citing KB IDs). A reference that resolves to no article is an
-  *unresolved* citation: kept, counted, and never supporting anything; it never stops the check.
+  one place the reading is done: for a references reading the scorer's own
+  :class:`~harness.scoring.citation_reading.CitationReader` (markers, source list, GRACE's ``[ID: x]``, the
+  model's mapping and rewrites), so the citations judged are the ones scored; the segmentation's ``[ID: x]``
+  reading for a system citing KB IDs. A reference that resolves to no article is an *unresolved* citation: kept,
+  counted, and never supporting anything; it never stops the check.
 * **Judging**: per answer and per distinct article it cites, one call asks whether that article supports each
   of the answer's cited sentences: the claims template's verification prompt (the sentences as the claims),
   so the judge and the prompt are the claims mode's, in the KB's language. Only ``supported`` supports: a
@@ -56,6 +58,7 @@ KIND = "grace-spotcheck-citation-support"  # the calls' kind in the cache key
 CASES = Path(__file__).parent / "citation_cases.jsonl"
 FIGURES = ("support_recall", "citation_precision", "misattributed_rate", "unsupported_rate")
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")  # "base salary [1]." read without its marker: "base salary."
+_CANONICAL = re.compile(r"\[ID: [^\[\]\n]{1,200}\]")  # GRACE's own marker, cut from a sentence the judge reads
 METHOD = ("Each cited sentence is judged against every article its answer cites (the claims template's verification "
           "prompt; only 'supported' counts). A sentence is 'own' when one of its own citations supports it, 'other' "
           "when only another article the answer cites does (misattributed), 'none' otherwise. support_recall = own / "
@@ -93,92 +96,82 @@ class CitedSentence:
         return tuple(dict.fromkeys(a for c in self.citations for a in c.articles))
 
 
-@dataclass
 class SentenceReader:
-    """Reads the cited sentences of one model's answers: by reference (markers, source list, resolver; its
-    resolutions cached per reference string) or by KB ID (GRACE's ``[ID: x]`` markers, several per answer)."""
+    """Reads the cited sentences of one model's answers: by reference with the scorer's own reader
+    (:class:`~harness.scoring.citation_reading.CitationReader`: markers, source list, GRACE's ``[ID: x]``, the
+    resolver, its resolutions cached per reference string), so the spot-check judges the citations the score
+    counted; or by KB ID (GRACE's ``[ID: x]`` markers, several per answer)."""
 
-    articles: Sequence[Any]
-    reads: str = "references"  # references | ids (run.json models[].citations.reads)
-    mapping: dict[str, str] = field(default_factory=dict)
-    rewrites: list[Any] = field(default_factory=list)
+    def __init__(self, articles: Sequence[Any], reads: str = "references", settings: Any = None) -> None:
+        from harness.run_folder.run_records import CitationSettings
+        from harness.scoring.citation_reading import CitationReader
 
-    def __post_init__(self) -> None:
-        from kb_builder.references import Resolver
-
-        self.kb_ids = {a.id for a in self.articles}
-        self.resolver = Resolver(self.articles, self.mapping, self.rewrites)
-        self._cache: dict[tuple[str, bool], CitedRef] = {}
+        self.articles = articles
+        self.reads = reads  # references | ids (run.json models[].citations.reads)
+        self.kb_ids = {a.id for a in articles}
+        settings = settings if settings is not None else CitationSettings(scoring="multi", reads=reads)
+        self.reader = CitationReader(articles, settings, self.kb_ids)  # a bad map or rule: GraceError, here
 
     @classmethod
     def for_settings(cls, articles: Sequence[Any], settings: Any) -> SentenceReader:
         """The reader for one model's ``CitationSettings``; a bad mapping file or rule is a GraceError naming it."""
-        from kb_builder.references import read_mapping, read_rewrites
+        return cls(articles, settings.reads, settings)
 
-        ids = [a.id for a in articles]
-        mapping = read_mapping(settings.map, ids) if settings.map else {}
-        rewrites = read_rewrites(list(settings.rewrite.items()), "run.json models[].citations.rewrite")
-        return cls(articles, settings.reads, mapping, rewrites)
-
-    def resolve(self, reference: str | None, label: str, structured: bool) -> CitedRef:
-        if reference is None:
-            return CitedRef(f"[{label}]", note="a marker with no entry in the answer's list or citations")
-        key = (reference, structured)
-        if key not in self._cache:
-            if structured and reference.strip() in self.kb_ids:  # a structured citation that is a KB ID is it
-                self._cache[key] = CitedRef(reference, (reference.strip(),), "id")
-            else:
-                r = self.resolver.resolve(reference)
-                self._cache[key] = CitedRef(reference, r.articles, r.how, r.note)
-        return self._cache[key]
-
-    def sentences(self, text: str, citations: Sequence[str] = ()) -> list[CitedSentence]:
+    def sentences(self, text: str, citations: Sequence[str] | None = None) -> list[CitedSentence]:
         return cited_sentences(self, text, citations)
 
-    def segments(self, text: str, citations: Sequence[str] = ()) -> list[Any]:
+    def segments(self, text: str, citations: Sequence[str] | None = None) -> list[Any]:
         return answer_segments(self, text, citations)
 
 
-def _read(reader: SentenceReader, text: str, citations: Sequence[str]) -> tuple[str, list[tuple[int, int, CitedSentence]]]:
-    """By reference: the answer's body (its source list taken out) and each cited sentence with its span in it.
-
-    The one function that reads a system's citations for the spot-check (so switching to another reader is one
-    place): :func:`harness.scoring.markers.read_markers` finds the markers and the sentence each ends, the
-    resolver maps each reference; an answer with citations but no marker is its whole body citing them all.
-    """
+def _claim(sentence: str) -> str:
+    """A cited sentence as the judge reads it: its markers (footnotes, links, ``[ID: x]``) cut out."""
     from harness.scoring.markers import read_markers
     from harness.spotcheck.segmentation import clean_claim
 
-    reading = read_markers(text or "", list(citations))
+    cut = [(m.start, m.end) for m in read_markers(sentence).markers]
+    cut += [m.span() for m in _CANONICAL.finditer(sentence)]
+    parts, pos = [], 0
+    for a, b in sorted(cut):
+        parts.append(sentence[pos:a])
+        pos = max(pos, b)
+    parts.append(sentence[pos:])
+    return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(clean_claim("".join(parts)).split()))
+
+
+def _read(reader: SentenceReader, text: str,
+          citations: Sequence[str] | None) -> tuple[str, list[tuple[int, int, CitedSentence]]]:
+    """By reference: the answer's body (its source list taken out) and each cited sentence with its span in it.
+
+    The scorer's reading (:meth:`CitationReader.read`), so a citation the score counted is the one judged: each
+    citation's sentence spans (the sentences its markers, or GRACE's ``[ID: x]``, end) group it with the others
+    citing the same sentence; an answer whose citations carry no marker is its whole body citing them all. A
+    marker with nothing in the list behind it is no citation (the score counts it as a marker problem).
+    """
+    from harness.spotcheck.segmentation import clean_claim
+
+    reading = reader.reader.read(text or "", list(citations) if citations else None)  # () in hits: none given
     body = reading.body
-    groups: dict[tuple[int, int], list[Any]] = {}
-    for marker in reading.markers:
-        groups.setdefault((marker.sentence_start, marker.sentence_end), []).append(marker)
+    groups: dict[tuple[int, int], list[CitedRef]] = {}
+    for c in reading.citations:
+        ref = CitedRef(c.reference, c.articles, c.how, c.note)
+        for span in c.sentences:
+            groups.setdefault(span, []).append(ref)
     out: list[tuple[int, int, CitedSentence]] = []
-    if not groups and reading.cited_references:  # no marker: its citations cover the whole answer
+    if not groups and reading.citations:  # no marker: its citations cover the whole answer
         claim = " ".join(clean_claim(body).split())
         if claim:
-            refs = [reader.resolve(r, "", r in citations) for r in reading.cited_references]
-            out.append((0, len(body), CitedSentence(0, claim, tuple(dict.fromkeys(refs)))))
+            refs = tuple(dict.fromkeys(CitedRef(c.reference, c.articles, c.how, c.note) for c in reading.citations))
+            out.append((0, len(body), CitedSentence(0, claim, refs)))
         return body, out
-    for (start, end), markers in sorted(groups.items()):
-        sentence, pos = [], start
-        for m in sorted(markers, key=lambda m: m.start):  # the sentence with its markers cut out
-            sentence.append(body[pos:m.start])
-            pos = max(pos, m.end)
-        sentence.append(body[pos:end])
-        claim = _SPACE_BEFORE_STOP.sub(r"\1", " ".join(clean_claim("".join(sentence)).split()))
-        refs: list[CitedRef] = []
-        for m in markers:
-            labels = m.labels or ("",) * len(m.references)
-            for label, ref, via in zip(labels, m.references, m.via, strict=False):
-                refs.append(reader.resolve(ref, label, via == "structured"))
+    for (start, end), refs in sorted(groups.items()):
+        claim = _claim(body[start:end])
         if claim:
             out.append((start, end, CitedSentence(len(out), claim, tuple(dict.fromkeys(refs)))))
     return body, out
 
 
-def cited_sentences(reader: SentenceReader, text: str, citations: Sequence[str] = ()) -> list[CitedSentence]:
+def cited_sentences(reader: SentenceReader, text: str, citations: Sequence[str] | None = None) -> list[CitedSentence]:
     """The answer's cited sentences, each with the articles its own markers cite: by reference (:func:`_read`), or
     by KB ID (the spot-check's segmentation of ``[ID: 4]`` markers, several per answer; an ID not in the KB is
     unresolved)."""
@@ -195,7 +188,7 @@ def cited_sentences(reader: SentenceReader, text: str, citations: Sequence[str] 
     return out
 
 
-def answer_segments(reader: SentenceReader, text: str, citations: Sequence[str] = ()) -> list[Any]:
+def answer_segments(reader: SentenceReader, text: str, citations: Sequence[str] | None = None) -> list[Any]:
     """The answer as the claims and segments passes check it, for a system citing by its own references: each
     cited sentence a segment citing the KB articles its markers resolve to, the text between them uncited
     segments (a paragraph each). The segmentation's own reading would take a footnote ``[1]`` for article 1."""

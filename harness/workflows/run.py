@@ -240,8 +240,10 @@ class RunSession:
         from harness.runner.citation_settings import for_scoring
         from harness.scoring import score_responses
 
-        score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed,
-                        machine_gold=self.machine, citations=for_scoring(self.folder.read_run_info()))
+        report = score_responses(self.folder.responses, self.gold, self.kb, self.folder.path, seed=self.config.seed,
+                                 machine_gold=self.machine, citations=for_scoring(self.folder.read_run_info()))
+        for warning in report.warnings:  # as grace score says them: unmapped references, marker problems...
+            log.warning(warning)
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
         return True
 

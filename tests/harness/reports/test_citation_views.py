@@ -2,9 +2,8 @@
 (terminal, leaderboard.md, report.html), ``grace compare``, ``grace report --trend``, the exports and ``grace gate``;
 and a run of GRACE prompts alone shows none of it.
 
-The runs come from :func:`tests.citation_view_runs.build_citation_run`: the GRACE model is scored by the real scorer, the
-bot's citation figures are written as the scorer will write them (until issue 39's scorer is merged; then these
-tests should score the bot for real, with ``[models.citations] scoring = "multi"``).
+The runs come from :func:`tests.citation_runs.build_citation_run`: ``grace run`` of a ``python:`` bot read with
+``[models.citations] scoring = "multi"`` beside ``baseline:top1``, scored by the real scorer.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.run_folder import RunDir
-from tests.citation_view_runs import BOT, GRACE_MODEL, build_citation_run
+from tests.citation_runs import BOT, GRACE_MODEL, OTHER_BOT, build_citation_run
 from tests.conftest import run_grace
 
 CITATION_WORDS = ("Cit. precision", "Cit. F1", "Unmapped", "## Citations", "citation precision", "Hit rate")
@@ -25,10 +24,11 @@ CITATION_WORDS = ("Cit. precision", "Cit. F1", "Unmapped", "## Citations", "cita
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """``mixed`` (the bot and the GRACE model), ``later`` (the same, the bot's answers moved on) and ``grace`` (the
-    GRACE model alone), all on one gold set."""
+    """``mixed`` (the bot and the GRACE model), ``later`` (the same, the bot's answers moved on), ``grace`` (the
+    GRACE model alone) and ``pair`` (two multi-citation bots and the GRACE model), all on one gold set."""
     out = {}
-    for name, kwargs in (("mixed", {}), ("later", {"shift": 1}), ("grace", {"bot": False})):
+    for name, kwargs in (("mixed", {}), ("later", {"shift": 1}), ("grace", {"bot": False}),
+                         ("pair", {"other_bot": True})):
         root = tmp_path_factory.mktemp(name)
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("GRACE_CACHE_DIR", str(root / "cache"))
@@ -234,21 +234,19 @@ def test_the_gate_refuses_a_citation_threshold_for_a_model_without_such_figures(
 
 
 def test_the_scorers_citation_f1_tests_are_shown_where_the_report_has_them(runs):
-    # TODO(after issue 39's scorer is merged): score two multi-citation models for real, whose report.json has
-    # citation_pairwise (harness.run_folder.report.CitationPair), instead of setting it here
-    from types import SimpleNamespace
-
     from harness.reports.inputs import load_inputs
     from harness.reports.markdown import render_markdown
     from harness.reports.page import render_html
 
-    inputs = load_inputs(runs["mixed"], None, None)
-    assert "Differences in citation F1" not in render_html(inputs)  # none in the report: no table
-    pair = SimpleNamespace(a=BOT, b="acme/<b>other</b>", n=16, f1_a=0.583, f1_b=0.4, p_value=0.012, p_adjusted=0.024,
-                           significant=True)
-    object.__setattr__(inputs.report, "citation_pairwise", [pair])
+    assert "Differences in citation F1" not in render_html(load_inputs(runs["mixed"], None, None))  # one multi model
+    inputs = load_inputs(runs["pair"], None, None)
+    [pair] = inputs.report.citation_pairwise  # the two bots, scored for real: their per-question F1 compared
+    assert {pair.a, pair.b} == {BOT, OTHER_BOT} and pair.n == 16 and 0 < pair.p_value <= 1
     md, html = render_markdown(inputs), render_html(inputs)
-    assert "| acme/bot | acme/\\<b\\>other\\</b\\> | 16 | 58.3% | 40.0% | 0.012 | 0.024 | yes |" in md
+    names = {BOT: "acme/bot", OTHER_BOT: "acme/\\<b\\>other\\</b\\>"}
+    sig = "yes" if pair.significant else "no"
+    assert (f"| {names[pair.a]} | {names[pair.b]} | 16 | {100 * pair.f1_a:.1f}% | {100 * pair.f1_b:.1f}% | "
+            f"{pair.p_value:.3g} | {pair.p_adjusted:.3g} | {sig} |") in md
     assert "Differences in citation F1" in html and "acme/&lt;b&gt;other&lt;/b&gt;" in html
     assert "<b>other" not in html
 

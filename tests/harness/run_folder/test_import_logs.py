@@ -148,6 +148,11 @@ def _nest(rec: dict) -> dict:
     return out
 
 
+# The generated logs cite KB article IDs ("[ID: 17]", citations ["17"]): read as GRACE reads them, one per answer
+# (import-logs' default reads a system's own references, several per answer: tests/harness/runner/test_citation_settings)
+AS_IDS = ("--citations", "single", "--reads", "ids")
+
+
 def responses(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
 
@@ -161,7 +166,7 @@ def test_ten_thousand_records_import_score_and_report(kb, kb_ids, tmp_path):
     log = make_log(tmp_path / "logs.jsonl", 10_000, kb_ids)
     run = tmp_path / "run"
     start = time.perf_counter()
-    code, out = run_grace("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", run)
+    code, out = run_grace("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", run, *AS_IDS)
     took = time.perf_counter() - start
     assert code == 0, out
     assert took < 20, took  # a few seconds on a laptop core
@@ -275,7 +280,7 @@ def test_a_log_with_other_names_is_read_through_the_mapping(kb, kb_ids, tmp_path
     toml = write(tmp_path / "mapping.toml", 'question = "request.query"\nanswer = "response.text"\n'
                                             '[fields]\nmodel = "llm"\nuser = "request.user.id"\n')
     run = tmp_path / "run"
-    code, out = run_grace("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", run, "--mapping", toml,
+    code, out = run_grace("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", run, *AS_IDS, "--mapping", toml,
                           "--map", "citations=response.sources[*].doc", "--map", "retrieved_ids=retrieval.hits",
                           "--map", "latency_ms=ms", "--map", "timestamp=ts", "--map", "error=failure")
     assert code == 0, out
@@ -359,7 +364,7 @@ def test_questions_match_by_id_first_then_by_normalised_text():
 def test_without_gold_the_figures_that_need_no_label_are_reported(kb, kb_ids, tmp_path):
     log = make_log(tmp_path / "logs.jsonl", 1_000, kb_ids, 5)
     run = tmp_path / "run"
-    code, out = run_grace("import-logs", log.path, "--kb", kb, "--out", run)
+    code, out = run_grace("import-logs", log.path, "--kb", kb, "--out", run, *AS_IDS)
     assert code == 0, out
     assert "No labels, so no accuracy" in out
     report = json.loads((run / "report.json").read_text(encoding="utf-8"))

@@ -122,6 +122,9 @@ def write_run(root, kb_dir, answers, settings=None):
     return run
 
 
+NOWHERE = "https://nowhere.example/other.html"
+
+
 def answers_over(kb_dir):
     """Three answers by footnotes and a source list (q1, q3) or structured citations (q2), sentences copied from
     the bonus article A and an annual-leave article B, with known labels."""
@@ -138,8 +141,8 @@ def answers_over(kb_dir):
                f"[1] {path_a}\n[2] https://handbook.example.com/{path_b.replace(' ', '%20')}", None),
         # structured citations: the second resolves to nothing (unresolved), its sentence backed by no cited article
         "q2": (f"{a2[:-1]} [1]. {b1[:-1]} [2].", [path_a, "https://nowhere.example/page.html"]),
-        # a marker with no entry in the list: unresolved, its sentence backed by the other cited article (other)
-        "q3": (f"{a1[:-1]} [1]. {a2[:-1]} [7].\n\nSources:\n1. {path_a}", None),
+        # a list entry that resolves to nothing: unresolved, its sentence backed by the other cited article (other)
+        "q3": (f"{a1[:-1]} [1]. {a2[:-1]} [2].\n\nSources:\n1. {path_a}\n2. {NOWHERE}", None),
     }
     return answers, bonus, leave
 
@@ -174,7 +177,7 @@ def test_each_cited_sentence_is_labelled_own_other_or_none_with_figures_and_kapp
     assert rows[("q2", 1)]["citations"][0]["status"] == "unresolved"
     assert rows[("q2", 1)]["citations"][0]["articles"] == [] and rows[("q2", 1)]["verdicts"] == {
         bonus.id: {"verdict": "unsupported", "explanation": "checked", "evidence": ""}}
-    assert rows[("q3", 1)]["citations"][0]["reference"] == "[7]"
+    assert rows[("q3", 1)]["citations"][0]["reference"] == NOWHERE
     assert rows[("q3", 1)]["citations"][0]["status"] == "unresolved"
 
     cs = spotfile["models"]["bot"]["citation_support"]
@@ -254,8 +257,13 @@ def test_the_reading_by_kb_id_and_by_structured_citations(kb_dir):
     # a structured citation that is a KB ID is that article; a marker number never is
     [s] = refs.sentences("The bonus is 10% [1].", [bonus.id])
     assert s.citations[0].articles == (bonus.id,) and s.citations[0].how == "id"
-    [s] = refs.sentences(f"The bonus is 10% [{bonus.id}].")
-    assert s.citations[0].articles == () and s.citations[0].reference == f"[{bonus.id}]"
+    # a marker with nothing behind it cites nothing (the score counts it as a marker problem), never article 33
+    assert refs.sentences(f"The bonus is 10% [{bonus.id}].") == []
+    # GRACE's canonical [ID: x] in an answer read as references is that article, as the scorer reads it
+    s, _ = refs.sentences(f"The bonus is 10% of base [ID: {bonus.id}]. See the payroll page [1].\n\nSources:\n[1] nowhere")
+    assert (s.text, s.articles, s.citations[0].how) == ("The bonus is 10% of base.", (bonus.id,), "id")
+    assert [c.reference for s in refs.sentences(f"Bonus 10% [ID: {bonus.id}]. Pay [1].\n\nSources:\n[1] nowhere")
+            for c in s.citations] == [bonus.id, "nowhere"]
     # no marker: the citations cover the whole answer
     [s] = refs.sentences("The bonus is 10%. It is paid in March.", [bonus.source + "#" + bonus.heading_path[-1]])
     assert s.text == "The bonus is 10%. It is paid in March." and s.articles == (bonus.id,)

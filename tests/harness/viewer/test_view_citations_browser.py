@@ -1,6 +1,6 @@
 """The viewer shows every citation of a multi-citation answer with how it resolved, in a real headless Chromium.
 
-The run (:func:`tests.citation_view_runs.build_citation_run`) has a bot whose answers cite by numbered markers and a source
+The run (:func:`tests.citation_runs.build_citation_run`, ``grace run``) has a bot whose answers cite by numbered markers and a source
 list, scored as several citations per answer, beside a GRACE prompt model. The question page must list each of the
 bot's citations (the reference as written, the article it maps to, how, the note, the quote and whether it was found),
 mark the unmapped one, link each marker to its citations, and put the hostile reference on the page as text.
@@ -12,7 +12,7 @@ import pytest
 
 from harness.viewer.question import citations_of, reference_pieces
 from tests.browser import launch, open_page, sync_api_or_skip
-from tests.citation_view_runs import BOT, GRACE_MODEL, HOSTILE_REF, build_citation_run, source
+from tests.citation_runs import BOT, GRACE_MODEL, HOSTILE_REF, build_citation_run, source
 from tests.view_runs import served_viewer
 
 sync_api = sync_api_or_skip()
@@ -24,7 +24,6 @@ A, B = "a/run", "b/run"  # the viewer's IDs of the two runs: this week's bot, an
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    # TODO(after issue 39's scorer is merged): score the bot for real ([models.citations] scoring = "multi")
     root = tmp_path_factory.mktemp("citations")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("GRACE_CACHE_DIR", str(root / "cache"))
@@ -77,7 +76,7 @@ def test_an_unmapped_hostile_reference_is_marked_and_shown_as_text(browser, serv
     expect(unmapped).to_have_count(1)
     expect(unmapped.locator("td.reference")).to_contain_text('img src=x onerror="window.__pwned=1')
     expect(unmapped).to_contain_text("unmapped")
-    expect(unmapped).to_contain_text("no KB article has this source")
+    expect(unmapped).to_contain_text("no article matches")  # the resolver's note, as scores.jsonl has it
     expect(_bot(page).locator(".answer a.cite.unmapped")).to_have_count(1)
     expect(_bot(page).locator(".answer")).to_contain_text(HOSTILE_REF)  # the answer as written, as text
     assert page.locator("main img").count() == 0
