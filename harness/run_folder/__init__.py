@@ -43,7 +43,13 @@ from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
 from harness.run_folder.batches import BatchEntry, BatchLedger
 from harness.run_folder.report import Report, read_report, write_report
-from harness.run_folder.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
+from harness.run_folder.responses import (
+    RowIndex,
+    compact_responses,
+    iter_response_records,
+    latest_rows,
+    read_response_lines,
+)
 from harness.run_folder.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.run_folder.scores import iter_scores
 
@@ -332,6 +338,10 @@ class RunDir:
 
     def latest_responses(self) -> dict[tuple[str, str, int], dict]:
         return latest_rows(self.response_rows())
+
+    def row_index(self) -> RowIndex:
+        """The responses as compact columns (:class:`RowIndex`): what a resume plans from, for a million rows."""
+        return RowIndex.scan(self.responses)
 
     def responses_appender(self) -> JsonlAppender:
         return JsonlAppender(self.responses, self.path / TORN_RESPONSES)

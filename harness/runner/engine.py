@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -133,7 +133,7 @@ class InFlight:
 class RunPlan:
     spec: ModelSpec
     provider: Provider
-    jobs: list[AnswerJob]
+    jobs: Collection[Any]  # AnswerJobs (grace run: made as they are taken, harness.runner.session.PlannedJobs)
     stats: PlanStats = field(default_factory=PlanStats)
     batch: bool = False  # through the provider's batch API (harness.runner.batch_mode) instead of the engine
 
@@ -289,9 +289,7 @@ class Engine:
                 await p.provider.aclose()
 
     async def _run_model(self, plan: RunPlan) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        for job in plan.jobs:
-            queue.put_nowait(job)
+        jobs = iter(plan.jobs)  # taken one at a time by the workers: a million jobs are never all made at once
         plan.stats.total = len(plan.jobs)
         limiter = RateLimiter(plan.spec.rpm, plan.spec.tpm)
         n = min(max(1, plan.spec.concurrency or self.concurrency), max(1, len(plan.jobs)))
@@ -304,8 +302,7 @@ class Engine:
         gate = InFlight(n)
 
         async def worker() -> None:
-            while not queue.empty():
-                job = queue.get_nowait()
+            for job in jobs:
                 if plan.stats.aborted is None:
                     await self._one(plan, job, limiter, gate)
                 else:
