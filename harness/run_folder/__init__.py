@@ -38,7 +38,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.core.errors import GraceError
-from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
+from harness.core.files import TickAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
 from harness.run_folder.batches import BatchEntry, BatchLedger
@@ -343,8 +343,9 @@ class RunDir:
         """The responses as compact columns (:class:`RowIndex`): what a resume plans from, for a million rows."""
         return RowIndex.scan(self.responses)
 
-    def responses_appender(self) -> JsonlAppender:
-        return JsonlAppender(self.responses, self.path / TORN_RESPONSES)
+    def responses_appender(self) -> TickAppender:
+        """Appends the rows of ``grace run``, those finished in one turn of its event loop in one write."""
+        return TickAppender(self.responses, self.path / TORN_RESPONSES)
 
     def compact_responses(self, question_order: list[str]) -> int:
         return compact_responses(self.responses, question_order)

@@ -301,12 +301,17 @@ class Engine:
                 n = plan.stats.in_flight_limit = slots
         gate = InFlight(n)
 
+        check = getattr(self.out, "check", None)  # a writer that writes rows a turn of the loop later (TickAppender)
+
         async def worker() -> None:
             for job in jobs:
                 if plan.stats.aborted is None:
                     await self._one(plan, job, limiter, gate)
                 else:
                     self._not_tried(plan, job)
+                if check is not None:  # this worker's row is written (or its write failed) before it sends another
+                    await asyncio.sleep(0)
+                    check()
 
         await asyncio.gather(*(worker() for _ in range(n)))
 

@@ -359,6 +359,8 @@ def run_calls(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDi
     try:
         asyncio.run(both())
     finally:
-        writer.close()
-        if cache is not None:
-            cache.close()
+        try:
+            writer.close()
+        finally:
+            if cache is not None:
+                cache.close()
