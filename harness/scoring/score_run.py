@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
+from harness.core.hashing import FileHashInThread, file_hash
 from harness.core.version import __version__
 from harness.run_folder import RunDir
 from harness.run_folder.report import (
@@ -78,15 +78,6 @@ def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[lis
                                n_must_refuse=sum(g.must_refuse for g in questions))
 
 
-def _identity(path: Path) -> tuple[str | None, int | None]:
-    """(the responses file's content hash, its size): what ``RunDir.scores_behind`` later compares the file with."""
-    try:
-        size = path.stat().st_size
-        return file_hash(path), size
-    except OSError:
-        return None, None
-
-
 def score_responses(
     responses_path: str | Path,
     gold: str | Path | GoldSet | Sequence[GoldQuestion],
@@ -130,13 +121,17 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     # expected IDs missing from the KB can never be cited correctly, but still need a label
     unknown = sorted({e for g in questions for e in g.expected_citations} - kb_ids)
     names = article_ids + unknown + [REFUSE, NONE]
-    scored = _identity(responses_path)  # before reading: an answer appended meanwhile leaves the report behind
+    # (the responses file's content hash, its size): what RunDir.scores_behind later compares the file with. Its
+    # size is read before the rows, so an answer appended meanwhile leaves the report behind; hashed in a thread
+    # while the rows are scored, not in a pass of its own
+    identity = FileHashInThread(responses_path)
     tmp_name = run.temp_file(run.scores)
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
         audiences = restricted_articles(kb_obj.articles)  # ID -> groups, for the permission check (forbidden_citation)
         arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
-                                   audiences)
+                                   audiences, meanwhile=identity.start)
+        scored = identity.result()
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
         if machine is not None:
