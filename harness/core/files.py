@@ -193,10 +193,11 @@ class TickAppender(JsonlAppender):
     """:class:`JsonlAppender` for rows finished inside an asyncio event loop: the rows finished in one turn of the
     loop go to the file in one write, made before the loop next waits for anything (a ``call_soon`` callback).
 
-    A row is held only while the loop is running the code that just finished it, so a kill -9 loses no more than
-    a kill one line earlier would (what was in flight); a write per row would make a million system calls of a
-    leaderboard-sized run. Outside a running loop, or past ``max_rows`` rows, a row is written at once; ``close``
-    writes what is held.
+    A row is held only while the loop is running the code that just finished it (the engine's workers let the
+    loop write before they send their next call, and :meth:`check` raises a failed write to them first), so a
+    kill -9 loses no more than a kill one line earlier would: what was in flight. A write per row would make a
+    million system calls of a leaderboard-sized run. Outside a running loop, or past ``max_rows`` rows, a row is
+    written at once; ``close`` writes what is held.
     """
 
     def __init__(self, path: Path, side_file: Path | None = None, max_rows: int = 1000):

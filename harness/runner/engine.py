@@ -1,10 +1,13 @@
 """The async engine: per-model worker pools over (question, repeat) jobs.
 
-Each model gets ``concurrency`` workers pulling from its own queue, so a slow or
+Each model gets ``concurrency`` workers taking its jobs one at a time (made as they
+are taken: a million-call plan is never held as a million jobs), so a slow or
 rate-limited provider never holds up another. A finished call is written to the
-cache first and then appended to ``responses.jsonl`` and flushed, so a crash or
-Ctrl-C loses nothing that was paid for; the next run skips what is done and
-retries what failed.
+cache first and then appended to ``responses.jsonl``: the rows finished in one turn
+of the event loop in one write, before a worker sends its next call
+(:class:`harness.core.files.TickAppender`), so a crash, a kill or Ctrl-C loses
+nothing that was paid for beyond the calls in flight; the next run skips what is
+done and retries what failed.
 
 A model stops early, with one clear reason, when its endpoint refuses the key
 (401/403) or does not know the model, when its first ``PERMANENT_AFTER`` calls
