@@ -97,6 +97,7 @@ def _content_hash(path: Path, st: os.stat_result) -> str:
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._index: tuple[tuple[int, int, int], RowIndex] | None = None  # (the file's identity, its RowIndex)
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -340,15 +341,27 @@ class RunDir:
         return latest_rows(self.response_rows())
 
     def row_index(self) -> RowIndex:
-        """The responses as compact columns (:class:`RowIndex`): what a resume plans from, for a million rows."""
-        return RowIndex.scan(self.responses)
+        """The responses as compact columns (:class:`RowIndex`): what a resume plans from, for a million rows.
+
+        Kept while the file stays as it was (same inode, size and modification time): a resume that asks nothing
+        plans, rewrites (or not) and counts its rows from one read of the file, not three."""
+        try:
+            st = self.responses.stat()
+        except OSError:
+            self._index = None
+            return RowIndex.scan(self.responses)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._index is None or self._index[0] != key:
+            self._index = None  # the old one is not held while the new one is read
+            self._index = (key, RowIndex.scan(self.responses))
+        return self._index[1]
 
     def responses_appender(self) -> TickAppender:
         """Appends the rows of ``grace run``, those finished in one turn of its event loop in one write."""
         return TickAppender(self.responses, self.path / TORN_RESPONSES)
 
     def compact_responses(self, question_order: list[str]) -> int:
-        return compact_responses(self.responses, question_order)
+        return compact_responses(self.responses, question_order, self.row_index())
 
     # -- report.json, scores.jsonl ---------------------------------------------
     def read_report(self) -> Report:

@@ -462,7 +462,7 @@ def response_line(record: ResponseRecord) -> bytes:
     return (json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def compact_responses(path: Path, question_order: list[str]) -> int:
+def compact_responses(path: Path, question_order: list[str], index: RowIndex | None = None) -> int:
     """Rewrite the file with one (the latest) row per call, in a stable order; returns rows dropped.
 
     The order (models by name, then repeat, then gold order) makes the file,
@@ -473,11 +473,11 @@ def compact_responses(path: Path, question_order: list[str]) -> int:
 
     Streamed: the file is read once into a :class:`RowIndex` and written line by line in the new order (copied as
     they are, or written again where a line spells its question ID or repeat another way), so a million rows
-    take the index's memory, not the rows'.
+    take the index's memory, not the rows'. ``index``: the file's, when the caller has it already.
     """
     import numpy as np
 
-    index = RowIndex.scan(path)
+    index = RowIndex.scan(path) if index is None else index
     n = len(index)
     if not n:
         return 0
