@@ -356,6 +356,10 @@ class RunDir:
             self._index = (key, RowIndex.scan(self.responses))
         return self._index[1]
 
+    def drop_row_index(self) -> None:
+        """Let go of the kept :meth:`row_index` (a million rows: 100-200 MB) once nothing needs it."""
+        self._index = None
+
     def responses_appender(self) -> TickAppender:
         """Appends the rows of ``grace run``, those finished in one turn of its event loop in one write."""
         return TickAppender(self.responses, self.path / TORN_RESPONSES)

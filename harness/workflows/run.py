@@ -213,6 +213,7 @@ class RunSession:
                 if settings.redactor is not None:
                     info.redaction = settings.redactor.record().model_dump()
                 first_error = _record_outcome(folder, info, previous, plans, questions, interrupted, stopped, pending)
+                folder.drop_row_index()  # (not held while the run is scored)
             if interrupted:
                 raise KeyboardInterrupt
         unanswered = {p.spec.name: first_error.get(p.spec.name, "no row on file")
