@@ -145,6 +145,11 @@ def make_responses(path: Path, ids: list[str], gold, n_responses: int, rng: rand
                 fh.write("\n".join(lines) + "\n")
 
 
+def _children_cpu() -> float:
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--responses", type=int, default=1_000_000)
@@ -167,10 +172,10 @@ def main() -> None:
               f"{args.articles} articles in {time.perf_counter() - t0:.1f}s")
         cmd = [sys.executable, "-c", CHILD, str(folder / "responses.jsonl"), str(folder / "gold.csv"),
                str(folder / "kb"), str(folder / "out"), str(args.bootstrap), str(args.workers)]
-        t1 = time.perf_counter()
+        t1, cpu0 = time.perf_counter(), _children_cpu()
         env = {**os.environ, "GRACE_TOKENIZER": "approx"}  # no tokenizer download; the scorer needs no counts
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        wall = time.perf_counter() - t1
+        wall, cpu = time.perf_counter() - t1, _children_cpu() - cpu0
         if proc.returncode:
             sys.exit(proc.stderr)
         result = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -183,15 +188,18 @@ def main() -> None:
         print(f"peak memory (child max RSS): {peak_mb:,.0f} MB")
         print(f"scores.jsonl: {(folder / 'out' / 'scores.jsonl').stat().st_size / 1e6:.0f} MB; "
               f"report.json: {(folder / 'out' / 'report.json').stat().st_size / 1e6:.1f} MB")
-        t2 = time.perf_counter()
+        t2, cpu0 = time.perf_counter(), _children_cpu()
         floor = subprocess.run([sys.executable, "-c", FLOOR, str(folder / "responses.jsonl"), str(folder / "gold.csv")],
                                capture_output=True, text=True, env=env)
-        floor_wall = time.perf_counter() - t2
+        floor_wall, floor_cpu = time.perf_counter() - t2, _children_cpu() - cpu0
         if floor.returncode:
             print(f"naive floor could not run (it needs scikit-learn): {floor.stderr.strip().splitlines()[-1]}")
             floor_wall = None
         else:
             print(f"naive floor (json.loads + one regex + scikit-learn P/R/F, child process wall): {floor_wall:.1f}s")
+            # on a machine other jobs keep busy, wall times say more about them than about the scorer: CPU as well
+            print(f"CPU: score_responses {cpu:.1f}s (all its processes), floor {floor_cpu:.1f}s "
+                  f"({cpu / floor_cpu:.2f}x)")
         per_million = wall / n * 1_000_000
         goal = f"goal: 1,000,000 responses in <= 15 s on a quiet machine: {per_million:.1f} s per million, " + (
             "met" if per_million <= 15 else "NOT met")

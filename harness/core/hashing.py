@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,57 @@ def text_hash(text: str, length: int = 16) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
-def file_hash(path: str | Path) -> str:
+def file_hash(path: str | Path, size: int | None = None) -> str:
+    """The file's content hash; ``size``: of its first ``size`` bytes only (what it held when its size was read)."""
     h = hashlib.sha256()
+    left = -1 if size is None else size
     with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
+        while left:
+            block = fh.read(1 << 20 if left < 0 else min(left, 1 << 20))
+            if not block:
+                break
             h.update(block)
+            left -= len(block) if left > 0 else 0
     return h.hexdigest()[:16]
+
+
+class FileHashInThread:
+    """:func:`file_hash` of a file as it is now (its size read at once), computed in a thread from :meth:`start`
+    while the caller reads the same file for its own purpose; :meth:`result` waits for it.
+
+    ``grace score`` reads a million-row responses file in worker processes while this hashes it in the parent,
+    on what would otherwise be idle time, instead of in a separate pass before them (hashlib and file reads let go
+    of the interpreter lock, so the thread does not slow the caller's own work)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.size: int | None = self.path.stat().st_size
+        except OSError:
+            self.size = None
+        self._digest: str | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None and self.size is not None:
+            self._thread = threading.Thread(target=self._hash, name="grace-file-hash", daemon=True)
+            self._thread.start()
+
+    def _hash(self) -> None:
+        try:
+            self._digest = file_hash(self.path, self.size)
+        except OSError:
+            self._digest = None
+
+    def result(self) -> tuple[str | None, int | None]:
+        """(the content hash, the size), or (None, None) when the file could not be read."""
+        if self.size is None:
+            return None, None
+        if self._thread is None:
+            self._hash()
+        else:
+            self._thread.join()
+        return (self._digest, self.size) if self._digest is not None else (None, None)
 
 
 def normalise(value: Any) -> Any:

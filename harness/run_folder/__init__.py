@@ -38,12 +38,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.core.errors import GraceError
-from harness.core.files import JsonlAppender, atomic_write_text, remove_temp_files, temp_path_for
+from harness.core.files import TickAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
 from harness.run_folder.batches import BatchEntry, BatchLedger
 from harness.run_folder.report import Report, read_report, write_report
-from harness.run_folder.responses import compact_responses, iter_response_records, latest_rows, read_response_lines
+from harness.run_folder.responses import (
+    RowIndex,
+    compact_responses,
+    iter_response_records,
+    latest_rows,
+    read_response_lines,
+)
 from harness.run_folder.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
 from harness.run_folder.scores import iter_scores
 
@@ -93,6 +99,7 @@ def _content_hash(path: Path, st: os.stat_result) -> str:
 class RunDir:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._index: tuple[tuple[int, int, int], RowIndex] | None = None  # (the file's identity, its RowIndex)
 
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
@@ -339,11 +346,32 @@ class RunDir:
     def latest_responses(self) -> dict[tuple[str, str, int], dict]:
         return latest_rows(self.response_rows())
 
-    def responses_appender(self) -> JsonlAppender:
-        return JsonlAppender(self.responses, self.path / TORN_RESPONSES)
+    def row_index(self) -> RowIndex:
+        """The responses as compact columns (:class:`RowIndex`): what a resume plans from, for a million rows.
+
+        Kept while the file stays as it was (same inode, size and modification time): a resume that asks nothing
+        plans, rewrites (or not) and counts its rows from one read of the file, not three."""
+        try:
+            st = self.responses.stat()
+        except OSError:
+            self._index = None
+            return RowIndex.scan(self.responses)
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._index is None or self._index[0] != key:
+            self._index = None  # the old one is not held while the new one is read
+            self._index = (key, RowIndex.scan(self.responses))
+        return self._index[1]
+
+    def drop_row_index(self) -> None:
+        """Let go of the kept :meth:`row_index` (a million rows: 100-200 MB) once nothing needs it."""
+        self._index = None
+
+    def responses_appender(self) -> TickAppender:
+        """Appends the rows of ``grace run``, those finished in one turn of its event loop in one write."""
+        return TickAppender(self.responses, self.path / TORN_RESPONSES)
 
     def compact_responses(self, question_order: list[str]) -> int:
-        return compact_responses(self.responses, question_order)
+        return compact_responses(self.responses, question_order, self.row_index())
 
     # -- report.json, scores.jsonl ---------------------------------------------
     def read_report(self) -> Report:

@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import ValidationError
 
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.group_names import group_names
-from harness.core.jsonl import iter_jsonl, loads_line
+from harness.core.jsonl import iter_jsonl, iter_jsonl_spans, loads_line
 from harness.run_folder.run_records import ResponseRecord
+
+if TYPE_CHECKING:
+    import numpy as np
 
 REQUIRED = ("question_id", "model", "response")
 
@@ -286,17 +291,157 @@ def _numbered_rows(path: Path, hint: str) -> Iterator[tuple[int, dict[str, Any]]
     if not path.exists():
         return
     for n, row in iter_jsonl(path, torn_tail_ok=True, hint=hint):
-        qid, model, repeat = row.get("question_id"), row.get("model"), row.get("repeat", 0)
-        if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
-            raise GraceError(f"{where(path, n)}: 'question_id' must be a non-empty string, got {qid!r}{hint}")
-        if not isinstance(model, str) or not model:
-            raise GraceError(f"{where(path, n)}: 'model' must be a non-empty string, got {model!r}{hint}")
-        if repeat is None:
-            repeat = 0
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
-            raise GraceError(f"{where(path, n)}: 'repeat' must be a whole number >= 0, got {repeat!r}{hint}")
-        row["question_id"], row["repeat"] = str(qid).strip(), repeat
+        row["question_id"], row["model"], row["repeat"] = _checked_key(row, path, n, hint)
         yield n, row
+
+
+def _checked_key(row: dict[str, Any], path: Path, n: int, hint: str) -> tuple[str, str, int]:
+    """A row's (question_id, model, repeat) as resuming and joining read them (an ID written as a number, or with
+    spaces around it, is the same question; no repeat is repeat 0), or the error naming the file and line."""
+    qid, model, repeat = row.get("question_id"), row.get("model"), row.get("repeat", 0)
+    if isinstance(qid, bool) or not isinstance(qid, str | int) or not str(qid).strip():
+        raise GraceError(f"{where(path, n)}: 'question_id' must be a non-empty string, got {qid!r}{hint}")
+    if not isinstance(model, str) or not model:
+        raise GraceError(f"{where(path, n)}: 'model' must be a non-empty string, got {model!r}{hint}")
+    if repeat is None:
+        repeat = 0
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+        raise GraceError(f"{where(path, n)}: 'repeat' must be a whole number >= 0, got {repeat!r}{hint}")
+    return str(qid).strip(), model, repeat
+
+
+class RowIndex:
+    """``responses.jsonl`` as a few compact columns, one entry per line: what resuming, the final rewrite and
+    ``run.json``'s row counts read, at about 70 bytes a row where the rows as dicts take 2-3 KB (a million-call
+    run: 70 MB instead of several GB). A whole line is read again, by its offset, only where one is needed.
+
+    Columns (numpy arrays, in file order): ``model``, ``qid`` (codes into :attr:`models` and :attr:`qids`),
+    ``repeat``, ``offset`` and ``length`` (the line's bytes), ``error`` (the row is a failed call), ``fingerprint``
+    (its 32 bytes; zeros when the row has none), ``qhash`` (a code into :attr:`qhashes`, the question text's hash
+    the row was asked with, -1 when not recorded), ``params`` (a code into :attr:`params`, the generation
+    parameters as text) and ``plain`` (the line is as grace writes it: a rewrite may copy its bytes).
+    """
+
+    def __init__(self, path: Path):
+        import numpy as np  # (not at import: most readers of run folders never need it)
+
+        self.path = Path(path)
+        self.models: list[str] = []
+        self.qids: list[str] = []
+        self.qhashes: list[str] = []
+        self.params: list[str] = []
+        self.model, self.qid, self.repeat = (np.zeros(0, np.int32),) * 2 + (np.zeros(0, np.int64),)
+        self.offset, self.length = np.zeros(0, np.int64), np.zeros(0, np.int64)
+        self.error, self.plain = np.zeros(0, bool), np.zeros(0, bool)
+        self.qhash, self.params_code = np.zeros(0, np.int32), np.zeros(0, np.int32)
+        self.fingerprint = np.zeros(0, "S32")
+
+    def __len__(self) -> int:
+        return int(self.model.size)
+
+    @classmethod
+    def scan(cls, path: Path, hint: str = "; fix or delete the line") -> RowIndex:
+        """One streaming pass over the file (checked as :func:`read_response_lines` checks it, a torn last line
+        left out); a missing file is an empty index."""
+        index = cls(path)
+        import numpy as np
+
+        path = Path(path)
+        if not path.exists():
+            return index
+        codes: dict[str, dict[str, int]] = {"models": {}, "qids": {}, "qhashes": {}, "params": {}}
+        columns = {name: array(code) for name, code in (("model", "i"), ("qid", "i"), ("repeat", "q"), ("offset", "q"),
+                                                         ("length", "q"), ("error", "b"), ("plain", "b"),
+                                                         ("qhash", "i"), ("params_code", "i"))}
+        fingerprints = bytearray()
+        zero = bytes(32)
+
+        def code(kind: str, value: str) -> int:
+            table = codes[kind]
+            c = table.get(value)
+            if c is None:
+                c = table[value] = len(table)
+                getattr(index, kind).append(value)
+            return c
+
+        add = {name: col.append for name, col in columns.items()}
+        for n, start, raw, row in iter_jsonl_spans(path, torn_tail_ok=True, hint=hint):
+            qid, model, repeat = _checked_key(row, path, n, hint)
+            add["model"](code("models", model))
+            add["qid"](code("qids", qid))
+            try:
+                add["repeat"](repeat)
+            except OverflowError:
+                raise GraceError(f"{where(path, n)}: 'repeat' must be a whole number below 2**63, got {repeat!r}"
+                                 f"{hint}") from None
+            add["offset"](start)
+            add["length"](len(raw))
+            add["error"](bool(row.get("error")))
+            add["plain"](row.get("question_id") == qid and type(row.get("repeat")) is int)
+            qh = row.get("question_hash")
+            add["qhash"](-1 if qh is None else code("qhashes", str(qh)))
+            params = row.get("params") or {}
+            add["params_code"](code("params", repr(sorted(params.items())) if isinstance(params, dict) else
+                                    repr(params)))
+            fp = row.get("fingerprint")
+            try:
+                fp_bytes = bytes.fromhex(fp) if type(fp) is str and len(fp) == 64 else zero
+            except ValueError:
+                fp_bytes = zero
+            fingerprints += fp_bytes
+        for name, col in columns.items():  # views of the arrays filled above, not copies (a million rows: 50 MB)
+            if len(col):
+                setattr(index, name, np.frombuffer(col, dtype=col.typecode))
+        index.error, index.plain = index.error.view(bool), index.plain.view(bool)
+        if fingerprints:
+            index.fingerprint = np.frombuffer(fingerprints, dtype="S32")
+        return index
+
+    def latest(self) -> np.ndarray:
+        """The row that counts for each call (model, question, repeat): its last line, as :func:`latest_rows`
+        keeps it; in the order each call first appears in the file."""
+        import numpy as np  # (not at import: most readers of run folders never need it)
+
+        n = len(self)
+        if not n:
+            return np.zeros(0, np.int64)
+        rows = np.arange(n)
+        order = np.lexsort((rows, self.repeat, self.qid, self.model))
+        m, q, r = self.model[order], self.qid[order], self.repeat[order]
+        new = np.r_[True, (m[1:] != m[:-1]) | (q[1:] != q[:-1]) | (r[1:] != r[:-1])]
+        starts = np.flatnonzero(new)
+        ends = np.r_[starts[1:], n] - 1
+        first, last = order[starts], order[ends]
+        return last[np.argsort(first, kind="stable")]
+
+    def grid(self, models: list[str], question_ids: list[str], repeats: int) -> np.ndarray:
+        """The latest row of every planned call, ``[model, repeat, question]`` (-1: none on file)."""
+        import numpy as np  # (not at import: most readers of run folders never need it)
+
+        out = np.full((len(models), repeats, len(question_ids)), -1, dtype=np.int64)
+        if not len(self):
+            return out
+        model_at = np.array([models.index(m) if m in models else -1 for m in self.models] or [-1], np.int64)
+        where_q = {q: i for i, q in enumerate(question_ids)}
+        q_at = np.array([where_q.get(q, -1) for q in self.qids] or [-1], np.int64)
+        latest = self.latest()
+        mi, qi, r = model_at[self.model[latest]], q_at[self.qid[latest]], self.repeat[latest]
+        keep = (mi >= 0) & (qi >= 0) & (r < repeats)
+        out[mi[keep], r[keep], qi[keep]] = latest[keep]  # one latest row per call: no index is written twice
+        return out
+
+    def fingerprint_of(self, i: int) -> bytes:
+        """Row ``i``'s fingerprint, all 32 bytes (a numpy bytes scalar drops trailing zero bytes)."""
+        return self.fingerprint[i:i + 1].tobytes()
+
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` read again from the file, whole."""
+        with self.path.open("rb") as fh:
+            fh.seek(int(self.offset[i]))
+            row = loads_line(fh.read(int(self.length[i])))
+        row["question_id"], row["model"], row["repeat"] = self.qids[self.qid[i]], self.models[self.model[i]], \
+            int(self.repeat[i])
+        return row
 
 
 def latest_rows(rows: list[dict[str, Any]]) -> dict[RowKey, dict[str, Any]]:
@@ -317,7 +462,7 @@ def response_line(record: ResponseRecord) -> bytes:
     return (json.dumps(record.model_dump(mode="json"), ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def compact_responses(path: Path, question_order: list[str]) -> int:
+def compact_responses(path: Path, question_order: list[str], index: RowIndex | None = None) -> int:
     """Rewrite the file with one (the latest) row per call, in a stable order; returns rows dropped.
 
     The order (models by name, then repeat, then gold order) makes the file,
@@ -325,12 +470,62 @@ def compact_responses(path: Path, question_order: list[str]) -> int:
     whatever order concurrent answers arrived in. Atomic (write, then rename):
     a kill during the rewrite leaves the old file whole and only a temp file,
     which the next command under the folder's lock removes.
+
+    Streamed: the file is read once into a :class:`RowIndex` and written line by line in the new order (copied as
+    they are, or written again where a line spells its question ID or repeat another way), so a million rows
+    take the index's memory, not the rows'. ``index``: the file's, when the caller has it already.
     """
-    rows = read_response_lines(path)
-    latest = latest_rows(rows)
-    qpos = {q: i for i, q in enumerate(question_order)}
-    keys = sorted(latest, key=lambda k: (k[0], k[2], qpos.get(k[1], 1e9), k[1]))
-    if len(latest) == len(rows) and keys == [row_key(r) for r in rows]:
+    import numpy as np
+
+    index = RowIndex.scan(path) if index is None else index
+    n = len(index)
+    if not n:
         return 0
-    atomic_write_text(path, "".join(json.dumps(latest[k], ensure_ascii=False) + "\n" for k in keys))
-    return len(rows) - len(latest)
+    latest = index.latest()
+    qpos = {q: i for i, q in enumerate(question_order)}
+    model_rank = np.argsort(np.argsort(np.array(index.models, dtype=object)))
+    qid_rank = np.argsort(np.argsort(np.array(index.qids, dtype=object)))
+    at = np.array([qpos.get(q, len(qpos)) for q in index.qids], dtype=np.int64)
+    m, q = index.model[latest], index.qid[latest]
+    order = latest[np.lexsort((qid_rank[q], at[q], index.repeat[latest], model_rank[m]))]
+    if latest.size == n and np.array_equal(order, np.arange(n)):
+        return 0
+    _rewrite_in_order(index, order)
+    return n - int(latest.size)
+
+
+def _rewrite_in_order(index: RowIndex, order: np.ndarray) -> None:
+    """Write ``index``'s rows ``order`` as the new file: atomic (a temp file renamed over it), masked as every line
+    grace writes is (:func:`harness.core.secrets.mask`)."""
+    from harness.core.files import disk_error, temp_path_for
+    from harness.core.secrets import mask
+
+    path = index.path
+    try:
+        tmp = temp_path_for(path)
+    except OSError as exc:
+        raise disk_error(path, exc) from None
+    try:
+        with path.open("rb") as src, tmp.open("w", encoding="utf-8", newline="") as dst:
+            fd, chunk, size = src.fileno(), [], 0
+            for i in order.tolist():
+                if index.plain[i]:
+                    line = os.pread(fd, int(index.length[i]), int(index.offset[i])).rstrip().decode("utf-8")
+                else:  # an ID written as a number or with spaces, a missing repeat: written as resuming reads it
+                    line = json.dumps(index.row(i), ensure_ascii=False)
+                chunk.append(line)
+                size += len(line)
+                if size > 1 << 20:
+                    dst.write(mask("\n".join(chunk)) + "\n")
+                    chunk, size = [], 0
+            if chunk:
+                dst.write(mask("\n".join(chunk)) + "\n")
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise disk_error(path, exc) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,10 +1,13 @@
 """The async engine: per-model worker pools over (question, repeat) jobs.
 
-Each model gets ``concurrency`` workers pulling from its own queue, so a slow or
+Each model gets ``concurrency`` workers taking its jobs one at a time (made as they
+are taken: a million-call plan is never held as a million jobs), so a slow or
 rate-limited provider never holds up another. A finished call is written to the
-cache first and then appended to ``responses.jsonl`` and flushed, so a crash or
-Ctrl-C loses nothing that was paid for; the next run skips what is done and
-retries what failed.
+cache first and then appended to ``responses.jsonl``: the rows finished in one turn
+of the event loop in one write, before a worker sends its next call
+(:class:`harness.core.files.TickAppender`), so a crash, a kill or Ctrl-C loses
+nothing that was paid for beyond the calls in flight; the next run skips what is
+done and retries what failed.
 
 A model stops early, with one clear reason, when its endpoint refuses the key
 (401/403) or does not know the model, when its first ``PERMANENT_AFTER`` calls
@@ -32,7 +35,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -133,7 +136,7 @@ class InFlight:
 class RunPlan:
     spec: ModelSpec
     provider: Provider
-    jobs: list[AnswerJob]
+    jobs: Collection[Any]  # AnswerJobs (grace run: made as they are taken, harness.runner.session.PlannedJobs)
     stats: PlanStats = field(default_factory=PlanStats)
     batch: bool = False  # through the provider's batch API (harness.runner.batch_mode) instead of the engine
 
@@ -289,9 +292,7 @@ class Engine:
                 await p.provider.aclose()
 
     async def _run_model(self, plan: RunPlan) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        for job in plan.jobs:
-            queue.put_nowait(job)
+        jobs = iter(plan.jobs)  # taken one at a time by the workers: a million jobs are never all made at once
         plan.stats.total = len(plan.jobs)
         limiter = RateLimiter(plan.spec.rpm, plan.spec.tpm)
         n = min(max(1, plan.spec.concurrency or self.concurrency), max(1, len(plan.jobs)))
@@ -303,13 +304,17 @@ class Engine:
                 n = plan.stats.in_flight_limit = slots
         gate = InFlight(n)
 
+        check = getattr(self.out, "check", None)  # a writer that writes rows a turn of the loop later (TickAppender)
+
         async def worker() -> None:
-            while not queue.empty():
-                job = queue.get_nowait()
+            for job in jobs:
                 if plan.stats.aborted is None:
                     await self._one(plan, job, limiter, gate)
                 else:
                     self._not_tried(plan, job)
+                if check is not None:  # this worker's row is written (or its write failed) before it sends another
+                    await asyncio.sleep(0)
+                    check()
 
         await asyncio.gather(*(worker() for _ in range(n)))
 

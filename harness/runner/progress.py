@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from harness.prompts import Template
 from harness.run_folder import RunDir
 from harness.runner.engine import RunPlan
 from harness.runner.session import RunSettings, run_calls
+
+EVERY_S = 0.1  # a model's progress line is redrawn at most this often
 
 
 def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings,
@@ -21,12 +24,24 @@ def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, ru
         tasks = {id(p): bar.add_task(p.spec.name[:30], total=len(p.jobs) or 1, completed=0 if p.jobs else 1, info="")
                  for p in plans}
 
+        last: dict[int, float] = {}
+
         def update(plan: RunPlan) -> None:
-            st = plan.stats
+            """Called after every call; redraws a model's line at most every ``EVERY_S`` (and at its last call), so a
+            million calls do not cost a million redraws."""
+            st, now = plan.stats, time.monotonic()
+            if now - last.get(id(plan), 0.0) < EVERY_S and st.done < st.total:
+                return
+            last[id(plan)] = now
             cost = f"${st.cost_usd:.4f}" + ("" if st.cost_known else "+?")
             info = f"err {st.errors}  cached {st.cached}  tok {st.input_tokens + st.output_tokens:,}  {cost}"
             if plan.batch:
                 info += f"  batch: {st.batch_state or 'no open batch'}"
             bar.update(tasks[id(plan)], completed=st.done, info=info)
 
-        run_calls(plans, template, kb_hash, run, settings, on_update=update)
+        try:
+            run_calls(plans, template, kb_hash, run, settings, on_update=update)
+        finally:
+            last.clear()
+            for p in plans:  # the figures as the calls left them
+                update(p)

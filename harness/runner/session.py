@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
+from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +28,7 @@ from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, plugin_of, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.run_folder import BatchLedger, RunDir, RunInfo
+from harness.run_folder.responses import RowIndex
 from harness.run_folder.run_records import ModelEntry, ReplicaEntry, RowCounts, RunConfig, RunGold, RunKb
 from harness.runner.batch_mode import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
@@ -144,11 +146,34 @@ def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any
     return out, record
 
 
+class PlannedJobs:
+    """One model's calls still to make, each made into an :class:`AnswerJob` only as the engine takes it.
+
+    A leaderboard-sized run (20 models x 10,000 questions x 5 repeats) would otherwise hold a million jobs from
+    planning to its end; this holds each call's place in the plan (``repeat * questions + question``; a ``range``
+    for a model with nothing on file), 8 bytes at most.
+    """
+
+    def __init__(self, questions: list[GoldQuestion], retrieved: dict[str, list[RetrievedArticle]],
+                 todo: range | array):
+        self.questions, self.retrieved, self.todo = questions, retrieved, todo
+
+    def __len__(self) -> int:
+        return len(self.todo)
+
+    def __iter__(self) -> Iterator[AnswerJob]:
+        nq, questions, retrieved = len(self.questions), self.questions, self.retrieved
+        for place in self.todo:
+            r, qi = divmod(place, nq)
+            q = questions[qi]
+            yield AnswerJob(q.question_id, q.question, r, retrieved[q.question_id])
+
+
 def plan_jobs(
     specs: list[ModelSpec],
     questions: list[GoldQuestion],
     retrieved: dict[str, list[RetrievedArticle]],
-    on_file: dict[tuple[str, str, int], dict[str, Any]],
+    on_file: RowIndex | None,
     template: Template,
     kb_hash: str,
     settings: RunSettings,
@@ -158,33 +183,44 @@ def plan_jobs(
 ) -> tuple[list[RunPlan], Resume]:
     """One plan per model with the calls still to make; a row on file is done only if its fingerprint matches.
 
+    ``on_file``: the folder's rows (:meth:`RunDir.row_index`), or None for an empty folder.
     ``ready=False`` (a dry run, which sends nothing) warns of a missing key or SDK instead of refusing.
     ``language`` (the KB's) is what a system under test is told the questions are in; default the template's.
     """
     context = RunContext(questions, retrieved, settings.seed,
                          {"threshold": settings.threshold}, k=settings.k, language=language or template.language)
     plans, resume = [], Resume()
-    for spec in specs:
+    nq, repeats = len(questions), settings.repeats
+    grid = None
+    if on_file is not None and len(on_file):
+        grid = on_file.grid([s.name for s in specs], [q.question_id for q in questions], repeats)
+    for si, spec in enumerate(specs):
         provider = make_provider(spec)
         provider.prepare_run(context)
         ensure_ready(provider, spec.name, ready=ready)
-        jobs = []
-        for r in range(settings.repeats):
-            for q in questions:
-                job = AnswerJob(q.question_id, q.question, r, retrieved[q.question_id])
-                row = on_file.get((spec.name, q.question_id, r))
-                if row is not None:
-                    if row.get("error"):
-                        resume.failed += 1
-                    elif row.get("fingerprint") == request_key(spec, template, kb_hash,
-                                                             build_request(spec, template, job, settings.redactor), r):
+        todo: range | array = range(repeats * nq)
+        at = grid[si].ravel() if grid is not None else None
+        if at is not None and (at >= 0).any():
+            todo, start = array("q"), 0
+            for place in (at >= 0).nonzero()[0].tolist():  # only the calls with a row on file are looked at
+                todo.extend(range(start, place))
+                start = place + 1
+                row = int(at[place])
+                r, qi = divmod(place, nq)
+                q = questions[qi]
+                if on_file.error[row]:
+                    resume.failed += 1
+                else:
+                    job = AnswerJob(q.question_id, q.question, r, retrieved[q.question_id])
+                    key = request_key(spec, template, kb_hash, build_request(spec, template, job, settings.redactor), r)
+                    if on_file.fingerprint_of(row) == bytes.fromhex(key):
                         resume.done += 1
                         continue
-                    else:
-                        resume.stale += 1
-                        resume.stale_models[spec.name] = resume.stale_models.get(spec.name, 0) + 1
-                jobs.append(job)
-        plans.append(RunPlan(spec, provider, jobs, batch=bool(spec.batch)))
+                    resume.stale += 1
+                    resume.stale_models[spec.name] = resume.stale_models.get(spec.name, 0) + 1
+                todo.append(place)
+            todo.extend(range(start, repeats * nq))
+        plans.append(RunPlan(spec, provider, PlannedJobs(questions, retrieved, todo), batch=bool(spec.batch)))
     return plans, resume
 
 
@@ -237,36 +273,44 @@ def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,
     Models from earlier commands on the same folder keep their entry; rows that
     answer an earlier text of a question are counted as ``stale`` and warned about.
     Returns one error message per model that has error rows, to say why a model has no answer.
+    Counted on the file's :class:`RowIndex` (a million rows: columns, not dicts).
     """
-    first_error: dict[str, str] = {}
+    import numpy as np
+
+    index = run.row_index()
+    latest = index.latest()  # the row of each call, in the order the calls first appear
+    model, error = index.model[latest], index.error[latest]
+    qid, qhash = index.qid[latest], index.qhash[latest]
     current = {q.question_id: text_hash(q.question) for q in questions}
+    hash_code = {h: i for i, h in enumerate(index.qhashes)}
+    # each question ID's current hash as a code of index.qhashes: -2 when no row holds it, -3 when it left the gold
+    expected = np.array([hash_code.get(current[q], -2) if q in current else -3 for q in index.qids] or [-3], np.int64)
+    stale = (expected[qid] == -3) | ((qhash != -1) & (qhash != expected[qid]))
+    n_models = len(index.models)
+    rows, errors = np.bincount(model, minlength=n_models), np.bincount(model[error], minlength=n_models)
+    stales = np.bincount(model[stale], minlength=n_models)
+    variants = np.bincount(np.unique(model.astype(np.int64) * max(1, len(index.params)) + index.params_code[latest])
+                           // max(1, len(index.params)), minlength=n_models)
+    first_error: dict[str, str] = {}
     per_model: dict[str, RowCounts] = {}
-    params: dict[str, Counter] = {}
-    for (model, qid, _), row in run.latest_responses().items():
-        m = per_model.setdefault(model, RowCounts())
-        m.rows += 1
-        if row.get("error"):
-            m.errors += 1
-            if model not in first_error:
-                err = row["error"] if isinstance(row["error"], dict) else {"message": str(row["error"])}
-                first_error[model] = f"{err.get('kind', 'error')}: {err.get('message', '')}".strip(": ")
-        else:
-            m.answered += 1
-        qh = row.get("question_hash")
-        if qid not in current or (qh is not None and qh != current[qid]):
-            m.stale += 1
-        params.setdefault(model, Counter())[repr(sorted((row.get("params") or {}).items()))] += 1
-    for model, m in per_model.items():
-        m.params_variants = len(params[model])
+    _, first_at = np.unique(model, return_index=True)
+    for m in model[np.sort(first_at)].tolist():  # in the order the models first appear, as run.json always listed them
+        name = index.models[m]
+        per_model[name] = RowCounts(rows=int(rows[m]), answered=int(rows[m] - errors[m]), errors=int(errors[m]),
+                                    stale=int(stales[m]), params_variants=int(variants[m]))
+        if errors[m]:
+            row = index.row(int(latest[np.flatnonzero((model == m) & error)[0]]))
+            err = row["error"] if isinstance(row["error"], dict) else {"message": str(row["error"])}
+            first_error[name] = f"{err.get('kind', 'error')}: {err.get('message', '')}".strip(": ")
     info.rows = per_model
     known = {e.name for e in info.models}
     for entry in previous.models if previous else []:
         if entry.name in per_model and entry.name not in known:
             info.models.append(entry)
-    for model, m in per_model.items():
-        if m.stale and model not in known:
-            log.warning(f"{model}: {m.stale} answer(s) on file in {run.path} were given to questions that have "
-                        f"since changed or left the gold set; run {model} again on this folder to refresh them")
+    for name, m in per_model.items():
+        if m.stale and name not in known:
+            log.warning(f"{name}: {m.stale} answer(s) on file in {run.path} were given to questions that have "
+                        f"since changed or left the gold set; run {name} again on this folder to refresh them")
     return first_error
 
 
@@ -358,6 +402,8 @@ def run_calls(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDi
     try:
         asyncio.run(both())
     finally:
-        writer.close()
-        if cache is not None:
-            cache.close()
+        try:
+            writer.close()
+        finally:
+            if cache is not None:
+                cache.close()

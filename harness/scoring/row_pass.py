@@ -323,13 +323,19 @@ def score_all(
     path: Path, questions: list[GoldQuestion], kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
     workers: int | None = None, question_langs: list[str] | None = None,
     audiences: dict[str, frozenset[str]] | None = None, readers: dict[str, CitationReader] | None = None,
+    meanwhile: Callable[[], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score the whole file into ``out_path``; returns the merged columns and the models in file order.
-    ``readers`` go to each worker pickled (without their resolvers, which each builds again on first use)."""
+
+    ``readers`` go to each worker pickled (without their resolvers, which each builds again on first use).
+    ``meanwhile`` starts the caller's own work on a thread (hashing the file) once the workers are under way:
+    after they are forked, since forking a process with a thread running is unsafe."""
     path = check_file(path)
     workers = default_workers(path) if workers is None else max(1, workers)
     ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
     if len(ranges) <= 1:
+        if meanwhile is not None:
+            meanwhile()
         return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences, readers)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -344,6 +350,8 @@ def score_all(
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
             futures = [pool.submit(_score_part_to_file, path, a, b, questions, kb_ids, label_ids, part, question_langs,
                                    audiences, readers) for (a, b), part in zip(ranges, parts, strict=True)]
+            if meanwhile is not None:
+                meanwhile()
             results = [f.result() for f in futures]  # in file order, so the first bad line is reported
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending
             for part in parts[1:]:

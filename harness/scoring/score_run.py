@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
-from harness.core.hashing import file_hash
+from harness.core.hashing import FileHashInThread, file_hash
 from harness.core.version import __version__
 from harness.run_folder import RunDir
 from harness.run_folder.report import (
@@ -79,15 +79,6 @@ def _load_gold(gold: str | Path | GoldSet | Sequence[GoldQuestion]) -> tuple[lis
                                                    for g in questions]).encode()).hexdigest()[:16]
     return questions, GoldInfo(path=path, hash=h, n_questions=len(questions),
                                n_must_refuse=sum(g.must_refuse for g in questions))
-
-
-def _identity(path: Path) -> tuple[str | None, int | None]:
-    """(the responses file's content hash, its size): what ``RunDir.scores_behind`` later compares the file with."""
-    try:
-        size = path.stat().st_size
-        return file_hash(path), size
-    except OSError:
-        return None, None
 
 
 def score_responses(
@@ -146,13 +137,17 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     alike: dict[str, CitationReader] = {}
     readers = {name: alike.get(s.model_dump_json()) or alike.setdefault(
         s.model_dump_json(), CitationReader(kb_obj.articles, s, kb_ids)) for name, s in settings.items()}
-    scored = _identity(responses_path)  # before reading: an answer appended meanwhile leaves the report behind
+    # (the responses file's content hash, its size): what RunDir.scores_behind later compares the file with. Its
+    # size is read before the rows, so an answer appended meanwhile leaves the report behind; hashed in a thread
+    # while the rows are scored, not in a pass of its own
+    identity = FileHashInThread(responses_path)
     tmp_name = run.temp_file(run.scores)
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
         audiences = restricted_articles(kb_obj.articles)  # ID -> groups, for the permission check (forbidden_citation)
         arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
-                                   audiences, readers or None)
+                                   audiences, readers or None, meanwhile=identity.start)
+        scored = identity.result()
         if not models:
             raise GraceError(f"{responses_path}: no responses in the file")
         if machine is not None:

@@ -151,7 +151,7 @@ class RunSession:
     def estimate(self) -> RunResult:
         """The dry run: calls, cached answers, tokens and cost per model; nothing is asked and no key is needed."""
         folder = self.folder
-        on_file = folder.latest_responses() if folder.responses.exists() else {}
+        on_file = folder.row_index()
         ledger = folder.batch_ledger()
         adopt_open_batches(self.specs, ledger)
         plans, resume = plan_jobs(self.specs, self.questions, self.retrieved, on_file, self.template,
@@ -178,7 +178,7 @@ class RunSession:
         with folder.lock():
             previous = folder.read_run_info()
             adopt_open_batches(self.specs, folder.batch_ledger())
-            plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.latest_responses(), self.template,
+            plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.row_index(), self.template,
                                       self.kb.kb_hash, settings, language=self.kb.manifest.language)
             # (planned first: baselines fit their options on the questions)
             asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
@@ -219,6 +219,7 @@ class RunSession:
                 if settings.redactor is not None:
                     info.redaction = settings.redactor.record().model_dump()
                 first_error = _record_outcome(folder, info, previous, plans, questions, interrupted, stopped, pending)
+                folder.drop_row_index()  # (not held while the run is scored)
             if interrupted:
                 raise KeyboardInterrupt
         unanswered = {p.spec.name: first_error.get(p.spec.name, "no row on file")
