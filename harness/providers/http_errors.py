@@ -25,6 +25,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from harness.providers.base import ProviderError
+from harness.providers.transport import aiohttp_kind
 
 # The name fragments of transport exceptions, matched along the MRO so httpx,
 # httpx2 and aiohttp (google-genai may use any of them) need no import here.
@@ -190,26 +191,6 @@ def bad_response(message: str) -> ProviderError:
 
 def _mro_names(exc: BaseException) -> list[str]:
     return [cls.__name__ for cls in type(exc).__mro__]
-
-
-def aiohttp_kind(exc: BaseException) -> str | None:
-    """``timeout`` or ``connection``, from the aiohttp error under an httpx one, when calls go through aiohttp
-    (:mod:`harness.providers.transport`); None when there is none.
-
-    httpx-aiohttp (and the SDKs' copy of it) raises every ``aiohttp.ClientConnectionError`` as httpx's
-    ``ConnectTimeout``: a refused connection or a server that hung up would read as a timeout, and count towards
-    the timeout breaker and the one-call-at-a-time fallback instead of the connection breaker. Its cause says
-    which it was."""
-    cause = exc.__cause__
-    for _ in range(8):  # a short chain: SDK error <- httpx error <- aiohttp error <- OSError
-        if cause is None:
-            return None
-        if type(cause).__module__.partition(".")[0] == "aiohttp":
-            timed_out = isinstance(cause, TimeoutError) or any(
-                part in name for name in _mro_names(cause) for part in _TIMEOUT_NAMES)
-            return "timeout" if timed_out else "connection"
-        cause = cause.__cause__
-    return None
 
 
 def from_transport(exc: BaseException) -> ProviderError | None:

@@ -6,7 +6,7 @@ per replica behind it (the same class, the same spec but for ``base_url``), each
 the fewest calls in flight, so a slower replica gets fewer.
 
 A replica is dropped, and the run says so naming it, when it fails the way the engine's breakers stop a whole
-model (:mod:`harness.runner.engine`): ``BREAKER_AFTER`` connection failures in a row, or ``TIMEOUT_BREAKER_AFTER``
+model (:mod:`harness.core.breakers`): ``BREAKER_AFTER`` connection failures in a row, or ``TIMEOUT_BREAKER_AFTER``
 timeouts in a row while another replica answers. Until the last one, its failures are the replica's, not the
 model's: a call that could not connect goes at once to another live replica (nothing reached a model, nothing was
 paid), and one that timed out while another replica answers comes back to the engine as a retryable ``server``
@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RunContext
 
 log = logging.getLogger("grace")
@@ -138,8 +139,6 @@ class Replicas(Provider):
         """Count a failure against its replica, dropping the replica at its breaker; True when the failure is the
         replica's alone (another replica is live, and for a timeout, has answered since this call was sent), so
         the model's own breakers should not see it as it is."""
-        from harness.runner.engine import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
-
         others = [m for m in self.live() if m is not member]
         if exc.kind == "connection":
             member.connection_failures_in_a_row += 1

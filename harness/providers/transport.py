@@ -68,7 +68,7 @@ def httpx_client(**kwargs: Any) -> Any:
     installed: for ``http:`` systems and plugins that call an API without an SDK. Without it, httpx's own.
 
     Its errors are httpx's, as a plugin written for httpx expects: a refused connection is ``httpx.ConnectError``
-    (httpx-aiohttp alone would raise it as ``ConnectTimeout``, see ``http_errors.aiohttp_kind``)."""
+    (httpx-aiohttp alone would raise it as ``ConnectTimeout``, see :func:`aiohttp_kind`)."""
     import httpx
 
     if use_aiohttp(for_httpx=True):
@@ -89,8 +89,6 @@ def _aiohttp_client_class() -> Any:
     import httpx
     from httpx_aiohttp import AiohttpTransport, HttpxAiohttpClient
 
-    from harness.providers.http_errors import aiohttp_kind
-
     class Transport(AiohttpTransport):
         async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
             try:
@@ -107,3 +105,23 @@ def _aiohttp_client_class() -> Any:
 
     _CLIENT = Client
     return Client
+
+
+def aiohttp_kind(exc: BaseException) -> str | None:
+    """``timeout`` or ``connection``, from the aiohttp error under an httpx one, when calls go through aiohttp
+    (:mod:`harness.providers.transport`); None when there is none.
+
+    httpx-aiohttp (and the SDKs' copy of it) raises every ``aiohttp.ClientConnectionError`` as httpx's
+    ``ConnectTimeout``: a refused connection or a server that hung up would read as a timeout, and count towards
+    the timeout breaker and the one-call-at-a-time fallback instead of the connection breaker. Its cause says
+    which it was."""
+    cause = exc.__cause__
+    for _ in range(8):  # a short chain: SDK error <- httpx error <- aiohttp error <- OSError
+        if cause is None:
+            return None
+        if type(cause).__module__.partition(".")[0] == "aiohttp":
+            timed_out = isinstance(cause, TimeoutError) or any(
+                part in cls.__name__ for cls in type(cause).__mro__ for part in ("Timeout", "TimedOut"))
+            return "timeout" if timed_out else "connection"
+        cause = cause.__cause__
+    return None

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
@@ -63,13 +64,8 @@ from harness.runner.pricing import call_cost
 if TYPE_CHECKING:  # harness.privacy is imported only by a run that redacts
     from harness.privacy import Redactor
 
-BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
 PERMANENT_AFTER = 3  # permanent failures, before any success, that stop a model
 TIMEOUT_CLUSTER = 3  # timeouts in a row (no success between) that send one call at a time
-# Timeouts in a row (no success between), from at least two calls, of calls sent one at a time or before the
-# model's first answer, that stop a model: the server accepts and does not answer. Two calls, so that one prompt
-# too long to answer within the timeout fails alone instead of stopping the model.
-TIMEOUT_BREAKER_AFTER = 3
 # Attempts of one call that may time out with nothing else in flight: the second says the server cannot answer
 # this prompt within the timeout, and four more would cost four more timeouts (the call stays on file as a
 # timeout, asked again by the next run). So a stuck server is stopped after 3 timeouts at one call at a time.

@@ -18,7 +18,7 @@ Reading and figuring are apart from writing: :func:`judge_verdicts` reads, :func
 pairs and :func:`figures` computes without touching a file, so a page (the team review's
 calibration page, :mod:`annotations.review_team`) shows the same figures live that
 :func:`calibrate` writes to ``calibration.json``. Every kappa is
-:func:`annotations.agreement.cohen_kappa`'s, the one implementation.
+:func:`harness.core.kappa.cohen_kappa`'s, the one implementation.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from annotations import agreement
+from harness.core import kappa as agreement
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
@@ -50,7 +50,7 @@ from harness.spotcheck.spotcheck_records import (
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
     """Kappa of two binary raters; None when there is nothing to compare or chance agreement is total (both raters
-    constant and equal). The one formula is :func:`annotations.agreement.cohen_kappa`'s."""
+    constant and equal). The one formula is :func:`harness.core.kappa.cohen_kappa`'s."""
     return multiclass_kappa([str(x) for x in a], [str(x) for x in b])
 
 

@@ -28,7 +28,8 @@ def test_every_benchmark_has_a_test_here():
     tested = {"bench_commands.py", "bench_runner.py", "bench_scoring.py", "bench_split.py", "bench_sidebyside.py",
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
               "bench_export_parquet.py", "bench_import_logs.py", "bench_citations.py",
-              "bench_team_labels.py", "bench_concurrency.py"}  # phases.py: via bench_commands --phases
+              "bench_team_labels.py", "bench_concurrency.py",
+              "bench_million.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -114,3 +115,8 @@ def test_bench_concurrency_runs():
     out = _run("bench_concurrency.py", "--calls", "60", "--concurrency", "20", "--latency", "0.01",
                "--replica-calls", "60", "--slots", "4", "--no-http")
     assert "of ideal" in out or "ideal" in out
+
+
+def test_bench_million_runs():
+    out = _run("bench_million.py", "--calls", "400", "--models", "2", "--repeats", "2", "--articles", "20")
+    assert "CPU/call ms" in out and "goals: peak <= 1,000 MB" in out

@@ -1,0 +1,14 @@
+"""How many failures in a row stop an endpoint: a model in the engine, or one replica of a model.
+
+One pair of numbers for both, so a replica is dropped exactly when a model on its own would have been stopped
+(``harness.runner.engine`` for the model, ``harness.providers.replicas`` for a replica); they live here because
+the replicas sit below the engine in grace's layers.
+"""
+
+from __future__ import annotations
+
+BREAKER_AFTER = 8  # connection failures in a row (no success between) that stop a model
+# Timeouts in a row (no success between), from at least two calls, of calls sent one at a time or before the
+# model's first answer, that stop a model: the server accepts and does not answer. Two calls, so that one prompt
+# too long to answer within the timeout fails alone instead of stopping the model.
+TIMEOUT_BREAKER_AFTER = 3
