@@ -31,7 +31,7 @@ from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, read_review_rows
+from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, check_label, read_review_rows
 from annotations.review_sources import RunSources
 from annotations.teamwork import PersonRejected, StaleDecision, Team, article, check_same, now, parse_names, read_plan
 from harness.core.errors import GraceError
@@ -53,16 +53,6 @@ class ReviewTeamPlan(BaseModel):
     people: list[str] = Field(description="Who gives verdicts, in order.")
     reviewers: list[str] = Field(default_factory=list, description="Who decides disagreements; empty: anyone named.")
     review_csv: str = Field(description="The spot-check's review CSV every person works on (its file name in the run).")
-
-
-def key_of(body: dict[str, Any]) -> SegmentKey:
-    try:
-        key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
-    except (KeyError, TypeError, ValueError):
-        raise PersonRejected("expected model, question_id, repeat and segment_index") from None
-    if not isinstance(key[0], str) or not isinstance(key[1], str):
-        raise PersonRejected("model and question_id must be strings")
-    return key
 
 
 def _key_text(key: SegmentKey) -> str:
@@ -200,10 +190,7 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
         if key not in self.rows:
             raise PersonRejected(f"no {_key_text(key)} in {self.sources.review_csv.name}: verdicts are on the "
                                  "spot-check's claims only")
-        if verdict is not None and verdict not in (True, False) and not (verdict == "partial" and self.claims):
-            raise PersonRejected("supported must be true, false or null" + (' or "partial"' if self.claims else ""))
-        if note is not None and (not isinstance(note, str) or len(note) > 5000):
-            raise PersonRejected("note must be a string of at most 5000 characters")
+        check_label(verdict, note, self.claims, PersonRejected)
         seg = self.person(who).save(key, supported=verdict, note=note)
         self.write_human()
         return seg

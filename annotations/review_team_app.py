@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from annotations.review_app import ReviewApp
-from annotations.review_team import TeamReview, key_of
+from annotations.review_session import key_of
+from annotations.review_team import TeamReview
 from annotations.server import STATIC
 from annotations.teamwork import TeamWebApp
 
