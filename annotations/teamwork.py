@@ -241,6 +241,10 @@ class Team(Generic[K, S]):
             return "agreed" if labels and open_team else "open"
         return "agreed" if labels else "skipped"
 
+    def summary(self, who: str | None = None, rows: dict[str, dict[K, Any]] | None = None) -> dict[str, Any]:
+        """The team's progress (and agreement), as every page shows it beside a person's own."""
+        raise NotImplementedError
+
     def counts(self, rows: dict[str, dict[K, Any]]) -> dict[str, int]:
         statuses = [self.status(k, rows) for k in self.keys()]
         return {s: statuses.count(s) for s in STATUSES}
@@ -327,12 +331,9 @@ class TeamWebApp(Generic[S]):
     def _make_app(self, who: str, shared: Any) -> Any:
         raise NotImplementedError
 
-    def summary(self, who: str | None = None, rows: Any = None) -> dict[str, Any]:
-        return self.team.summary(who, rows)  # type: ignore[attr-defined]
-
     def unnamed(self) -> dict[str, Any]:
         """What the page opened without a name gets: the team, to pick a name from."""
-        return {"need_person": True, "team": self.summary()}
+        return {"need_person": True, "team": self.team.summary()}
 
     def team_get(self, path: str, who: str) -> dict[str, Any] | None:
         """A route of this kind of team only (None: not one)."""
@@ -343,17 +344,17 @@ class TeamWebApp(Generic[S]):
         if path == f"{self.api}/state" and not who:  # the page asks its person to name themself
             return self.unnamed()
         if path == f"{self.api}/team":
-            return self.summary(self.team.check_person(who) if who else None)
+            return self.team.summary(self.team.check_person(who) if who else None)
         if path == f"{self.api}/queue":
             reviewer = self.team.check_person(who, reviewer=True)
-            return self.team.queue() | {"reviewer": reviewer, "team": self.summary(reviewer)}
+            return self.team.queue() | {"reviewer": reviewer, "team": self.team.summary(reviewer)}
         extra = self.team_get(path, who)
         if extra is not None:
             return extra
         who = self.team.check_person(who)
         data = self.app(who).get(path, query)
         if path == f"{self.api}/state" and data is not None:
-            data["team"] = self.summary(who)
+            data["team"] = self.team.summary(who)
         return data
 
     def post(self, path: str, body: Any) -> dict | None:
