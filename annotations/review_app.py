@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from annotations.review_session import ReviewSession
+from annotations.review_session import ReviewSession, check_label, key_of
 from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import STATIC
 from annotations.state import LabelRejected
@@ -115,20 +115,8 @@ class ReviewApp:
     def label(self, body: dict) -> dict:
         if not isinstance(body, dict):
             raise LabelRejected("expected a JSON object")
-        try:
-            key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
-        except (KeyError, TypeError, ValueError):
-            raise LabelRejected("expected model, question_id, repeat and segment_index") from None
-        if not isinstance(key[0], str) or not isinstance(key[1], str):
-            raise LabelRejected("model and question_id must be strings")
-        supported = body.get("supported")
-        if supported is not None and not isinstance(supported, bool) and not (supported == "partial" and self.claims):
-            raise LabelRejected("supported must be true, false or null" + (' or "partial"' if self.claims else ""))
-        note = body.get("note")
-        if note is not None and not isinstance(note, str):
-            raise LabelRejected("note must be a string")
-        if note is not None and len(note) > 5000:
-            raise LabelRejected("note is too long (5000 characters at most)")
+        key, supported, note = key_of(body), body.get("supported"), body.get("note")
+        check_label(supported, note, self.claims)
         seg = self.session.save(key, supported=supported, note=note)
         return {"segment": seg, "progress": self.session.progress()}
 

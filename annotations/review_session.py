@@ -26,9 +26,32 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.spotcheck.review import HUMAN_FIELDS, parse_supported, parse_verdict, same_text
 from harness.spotcheck.spotcheck_records import REQUIRED_REVIEW_COLUMNS, REVIEW_COLUMNS
+from harness.web import Rejected
 
 AnswerKey = tuple[str, str, int]  # model, question_id, repeat
 SegmentKey = tuple[str, str, int, int]  # ... and segment_index
+
+
+def key_of(body: dict) -> SegmentKey:
+    """The claim a page's request names (model, question_id, repeat, segment_index), or a clear error."""
+    try:
+        key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
+    except (KeyError, TypeError, ValueError):
+        raise LabelRejected("expected model, question_id, repeat and segment_index") from None
+    if not isinstance(key[0], str) or not isinstance(key[1], str):
+        raise LabelRejected("model and question_id must be strings")
+    return key
+
+
+def check_label(supported: object, note: object, claims: bool, rejected: type[Rejected] = LabelRejected) -> None:
+    """A verdict (true, false, null; "partial" in a claims review) and a note as a page sends them, or a clear error
+    (``rejected``: a team's request is refused as its person's)."""
+    if supported is not None and not isinstance(supported, bool) and not (supported == "partial" and claims):
+        raise rejected("supported must be true, false or null" + (' or "partial"' if claims else ""))
+    if note is not None and not isinstance(note, str):
+        raise rejected("note must be a string")
+    if note is not None and len(note) > 5000:
+        raise rejected("note is too long (5000 characters at most)")
 
 
 class SaveConflict(LabelRejected):

@@ -25,36 +25,25 @@ reviewing anchors on them.
 
 from __future__ import annotations
 
-import json
-import threading
-from datetime import UTC, datetime
-from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from pydantic import BaseModel, Field
 
-from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, read_review_rows
+from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, check_label, read_review_rows
 from annotations.review_sources import RunSources
-from annotations.single_writer import SingleWriter
-from annotations.team import NAME, PersonRejected, parse_names
+from annotations.teamwork import PersonRejected, StaleDecision, Team, article, check_same, now, parse_names, read_plan
 from harness.core.errors import GraceError
-from harness.core.files import atomic_write_text, csv_text, read_text_checked
+from harness.core.files import atomic_write_text, csv_text
 from harness.run_folder import CLAIMS_REVIEW_CSV, RunDir
 from harness.spotcheck.review import HumanLabel
-from harness.web import Rejected
 
 PLAN = "review_team.json"
 FOLDER = "spotcheck_team"  # the default team folder, inside the run
 VERDICTS = ("supported", "partial", "unsupported")
 UNSUPPORTED = "unsupported"
-
-
-class StaleVerdicts(Rejected):
-    """A decision on verdicts that changed since the queue showed them (409: reload and decide again)."""
-
-    status = HTTPStatus.CONFLICT
+StaleVerdicts = StaleDecision  # a decision on verdicts that changed since the queue showed them (409)
 
 
 class ReviewTeamPlan(BaseModel):
@@ -66,44 +55,32 @@ class ReviewTeamPlan(BaseModel):
     review_csv: str = Field(description="The spot-check's review CSV every person works on (its file name in the run).")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def key_of(body: dict[str, Any]) -> SegmentKey:
-    try:
-        key = (body["model"], body["question_id"], int(body["repeat"]), int(body["segment_index"]))
-    except (KeyError, TypeError, ValueError):
-        raise PersonRejected("expected model, question_id, repeat and segment_index") from None
-    if not isinstance(key[0], str) or not isinstance(key[1], str):
-        raise PersonRejected("model and question_id must be strings")
-    return key
-
-
 def _key_text(key: SegmentKey) -> str:
     return f"claim {key[3]} of {key[0]}/{key[1]}/repeat {key[2]}"
 
 
-class TeamReview:
+class TeamReview(Team[SegmentKey, ReviewSession]):
     """A team's review folder, open: one :class:`ReviewSession` per person, the decisions, the human labels."""
 
+    plan_name = PLAN
+    command = "'grace annotations review --team'"
+    kind = "verdicts"
+    team_word = "this review team"
+    plan: ReviewTeamPlan
+
     def __init__(self, folder: Path, sources: RunSources, plan: ReviewTeamPlan, viewer: str | None, kb: Any = None):
-        self.folder, self.sources, self.plan, self.viewer, self.kb = folder, sources, plan, viewer, kb
-        self.adjudications_file = folder / "adjudications.csv"
+        super().__init__(folder, plan)
+        self.sources, self.viewer, self.kb = sources, viewer, kb
         self.human_file = folder / "human.csv"
-        self.sessions: dict[str, ReviewSession] = {}
         self.header, rows = read_review_rows(sources.review_csv)  # the claims; a label in it is no one's here
         self.header += [c for c in ("note", "reviewer") if c not in self.header]
         self.rows = {r.key: r for r in rows}
         self.order = [r.key for r in rows]
-        self.decided: dict[SegmentKey, ReviewRow] = {}
         self.claims = sources.review_csv.name == CLAIMS_REVIEW_CSV  # a claims review: partial is a verdict
         from harness.viewer.runs import run_ids
 
         self.run_id = run_ids([sources.run_dir.resolve()])[0]  # what ``grace view RUN`` calls this run alone
-        self._lock = threading.RLock()
         self._judge: tuple[Any, Any] | None = None
-        self._writer = SingleWriter(folder / PLAN, "'grace annotations review --team'")
 
     @classmethod
     def open(cls, sources: RunSources, folder: str | Path | None = None, *, people: str | None = None,
@@ -119,16 +96,9 @@ class TeamReview:
         revs = parse_names(reviewers, "--reviewers") or []
         plan_file = folder / PLAN
         if plan_file.exists():
-            try:
-                plan = ReviewTeamPlan.model_validate(json.loads(read_text_checked(plan_file)))
-            except (ValueError, TypeError) as exc:
-                raise GraceError(f"{plan_file}: not a team review plan grace wrote ({str(exc).splitlines()[0]}); "
-                                 "restore it or start another --out folder") from None
-            for option, given, saved in (("--team", roster, plan.people), ("--reviewers", revs if reviewers else None,
-                                                                            plan.reviewers)):
-                if given is not None and given != saved:
-                    raise GraceError(f"{folder} was started with {option} {','.join(saved) or '(none)'}, not "
-                                     f"{','.join(given)}: resume without {option} (or the same), or start another --out")
+            plan = read_plan(plan_file, ReviewTeamPlan, "team review plan")
+            check_same(folder, [("--team", roster or plan.people, plan.people),
+                                ("--reviewers", revs if reviewers else plan.reviewers, plan.reviewers)])
             if plan.review_csv != sources.review_csv.name:
                 raise GraceError(f"{folder} reviews {plan.review_csv}, not {sources.review_csv.name}: start another --out")
         else:
@@ -153,35 +123,17 @@ class TeamReview:
 
     # -- people ------------------------------------------------------------------------------------
 
-    def check_person(self, who: Any, *, reviewer: bool = False) -> str:
-        who = who.strip() if isinstance(who, str) else ""
-        if not who:
-            raise PersonRejected("name yourself: open the page with ?who=YOUR_NAME (or pick your name on it)")
-        if not NAME.match(who):
-            raise PersonRejected(f"{who!r} is not a usable name: letters, digits, '.', '_' or '-', up to 40")
-        if reviewer and self.plan.reviewers:
-            if who not in self.plan.reviewers:
-                raise PersonRejected(f"{who!r} is not a reviewer of this team ({', '.join(self.plan.reviewers)})")
-        elif who not in self.plan.people + self.plan.reviewers:
-            raise PersonRejected(f"{who!r} is not on this review team ({', '.join(self.plan.people + self.plan.reviewers)}); "
-                                 "pick your name, or ask who started it to add you to --team")
-        return who
-
-    def person(self, who: str) -> ReviewSession:
-        """``who``'s own review file (opened on first use): only a person of ``--team`` gives verdicts."""
-        with self._lock:
-            s = self.sessions.get(who)
-            if s is None:
-                if who not in self.plan.people:
-                    raise PersonRejected(f"{who!r} decides disagreements but gives no verdicts of their own "
-                                         f"(the people who do: {', '.join(self.plan.people)})")
-                (self.folder / "labels").mkdir(exist_ok=True)
-                s = ReviewSession.open(self.sources.review_csv, self.folder / "labels" / f"{who}.csv", reviewer=who,
-                                       blank=True)
-                self.sessions[who] = s
-            return s
+    def _open_person(self, who: str, path: Path) -> ReviewSession:
+        """``who``'s own review file: only a person of ``--team`` gives verdicts."""
+        if who not in self.plan.people:
+            raise PersonRejected(f"{who!r} decides disagreements but gives no verdicts of their own "
+                                 f"(the people who do: {', '.join(self.plan.people)})")
+        return ReviewSession.open(self.sources.review_csv, path, reviewer=who, blank=True)
 
     # -- what the team has done --------------------------------------------------------------------
+
+    def keys(self) -> list[SegmentKey]:
+        return self.order
 
     def verdicts(self) -> dict[str, dict[SegmentKey, tuple[str, str]]]:
         """Person -> claim -> (verdict, note), for the claims each has given a verdict."""
@@ -194,75 +146,59 @@ class TeamReview:
                             if r.key in self.rows and r.verdict is not None}
         return out
 
+    current = verdicts
+
+    def shown(self, key: SegmentKey, verdicts: dict[str, dict[SegmentKey, tuple[str, str]]]) -> dict[str, str]:
+        return {p: verdicts[p][key][0] for p in self.plan.people if key in verdicts.get(p, {})}
+
     def status(self, key: SegmentKey, verdicts: dict[str, dict[SegmentKey, tuple[str, str]]]) -> str:
-        if key in self.decided:
-            return "adjudicated"
-        given = {verdicts[p][key][0] for p in self.plan.people if key in verdicts.get(p, {})}
-        if len(given) > 1:
-            return "disagree"
-        done = all(key in verdicts.get(p, {}) for p in self.plan.people)
-        return "agreed" if done and given else "open"
+        given = self.shown(key, verdicts)
+        return self.status_of(key in self.decided, set(given.values()), len(given) == len(self.plan.people))
 
     def summary(self, who: str | None = None, verdicts: dict | None = None) -> dict[str, Any]:
         verdicts = self.verdicts() if verdicts is None else verdicts
-        statuses = [self.status(k, verdicts) for k in self.order]
+        counts = self.counts(verdicts)
         return {"you": who, "people": [{"name": p, "reviewed": len(verdicts.get(p, {}))} for p in self.plan.people],
                 "reviewers": self.plan.reviewers, "claims": len(self.order),
-                **{s: statuses.count(s) for s in ("agreed", "adjudicated", "disagree", "open")},
-                "labelled": statuses.count("agreed") + statuses.count("adjudicated"),
+                **{s: counts[s] for s in ("agreed", "adjudicated", "disagree", "open")},
+                "labelled": counts["agreed"] + counts["adjudicated"],
                 "folder": str(self.folder), "human_file": str(self.human_file)}
 
     # -- the reviewer's queue ------------------------------------------------------------------------
 
     def queue(self) -> dict[str, Any]:
-        """Every claim people disagree on (then those decided): the claim, each verdict with who gave it and their
-        note, the articles it cites."""
-        verdicts = self.verdicts()
-        items = []
-        for key in self.order:
-            st = self.status(key, verdicts)
-            if st not in ("disagree", "adjudicated"):
-                continue
-            row = self.rows[key]
-            cites = row.to_json()["citations"]
-            d = self.decided.get(key)
-            items.append({
-                "model": key[0], "question_id": key[1], "repeat": key[2], "segment_index": key[3],
-                "question": self.sources.questions.get(key[1]), "text": row.values.get("segment_text", ""),
-                "status": st,
-                "verdicts": [{"person": p, "verdict": verdicts[p][key][0], "note": verdicts[p][key][1]}
-                             for p in self.plan.people if key in verdicts.get(p, {})],
-                "articles": [self._article(c) for c in cites],
-                "decision": None if d is None else {"verdict": d.verdict, "by": d.values.get("reviewer", ""),
-                                                    "reason": d.values.get("note", "")},
-            })
-        items.sort(key=lambda it: it["status"] != "disagree")
-        return {"items": items, "to_decide": sum(it["status"] == "disagree" for it in items)}
+        return super().queue() | {"classes": list(VERDICTS if self.claims else ("supported", "unsupported"))}
 
-    def _article(self, article_id: str) -> dict[str, Any]:
-        kb = self.kb
-        art = kb.by_id.get(article_id) if kb is not None else None
-        if art is None:
-            return {"id": article_id, "in_kb": False, "title": "", "text": "", "cut": False}
-        return {"id": art.id, "in_kb": True, "title": art.title, "text": art.text[:4000], "cut": len(art.text) > 4000}
+    def queue_item(self, key: SegmentKey, status: str, verdicts: dict) -> dict[str, Any]:
+        """A claim people disagree on (or decided): each verdict with who gave it and their note, the articles it
+        cites."""
+        row = self.rows[key]
+        d = self.decided.get(key)
+        return {
+            "model": key[0], "question_id": key[1], "repeat": key[2], "segment_index": key[3],
+            "question": self.sources.questions.get(key[1]), "text": row.values.get("segment_text", ""),
+            "status": status,
+            "verdicts": [{"person": p, "verdict": verdicts[p][key][0], "note": verdicts[p][key][1]}
+                         for p in self.plan.people if key in verdicts.get(p, {})],
+            "articles": [article(self.kb, c) for c in row.to_json()["citations"]],
+            "decision": None if d is None else {"verdict": d.verdict, "by": d.values.get("reviewer", ""),
+                                                "reason": d.values.get("note", "")},
+        }
 
     def label(self, who: str, key: SegmentKey, verdict: Any, note: Any = None) -> dict[str, Any]:
         """``who``'s verdict on a claim, in their own file; a claim not in the set is a clear error."""
         if key not in self.rows:
             raise PersonRejected(f"no {_key_text(key)} in {self.sources.review_csv.name}: verdicts are on the "
                                  "spot-check's claims only")
-        if verdict is not None and verdict not in (True, False) and not (verdict == "partial" and self.claims):
-            raise PersonRejected("supported must be true, false or null" + (' or "partial"' if self.claims else ""))
-        if note is not None and (not isinstance(note, str) or len(note) > 5000):
-            raise PersonRejected("note must be a string of at most 5000 characters")
+        check_label(verdict, note, self.claims, PersonRejected)
         seg = self.person(who).save(key, supported=verdict, note=note)
         self.write_human()
         return seg
 
     def adjudicate(self, reviewer: Any, key: SegmentKey, verdict: Any, reason: Any,
                    seen: dict[str, str] | None = None) -> dict[str, Any]:
-        """The reviewer's verdict on a claim, with why: it becomes the human label. ``seen`` (person -> verdict, as
-        the queue showed them): when any changed since, the decision is refused (409)."""
+        """The reviewer's verdict on a claim, with why: it becomes the human label (refused when ``seen`` is
+        stale)."""
         reviewer = self.check_person(reviewer, reviewer=True)
         if key not in self.rows:
             raise PersonRejected(f"no {_key_text(key)} in {self.sources.review_csv.name}")
@@ -271,21 +207,18 @@ class TeamReview:
             raise PersonRejected(f"verdict must be one of {', '.join(allowed)}")
         if not isinstance(reason, str) or not reason.strip():
             raise PersonRejected("say why (the reason is kept with the decision in human.csv)")
-        with self._lock:
-            verdicts = self.verdicts()
-            now = {p: verdicts[p][key][0] for p in self.plan.people if key in verdicts.get(p, {})}
-            if seen is not None and now != seen:
-                raise StaleVerdicts(f"the verdicts on {_key_text(key)} changed since you opened it (now: "
-                                    + ", ".join(f"{p} {v}" for p, v in now.items()) + "); reload and decide again")
+
+        def record(_verdicts: dict) -> dict[str, Any]:
             values = dict(self.rows[key].values)
-            values.update(supported="partial" if verdict == "partial" else str(verdict == "supported").lower(),
-                          note=reason.strip()[:1000], reviewer=reviewer)
+            values.update(supported=_cell(verdict), note=reason.strip()[:1000], reviewer=reviewer)
             self.decided[key] = ReviewRow(key, values, 0)
-            rows = [self.decided[k] for k in self.order if k in self.decided]
-            atomic_write_text(self.adjudications_file, csv_text(self.header, (
-                {c: r.values.get(c, "") for c in self.header} for r in rows)))
-            self.write_human()
-            return {"verdict": verdict, "by": reviewer, "reason": values["note"], "at": _now()}
+            return {"verdict": verdict, "by": reviewer, "reason": values["note"], "at": now()}
+
+        return self.decide(key, seen, _key_text(key), record)
+
+    def _write_decisions(self, decided: list[ReviewRow]) -> None:
+        atomic_write_text(self.adjudications_file, csv_text(self.header, (
+            {c: r.values.get(c, "") for c in self.header} for r in decided)))
 
     # -- the human labels ----------------------------------------------------------------------------
 
@@ -299,9 +232,8 @@ class TeamReview:
             if st == "adjudicated":
                 values.update({c: self.decided[key].values.get(c, "") for c in ("supported", "note", "reviewer")})
             elif st == "agreed":
-                v = verdicts[self.plan.people[0]][key][0]
-                values.update(supported="partial" if v == "partial" else str(v == "supported").lower(),
-                              note="", reviewer=";".join(self.plan.people))
+                values.update(supported=_cell(verdicts[self.plan.people[0]][key][0]), note="",
+                              reviewer=";".join(self.plan.people))
             else:
                 values.update(supported="", note="", reviewer="")
             out.append(values)
@@ -310,6 +242,8 @@ class TeamReview:
     def write_human(self) -> None:
         with self._lock:
             atomic_write_text(self.human_file, csv_text(self.header, self.human_rows()))
+
+    write_result = write_human
 
     # -- the judge against the people ------------------------------------------------------------------
 
@@ -390,10 +324,10 @@ class TeamReview:
                 "judge_vs_people": people, "people_pairs": pairs, "judge_vs_team": block(m), **errors,
                 "team": self.summary(verdicts=verdicts)}
 
-    def close(self) -> None:
-        for s in self.sessions.values():
-            s.close()
-        self._writer.release()
+
+def _cell(verdict: str) -> str:
+    """A verdict as the review CSV's ``supported`` cell."""
+    return "partial" if verdict == "partial" else str(verdict == "supported").lower()
 
 
 def _r(x: float | None) -> float | None:

@@ -1,26 +1,19 @@
-// grace annotate --team: the reviewer's queue. Each question the team disagrees on, every label side by side with who
-// gave it and the articles they cite; the reviewer's label, with why, becomes the gold. Labels, notes and KB text are
-// untrusted: they reach the page as text nodes only (graceUI.el).
+// The reviewer's queue of a team (grace annotate --team: gold labels; grace annotations review --team: spot-check
+// verdicts). Each item the people disagree on, every label side by side with who gave it and the articles it cites;
+// the reviewer's label, with why, becomes the team's. The queue says what its items are (`kind`); KINDS says how each
+// is drawn, taken and decided, the rest is one walk. The page names its API (`<body data-api>`). Labels, notes,
+// claims and KB text are untrusted: they reach the page as text nodes only (graceUI.el).
 "use strict";
 
 (() => {
   const { $, WHO, getJSON, postJSON, el, showError, pageURL } = window.graceUI;
   const { flash } = window.Shell;
-  const S = { items: [], idx: 0, cites: [], refuse: false, team: null };
-
-  function renderHead(team) {
-    S.team = team;
-    const a = team.agreement;
-    $("team-line").textContent = `team: ${team.gold} / ${team.questions} gold` +
-      (a ? ` · ${a.name} ${a.kappa == null ? "undefined" : a.kappa.toFixed(3)}` : "");
-    const decided = S.items.filter((it) => it.status === "adjudicated").length;
-    $("progress").textContent = `${S.items.length - decided} to decide · ${decided} decided`;
-    $("who").textContent = WHO || "";
-  }
+  const API = document.body.dataset.api || "/api";
+  const S = { items: [], idx: 0, kind: null, cites: [], refuse: false, verdict: null, classes: [] };
 
   function titleOf(id) {
     const a = (S.items[S.idx].articles || []).find((x) => x.id === id);
-    return a ? a.title : "(not in the KB)";
+    return a && a.in_kb ? a.title : "(not in the KB)";
   }
 
   function chips(cites, refuse) {
@@ -29,15 +22,87 @@
       el("span", { text: titleOf(id) })));
   }
 
-  function renderDecision() {
-    $("chosen").replaceChildren(...chips(S.cites, S.refuse));
-    $("refuse-box").checked = S.refuse;
-    for (const box of document.querySelectorAll("#articles input.take")) box.checked = S.cites.includes(box.dataset.id);
+  function fullText(a) {
+    return el("details", {}, el("summary", { text: "full text" }), el("p", { class: "article-text", text: a.text + (a.cut ? " …" : "") }));
   }
 
-  function take(lab) {
-    S.refuse = lab.must_refuse;
-    S.cites = lab.expected_citations.slice();
+  // what differs between a gold label (articles or must_refuse) and a claim's verdict (one of the classes)
+  const KINDS = {
+    labels: {
+      unit: "Question",
+      key: (it) => it.question_id,
+      where: (it) => it.question_id,
+      sides: (it) => it.labels,
+      takeable: (it) => it.labels.filter((lab) => lab.status === "labelled"),
+      side: (lab, it) => [
+        lab.status === "labelled" ? el("ul", { class: "chips" }, ...chips(lab.expected_citations, lab.must_refuse))
+          : el("p", { class: "muted", text: lab.status }),
+        lab.notes ? el("p", { class: "muted", text: `notes: ${lab.notes}` }) : null,
+        lab.question !== it.question ? el("p", { class: "muted", text: `reworded: ${lab.question}` }) : null,
+        lab.status === "labelled" ? el("button", { type: "button", class: "take-label", onclick: () => take(lab) },
+          `take ${lab.person}'s label`) : null],
+      take: (lab) => { S.refuse = lab.must_refuse; S.cites = lab.expected_citations.slice(); },
+      article: (a) => [
+        el("label", {}, el("input", { type: "checkbox", class: "take", "data-id": a.id, onchange: (e) => {
+          S.refuse = false;
+          S.cites = e.target.checked ? [...S.cites, a.id] : S.cites.filter((c) => c !== a.id);
+          renderDecision();
+        } }), " ", el("span", { class: "chip-id", text: `#${a.id}` }), " ", el("strong", { class: "title", text: a.title })),
+        a.breadcrumb.length ? el("p", { class: "crumb", text: a.breadcrumb.join(" › ") }) : null],
+      start: (d) => { S.cites = d ? d.expected_citations.slice() : []; S.refuse = d ? d.must_refuse : false; },
+      renderDecision: () => {
+        $("chosen").replaceChildren(...chips(S.cites, S.refuse));
+        $("refuse-box").checked = S.refuse;
+        for (const box of document.querySelectorAll("#articles input.take")) box.checked = S.cites.includes(box.dataset.id);
+      },
+      body: (it) => ({ question_id: it.question_id, expected_citations: S.cites, must_refuse: S.refuse }),
+      decided: (it, res) => `decided ${it.question_id}: ${res.record.must_refuse ? "must_refuse"
+        : res.record.expected_citations.map((c) => `#${c}`).join(", ")}`,
+      team: (t) => `team: ${t.gold} / ${t.questions} gold` +
+        (t.agreement ? ` · ${t.agreement.name} ${t.agreement.kappa == null ? "undefined" : t.agreement.kappa.toFixed(3)}` : ""),
+    },
+    verdicts: {
+      unit: "Claim",
+      key: (it) => [it.model, it.question_id, it.repeat, it.segment_index].join("\u0000"),
+      where: (it) => `${it.question_id} · ${it.model}`,
+      sides: (it) => it.verdicts,
+      takeable: (it) => it.verdicts,
+      side: (v) => [v.note ? el("p", { class: "muted", text: `note: ${v.note}` }) : null],
+      badge: (v) => el("span", { class: `badge ${v.verdict}`, text: v.verdict }),
+      take: (v) => { S.verdict = v.verdict; },
+      article: (a) => [el("span", { class: "chip-id", text: `#${a.id}` }), " ",
+        el("strong", { class: "title", text: a.in_kb ? a.title : "(not in the KB)" })],
+      start: (d) => {
+        S.verdict = d ? d.verdict : null;
+        $("choices").replaceChildren(...S.classes.map((c) => el("button", { type: "button", role: "radio", "data-verdict": c,
+          onclick: () => { S.verdict = c; renderDecision(); } }, c)));
+      },
+      renderDecision: () => {
+        for (const b of document.querySelectorAll("#choices button")) {
+          b.setAttribute("aria-checked", String(b.dataset.verdict === S.verdict));
+          b.classList.toggle("chosen", b.dataset.verdict === S.verdict);
+        }
+      },
+      body: (it) => ({ model: it.model, question_id: it.question_id, repeat: it.repeat, segment_index: it.segment_index,
+        verdict: S.verdict }),
+      decided: (it, res) => `decided ${it.question_id} claim ${it.segment_index}: ${res.decision.verdict}`,
+      team: (t) => `team: ${t.labelled} / ${t.claims} claims labelled`,
+    },
+  };
+  const K = () => KINDS[S.kind];
+  const labelOf = (side) => side.label || side.verdict;
+
+  function renderHead(team) {
+    const decided = S.items.filter((it) => it.status === "adjudicated").length;
+    $("progress").textContent = `${S.items.length - decided} to decide · ${decided} decided`;
+    $("team-line").textContent = K().team(team);
+    $("who").textContent = WHO || "";
+  }
+
+  function renderDecision() { K().renderDecision(); }
+
+  function take(side) {
+    K().take(side);
     renderDecision();
   }
 
@@ -48,35 +113,26 @@
   }
 
   function render() {
+    const k = K();
     $("empty").hidden = S.items.length > 0;
     $("item").hidden = S.items.length === 0;
-    if (!S.items.length) { $("qpos").textContent = "Question 0 / 0"; return; }
+    if (!S.items.length) { $("qpos").textContent = `${k.unit} 0 / 0`; return; }
     const it = S.items[S.idx];
-    $("qpos").textContent = `Question ${S.idx + 1} / ${S.items.length} · ${it.question_id}`;
-    $("qtext").textContent = it.question;
+    $("qpos").textContent = `${k.unit} ${S.idx + 1} / ${S.items.length} · ${k.where(it)}`;
+    $("qtext").textContent = it.question || "";
+    if ($("claim")) $("claim").textContent = it.text || "";
     $("status-badge").textContent = it.status === "adjudicated" ? "decided" : "people disagree";
     $("status-badge").className = `badge ${it.status === "adjudicated" ? "labelled" : "skipped"}`;
-    $("labels").replaceChildren(...it.labels.map((lab, n) => el("li", { class: "side", "data-person": lab.person },
-      el("div", { class: "label-line" }, el("kbd", { text: String(n + 1) }), " ", el("strong", { text: lab.person })),
-      lab.status === "labelled" ? el("ul", { class: "chips" }, ...chips(lab.expected_citations, lab.must_refuse))
-        : el("p", { class: "muted", text: lab.status }),
-      lab.notes ? el("p", { class: "muted", text: `notes: ${lab.notes}` }) : null,
-      lab.question !== it.question ? el("p", { class: "muted", text: `reworded: ${lab.question}` }) : null,
-      lab.status === "labelled" ? el("button", { type: "button", class: "take-label", onclick: () => take(lab) },
-        `take ${lab.person}'s label`) : null)));
+    $("labels").replaceChildren(...k.sides(it).map((side, n) => el("li", { class: "side", "data-person": side.person },
+      el("div", { class: "label-line" }, el("kbd", { text: String(n + 1) }), " ", el("strong", { text: side.person }),
+        ...(k.badge ? [" ", k.badge(side)] : [])),
+      ...k.side(side, it))));
     $("articles").replaceChildren(...it.articles.map((a) => el("li", { class: "card", "data-id": a.id },
-      el("label", {}, el("input", { type: "checkbox", class: "take", "data-id": a.id, onchange: (e) => {
-        S.refuse = false;
-        S.cites = e.target.checked ? [...S.cites, a.id] : S.cites.filter((c) => c !== a.id);
-        renderDecision();
-      } }), " ", el("span", { class: "chip-id", text: `#${a.id}` }), " ", el("strong", { class: "title", text: a.title })),
-      a.breadcrumb.length ? el("p", { class: "crumb", text: a.breadcrumb.join(" › ") }) : null,
-      el("details", {}, el("summary", { text: "full text" }), el("p", { class: "article-text", text: a.text + (a.cut ? " …" : "") })))));
+      ...k.article(a), fullText(a))));
     const d = it.decision;
     $("previous").hidden = !d;
-    $("previous").textContent = d ? `decided by ${d.by}: ${d.label} (${d.reason})` : "";
-    S.cites = d ? d.expected_citations.slice() : [];
-    S.refuse = d ? d.must_refuse : false;
+    $("previous").textContent = d ? `decided by ${d.by}: ${labelOf(d)} (${d.reason})` : "";
+    k.start(d);
     $("reason").value = "";
     renderDecision();
   }
@@ -84,31 +140,32 @@
   async function decide() {
     const it = S.items[S.idx];
     if (!it) return;
-    const seen = Object.fromEntries(it.labels.map((lab) => [lab.person, lab.label]));
+    const seen = Object.fromEntries(K().sides(it).map((side) => [side.person, labelOf(side)]));
     try {
-      const res = await postJSON("/api/adjudicate", { question_id: it.question_id, expected_citations: S.cites,
-        must_refuse: S.refuse, reason: $("reason").value, seen });
+      const res = await postJSON(`${API}/adjudicate`, { ...K().body(it), reason: $("reason").value, seen });
       showError("");
-      flash(`decided ${it.question_id}: ${res.record.must_refuse ? "must_refuse" : res.record.expected_citations.map((c) => `#${c}`).join(", ")}`);
+      flash(K().decided(it, res));
       S.items = res.queue.items;
       renderHead(res.team);
       const next = S.items.findIndex((x) => x.status === "disagree");
-      go(next >= 0 ? next : S.items.findIndex((x) => x.question_id === it.question_id));
+      go(next >= 0 ? next : Math.max(0, S.items.findIndex((x) => K().key(x) === K().key(it))));
     } catch (e) { showError(`not decided: ${e.message}`); }
   }
 
   async function load() {
-    const q = await getJSON("/api/queue");
+    const q = await getJSON(`${API}/queue`);
+    S.kind = q.kind;
+    S.classes = q.classes || [];
     S.items = q.items;
     renderHead(q.team);
     go(S.idx);
   }
 
   async function pick() {
-    const team = await getJSON("/api/team");
+    const team = await getJSON(`${API}/team`);
     $("queue").hidden = true;
     $("pick").hidden = false;
-    const open = (n) => { if (n.trim()) location.href = pageURL("/static/adjudicate.html", { who: n.trim() }); };
+    const open = (n) => { if (n.trim()) location.href = pageURL(location.pathname, { who: n.trim() }); };
     $("pick-list").replaceChildren(...team.reviewers.map((n) =>
       el("li", {}, el("button", { type: "button", "data-person": n, onclick: () => open(n) }, n))));
     $("pick-name").addEventListener("keydown", (e) => { if (e.key === "Enter") open($("pick-name").value); });
@@ -116,15 +173,14 @@
   }
 
   function wire() {
-    const keys = { j: () => go(S.idx + 1), k: () => go(S.idx - 1), w: () => $("reason").focus() };
     window.Shell.keys({
-      keys,
+      keys: { j: () => go(S.idx + 1), k: () => go(S.idx - 1), w: () => $("reason").focus() },
       ready: () => S.items.length > 0,
       before: (e) => {
         const n = Number(e.key);
         if (!(n >= 1 && n <= 9) || e.shiftKey) return false;
-        const lab = (S.items[S.idx].labels.filter((l) => l.status === "labelled"))[n - 1];
-        if (lab) take(lab);
+        const side = K().takeable(S.items[S.idx])[n - 1];
+        if (side) take(side);
         e.preventDefault();
         return true;
       },
@@ -135,11 +191,12 @@
     });
     window.Shell.nav({ go, at: () => S.idx });
     $("decide").addEventListener("click", decide);
-    $("refuse-box").addEventListener("change", () => {
+    if ($("refuse-box")) $("refuse-box").addEventListener("change", () => {
       S.refuse = $("refuse-box").checked;
       if (S.refuse) S.cites = [];
       renderDecision();
     });
+    if ($("calibration-link")) $("calibration-link").href = pageURL("/static/calibration.html", WHO ? { who: WHO } : {});
   }
 
   window.Shell.start(async () => {

@@ -57,7 +57,7 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     ``reviewers`` (``dana,erin``) opens it for a team: each person names themself on the page, a curator's action
     (``curators``: the roster; default anyone named) waits in ``KB/curation_review.jsonl`` until a reviewer
     approves it (then it is applied as any action) or rejects it, with the reason."""
-    from annotations.team import parse_names
+    from annotations.teamwork import parse_names
     from harness.core.errors import GraceError
     from harness.kb_curate.app import CurateApp
     from harness.kb_curate.change_requests import ReviewQueue
