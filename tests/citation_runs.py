@@ -171,7 +171,9 @@ def build_citation_run(root: Path, *, bot: bool = True, shift: int = 0, other_bo
     code, out = run_grace("kb", "build", "--articles", root / "articles.jsonl", "--out", root / "kb")
     assert code == 0, out
     lines = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
-    lines += [f"{q},What does the handbook say about {ARTICLES[a].lower()}?,,{a},false," for q, a in QUESTIONS]
+    # each question's text its own: two gold questions of one text share a call (grace's cache keys on what is asked),
+    # and this bot answers by question ID, so it would be scored on another question's answer
+    lines += [f"{q},What does the handbook say about {ARTICLES[a].lower()} (case {q})?,,{a},false," for q, a in QUESTIONS]
     lines += [f"{q},{text},,,true," for q, text in REFUSE]
     write(root / "gold.csv", "\n".join(lines) + "\n")
     multi = '[models.citations]\nscoring = "multi"\nreads = "references"\n'

@@ -34,6 +34,7 @@ from harness.workflows.annotate import audit_gold as audit_gold
 from harness.workflows.annotate import gold_stats as gold_stats
 from harness.workflows.annotate import open_labelling as open_labelling
 from harness.workflows.annotate import open_review as open_review
+from harness.workflows.annotate import open_review_team as open_review_team
 from harness.workflows.annotate import suggest_labels as suggest_labels
 from harness.workflows.annotate import validate_gold as validate_gold
 from harness.workflows.calls import ModelCalls as ModelCalls
@@ -107,7 +108,7 @@ __all__ = [
     "check_gate", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
     "export_view", "generate_gold", "gold_stats", "import_logs", "index_kb", "lint_kb", "list_providers", "load_kb",
     "load_run", "log_exports", "meta_eval_judge", "migrate_gold", "open_curating", "open_curation",
-    "open_labelling", "open_review", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
+    "open_labelling", "open_review", "open_review_team", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
     "sample_questions", "score", "search", "spotcheck_run", "suggest_labels", "trend", "validate_gold", "view",
     "write_trend"
 ]
