@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from harness.core.collector import fewer_collections
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
@@ -282,11 +283,12 @@ class Engine:
         self.on_update = on_update or (lambda plan: None)
 
     async def run(self) -> None:
-        try:
-            await asyncio.gather(*(self._run_model(p) for p in self.plans))
-        finally:
-            for p in self.plans:
-                await p.provider.aclose()
+        with fewer_collections():  # hundreds of calls in flight: the cycle collector cost 0.2 ms a call
+            try:
+                await asyncio.gather(*(self._run_model(p) for p in self.plans))
+            finally:
+                for p in self.plans:
+                    await p.provider.aclose()
 
     async def _run_model(self, plan: RunPlan) -> None:
         queue: asyncio.Queue[Any] = asyncio.Queue()

@@ -12,6 +12,10 @@ class Level(enum.StrEnum):
     HIGH = "high"
 
 
+class Name(str):
+    pass
+
+
 class Count(int):
     pass
 
@@ -39,7 +43,8 @@ def test_nested_messages_and_tuples() -> None:
 
 
 def test_subclasses_take_the_general_path() -> None:
-    out = normalise(Table({"level": Level.HIGH, "n": Count(2), "r": Ratio(2.0), Level.HIGH: Ratio(0.5)}))
+    out = normalise(Table({"level": Level.HIGH, "n": Count(2), "r": Ratio(2.0), Name("k"): Ratio(0.5)}))
     assert type(out) is dict
-    assert out == {"level": Level.HIGH, "n": 2, "r": 2, "Level.HIGH": 0.5}
+    assert out == {"level": Level.HIGH, "n": 2, "r": 2, "k": 0.5}
+    assert all(type(k) is str for k in out)
     assert type(out["r"]) is int
