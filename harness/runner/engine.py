@@ -283,7 +283,7 @@ class Engine:
         self.on_update = on_update or (lambda plan: None)
 
     async def run(self) -> None:
-        with fewer_collections():  # hundreds of calls in flight: the cycle collector cost 0.2 ms a call
+        with fewer_collections():  # hundreds of calls in flight: the loop stopped for ~1,000 collections
             try:
                 await asyncio.gather(*(self._run_model(p) for p in self.plans))
             finally:
@@ -379,8 +379,8 @@ class Engine:
                     st.retries += attempt > 1
                     alone = gate.limit == 1  # nothing else in flight: a timeout is the server's, not its queue's
                     t0 = time.perf_counter()
-                    # asyncio.timeout, not wait_for: no second task per call (a tenth of grace's own CPU per call
-                    # at a thousand calls a second, benchmarks/perf/bench_concurrency.py)
+                    # asyncio.timeout, not wait_for: no second task per call (wait_for was a tenth of the engine's
+                    # own CPU per call at 500 in flight, in a profile of benchmarks/perf/bench_concurrency.py)
                     async with asyncio.timeout(timeout * 1.5 + 1):
                         comp = await provider.complete(request)
                 st.connection_failures_in_a_row = st.timeouts_in_a_row = st.server_timeouts_in_a_row = 0
