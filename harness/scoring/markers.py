@@ -366,12 +366,13 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
     # that sentence's span then runs over its trailing markers
     placed, sentence_index = [], 0
     ends = [b for _, b in sentences]
+    last = len(sentences) - 1
     for start, end, *_ in raw:
-        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
+        while sentence_index < last and sentences[sentence_index + 1][0] <= start:
             sentence_index += 1
         placed.append(sentence_index)
-        if sentences:
-            ends[sentence_index] = max(ends[sentence_index], end)
+        if sentences and end > ends[sentence_index]:
+            ends[sentence_index] = end
 
     markers: list[Marker] = []
     cited_labels: dict[str, None] = {}
@@ -394,7 +395,9 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
                                              "the answer's list or the system's citations"))
                 references.append(ref)
                 via.append(how)
-        cited.update(dict.fromkeys(r for r in references if r is not None))
+        for r in references:
+            if r is not None:
+                cited[r] = None
         markers.append(Marker(kind, start, end, labels, tuple(references), tuple(via), s_start, s_end))
 
     for label, entry in by_label.items():
