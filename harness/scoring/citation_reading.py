@@ -283,7 +283,7 @@ class CitationReader:
         refused = strict_refused or (bool(text) and is_lenient_refusal(text, cites=bool(read),
                                                                        languages=refusal_langs))
         rule = "json" if given is not None else ("lenient" if read else "none")
-        ids = tuple(dict.fromkeys(a for c in read for a in c.articles))
+        ids = tuple(dict.fromkeys(chain.from_iterable(c.articles for c in read))) if read else ()
         return CitationReading(body, read, refused, strict_refused, rule, ids,
                                tuple(dict.fromkeys(p.code for p in problems)) if problems else ())
 

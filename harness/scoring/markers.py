@@ -309,18 +309,14 @@ def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
 
 def _sentences(masked: str) -> list[tuple[int, int]]:
     """Sentence spans (trimmed) of ``masked``, the body with every marker blanked out."""
-    spans, start = [], 0
-    for m in _SENTENCE_END.finditer(masked):
-        spans.append((start, m.end()))
-        start = m.end()
-    spans.append((start, len(masked)))
-    out = []
-    for a, b in spans:
+    out, a = [], 0
+    for b in [m.end() for m in _SENTENCE_END.finditer(masked)] + [len(masked)]:
         seg = masked[a:b]
-        lead = len(seg) - len(seg.lstrip())
-        trail = len(seg) - len(seg.rstrip())
-        if b - trail > a + lead:
-            out.append((a + lead, b - trail))
+        kept = seg.strip()
+        if kept:
+            lead = len(seg) - len(seg.lstrip())
+            out.append((a + lead, a + lead + len(kept)))
+        a = b
     return out
 
 
@@ -381,9 +377,13 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         s_start, s_end = (sentences[k][0], ends[k]) if sentences else (start, end)
         if not ok:
             problems.append(_problem("range_too_long", f"{body[start:end]!r} is no range of 1 to {MAX_RANGE + 1} numbers: only its ends are read"))
-        references: list[str | None] = []
-        via: list[str] = []
-        if kind == "link":
+        references: list[str | None] | tuple[str | None, ...] = []
+        via: list[str] | tuple[str, ...] = []
+        entry = by_label.get(labels[0]) if len(labels) == 1 and direct is None and kind != "link" else None
+        if entry is not None:  # the common marker: one number, in the answer's list (what _resolve gives)
+            cited_labels[labels[0]] = None
+            references, via = (entry.reference,), (entry.origin,)
+        elif kind == "link":
             references, via = [direct], ["link"]
             cited_labels.update(dict.fromkeys(labels))
         else:
