@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any, NamedTuple
 
 from harness.run_folder.run_records import CitationSettings
@@ -178,10 +179,11 @@ class CitationReader:
         self._resolver: Resolver | None = None
         self._cache: dict[str, Resolution] = {}
         self._unplaced_cache: dict[tuple[str, bool], ReadCitation] = {}
+        self._retrieved: dict[str, tuple[str, ...]] = {}  # a retrieval list's reference: its articles
 
     def __getstate__(self) -> dict[str, Any]:
         """A worker gets the articles, mapping and rules, and builds the resolver and its cache again."""
-        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}}
+        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}, "_retrieved": {}}
 
     @property
     def resolver(self) -> Resolver:
@@ -202,18 +204,19 @@ class CitationReader:
 
     def resolve_retrieved(self, references: Iterable[str]) -> list[str]:
         """A system's own retrieval list (``system_retrieved``) as the distinct KB articles it resolves to."""
-        out: dict[str, None] = {}
-        kb, cache = self.kb_ids, self._cache
-        for ref in references:
-            if ref in kb:
-                out[ref] = None
-                continue
-            found = cache.get(ref)
-            if found is None:
-                found = self.resolve(ref)
-            for a in found.articles:
-                out[a] = None
-        return list(out)
+        if not isinstance(references, list | tuple):
+            references = list(references)
+        get = self._retrieved.get
+        found = [get(ref) for ref in references]  # each reference's articles, remembered per distinct string
+        if None in found:
+            found = [f if f is not None else self._retrieved_articles(ref) for f, ref in zip(found, references, strict=True)]
+        return list(dict.fromkeys(chain.from_iterable(found)))
+
+    def _retrieved_articles(self, ref: str) -> tuple[str, ...]:
+        articles = (ref,) if ref in self.kb_ids else self.resolve(ref).articles
+        if len(self._retrieved) < _CACHE_MAX:
+            self._retrieved[ref] = articles
+        return articles
 
     def read(self, text: str, citations: Sequence[str] | None = None,
              refusal_langs: Iterable[str] | None = ()) -> CitationReading:
@@ -224,35 +227,53 @@ class CitationReader:
         given = [str(c) for c in citations] if citations is not None else None
         reading = read_markers(text, given)
         body = reading.body
-        as_ids = set(c for c in given or () if c in self.kb_ids)
-        found: list[tuple[int, str, tuple[int, int] | None]] = []  # (position, reference, sentence span)
+        kb = self.kb_ids
+        canonical = "[ID: " in body
+        if not reading.markers and not canonical:
+            # no marker and no [ID: x]: the structured citations (or the list), each read alike every time
+            read = tuple(self._unplaced(ref, ref in kb and given is not None and ref in given)
+                         for ref in reading.cited_references)
+            return self._reading(text, body, read, given, refusal_langs, reading.problems)
+        as_ids = set(kb.intersection(given)) if given else set()
+        # reference -> the sentence spans its markers end, in order of first appearance
+        order: dict[str, list[tuple[int, int]]] = {}
         quotes: dict[str, list[str]] = {}
         quoting = _QUOTE_CHAR.search(body) is not None
-        for m in reading.markers:
-            span = (m.sentence_start, m.sentence_end)
-            said = _quotes(body[m.sentence_start:m.sentence_end]) if quoting else ()
-            for ref in m.references:
-                if ref is not None:
-                    found.append((m.start, ref, span))
-                    kept = quotes.setdefault(ref, []) if said else []
-                    for q in said:
-                        if q not in kept:
-                            kept.append(q)
-        if "[ID: " in body:
+        if canonical:  # GRACE's [ID: x] among the markers: placed in text order with them
+            found: list[tuple[int, str, tuple[int, int] | None]] = []  # (position, reference, sentence span)
+            for m in reading.markers:
+                span = (m.sentence_start, m.sentence_end)
+                found.extend((m.start, ref, span) for ref in m.references if ref is not None)
             for m in _CANONICAL.finditer(body):
                 as_ids.add(m.group(1))
                 found.append((m.start(), m.group(1), _sentence_of(body, m.start())))
-        if not found:  # no marker and no [ID: x]: the structured citations (or the list), each read alike every time
-            read = tuple(self._unplaced(ref, ref in as_ids) for ref in reading.cited_references)
-            return self._reading(text, body, read, given, refusal_langs, reading.problems)
-        if not reading.markers:
-            found.extend((len(body) + 1, ref, None) for ref in reading.cited_references)
-        found.sort(key=lambda f: f[0])
-        order: dict[str, list[tuple[int, int]]] = {}
-        for _, ref, span in found:
-            spans = order.setdefault(ref, [])
-            if span is not None and span not in spans:
-                spans.append(span)
+            if not reading.markers:
+                found.extend((len(body) + 1, ref, None) for ref in reading.cited_references)
+            found.sort(key=lambda f: f[0])
+            for _, ref, span in found:
+                spans = order.setdefault(ref, [])
+                if span is not None and span not in spans:
+                    spans.append(span)
+        else:  # the markers are in text order already
+            for m in reading.markers:
+                span = (m.sentence_start, m.sentence_end)
+                for ref in m.references:
+                    if ref is not None:
+                        spans = order.get(ref)
+                        if spans is None:
+                            order[ref] = [span]
+                        elif span not in spans:
+                            spans.append(span)
+        if quoting:
+            for m in reading.markers:
+                said = _quotes(body[m.sentence_start:m.sentence_end])
+                if said:
+                    for ref in m.references:
+                        if ref is not None:
+                            kept = quotes.setdefault(ref, [])
+                            for q in said:
+                                if q not in kept:
+                                    kept.append(q)
         read = tuple(self._citation(ref, ref in as_ids, tuple(spans), quotes.get(ref)) for ref, spans in order.items())
         return self._reading(text, body, read, given, refusal_langs, reading.problems)
 
@@ -262,7 +283,7 @@ class CitationReader:
         refused = strict_refused or (bool(text) and is_lenient_refusal(text, cites=bool(read),
                                                                        languages=refusal_langs))
         rule = "json" if given is not None else ("lenient" if read else "none")
-        ids = tuple(dict.fromkeys(a for c in read for a in c.articles))
+        ids = tuple(dict.fromkeys(chain.from_iterable(c.articles for c in read))) if read else ()
         return CitationReading(body, read, refused, strict_refused, rule, ids,
                                tuple(dict.fromkeys(p.code for p in problems)) if problems else ())
 

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from itertools import islice
+from typing import NamedTuple
 
 # The heading of a trailing source list, per template language (harness.prompts.languages.TEMPLATE_LANGUAGES:
 # a test keeps the two in step). Matched with case and accents folded.
@@ -73,9 +73,10 @@ _SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 _SUPER_DIGITS = str.maketrans(_SUPERSCRIPT, "0123456789")
 
 
-@dataclass(frozen=True)
-class SourceEntry:
-    """One entry of the answer's own source list or one footnote definition."""
+class SourceEntry(NamedTuple):
+    """One entry of the answer's own source list or one footnote definition. (These records are named tuples, not
+    frozen dataclasses: the scorer makes a few per answer, a million answers a run, and a frozen dataclass took
+    ten times as long to build.)"""
 
     label: str  # "1", "2", or a footnote's name ("note"); an unnumbered bullet gets its 1-based position
     reference: str  # the text of the entry, for the resolver (a path, a URL, a title, a quote); a link's URL
@@ -83,8 +84,7 @@ class SourceEntry:
     origin: str  # list | footnote (``[^1]: ...``) | definition (``[1]: url``)
 
 
-@dataclass(frozen=True)
-class Marker:
+class Marker(NamedTuple):
     """One marker in the body, and what each of its labels points to."""
 
     kind: str  # one of KINDS
@@ -100,8 +100,7 @@ class Marker:
         return body[self.sentence_start:self.sentence_end]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(NamedTuple):
     """Something in the answer's markers or list that the scorer must count, not guess past."""
 
     code: str  # a key of PROBLEMS
@@ -109,8 +108,7 @@ class Problem:
     detail: str
 
 
-@dataclass(frozen=True)
-class MarkerReading:
+class MarkerReading(NamedTuple):
     """One answer read: what :func:`read_markers` returns."""
 
     body: str  # the answer without its source list and footnote definitions
@@ -311,57 +309,66 @@ def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
 
 def _sentences(masked: str) -> list[tuple[int, int]]:
     """Sentence spans (trimmed) of ``masked``, the body with every marker blanked out."""
-    spans, start = [], 0
-    for m in _SENTENCE_END.finditer(masked):
-        spans.append((start, m.end()))
-        start = m.end()
-    spans.append((start, len(masked)))
-    out = []
-    for a, b in spans:
+    out, a = [], 0
+    for b in [m.end() for m in _SENTENCE_END.finditer(masked)] + [len(masked)]:
         seg = masked[a:b]
-        lead = len(seg) - len(seg.lstrip())
-        trail = len(seg) - len(seg.rstrip())
-        if b - trail > a + lead:
-            out.append((a + lead, b - trail))
+        kept = seg.strip()
+        if kept:
+            lead = len(seg) - len(seg.lstrip())
+            out.append((a + lead, a + lead + len(kept)))
+        a = b
     return out
 
 
-def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None) -> MarkerReading:
+def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None, *, fast: bool = True) -> MarkerReading:
     """Every citation marker of ``text``, resolved through its own source list or the structured ``citations``.
 
     A numbered marker resolves, in order, through the name after the dagger (``【1†handbook.pdf】``), the
     answer's list entry or footnote definition with that number, then the structured citation at that 1-based index;
     a marker nothing resolves is an ``unlisted_marker`` problem, never an article ID. A superscript is ambiguous
     (``mc²``, ``m²``): it is read as a marker only when every number in it resolves.
+
+    ``fast=False`` takes the full reading even for an answer of the common shape (see :func:`_plain`), which
+    otherwise is read in one pass with the same result: the tests compare the two.
     """
     citations = [str(c) for c in (citations or ())]
     if _MARK_CHAR.search(text) is None and "<sup>" not in text and _heading(text) is None:
         # one line with nothing a marker, list entry or definition is made of, and no list heading: what the whole
         # reading below would give, without it (a bot returning its citations as data writes such answers)
         return MarkerReading(text.rstrip(), (), (), tuple(dict.fromkeys(c for c in citations if c.strip())), ())
-    body, sources = _back_matter(text)
-    by_label, problems = _index(sources)
-    raw = _find(body, by_label, citations)
+    plain = fast and _plain(text)  # only "[n]"-style markers can be in it: the common shape, read faster
+    block = _plain_back_matter(text) if plain else None
+    if block is not None:
+        body, sources, by_label, listed_problems = block
+        problems = list(listed_problems)
+    else:
+        body, sources = _back_matter(text)
+        by_label, problems = _index(sources)
+    raw = _numeric_markers(body) if plain else _find(body, by_label, citations)
     if len(raw) >= MAX_MARKERS:
         problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
 
     sentences: list[tuple[int, int]] = []
     if raw:  # the sentences are those the markers end: none to find in an answer without one
-        masked = list(body)
+        masked, pos = [], 0  # the body with each marker blanked out (the markers are sorted and never overlap)
         for a, b, *_ in raw:
-            masked[a:b] = " " * (b - a)
+            masked.append(body[pos:a])
+            masked.append(" " * (b - a))
+            pos = b
+        masked.append(body[pos:])
         sentences = _sentences("".join(masked))
 
     # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
     # that sentence's span then runs over its trailing markers
     placed, sentence_index = [], 0
     ends = [b for _, b in sentences]
+    last = len(sentences) - 1
     for start, end, *_ in raw:
-        while sentence_index + 1 < len(sentences) and sentences[sentence_index + 1][0] <= start:
+        while sentence_index < last and sentences[sentence_index + 1][0] <= start:
             sentence_index += 1
         placed.append(sentence_index)
-        if sentences:
-            ends[sentence_index] = max(ends[sentence_index], end)
+        if sentences and end > ends[sentence_index]:
+            ends[sentence_index] = end
 
     markers: list[Marker] = []
     cited_labels: dict[str, None] = {}
@@ -370,9 +377,13 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         s_start, s_end = (sentences[k][0], ends[k]) if sentences else (start, end)
         if not ok:
             problems.append(_problem("range_too_long", f"{body[start:end]!r} is no range of 1 to {MAX_RANGE + 1} numbers: only its ends are read"))
-        references: list[str | None] = []
-        via: list[str] = []
-        if kind == "link":
+        references: list[str | None] | tuple[str | None, ...] = []
+        via: list[str] | tuple[str, ...] = []
+        entry = by_label.get(labels[0]) if len(labels) == 1 and direct is None and kind != "link" else None
+        if entry is not None:  # the common marker: one number, in the answer's list (what _resolve gives)
+            cited_labels[labels[0]] = None
+            references, via = (entry.reference,), (entry.origin,)
+        elif kind == "link":
             references, via = [direct], ["link"]
             cited_labels.update(dict.fromkeys(labels))
         else:
@@ -384,7 +395,9 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
                                              "the answer's list or the system's citations"))
                 references.append(ref)
                 via.append(how)
-        cited.update(dict.fromkeys(r for r in references if r is not None))
+        for r in references:
+            if r is not None:
+                cited[r] = None
         markers.append(Marker(kind, start, end, labels, tuple(references), tuple(via), s_start, s_end))
 
     for label, entry in by_label.items():
@@ -415,6 +428,107 @@ def _index(sources: list[SourceEntry]) -> tuple[dict[str, SourceEntry], list[Pro
 
 
 _Raw = tuple[int, int, str, tuple[str, ...], str | None, bool]  # start, end, kind, labels, direct reference, range ok
+
+
+# ---- the common shape, read in one pass -----------------------------------------------------------------------
+# Most footnoted answers are prose with "[1]"/"[1, 2]" markers and a trailing "Sources:" list of "[n] reference"
+# lines. An answer holding none of the characters the other forms need (a backtick, a fence, a dagger bracket, a
+# superscript, <sup>, a link "](", a footnote "[^", a definition "]:", a line break other than "\n") can only hold
+# numeric markers, so it is read by _NUMERIC alone; and when its last lines are a heading and "[n] x" entries, that
+# block is read once per distinct block (a bot lists the same few hundred sources a million times). Anything else
+# takes the full reading above; tests/harness/scoring/test_markers.py checks both readings agree on varied and
+# hostile answers.
+_UNUSUAL_CHAR = re.compile("[`\u3010\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029⁰¹²³⁴⁵⁶⁷⁸⁹]")
+
+
+def _plain(text: str) -> bool:
+    """No character nor pair the forms other than "[n]" need (substring tests and one character class: each a
+    single fast scan, where one alternation of them all cost a third of the plain reading)."""
+    return ("](" not in text and "]:" not in text and "[^" not in text and "~~~" not in text and "<sup>" not in text
+            and _UNUSUAL_CHAR.search(text) is None)
+_BLOCKS_MAX = 100_000  # distinct source-list blocks remembered (bounded on hostile output: every one unique)
+_Block = tuple[tuple[SourceEntry, ...], dict[str, SourceEntry], tuple[Problem, ...]]
+_blocks: dict[str, _Block | None] = {}
+_NO_BLOCK = object()
+
+
+def _plain_back_matter(text: str) -> tuple[str, list[SourceEntry], dict[str, SourceEntry], tuple[Problem, ...]] | None:
+    """:func:`_back_matter` and :func:`_index` of a plain answer (see _plain) that ends with a heading line and
+    "[n] reference" lines; None when it ends otherwise (the full reading then decides)."""
+    end = len(text.rstrip())
+    cut = end
+    while True:  # back over the trailing lines that open with "[", to the line before them
+        nl = text.rfind("\n", 0, cut)
+        if nl < 0:
+            return None
+        if text[nl + 1:nl + 2] != "[":
+            break
+        cut = nl
+    if cut == end:  # no such line: no list of that shape
+        return None
+    start = nl + 1
+    key = text[start:end]
+    block = _blocks.get(key, _NO_BLOCK)
+    if block is _NO_BLOCK:
+        block = _read_block(key)
+        if len(_blocks) < _BLOCKS_MAX:
+            _blocks[key] = block
+    if block is None:
+        return None
+    entries, by_label, problems = block
+    return text[:start].rstrip(), list(entries), by_label, problems
+
+
+def _read_block(block: str) -> _Block | None:
+    """A heading line alone ("Sources:") and one "[n] reference" entry a line, as the full reading reads them."""
+    heading, *lines = block.split("\n")
+    found = _heading(heading)
+    if found is None or found[1] or len(lines) >= MAX_MARKERS:
+        return None
+    entries = []
+    for line in lines:
+        entry = _lines.get(line)
+        if entry is None:
+            entry = _plain_entry(line)
+            if len(_lines) < _BLOCKS_MAX:
+                _lines[line] = entry
+        if not entry:
+            return None
+        entries.append(entry)
+    by_label, problems = _index(entries)
+    return tuple(entries), by_label, tuple(problems)
+
+
+_lines: dict[str, SourceEntry | bool] = {}  # an entry line read (False: not an entry of that shape)
+
+
+def _plain_entry(line: str) -> SourceEntry | bool:
+    if _FOOTNOTE_DEF.match(line) or _LINK_DEF.match(line):
+        return False
+    entry = _entry(line)
+    if entry is None or entry[0] is None or not entry[1]:
+        return False
+    read = SourceEntry(entry[0], *_clean_reference(entry[1]), "list")
+    return read if read.reference else False
+
+
+_labels_of: dict[str, tuple[tuple[str, ...], bool]] = {}
+
+
+def _numeric_markers(body: str) -> list[_Raw]:
+    """:func:`_find` of a plain body (see _plain): its numeric markers, in order."""
+    if "[" not in body:
+        return []
+    raw: list[_Raw] = []
+    for m in islice(_NUMERIC.finditer(body), MAX_MARKERS):
+        inner = m.group(1)
+        found = _labels_of.get(inner)
+        if found is None:
+            found = _numbers(inner)
+            if len(_labels_of) < _BLOCKS_MAX:
+                _labels_of[inner] = found
+        raw.append((m.start(), m.end(), "numeric", found[0], None, found[1]))
+    return raw
 
 
 def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> list[_Raw]:

@@ -253,7 +253,7 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
         outcome = strict_outcome = "error"
     else:
         reading = reader.read(row.text, row.citations, langs)
-        cited = reading.cited_ids()
+        cited = list(reading.strict_ids) if reader.references else reading.cited_ids()  # the same, read as such
         unmapped = reading.unmapped()
         strict_ids = list(reading.strict_ids)
         strict_cited = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
