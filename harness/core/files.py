@@ -14,9 +14,10 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from harness.core.errors import GraceError, where
 from harness.core.secrets import mask
@@ -52,13 +53,22 @@ def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     text = mask(text)  # a key a server or bot echoed is never written (harness.core.secrets)
     path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_writer(path) as fh:
+        fh.write(text)
+
+
+@contextmanager
+def atomic_writer(path: Path) -> Iterator[TextIO]:
+    """A text file to write in pieces that replaces ``path`` only once whole (flushed, fsynced, renamed): for a
+    writer too large to hold as one string (a million-row rewrite). On any failure the temp file is removed and
+    ``path`` is left as it was; a full disk is a :func:`disk_error`. The caller masks what it writes."""
     try:
         tmp = temp_path_for(path)
     except OSError as exc:
         raise disk_error(path, exc) from None
     try:
         with tmp.open("w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

@@ -497,35 +497,21 @@ def compact_responses(path: Path, question_order: list[str], index: RowIndex | N
 def _rewrite_in_order(index: RowIndex, order: np.ndarray) -> None:
     """Write ``index``'s rows ``order`` as the new file: atomic (a temp file renamed over it), masked as every line
     grace writes is (:func:`harness.core.secrets.mask`)."""
-    from harness.core.files import disk_error, temp_path_for
+    from harness.core.files import atomic_writer
     from harness.core.secrets import mask
 
     path = index.path
-    try:
-        tmp = temp_path_for(path)
-    except OSError as exc:
-        raise disk_error(path, exc) from None
-    try:
-        with path.open("rb") as src, tmp.open("w", encoding="utf-8", newline="") as dst:
-            fd, chunk, size = src.fileno(), [], 0
-            for i in order.tolist():
-                if index.plain[i]:
-                    line = os.pread(fd, int(index.length[i]), int(index.offset[i])).rstrip().decode("utf-8")
-                else:  # an ID written as a number or with spaces, a missing repeat: written as resuming reads it
-                    line = json.dumps(index.row(i), ensure_ascii=False)
-                chunk.append(line)
-                size += len(line)
-                if size > 1 << 20:
-                    dst.write(mask("\n".join(chunk)) + "\n")
-                    chunk, size = [], 0
-            if chunk:
+    with path.open("rb") as src, atomic_writer(path) as dst:
+        fd, chunk, size = src.fileno(), [], 0
+        for i in order.tolist():
+            if index.plain[i]:
+                line = os.pread(fd, int(index.length[i]), int(index.offset[i])).rstrip().decode("utf-8")
+            else:  # an ID written as a number or with spaces, a missing repeat: written as resuming reads it
+                line = json.dumps(index.row(i), ensure_ascii=False)
+            chunk.append(line)
+            size += len(line)
+            if size > 1 << 20:
                 dst.write(mask("\n".join(chunk)) + "\n")
-            dst.flush()
-            os.fsync(dst.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise disk_error(path, exc) from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+                chunk, size = [], 0
+        if chunk:
+            dst.write(mask("\n".join(chunk)) + "\n")
