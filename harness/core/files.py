@@ -177,8 +177,13 @@ class JsonlAppender:
         self._last_sync = time.monotonic()
 
     def write(self, row: dict[str, Any]) -> None:
+        self._put(mask(json.dumps(row, ensure_ascii=False)) + "\n")
+
+    def _put(self, text: str) -> None:
+        """Write whole lines and flush them to the OS; fsync at most once a second (a crash of grace loses
+        nothing flushed; a crash of the machine, at most the last second)."""
         try:
-            self.fh.write(mask(json.dumps(row, ensure_ascii=False)) + "\n")
+            self.fh.write(text)
             self.fh.flush()
             if time.monotonic() - self._last_sync > 1.0:
                 os.fsync(self.fh.fileno())
@@ -251,14 +256,7 @@ class TickAppender(JsonlAppender):
         if not self._held or self.fh.closed:
             return
         text, self._held = mask("\n".join(self._held)) + "\n", []
-        try:
-            self.fh.write(text)
-            self.fh.flush()
-            if time.monotonic() - self._last_sync > 1.0:
-                os.fsync(self.fh.fileno())
-                self._last_sync = time.monotonic()
-        except OSError as exc:
-            raise disk_error(self.path, exc) from None
+        self._put(text)
 
     def close(self) -> None:
         try:
