@@ -374,16 +374,9 @@ def support_figures(answers: list[AnswerSupport], incomplete: int, kappa: float 
 # --- the meta-eval: answers whose labels are known -------------------------------------------------------------
 
 @dataclass(frozen=True)
-class CaseArticle:
-    id: str
-    title: str
-    text: str
-
-
-@dataclass(frozen=True)
 class CitationCase:
     id: str
-    articles: tuple[CaseArticle, ...]
+    articles: tuple[SourceArticle, ...]
     sentences: tuple[CitedSentence, ...]
     expected: tuple[str, ...]  # per sentence: own | other | none
     note: str = ""
@@ -395,7 +388,7 @@ def load_citation_cases(path: Path | None = None) -> list[CitationCase]:
     from harness.spotcheck.meta_eval import read_cases
 
     def build(d: dict[str, Any]) -> CitationCase:
-        arts = tuple(CaseArticle(str(a["id"]), str(a.get("title") or ""), str(a["text"])) for a in d["articles"])
+        arts = tuple(SourceArticle(str(a["id"]), str(a.get("title") or ""), str(a["text"])) for a in d["articles"])
         known = {a.id for a in arts}
         sentences, expected = [], []
         for i, s in enumerate(d["sentences"]):
