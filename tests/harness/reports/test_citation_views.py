@@ -84,8 +84,11 @@ def test_the_page_plots_precision_against_recall_with_its_intervals(runs):
     assert "onerror" not in html.split('<section id="failures">')[0]  # nothing of an answer reaches the tables
 
 
-def test_the_terminal_keeps_the_scoring_mode_and_f1_when_narrow(runs):
+def test_the_terminal_keeps_the_scoring_mode_and_f1_when_narrow(runs, monkeypatch):
     from rich.console import Console
+
+    # a terminal of a known width: under TERM=dumb (an editor's shell) rich knows no width and grace fits nothing
+    monkeypatch.setenv("TERM", "xterm-256color")
 
     from harness.reports.inputs import load_inputs
     from harness.reports.terminal import print_leaderboard
