@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +48,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import LiteralSecrets, option_problems, url_problems
 from harness.providers.base import ModelSpec
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 
@@ -290,10 +292,25 @@ def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None
     if "timeout" in entry:
         spec.timeout_s = float(entry["timeout"])
     spec.options = dict(entry.get("options", {}))
+    problems = _written_secrets(entry)
     if "http" in entry or spec.provider == "http":
-        _http_system(spec, entry, where)
+        try:
+            _http_system(spec, entry, where)
+        except LiteralSecrets as exc:
+            problems += exc.problems
+    if problems:
+        raise LiteralSecrets(where, problems)
     spec.citations = _citations(spec, entry.get("citations"), where, base)
     return spec
+
+
+def _written_secrets(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """The entry's values that must come from the environment (harness.core.literal_secrets): a credential in a
+    base_url, a secret among the provider's options; as (the key in the file, the problem)."""
+    urls = entry.get("base_url")
+    problems = [("base_url", text) for url in (urls if isinstance(urls, list) else [urls]) if isinstance(url, str)
+                for text in url_problems(url, "base_url")]
+    return problems + option_problems(entry.get("options") or {})
 
 
 def _citations(spec: ModelSpec, table: dict[str, Any] | None, where: str, base: Path | None) -> Any:
@@ -403,8 +420,27 @@ def load_config(path: Path) -> tuple[list[ModelSpec], dict[str, Any]]:
             problems += _problems(ModelTable, entry, f"{path}: [[models]] #{i}", _MODEL_EXPECT)
     if problems:
         raise GraceError("\n".join(problems))
-    models = [model_from_table(m, f"{path}: [[models]] #{i}", path.resolve().parent) for i, m in enumerate(entries, 1)]
+    models, written = [], []
+    for i, entry in enumerate(entries, 1):
+        try:
+            models.append(model_from_table(entry, f"{path}: [[models]] #{i}", path.resolve().parent))
+        except LiteralSecrets as exc:  # every model's, at once, each at its line of the file
+            written += [_at_line(path, i, key, f"[[models]] #{i}: {text}") for key, text in exc.problems]
+    if written:
+        raise GraceError("\n".join(written))
     return models, dict(run)
+
+
+def _at_line(path: Path, model: int, key: str, text: str) -> str:
+    """``text`` prefixed by ``path:LINE:``, the line of the ``model``-th ``[[models]]`` entry where ``key`` is set (as
+    ``key =`` or ``"key" =``); ``path:`` alone when it cannot be found (an inline table spanning lines, say)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    starts = [n for n, line in enumerate(lines) if re.match(r"\s*\[\[\s*models\s*\]\]", line)]
+    first = starts[model - 1] if len(starts) >= model else 0
+    last = starts[model] if len(starts) > model else len(lines)
+    setting = re.compile(r"""(?:^|[\s{,])["']?""" + re.escape(key) + r"""["']?\s*=""")
+    line = next((n + 1 for n in range(first, last) if setting.search(lines[n])), None)
+    return f"{path}:{line}: {text}" if line else f"{path}: {text}"
 
 
 def load_export_tables(path: Path) -> dict[str, dict[str, Any]]:
