@@ -22,11 +22,13 @@ filled with ``{{question}}``, ``{{question_id}}``, ``{{articles}}`` and
 ``{{messages}}``; a value that is exactly one placeholder becomes that JSON value
 (the articles as ``[{"id", "title", "text", "score"}]``, the messages as grace
 would send them), one inside a longer string becomes text. Replies are read with
-JMESPath (the path syntax the AWS CLI uses), not a hand-written one. Headers get
-``${VAR}`` from the environment at call time only, so a secret is never in the
-spec, ``run.json``, a cache key or a cache row; the templates (with ``${VAR}``
-unexpanded), the URL and the paths are part of the cache key, so changing what is
-asked or read re-asks. Failures map to the same error kinds as grace's own
+JMESPath (the path syntax the AWS CLI uses), not a hand-written one. Headers and
+the URL get ``${VAR}`` from the environment at call time only, so a secret is
+never in the spec, ``run.json``, a cache key or a cache row; a value that may be a
+secret written out in the table is refused, whatever its header or parameter is
+called (:mod:`harness.core.literal_secrets`; ``not_secret`` names the ones that
+are not). The templates (with ``${VAR}`` unexpanded), the URL and the paths are
+part of the cache key, so changing what is asked or read re-asks. Failures map to the same error kinds as grace's own
 providers (:mod:`harness.providers.http_errors`): a 429 waits for
 ``Retry-After``, a 5xx is retried, a refused key stops the model. A reply that is
 not JSON, or where a path matches nothing, is an error row that says which path

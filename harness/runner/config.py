@@ -219,6 +219,7 @@ _EXPECT = {
 _BOARD_EXPECT = {"run": "a [run] table", "models": "[[models]] tables (an array of tables)",
                  "export": "[export.TARGET] tables (e.g. [export.mlflow] with tracking_uri = \"...\")"}
 _MODEL_EXPECT = {"stop": "a string or an array of strings", "base_url": "a URL or an array of URLs (the model's replicas)"}
+_UNSHOWN = frozenset({"base_url", "options", "http", "params"})  # a wrong value here may be a secret: never echoed
 _TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float", dict: "a table", list: "an array"}
 
 
@@ -263,7 +264,8 @@ def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect
             text = (expect or {}).get(key) or _expected(err)
             if text not in wanted:
                 wanted.append(text)
-    out += [f"{label}: key '{key}' must be {' or '.join(wanted)}, got {_shown(table[key])}" for key, wanted in by_key.items()]
+    out += [f"{label}: key '{key}' must be {' or '.join(wanted)}"
+            + (f", got {_shown(table[key])}" if key not in _UNSHOWN else "") for key, wanted in by_key.items()]
     return out
 
 
