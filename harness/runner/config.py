@@ -234,8 +234,12 @@ def _expected(err: dict[str, Any]) -> str:
     return _EXPECT.get(err["type"], err["msg"])
 
 
+def _type(value: Any) -> str:
+    return _TOML_TYPES.get(type(value), type(value).__name__)
+
+
 def _shown(value: Any) -> str:
-    return f"{json.dumps(value, default=str, ensure_ascii=False)} ({_TOML_TYPES.get(type(value), type(value).__name__)})"
+    return f"{json.dumps(value, default=str, ensure_ascii=False)} ({_type(value)})"
 
 
 def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect: dict[str, str] | None = None) -> list[str]:
@@ -265,7 +269,8 @@ def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect
             if text not in wanted:
                 wanted.append(text)
     out += [f"{label}: key '{key}' must be {' or '.join(wanted)}"
-            + (f", got {_shown(table[key])}" if key not in _UNSHOWN else "") for key, wanted in by_key.items()]
+            + (f", got {_shown(table[key])}" if key not in _UNSHOWN else f", got {_type(table[key])}")
+            for key, wanted in by_key.items()]
     return out
 
 
