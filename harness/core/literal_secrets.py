@@ -111,9 +111,9 @@ def url_problems(url: str, key: str, not_secret: set[str] | None = None) -> list
     if at:
         user, colon, password = userinfo.partition(":")
         if colon and password and not (ENV.fullmatch(password) or referenced(password)):
-            out.append(f"{key} holds a password written out (user:password@); write it as "
-                       f"{scheme}://{user if not looks_like_key(user) else '${USER_VAR}'}:${{PASSWORD_VAR}}@... and "
-                       "set PASSWORD_VAR in the environment")
+            out.append(f"{key} holds a password written out (user:password@), and what is written there is recorded "
+                       "in run.json and every export; write the password as ${PASSWORD_VAR} (user:${PASSWORD_VAR}@host) "
+                       "and set PASSWORD_VAR in the environment")
         elif looks_like_key(written_out(user)):
             out.append(f"{key} holds a user name shaped like a key (user@); write it as {scheme}://${{USER_VAR}}@... "
                        "and set USER_VAR in the environment")

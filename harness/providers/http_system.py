@@ -285,7 +285,9 @@ class HttpSystem(Provider):
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
-        conf = read_http_table(type(self).config(spec), spec.name, spec.model)
+        # named without the URL's credentials and query: --model http:URL makes the URL its name
+        who = re.sub(r"\?\S*", "?...", re.sub(r"://[^/?#\s]*@", "://...@", spec.name))
+        conf = read_http_table(type(self).config(spec), who, spec.model)
         self.table = HttpTable.model_validate(conf)
         self.url = self.table.url or spec.model
         self.body = self.table.body if self.table.body is not None else DEFAULT_BODY
