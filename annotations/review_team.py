@@ -33,7 +33,17 @@ from pydantic import BaseModel, Field
 
 from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, check_label, read_review_rows
 from annotations.review_sources import RunSources
-from annotations.teamwork import PersonRejected, StaleDecision, Team, article, check_same, now, parse_names, read_plan
+from annotations.teamwork import (
+    PersonRejected,
+    StaleDecision,
+    Team,
+    article,
+    check_same,
+    now,
+    one_spelling,
+    parse_names,
+    read_plan,
+)
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, csv_text
 from harness.run_folder import CLAIMS_REVIEW_CSV, RunDir
@@ -94,6 +104,7 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
             raise GraceError(f"--viewer {viewer!r}: give the address 'grace view RUN' printed (http://...)")
         roster = parse_names(people, "--team")
         revs = parse_names(reviewers, "--reviewers") or []
+        one_spelling({"--team": roster or [], "--reviewers": revs})
         plan_file = folder / PLAN
         if plan_file.exists():
             plan = read_plan(plan_file, ReviewTeamPlan, "team review plan")

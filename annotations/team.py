@@ -40,6 +40,7 @@ from annotations.teamwork import (
     check_same,
     now,
     num,
+    one_spelling,
     parse_names,
     parse_rule,
     read_plan,
@@ -100,6 +101,7 @@ class TeamSession(Team[str, AnnotationSession]):
         plan_file = folder / cls.plan_name
         roster = None if people is None or people.strip().lower() == ANYONE else parse_names(people, "--team")
         revs = parse_names(reviewers, "--reviewers") or []
+        one_spelling({"--team": roster or [], "--reviewers": revs})
         if plan_file.exists():
             plan = read_plan(plan_file, TeamPlan, "team plan")
             check_same(folder, [("--team", roster if people is not None else plan.people, plan.people),

@@ -64,14 +64,31 @@ def check_name(name: str, what: str = "--team") -> str:
 
 
 def parse_names(text: str | None, what: str) -> list[str] | None:
-    """``alice,bob`` -> the names, checked and unique; ``None`` or empty -> ``None``."""
+    """``alice,bob`` -> the names, checked and unique; ``None`` or empty -> ``None``. Names that differ only in case
+    (``alice,ALICE``) are refused: their files (``labels/alice.csv``, ``labels/ALICE.csv``) are one file on a disk
+    that ignores case (macOS, Windows), where one person's labels would overwrite the other's."""
     if not text or not text.strip():
         return None
     names = [check_name(n, what) for n in text.split(",") if n.strip()]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise GraceError(f"{what}: {', '.join(dup)} named twice")
+    one_spelling({what: names})
     return names
+
+
+def one_spelling(named: dict[str, list[str]]) -> None:
+    """Refuse two spellings of one name across the options (``--team alice --reviewers Alice``): one person's
+    label file and session each, whatever the disk. The same spelling in two options is one person."""
+    seen: dict[str, tuple[str, str]] = {}
+    for what, names in named.items():
+        for name in names:
+            first = seen.setdefault(name.lower(), (name, what))
+            if first[0] != name:
+                where = what if first[1] == what else f"{first[1]} and {what}"
+                raise GraceError(f"{where}: {first[0]!r} and {name!r} differ only in case; a disk that ignores case "
+                                 f"(macOS, Windows) keeps one label file for both (labels/{name}.csv), so one "
+                                 "person's labels would overwrite the other's: spell each name one way")
 
 
 def parse_rule(rule: str) -> int:
@@ -197,7 +214,18 @@ class Team(Generic[K, S]):
         elif not (reviewer and self.anyone_decides) and self.roster is not None and who not in self.roster + reviewers:
             raise PersonRejected(f"{who!r} is not on {self.team_word} ({', '.join(self.roster + reviewers)}); "
                                  "pick your name, or ask who started it to add you to --team")
+        twin = next((p for p in self._people() if p.lower() == who.lower() and p != who), None)
+        if twin is not None:  # anyone who names themself: Alice after alice would write alice's file on macOS
+            raise PersonRejected(f"{who!r} differs from {twin!r}, already on {self.team_word}, only in case; both "
+                                 f"would write one label file on a disk that ignores case: name yourself {twin!r}")
         return who
+
+    def _people(self) -> list[str]:
+        """Everyone known to the folder: the roster, the reviewers, the sessions open and the label files written."""
+        with self._lock:
+            known = [*(self.roster or []), *self.plan.reviewers, *self.sessions]
+        labels = self.folder / "labels"
+        return known + ([p.stem for p in labels.glob("*.csv")] if labels.is_dir() else [])
 
     def person(self, who: str) -> S:
         """``who``'s own session (opened on first use), writing ``labels/WHO.csv``."""

@@ -103,7 +103,8 @@ def normalise_url(url: str | None) -> str | None:
     scheme, sep, rest = url.partition("://")
     if sep:
         host, slash, path = rest.partition("/")
-        url = f"{scheme.lower()}://{host.lower()}{slash}{path}"
+        user, at, host = host.rpartition("@")  # a user name (or its ${VAR}) keeps its case: only the host has none
+        url = f"{scheme.lower()}://{user}{at}{host.lower()}{slash}{path}"
     return url.rstrip("/")
 
 

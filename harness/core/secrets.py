@@ -4,11 +4,11 @@ Why one registry: a key leaks wherever text that a server, a bot or a library
 produced is written or printed (a 401 body that quotes the key, a bot that echoes
 its token, an SDK's log line with a tracking URI). Patching each message misses
 the next one; instead every value grace reads as a secret is remembered here when
-it is read (:func:`remember`): the ``${VAR}`` values of ``http:`` headers, the API
-keys providers resolve, every environment variable whose name says it is a secret
+it is read (:func:`remember`): the ``${VAR}`` values a config names (:mod:`harness.core.literal_secrets`),
+the API keys providers resolve, every environment variable whose name says it is a secret
 (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET*``, ``*_PASSWORD`` ...: what SDKs such as
 LiteLLM read on their own), and the password or key inside a URI (``user:pass@``,
-``?api_key=``). Every writer then passes its text through :func:`mask`: the run
+``?api_key=``, a path part shaped like a key). Every writer then passes its text through :func:`mask`: the run
 folder's files (:mod:`harness.core.files`), the response cache, the exports log,
 a provider's error message, and the terminal (the CLI wraps stdout and stderr in
 :class:`MaskedStream`). Messages (the terminal, errors, the exports log) also
@@ -38,9 +38,13 @@ MIN_LENGTH = 8
 # an environment variable named like a secret (OPENAI_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY, MLFLOW_TRACKING_PASSWORD)
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 _NOT_SECRET_NAME = re.compile(r"_(FILE|PATH|DIR|URL|URI|HOST|ENDPOINT|REGION|ID|SOCK|TYPE|NAME|MODE)$", re.IGNORECASE)
-# a query parameter that carries a credential (?api_key=..., &token=..., &sig=...)
-_SECRET_PARAM = re.compile(r"(?:^|[_-])(?:key|apikey|token|secret|password|passwd|pwd|sig|signature|auth|credentials?)$",
-                           re.IGNORECASE)
+# a query parameter or option whose name says it holds a credential (?api_key=, &sig=, access_token, client_secret)
+SECRET_NAME = re.compile(r"(?:^|[_-])(?:key|apikey|token|secret|password|passwd|pwd|sig|signature|auth|credentials?|"
+                         r"cookie)$", re.IGNORECASE)
+# a key's shape: a long run of letters and digits, both present (hex, base64, an sk-/ghp_ key's body, a JWT part)
+_KEY_RUN = re.compile(r"[A-Za-z0-9]{20,}")
+# a reference to an environment variable in a config (harness.core.literal_secrets): filled when calling
+ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # scheme://user:password@host anywhere in text: the password is masked even when grace never read it
 _USERINFO = re.compile(r"://([^/@\s:]*):[^/\s]*@")  # starts with a literal: a fast scan of a long text
 
@@ -92,12 +96,20 @@ def remember_uri(uri: str | None) -> None:
         password, username = parts.password, parts.username
     except ValueError:
         return
-    if password:
+    if password and not ENV.fullmatch(password):  # a ${VAR} is what the file says, not a secret: filled when calling
         remember(unquote(password), user=unquote(username or ""))
         remember(password)
     for name, value in parse_qsl(parts.query, keep_blank_values=False):
-        if _SECRET_PARAM.search(name):
+        if SECRET_NAME.search(name) and not ENV.fullmatch(value):
             remember(value)
+    for part in parts.path.split("/"):  # a webhook's key, a token in the path: what a key looks like
+        if looks_like_key(part) and not ENV.search(part):
+            remember(unquote(part))
+
+
+def looks_like_key(text: str) -> bool:
+    """Does ``text`` hold something shaped like a key: 20+ letters and digits in a row, mixing both."""
+    return any(re.search(r"[A-Za-z]", run) and re.search(r"[0-9]", run) for run in _KEY_RUN.findall(text))
 
 
 def secret_variable(name: str) -> bool:

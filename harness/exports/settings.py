@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import LiteralSecrets, option_problems, url_problems
 from harness.exports import TARGETS
 
 # the key of a TOML [export.TARGET] table that names where the export goes (the ``dest``), in the target's own words;
@@ -37,5 +38,9 @@ def export_settings(target: str, table: dict[str, Any] | None) -> tuple[str | No
         raise GraceError(f"[export.{target}]: give dest or {key}, not both")
     dest = dest if dest is not None else own
     if dest is not None and not isinstance(dest, str):
-        raise GraceError(f"[export.{target}]: {key} must be a string, got {dest!r}")
+        raise GraceError(f"[export.{target}]: {key} must be a string")  # not shown: it may hold a password
+    # a password in a tracking URI, a token among the options: from the environment, as ${VAR} (filled when exporting)
+    problems = [(key, text) for text in url_problems(dest or "", key)] + option_problems(options, f"[export.{target}]")
+    if problems:
+        raise LiteralSecrets(f"[export.{target}]", problems)
     return dest, options

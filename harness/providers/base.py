@@ -263,8 +263,9 @@ class Provider(ABC):
     def __init__(self, spec: ModelSpec):
         from harness.core import secrets
 
-        self.spec = spec
+        self.spec = _with_environment(spec)
         # the secrets this provider (or its SDK) may read, masked in everything grace writes or prints from now on
+        spec = self.spec
         secrets.remember(spec.api_key)
         for env in [spec.api_key_env, *type(self).key_envs]:  # a plugin's key variable may have any name
             if env:
@@ -301,6 +302,22 @@ class Provider(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 (an optional hook)
         """Release network clients; called once when the run ends."""
+
+
+def _with_environment(spec: ModelSpec) -> ModelSpec:
+    """The spec a provider calls with: its ``base_url`` (and replicas) and options with each ``${VAR}`` filled from
+    the environment, the values remembered as secrets. The runner keeps the spec as written, so run.json and the
+    cache key hold ``${VAR}`` (harness.core.literal_secrets); an http: table fills its own when calling."""
+    from dataclasses import replace
+
+    from harness.core.literal_secrets import fill_env, fill_env_in, uses_env
+
+    if not uses_env([spec.base_url, spec.replicas, {k: v for k, v in spec.options.items() if k != "http"}]):
+        return spec
+    where = f"{spec.name}: base_url"
+    return replace(spec, base_url=fill_env(spec.base_url, where, url=True) if spec.base_url else spec.base_url,
+                   replicas=[fill_env(u, where, url=True) for u in spec.replicas],
+                   options=fill_env_in(spec.options, f"{spec.name}: options", skip=("http",)))
 
 
 def ensure_ready(provider: Provider, who: str, *, ready: bool = True) -> None:

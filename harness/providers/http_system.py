@@ -22,11 +22,13 @@ filled with ``{{question}}``, ``{{question_id}}``, ``{{articles}}`` and
 ``{{messages}}``; a value that is exactly one placeholder becomes that JSON value
 (the articles as ``[{"id", "title", "text", "score"}]``, the messages as grace
 would send them), one inside a longer string becomes text. Replies are read with
-JMESPath (the path syntax the AWS CLI uses), not a hand-written one. Headers get
-``${VAR}`` from the environment at call time only, so a secret is never in the
-spec, ``run.json``, a cache key or a cache row; the templates (with ``${VAR}``
-unexpanded), the URL and the paths are part of the cache key, so changing what is
-asked or read re-asks. Failures map to the same error kinds as grace's own
+JMESPath (the path syntax the AWS CLI uses), not a hand-written one. Headers and
+the URL get ``${VAR}`` from the environment at call time only, so a secret is
+never in the spec, ``run.json``, a cache key or a cache row; a value that may be a
+secret written out in the table is refused, whatever its header or parameter is
+called (:mod:`harness.core.literal_secrets`; ``not_secret`` names the ones that
+are not). The templates (with ``${VAR}`` unexpanded), the URL and the paths are
+part of the cache key, so changing what is asked or read re-asks. Failures map to the same error kinds as grace's own
 providers (:mod:`harness.providers.http_errors`): a 429 waits for
 ``Retry-After``, a 5xx is retried, a refused key stops the model. A reply that is
 not JSON, or where a path matches nothing, is an error row that says which path
@@ -48,16 +50,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import ENV, PLACEHOLDER, LiteralSecrets, fill_env, header_problem, url_problems
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request
 
-PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*\}\}")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a header value may hold tabs, never a line break
 PLACES = ("question", "question_id", "articles", "messages")
-ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 DEFAULT_BODY = {"question": "{{question}}", "question_id": "{{question_id}}"}
 MAX_REPLY_MB = 4.0  # a reply (its body) longer than this, in MB, is an error row: raise max_reply_mb per model
-# header names whose value is a secret: written literally in the TOML it would reach run.json
-_SECRET_HEADER = re.compile(r"authorization|api[-_]?key|token|secret|password|cookie", re.IGNORECASE)
 
 
 class HttpTable(BaseModel):
@@ -68,6 +67,8 @@ class HttpTable(BaseModel):
     url: str | None = None  # required unless the spec is http:URL
     method: Literal["POST", "PUT", "GET"] = "POST"
     headers: dict[str, str] = {}  # ${VAR} filled from the environment when calling
+    # header and query parameter names whose values are no secret: written out, recorded as written
+    not_secret: list[str] = []
     body: Any = None  # JSON template (a table); default {"question": "{{question}}", "question_id": "{{question_id}}"}
     answer: str = "answer"  # JMESPath to the answer text
     citations: str | None = None  # JMESPath to the cited IDs (None: read [ID: x] from the answer text)
@@ -94,6 +95,8 @@ def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
             key = ".".join(str(p) for p in err["loc"])
             if err["type"] == "extra_forbidden":
                 lines.append(f"{where}: unknown key 'http.{key}'; known: {', '.join(HttpTable.model_fields)}")
+            elif err["loc"][0] in ("headers", "url"):  # never shown: it may be a secret
+                lines.append(f"{where}: key 'http.{key}': {err['msg']}")
             else:
                 lines.append(f"{where}: key 'http.{key}': {err['msg']}, got {err.get('input')!r}")
         raise GraceError("\n".join(lines)) from None
@@ -107,20 +110,27 @@ def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
         compile_path(getattr(checked, key), f"{where}: key 'http.{key}'")
     check_template(checked.body if checked.body is not None else DEFAULT_BODY, f"{where}: key 'http.body'")
     check_template(url, f"{where}: key 'http.url'")
+    plain = {n.lower() for n in checked.not_secret}
+    if "@" in url.partition("://")[2].split("/", 1)[0] and any(h.lower() == "authorization" for h in checked.headers):
+        raise GraceError(f"{where}: key 'http.url' holds a user and password (user:password@), which are sent as the "
+                         "Authorization header, and 'http.headers' sets Authorization too; keep one of them")
+    problems = [("url", text) for text in url_problems(url, "http.url", plain)]
     for name, value in checked.headers.items():
         check_template(value, f"{where}: key 'http.headers.{name}'", allowed=())
         if _CONTROL.search(value) or _CONTROL.search(name):
             raise GraceError(f"{where}: header {name!r} holds a line break or another control "
                              "character, which would end the header and start another; write the value on one line")
-        if _SECRET_HEADER.search(name) and not ENV.search(value):
-            raise GraceError(f"{where}: header {name!r} is written out in the file, and would be recorded in run.json; "
-                             f"put it in an environment variable and write {name} = \"... ${{VAR}}\"")
+        problem = header_problem(name, value, plain)
+        if problem:
+            problems.append((name, problem))
+    if problems:  # every one at once: a config with five written-out keys is fixed in one go
+        raise LiteralSecrets(where, problems)
     return checked.model_dump(exclude_defaults=True)
 
 
 def check_url(url: str, where: str) -> None:
-    if not url.startswith(("http://", "https://")):
-        raise GraceError(f"{where}: key 'http.url': {url!r} must start with http:// or https://")
+    if not url.startswith(("http://", "https://")):  # the URL is not shown: it may hold a password
+        raise GraceError(f"{where}: key 'http.url' must start with http:// or https://")
 
 
 def compile_path(expr: str | None, where: str) -> Any:
@@ -208,6 +218,22 @@ def _env(value: str, name: str) -> str:
     return filled
 
 
+def _userinfo(url: str) -> tuple[str, str | None]:
+    """The URL without its ``user:password@``, and that pair as a Basic ``Authorization`` header: sent as a header
+    by grace, since HTTP clients disagree on credentials in a URL (aiohttp refuses them beside httpx's own header)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    import base64
+
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    host = parts.netloc.rpartition("@")[2]
+    pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {pair}"
+
+
 async def refuse_other_origin(response: Any) -> None:
     """httpx response hook: a redirect to another origin (scheme, host or port) is refused, not followed.
 
@@ -259,7 +285,9 @@ class HttpSystem(Provider):
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
-        conf = read_http_table(type(self).config(spec), spec.name, spec.model)
+        # named without the URL's credentials and query: --model http:URL makes the URL its name
+        who = re.sub(r"\?\S*", "?...", re.sub(r"://[^/?#\s]*@", "://...@", spec.name))
+        conf = read_http_table(type(self).config(spec), who, spec.model)
         self.table = HttpTable.model_validate(conf)
         self.url = self.table.url or spec.model
         self.body = self.table.body if self.table.body is not None else DEFAULT_BODY
@@ -269,6 +297,7 @@ class HttpSystem(Provider):
         self._client: Any = None
 
     def check_ready(self) -> None:
+        fill_env(self.url, f"{self.spec.name}: http.url", url=True)
         for name, value in self.table.headers.items():
             _env(value, f"{self.spec.name}: {name}")
 
@@ -290,8 +319,11 @@ class HttpSystem(Provider):
         values, texts = self._values(request)
         from urllib.parse import quote
 
-        url = fill(self.url, values, {k: quote(v, safe="") for k, v in texts.items()})
+        url = fill_env(self.url, f"{self.spec.name}: http.url", url=True)  # before the question, which may hold ${...}
+        url, basic = _userinfo(fill(url, values, {k: quote(v, safe="") for k, v in texts.items()}))
         headers = {name: _env(value, f"{self.spec.name}: {name}") for name, value in self.table.headers.items()}
+        if basic:
+            headers["Authorization"] = basic
         if self._client is None:
             from harness.providers.transport import httpx_client  # aiohttp's pool when installed
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -47,6 +48,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import LiteralSecrets, option_problems, url_problems
 from harness.providers.base import ModelSpec
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 
@@ -217,6 +219,7 @@ _EXPECT = {
 _BOARD_EXPECT = {"run": "a [run] table", "models": "[[models]] tables (an array of tables)",
                  "export": "[export.TARGET] tables (e.g. [export.mlflow] with tracking_uri = \"...\")"}
 _MODEL_EXPECT = {"stop": "a string or an array of strings", "base_url": "a URL or an array of URLs (the model's replicas)"}
+_UNSHOWN = frozenset({"base_url", "options", "http", "params"})  # a wrong value here may be a secret: never echoed
 _TOML_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a float", dict: "a table", list: "an array"}
 
 
@@ -231,8 +234,12 @@ def _expected(err: dict[str, Any]) -> str:
     return _EXPECT.get(err["type"], err["msg"])
 
 
+def _type(value: Any) -> str:
+    return _TOML_TYPES.get(type(value), type(value).__name__)
+
+
 def _shown(value: Any) -> str:
-    return f"{json.dumps(value, default=str, ensure_ascii=False)} ({_TOML_TYPES.get(type(value), type(value).__name__)})"
+    return f"{json.dumps(value, default=str, ensure_ascii=False)} ({_type(value)})"
 
 
 def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect: dict[str, str] | None = None) -> list[str]:
@@ -261,7 +268,9 @@ def _problems(schema: type[BaseModel], table: dict[str, Any], label: str, expect
             text = (expect or {}).get(key) or _expected(err)
             if text not in wanted:
                 wanted.append(text)
-    out += [f"{label}: key '{key}' must be {' or '.join(wanted)}, got {_shown(table[key])}" for key, wanted in by_key.items()]
+    out += [f"{label}: key '{key}' must be {' or '.join(wanted)}"
+            + (f", got {_shown(table[key])}" if key not in _UNSHOWN else f", got {_type(table[key])}")
+            for key, wanted in by_key.items()]
     return out
 
 
@@ -290,10 +299,25 @@ def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None
     if "timeout" in entry:
         spec.timeout_s = float(entry["timeout"])
     spec.options = dict(entry.get("options", {}))
+    problems = _written_secrets(entry)
     if "http" in entry or spec.provider == "http":
-        _http_system(spec, entry, where)
+        try:
+            _http_system(spec, entry, where)
+        except LiteralSecrets as exc:
+            problems += exc.problems
+    if problems:
+        raise LiteralSecrets(where, problems)
     spec.citations = _citations(spec, entry.get("citations"), where, base)
     return spec
+
+
+def _written_secrets(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """The entry's values that must come from the environment (harness.core.literal_secrets): a credential in a
+    base_url, a secret among the provider's options; as (the key in the file, the problem)."""
+    urls = entry.get("base_url")
+    problems = [("base_url", text) for url in (urls if isinstance(urls, list) else [urls]) if isinstance(url, str)
+                for text in url_problems(url, "base_url")]
+    return problems + option_problems(entry.get("options") or {})
 
 
 def _citations(spec: ModelSpec, table: dict[str, Any] | None, where: str, base: Path | None) -> Any:
@@ -403,8 +427,27 @@ def load_config(path: Path) -> tuple[list[ModelSpec], dict[str, Any]]:
             problems += _problems(ModelTable, entry, f"{path}: [[models]] #{i}", _MODEL_EXPECT)
     if problems:
         raise GraceError("\n".join(problems))
-    models = [model_from_table(m, f"{path}: [[models]] #{i}", path.resolve().parent) for i, m in enumerate(entries, 1)]
+    models, written = [], []
+    for i, entry in enumerate(entries, 1):
+        try:
+            models.append(model_from_table(entry, f"{path}: [[models]] #{i}", path.resolve().parent))
+        except LiteralSecrets as exc:  # every model's, at once, each at its line of the file
+            written += [_at_line(path, i, key, f"[[models]] #{i}: {text}") for key, text in exc.problems]
+    if written:
+        raise GraceError("\n".join(written))
     return models, dict(run)
+
+
+def _at_line(path: Path, model: int, key: str, text: str) -> str:
+    """``text`` prefixed by ``path:LINE:``, the line of the ``model``-th ``[[models]]`` entry where ``key`` is set (as
+    ``key =`` or ``"key" =``); ``path:`` alone when it cannot be found (an inline table spanning lines, say)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    starts = [n for n, line in enumerate(lines) if re.match(r"\s*\[\[\s*models\s*\]\]", line)]
+    first = starts[model - 1] if len(starts) >= model else 0
+    last = starts[model] if len(starts) > model else len(lines)
+    setting = re.compile(r"""(?:^|[\s{,])["']?""" + re.escape(key) + r"""["']?\s*=""")
+    line = next((n + 1 for n in range(first, last) if setting.search(lines[n])), None)
+    return f"{path}:{line}: {text}" if line else f"{path}: {text}"
 
 
 def load_export_tables(path: Path) -> dict[str, dict[str, Any]]:

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import url_problems
 from harness.providers.base import ModelSpec, Provider, ensure_ready
 
 if TYPE_CHECKING:  # the engine loads with the calls: a command's --help imports none of it
@@ -81,6 +82,10 @@ def apply_model_options(spec: ModelSpec, options: ModelOptions | None) -> ModelS
         spec.options["json_mode"] = options.json_mode
     if options.base_url:
         urls = list(dict.fromkeys(u.strip() for u in options.base_url.split(",") if u.strip()))  # several: replicas
+        written = [text for url in urls for text in url_problems(url, "--base-url")]  # recorded: no credential in it
+        if written:
+            raise GraceError("\n".join(f"{spec.name}: {text} (on a command line, in single quotes: the shell leaves "
+                                       "${VAR} to grace)" for text in written))
         spec.base_url = urls[0] if urls else None
         spec.replicas = urls if len(set(urls)) > 1 else []
     if options.api_key_env:

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.core import secrets
 from harness.core.errors import GraceError
+from harness.core.literal_secrets import fill_env, fill_env_in
 from harness.exports import Exported, ExportFailed, pinned, target_function
 from harness.exports.settings import check_targets, export_settings
 from harness.run_folder import RunDir
@@ -125,9 +126,11 @@ def _attempt(folder: RunDir, target: str, dest: str | None, options: dict[str, A
     for name, value in options.items():
         if isinstance(value, str) and secrets.secret_variable(name):
             secrets.remember(value)
+    # recorded as given, ${VAR} and all (so --retry fills them again); the target gets them filled
     record = ExportRecord(target=target, dest=dest, options=options, ok=False, by=by, at=now())
     try:
-        done = target_function(target)(folder, dest, dict(options))
+        filled = fill_env(dest, f"{target} export: dest", url=True) if dest else dest
+        done = target_function(target)(folder, filled, fill_env_in(dict(options), f"{target} export: option"))
     except GraceError as exc:
         _record(folder, record.model_copy(update={"error": str(exc), "at": now()}))
         raise

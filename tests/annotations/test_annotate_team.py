@@ -268,3 +268,35 @@ def test_an_open_team_takes_anyone_named_and_reviewers_decide(tmp_path):
         assert summary["gold"] == 5 and summary["disagree"] == 1
     finally:
         t.close()
+
+
+def test_names_that_differ_only_in_case_are_refused(tmp_path):
+    """alice and ALICE would write labels/alice.csv and labels/ALICE.csv: one file on macOS or Windows."""
+    kb = make_kb(tmp_path)
+    q = write_questions(tmp_path / "q.csv", 6)
+    runner = CliRunner()
+    for team, reviewers in (("alice,ALICE", None), ("alice,bob", "Alice"), ("alice,bob", "dana,DANA")):
+        args = ["annotate", str(kb), "--questions", str(q), "--out", str(tmp_path / "t"), "--no-browser", "--team", team]
+        res = runner.invoke(cli, args + (["--reviewers", reviewers] if reviewers else []))
+        assert isinstance(res.exception, GraceError), (team, reviewers, res.output)
+        assert "differ only in case" in str(res.exception) and "spell each name one way" in str(res.exception)
+        assert not (tmp_path / "t").exists()
+    # the same spelling as team member and reviewer is one person
+    TeamSession.open(load_kb(kb), tmp_path / "same", questions=q, people="alice,bob", reviewers="alice").close()
+
+    # a team open to anyone: whoever names themself as someone already there, in another case, is refused
+    t = TeamSession.open(load_kb(kb), tmp_path / "open", questions=q, people="any")
+    try:
+        app = TeamApp(t, load_kb(kb).retriever(), k=5)
+        app.post("/api/label", label_as("carol", "q1") | {"who": "zoe"})
+        with pytest.raises(PersonRejected, match=r"'Zoe' differs from 'zoe'.*name yourself 'zoe'"):
+            app.post("/api/label", label_as("bob", "q1") | {"who": "Zoe"})
+    finally:
+        t.close()
+    again = TeamSession.open(load_kb(kb), tmp_path / "open")  # after a restart: known from the label files
+    try:
+        with pytest.raises(PersonRejected, match="differs from 'zoe'"):
+            TeamApp(again, load_kb(kb).retriever(), k=5).get("/api/state", {"who": ["ZOE"]})
+        assert [p.name for p in (tmp_path / "open" / "labels").glob("*.csv")] == ["zoe.csv"]
+    finally:
+        again.close()
