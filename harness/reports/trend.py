@@ -97,8 +97,8 @@ class TrendPoint(BaseModel):
     n: int  # responses behind the figure
     n_questions: int  # distinct questions behind it
     value: float | None  # the metric (accuracy or strict accuracy), on every question or on the category's
-    # its 95% CI: the bootstrap over questions (a category: the Wilson score interval, as the report's); None with
-    # --bootstrap 0
+    # its 95% CI, the report's: accuracy's the Wilson score interval over the questions (a citation figure's, a mean,
+    # a bootstrap's); None with --bootstrap 0
     ci95: list[float] | None
     change: TrendChange | None = None  # against the model's previous point; None for its first, or not testable
     note: str | None = None  # why there is no change test, when there is a previous point

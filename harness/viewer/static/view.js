@@ -193,7 +193,7 @@
     const plots = el("div", { class: "plots" }, ...data.plots.map((plot) =>
       el("figure", {}, el("img", { src: plotSrc(rid, plot.name), alt: `${plot.name} plot`, "data-plot": plot.name }),
         plot.caption ? el("figcaption", { class: "muted small" }, plot.caption) : null)));
-    const suspects = data.suspects ? el("p", {}, `${data.suspects} gold label(s) contradicted by most models: `,
+    const suspects = data.suspects ? el("p", {}, `${data.suspects} gold label(s) contradicted by most models that are not baselines: `,
       link("show them in the grid", "questions", { runs: rid, suspect: "1" })) : null;
     setMain(
       section("Leaderboard", el("div", { class: "actions" }, "Run ", picker),
