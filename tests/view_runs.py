@@ -1,8 +1,9 @@
 """Two runs for the ``grace view`` tests, made as a user makes them: ``grace kb build``, ``grace run`` against the
 fake OpenAI server (a different behaviour in run B), the offline baselines beside it, and a spot-check of run B.
 
-Hostile text is planted where a real run can carry it: an article title and an article text with markup, and a
-model answer with a script and an image that would run if any page used innerHTML. One gold label is wrong on
+Hostile text is planted where a real run can carry it: an article title and an article text with markup (and
+Markdown: the text's bold is drawn bold, its HTML as text), and a model answer with a script and an image that would
+run if any page used innerHTML. One gold label is wrong on
 purpose (q2 asks about sick leave, labelled with the parental-leave article), so the label audit flags it.
 """
 
@@ -29,7 +30,7 @@ ARTICLES = [
     ("1", "Sick leave", "Ten days of paid sick leave per year; a doctor's note after three days."),
     ("2", "Parental leave", "Sixteen weeks of parental leave, paid in full."),
     ("3", "Booking travel", "Book flights and hotels in the travel portal, economy class only."),
-    ("4", TITLE_XSS, "Submit receipts for expense claims within 30 days. <script>window.__pwned='text'</script>"),
+    ("4", TITLE_XSS, "**Submit receipts** for expense claims within 30 days. <script>window.__pwned='text'</script>"),
     ("5", "Per diem", "The meal per diem is 45 EUR a day on business trips."),
     ("6", "Remote work", "Working remotely from another country needs approval from security."),
 ]

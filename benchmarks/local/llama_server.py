@@ -47,7 +47,8 @@ def find_python_and_gguf() -> tuple[str, Path]:
         raise LlamaServerUnavailable(f"cannot run {python}: {exc}") from exc
     has_llama, pkg_dir = (out.splitlines() + ["", ""])[:2]
     if has_llama != "1":
-        raise LlamaServerUnavailable(f"{python} has no llama_cpp.server (pip install 'llama-cpp-python[server]')")
+        raise LlamaServerUnavailable(f"{python} has no llama_cpp.server (CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install "
+                                     "'llama-cpp-python[server]'; see docs/how-to/local-models.md)")
     if env_gguf := os.environ.get("GRACE_GGUF"):
         gguf = Path(env_gguf)
     else:

@@ -45,7 +45,7 @@ SHOWN_PROBLEMS = 20  # malformed lines and unmatched records printed; the files 
 @click.option("--force", is_flag=True, help="Replace a run already in --out (its responses kept as .bak).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
-              help="Bootstrap resamples for the 95% confidence intervals; 0 to skip.")
+              help="Bootstrap resamples for the 95% intervals of means (a share such as accuracy gets Wilson's interval); 0: no intervals.")
 def import_logs(logs: Path, kb_dir: Path, out_dir: Path, gold_path: Path | None, fields: tuple[str, ...],
                 mapping: Path | None, citations: str, reads: str, citation_map: Path | None,
                 rewrite: tuple[str, ...], default_model: str, max_line_mb: float, force: bool, seed: int,

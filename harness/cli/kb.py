@@ -339,7 +339,7 @@ def resolve(kb_dir: Path, references: tuple[str, ...], mapping: Path | None, rew
 @click.option("--embedder", "embedders", multiple=True,
               help="Retriever to evaluate (default: the KB's); repeat to compare several side by side, e.g. --embedder bm25 --embedder bm25f.")
 @click.option("--show-misses", default=20, show_default=True, help="How many missed questions to list per retriever.")
-@click.option("--bootstrap", default=2000, show_default=True, help="Bootstrap resamples of questions for the 95% intervals (0: none).")
+@click.option("--bootstrap", default=2000, show_default=True, help="Bootstrap resamples of questions for MRR's 95% interval (recall@k, a share, gets Wilson's); 0: no intervals.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resamples.")
 @click.option("--json", "json_out", type=click.Path(path_type=Path), help="Also write the results (per retriever, with intervals and misses) to this JSON file.")
 @click.option("--retrieved", "retrieved_file", type=click.Path(path_type=Path), help="Also evaluate your own retriever's rankings (grace kb search --out format).")

@@ -22,7 +22,7 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
               help="Folder for scores.jsonl and report.json (default: the responses file's folder).")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--bootstrap", "n_bootstrap", default=2000, show_default=True,
-              help="Bootstrap resamples (of questions) for the 95% confidence intervals; 0 to skip.")
+              help="Bootstrap resamples (of questions) for the 95% intervals of means such as citation F1 (a share such as accuracy gets Wilson's interval); 0: no intervals.")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Processes sharing a large responses file (default: one per core, up to 8, above 32 MB).")
 @click.option("--machine-gold", "machine_gold", type=click.Path(path_type=Path, dir_okay=False), default=None,

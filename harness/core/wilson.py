@@ -6,7 +6,10 @@ question [0%, 0%] or [100%, 100%], which says "certain" where the data says
 almost nothing. Wilson's interval (Wilson 1927; Agresti & Coull 1998) inverts the
 score test, so it has close to its nominal coverage from n = 1 up, never leaves
 [0, 1], and always contains the observed share; at large n it meets the
-bootstrap's. It is what per-category accuracy reports (a slice is often small).
+bootstrap's. Every share of independent questions the report gives an interval
+(accuracy, per category too; a citation hit rate; recall@k; a spot-check's
+hallucination rate) takes it; a mean of per-answer figures that are not 0 or 1
+(citation F1, MRR, groundedness) keeps the bootstrap (docs/concepts/statistics.md).
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import math
 Z95 = 1.959963984540054  # the standard normal's 97.5th percentile
 
 
-def wilson_interval(share: float, n: int, z: float = Z95) -> list[float] | None:
-    """``[low, high]`` of the 95% Wilson score interval of ``share`` observed over ``n`` units; None when n is 0.
+def wilson_interval(share: float | None, n: int, z: float = Z95) -> list[float] | None:
+    """``[low, high]`` of the 95% Wilson score interval of ``share`` observed over ``n`` units; None when n is 0 or
+    there is no share.
 
     ``share`` may be fractional (a question asked several times counts once, at its share of hits)."""
-    if n <= 0:
+    if n <= 0 or share is None:
         return None
     p = min(1.0, max(0.0, share))
     z2 = z * z

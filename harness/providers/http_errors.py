@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -193,17 +194,77 @@ def _mro_names(exc: BaseException) -> list[str]:
     return [cls.__name__ for cls in type(exc).__mro__]
 
 
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from (its cause, else its context), a short chain."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen and len(seen) < 12:
+        seen.add(id(at))
+        yield at
+        at = at.__cause__ or at.__context__
+
+
+def _where(chain: list[BaseException]) -> str | None:
+    """``host:port`` of the failed connection: aiohttp's error says it, an httpx error's request has its URL."""
+    for e in chain:
+        host, port = getattr(e, "host", None), getattr(e, "port", None)
+        if isinstance(host, str) and isinstance(port, int):
+            return f"{host}:{port}"
+    for e in chain:
+        try:
+            url = e.request.url  # type: ignore[attr-defined]  # httpx's and the SDKs' errors; raises without one
+        except (AttributeError, RuntimeError):
+            continue
+        if getattr(url, "host", None):
+            return f"{url.host}:{url.port or {'https': 443, 'http': 80}.get(url.scheme, '')}".rstrip(":")
+    return None
+
+
+def _reason(chain: list[BaseException]) -> str:
+    names = {name for e in chain for name in _mro_names(e)}
+    tls = [e for e in chain if isinstance(e, ssl.SSLError)]
+    if tls or names & {"ClientSSLError", "ClientConnectorCertificateError"}:
+        why = (getattr(tls[-1], "reason", None) or getattr(tls[-1], "verify_message", None)) if tls else None
+        if why == "WRONG_VERSION_NUMBER":  # an https:// URL for a server that speaks plain http
+            return "the TLS handshake failed: the server does not speak TLS there (an http:// URL?)"
+        return f"the TLS handshake failed ({why or 'see the server certificate'})"
+    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "Connection refused" in " ".join(map(str, chain)):
+        return "connection refused (nothing listens on that port)"
+    if any(type(e).__name__ == "gaierror" for e in chain) or "Name or service not known" in " ".join(map(str, chain)):
+        return "the host name could not be resolved"
+    if "ServerDisconnectedError" in names or "RemoteProtocolError" in names:
+        return "the server closed the connection before it answered"
+    if any(isinstance(e, ConnectionResetError) for e in chain):
+        return "the connection was reset"
+    if any(isinstance(e, (TimeoutError, asyncio.TimeoutError)) for e in chain):
+        return "no answer to the connection attempt"
+    os_error = next((e for e in chain if isinstance(e, OSError) and e.strerror), None)
+    if os_error is not None:
+        return str(os_error.strerror).rstrip(".").lower()
+    return "the connection could not be made or was lost"
+
+
+def connection_failure(exc: BaseException) -> str:
+    """A failed connection in grace's words, whichever transport failed: ``connection to 127.0.0.1:8080 failed:
+    connection refused (nothing listens on that port)``. aiohttp's own words name its SSL setting
+    (``ssl:default``) even for a plain http:// URL, and httpx's say only "All connection attempts failed"; this
+    says where and why."""
+    chain = list(_chain(exc))
+    where = _where(chain)
+    return f"connection to {where} failed: {_reason(chain)}" if where else f"connection failed: {_reason(chain)}"
+
+
 def from_transport(exc: BaseException) -> ProviderError | None:
     """Timeouts and connection failures raised below the SDK (or by an SDK without wrapping)."""
     if aiohttp_kind(exc) == "connection":
-        return ProviderError("connection", f"connection failed: {exc.__cause__ or exc!r}", retryable=True)
+        return ProviderError("connection", connection_failure(exc), retryable=True)
     names = _mro_names(exc)
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) or any(
         part in name for name in names for part in _TIMEOUT_NAMES
     ):
         return ProviderError("timeout", f"request timed out: {exc!r}", retryable=True)
     if isinstance(exc, ConnectionError) or any(name in _CONNECTION_NAMES for name in names):
-        return ProviderError("connection", f"connection failed: {exc!r}", retryable=True)
+        return ProviderError("connection", connection_failure(exc), retryable=True)
     if isinstance(exc, ValueError) and ("JSONDecodeError" in names or "UnknownApiResponseError" in names):
         return bad_response(f"response body is not valid JSON: {exc}")
     return None
@@ -236,11 +297,11 @@ def stainless_errors(sdk: Any, timeout_s: float) -> AbstractContextManager[None]
             message = getattr(exc, "api_message", None) or exc.message
             return from_status(exc.status_code, message, headers=exc.response.headers, body=exc.body)
         if isinstance(exc, sdk.APITimeoutError) and aiohttp_kind(exc.__cause__ or exc) == "connection":
-            return ProviderError("connection", f"connection failed: {exc.__cause__.__cause__}", retryable=True)
+            return ProviderError("connection", connection_failure(exc), retryable=True)
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError("timeout", f"request timed out after {timeout_s}s", retryable=True)
         if isinstance(exc, sdk.APIConnectionError):
-            return ProviderError("connection", f"connection failed: {exc.__cause__ or exc}", retryable=True)
+            return ProviderError("connection", connection_failure(exc), retryable=True)
         if isinstance(exc, (sdk.APIResponseValidationError, json.JSONDecodeError)):
             return bad_response(f"unparseable response: {exc}")
         return None

@@ -157,7 +157,8 @@ COLUMNS: list[Column] = [
            "as narrow as the PPI one.", when=_ppi_shown),
     Column("accuracy", "Accuracy ± 95% CI", lambda m: pct_ci(m.accuracy, m.accuracy_ci95),
            legend="Accuracy: share of responses that cite the expected article, or refuse when the question must be "
-           "refused (lenient extraction); the interval is a 95% bootstrap CI."),
+           "refused (lenient extraction); the interval is the 95% Wilson score interval over the questions (honest at 0% "
+           "and 100% too, where it is not a point)."),
     Column("strict", "Strict acc.", lambda m: pct(m.strict_accuracy), drop=3,
            legend="Strict acc.: the same with strict citation extraction only; a large gap means the model's citation "
            "format is sloppy."),
@@ -199,7 +200,8 @@ COLUMNS: list[Column] = [
            legend="Cit. F1: the mean per-answer F1 of citation precision and recall, with a 95% bootstrap CI.",
            when=citations_shown),
     Column("cit_hit", "Hit rate ± 95% CI", _cit("hit_rate"), drop=13,
-           legend="Hit rate: answerable questions whose answer cites at least one acceptable article.",
+           legend="Hit rate: answerable questions whose answer cites at least one acceptable article, with a 95% Wilson "
+           "score interval.",
            when=citations_shown),
     Column("cit_unmapped", "Unmapped", unmapped_cell, drop=10,
            legend="Unmapped: the references that resolved to no KB article, of all the references cited (each "

@@ -32,7 +32,7 @@ HTML_SCHEMA_VERSION = 1
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 CAPTIONS = {
-    "accuracy": "Each bar is a model's accuracy; the black whisker is its 95% bootstrap confidence interval and the "
+    "accuracy": "Each bar is a model's accuracy; the black whisker is its 95% (Wilson) confidence interval and the "
     "orange diamond its strict-extraction accuracy. Overlapping whiskers suggest two models may not really differ; "
     "the significance letters in the leaderboard are the proper paired test.",
     "pareto": "Each point is a model, with its 95% CI as a vertical line. Up is more accurate, left is cheaper. "

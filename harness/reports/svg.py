@@ -8,6 +8,7 @@ through :func:`esc`: model names and article titles are untrusted text.
 from __future__ import annotations
 
 import math
+import unicodedata
 from html import escape
 
 from harness.run_folder.outcome_table import OUTCOME_KINDS, OUTCOME_TABLE
@@ -38,6 +39,56 @@ def fmt(v: float) -> str:
 def truncate(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# glyph widths in em, each class's widest in DejaVu Sans (the widest of the usual sans-serif fonts, and what the
+# FONT stack falls back to on Linux): text sized with them fits wherever it is drawn, at the cost of a little room
+_EM = {**dict.fromkeys("'ijlIJ .,·/:;\\|", 0.34), **dict.fromkeys("f-()[]t!r", 0.42),
+       **dict.fromkeys("ABCDEFGHKLNOPQRSTUVXYZ&▼▲", 0.79), **dict.fromkeys("mwMW%@#+<=>^~…—", 1.0)}
+
+
+def text_width(content: str, size: float, bold: bool = False) -> float:
+    """The width ``content`` takes at ``size`` px, at most: what a gutter or a line break must allow for, where
+    :data:`CHAR_W`'s average under-counts a label of wide letters. Other ASCII is 0.64 em; wide (CJK) glyphs 1 em;
+    bold (font-weight 600 and up) up to 18% wider, glyph for glyph."""
+    return size * sum(_em(ch) for ch in content) * (1.18 if bold else 1.0)
+
+
+def _em(ch: str) -> float:
+    if ch in _EM:
+        return _EM[ch]
+    if ch.isascii():
+        return 0.64
+    return 1.0 if unicodedata.east_asian_width(ch) in ("W", "F") else 0.8
+
+
+def wrap(content: str, size: float, width: float, max_lines: int, bold: bool = False) -> list[str]:
+    """``content`` broken at spaces into lines of at most ``width`` px (by :func:`text_width`), a word too long for
+    a line cut where it must; past ``max_lines`` the last line ends with "…"."""
+    def fits(line: str) -> bool:
+        return text_width(line, size, bold) <= width
+
+    lines: list[str] = []
+    line = ""
+    for word in " ".join(str(content).split()).split(" "):
+        joined = f"{line} {word}" if line else word
+        if fits(joined):
+            line = joined
+            continue
+        if line:
+            lines.append(line)
+        while not fits(word):  # a path or an ID with no space in it
+            cut = next((i for i in range(len(word) - 1, 0, -1) if fits(word[:i])), 1)
+            lines.append(word[:cut])
+            word = word[cut:]
+        line = word
+    lines.append(line)
+    if len(lines) > max_lines:
+        last = lines[max_lines - 1]
+        while last and not fits(last + "…"):
+            last = last[:-1]
+        lines = lines[:max_lines - 1] + [last.rstrip() + "…"]
+    return lines
 
 
 def label_width(labels: list[str], limit: int, floor: float = 60) -> float:
@@ -117,12 +168,13 @@ class Scale:
 
 
 def legend(
-    items: list[tuple[str, str]], x: float, y: float, max_width: float, *, shape: str = "rect"
+    items: list[tuple[str, str]], x: float, y: float, max_width: float, *, shape: str = "rect", wide: bool = False
 ) -> tuple[str, float]:
-    """A wrapping row of swatches; returns the SVG and the height it used."""
+    """A wrapping row of swatches; returns the SVG and the height it used. ``wide``: size the labels by
+    :func:`text_width` (never past ``max_width``), not the average glyph."""
     parts, cx, cy = [], x, y
     for label, color in items:
-        w = 16 + len(label) * CHAR_W + 14
+        w = 16 + (text_width(label, 11.5) if wide else len(label) * CHAR_W) + 14
         if cx + w > x + max_width and cx > x:
             cx, cy = x, cy + 18
         if shape == "circle":

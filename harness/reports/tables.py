@@ -344,7 +344,10 @@ def label_suspects_section(inputs: ReportInputs) -> str:
     kinds = ", ".join(f"{escape(k)} {n}" for k, n in block.by_kind.items())
     cmd = (f"grace annotations audit {gold_path} --kb {kb_path} --run {inputs.out_dir} --out suspects.csv && "
            f"grace annotate {kb_path} --from-gold {gold_path} --only suspects.csv")
-    return ('<p class="caption">Gold labels that most models contradict. A wrong label is read as a model error by '
+    who = (f"most of the {len(block.models)} models that are not baselines (" + ", ".join(map(escape, block.models))
+           + "; the retrieval baselines all cite one retriever's top article, one opinion, so they are not counted)"
+           if block.models else "most models")
+    return (f'<p class="caption">Gold labels that {who} contradict. A wrong label is read as a model error by '
             "every row of this report, so check these before trusting small differences. "
             f"{block.n} in all ({kinds}).</p>"
             + table(["Question", "Text", "Gold", "Models say", "Rule", "Why"], rows)

@@ -33,7 +33,20 @@ from pydantic import BaseModel, Field
 from harness.core.errors import GraceError
 from harness.core.wilson import wilson_interval
 from harness.reports.leaderboard import ci, number
-from harness.reports.svg import GRID, INK, Scale, document, esc, fmt, legend, line, text, truncate
+from harness.reports.svg import (
+    GRID,
+    INK,
+    Scale,
+    document,
+    esc,
+    fmt,
+    legend,
+    line,
+    text,
+    text_width,
+    truncate,
+    wrap,
+)
 from harness.run_folder.report import ModelReport, Report
 from harness.scoring.run_comparison import RunHits, compare_sides
 
@@ -97,8 +110,8 @@ class TrendPoint(BaseModel):
     n: int  # responses behind the figure
     n_questions: int  # distinct questions behind it
     value: float | None  # the metric (accuracy or strict accuracy), on every question or on the category's
-    # its 95% CI: the bootstrap over questions (a category: the Wilson score interval, as the report's); None with
-    # --bootstrap 0
+    # its 95% CI, the report's: accuracy's the Wilson score interval over the questions (a citation figure's, a mean,
+    # a bootstrap's); None with --bootstrap 0
     ci95: list[float] | None
     change: TrendChange | None = None  # against the model's previous point; None for its first, or not testable
     note: str | None = None  # why there is no change test, when there is a previous point
@@ -348,6 +361,11 @@ def _only(hits: RunHits, keep: set[str]) -> RunHits:
 
 PLOT_H = 260.0
 NAME_LIMIT = 28
+RUN_LABEL = 10.5  # px, the runs' labels under the axis
+SLANT_X, SLANT_Y = math.cos(math.radians(35)), math.sin(math.radians(35))  # a slanted label's reach across and down
+ASCENT, DESCENT = 0.76, 0.24  # em above and below the baseline (DejaVu Sans), which the slant turns outward too
+SUBTITLE = ("95% CI bars; ▼ ▲ a significant drop or rise since the model's previous run (McNemar exact, "
+            "p < 0.05)")
 
 
 def _pct(v: float) -> str:
@@ -372,25 +390,35 @@ def trend_chart(trend: Trend) -> str | None:
     order = {r.id: i for i, r in enumerate(trend.runs)}
     n = len(trend.runs)
     labels = _run_labels(trend.runs)
-    longest = max((len(v) for v in labels.values()), default=4)
     step = max(42.0, min(96.0, 720.0 / max(n, 1)))
     plot_w = max(480.0, step * n)
     step = plot_w / max(n, 1)
-    # the first run's label slants down to the left (-35 degrees): room for it
-    left, right = max(58.0, longest * 5.8 * 0.82 - step / 2 + 6), 24.0
+    # each run's label slants down to the left (-35 degrees) from its tick: room for the first ones on the left,
+    # for the longest below (text_width: an upper bound, so no font draws past the edge)
+    run_w = {r.id: text_width(labels[r.id], RUN_LABEL) for r in trend.runs}
+    reach = max((SLANT_X * run_w[r.id] + SLANT_Y * ASCENT * RUN_LABEL - step * (order[r.id] + 0.5)
+                 for r in trend.runs),
+                default=0.0)
+    left, right = max(58.0, reach + 4), 24.0
     width = left + plot_w + right
     what = METRICS[trend.metric]
     heading = f"{what.capitalize()} across runs" + (f" · category {trend.category}" if trend.category else "")
     heading += f" · gold {trend.gold_path or 'in memory'} ({trend.gold_hash[:12]})"
+    # the heading and the key to the marks wrap within the chart, never past its edge
+    room = width - left - 6
+    body = [text(left, 18 + 16 * i, part, size=13, weight="600", hover=heading)
+            for i, part in enumerate(wrap(heading, 13, room, 3, bold=True))]
+    y = 18 + 16 * (len(body) - 1) + 15
+    for part in wrap(SUBTITLE, 11, room, 3):
+        body.append(text(left, y, part, size=11, fill="#555"))
+        y += 14
     items = [(truncate(s.model, NAME_LIMIT), s.color) for s in series]
-    key, key_h = legend(items, left, 58, plot_w)
-    top = 58 + key_h + 6
+    key, key_h = legend(items, left, y + 11, plot_w, wide=True)
+    top = y + 11 + key_h + 6
     bottom = top + PLOT_H
     lo, hi = _y_range(series)
     ys = Scale(lo, hi, bottom, top)
-    body = [text(left, 18, truncate(heading, 120), size=13, weight="600", hover=heading),
-            text(left, 33, "95% CI bars; ▼ ▲ a significant drop or rise since the model's previous run "
-                 "(McNemar exact, p < 0.05)", size=11, fill="#555"), key]
+    body.append(key)
     for t in ys.ticks(5):
         body += [line(left, ys(t), left + plot_w, ys(t), GRID),
                  text(left - 6, ys(t) + 4, f"{t:.0%}", anchor="end", size=11, fill="#555")]
@@ -398,10 +426,10 @@ def trend_chart(trend: Trend) -> str | None:
     for r in trend.runs:
         x = left + step * (order[r.id] + 0.5)
         body += [line(x, bottom, x, bottom + 4, "#888"),
-                 text(x, bottom + 14, labels[r.id], anchor="end", size=10.5, fill="#444",
+                 text(x, bottom + 14, labels[r.id], anchor="end", size=RUN_LABEL, fill="#444",
                       hover=f"{r.id} · started {short_time(r.when)} UTC",
                       extra=f' transform="rotate(-35 {fmt(x)} {fmt(bottom + 14)})"')]
-    height = bottom + 24 + longest * 5.8 * 0.58
+    height = bottom + 14 + SLANT_Y * max(run_w.values(), default=0.0) + SLANT_X * DESCENT * RUN_LABEL + 6
     spread = min(6.0, step / (len(series) + 2))
     for k, s in enumerate(series):
         dx = (k - (len(series) - 1) / 2) * spread

@@ -207,8 +207,8 @@ class CitationScores(_Block):
     did it cite the gold), F1, ``hit`` (at least one right article cited), ``cit_correct`` (the share of its citations
     that exist, are reachable by the asker and, where a quote or a spot-check says, are supported) and ``coverage``
     (|cited and retrieved| / |retrieved|). Means over the answerable questions a model answered with a citation
-    (precision) or over all answerable questions (recall, F1, hit), each with a 95% bootstrap interval over
-    questions; cit_correct and coverage need no label, so they are means over every answer that cites (coverage:
+    (precision) or over all answerable questions (recall, F1, hit), each with a 95% interval over questions (the
+    hit rate, a share, Wilson's; the means, a bootstrap's); cit_correct and coverage need no label, so they are means over every answer that cites (coverage:
     that also says what was retrieved).
     """
 
@@ -226,7 +226,7 @@ class CitationScores(_Block):
     f1: Rate | None  # mean per-answer F1 of citation precision and recall
     f1_ci95: Interval | None  # [low, high], 95% bootstrap over questions
     hit_rate: Rate | None  # answers citing at least one acceptable article, over n_answers
-    hit_rate_ci95: Interval | None  # [low, high], 95% bootstrap over questions
+    hit_rate_ci95: Interval | None  # [low, high], the 95% Wilson score interval over the questions
     cit_correct: Rate | None  # mean over citing answers of the share of citations that exist, are reachable, supported
     coverage: Rate | None  # mean over citing answers with known retrieval of |cited and retrieved| / |retrieved|
     quotes_checked: Count = 0  # quoted spans checked against the article they cite (no model needed)
@@ -259,9 +259,11 @@ class ModelReport(_Block):
     n_questions: Count  # distinct gold questions answered
     repeats: Count  # distinct repeats scored (--repeats)
     accuracy: Rate | None  # None: an unlabelled run (Report.unlabelled says which figures are absent and why)
-    accuracy_ci95: Interval | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
+    # [low, high], the 95% Wilson score interval over the questions answered (never a point at 0% or 100%); None
+    # with --bootstrap 0
+    accuracy_ci95: Interval | None
     strict_accuracy: Rate | None  # accuracy when responses are read strictly (the prompt's exact format only)
-    # [low, high], 95% bootstrap over questions of strict_accuracy; None with --bootstrap 0
+    # [low, high], the 95% Wilson score interval of strict_accuracy over the questions; None with --bootstrap 0
     strict_accuracy_ci95: Interval | None
     outcomes: dict[str, Count]  # responses per outcome, read leniently
     strict_outcomes: dict[str, Count]  # responses per outcome, read strictly
@@ -435,9 +437,13 @@ class LabelSuspect(_Block):
 
 
 class LabelSuspects(_Block):
+    """The labels the run's independent models contradict: written only when at least two models that are not
+    grace's retrieval baselines voted (baselines cite the same retriever's top article: one opinion, not several)."""
+
     n: int  # gold labels flagged, in all
     by_kind: dict[str, int]  # how many of them each rule flagged
     top: list[LabelSuspect]  # the first few; 'grace annotations audit' lists them all
+    models: list[str] = Field(default_factory=list)  # the models whose votes counted (empty in an older report)
 
 
 # the per-model spot-check figures the report carries, in the report's key order: each typed once, in ModelSpot

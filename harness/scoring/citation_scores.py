@@ -3,7 +3,8 @@
 Only for a model with :class:`~harness.run_folder.run_records.CitationSettings` (read as references, or scored
 several citations per answer): the row pass keeps each answer's precision, recall, F1, hit, cit_correct and
 coverage in columns (:mod:`harness.scoring.row_pass`), and this module reduces them per model, with 95%
-bootstrap intervals over questions (the same resamples as accuracy's, :mod:`harness.core.bootstrap`), and
+intervals over questions (the means' by a bootstrap, :mod:`harness.core.bootstrap`, one set of resamples per set of
+questions; the hit rate, a share, by Wilson's score interval as accuracy's), and
 compares every two multi-citation models on per-question F1 (paired sign-flip test, Holm-corrected, as
 ``pairwise`` compares accuracy). A GRACE model gets none of this, so its report is what it was.
 """
@@ -17,6 +18,7 @@ import numpy as np
 
 from harness.core.bootstrap import ALPHA, bootstrap_cis
 from harness.core.hashing import file_hash
+from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CitationPair, CitationScores, Report
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.markers import PROBLEMS
@@ -72,9 +74,10 @@ def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: lis
         if answerable.any():
             rows = sel[answerable]
             answered, f1 = per_question(a["q"][rows], a["cit_f1"][rows], nq)
-            series = [per_question(a["q"][rows], a[k][rows].astype(np.float64), nq)[1] for k in ("cit_recall", "cit_hit")]
-            intervals.setdefault(answered.tobytes(), []).extend(
-                [(block, "recall_ci95", series[0]), (block, "f1_ci95", f1), (block, "hit_rate_ci95", series[1])])
+            recall = per_question(a["q"][rows], a["cit_recall"][rows].astype(np.float64), nq)[1]
+            intervals.setdefault(answered.tobytes(), []).extend([(block, "recall_ci95", recall), (block, "f1_ci95", f1)])
+            # the hit rate is a share of questions (hit or not): Wilson's interval, as accuracy's
+            block.hit_rate_ci95 = wilson_interval(block.hit_rate, int(answered.size)) if bootstrap > 0 else None
             f1_by_model[name] = answered, f1
         if precise.any():
             rows = sel[precise]
@@ -82,7 +85,7 @@ def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: lis
             intervals.setdefault(answered.tobytes(), []).append((block, "precision_ci95", precision))
         report.models[name].citations = block
         _warn(report, name, block, s)
-    # one bootstrap per set of questions, as accuracy's: every series over the same questions on the same resamples
+    # one bootstrap per set of questions: every series over the same questions on the same resamples
     for jobs in intervals.values():
         for (block, field, _), ci in zip(jobs, bootstrap_cis([x for _, _, x in jobs], bootstrap, seed), strict=True):
             setattr(block, field, ci)

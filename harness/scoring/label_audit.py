@@ -77,6 +77,17 @@ class Suspect:
                                               "voters", "kind", "check", "reason")}
 
 
+BASELINE_PROVIDER = "baseline"
+
+
+def independent_models(models: Sequence[str], providers: Mapping[str, str]) -> list[str]:
+    """The models whose votes are evidence apart from one another: not grace's retrieval baselines, which all cite
+    the retriever's top article, so that two of them agreeing is one opinion counted twice (the report's "labels
+    to check" counts only these). ``providers``: model name -> provider (run.json's); a model it does not name is
+    told by the provider part of its name (``baseline:top1``)."""
+    return [m for m in models if providers.get(m, m.split(":", 1)[0]) != BASELINE_PROVIDER]
+
+
 def _label(q: GoldLike) -> str:
     return REFUSE if q.must_refuse else ";".join(q.expected_citations)
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.hashing import FileHashInThread, file_hash
 from harness.core.version import __version__
+from harness.core.wilson import wilson_interval
 from harness.run_folder import RunDir
 from harness.run_folder.report import (
     REPORT_SCHEMA_VERSION,
@@ -173,7 +173,8 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
                                              size=scored[1]), labelled,
                                {name for name, s in settings.items() if s.reads == "references"})
         if labelled:
-            report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj)
+            report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj,
+                                                    RunDir(responses_path.parent))
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         add_citation_scores(report, arrays, models, questions, settings, seed, bootstrap)
         add_permissions(report, arrays, models, audiences)
@@ -316,22 +317,17 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
     must_q = np.array([g.must_refuse for g in questions], dtype=bool)
     per_model: dict[str, ModelReport] = {}
     majority: dict[str, np.ndarray] = {}
-    # models that answered the same questions are bootstrapped together, on the same resamples
-    same_questions: dict[bytes, list[tuple[str, np.ndarray, np.ndarray]]] = {}
     for mi, name in enumerate(models):
         sel = np.flatnonzero(a["model"] == mi)
-        m, hits, strict_hits = _model_metrics(a, sel, must_q, names, labelled, name in references)
+        m, hits, _ = _model_metrics(a, sel, must_q, names, labelled, name in references)
         answered, rate = per_question(a["q"][sel], hits.astype(np.float64), nq)
-        _, strict_rate = per_question(a["q"][sel], strict_hits.astype(np.float64), nq)
-        same_questions.setdefault(answered.tobytes(), []).append((name, rate, strict_rate))
         vote = np.full(nq, -1, dtype=np.int8)
         vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
         majority[name] = vote
+        if labelled and bootstrap > 0:  # --bootstrap 0 means "no intervals" for every figure of the report
+            m.accuracy_ci95 = wilson_interval(m.accuracy, m.n_questions)
+            m.strict_accuracy_ci95 = wilson_interval(m.strict_accuracy, m.n_questions)
         per_model[name] = m
-    for group in same_questions.values() if labelled else ():
-        cis = bootstrap_cis([s for _, rate, strict in group for s in (rate, strict)], bootstrap, seed)
-        for k, (name, _, _) in enumerate(group):
-            per_model[name].accuracy_ci95, per_model[name].strict_accuracy_ci95 = cis[2 * k], cis[2 * k + 1]
     failed = {name: FailedModel(n=m.n, error_count=m.error_count,
                                 reason=f"all {m.n} calls failed; see the error rows in the responses file and run again")
               for name, m in per_model.items() if m.error_count == m.n}
@@ -371,20 +367,24 @@ SUSPECTS_IN_REPORT = 10
 
 
 def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
-                    kb: KB) -> LabelSuspects | None:
-    """The gold labels the run's models contradict (see label_audit), for the report's "labels to check"."""
-    if len(models) < 2:
-        return None
-    from harness.scoring.label_audit import audit
+                    kb: KB, folder: RunDir) -> LabelSuspects | None:
+    """The gold labels the run's independent models contradict (see label_audit), for the report's "labels to
+    check"; None without two such models, whatever the baselines say."""
+    from harness.scoring.label_audit import MIN_VOTERS, audit, independent_models
     from harness.scoring.votes import votes_from_codes
 
-    votes = votes_from_codes(a["q"], a["model"], a["pred"], [g.question_id for g in questions], models,
-                             [None if n == NONE else n for n in names])
+    info = folder.read_run_info()
+    voters = independent_models(models, {e.name: e.provider for e in info.models} if info else {})
+    if len(voters) < MIN_VOTERS:
+        return None
+    keep = np.isin(a["model"], [models.index(m) for m in voters])
+    votes = votes_from_codes(a["q"][keep], a["model"][keep], a["pred"][keep], [g.question_id for g in questions],
+                             models, [None if n == NONE else n for n in names])
     suspects = audit(questions, votes, {x.id: x.title for x in kb.articles})
     kinds: dict[str, int] = {}
     for s in suspects:
         kinds[s.kind] = kinds.get(s.kind, 0) + 1
-    return LabelSuspects(n=len(suspects), by_kind=kinds,
+    return LabelSuspects(n=len(suspects), by_kind=kinds, models=voters,
                          top=[LabelSuspect(**s.to_json()) for s in suspects[:SUSPECTS_IN_REPORT]])
 
 
@@ -409,8 +409,9 @@ def _warnings(report: Report, nq: int, dropped: int, unknown: list[str]) -> list
         out.append(f"{name} is not ranked: {f.reason}")
     suspects = report.label_suspects
     if suspects is not None and suspects.n:
-        out.append(f"{suspects.n} gold label(s) are contradicted by most models (a wrong label reads as a model "
-                   "error): list them with 'grace annotations audit GOLD --kb KB --run RUN --out SUSPECTS.csv'")
+        out.append(f"{suspects.n} gold label(s) are contradicted by most of the {len(suspects.models)} models that "
+                   "are not baselines (a wrong label reads as a model error): list them with 'grace annotations "
+                   "audit GOLD --kb KB --run RUN --out SUSPECTS.csv'")
     failed = [f"{name} {m.error_count}" for name, m in report.models.items() if m.error_count]
     if failed:
         out.append(f"failed calls scored as misses ({', '.join(failed)}); run the same 'grace run' again to retry them")

@@ -10,7 +10,9 @@
 
 The bootstrap resamples answers (all segments of an answer go together, since
 they share a model's habits) and, independently, the run's outcome counts for
-accuracy; the risk interval carries both uncertainties. With judge repeats,
+accuracy; the risk interval carries both uncertainties. The hallucination rate,
+a share of answers, gets Wilson's score interval instead (a bootstrap of 30
+faithful answers says [0%, 0%]; Wilson's [0%, 11.4%]). With judge repeats,
 each answer contributes its mean over repeats, and the per-repeat groundedness
 shows the judge's own run-to-run spread.
 
@@ -35,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from harness.core.wilson import wilson_interval
 
 MIN_ANSWERS_FOR_CI = 10  # checked answers below which no confidence interval is computed or shown
 RISK_FORMULA = ("1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucination_rate)); "
@@ -148,7 +152,9 @@ def model_metrics(answers: list[AnswerResult], n: int, correct: int, correct_ref
             g_b = np.where(seg_b > 0, sup[idx].sum(axis=1) / np.where(seg_b > 0, seg_b, 1), np.nan)
         h_b = hal[idx].mean(axis=1)
         out["groundedness_ci95"] = _ci(g_b) if g is not None else None
-        out["hallucination_rate_ci95"] = _ci(h_b)
+        # a share of answers (one at least partly unsupported or not): Wilson's interval, as accuracy's; the
+        # resamples h_b still carry it into the risk's
+        out["hallucination_rate_ci95"] = wilson_interval(h, k)
     else:
         h_b = np.zeros(bootstrap)
     if risk is not None and (enough if correct else n >= MIN_ANSWERS_FOR_CI):

@@ -37,6 +37,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
+from harness.core.wilson import wilson_interval
 from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats
@@ -179,7 +180,8 @@ def grade_answers(judge: Any, template: QualityTemplate, items: list[QualityItem
 
 def quality_figures(rows: list[dict[str, Any]], bootstrap: int = 2000, seed: int = 0) -> dict[str, Any]:
     """Per model: the mean of each 1-5 grade over the answers it applies to, the share of useful refusals, each with
-    its n and, from ``MIN_ANSWERS_FOR_CI`` graded answers, a bootstrap CI; unreadable gradings counted apart."""
+    its n and, from ``MIN_ANSWERS_FOR_CI`` graded answers, a CI (the grades' a bootstrap's, the share's Wilson's);
+    unreadable gradings counted apart."""
     import numpy as np
 
     from harness.spotcheck.metrics import MIN_ANSWERS_FOR_CI, _ci
@@ -192,8 +194,12 @@ def quality_figures(rows: list[dict[str, Any]], bootstrap: int = 2000, seed: int
         vals = np.array([float(r[key]) for r in good if r.get(key) is not None], dtype=np.float64)
         out[key] = round(float(vals.mean()), 4) if len(vals) else None
         out[f"{key}_n"] = int(len(vals))
-        out[f"{key}_ci95"] = (_ci(vals[rng.integers(0, len(vals), size=(bootstrap, len(vals)))].mean(axis=1))
-                              if bootstrap > 0 and len(vals) >= MIN_ANSWERS_FOR_CI else None)
+        if bootstrap <= 0 or len(vals) < MIN_ANSWERS_FOR_CI:
+            out[f"{key}_ci95"] = None
+        elif key == "usefulness":  # yes or no: a share, Wilson's interval as accuracy's (the grades are means)
+            out[f"{key}_ci95"] = wilson_interval(out[key], len(vals))
+        else:
+            out[f"{key}_ci95"] = _ci(vals[rng.integers(0, len(vals), size=(bootstrap, len(vals)))].mean(axis=1))
     return out
 
 

@@ -20,6 +20,7 @@ from harness.run_folder.outcome_table import OUTCOME_KINDS
 from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
 from harness.viewer.grid import tone
 from harness.viewer.index import RunIndex
+from harness.viewer.markdown_tree import markdown_tree
 
 _BRACKETED = re.compile(r"[\[(\u3010\u3014][^\[\]()\u3010\u3011\u3014\u3015\n]{1,300}[\])\u3011\u3015]")
 ARTICLE_TEXT_LIMIT = 20_000  # characters of an article sent with a question page
@@ -206,9 +207,10 @@ def question_page(runs: list[tuple[str, RunIndex, dict]], qid: str, annotate: di
         if aid in articles or not aid:
             return
         found = ix.article(aid)
-        articles[aid] = {"id": aid, "in_kb": found is not None, "title": found[0] if found else "",
-                         "text": (found[1][:ARTICLE_TEXT_LIMIT] if found else ""),
-                         "cut": bool(found and len(found[1]) > ARTICLE_TEXT_LIMIT)}
+        text = found[1][:ARTICLE_TEXT_LIMIT] if found else ""
+        # the text as written, and its Markdown as the page draws it (bold shown bold; HTML in it stays text)
+        articles[aid] = {"id": aid, "in_kb": found is not None, "title": found[0] if found else "", "text": text,
+                         "blocks": markdown_tree(text), "cut": bool(found and len(found[1]) > ARTICLE_TEXT_LIMIT)}
 
     for aid in expected:
         article(aid, ix0)

@@ -2,9 +2,11 @@
 
 Retrieval caps what any model can score (a model cannot cite an article it was
 never shown), so this is the first number to look at. Several retrievers are
-compared on the same questions: each gets bootstrap 95% intervals from the same
-seeded resamples of questions (paired, as the leaderboard's are), so two rows
-whose intervals overlap widely are not shown to differ by a handful of questions.
+compared on the same questions, each with 95% intervals: recall@k, a share of
+questions, Wilson's score interval (honest at 0% and 100% too, as the leaderboard's
+accuracy); MRR, a mean, a bootstrap from the same seeded resamples of questions
+for every retriever. Two rows whose intervals overlap widely are not shown to
+differ by a handful of questions.
 A retriever that cannot run here (no API key, an optional extra not installed)
 becomes a row with its reason instead of stopping the comparison.
 
@@ -25,6 +27,7 @@ import numpy as np
 
 from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
+from harness.core.wilson import wilson_interval
 from kb_builder.gold import GoldQuestion
 from kb_builder.retrieval import Retriever
 
@@ -89,11 +92,9 @@ def evaluate_retrieval(
     recall = {k: float(found_at[k].mean()) if n else 0.0 for k in ks}
     res = RetrievalEval(ks, recall, float(rr.mean()) if n else 0.0, n, len(gold) - n, misses, ranks,
                         name=getattr(retriever, "name", ""), seconds=seconds)
-    if bootstrap and n:
-        # one call, so recall@k and MRR are resampled with the same question indices
-        cis = bootstrap_cis([found_at[k] for k in ks] + [rr], bootstrap, seed)
-        res.recall_ci = dict(zip(ks, cis[:-1], strict=True))
-        res.mrr_ci = cis[-1]
+    if bootstrap and n:  # --bootstrap 0: no intervals at all
+        res.recall_ci = {k: wilson_interval(recall[k], n) for k in ks}
+        res.mrr_ci = bootstrap_cis([rr], bootstrap, seed)[0]
     return res
 
 

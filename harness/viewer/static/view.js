@@ -193,7 +193,7 @@
     const plots = el("div", { class: "plots" }, ...data.plots.map((plot) =>
       el("figure", {}, el("img", { src: plotSrc(rid, plot.name), alt: `${plot.name} plot`, "data-plot": plot.name }),
         plot.caption ? el("figcaption", { class: "muted small" }, plot.caption) : null)));
-    const suspects = data.suspects ? el("p", {}, `${data.suspects} gold label(s) contradicted by most models: `,
+    const suspects = data.suspects ? el("p", {}, `${data.suspects} gold label(s) contradicted by most models that are not baselines: `,
       link("show them in the grid", "questions", { runs: rid, suspect: "1" })) : null;
     setMain(
       section("Leaderboard", el("div", { class: "actions" }, "Run ", picker),
@@ -310,11 +310,28 @@
 
   // -- Question -------------------------------------------------------------------------------------------------
 
+  // an article's Markdown as the server parsed it (harness/viewer/markdown_tree.py): [tag, ...children] lists and
+  // strings, each element made here from the allowed tags and every string a text node; a link keeps its address
+  // only when it is http(s) or mailto
+  const MD_TAGS = new Set(["p", "h4", "h5", "h6", "ul", "ol", "li", "blockquote", "pre", "hr", "br", "strong", "em",
+    "s", "code", "a", "table", "thead", "tbody", "tr", "th", "td"]);
+  function mdNodes(nodes) {
+    return nodes.map((n) => {
+      if (typeof n === "string") return n;
+      if (!Array.isArray(n) || !MD_TAGS.has(n[0])) return el("span", {}, ...mdNodes(Array.isArray(n) ? n.slice(1) : []));
+      if (n[0] !== "a") return el(n[0], {}, ...mdNodes(n.slice(1)));
+      const href = String(n[1]);
+      return /^(https?:|mailto:)/i.test(href) ? el("a", { href, rel: "noopener noreferrer", target: "_blank" }, ...mdNodes(n.slice(2)))
+        : el("span", {}, ...mdNodes(n.slice(2)));
+    });
+  }
+
   function articleBox(a, gold) {
     if (!a) return el("p", { class: "muted" }, "not in the KB");
+    const body = a.blocks && a.blocks.length ? el("div", { class: "atext md" }, ...mdNodes(a.blocks))
+      : el("div", { class: "atext" }, a.text || (a.in_kb ? "" : "This ID is not in the KB the run was scored against."));
     return el("div", { class: `article ${gold ? "gold" : ""}`, id: `art-${a.id}`, "data-article": a.id },
-      el("h3", {}, `[${a.id}] `, a.title || (a.in_kb ? "" : "(not an article of the KB)")),
-      el("div", { class: "atext" }, a.text || (a.in_kb ? "" : "This ID is not in the KB the run was scored against.")),
+      el("h3", {}, `[${a.id}] `, a.title || (a.in_kb ? "" : "(not an article of the KB)")), body,
       a.cut ? el("p", { class: "muted small" }, "(cut at 20,000 characters)") : null);
   }
 

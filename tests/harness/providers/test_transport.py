@@ -55,9 +55,24 @@ def ask(spec: ModelSpec):
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "http"])
 def test_a_refused_connection_is_a_connection_failure_on_either_transport(transport, provider):
+    port = free_port()
     with pytest.raises(ProviderError) as err:
-        ask(spec_for(provider, f"http://127.0.0.1:{free_port()}"))
+        ask(spec_for(provider, f"http://127.0.0.1:{port}"))
     assert err.value.kind == "connection" and err.value.retryable, err.value.message
+    # in grace's words, the same on both transports: where, and why (issue 47: aiohttp's said "ssl:default" of a
+    # plain http:// URL, httpx's "All connection attempts failed")
+    assert err.value.message == f"connection to 127.0.0.1:{port} failed: connection refused (nothing listens on that port)"
+
+
+@pytest.mark.parametrize("provider", ["openai", "http"])
+def test_an_https_url_for_a_plain_http_server_says_so(transport, provider):
+    with FakeAPIServer() as srv:
+        host = srv.base_url.split("//")[1].split("/")[0]
+        with pytest.raises(ProviderError) as err:
+            ask(spec_for(provider, srv.base_url.replace("http://", "https://")))
+    assert err.value.kind == "connection", err.value.message
+    assert err.value.message == (f"connection to {host} failed: the TLS handshake failed: the server does not speak "
+                                 "TLS there (an http:// URL?)")
 
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "http"])

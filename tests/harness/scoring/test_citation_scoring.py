@@ -93,6 +93,22 @@ def test_the_gold_article_and_a_wrong_one_score_precision_half_recall_one(bench,
     assert c.scoring == "multi" and c.reads == "references" and c.n_citations == 2
 
 
+def test_the_hit_rate_interval_is_wilsons_and_the_means_keep_the_bootstrap(bench, tmp_path):
+    """Issue 47: the hit rate is a share of questions: 3 of 3 is Wilson's [43.9%, 100%] (scipy's, computed apart),
+    never [100%, 100%]; recall and F1, means of per-answer figures, keep a bootstrap interval."""
+    from scipy.stats import binomtest
+
+    rows = [_row(q, "bot", "It is in the handbook.", [cited, "34"]) for q, cited in (("q001", "33"), ("q002", "27"),
+                                                                                      ("q003", "38"))]
+    report, lines = _score(bench, tmp_path, rows, {"bot": BOT}, bootstrap=200)
+    c = report.models["bot"].citations
+    assert [line["cit_recall"] for line in lines] == [1.0, 1.0, 1.0] and c.hit_rate == 1.0
+    truth = binomtest(3, 3).proportion_ci(method="wilson")
+    assert c.hit_rate_ci95 == pytest.approx([truth.low, truth.high], abs=1.1e-6) and c.hit_rate_ci95[0] < 0.5
+    assert c.recall_ci95 == [1.0, 1.0]  # every answer's recall is 1: a bootstrap of a mean, as before
+    assert report.models["bot"].accuracy_ci95 == c.hit_rate_ci95  # its accuracy is the same share
+
+
 def test_unmapped_references_are_counted_never_read_as_ids(bench, tmp_path):
     rows = [_row("q001", "bot", "See our wiki.", ["chunk-9912"]),
             _row("q002", "bot", "EUR 65 a day [1].\n\nSources:\n[1] 27"),  # a bare number in the list: not article 27

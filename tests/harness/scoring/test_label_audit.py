@@ -165,12 +165,67 @@ def test_scored_run_lists_labels_to_check_in_report_and_html_escaped(tmp_path):
     report = json.loads((bench / "run" / "report.json").read_text())
     block = report["label_suspects"]
     assert block["n"] == 1 and block["top"][0]["question_id"] == "q1" and block["top"][0]["suggested"] == "2"
-    assert any("contradicted by most models" in w for w in report["warnings"])
+    assert any("contradicted by most of the 3 models that are not baselines" in w for w in report["warnings"])
+    assert block["models"] == ["a", "b", "c"]
     code, out = run_grace("report", bench / "run", "--kb", bench / "kb")
     assert code == 0, out
     html = (bench / "run" / "report.html").read_text()
     assert 'id="labels"' in html and "Labels to check" in html
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
+def _contradicting_run(tmp_path: Path, cites: dict[str, str], providers: dict[str, str] | None = None) -> dict:
+    """q1's gold says article 3; each model cites ``cites[model]`` for it (2 contradicts, 3 agrees) and the gold
+    elsewhere. ``providers``: a run.json naming each model's provider (a baseline by another name). The report."""
+    import hashlib
+
+    from harness.run_folder import RunDir
+    from harness.run_folder.run_records import ModelEntry, RunConfig, RunGold, RunInfo, RunKb
+
+    bench = small_bench(tmp_path, 8, [])
+    write(bench / "gold.csv", (bench / "gold.csv").read_text().replace("(variant 1),,2,", "(variant 1),,3,"))
+    rows = [{"question_id": g.question_id, "model": m, "repeat": 0,
+             "response": f"Answer. [ID: {cites[m] if g.question_id == 'q1' else g.expected_citations[0]}]"}
+            for g in read_gold(bench / "gold.csv") for m in cites]
+    (bench / "run").mkdir()
+    write_jsonl(bench / "run" / "responses.jsonl", rows)
+    if providers:
+        gold = bench / "gold.csv"
+        RunDir(bench / "run").write_run_info(RunInfo(
+            grace_version="test", started_at="2025-03-01T09:00:00+00:00", status="finished",
+            kb=RunKb(path=str(bench / "kb"), kb_hash="x", articles=4),
+            gold=RunGold(path=str(gold), hash=hashlib.sha256(gold.read_bytes()).hexdigest()[:16], questions=8,
+                         must_refuse=0),
+            templates={}, config=RunConfig(k=2, repeats=1, concurrency=1, cache=False, read_cache=False,
+                                           max_attempts=1, seed=0, output_mode="inline"),
+            models=[ModelEntry(name=m, provider=p, model=m) for m, p in providers.items()]))
+    code, out = run_grace("score", bench / "run" / "responses.jsonl", "--gold", bench / "gold.csv", "--kb",
+                          bench / "kb")
+    assert code == 0, out
+    return json.loads((bench / "run" / "report.json").read_text())
+
+
+def test_the_labels_to_check_count_only_models_that_are_not_baselines(tmp_path):
+    """Issue 47: two retrieval baselines citing the same top article are one opinion. Two baselines (one by its
+    provider in run.json, one by its name) against one LLM: no banner, no section, where the old rule flagged q1
+    (2 of 3 voters). Two LLMs against two baselines: flagged on the LLMs' votes, 2 of 2 (the old rule: 2 of 4, none)."""
+    report = _contradicting_run(tmp_path / "a", {"floor": "2", "baseline:top1": "2", "llm-a": "3"},
+                                {"floor": "baseline", "baseline:top1": "baseline", "llm-a": "openai"})
+    assert report["label_suspects"] is None
+    assert not any("contradicted" in w for w in report["warnings"])
+    old = audit(read_gold(tmp_path / "a" / "gold.csv"), _votes(tmp_path / "a"))
+    assert [s.question_id for s in old] == ["q1"]  # every model's votes, as 'grace annotations audit' counts them
+    report = _contradicting_run(tmp_path / "b", {"llm-a": "2", "llm-b": "2", "baseline:top1": "3",
+                                                 "baseline:threshold": "3"})
+    block = report["label_suspects"]
+    assert block["models"] == ["llm-a", "llm-b"] and block["n"] == 1
+    assert (block["top"][0]["question_id"], block["top"][0]["agree"], block["top"][0]["voters"]) == ("q1", 2, 2)
+    assert any("contradicted by most of the 2 models that are not baselines" in w for w in report["warnings"])
+
+
+def _votes(bench: Path) -> dict:
+    rows = [json.loads(line) for line in (bench / "run" / "responses.jsonl").read_text().splitlines()]
+    return votes_from_responses(rows, {"1", "2", "3", "4"})
 
 
 def test_single_model_run_has_no_label_section(tmp_path):

@@ -233,22 +233,34 @@ def test_repeats_agreement_and_spread(bench):
     assert stats.question_agreement == pytest.approx((2 / 3 + 2 / 3 + 1 + 1) / 4, abs=1e-6)
 
 
-def test_bootstrap_resamples_questions_and_is_seeded(bench):
+def test_accuracy_interval_is_wilsons_over_questions(bench):
+    """The headline interval is Wilson's score interval over the questions (scipy's, computed apart), strict
+    accuracy's too; repeats of a question do not narrow it; --bootstrap 0 means no interval."""
+    from scipy.stats import binomtest
+
     tmp, kb, gold = bench
     rows = [response_row(q, "alpha", text) for q, (text, *_) in ALPHA.items()]
     responses = write_jsonl(tmp / "r.jsonl", rows)
     a = score_responses(responses, gold, kb, tmp / "a", seed=7).models["alpha"]
-    b = score_responses(responses, gold, kb, tmp / "b", seed=7).models["alpha"]
-    assert a.accuracy_ci95 == b.accuracy_ci95
-    lo, hi = a.accuracy_ci95
-    assert 0 <= lo <= a.accuracy <= hi <= 1 and lo < hi and (a.ci_low, a.ci_high) == (lo, hi)
+    n, right = len(ALPHA), sum(o in ("correct", "correct_refusal") for _, o, _, _ in ALPHA.values())
+    strict = sum(o in ("correct", "correct_refusal") for *_, o in ALPHA.values())
+    for got, hits in ((a.accuracy_ci95, right), (a.strict_accuracy_ci95, strict)):
+        truth = binomtest(hits, n).proportion_ci(method="wilson")
+        assert got == pytest.approx([truth.low, truth.high], abs=1.1e-6)
+    assert (a.ci_low, a.ci_high) == tuple(a.accuracy_ci95)
+    thrice = [dict(r, repeat=k) for r in rows for k in range(3)]
+    again = score_responses(write_jsonl(tmp / "r3.jsonl", thrice), gold, kb, tmp / "b").models["alpha"]
+    assert again.n == 3 * n and again.accuracy_ci95 == a.accuracy_ci95
     none = score_responses(responses, gold, kb, tmp / "c", bootstrap=0).models["alpha"]
     assert none.accuracy_ci95 is None and none.ci_low is None
 
-    # the unit is the question: 10 repeats of one question do not narrow the interval
+
+def test_bootstrap_resamples_questions_and_is_seeded():
+    """The bootstrap that means (citation F1, MRR) still use: one value per question, seeded."""
     values = np.array([1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
     [ci] = bootstrap_cis([values], 2000, seed=0)
-    assert ci[0] < values.mean() < ci[1]
+    assert ci[0] < values.mean() < ci[1] and bootstrap_cis([values], 2000, seed=0) == [ci]
+    # at an extreme it collapses to a point: why a share takes Wilson's interval instead
     assert bootstrap_cis([np.ones(5)], 500, seed=1) == [[1.0, 1.0]]
 
 

@@ -324,6 +324,19 @@ def test_too_few_checked_answers_give_no_interval_and_say_so():
     assert figure(0.75, [0.6, 0.9], 40) == "75.0% [60.0, 90.0] (n=40)"
 
 
+def test_the_hallucination_rate_interval_is_wilsons_never_a_point():
+    """Issue 47: 30 faithful answers are a hallucination rate of 0% with Wilson's [0%, 11.4%] (scipy's, computed
+    apart), where the bootstrap over answers said [0%, 0%]; groundedness, a pooled ratio, keeps its bootstrap."""
+    from scipy.stats import binomtest
+
+    answers = [AnswerResult(("m", f"q{i}", 0), 2, [2], [False]) for i in range(30)]
+    m = model_metrics(answers, n=40, correct=30, correct_refusal=0, bootstrap=300)
+    truth = binomtest(0, 30).proportion_ci(method="wilson")
+    assert m["hallucination_rate"] == 0.0 and m["hallucination_rate_ci95"] == pytest.approx([0.0, truth.high], abs=1.1e-6)
+    assert m["display"]["hallucination_rate"] == "0.0% [0.0, 11.4] (n=30)"
+    assert m["groundedness_ci95"] == [1.0, 1.0]
+
+
 def test_metrics_with_judge_repeats_show_the_spread():
     answers = [AnswerResult(("m", "q1", 0), 4, [4, 3, 4], [False, True, False]),
                AnswerResult(("m", "q2", 0), 4, [4, 4, 2], [False, False, True])]

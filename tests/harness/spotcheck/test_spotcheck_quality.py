@@ -140,3 +140,18 @@ def test_meta_eval_reports_a_pass_rate_per_grouse_mode(tmp_path, monkeypatch):
     assert {m: v["passed"] for m, v in q["per_mode"].items()} == expected
     assert q["per_mode"]["negative_rejection"]["passed"] == 0  # every rejection case needs a null completeness
     assert "GroUSE failure mode" in text
+
+
+def test_the_usefulness_share_gets_wilsons_interval_the_grades_a_bootstrap():
+    """Issue 47: usefulness is yes or no, a share: 12 of 12 useful refusals is Wilson's [75.8%, 100%] (scipy's,
+    computed apart), never [100%, 100%]; a 1-5 grade, a mean, keeps its bootstrap."""
+    from scipy.stats import binomtest
+
+    from harness.spotcheck.quality import quality_figures
+
+    rows = [{"readable": True, "answer_refuses": True, "relevancy": 4, "completeness": None, "faithfulness": None,
+             "usefulness": True} for _ in range(12)]
+    q = quality_figures(rows, bootstrap=200)
+    truth = binomtest(12, 12).proportion_ci(method="wilson")
+    assert q["usefulness"] == 1.0 and q["usefulness_ci95"] == pytest.approx([truth.low, 1.0], abs=1.1e-6)
+    assert q["relevancy"] == 4.0 and q["relevancy_ci95"] == [4.0, 4.0]

@@ -100,6 +100,24 @@ def test_each_models_line_and_only_the_planted_regression_marked(browser, served
     assert errors == []
 
 
+def test_the_charts_text_stays_inside_it(browser, served):
+    """Issue 47: the title, the key and the runs' labels of the chart the page shows are never clipped, on every
+    question and on a category, measured in the browser against the SVG's own box."""
+    from tests.harness.reports.test_trend_chart_browser import OUTSIDE
+
+    page, errors = open_page(browser, served + "#/trend?category=travel")
+    for fragment in ("category=travel", ""):
+        page.goto(served + "#/trend" + (f"?{fragment}" if fragment else ""))
+        rendered(page, fragment or "#/trend")
+        src = urllib.parse.urljoin(served, page.locator("#trend-plot").get_attribute("src"))
+        shown = browser.new_page(viewport={"width": 2000, "height": 1000})
+        shown.goto(src)
+        outside, n = shown.locator("svg").evaluate(OUTSIDE)
+        assert n > 10 and outside == [], fragment
+        shown.close()
+    assert errors == []
+
+
 def test_filters_live_in_the_url_a_reload_keeps_them_and_a_category_changes_the_chart(browser, served):
     page, errors = open_page(browser, served + "#/trend")
     rendered(page, "#/trend")

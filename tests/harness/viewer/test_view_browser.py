@@ -116,6 +116,9 @@ def test_hostile_answer_and_article_title_are_shown_as_text(browser, served):
     expect(fake_b).to_contain_text(ANSWER_XSS)
     expect(page.locator(".article.gold h3").first).to_contain_text(TITLE_XSS)
     expect(page.locator(".article.gold .atext").first).to_contain_text("<script>window.__pwned='text'</script>")
+    # the article's Markdown drawn (issue 47): its bold is bold, not "**...**"; its HTML is still text
+    expect(page.locator(".article.gold .atext strong").first).to_have_text("Submit receipts")
+    assert "**" not in page.locator(".article.gold .atext").first.inner_text()
     page.wait_for_timeout(300)
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("main img, main script").count() == 0

@@ -147,6 +147,20 @@ def test_bootstrap_intervals_are_seeded_paired_and_bracket_the_value(tmp_path):
     assert plain.recall_ci == {} and plain.mrr_ci is None and plain.n_answerable == 3 and plain.n_refuse == 1
 
 
+def test_recall_at_k_gets_wilsons_interval_never_a_point(tmp_path):
+    """Issue 47: recall@k is a share of questions: all 3 found is Wilson's [43.9%, 100%] (scipy's, computed apart),
+    where the bootstrap said [100%, 100%]; MRR, a mean, keeps its bootstrap."""
+    from scipy.stats import binomtest
+
+    kb_dir, gold = _bench(tmp_path)
+    res = evaluate_retrieval(load_kb(kb_dir).retriever("bm25f"), read_gold(gold), [1, 3], bootstrap=500, seed=3)
+    for k in (1, 3):
+        found = round(res.recall[k] * res.n_answerable)
+        truth = binomtest(found, res.n_answerable).proportion_ci(method="wilson")
+        assert res.recall_ci[k] == pytest.approx([truth.low, truth.high], abs=1.1e-6)
+    assert res.recall[3] == 1.0 and res.recall_ci[3][0] < 0.5
+
+
 # --- the Helvia Playbook-RAG labels (benchmarks/external/helvia_labels.csv) ---
 
 LABELS = ROOT / "benchmarks" / "external" / "helvia_labels.csv"
