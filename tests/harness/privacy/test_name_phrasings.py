@@ -120,9 +120,8 @@ def answer(request):
     assert code == 0, out
     received = log.read_text(encoding="utf-8")
     assert len(received.splitlines()) == len(GOLD) and leaked(received) == [], received
-    seen = [json.loads(line) for line in received.splitlines()]
-    assert seen[0]["question"] == "Can <PERSON_1> claim the per diem?"
-    assert "Contact <PERSON_1> or <PERSON_2> about the per diem." in seen[1]["question"]
+    questions = {json.loads(line)["question"] for line in received.splitlines()}  # in any order: calls run at once
+    assert {"Can <PERSON_1> claim the per diem?", "Contact <PERSON_1> or <PERSON_2> about the per diem."} <= questions
 
 
 @needs_names
