@@ -19,14 +19,16 @@ Then the last word decides who else must agree (:class:`Candidate` ``.sure``):
 - an English word ("Victoria Line", "Mark Complete"), or after a given name that
   is one ("Grace Whitfield", "June Offsite"): a name only when the model tags a
   person there;
-- a run that does not start with a given name ("Oluwaseun Adeyemi") is one only
-  when the model tags a person, its first word is no English word and its last
-  a surname.
+- a run that starts with no given name but with a word that is no English word
+  ("Oluwaseun Adeyemi") is a name only when it ends with a surname: with no
+  model when that is no English word either, else when the model agrees.
 
 English words are the lemmatizer's index of the model's own pipeline (WordNet's
 nouns, verbs, adjectives and adverbs): no list to ship, the same model. A word
-that ends an organisation's or a place's name ("Office", "Campus", "Line"), or is
-no noun at all ("Complete"), ends a thing's name whatever else agrees.
+that ends an organisation's or a place's name ("Office", "Campus", "Line"), one
+that starts a place's ("San", "Fort"), or a last word that is no noun at all
+("Complete") makes a thing's name whatever else agrees. What these rules cost
+and what they miss is measured on the Measurements page (person names).
 """
 
 from __future__ import annotations
@@ -88,8 +90,10 @@ TITLE_WORDS = frozenset("""lead manager director head chief officer coordinator 
 chairperson secretary treasurer colleague engineer analyst administrator counsel advisor adviser consultant
 specialist supervisor assistant associate partner founder owner contact representative rep""".split())
 ARTICLES = frozenset("the a an this our your its their".split())
+_NO_NAME_START = FUNCTION_WORDS | HONORIFICS | TITLE_WORDS  # words a name never starts with
 _OPENERS = frozenset(".!?:;\n*\u2022>")  # what a sentence, a line or a list item starts after
 MAX_NAME_WORDS = 4
+_REACH = 400  # how far before or after a run the rules look (a heading's "#", a run's ends): long lines stay linear
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Lexicon:
-    """What the rules look words up in: given names, surnames, and the English words of the model's pipeline."""
+    """The English words of the model's pipeline, which the rules look words up in beside the lists of names (empty
+    without a model: then no word is English)."""
 
     english: frozenset[str] = frozenset()
     nouns: frozenset[str] = frozenset()
@@ -194,9 +199,8 @@ def _in_run(text: str, run: list[re.Match[str]], lex: Lexicon) -> Candidate | No
     if sum(m.lastgroup == "name" for m in run) < 2 or _in_heading(text, run[0].start()):
         return None
     # the name starts at its first given name or word that is no English word ("Contact", "Does", "Payroll" go)
-    start = next((i for i, m in enumerate(run) if m.lastgroup == "name" and (is_given(m.group()) or not
-                  english(m.group(), lex)) and m.group().lower() not in FUNCTION_WORDS | HONORIFICS | TITLE_WORDS),
-                 None)
+    start = next((i for i, m in enumerate(run) if m.lastgroup == "name" and m.group().lower() not in _NO_NAME_START
+                  and (is_given(m.group()) or not english(m.group(), lex))), None)
     if start is None:
         return None
     given = is_given(run[start].group())
@@ -231,7 +235,7 @@ def confirmed(c: Candidate, people: list[tuple[int, int]]) -> Candidate | None:
 
 
 def _at_start(text: str, at: int) -> bool:
-    """Whether ``at`` starts a sentence, a line, a list item or a parenthesis."""
+    """Whether ``at`` starts a sentence, a line or a list item (its first word may be any capitalised word)."""
     j = at
     while j > 0 and text[j - 1] in " \t\u00a0":
         j -= 1
@@ -263,8 +267,10 @@ def _droppable(text: str, run: list[re.Match[str]], start: int) -> bool:
 def _in_heading(text: str, at: int) -> bool:
     """A Markdown heading or an article's title line names a topic ("# Larkspur Analytics Employee Policies
     Manual"), and the model reads its capitalised words as a name: a person named there is named in the text
-    below, where it is found."""
-    i = text.rfind("\n", 0, at) + 1
+    below, where it is found. A line whose start is further back than a heading's length is no heading."""
+    i = text.rfind("\n", max(0, at - _REACH), at) + 1
+    if i == 0 and at > _REACH:
+        return False
     while i < at and text[i] in " \t":
         i += 1
     return text.startswith(("#", "[ID:"), i)  # "[ID: 17] Title": an article's title line in a prompt
@@ -275,14 +281,15 @@ def after_a_title_word(text: str, at: int, names: set[str]) -> bool:
     name "Doc Norton"): a one-word mention of a name there is that title's, not the person's."""
     word, start = _word_before(text, at)
     return (NAME_TOKEN.fullmatch(word) is not None and word not in names and not _at_start(text, start)
-            and word.lower() not in FUNCTION_WORDS | HONORIFICS | TITLE_WORDS)
+            and word.lower() not in _NO_NAME_START)
 
 
 def in_a_title(text: str, start: int, end: int, lex: Lexicon) -> bool:
     """Whether the words at ``text[start:end]`` are part of a title, a heading or a thing's name here: their run
     reads as no name that holds them."""
-    line_end = text.find("\n", end)
-    for run in runs(text, text.rfind("\n", 0, start) + 1, len(text) if line_end < 0 else line_end):
+    line_start = text.rfind("\n", max(0, start - _REACH), start) + 1
+    line_end = text.find("\n", end, end + _REACH)
+    for run in runs(text, max(line_start, start - _REACH), min(len(text), end + _REACH) if line_end < 0 else line_end):
         if run[0].start() <= start < run[-1].end():
             found = _in_run(text, _trim(run), lex)
             return found is None or not (found.start <= start and end <= found.end)

