@@ -10,13 +10,16 @@ article would be:
 
 - ``cold``: every paragraph new (the work a run does the first time it sees an article);
 - ``warm``: the same calls again, answered from the redactor's memo (the same
-  article in the prompt of another question is looked at once).
+  article in the prompt of another question is looked at once);
+- ``one long paragraph``: ``--long`` sentences on one line (a log or a page
+  pasted into a question), with an email, a phone number and a person in each,
+  one call: the time must grow with the text, not with its square.
 
 It prints the seconds to load the name finder, and per pass the paragraphs per
 second, milliseconds per paragraph and words per second, for the patterns alone
 and with names; the best of ``--rounds`` fresh redactors.
 
-    python benchmarks/perf/bench_redaction.py [--paragraphs 2000] [--rounds 2]
+    python benchmarks/perf/bench_redaction.py [--paragraphs 2000] [--rounds 2] [--long 10000]
     python benchmarks/perf/bench_redaction.py --root /tmp/grace-main   # time another checkout's harness
 """
 
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--paragraphs", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--long", type=int, default=10000, help="Sentences of the one long paragraph (0: none).")
     ap.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[2],
                     help="The grace checkout whose harness is timed (default: this one).")
     args = ap.parse_args(argv)
@@ -98,6 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         for which, secs in best.items():
             print(f"| {label} | {which} | {len(texts) / secs:,.0f} | {1000 * secs / len(texts):.2f} | "
                   f"{words / secs:,.0f} |")
+        if args.long:
+            line = " ".join(f"Item {i}: write to staff{i}@larkspur-example.com, call +44 20 7946 {i % 10000:04d} or "
+                            f"ask {PEOPLE[i % len(PEOPLE)]}." for i in range(args.long))
+            secs = timed(make(), [[{"role": "user", "content": line}]])
+            print(f"| {label} | one long paragraph ({len(line) / 1e6:.2f} MB) | {1 / secs:.3f} | {1000 * secs:,.0f} | "
+                  f"{len(line.split()) / secs:,.0f} |")
     return 0
 
 
