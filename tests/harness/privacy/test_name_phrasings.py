@@ -187,3 +187,18 @@ def test_recall_and_false_finds_on_the_set(split, monkeypatch):
     assert sum(bool(s.beyond) for s in twins) / len(twins) <= TWINS[split], [
         (s.row["text"], s.beyond) for s in twins if s.beyond]
     assert not [s for s in scored if s.row["people"] and s.beyond]  # no word beside a name goes with it
+
+
+@needs_names
+def test_a_long_paragraph_is_read_around_its_names(monkeypatch):
+    """Past 20,000 characters the model reads around the names it must confirm ("Grace Whitfield": a given name
+    that is an English word, a surname the list lacks), not the whole paragraph (spaCy stops at 1,000,000)."""
+    from harness.privacy import make_redactor
+
+    monkeypatch.delenv("GRACE_PII_NAMES", raising=False)
+    filler = "Book flights in the travel portal at least two weeks ahead. " * 200
+    text = filler + "Please ask Grace Whitfield about the per diem. " + filler + "Thanks to Grace Whitfield. " + filler
+    assert len(text) > 30_000
+    sent = make_redactor(True).redact([{"role": "user", "content": text}]).messages[0]["content"]
+    assert "Whitfield" not in sent and sent.count("<PERSON_1>") == 2
+    assert sent.replace("<PERSON_1>", "Grace Whitfield") == text
