@@ -9,29 +9,18 @@ table, and docs/measurements.md has them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 
 import pytest
 
 from harness.privacy.name_runs import Lexicon, candidates, in_a_title
 from harness.testing.fake_api import FakeAPIServer
-from tests.conftest import ROOT, run_grace, write
+from tests.conftest import run_grace, write
 from tests.harness.privacy.test_redaction import needs_names
-from tests.harness.privacy.test_redaction_corpus import bench
+from tests.harness.privacy.test_redaction_corpus import bench, load_script
 
-
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("bench_names_phrasings", ROOT / "benchmarks" / "names_phrasings.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-generator = _load_generator()
+generator = load_script("bench_names_phrasings", "names_phrasings.py")
 
 
 # --- the rules alone, with a few English words instead of the model's lexicon ------------------------------------
