@@ -32,6 +32,7 @@ written after the rules were set.
     python benchmarks/redaction.py --show      # every handbook find with its context
     python benchmarks/redaction.py --review    # print the reviewed list's rows for the current finds
     python benchmarks/redaction.py --names [--show] [--only sample]   # person names: false positives per 10k words
+    python benchmarks/redaction.py --phrasings   # person names in many phrasings, with false-positive twins
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from harness.prompts.languages import TEMPLATE_LANGUAGES as TEXT_LANGUAGES  # no
 
 CORPUS = ROOT / "tests" / "data" / "pii_spellings.jsonl"
 NAMES = ROOT / "tests" / "data" / "pii_names.jsonl"
+PHRASINGS = ROOT / "tests" / "data" / "pii_names_phrasings.jsonl"  # written by benchmarks/names_phrasings.py
 REVIEWED = ROOT / "tests" / "data" / "pii_handbook_reviewed.tsv"
 SHARED = ROOT.parent / "shared" / "data"
 TYPES = ("PHONE", "IBAN", "CARD", "NATIONAL_ID", "EMAIL", "IP")
@@ -264,6 +266,110 @@ def name_recall(path: Path = NAMES) -> tuple[int, int, list[dict]]:
     return found, total, bad
 
 
+# --- names in many phrasings, and their false-positive twins ---------------------------------------------------------
+
+def redacted_ranges(text: str, sent: str) -> list[tuple[int, int]]:
+    """The ranges of ``text`` that ``sent`` (``text`` redacted) replaced by a placeholder: the text between two
+    placeholders is found in order, so the gaps are what was taken out."""
+    from harness.privacy.redactor import PLACEHOLDER
+
+    pieces = PLACEHOLDER.sub("\0", sent).split("\0")
+    if not text.startswith(pieces[0]):
+        raise ValueError(f"{sent!r} is not a redaction of {text!r}")
+    out, at = [], len(pieces[0])
+    for n, piece in enumerate(pieces[1:], 1):
+        nxt = len(text) - len(piece) if n == len(pieces) - 1 else text.find(piece, at + 1)
+        if nxt <= at or (not piece and n < len(pieces) - 1) or text[nxt:nxt + len(piece)] != piece:
+            raise ValueError(f"{sent!r} is not a redaction of {text!r}")
+        out.append((at, nxt))
+        at = nxt + len(piece)
+    return out
+
+
+@dataclass
+class Phrasing:
+    """One sentence of the phrasings set as ``--redact-pii`` sent it."""
+
+    row: dict
+    sent: str
+    removed: list[tuple[int, int]]
+    people: list[str]  # per planted person: "whole" (no letter left), "part" (some letters left), "missed"
+    beyond: list[str]  # redacted words outside every planted person: a false find (the twin's, or a word beside a name)
+
+
+def score_phrasings(rows: list[dict], redactor=None) -> list[Phrasing]:
+    """Each sentence one call of the redactor, as a prompt would be."""
+    if redactor is None:
+        from harness.privacy import make_redactor
+
+        redactor = make_redactor(True)
+    out = []
+    for row in rows:
+        text = row["text"]
+        sent = redactor.redact([{"role": "user", "content": text}]).messages[0]["content"]
+        removed = redacted_ranges(text, sent)
+        covered = {i for a, b in removed for i in range(a, b)}
+        outcome = []
+        for p in row["people"]:
+            letters = [i for i in range(p["start"], p["end"]) if text[i].isalnum()]
+            hit = sum(i in covered for i in letters)
+            outcome.append("whole" if hit == len(letters) else "part" if hit else "missed")
+        inside = {i for p in row["people"] for i in range(p["start"], p["end"])}
+        beyond = [text[a:b] for a, b in removed if any(i not in inside and text[i].isalnum() for i in range(a, b))]
+        out.append(Phrasing(row, sent, removed, outcome, beyond))
+    return out
+
+
+def _given_listed(person: dict) -> bool:
+    """Whether grace's list of given names holds every word of the person's given name."""
+    from harness.privacy.name_runs import given_names
+
+    return all(part[:1].upper() + part[1:] in given_names() for part in re.split(r"[\s-]+", person["given"]))
+
+
+def _surname_listed(person: dict) -> bool:
+    """Whether grace's list of surnames holds the last word of the person's name."""
+    from harness.privacy.name_runs import surnames
+
+    return person["name"].split()[-1] in surnames()
+
+
+def phrasings_table(scored: list[Phrasing]) -> list[str]:
+    """Recall (people whose every letter was taken out) and false finds, dev and held-out apart, then per form of
+    name and for given names in grace's list or not."""
+    def recall(items: list[str]) -> str:
+        return f"{items.count('whole')}/{len(items)} ({100 * items.count('whole') / len(items):.0f}%)" if items else "-"
+
+    def people(pick) -> list[str]:
+        return [o for s in scored for p, o in zip(s.row["people"], s.people, strict=True) if pick(s, p)]
+
+    lines = ["| part | sentences naming people | people: removed whole | a part left | missed | "
+             "sentences with a word beside a name redacted | twins | twins with a find |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for split in ("dev", "heldout", None):
+        mine = [s for s in scored if split is None or s.row["split"] == split]
+        named = [s for s in mine if s.row["people"]]
+        twins = [s for s in mine if not s.row["people"]]
+        outcomes = [o for s in named for o in s.people]
+        lines.append(f"| {split or 'all'} | {len(named)} | {recall(outcomes)} | {outcomes.count('part')} | "
+                     f"{outcomes.count('missed')} | {sum(bool(s.beyond) for s in named)} | {len(twins)} | "
+                     f"{sum(bool(s.beyond) for s in twins)} |")
+    lines += ["", "| form of the name | people | removed whole, dev | removed whole, held out |", "| --- | --- | --- | --- |"]
+    forms = list(dict.fromkeys(p["form"] for s in scored for p in s.row["people"]))
+    for form in forms:
+        lines.append(f"| {form} | {len(people(lambda s, p, f=form: p['form'] == f))} | "
+                     f"{recall(people(lambda s, p, f=form: p['form'] == f and s.row['split'] == 'dev'))} | "
+                     f"{recall(people(lambda s, p, f=form: p['form'] == f and s.row['split'] == 'heldout'))} |")
+    for listed, given in ((True, True), (False, True), (True, False), (False, False)):
+        test, label = (_given_listed, "given name") if given else (_surname_listed, "surname")
+        where = "`given_names.txt`" if given else "`surnames.txt`"
+        lines.append(f"| {label} {'in' if listed else 'not in'} {where} | "
+                     f"{len(people(lambda s, p, k=listed, f=test: f(p) == k))} | "
+                     f"{recall(people(lambda s, p, k=listed, f=test: f(p) == k and s.row['split'] == 'dev'))} | "
+                     f"{recall(people(lambda s, p, k=listed, f=test: f(p) == k and s.row['split'] == 'heldout'))} |")
+    return lines
+
+
 def names_table(scores: list[NameScore], reviewed: set[str]) -> list[str]:
     lines = ["| handbook | part | words | PERSON finds: real / false | false per 10,000 words | "
              "if read in every language: finds per 10,000 words |", "| --- | --- | --- | --- | --- | --- |"]
@@ -322,11 +428,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-handbooks", action="store_true", help="The corpus only.")
     ap.add_argument("--names", action="store_true",
                     help="Person names instead (needs grace-eval[pii]): false positives per 10,000 words, and recall.")
+    ap.add_argument("--phrasings", action="store_true",
+                    help="Person names in many phrasings and their twins only (needs grace-eval[pii]): "
+                         f"recall and false finds on {PHRASINGS.name}.")
     ap.add_argument("--only", help="With --names: the handbooks whose name holds this text.")
     ap.add_argument("--shared", type=Path, default=SHARED, help=f"The shared data sets (default {SHARED}).")
     args = ap.parse_args(argv)
     if args.names:
         return main_names(args)
+    if args.phrasings:
+        return main_phrasings(args)
 
     sc = score_corpus(load_corpus(args.corpus))
     books, skipped = ([], []) if args.no_handbooks else handbooks(args.shared)
@@ -357,6 +468,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f"find {f.handbook} {f.file}: {f.kind} {f.value!r} in {f.context!r}")
         if args.review:
             print(f"{key}\t{f.kind}\t{f.handbook}: {f.file}")
+    return 0
+
+
+def main_phrasings(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    scored = score_phrasings(load_corpus(PHRASINGS))
+    print(f"names in many phrasings ({PHRASINGS.name}, {len(scored)} sentences, each one call) in "
+          f"{time.perf_counter() - t0:.1f} s")
+    print()
+    for line in phrasings_table(scored):
+        print(line)
+    print()
+    for s in scored:
+        if any(o != "whole" for o in s.people) or s.beyond:
+            kept = [p["name"] for p, o in zip(s.row["people"], s.people, strict=True) if o != "whole"]
+            print(f"[{s.row['split']} {s.row['template']}] {s.row['text']!r} -> {s.sent!r}"
+                  + (f"; left: {kept}" if kept else "") + (f"; false: {s.beyond}" if s.beyond else ""))
     return 0
 
 

@@ -6,7 +6,8 @@ for a command (the answering models of ``grace run`` and its reranker, the
 spot-check judge, the labeler, the question generator). Modules:
 :mod:`.detectors` (patterns with checksums, read on the text folded by :mod:`.folding`; phone numbers in
 :mod:`.phones`, national IDs in :mod:`.national_ids`, check digits in :mod:`.checks`), :mod:`.names`
-(person names through Presidio, the optional extra ``grace-eval[pii]``, kept only when they read as a name),
+(person names through Presidio, the optional extra ``grace-eval[pii]``, asked only about the capitalised runs that
+:mod:`.name_runs` reads as a possible name),
 :mod:`.own_text` (grace's own template lines, never redacted) and :mod:`.redactor` (one call's request redacted
 with consistent placeholders, the way back, the counts).
 """

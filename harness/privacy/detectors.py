@@ -21,6 +21,7 @@ package's numbering plans: it runs without the optional name detection
 
 from __future__ import annotations
 
+import bisect
 import ipaddress
 import re
 from collections.abc import Callable, Iterator
@@ -185,11 +186,15 @@ def resolve(spans: list[Span]) -> list[Span]:
     """Non-overlapping spans, in text order: where two overlap, the type earlier in :data:`TYPES` wins, then the
     longer span."""
     rank = {t: i for i, t in enumerate(TYPES)}
-    chosen: list[Span] = []
+    chosen: list[Span] = []  # in text order, none overlapping: a new span can only overlap its two neighbours
+    starts: list[int] = []
     for s in sorted(spans, key=lambda s: (rank[s.kind], -(s.end - s.start), s.start)):
-        if all(s.end <= c.start or s.start >= c.end for c in chosen):
-            chosen.append(s)
-    return sorted(chosen, key=lambda s: s.start)
+        i = bisect.bisect_left(starts, s.start)
+        if (i and chosen[i - 1].end > s.start) or (i < len(chosen) and chosen[i].start < s.end):
+            continue
+        chosen.insert(i, s)
+        starts.insert(i, s.start)
+    return chosen
 
 
 def normalised(kind: str, value: str) -> str:

@@ -27,9 +27,11 @@ currency sign or code next to it).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from itertools import accumulate
 
 try:
     import phonenumbers
@@ -140,9 +142,13 @@ def find_phones(folded: str) -> Iterator[tuple[int, int]]:
                 continue
             taken.append((m.start(), m.end()))
             yield m.start(), m.end()
+    taken.sort()
+    starts = [s for s, _ in taken]
+    reach = list(accumulate((e for _, e in taken), max))  # the furthest end of the shapes found so far, by start
     for m in _LOOSE.finditer(folded):
         value = m.group()
-        if any(s <= m.start() and m.end() <= e for s, e in taken):
+        i = bisect.bisect_right(starts, m.start()) - 1
+        if i >= 0 and reach[i] >= m.end():  # inside a shape already found
             continue
         d = _digits(value)
         if not 8 <= len(d) <= 15 or _DATE.fullmatch(value) or _THOUSANDS.fullmatch(value) or _ZIP4.fullmatch(value):

@@ -39,7 +39,8 @@ from functools import lru_cache
 from typing import Any
 
 from harness.privacy.detectors import PERSON, TYPES, Span, find_patterns, normalised, resolve
-from harness.privacy.names import PARTICLES, NameFinder, load_name_finder, lower_words, named_as_a_thing, plausible
+from harness.privacy.name_runs import NAME_TOKEN, after_a_title_word
+from harness.privacy.names import NameFinder, load_name_finder, lower_words, named_as_a_thing, plausible
 from harness.run_folder.run_records import RedactionRecord  # what run.json and spotcheck.json record
 
 log = logging.getLogger("grace")
@@ -135,14 +136,20 @@ class Redactor:
         lowered = lower_words(whole)
         texts = [f.text for f in fields]
         tokens: set[str] = set()
+        judged: dict[str, bool] = {}  # value -> a name in this call (a name said 1,000 times is read once)
+
+        def a_name(value: str) -> bool:
+            if value not in judged:
+                judged[value] = plausible(value, lowered) and not named_as_a_thing(value, texts, self.names.lex)
+            return judged[value]
+
         for f, parts, spans in zip(fields, split, found, strict=True):
             for i, p in enumerate(parts):
                 if i % 2 or f.title or self._language_of(p, fallback) not in self.names.languages:
                     continue
-                names = [s for s in self.names.find(p) if plausible(s.value, lowered)
-                         and not named_as_a_thing(s.value, texts)]
+                names = [s for s in self.names.find(p) if a_name(s.value)]
                 spans[i] += names
-                tokens.update(t for s in names for t in s.value.split() if t not in PARTICLES)
+                tokens.update(t for s in names for t in s.value.split() if NAME_TOKEN.fullmatch(t))
         if not tokens:
             return
         mention = re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, sorted(tokens, key=len, reverse=True)))
@@ -150,7 +157,8 @@ class Redactor:
         for parts, spans in zip(split, found, strict=True):
             for i, p in enumerate(parts):
                 if i % 2 == 0:
-                    spans[i] += [Span(m.start(), m.end(), PERSON, m.group()) for m in mention.finditer(p)]
+                    spans[i] += [Span(m.start(), m.end(), PERSON, m.group()) for m in mention.finditer(p)
+                                 if not after_a_title_word(p, m.start(), tokens)]
 
     def _language_of(self, text: str, fallback: str) -> str:
         """The language of ``text`` when it is long enough to tell (a few words with a Dutch name in them read

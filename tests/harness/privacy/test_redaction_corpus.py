@@ -18,15 +18,16 @@ import pytest
 from tests.conftest import ROOT, shared
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_redaction", ROOT / "benchmarks" / "redaction.py")
+def load_script(name: str, file: str):
+    """A script of ``benchmarks/`` as a module (the tests measure with the code that prints the figures)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / file)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     return mod
 
 
-bench = _bench()
+bench = load_script("bench_redaction", "redaction.py")
 ROWS = bench.load_corpus()
 # countries of grace's languages (en, fr, de, es, pt, it, nl, el) that each type is spelled for
 COUNTRIES = {"PHONE": {"US", "GB", "IE", "CA", "FR", "BE", "CH", "DE", "AT", "ES", "PT", "IT", "NL", "GR"},
