@@ -23,7 +23,9 @@ sys.path.insert(0, str(ROOT))
 
 from kb_builder.references import Resolver, slug  # noqa: E402
 
-TTS = Path("/work/shared/data/tts-handbook/pages")
+SHARED = ROOT.parent / "shared" / "data"
+TTS = SHARED / "tts-handbook" / "pages"
+HELVIA = SHARED / "helvia-playbook-rag" / "map.json"
 
 
 def sentences_of(articles) -> list[str]:
@@ -142,8 +144,13 @@ def build(source: Path, out: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tts", type=Path, default=TTS)
+    parser.add_argument("--helvia", type=Path, default=HELVIA)
+    parser.add_argument("--foreign-only", action="store_true", help="only the references of a chunking not grace's")
     args = parser.parse_args()
     rng = random.Random(39)
+    if args.foreign_only:
+        foreign_main(args)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         sample = build(ROOT / "benchmarks/sample/handbook", Path(tmp) / "sample")
         print("quote threshold on the sample (min words, min 3-gram overlap): right / wrong over the quote kinds")
@@ -178,6 +185,186 @@ def site_rule(articles, refs) -> None:
             Counter())
     print(f"URL kinds with the rule https://handbook.example.com/ = \"\": {len(urls)} references, right "
           f"{c['mapped right'] + c['unmapped (right)']}, wrong {c['mapped wrong']}, unmapped {c['unmapped']}")
+
+
+# ---------------------------------------------------------------- references made by a chunking that is not grace's
+#
+# A bot's own chunker (benchmarks/sample/bots/handbook_bot.py: sections at ##-####, at most 220 words) makes the
+# references: every heading's anchor on the site (by one of three generators' rules, each written here, apart from
+# grace's), every page's URL, every chunk's URL and text, and a 30-word quote from each chunk. The truth is the set
+# of articles holding the text each points to, found by shared text (benchmarks/shared_text.py). A resolution is
+# right when it names exactly that set (unmapped when no article holds the text), partial when it names some of it
+# and nothing else, outside when it names an article not in it.
+
+
+def _bot():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("handbook_bot", ROOT / "benchmarks/sample/bots/handbook_bot.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kramdown_slug(text: str) -> str:
+    """kramdown's auto_ids (Jekyll without GFM input): leading non-letters dropped, ASCII letters, digits, spaces
+    and hyphens kept, spaces as hyphens."""
+    s = re.sub(r"^[^a-zA-Z]+", "", text)
+    s = re.sub(r"[^a-zA-Z0-9 -]", "", s).replace(" ", "-").lower()
+    return s or "section"
+
+
+def mkdocs_slug(text: str) -> str:
+    """Python-Markdown's toc slugify (MkDocs): accents folded to ASCII, punctuation dropped, runs of spaces and
+    hyphens one hyphen."""
+    import unicodedata
+
+    s = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    s = re.sub(r"[^\w\s-]", "", s).strip().lower()
+    return re.sub(r"[-\s]+", "-", s)
+
+
+def site_anchors(texts: list[str], rule: str, github) -> list[str]:
+    """Each heading's anchor on a page by one generator: its slug, numbered when the page has it already."""
+    slug, sep = {"github": (github, "-"), "kramdown": (kramdown_slug, "-"), "mkdocs": (mkdocs_slug, "_")}[rule]
+    seen: set[str] = set()
+    out = []
+    for t in texts:
+        base = anchor = slug(t)
+        n = 0
+        while anchor in seen:
+            n += 1
+            anchor = f"{base}{sep}{n}"
+        seen.add(anchor)
+        out.append(anchor)
+    return out
+
+
+def anchor_text(bot, raw: str, heads, i: int) -> tuple[int, int]:
+    """Where the page text an anchor leads to starts and ends: its heading up to the next heading, or, with next
+    to nothing but sub-headings under it, its whole sub-tree (up to the next heading of its level or above)."""
+    h = heads[i]
+    end = heads[i + 1].start if i + 1 < len(heads) else len(raw)
+    line_end = raw.find("\n", h.start, end)
+    if len(bot.kept_words(raw, line_end + 1 if line_end >= 0 else end, end)) < 1:
+        end = next((g.start for g in heads[i + 1:] if g.level <= h.level), len(raw))
+    return h.start, end
+
+
+def foreign_references(folder: Path, articles, site: str, rng: random.Random, prefix: str
+                       ) -> list[tuple[str, str, frozenset[str]]]:
+    """(kind, reference, the articles holding the text it points to) for every page of ``folder``."""
+    from shared_text import Page
+
+    bot = _bot()
+    by_page: dict[str, list] = defaultdict(list)
+    for a in articles:
+        by_page[a.source].append(a)
+    chunks = defaultdict(list)
+    for c in bot.chunk_pages(folder, prefix, site):
+        chunks[c.page].append(c)
+    out: list[tuple[str, str, frozenset[str]]] = []
+    rules = ("github", "kramdown", "mkdocs")
+    for n, path in enumerate(sorted(folder.rglob("*.md"))):
+        page = path.relative_to(folder).as_posix()
+        raw, body = bot.read_page(path)
+        text = Page.of(raw, [(a.id, a.text) for a in by_page.get(page, [])])
+        url = bot.page_url(page, site)
+        out.append(("page URL", url, frozenset(text.held(body, len(raw)))))
+        heads = bot.headings(raw, body)
+        rule = rules[n % len(rules)]  # each page as one site generator makes its anchors
+        anchors = site_anchors([h.text for h in heads], rule, bot.github_slug)
+        led = {}  # the bot's own anchor (github's rule, or an explicit {#id}) -> the articles it leads to
+        for i, h in enumerate(heads):
+            held = frozenset(text.held(*anchor_text(bot, raw, heads, i)))
+            led[h.anchor] = held
+            if h.level >= 2:
+                explicit = h.anchor if bot._EXPLICIT.search(raw[h.start:raw.find("\n", h.start)]) else None
+                out.append((f"heading anchor ({rule})", f"{url}#{explicit or anchors[i]}", held))
+        for c in chunks.get(page, []):
+            out.append(("chunk URL", c.url, led[c.url.partition("#")[2]] if "#" in c.url else
+                        frozenset(text.held(body, len(raw)))))
+            out.append(("chunk text", c.text, frozenset(text.held(c.start, c.end))))
+            kept = bot.kept_words(raw, c.start, c.end)
+            if len(kept) >= 30:
+                i = rng.randrange(0, len(kept) - 29)
+                a, b = kept[i][0], kept[i + 29][1]
+                out.append(("30-word quote", bot.shown(raw[a:b]), frozenset(text.held(a, b))))
+    return out
+
+
+def judge(resolver: Resolver, refs) -> dict[str, Counter]:
+    table: dict[str, Counter] = defaultdict(Counter)
+    for kind, ref, truth in refs:
+        got = set(resolver.resolve(ref).articles)
+        if not got:
+            table[kind]["right" if not truth else "unmapped"] += 1
+        elif got == truth:
+            table[kind]["right"] += 1
+        elif got <= truth:
+            table[kind]["partial"] += 1
+        else:
+            table[kind]["outside"] += 1
+    return table
+
+
+def show_foreign(name: str, table: dict[str, Counter]) -> None:
+    print(f"\n{name}")
+    print("| kind | references | right article or set | partial (within the set) | outside | unmapped |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    total = Counter()
+    for kind, c in sorted(table.items()):
+        total.update(c)
+        print(f"| {kind} | {sum(c.values()):,} | {c['right']:,} | {c['partial']:,} | {c['outside']:,} | {c['unmapped']:,} |")
+    n = sum(total.values())
+    print(f"| **all** | **{n:,}** | **{total['right']:,}** | **{total['partial']:,}** | **{total['outside']:,}** "
+          f"| **{total['unmapped']:,}** |")
+    print(f"right {total['right'] / n:.1%}, outside {total['outside'] / n:.2%}")
+
+
+def helvia_pages(map_json: Path, out: Path) -> Path:
+    """The Helvia playbook's articles assembled into a handbook: one page per source document, each article a
+    ``##`` section of its title followed by its body, in the documents' row order."""
+    import json
+
+    data = json.loads(map_json.read_text(encoding="utf-8"))
+    rows: dict[str, dict] = {}
+    for topic in data["topics"]:
+        for a in topic["articles"]:
+            rows.setdefault(a["rowRef"], a)
+    pages: dict[str, list[str]] = defaultdict(list)
+    for a in sorted(rows.values(), key=lambda a: (a["file"], a["row"])):
+        pages[a["source"]].append(f"## {a['title']}\n\n{a['body'].strip()}\n")
+    out.mkdir(parents=True, exist_ok=True)
+    for source, parts in pages.items():
+        name = re.sub(r"[^a-z0-9]+", "-", source.lower()).strip("-")
+        (out / f"{name}.md").write_text(f"# {source}\n\n" + "\n".join(parts), encoding="utf-8")
+    return out
+
+
+def foreign_main(args) -> None:
+    from kb_builder.references import read_rewrites
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    rng = random.Random(46)
+    with tempfile.TemporaryDirectory() as tmp:
+        handbooks = []
+        if args.tts.is_dir():
+            handbooks.append(("TTS handbook", args.tts, "https://handbook.tts.gsa.gov/", "tts"))
+        else:
+            print(f"TTS handbook: skipped ({args.tts} is absent)")
+        if args.helvia.is_file():
+            handbooks.append(("Helvia playbook", helvia_pages(args.helvia, Path(tmp) / "helvia"),
+                              "https://playbook.helvia.example/", "hv"))
+        else:
+            print(f"Helvia playbook: skipped ({args.helvia} is absent)")
+        for name, folder, site, prefix in handbooks:
+            kb = build(folder, Path(tmp) / prefix)
+            refs = foreign_references(folder, kb.articles, site, rng, prefix)
+            resolver = Resolver(kb.articles, rewrites=read_rewrites([f"{site}="]))
+            show_foreign(f"{name} ({len(kb.articles):,} articles), references of the bot's chunking",
+                         judge(resolver, refs))
 
 
 if __name__ == "__main__":
