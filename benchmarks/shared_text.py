@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 _WORD = re.compile(r"\w+")
 RUN = 6
+FILL = 40  # at most this many words between two of an article's own: a longer stretch (a dropped table of contents)
 
 
 def words(text: str) -> list[tuple[int, int, str]]:
@@ -46,6 +47,10 @@ class Page:
         for aid, text in articles:
             theirs = [w for _, _, w in words(text)]
             places = [where.get(tuple(theirs[i:i + RUN]), []) for i in range(len(theirs) - RUN + 1)]
+            # a run next to none of the article's other runs in the same place is chance ("the GSA IT Service Desk.
+            # For" of one article, "the GSA IT Service Desk for new hires" of another): at least two in a row
+            places = [[p for p in at if (i > 0 and p - 1 in places[i - 1])
+                       or (i + 1 < len(places) and p + 1 in places[i + 1])] for i, at in enumerate(places)]
             found.append((aid, places, [(i, at[0]) for i, at in enumerate(places) if len(at) == 1]))
         claimed: set[int] = set()
         for aid, _, unique in found:
@@ -65,11 +70,24 @@ class Page:
                 if len(fit) == 1 or (fit and not unique):
                     claimed.add(fit[0])
                     page.own(fit[0], aid)
+        page.fill()
         return page
 
     def own(self, place: int, aid: str) -> None:
-        for k in range(place, place + RUN):
+        """A run matched at ``place``: its words but the first and the last, which may be chance (an article's
+        "for all. ## Our values" matches the page's "for all. ## Our history" on "our")."""
+        for k in range(place + 1, place + RUN - 1):
             self.owners[k].add(aid)
+
+    def fill(self) -> None:
+        """A short stretch no article's run covers (a template's words, a word at a run's end) between two words the
+        same article owns is that article's: grace keeps a section's text in order."""
+        owned = [i for i, o in enumerate(self.owners) if o]
+        for i, j in zip(owned, owned[1:], strict=False):
+            if i + 1 < j <= i + FILL + 1:
+                both = self.owners[i] & self.owners[j]
+                for k in range(i + 1, j):
+                    self.owners[k] = set(both)
 
     def held(self, start: int, end: int) -> set[str]:
         """The articles owning any word within characters ``start``..``end`` of the page."""
