@@ -237,17 +237,6 @@ def site_anchors(texts: list[str], rule: str, github) -> list[str]:
     return out
 
 
-def anchor_text(bot, raw: str, heads, i: int) -> tuple[int, int]:
-    """Where the page text an anchor leads to starts and ends: its heading up to the next heading, or, with next
-    to nothing but sub-headings under it, its whole sub-tree (up to the next heading of its level or above)."""
-    h = heads[i]
-    end = heads[i + 1].start if i + 1 < len(heads) else len(raw)
-    line_end = raw.find("\n", h.start, end)
-    if len(bot.kept_words(raw, line_end + 1 if line_end >= 0 else end, end)) < 1:
-        end = next((g.start for g in heads[i + 1:] if g.level <= h.level), len(raw))
-    return h.start, end
-
-
 def foreign_references(folder: Path, articles, site: str, rng: random.Random, prefix: str
                        ) -> list[tuple[str, str, frozenset[str]]]:
     """(kind, reference, the articles holding the text it points to) for every page of ``folder``."""
@@ -273,7 +262,7 @@ def foreign_references(folder: Path, articles, site: str, rng: random.Random, pr
         anchors = site_anchors([h.text for h in heads], rule, bot.github_slug)
         led = {}  # the bot's own anchor (github's rule, or an explicit {#id}) -> the articles it leads to
         for i, h in enumerate(heads):
-            held = frozenset(text.held(*anchor_text(bot, raw, heads, i)))
+            held = frozenset(text.held(*bot.led_to(raw, heads, i)))
             led[h.anchor] = held
             if h.level >= 2:
                 explicit = h.anchor if bot._EXPLICIT.search(raw[h.start:raw.find("\n", h.start)]) else None

@@ -317,11 +317,9 @@ class Resolver:
         """The articles holding the text a heading's anchor leads to (its section, or a bare heading's sub-tree)."""
         said = unquote(anchor).strip()
         found = [(h, aid) for h, aid in loc.headings if said in h.anchors]
-        rule = "anchor"
         if not found:  # a heading's text as the anchor (path#Annual performance bonus)
             want = slug(said)
             found = [(h, aid) for h, aid in loc.headings if slug(h.text) == want]
-            rule = "heading text"
         if not found:
             fallback = self._by_heading_path(ref, name, articles, anchor, quiet=True)
             if fallback.mapped:
@@ -341,8 +339,8 @@ class Resolver:
         if not ids:
             return Resolution(ref, note=f"the text under heading {h.text!r} of {name} is in no article (a section "
                                         "too short or only links is left out of the KB)")
-        where_ = f"its text is in {len(ids)} articles" if len(ids) > 1 else ""
-        return Resolution(ref, ids, "source+heading", note=f"{rule} of heading {h.text!r}" + (f"; {where_}" if where_ else ""))
+        note = f"the text under heading {h.text!r} is in {len(ids)} articles" if len(ids) > 1 else ""
+        return Resolution(ref, ids, "source+heading", note=note)
 
     def _held(self, loc: _Located, start: int, end: int) -> tuple[str, ...]:
         """The articles holding any of characters ``start``..``end`` of the document (a bare heading line: the one

@@ -35,14 +35,14 @@ def test_an_anchor_of_a_folded_heading_maps_to_the_article_holding_it(kb):
     """The issue's case: ``### Paid Parental Leave`` folded into the article before it; before, "no heading"."""
     [sick] = ids(kb, "Leave types > Sick leave")
     got = resolver(kb).resolve(f"{SITE}leave/#paid-parental-leave")
-    assert (got.articles, got.scope, got.how) == ((sick,), "article", "rewrite")
-    assert "source+heading: anchor of heading 'Paid Parental Leave'" in got.note
+    assert (got.articles, got.scope, got.how) == ((sick,), "article", "rewrite") and "source+heading" in got.note
 
 
 def test_an_anchor_of_a_section_cut_into_parts_maps_to_every_part(kb):
     parts = ids(kb, "Leave types > Court leave (part")
     got = resolver(kb).resolve(f"{SITE}leave/#court-leave")
-    assert len(parts) == 3 and (got.articles, got.scope) == (parts, "several") and "in 3 articles" in got.note
+    assert len(parts) == 3 and (got.articles, got.scope) == (parts, "several")
+    assert "the text under heading 'Court leave' is in 3 articles" in got.note
 
 
 def test_anchors_of_every_generator_an_explicit_one_and_heading_text_map(kb):

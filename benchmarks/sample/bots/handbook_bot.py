@@ -81,7 +81,7 @@ class Heading:
     anchor: str
 
 
-@dataclass
+@dataclass(eq=False)  # one chunk is one object: hashed by identity
 class Chunk:
     id: str
     page: str  # the page's path under the handbook folder
@@ -123,6 +123,17 @@ def headings(raw: str, body: int = 0) -> list[Heading]:
             out.append(Heading(at, len(m.group(1)), text, anchor))
         at += len(line) + 1
     return out
+
+
+def led_to(raw: str, heads: list[Heading], i: int) -> tuple[int, int]:
+    """Where the text a link to heading ``i`` leads to starts and ends: the heading up to the next one, or, with
+    nothing but sub-headings under it, its whole sub-tree (up to the next heading of its level or above)."""
+    h = heads[i]
+    end = heads[i + 1].start if i + 1 < len(heads) else len(raw)
+    line_end = raw.find("\n", h.start, end)
+    if not kept_words(raw, line_end + 1 if line_end >= 0 else end, end):
+        end = next((g.start for g in heads[i + 1:] if g.level <= h.level), len(raw))
+    return h.start, end
 
 
 def shown(raw: str) -> str:
