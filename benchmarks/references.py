@@ -1,11 +1,15 @@
 """How well the reference resolver (kb_builder.references) maps a system's own references onto KB articles.
 
-Builds the sample KB (benchmarks/sample/handbook) and, when present, the TTS handbook
-(/work/shared/data/tts-handbook/pages), makes references of each kind a shipped bot prints (source path, heading
-anchor, URL, title, a quoted sentence, a few words cut from an article), each with the article it must map to, and
-some that must stay unmapped (pages not in the KB, another site's page of a KB document's name, unknown headings,
-too-short quotes, bare numbers, text from no article), then prints per kind: mapped right / mapped wrong / unmapped. The quote threshold is chosen on the
-sample; TTS is held out. Usage: python benchmarks/references.py [--tts PATH]
+Two parts. First (``--foreign-only`` runs it alone), references made by a chunking that is not grace's: a help-desk
+bot's own chunker (benchmarks/sample/bots/handbook_bot.py) over the TTS handbook and the Helvia playbook (its
+articles assembled into pages), each heading's anchor as three site generators make it, each page's URL, each
+chunk's URL and text, and a 30-word quote of each chunk; the truth is the set of articles holding the text each
+points to, found by shared text (benchmarks/shared_text.py, apart from grace's code). The rule for a text over two
+articles is chosen on TTS; Helvia is held out. Second, references built from each KB's own records (the sample KB and
+TTS): paths, URLs, titles, quoted sentences, a few words cut from an article, and some that must stay unmapped (pages
+not in the KB, another site's page of a KB document's name, too-short quotes, bare numbers, text from no article);
+the quote threshold is chosen on the sample. Usage: python benchmarks/references.py [--tts PATH] [--helvia PATH]
+[--foreign-only]
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from harness.core.group_names import group_names
 KB_FORMAT_VERSION = 2
 
 
-class Span(BaseModel):
+class _Place(BaseModel):
     """Characters ``start`` to ``end`` (end excluded) of a source document: of its file's text as read, newlines as
     ``\\n`` (of the text grace extracted, for PDF and DOCX)."""
 
@@ -33,33 +33,27 @@ class Span(BaseModel):
     source: str | None = None
 
     @model_validator(mode="after")
-    def _ordered(self) -> Span:
+    def _ordered(self) -> _Place:
         if self.end < self.start:
-            raise ValueError(f"a span ends ({self.end}) before it starts ({self.start})")
+            raise ValueError(f"it ends ({self.end}) before it starts ({self.start})")
         return self
 
 
-class SourceHeading(BaseModel):
-    """A heading of the source document whose text an article holds, and the anchors a link to it may use."""
+class Span(_Place):
+    """Text of a source document an article holds."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class SourceHeading(_Place):
+    """A heading of the source document whose text an article holds, and the anchors a link to it may use.
+
+    ``start``: where its heading line starts; ``end``: where the text a link to it leads to ends (the next heading;
+    for a heading with no text of its own, only sub-headings under it, the end of its sub-tree)."""
 
     text: str  # as a reader sees it (no markup)
     level: int = Field(ge=1, le=6)
-    start: int = Field(ge=0)  # where its heading line starts in the document
-    # where the text a link to it leads to ends: the next heading; for a heading with no text of its own (only
-    # sub-headings under it), the end of its sub-tree
-    end: int = Field(ge=0)
     # its explicit anchor ({#id}, an HTML id) if any, else the anchors the site generators grace knows make of it
     # on its page (kb_builder.anchors: GitHub/Docusaurus, kramdown, MkDocs), without repeats
     anchors: list[str] = Field(default_factory=list)
-    source: str | None = None  # as Span.source
-
-    @model_validator(mode="after")
-    def _ordered(self) -> SourceHeading:
-        if self.end < self.start:
-            raise ValueError(f"heading {self.text!r} ends ({self.end}) before it starts ({self.start})")
-        return self
 
 
 class Article(BaseModel):

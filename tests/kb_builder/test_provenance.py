@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
+import grace
 import pytest
 
-import grace
 from kb_builder.anchors import page_anchors
 from kb_builder.curation import open_curation
 from kb_builder.documents import load_file
@@ -166,5 +166,5 @@ def test_bad_places_in_an_articles_file_are_named(tmp_path):
     code_path = Path(tmp_path / "kb")
     from harness.core.errors import GraceError
 
-    with pytest.raises(GraceError, match=r"articles.jsonl:1: field 'spans.0': a span ends \(3\) before it starts"):
+    with pytest.raises(GraceError, match=r"articles.jsonl:1: field 'spans.0': it ends \(3\) before it starts"):
         load_kb(code_path)
