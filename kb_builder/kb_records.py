@@ -27,8 +27,8 @@ class _Place(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    start: int = Field(ge=0)
-    end: int = Field(ge=0)
+    start: int = Field(ge=0)  # the first character (from 0); of a heading: where its heading line starts
+    end: int = Field(ge=0)  # the character after the last; of a heading: where the text a link to it leads to ends
     # the document, when not the article's own ``source`` (an article merged by hand with one of another document)
     source: str | None = None
 
@@ -50,7 +50,7 @@ class SourceHeading(_Place):
     for a heading with no text of its own, only sub-headings under it, the end of its sub-tree)."""
 
     text: str  # as a reader sees it (no markup)
-    level: int = Field(ge=1, le=6)
+    level: int = Field(ge=1, le=6)  # its depth: 1 for a page title (#, <h1>) to 6
     # its explicit anchor ({#id}, an HTML id) if any, else the anchors the site generators grace knows make of it
     # on its page (kb_builder.anchors: GitHub/Docusaurus, kramdown, MkDocs), without repeats
     anchors: list[str] = Field(default_factory=list)

@@ -74,7 +74,7 @@ _PART = re.compile(r"\s*\(part \d+ of \d+\)$")
 _QUOTES = "\"'“”‘’«»`"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a scorer makes one per citation, a million a run
 class Resolution:
     """One reference and what it maps to: the set of ``articles`` (KB IDs, in KB order) whose text holds what it
     points to, ``how`` and what kind of set (``scope``), or unmapped with a ``note`` saying why.
@@ -93,10 +93,11 @@ class Resolution:
     warning: str | None = None  # a key of WARNINGS
 
     def __post_init__(self) -> None:
-        if not self.articles:
+        if self.articles:
+            if self.scope is None:
+                object.__setattr__(self, "scope", "article" if len(self.articles) == 1 else "several")
+        elif self.scope is not None:
             object.__setattr__(self, "scope", None)
-        elif self.scope is None:
-            object.__setattr__(self, "scope", "article" if len(self.articles) == 1 else "several")
 
     @property
     def mapped(self) -> bool:
@@ -299,7 +300,7 @@ class Resolver:
         if not anchor:
             return self._page(ref, name, articles)
         loc = self.located.get(docs[0])
-        if loc is None or not loc.headings:
+        if loc is None or not loc.spans:
             return self._by_heading_path(ref, name, articles, anchor)
         return self._anchor(ref, name, loc, articles, anchor)
 
