@@ -19,6 +19,7 @@ from kb_builder.kb_dir import KbDir
 from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
 from kb_builder.language import is_known
+from kb_builder.provenance import built, document_anchors
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
 from kb_builder.store import KB, finish_articles, make_manifest, read_manifest, set_languages, write_kb
 from kb_builder.topics import AskTopics, Segmentation, TopicRequest, TopicSplitter, parse_splitter
@@ -67,8 +68,11 @@ def articles_from_documents(source: Path, max_tokens: int, min_tokens: int, prog
         finally:
             if progress:
                 progress()
+        anchors = document_anchors(doc)
         for d in splitter_.split(doc):
-            art = Article(id="", title=d.title, text=d.text, source=rel, heading_path=d.path[1:], tokens=d.tokens)
+            spans, headings = built(doc, d.held, anchors)
+            art = Article(id="", title=d.title, text=d.text, source=rel, heading_path=d.path[1:], tokens=d.tokens,
+                          spans=spans, headings=headings)
             if d.parts > 1:
                 art.part = d.part  # type: ignore[attr-defined]
             articles.append(art)

@@ -44,6 +44,7 @@ from kb_builder.curation_records import (
 )
 from kb_builder.kb_dir import KbDir
 from kb_builder.kb_records import Article, Manifest, kb_content_hash
+from kb_builder.provenance import carry, uncarry
 from kb_builder.store import KB, finish_articles, read_kb, token_stats, write_kb
 
 if TYPE_CHECKING:
@@ -94,21 +95,30 @@ def _mismatch(edit: CurationEdit, articles: list[Article], hashes: dict[str, str
 
 def apply_edit(edit: CurationEdit, articles: list[Article]) -> list[Article]:
     """``articles`` with ``edit`` applied: its ``before`` articles replaced by its ``after`` ones (checked first by
-    the caller with :func:`_mismatch`)."""
+    the caller with :func:`_mismatch`), which take where their text is in the sources from the articles they replace
+    as they are now (a rebuild moves them when a document changed elsewhere)."""
     if edit.action == "distinct":
         return articles
     remove = list(edit.before)
-    return _swap(articles, remove, edit.after_articles, remove[0] if remove else None)
+    by_id = {a.id: a for a in articles}
+    after = [a.model_copy(deep=True) for a in edit.after_articles]
+    if all(aid in by_id for aid in remove):
+        carry(edit.action, [by_id[aid] for aid in remove], after)
+    return _swap(articles, remove, after, remove[0] if remove else None)
 
 
 def revert_edit(edit: CurationEdit, articles: list[Article]) -> list[Article]:
     """``articles`` with ``edit`` taken back: its ``after`` articles replaced by its ``before`` ones, each where it
-    stood before the edit."""
+    stood before the edit (with where their text is in the sources, as far as the ``after`` ones say it now)."""
     if edit.action == "distinct":
         return articles
+    by_id = {a.id: a for a in articles}
+    before = [a.model_copy(deep=True) for a in edit.before_articles]
+    if all(aid in by_id for aid in edit.after):
+        uncarry(edit.action, [by_id[aid] for aid in edit.after], before)
     out = [a for a in articles if a.id not in set(edit.after)]
-    for art, at in sorted(zip(edit.before_articles, edit.positions_before(), strict=True), key=lambda p: p[1]):
-        out.insert(min(at, len(out)), art.model_copy(deep=True))
+    for art, at in sorted(zip(before, edit.positions_before(), strict=True), key=lambda p: p[1]):
+        out.insert(min(at, len(out)), art)
     return out
 
 
@@ -495,6 +505,7 @@ class Curation:
         finish_articles(after)
         for a in after:
             a.content_hash = a.compute_hash()
+        carry(action, before, after)  # where their text is in the sources: kept, joined or cut with the text
         pos = _index(self.kb.articles)
         edit = CurationEdit(seq=self._next_seq(), action=action, articles=names,
                             before={a.id: a.content_hash or a.compute_hash() for a in before},

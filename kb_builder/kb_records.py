@@ -1,7 +1,11 @@
 """Typed, versioned records for the KB files (``articles.jsonl``, ``manifest.json``).
 
-The KB directory is a contract other tools rely on; ``schema_version`` lets a later
+The KB directory is a contract other tools rely on; ``format_version`` lets a later
 grace read an older KB or refuse it with a clear message instead of guessing.
+
+Format 2 added where each built article came from (``spans``, ``headings``): a KB of format 1, or
+articles without them (imported, hand-written), still load; references to their headings are then
+resolved by heading path, as before (:mod:`kb_builder.references` says so).
 """
 
 from __future__ import annotations
@@ -10,11 +14,46 @@ import hashlib
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from harness.core.group_names import group_names
 
-KB_FORMAT_VERSION = 1
+KB_FORMAT_VERSION = 2
+
+
+class _Place(BaseModel):
+    """Characters ``start`` to ``end`` (end excluded) of a source document: of its file's text as read, newlines as
+    ``\\n`` (of the text grace extracted, for PDF and DOCX)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    start: int = Field(ge=0)  # the first character (from 0); of a heading: where its heading line starts
+    end: int = Field(ge=0)  # the character after the last; of a heading: where the text a link to it leads to ends
+    # the document, when not the article's own ``source`` (an article merged by hand with one of another document)
+    source: str | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> _Place:
+        if self.end < self.start:
+            raise ValueError(f"it ends ({self.end}) before it starts ({self.start})")
+        return self
+
+
+class Span(_Place):
+    """Text of a source document an article holds."""
+
+
+class SourceHeading(_Place):
+    """A heading of the source document whose text an article holds, and the anchors a link to it may use.
+
+    ``start``: where its heading line starts; ``end``: where the text a link to it leads to ends (the next heading;
+    for a heading with no text of its own, only sub-headings under it, the end of its sub-tree)."""
+
+    text: str  # as a reader sees it (no markup)
+    level: int = Field(ge=1, le=6)  # its depth: 1 for a page title (#, <h1>) to 6
+    # its explicit anchor ({#id}, an HTML id) if any, else the anchors the site generators grace knows make of it
+    # on its page (kb_builder.anchors: GitHub/Docusaurus, kramdown, MkDocs), without repeats
+    anchors: list[str] = Field(default_factory=list)
 
 
 class Article(BaseModel):
@@ -37,6 +76,12 @@ class Article(BaseModel):
     # the groups that may see the article; None (absent): everyone. A citation of it for an asker in none of these
     # groups is a forbidden_citation (harness.scoring.outcomes)
     audience: list[str] | None = None
+    # where its text is in its source document, in document order (kb_builder.provenance); None (absent): not known
+    # (an imported or hand-written article, or a KB built before format 2)
+    spans: list[Span] | None = None
+    # every heading whose line its text holds (a section cut into parts: the first part), in document order;
+    # None (absent): not known, as for spans
+    headings: list[SourceHeading] | None = None
 
     @field_validator("audience", mode="before")
     @classmethod

@@ -12,6 +12,11 @@ Splitting is linear in the size of a document: a subtree's size is asked for at
 every level above it, so token counts are summed from per-line counts (each
 distinct line is tokenised once per document), and nodes are told apart by
 identity, never by comparing their contents.
+
+Each article also says which of the document's sections it holds (``Draft.held``): an article that knows where
+its text came from maps a link to a heading folded into it, or to a section cut into parts. Nodes carry the
+sections whose text their body holds, and each place text moves (a short heading's text joined to the topic after
+it, a subtree rendered into one article, an article cut at blocks) moves them with it.
 """
 
 from __future__ import annotations
@@ -81,6 +86,9 @@ class Node:
     body_tokens: int | None = None
     in_text: str = ""  # the heading in a parent article's text, if not ``heading`` (see Section.heading_in_text)
     nav: bool = False  # a navigation heading whose link list was dropped: it goes too unless it heads sub-sections
+    # (offset in body, index of the document's section) of each section whose text the body holds, in order;
+    # a heading with no text of its own is held at the offset of the text that follows it
+    held: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def shown(self) -> str:
@@ -96,6 +104,9 @@ class Draft:
     part: int = 0
     parts: int = 1
     tokens: int | None = None  # of title and text as the article stores them, counted from the lines already counted
+    # (index of the document's section, from, to) of each section it holds: the share of the section's text, as
+    # fractions (0.0, 1.0: all of it; a cut between parts of an article falls inside one section)
+    held: list[tuple[int, float, float]] = field(default_factory=list)
 
     @property
     def title(self) -> str:
@@ -106,15 +117,16 @@ class Draft:
 def outline(doc: Document) -> Node:
     root = Node(0, doc.title, "")
     stack = [root]
-    for s in doc.sections:
+    for k, s in enumerate(doc.sections):
         if s.level == 0:
             root.body = (root.body + "\n\n" + s.body).strip()
+            root.held.append((len(root.body) - len(s.body.strip()), k))
             continue
-        node = Node(s.level, s.heading, s.body, in_text=s.heading_in_text)
+        node = Node(s.level, s.heading, s.body, in_text=s.heading_in_text, held=[(0, k)])
         if names_navigation(s.heading) and is_navigation(s.heading, s.body):
             # the link list goes; the heading stays while the outline is built, so the sections under it keep
             # their place, and goes too when it heads nothing (never a heading over another topic's text)
-            node = Node(s.level, s.heading, "", in_text=s.heading_in_text, nav=True)
+            node = Node(s.level, s.heading, "", in_text=s.heading_in_text, nav=True, held=[(0, k)])
         while len(stack) > 1 and stack[-1].level >= s.level:
             stack.pop()
         stack[-1].children.append(node)
@@ -124,8 +136,12 @@ def outline(doc: Document) -> Node:
     while len(root.children) == 1 and (root.children[0].level == 1 or root.children[0].heading.lower() == root.heading.lower()):
         only = root.children[0]
         body = "\n\n".join(b for b in (root.body, only.body) if b)
-        root = Node(0, doc.title, body, only.children)
+        root = Node(0, doc.title, body, only.children, held=root.held + _shifted(only.held, len(body) - len(only.body)))
     return root
+
+
+def _shifted(held: list[tuple[int, int]], by: int, limit: int | None = None) -> list[tuple[int, int]]:
+    return [(min(at + by, limit) if limit is not None else at + by, k) for at, k in held]
 
 
 def _drop_empty_navigation(root: Node) -> None:
@@ -153,6 +169,31 @@ def _render(node: Node, depth: int = 0) -> str:
         head = "#" * min(depth + 2, 6) + " " + c.shown if c.heading else ""
         parts.append("\n\n".join(x for x in (head, sub) if x))
     return "\n\n".join(p for p in parts if p)
+
+
+def _render_held(node: Node, depth: int = 0) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`_render`'s text, and where in it each section the subtree holds begins (a child's at its heading)."""
+    parts: list[str] = []
+    held: list[tuple[int, int]] = []
+    at = 0
+    if node.body:
+        parts.append(node.body)
+        held.extend(_shifted(node.held, 0, len(node.body)))
+        at = len(node.body) + 2
+    else:
+        held.extend((0, k) for _, k in node.held)
+    for c in node.children:
+        sub, sub_held = _render_held(c, depth + 1)
+        head = "#" * min(depth + 2, 6) + " " + c.shown if c.heading else ""
+        part = "\n\n".join(x for x in (head, sub) if x)
+        if not part:
+            continue
+        into = len(head) + 2 if head and sub else 0
+        held.extend((at, k) for _, k in sub_held[:1])  # the child's own section starts at its heading
+        held.extend(_shifted(sub_held[1:], at + into))
+        parts.append(part)
+        at += len(part) + 2
+    return "\n\n".join(parts), held
 
 
 def is_navigation(heading: str, text: str) -> bool:
@@ -289,6 +330,8 @@ class Splitter:
         # (one FAQ answer, a first article) keeps it: the build asks again with keep_short
         self.keep_short = keep_short
         self._count = _Counter()
+        self._held: list[tuple[int, int]] = []  # the sections of the text being emitted (see _emit_node)
+        self._held_end = 0
 
     def _tokens(self, node: Node) -> int:
         # memoised on the node itself: an id()-keyed cache would outlive freed nodes and hand their counts on
@@ -357,75 +400,118 @@ class Splitter:
         if not node.body and len(node.children) == 1:
             # a heading with nothing of its own but one sub-topic: the article is that sub-topic
             only = node.children[0]
+            only.held = [(0, k) for _, k in node.held] + only.held
             self._plan(only, path if only.heading.lower() == path[-1].lower() else [*path, only.heading], out)
             return
         total = self._tokens(node)
         budget = self._budget(path)
         big = [c for c in node.children if self._tokens(c) >= self.min]
         if not node.children or (total <= budget and len(big) <= 1):
-            self._emit(path, _render(node), out)
+            self._emit_node(path, node, out)
             return
         if len(big) <= 1 and total > budget and not any(c.children for c in node.children):
             # one long topic with small parts: keep it together, cut by blocks
-            self._emit(path, _render(node), out)
+            self._emit_node(path, node, out)
             return
         big_ids = {id(c) for c in big}  # identity: `c not in big` compared whole subtrees, quadratic in children
-        rest = Node(node.level, node.heading, node.body, [c for c in node.children if id(c) not in big_ids], in_text=node.in_text)
+        rest = Node(node.level, node.heading, node.body, [c for c in node.children if id(c) not in big_ids],
+                    in_text=node.in_text, held=node.held)
         lead = ""
+        lead_held: list[tuple[int, int]] = []
         tails: dict[int, list[Node]] = {}  # id of a sub-topic -> the short sections that follow it
+        emitted = False
         if rest.body or rest.children:
             text = _render(rest)
             if self._count(text) >= STUB_TOKENS or is_navigation(path[-1], text):
-                self._emit(path, text, out)
+                self._emit_node(path, rest, out)
+                emitted = True
             else:
                 # too short for an article of its own, so kept in document order: a short intro is context for
                 # the first sub-topic, and a short section after a sub-topic closes that one (never moved ahead)
                 first = next((i for i, c in enumerate(node.children) if id(c) in big_ids), len(node.children))
-                lead = _render(Node(node.level, node.heading, node.body, node.children[:first], in_text=node.in_text))
+                lead, lead_held = _render_held(Node(node.level, node.heading, node.body, node.children[:first],
+                                                    in_text=node.in_text, held=node.held))
                 owner = None
                 for c in node.children[first:]:
                     if id(c) in big_ids:
                         owner = c
                     elif owner is not None:
                         tails.setdefault(id(owner), []).append(c)
+        if not lead and not emitted:  # a heading with no text of its own: held with the first sub-topic after it
+            lead_held = [(0, k) for _, k in node.held]
         for c in big:
             after = tails.get(id(c), [])
-            if lead or after:
+            if lead or after or lead_held:
                 body = (lead + "\n\n" + c.body).strip() if lead else c.body
-                c = Node(c.level, c.heading, body, [*c.children, *after], in_text=c.in_text)
-                lead = ""
+                held = lead_held + _shifted(c.held, len(body) - len(c.body.strip()) if c.body.strip() else len(body),
+                                            len(body))
+                c = Node(c.level, c.heading, body, [*c.children, *after], in_text=c.in_text, held=held)
+                lead, lead_held = "", []
             child_path = path if c.heading.lower() == path[-1].lower() else [*path, c.heading]
             self._plan(c, child_path, out)
 
-    def _emit(self, path: list[str], text: str, out: list[Draft]) -> None:
-        text = text.strip()
-        if not text:
-            return
-        budget = self._budget(path)
-        chunks = self._pack(text, budget) if self._count(text) > budget else [text]
-        for i, chunk in enumerate(chunks):
-            out.append(Draft(path=list(path), text=chunk, part=i, parts=len(chunks)))
+    def _emit_node(self, path: list[str], node: Node, out: list[Draft]) -> None:
+        """Emit the subtree's text as one article (or its parts), with the sections it holds."""
+        text, self._held = _render_held(node)
+        self._held_end = len(text.rstrip())
+        self._emit(path, text, out)
 
-    def _pack(self, text: str, budget: int) -> list[str]:
-        """Greedy packing of blocks (a heading stays with the block after it) under the budget."""
-        raw = [b.strip() for b in _BLANK_LINE.split(text) if b.strip()]
-        blocks: list[str] = []
-        for b in raw:
-            if blocks and re.fullmatch(r"#{1,6} .+", blocks[-1]):
-                blocks[-1] += "\n\n" + b
+    def _emit(self, path: list[str], text: str, out: list[Draft], at: int | None = None) -> None:
+        """``text``: the text :meth:`_emit_node` rendered, or (``at``) the part of it that starts there."""
+        stripped = text.strip()
+        if not stripped:
+            return
+        base = len(text) - len(text.lstrip()) if at is None else at
+        budget = self._budget(path)
+        chunks, starts = self._pack(stripped, budget) if self._count(stripped) > budget else ([stripped], [0])
+        ends = [*starts[1:], len(stripped)]
+        for i, chunk in enumerate(chunks):
+            held = self._held_between(base + starts[i], base + ends[i])
+            out.append(Draft(path=list(path), text=chunk, part=i, parts=len(chunks), held=held))
+
+    def _held_between(self, start: int, end: int) -> list[tuple[int, float, float]]:
+        """The sections (and the share of each) that characters ``start``..``end`` of the rendered text hold."""
+        held, total = self._held, self._held_end
+        out: list[tuple[int, float, float]] = []
+        for j, (a, k) in enumerate(held):
+            b = min(held[j + 1][0], total) if j + 1 < len(held) else total
+            if b <= a:  # a heading with no text of its own: in the part where it stands
+                if start <= a < end or (end >= total and a >= total):
+                    out.append((k, 0.0, 1.0))
+                continue
+            lo, hi = max(a, start), min(b, end)
+            if lo < hi:
+                f0 = 0.0 if lo <= a else (lo - a) / (b - a)
+                f1 = 1.0 if hi >= b else (hi - a) / (b - a)
+                out.append((k, round(f0, 4), round(f1, 4)))
+        return out
+
+    def _pack(self, text: str, budget: int) -> tuple[list[str], list[int]]:
+        """Greedy packing of blocks (a heading stays with the block after it) under the budget; the chunks, and
+        where each starts in ``text``."""
+        blocks: list[tuple[int, str]] = []
+        for at, b in placed_blocks(text):
+            if blocks and re.fullmatch(r"#{1,6} .+", blocks[-1][1]):
+                blocks[-1] = (blocks[-1][0], blocks[-1][1] + "\n\n" + b)
             else:
-                blocks.append(b)
-        pieces: list[str] = []
-        for b in blocks:
-            pieces.extend(self._cut(b, budget) if self._count(b) > budget else [b])
+                blocks.append((at, b))
+        pieces: list[tuple[int, str]] = []
+        for at, b in blocks:
+            if self._count(b) > budget:
+                pieces.extend(_placed(self._cut(b, budget), b, at))
+            else:
+                pieces.append((at, b))
         chunks: list[str] = []
+        starts: list[int] = []
         cur: list[str] = []
         cur_tokens = 0
-        for p in pieces:
+        for at, p in pieces:
             t = self._count(p) + 1
             if cur and cur_tokens + t > budget:
                 chunks.append("\n\n".join(cur))
                 cur, cur_tokens = [], 0
+            if not cur:
+                starts.append(at)
             cur.append(p)
             cur_tokens += t
         if cur:
@@ -433,7 +519,8 @@ class Splitter:
         # a tiny last chunk reads better joined to the one before, if that still fits
         if len(chunks) > 1 and self._count(chunks[-1]) < self.min and self._count(chunks[-2] + "\n\n" + chunks[-1]) <= budget:
             chunks[-2:] = [chunks[-2] + "\n\n" + chunks[-1]]
-        return chunks
+            starts.pop()
+        return chunks, starts
 
     def _cut(self, block: str, budget: int) -> list[str]:
         """A block over budget: cut at sentences, and a sentence over budget at words."""
@@ -459,3 +546,27 @@ class Splitter:
         if cur:
             out.append(cur)
         return out
+
+
+def placed_blocks(text: str) -> list[tuple[int, str]]:
+    """The blocks of ``text`` (stripped, between blank lines) with where each starts."""
+    out: list[tuple[int, str]] = []
+    pos = 0
+    for m in [*_BLANK_LINE.finditer(text), None]:
+        seg = text[pos:m.start() if m else len(text)]
+        if seg.strip():
+            out.append((pos + len(seg) - len(seg.lstrip()), seg.strip()))
+        if m:
+            pos = m.end()
+    return out
+
+
+def _placed(pieces: list[str], block: str, at: int) -> list[tuple[int, str]]:
+    """Each piece :meth:`Splitter._cut` made of ``block`` with where it starts in the text (``block`` starts at
+    ``at``): a piece is the block's next words, re-joined by single spaces."""
+    words = [m.start() for m in re.finditer(r"\S+", block)]
+    out, n = [], 0
+    for piece in pieces:
+        out.append((at + words[min(n, len(words) - 1)] if words else at, piece))
+        n += len(piece.split())
+    return out

@@ -48,7 +48,7 @@ from harness.core.model_names import split_model
 from kb_builder.documents import Document
 from kb_builder.documents.cleanup import clean_title
 from kb_builder.language import DEFAULT_LANGUAGE, detect, terms
-from kb_builder.splitting import _BLANK_LINE, _LIST_ITEM, _SENTENCE, Draft, Splitter
+from kb_builder.splitting import _BLANK_LINE, _LIST_ITEM, _SENTENCE, Draft, Splitter, placed_blocks
 
 WINDOW = 2  # paragraphs compared on each side of a gap
 CUTOFF = 0.8  # least depth (0..2) of a gap a text under budget is cut at (tuned on four handbooks)
@@ -247,26 +247,33 @@ class TopicSplitter(Splitter):
             self._lang = detect("\n\n".join(s.body for s in doc.sections[:20])[:4000]) or DEFAULT_LANGUAGE
         return super().split(doc)
 
-    def _emit(self, path: list[str], text: str, out: list[Draft]) -> None:
+    def _emit(self, path: list[str], text: str, out: list[Draft], at: int | None = None) -> None:
+        base = (len(text) - len(text.lstrip()) if at is None else at)
         text = text.strip()
         budget = self._budget(path)
         if not text or (len(path) > 1 and self._count(text) <= budget):
-            super()._emit(path, text, out)  # under a heading and within budget: the author's cut stands
+            super()._emit(path, text, out, base)  # under a heading and within budget: the author's cut stands
             return
         units = topic_units(text)
         if len(units) < 2:
-            super()._emit(path, text, out)
+            super()._emit(path, text, out, base)
             return
         sizes = [self._count(u) for u in units]
         if sum(sizes) < 2 * self.min and self._count(text) <= budget:
-            super()._emit(path, text, out)  # too short for two parts: nothing to find (nor to ask a model)
+            super()._emit(path, text, out, base)  # too short for two parts: nothing to find (nor to ask a model)
             return
+        # where each unit starts (a unit is whole blocks: the sections its part holds follow from it)
+        blocks = [a for a, _ in placed_blocks(text)]
+        starts, n = [], 0
+        for u in units:
+            starts.append(base + blocks[min(n, len(blocks) - 1)])
+            n += u.count("\n\n") + 1
         for start, end, title in self._parts(path, units, sizes, budget):
             body = "\n\n".join(units[start:end])
             if start == 0 and end == len(units):
-                super()._emit(path, body, out)
+                super()._emit(path, body, out, starts[start])
             else:
-                super()._emit([*path, title], body, out)
+                super()._emit([*path, title], body, out, starts[start])
 
     def _parts(self, path: list[str], units: list[str], sizes: list[int], budget: int) -> list[tuple[int, int, str]]:
         least = max(self.min, 1)

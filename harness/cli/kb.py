@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -14,7 +15,10 @@ from harness.cli.kb_curate import curate
 from harness.cli.kb_edit import edit
 from harness.core.errors import GraceError
 from harness.core.outputs import check_output_file
+from kb_builder.references import WARNINGS
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS
+
+SHOWN_ARTICLES = 10  # of a reference that maps to several articles, listed by title
 
 COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help
     "kb": "Build, index, search and evaluate a knowledge base.",
@@ -304,7 +308,7 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
 @click.argument("kb_dir", type=click.Path(path_type=Path))
 @click.argument("references", nargs=-1, required=True)
 @click.option("--map", "mapping", type=click.Path(path_type=Path), help="CSV of their_id,article_id rows: the "
-              "system's own IDs (chunk IDs, URLs...) and the KB article each names.")
+              "system's own IDs (chunk IDs, URLs...) and the KB article(s) each names (several: 12;13).")
 @click.option("--rewrite", "rewrites", multiple=True, metavar="PREFIX=REPLACEMENT", help="Read a reference starting "
               "with PREFIX with it replaced (e.g. https://wiki.example.com/=docs/); repeat for several.")
 @click.option("--ids", "bare_ids", is_flag=True, help="The system cites by KB ID: a bare number is that article "
@@ -312,7 +316,11 @@ def search(kb_dir: Path, query: str | None, k: int, queries: Path | None, out: P
 @click.option("--json", "as_json", is_flag=True, help="One JSON line per reference.")
 def resolve(kb_dir: Path, references: tuple[str, ...], mapping: Path | None, rewrites: tuple[str, ...],
             bare_ids: bool, as_json: bool) -> None:
-    """Show which KB article(s) each of a system's REFERENCES maps to, and how, or that it is unmapped."""
+    """Show which KB article(s) each of a system's REFERENCES maps to, and how, or why it is unmapped.
+
+    A reference maps to every article whose text holds what it points to: one article, several (a section cut
+    into parts, a quote running over two articles) or a page's articles.
+    """
     from harness.workflows import kb as workflow
 
     kb_ = workflow.load_kb(kb_dir)
@@ -322,14 +330,30 @@ def resolve(kb_dir: Path, references: tuple[str, ...], mapping: Path | None, rew
             click.echo(json.dumps(r.as_dict(), ensure_ascii=False))
         return
     for r in found:
+        click.echo(r.reference)
         if r.mapped:
-            titles = "; ".join(f"{a} {kb_.by_id[a].title}" for a in r.articles)
-            click.echo(f"{r.reference}\n  -> {titles}  ({r.how}{': ' + r.note if r.note else ''})")
+            how = f"({r.how}{': ' + r.note if r.note else ''})"
+            if len(r.articles) == 1:
+                a = r.articles[0]
+                click.echo(f"  -> {a} {kb_.by_id[a].title}  {how}")
+            else:
+                kind = "a page" if r.scope == "page" else "several articles"
+                click.echo(f"  -> {kind}, {len(r.articles)} articles  {how}")
+                for a in r.articles[:SHOWN_ARTICLES]:
+                    click.echo(f"     {a} {kb_.by_id[a].title}")
+                if len(r.articles) > SHOWN_ARTICLES:
+                    click.echo(f"     and {len(r.articles) - SHOWN_ARTICLES} more (--json lists them all)")
         else:
             also = f"; candidates {', '.join(r.candidates[:10])}" if r.candidates else ""
-            click.echo(f"{r.reference}\n  -> unmapped ({r.note}{also})")
+            click.echo(f"  -> unmapped ({r.note}{also})")
+        if r.warning:
+            click.echo(f"  warning {r.warning}: {WARNINGS[r.warning]}")
     n = sum(r.mapped for r in found)
-    click.echo(f"{n} of {len(found)} reference(s) mapped, {len(found) - n} unmapped")
+    kinds = Counter(r.scope for r in found if r.mapped)
+    split = ", ".join(f"{kinds[s]} to {label}" for s, label in (("article", "one article"), ("several", "several"),
+                                                                 ("page", "a page")) if kinds[s])
+    click.echo(f"{n} of {len(found)} reference(s) mapped" + (f" ({split})" if split else "")
+               + f", {len(found) - n} unmapped")
 
 
 @kb.command(name="eval")

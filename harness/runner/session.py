@@ -113,12 +113,13 @@ def retrieved_from_file(kb: KB, questions: list[GoldQuestion], k: int, path: Any
         except GraceError as exc:
             raise GraceError(f"--retrieved-map: {exc}") from None
         resolver = Resolver(kb.articles, mapping=table, bare_ids=True)
-        cache: dict[str, str | None] = {}
+        cache: dict[str, tuple[str, ...]] = {}
 
-        def resolve(ref: str) -> str | None:
+        def resolve(ref: str) -> tuple[str, ...]:
+            """The article(s) a retrieved ID holds (a chunk over two articles: both); a page's are no ranking."""
             if ref not in cache:
                 got = resolver.resolve(ref)
-                cache[ref] = got.articles[0] if len(got.articles) == 1 else None
+                cache[ref] = got.articles if got.scope != "page" else ()
             return cache[ref]
 
         mapping = IdMapping(resolve)

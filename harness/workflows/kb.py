@@ -150,8 +150,9 @@ def resolve_references(kb: Any, references: str | Sequence[str], *, mapping: str
     ``mapping``: a CSV of ``their_id,article_id`` rows; ``rewrites``: ``PREFIX=REPLACEMENT`` rules (or pairs)
     applied to paths and URLs; ``bare_ids``: the system cites by KB ID, so a bare ``17`` is article 17 (else it is
     never read as one). Returns one :class:`~kb_builder.references.Resolution` per reference (one reference: one
-    Resolution): ``.articles``, ``.how`` (mapping, id, rewrite, source+heading, source, title, quote) or unmapped
-    with ``.note`` and ``.candidates``.
+    Resolution): ``.articles`` (every article holding what it points to), ``.scope`` (article, several, page),
+    ``.how`` (mapping, id, rewrite, source+heading, source, title, quote), or unmapped with ``.note`` and
+    ``.candidates``; ``.warning`` names a problem (ambiguous-anchor, page-too-large...).
     """
     from kb_builder.references import Resolver, read_mapping, read_rewrites
 

@@ -21,6 +21,12 @@ class Section:
     # the heading as an article's text shows it when the section is merged into its parent's article:
     # a link keeps its target there, as in any body text. Empty: the same as ``heading``.
     heading_in_text: str = ""
+    anchor: str = ""  # the heading's explicit anchor (kramdown's {#id}, an HTML heading's id); empty: none
+    # where the section is in the source: character offsets of its heading line (of the text, for the part before
+    # any heading) and of the next section, in the file's text (a PDF's or DOCX's: in the text grace extracted,
+    # see positions_in_text). None: not known
+    start: int | None = None
+    end: int | None = None
 
 
 @dataclass
@@ -53,7 +59,20 @@ def load_file(path: Path, source: str) -> Document:
         from kb_builder.documents.pdf import load_pdf as loader
     else:
         from kb_builder.documents.docx import load_docx as loader
-    return loader(path, source)
+    doc = loader(path, source)
+    if doc.sections and doc.sections[0].start is None:
+        positions_in_text(doc.sections)
+    return doc
+
+
+def positions_in_text(sections: list[Section]) -> None:
+    """Offsets for a format whose file is not text (PDF, DOCX): each section's place in the text grace extracted,
+    read as its headings and bodies one after the other, so a section's offsets still order and bound it."""
+    at = 0
+    for s in sections:
+        s.start = at
+        at += (len(s.heading) + 2 if s.heading else 0) + len(s.body) + 2
+        s.end = at
 
 
 def discover(root: Path) -> list[tuple[Path, str]]:

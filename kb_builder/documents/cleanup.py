@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_right
 
 _BLOCK_DROP = re.compile(r"\{%-?\s*comment\s*-?%\}.*?\{%-?\s*endcomment\s*-?%\}", re.S)
 _SLACK = re.compile(r"\{%-?\s*slack_channel\s+[\"']([^\"']+)[\"']\s*-?%\}")
@@ -26,11 +27,62 @@ _TRAILING_WS = re.compile(r"[ \t]+\n")
 _INNER_SPACES = re.compile(r"(?<=\S)[ \t]{2,}(?=\S)")
 
 
+def _slack(m: re.Match) -> str:
+    return "#" + m.group(1) + " on Slack"
+
+
 def strip_templates(text: str) -> str:
     text = _BLOCK_DROP.sub("", text)
-    text = _SLACK.sub(lambda m: "#" + m.group(1) + " on Slack", text)
+    text = _SLACK.sub(_slack, text)
     text = _TAG.sub("", text)
     return _OUTPUT.sub("", text)
+
+
+class Shifts:
+    """Where a place in a text after substitutions was before them: a loader reads a page with its templates taken
+    out and says where each section is in the file as written."""
+
+    def __init__(self) -> None:
+        self._passes: list[tuple[list[int], list[tuple[int, int, int]]]] = []  # per pass: out starts, (start, end, len)
+
+    def sub(self, pattern: re.Pattern, repl, text: str) -> str:
+        """``pattern.sub(repl, text)`` (``repl`` a string without groups, or a function), remembering each edit."""
+        edits: list[tuple[int, int, int]] = []
+
+        def record(m: re.Match) -> str:
+            new = repl(m) if callable(repl) else repl
+            edits.append((m.start(), m.end(), len(new)))
+            return new
+
+        out = pattern.sub(record, text)
+        if edits:
+            starts, delta = [], 0
+            for a, b, n in edits:
+                starts.append(a + delta)
+                delta += n - (b - a)
+            self._passes.append((starts, edits))
+        return out
+
+    def before(self, at: int) -> int:
+        """The place in the original text of place ``at`` of the substituted one (a place inside a replacement:
+        where the replaced text started)."""
+        for starts, edits in reversed(self._passes):
+            k = bisect_right(starts, at) - 1
+            if k >= 0:
+                a, b, n = edits[k]
+                at = a if at < starts[k] + n else b + at - starts[k] - n
+        return at
+
+
+def strip_templates_mapped(text: str) -> tuple[str, Shifts]:
+    """:func:`strip_templates`, and the :class:`Shifts` back to ``text``."""
+    shifts = Shifts()
+    if "{" not in text:
+        return text, shifts
+    text = shifts.sub(_BLOCK_DROP, "", text)
+    text = shifts.sub(_SLACK, _slack, text)
+    text = shifts.sub(_TAG, "", text)
+    return shifts.sub(_OUTPUT, "", text), shifts
 
 
 def _link(m: re.Match) -> str:

@@ -16,10 +16,11 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from kb_builder.documents import Document, Section, title_from_source
-from kb_builder.documents.cleanup import clean_markdown, clean_title, strip_templates
+from kb_builder.documents.cleanup import clean_markdown, clean_title, strip_templates_mapped
 
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n?", re.S)
 _ANCHOR = re.compile(r"\{#[^}]*\}")  # kramdown's {#id} heading attribute
+_EXPLICIT = re.compile(r"\{#([^}\s]+)\}")
 _ATX = re.compile(r"#{1,6}(?:[ \t]|$)")
 PARALLEL_CHARS = 4_000_000  # below this, starting a second process costs more than it saves
 
@@ -38,7 +39,8 @@ def split_front_matter(text: str) -> tuple[dict, str]:
 
 
 def markdown_sections(text: str) -> tuple[str | None, list[Section]]:
-    """Sections from Markdown source; returns (first H1 if it opens the page, sections).
+    """Sections from Markdown source; returns (first H1 if it opens the page, sections), each with its offsets in
+    ``text`` (``start``, ``end``).
 
     A large text is read in two halves at once, on two cores. The halves meet at
     an ATX heading after a blank line. The first half is parsed up to and
@@ -61,29 +63,42 @@ def markdown_sections(text: str) -> tuple[str | None, list[Section]]:
             try:
                 first = _scan("\n".join(lines[: cut + 1]))
                 if any(h[0] == cut and h[4] for h in first):
-                    sections = _sections(lines[:cut], [h[:4] for h in first if h[0] < cut]) + rest.result()
+                    later = rest.result()
+                    for sec in later:  # their lines counted from the cut
+                        sec.start, sec.end = sec.start + cut, sec.end + cut
+                    sections = _sections(lines[:cut], [h[:4] for h in first if h[0] < cut]) + later
             except OSError:  # the child failed
                 pass
             finally:
                 rest.cancel()
     if sections is None:
         sections = _sections(lines, [h[:4] for h in _scan(text)])
+    offsets = [0]  # where each line starts
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for sec in sections:  # line numbers -> offsets in text
+        sec.start, sec.end = offsets[sec.start], min(offsets[sec.end], len(text))
     if sections and sections[0].level == 0 and not sections[0].body:
         sections = sections[1:]
     return None, sections
 
 
 def _sections(lines: list[str], heads: list[tuple[int, int, int, str]]) -> list[Section]:
-    """Each heading with the cleaned lines up to the next; the first section is the text before any."""
+    """Each heading with the cleaned lines up to the next; the first section is the text before any. ``start`` and
+    ``end`` are line numbers here (markdown_sections makes them offsets)."""
     sections: list[Section] = []
     prev_end, prev_level, prev_heading = 0, 0, ""
-    prev_in_text = ""
+    prev_in_text, prev_anchor, prev_line = "", "", 0
     for start, end, level, raw in heads:
-        sections.append(Section(prev_level, prev_heading, clean_markdown("\n".join(lines[prev_end:start])), prev_in_text))
+        sections.append(Section(prev_level, prev_heading, clean_markdown("\n".join(lines[prev_end:start])), prev_in_text,
+                                prev_anchor, prev_line, start))
         prev_end, prev_level, prev_heading = end, level, _heading_text(raw)
         prev_in_text = _heading_in_text(raw)
         prev_in_text = "" if prev_in_text == prev_heading else prev_in_text
-    sections.append(Section(prev_level, prev_heading, clean_markdown("\n".join(lines[prev_end:])), prev_in_text))
+        explicit = _EXPLICIT.search(raw)
+        prev_anchor, prev_line = (explicit.group(1) if explicit else ""), start
+    sections.append(Section(prev_level, prev_heading, clean_markdown("\n".join(lines[prev_end:])), prev_in_text,
+                            prev_anchor, prev_line, len(lines)))
     return sections
 
 
@@ -131,7 +146,11 @@ def load_markdown(path: Path, source: str) -> Document:
     except UnicodeDecodeError:
         raise GraceError(f"{path}: not UTF-8 text; re-save it as UTF-8") from None
     front, body = split_front_matter(raw)
-    _, sections = markdown_sections(strip_templates(body))
+    text, shifts = strip_templates_mapped(body)
+    _, sections = markdown_sections(text)
+    skip = len(raw) - len(body)  # the front matter
+    for sec in sections:
+        sec.start, sec.end = skip + shifts.before(sec.start), skip + shifts.before(sec.end)
     title = clean_title(str(front.get("title") or ""))
     if not title:
         h1 = [s for s in sections if s.level == 1]

@@ -59,10 +59,11 @@ def _ranked(value: object, path: Path, n: int) -> Ranked:
 
 @dataclass
 class IdMapping:
-    """A rankings file's own document IDs onto KB articles: ``resolve`` gives the article an ID names, or None; what
-    was mapped and what was not is counted here as the file is read (an unmapped ID leaves the ranking, named)."""
+    """A rankings file's own document IDs onto KB articles: ``resolve`` gives the article(s) an ID names (a chunk
+    whose text is in two articles: both, at its rank), or none; what was mapped and what was not is counted here as
+    the file is read (an unmapped ID leaves the ranking, named)."""
 
-    resolve: Callable[[str], str | None]
+    resolve: Callable[[str], tuple[str, ...]]
     mapped: int = 0  # entries that were not KB IDs and mapped onto an article
     unmapped: Counter[str] = field(default_factory=Counter)  # ID -> entries that mapped onto no article
 
@@ -72,15 +73,16 @@ class IdMapping:
         out: Ranked = []
         seen: set[str] = set()
         for i, score in ranked:
-            article = i if i in known_ids else self.resolve(i)
-            if article is None:
+            articles = (i,) if i in known_ids else self.resolve(i)
+            if not articles:
                 self.unmapped[i] += 1
                 continue
             if i not in known_ids:
                 self.mapped += 1
-            if article not in seen:
-                seen.add(article)
-                out.append((article, score))
+            for article in articles:
+                if article not in seen:
+                    seen.add(article)
+                    out.append((article, score))
         return out
 
 

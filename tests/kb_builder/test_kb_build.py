@@ -28,7 +28,7 @@ def test_build_writes_contract_files(tmp_path):
     assert [a["id"] for a in arts] == ["1", "2", "3", "4"]
     assert all(a["source"] in ("leave.md", "travel.html") and a["tokens"] > 0 for a in arts)
     manifest = json.loads((tmp_path / "kb" / "manifest.json").read_text())
-    assert manifest["format_version"] == 1 and manifest["article_count"] == 4 and manifest["embedder"] == "bm25f"
+    assert manifest["format_version"] == 2 and manifest["article_count"] == 4 and manifest["embedder"] == "bm25f"
     assert re.fullmatch(r"[0-9a-f]{16}", manifest["kb_hash"])
     assert "4 articles from 2 document(s)" in out
 

@@ -99,14 +99,15 @@ def answer(request: SystemRequest) -> SystemAnswer:
 
 
 def write_map(kb: str, out: str) -> None:
-    """Each chunk ID of the bot's index -> the KB article its URL resolves to (unmapped chunks left out, named)."""
+    """Each chunk ID of the bot's index -> the KB article(s) its URL resolves to (a section grace keeps in several
+    articles: all of them, ``lk-0012,11;12;13``); unmapped chunks left out, named."""
     import grace
 
     found = grace.resolve_references(kb, [c["url"] for c in CHUNKS], rewrites=[f"{SITE}="])
     rows = ["their_id,article_id"]
     for chunk, res in zip(CHUNKS, found, strict=True):
         if res.mapped:
-            rows.append(f"{chunk['id']},{res.articles[0]}")
+            rows.append(f"{chunk['id']},{';'.join(res.articles)}")
         else:
             print(f"unmapped: {chunk['id']} {chunk['url']}: {res.note}", file=sys.stderr)
     Path(out).write_text("\n".join(rows) + "\n", encoding="utf-8")
