@@ -130,14 +130,15 @@ def _warn(report: Report, name: str, block: CitationScores, s: CitationSettings)
     errors = {code: n for code, n in block.marker_problems.items() if PROBLEMS[code] == "error"}
     if errors:
         shown = ", ".join(f"{code} {n}" for code, n in errors.items())
-        report.warnings.append(f"{name}: answers whose citation markers could not all be read ({shown}); "
-                               "see marker_problems in scores.jsonl")
+        report.warnings.append(f"{name}: answers whose citation markers or source lists could not all be read "
+                               f"({shown}); see marker_problems in scores.jsonl")
     odd = {code: n for code, n in block.marker_problems.items() if PROBLEMS[code] == "warning"}
-    if odd:  # read as far as it goes (an entry no marker points to is not cited), but the answer is not as it claims
+    if odd:  # read as far as it goes (an uncited entry is not counted), but the answer is not as it claims
         shown = ", ".join(f"{code} {n}" for code, n in odd.items())
-        report.warnings.append(f"{name}: answers whose source list does not match their markers ({shown}); "
-                               "an entry no marker points to is not counted as cited; see marker_problems in "
-                               "scores.jsonl")
+        report.warnings.append(f"{name}: answers whose source list does not match their citations ({shown}); "
+                               "an entry named uncited_entry is not counted as cited (one no marker points to; an "
+                               "answer with no marker cites its whole list, or only the citations it returned as "
+                               "data); see marker_problems in scores.jsonl")
     if s.map and s.map_hash:
         try:
             now = file_hash(s.map)

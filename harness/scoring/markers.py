@@ -19,11 +19,13 @@ What is read, and how (each rule a test in tests/harness/scoring/test_markers.py
 * the source list: the last heading line ("Sources:", "**Quellen**", "## Πηγές", "SOURCES: a, b") followed by
   entries (``[1] x``, ``1. x``, ``(1) x``, ``¹ x``, ``- x``, a markdown link); footnote definitions
   ``[^1]: x`` and link definitions ``[1]: url`` anywhere. They are taken out of the body.
-* an answer with no marker cites its structured citations, or else its whole list ("Source: x").
+* an answer with no marker cites its structured citations, or else its whole list ("Source: x"); a list entry it
+  does not cite is then one outside its structured citations (``uncited_entry`` always means "not counted").
 
 Model output is hostile: every pattern is linear (bounded repeats, no nested quantifiers over overlapping
 characters), at most :data:`MAX_MARKERS` markers and sources are read (a named problem says when more were
-there), text inside ``` fences and inline code is never read, and nothing here raises on any string.
+there), a number has at most :data:`MAX_DIGITS` digits, text inside ``` fences and inline code is never read, and
+nothing here raises on any string.
 """
 
 from __future__ import annotations
@@ -61,13 +63,18 @@ PROBLEMS = {  # code: severity
     "unlisted_marker": "error",  # a marker whose number has no entry in the list nor in the structured citations
     "duplicate_number": "error",  # two list entries with one number (the first is used)
     "range_too_long": "error",  # [1-500] or [3-1]: not expanded, its ends read
-    "too_many_sources": "error",  # MAX_MARKERS list entries or more: the rest is not read
+    "too_many_sources": "error",  # more than MAX_MARKERS list entries and definitions: the rest is not read
     "too_many_markers": "error",  # more than MAX_MARKERS: the rest is not read (no real answer has that many)
-    "uncited_entry": "warning",  # a list entry no marker points to
-    "list_longer_than_markers": "warning",  # more list entries than distinct numbers cited
+    "uncited_entry": "warning",  # a list entry the answer does not cite (not counted as cited)
+    "list_longer_than_markers": "warning",  # more list entries than distinct numbers its markers cite
 }
 MAX_RANGE = 50  # a range marker [a-b] wider than this is not expanded (a year span, a typo, or hostile)
 MAX_MARKERS = 2000  # bounded work on hostile output: a 1 MB answer of "[1]" would otherwise be 333,000 markers
+# the digits of a marker's or a list entry's number: far more than a list of MAX_MARKERS entries needs, so "[1500]"
+# is read and "[12345]" is an unlisted marker, never skipped; ten digits in brackets are no footnote (an order number)
+MAX_DIGITS = 9
+_NUM = rf"\d{{1,{MAX_DIGITS}}}"
+_SUP_NUM = rf"[⁰¹²³⁴⁵⁶⁷⁸⁹]{{1,{MAX_DIGITS}}}(?![⁰¹²³⁴⁵⁶⁷⁸⁹])"
 
 _SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹"
 _SUPER_DIGITS = str.maketrans(_SUPERSCRIPT, "0123456789")
@@ -125,15 +132,15 @@ _INLINE_CODE = re.compile(r"`[^`\n]{1,500}`")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]*)?[*_]{0,2}([^\W\d_]{3,20})[*_]{0,2}[ \t]*([:：])?[*_]{0,2}[ \t]*(.*)$")
 _FOOTNOTE_DEF = re.compile(r"^[ \t]{0,3}\[\^([^\]\s]{1,40})\]:[ \t]*(.*)$")
-_LINK_DEF = re.compile(r"^[ \t]{0,3}\[(\d{1,3})\]:[ \t]+(\S.*)$")
+_LINK_DEF = re.compile(r"^[ \t]{0,3}\[(" + _NUM + r")\]:[ \t]+(\S.*)$")
 # "[1] x", "[1]: x", "1. x", "1) x", "(1) x", "¹ x", each maybe after a bullet; a bare bullet "- x"
 _ENTRY = re.compile(
-    r"^[ \t]{0,3}(?:[-*+•][ \t]+)?(?:\[\^?(\d{1,3})\]|\((\d{1,3})\)|(\d{1,3})[.):]|([⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}))"
-    r"[ \t]*[:\-–—]?[ \t]*(.*)$"
+    r"^[ \t]{0,3}(?:[-*+•][ \t]+)?(?:\[\^?(" + _NUM + r")\]|\((" + _NUM + r")\)|(" + _NUM + r")[.):]|(" + _SUP_NUM
+    + r"))[ \t]*[:\-–—]?[ \t]*(.*)$"
 )
 _BULLET = re.compile(r"^[ \t]{0,3}[-*+•][ \t]+(\S.*)$")
 _INLINE_SPLIT = re.compile(r"[;,][ \t]+")
-_INLINE_ENTRY = re.compile(r"\[(\d{1,3})\][ \t]*:?[ \t]*([^\[]*)")
+_INLINE_ENTRY = re.compile(r"\[(" + _NUM + r")\][ \t]*:?[ \t]*([^\[]*)")
 
 
 def _fences(lines: list[str]) -> list[bool]:
@@ -186,17 +193,19 @@ def _heading(line: str) -> tuple[bool, str] | None:
 
 
 def _inline_entries(rest: str) -> list[tuple[str | None, str]]:
-    """Entries written on the heading's own line: "Sources: [1] a.html, [2] b.html" or "Sources: a.html; b.html"."""
+    """Entries written on the heading's own line: "Sources: [1] a.html, [2] b.html" or "Sources: a.html; b.html"
+    (MAX_MARKERS of them and one more, when there are more)."""
     found = [(str(int(m.group(1))), m.group(2).strip().rstrip(",;").strip())
-             for m in islice(_INLINE_ENTRY.finditer(rest), MAX_MARKERS)]
+             for m in islice(_INLINE_ENTRY.finditer(rest), MAX_MARKERS + 1)]  # one more: more were there
     if found:
         return found
-    parts = islice((p.strip() for p in _INLINE_SPLIT.split(rest, maxsplit=MAX_MARKERS)), MAX_MARKERS)
+    parts = islice((p.strip() for p in _INLINE_SPLIT.split(rest, maxsplit=MAX_MARKERS)), MAX_MARKERS + 1)
     return [(None, part) for part in parts if part]
 
 
-def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
-    """The body without the trailing source list and footnote/link definitions, and those entries in order."""
+def _back_matter(text: str) -> tuple[str, list[SourceEntry], bool]:
+    """The body without the trailing source list and footnote/link definitions, those entries in order (the first
+    MAX_MARKERS), and whether there were more (all of them are taken out of the body, read or not)."""
     lines = text.splitlines(keepends=True)
     fenced = _fences(lines) if "```" in text or "~~~" in text else [False] * len(lines)
     keep = [True] * len(lines)
@@ -214,16 +223,18 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
                 keep[i] = False
                 parts.append(lines[i].strip())
             origin = "footnote" if m.re is _FOOTNOTE_DEF else "definition"
-            if len(definitions) < MAX_MARKERS:
+            if len(definitions) <= MAX_MARKERS:
                 definitions.append(SourceEntry(label, *_clean_reference(" ".join(parts)), origin))
         i += 1
 
     listed: list[tuple[str | None, str]] = []
+    more = False
     heading = next((j for j in range(len(lines) - 1, -1, -1) if keep[j] and not fenced[j] and _heading(lines[j])),
                    None)
     if heading is not None:
         rest = _heading(lines[heading])[1]
         candidate = _inline_entries(rest) if rest else []
+        continued: dict[int, list[str]] = {}  # an entry's continuation lines, joined once: linear in a long entry
         end = heading + 1
         while end < len(lines):
             line = lines[end]
@@ -231,15 +242,17 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
                 end += 1
                 continue
             entry = None if fenced[end] else _entry(line)
-            if entry is not None and len(candidate) >= MAX_MARKERS:
-                pass  # removed from the body, not read: too_many_sources
+            if entry is not None and len(candidate) > MAX_MARKERS:  # (one more is kept, never read: the lines
+                more = True  # continuing a skipped entry go there) removed from the body, not read: too_many_sources
             elif entry is not None:
                 candidate.append(entry)
             elif candidate and line[:1] in (" ", "\t"):  # an indented continuation of the entry above
-                candidate[-1] = (candidate[-1][0], candidate[-1][1] + " " + line.strip())
+                continued.setdefault(len(candidate) - 1, []).append(line.strip())
             else:
                 break
             end += 1
+        for k, parts in continued.items():
+            candidate[k] = (candidate[k][0], " ".join((candidate[k][1], *parts)))
         if candidate:
             listed = candidate
             for j in range(heading, end):
@@ -247,17 +260,20 @@ def _back_matter(text: str) -> tuple[str, list[SourceEntry]]:
     entries = [SourceEntry(label if label is not None else str(n), *_clean_reference(ref), "list")
                for n, (label, ref) in enumerate(listed, 1) if ref]
     body = "".join(line for line, k in zip(lines, keep, strict=True) if k).rstrip()
-    return body, (entries + definitions)[:MAX_MARKERS]
+    sources = entries + definitions
+    return body, sources[:MAX_MARKERS], more or len(sources) > MAX_MARKERS
 
 
 # ---- markers in the body --------------------------------------------------------------------------------------
 
 # [text](url) with at most one level of brackets in the text ([[1]](url)); images (![..](..)) are skipped by the caller
 _LINK = re.compile(r"\[((?:[^\[\]\n]|\[[^\[\]\n]{0,100}\]){0,300})\]\(([^()\s]{1,2000})(?:[ \t]+\"[^\"\n]{0,300}\")?\)")
-_NUMERIC = re.compile(r"\[(?i:(?:doc|source|src|ref|reference|citation)s?[ \t]?#?:?[ \t]?)?(\d{1,3}(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}\d{1,3}){0,100})\](?!\()")
+_NUMERIC = re.compile(r"\[(?i:(?:doc|source|src|ref|reference|citation)s?[ \t]?#?:?[ \t]?)?(" + _NUM
+                      + r"(?:[ \t]{0,3}(?:[,;]|[-–—]|and)[ \t]{0,3}" + _NUM + r"){0,100})\](?!\()")
 _FOOTNOTE = re.compile(r"\[\^([^\]\s\[]{1,40})\]")  # definitions were taken out of the body already
-_DAGGER = re.compile(r"【(\d{1,4}(?::\d{1,4})?)(?:†([^【】\n]{0,300}))?】")
-_SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])[⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}(?:[,˒][⁰¹²³⁴⁵⁶⁷⁸⁹]{1,3}){0,20}|<sup>(\d{1,3}(?:,\s?\d{1,3}){0,20})</sup>")
+_DAGGER = re.compile(r"【(" + _NUM + r"(?::" + _NUM + r")?)(?:†([^【】\n]{0,300}))?】")
+_SUPER = re.compile(r"(?<![\d⁰¹²³⁴⁵⁶⁷⁸⁹])" + _SUP_NUM + r"(?:[,˒]" + _SUP_NUM + r"){0,20}|<sup>(" + _NUM
+                    + r"(?:,\s?" + _NUM + r"){0,20})</sup>")
 # what every marker, definition and second line needs: a square or lenticular bracket, a superscript, <sup>, or a
 # line break (str.splitlines's)
 # line break (str.splitlines's); one character class, so the scan is the regex engine's fast one
@@ -270,7 +286,7 @@ def _superscripts(text: str) -> bool:
     return "<sup>" in text or (not text.isascii() and _SUPER_CHAR.search(text) is not None)
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
 _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
-_RANGE = re.compile(r"(\d{1,3})[ \t]*[-–—][ \t]*(\d{1,3})")
+_RANGE = re.compile(r"(" + _NUM + r")[ \t]*[-–—][ \t]*(" + _NUM + r")")
 _SENTENCE_END = re.compile(r"[.!?…。！？](?=\s|$)|\n")
 
 
@@ -342,11 +358,13 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         body, sources, by_label, listed_problems = block
         problems = list(listed_problems)
     else:
-        body, sources = _back_matter(text)
-        by_label, problems = _index(sources)
+        body, sources, more = _back_matter(text)
+        by_label, problems = _index(sources, more)
     raw = _numeric_markers(body) if plain else _find(body, by_label, citations)
-    if len(raw) >= MAX_MARKERS:
-        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only {MAX_MARKERS} are read"))
+    if len(raw) > MAX_MARKERS:  # one more was looked for: there were more
+        problems.append(_problem("too_many_markers", f"more than {MAX_MARKERS} markers: only the first "
+                                 f"{MAX_MARKERS} are read"))
+        del raw[MAX_MARKERS:]
 
     sentences: list[tuple[int, int]] = []
     if raw:  # the sentences are those the markers end: none to find in an answer without one
@@ -400,24 +418,31 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
                 cited[r] = None
         markers.append(Marker(kind, start, end, labels, tuple(references), tuple(via), s_start, s_end))
 
-    for label, entry in by_label.items():
-        if label not in cited_labels:
-            problems.append(_problem("uncited_entry", f"source [{label}] {entry.reference!r} is never cited"))
-    if len(by_label) > len(cited_labels):
-        problems.append(_problem("list_longer_than_markers", f"{len(by_label)} sources listed, "
-                                 f"{len(cited_labels)} cited by a marker"))
-    if not markers:  # a system that prints no marker cites all it returned, or else all it listed ("Source: x")
+    if markers:  # an entry is cited when a marker points to it
+        for label, entry in by_label.items():
+            if label not in cited_labels:
+                problems.append(_problem("uncited_entry", f"source [{label}] {entry.reference!r} is never cited"))
+        if len(by_label) > len(cited_labels):
+            problems.append(_problem("list_longer_than_markers", f"{len(by_label)} sources listed, "
+                                     f"{len(cited_labels)} cited by a marker"))
+    else:  # a system that prints no marker cites all it returned, or else all it listed ("Source: x")
         cited = dict.fromkeys(c for c in citations if c.strip()) or dict.fromkeys(by_label[k].reference
                                                                                    for k in by_label)
+        for label, entry in by_label.items():  # only beside citations returned as data can an entry be left out
+            if entry.reference not in cited:
+                problems.append(_problem("uncited_entry", f"source [{label}] {entry.reference!r} is not among the "
+                                         "citations the system returned"))
     return MarkerReading(body, tuple(markers), tuple(sources), tuple(cited), tuple(problems))
 
 
-def _index(sources: list[SourceEntry]) -> tuple[dict[str, SourceEntry], list[Problem]]:
-    """The source entries by label (the first of a duplicated number), and the problems of the list itself."""
+def _index(sources: list[SourceEntry], more: bool = False) -> tuple[dict[str, SourceEntry], list[Problem]]:
+    """The source entries by label (the first of a duplicated number), and the problems of the list itself
+    (``more``: entries past the first MAX_MARKERS were not read)."""
     by_label: dict[str, SourceEntry] = {}
     problems: list[Problem] = []
-    if len(sources) >= MAX_MARKERS:
-        problems.append(_problem("too_many_sources", f"{MAX_MARKERS} or more sources listed: only {MAX_MARKERS} are read"))
+    if more:
+        problems.append(_problem("too_many_sources", f"more than {MAX_MARKERS} sources listed: only the first "
+                                 f"{MAX_MARKERS} are read"))
     for entry in sources:
         if entry.label in by_label:
             problems.append(_problem("duplicate_number", f"[{entry.label}] is listed twice: "
@@ -483,7 +508,7 @@ def _read_block(block: str) -> _Block | None:
     """A heading line alone ("Sources:") and one "[n] reference" entry a line, as the full reading reads them."""
     heading, *lines = block.split("\n")
     found = _heading(heading)
-    if found is None or found[1] or len(lines) >= MAX_MARKERS:
+    if found is None or found[1] or len(lines) > MAX_MARKERS:  # more: the full reading names them
         return None
     entries = []
     for line in lines:
@@ -520,7 +545,7 @@ def _numeric_markers(body: str) -> list[_Raw]:
     if "[" not in body:
         return []
     raw: list[_Raw] = []
-    for m in islice(_NUMERIC.finditer(body), MAX_MARKERS):
+    for m in islice(_NUMERIC.finditer(body), MAX_MARKERS + 1):  # one more: more were there
         inner = m.group(1)
         found = _labels_of.get(inner)
         if found is None:
@@ -550,12 +575,12 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
         taken[a:b] = b"\x01" * (b - a)
 
     for m in _LINK.finditer(body) if "](" in body else ():
-        if len(raw) >= MAX_MARKERS:
+        if len(raw) > MAX_MARKERS:
             break
         if m.start() > 0 and body[m.start() - 1] == "!" or not free(m.start(), m.end()):
             continue
         label_text = m.group(1).strip().strip("[]^").strip()
-        labels = (str(int(label_text)),) if label_text.isdecimal() and len(label_text) <= 3 else ()
+        labels = (str(int(label_text)),) if label_text.isdecimal() and len(label_text) <= MAX_DIGITS else ()
         raw.append((m.start(), m.end(), "link", labels, m.group(2), True))
         claim(m.start(), m.end())
     square = "[" in body
@@ -565,7 +590,7 @@ def _find(body: str, by_label: dict[str, SourceEntry], citations: list[str]) -> 
         if not needed:
             continue
         for m in pattern.finditer(body):
-            if len(raw) >= MAX_MARKERS:
+            if len(raw) > MAX_MARKERS:
                 break
             if not free(m.start(), m.end()):
                 continue

@@ -170,6 +170,47 @@ def test_marker_problems_are_named_counts(bench, tmp_path):
     assert lines[0]["outcome"] == "correct"
 
 
+REMOTE = "remote-work/remote-work.md#who-can-work-remotely"  # an article that does not answer q001
+
+
+def test_a_list_without_markers_is_cited_whole_and_said_so_one_way(bench, tmp_path):
+    """The figures, the row's marker_problems and the run's warning agree: an answer with no marker cites its whole
+    list; beside citations returned as data, a listed entry outside them is named uncited and is not counted."""
+    text = f"The L4 target is 10% of base salary.\n\nSources:\n- {Q001_SOURCE}\n- {REMOTE}"
+    rows = [_row("q001", "bot", text), _row("q001", "bot", text, [Q001_SOURCE], repeat=1)]
+    report, lines = _score(bench, tmp_path, rows, {"bot": BOT})
+    whole, returned = lines
+    # no marker, nothing returned as data: both entries are cited, and nothing says otherwise
+    assert [c["reference"] for c in whole["citations"]] == [Q001_SOURCE, REMOTE]
+    assert whole["cit_precision"] == 0.5 and whole["marker_problems"] == []
+    # returned as data: that one is cited; the other listed entry is named uncited, and not counted
+    assert [c["reference"] for c in returned["citations"]] == [Q001_SOURCE]
+    assert returned["cit_precision"] == 1.0 and returned["marker_problems"] == ["uncited_entry"]
+    c = report.models["bot"].citations
+    assert c.n_citations == 3 and c.marker_problems == {"uncited_entry": 1}
+    (warning,) = [w for w in report.warnings if "does not match" in w]
+    assert "uncited_entry 1" in warning and "not counted as cited" in warning
+    assert "no marker cites its whole list" in warning
+
+
+def test_a_1500_entry_list_is_read_whole_and_a_longer_one_is_named(bench, tmp_path):
+    """"[1500]" cites the 1,500th entry (read up to 999 before); past 2,000 entries the list is too_many_sources."""
+    def listed(n: int, at: int) -> str:
+        return "\n".join(f"[{k}] {Q001_SOURCE if k == at else f'elsewhere/doc-{k}.html'}" for k in range(1, n + 1))
+
+    rows = [_row("q001", "bot", f"The L4 target is 10% of base salary [1500].\n\nSources:\n{listed(1500, 1500)}"),
+            _row("q001", "bot", f"The L4 target is 10% [2500].\n\nSources:\n{listed(2500, 2500)}", repeat=1)]
+    report, lines = _score(bench, tmp_path, rows, {"bot": BOT})
+    long, too_long = lines
+    assert [c["reference"] for c in long["citations"]] == [Q001_SOURCE] and long["outcome"] == "correct"
+    assert set(long["marker_problems"]) == {"uncited_entry", "list_longer_than_markers"}
+    assert too_long["citations"] == [] and too_long["outcome"] == "no_citation"
+    assert too_long["marker_problems"][:2] == ["too_many_sources", "unlisted_marker"]
+    assert report.models["bot"].citations.marker_problems["too_many_sources"] == 1
+    (warning,) = [w for w in report.warnings if "could not all be read" in w]
+    assert "too_many_sources 1" in warning and "unlisted_marker 1" in warning
+
+
 def test_system_retrieved_references_are_resolved_for_coverage(bench, tmp_path):
     rows = [_row("q001", "bot", "10%.", [Q001_SOURCE],
                  system_retrieved=[Q001_SOURCE, "remote-work/remote-work.md#who-can-work-remotely"])]

@@ -25,12 +25,14 @@ HEADINGS = ("Sources:", "Sources", "**Sources:**", "## References", "Quellen:", 
             "  Sources:", "Références :", "Fuentes:")
 MARKERS = ("[{n}]", "[{n}]", "[{n}, {m}]", "[{n}-{m}]", "[{n} and {m}]", "[doc{n}]", "[Source {n}]", "[^{n}]",
            "【{n}†source】", "【{n}†file.pdf】", "¹", "<sup>{n}</sup>", "[{n}](https://x.example/{n})", "[[{n}]](u)",
-           "[{n}]:", "[1-500]", "[0]", "[999]", "[{n};{m}]", "`[{n}]`", "[{n}](")
+           "[{n}]:", "[1-500]", "[0]", "[999]", "[{n};{m}]", "`[{n}]`", "[{n}](", "[1000]", "[{n}0000]", "[0{n}]")
 ENTRIES = ("[{n}] {ref}", "[{n}] {ref}", "[{n}] {ref}", "[{n}]: {ref}", "{n}. {ref}", "({n}) {ref}", "- {ref}",
            "[^{n}]: {ref}", "  [{n}] {ref}", "[{n}]{ref}", "[{n}] - {ref}", "[{n}, {m}] {ref}", "[{n}]",
            "    continued line", "")
 HOSTILE = ("[" * 3000, "]" * 3000, "[1]" * (MAX_MARKERS + 5), "[1" + ", 1" * 200 + "]", "\n" * 500 + "Sources:",
            "Sources:\n" + "\n".join(f"[{i}] r{i}" for i in range(1, MAX_MARKERS + 3)), "```\n[1]\n", "~~~\n[1] a",
+           *(f"See [1500], [{n}] and [1999-2001].\n\nSources:\n" + "\n".join(f"[{i}] r{i}" for i in range(1, n + 1))
+             for n in (1500, MAX_MARKERS, MAX_MARKERS + 1)),
            "Sources:\r\n[1] a.html\r\n", "a\u2028[1]\u2029Sources:\u2028[1] b", "\x00[1]\x00\nSources:\n[1] \x00",
            f"[1-{MAX_RANGE + 2}]", "[1]\n\nSources:\n[1] a\n\n[2] b", "Sources:\n[1] a", "[1]\nSources:\n",
            "text [1].\nSources:\n[1] a.html\nSources:\n[1] b.html", "é" * 1000 + " [2]\n\nSources:\n[2] é")
