@@ -341,21 +341,16 @@ def _unit(text: str, a: int, b: int) -> tuple[int, int]:
         if lead is None:
             return a, b
     s = lead if lead is not None else j
-    p = s
+    p, q = s, b  # the characters before and after it, spaces skipped
     while p > 0 and s - p < 4 and text[p - 1] in " \t":
         p -= 1
-    if p > 0 and text[p - 1] in _OPENERS:
-        q = b
-        while q < len(text) and q - b < 4 and text[q] in " \t":
-            q += 1
-        if q < len(text) and text[q] == _CLOSERS[_OPENERS.index(text[p - 1])]:
-            return p - 1, q + 1
-    if lead is not None and (p == 0 or _SENTENCE_END.match(text, p - 1) is not None):  # a sentence of its own
-        q = b
-        while q < len(text) and q - b < 4 and text[q] in " \t":
-            q += 1
-        if q == len(text) or _SENTENCE_END.match(text, q) is not None:  # not "See [1], staff get..."
-            return lead, b
+    while q < len(text) and q - b < 4 and text[q] in " \t":
+        q += 1
+    if p > 0 and text[p - 1] in _OPENERS and q < len(text) and text[q] == _CLOSERS[_OPENERS.index(text[p - 1])]:
+        return p - 1, q + 1
+    if (lead is not None and (p == 0 or _SENTENCE_END.match(text, p - 1) is not None)  # a sentence of its own,
+            and (q == len(text) or _SENTENCE_END.match(text, q) is not None)):  # not "See [1], staff get ..."
+        return lead, b
     return a, b
 
 

@@ -92,6 +92,8 @@ def _markers(text: str, kb_ids: Collection[str] | None) -> list[tuple[int, int, 
     return [(start, end, ids) for (start, end), ids in units.items()]
 
 
+# Citation text rule (issue 46), with markers.citation_units: a citation after a sentence end belongs to that
+# sentence. It reads the sentence end by _SENTENCE_END above (unchanged), so it moves with it to a shared home.
 def _after_sentence(text: str) -> bool:
     """Whether ``text`` ends at a sentence end (:data:`_SENTENCE_END`, closing quotes and spaces after it): a
     citation written there cites the sentence before it ("25 days. [ID: 4] Requests ...")."""
