@@ -419,3 +419,11 @@ def test_two_passes_conclusions_are_checked_against_supported_segments_only(kb, 
     hits[1] = Hit("m", "adds", 0, ("1",), "Lisbon staff get 25 days of paid time off [ID: 1].")
     third = judge_hits(lexical(), hits, kb, 1, out, JudgeSettings())
     assert third.stats.calls == 1 and third.reused == 7
+    # the same answer read into another claim (an earlier grace read "A. [ID: 1] B." as one segment) is judged again
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    first = next(r for r in rows if r["question_id"] == "quote" and r["segment_index"] == 1)
+    out.write_text("".join(json.dumps(dict(r, claim="Also an older reading.") if r is first else r) + "\n"
+                           for r in rows))
+    fourth = judge_hits(lexical(), hits, kb, 1, out, JudgeSettings())
+    assert fourth.stats.calls == 1 and fourth.reused == 8 - 1  # the 8 judgements of these answers, less that one
+    assert json.loads(out.read_text().splitlines()[-1])["claim"] == first["claim"]
