@@ -10,6 +10,12 @@ sentences made so their label is known without a judge:
   counterpart (Lisbon for Toronto, EUR for CAD, ...): ``none``, though a word-overlap judge finds every word;
 * every third case, a sentence of A citing both A and B (two citations, one supports it): ``own``.
 
+Then the first WRITTEN of those answers again, as a shipped bot or a GRACE prompt writes them (``written-*``):
+footnotes after the full stop with a ``Sources:`` list, a link after the sentence (``… notice. (see [A](url))``,
+``See [A](url).``), GRACE's ``[ID: x]`` after the full stop with a bare ``[ID: x].`` closing the answer. The
+meta-eval reads each (``reads``: references or ids) and must get back the sentences and citations written, the
+labels staying as above: a sentence is judged on the sentence as written, its citation attached to it.
+
 Usage: ``python benchmarks/sample/make_citation_cases.py`` (builds the sample KB in a temporary folder with
 ``grace kb build``; seeded, so the file only changes when the handbook does).
 """
@@ -28,6 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OUT = ROOT / "harness" / "spotcheck" / "citation_cases.jsonl"
 CASES = 12
+WRITTEN = 4
+SITE = "https://handbook.larkspur.example/"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _NUMBER = re.compile(r"\b\d+\b")
 
@@ -117,6 +125,46 @@ def build(articles: list[dict]) -> list[dict]:
     return cases
 
 
+def _url(article: dict) -> str:
+    """The page of the handbook's site an article's document is published at."""
+    return SITE + re.sub(r"\.(md|html)$", "", article["source"])
+
+
+def _link(article: dict) -> str:
+    return f"[{article['title'].rpartition(' > ')[2]}]({_url(article)})"
+
+
+def written(case: dict, style: int) -> dict:
+    """``case`` written out in one citation style (its sentences, citations and labels unchanged)."""
+    rows, arts = case["sentences"], case["articles"]
+    number = {a["id"]: n for n, a in enumerate(arts, 1)}
+    by_id = {a["id"]: a for a in arts}
+    parts = []
+    for i, r in enumerate(rows):
+        text, cites = r["text"], r["cites"]
+        if style == 0:  # footnotes, after the full stop or before it, and a source list
+            marks = "".join(f"[{number[c]}]" for c in cites)
+            parts.append(f"{text}{marks}" if i % 2 else f"{text[:-1]} {marks}{text[-1]}")
+        elif style == 1:  # a link after the sentence: in brackets with "see", as a sentence of its own, or before the stop
+            links = ", ".join(_link(by_id[c]) for c in cites)
+            parts.append([f"{text} (see {links})", f"{text} See {links}.", f"{text[:-1]} ({links}){text[-1]}"][i % 3])
+        else:  # GRACE's [ID: x], after the full stop (style 2: read by KB ID; 3: read as references)
+            parts.append(f"{text} " + " ".join(f"[ID: {c}]" for c in cites))
+    answer = " ".join(parts)
+    if style == 0:
+        answer += "\n\nSources:\n" + "\n".join(f"[{n}] {_url(a)}" if n % 2 else f"[{n}] {_link(a)}"
+                                               for n, a in enumerate(arts, 1))
+    elif style >= 2:  # the closing citation the grounded prompt asks for: the last sentence's, on a line of its own
+        answer += f"\n\n[ID: {rows[-1]['cites'][0]}]."
+    return {"id": f"written-{style + 1:02d}", "reads": "ids" if style == 2 else "references",
+            **({"rewrite": {SITE: ""}} if style in (0, 1) else {}),
+            "articles": arts, "answer": answer, "sentences": rows,
+            "note": f"{case['id']} as written: " + ("footnotes and a source list", "links after the sentences",
+                                                    "[ID: x] after the full stop and closing the answer, read by KB ID",
+                                                    "[ID: x] after the full stop and closing the answer, read as "
+                                                    "references")[style]}
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kb = Path(tmp) / "kb"
@@ -124,6 +172,7 @@ def main() -> None:
                         str(kb), "--no-lint"], check=True, cwd=ROOT, capture_output=True)
         articles = [json.loads(line) for line in (kb / "articles.jsonl").read_text(encoding="utf-8").splitlines()]
     cases = build(articles)
+    cases += [written(c, i) for i, c in enumerate(cases[:WRITTEN])]
     OUT.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases), encoding="utf-8")
     labels = [s["expected"] for c in cases for s in c["sentences"]]
     print(f"{OUT}: {len(cases)} cases, {len(labels)} sentences "

@@ -266,9 +266,11 @@ def meta_eval_cmd(judge_spec, template, cases, out, show, force, mode, quality_c
         console.print(table)
         console.print(f"citation support labels (own / other / none): agreement "
                       f"{_pct(c['agreement'], c['n'])}, kappa {'n/a' if c['kappa'] is None else format(c['kappa'], '.2f')}"
-                      f" (n={c['n']} sentences of {c['cases']} cases)")
+                      f" (n={c['n']} sentences of {c['cases']} cases; {c.get('misread_cases', 0)} of "
+                      f"{c.get('written_cases', 0)} answers as written misread)")
         for f in c["failures"][:show]:
-            console.print(f"- {f['case']}: expected {f['expected']}, got {f['judge']}: {f['sentence'][:120]}")
+            console.print(f"- {f['case']}: expected {f['expected']}, got {f['judge']}: {f['sentence'][:120]}"
+                          + (f" ({f['reading'][:200]})" if f.get("reading") else ""))
     if out:
         console.print(f"meta-eval -> {out}")
     if done.failure():

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.extraction import extract_both, given_citations
-from harness.scoring.markers import read_markers
+from harness.scoring.markers import citation_units, read_markers
 from harness.scoring.outcomes import forbidden_ids
 from harness.scoring.refusal import is_lenient_refusal, is_strict_refusal
 from kb_builder.references import Resolution, Resolver, read_mapping, read_rewrites
@@ -244,9 +244,11 @@ class CitationReader:
             for m in reading.markers:
                 span = (m.sentence_start, m.sentence_end)
                 found.extend((m.start, ref, span) for ref in m.references if ref is not None)
-            for m in _CANONICAL.finditer(body):
+            canon = list(_CANONICAL.finditer(body))
+            # each from where its citation unit starts: "days. (see [ID: 4])" cites "days."
+            for m, (at, _) in zip(canon, citation_units(body, [m.span() for m in canon]), strict=True):
                 as_ids.add(m.group(1))
-                found.append((m.start(), m.group(1), _sentence_of(body, m.start())))
+                found.append((m.start(), m.group(1), _sentence_of(body, at)))
             if not reading.markers:
                 found.extend((len(body) + 1, ref, None) for ref in reading.cited_references)
             found.sort(key=lambda f: f[0])
@@ -334,7 +336,8 @@ def _quotes(sentence: str) -> list[str]:
 
 
 def _sentence_of(body: str, at: int) -> tuple[int, int]:
-    """The sentence a marker at ``at`` ends: the one it sits in, or the one before when it follows a full stop."""
+    """The sentence a marker at ``at`` ends: the one it sits in, or the one before when it follows a full stop
+    (``at``: where its citation unit starts, so "days. (see [ID: 4])" follows one)."""
     before = body[:at].rstrip()
     if before and _SENTENCE_END.match(before[-1]):
         before = before[:-1]

@@ -289,6 +289,104 @@ _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
 _RANGE = re.compile(r"(" + _NUM + r")[ \t]*[-–—][ \t]*(" + _NUM + r")")
 _SENTENCE_END = re.compile(r"[.!?…。！？](?=\s|$)|\n")
 
+# Words that lead a citation in, per template language like LIST_HEADINGS (whose words lead one in too): "(see [1])",
+# "(Source: [2])", "See [About PPL](url)." With its lead-in and brackets a marker is one citation unit
+# (:func:`citation_units`): written after a full stop it cites the sentence before, and none of it is a claim.
+LEAD_INS = {
+    "en": ("see", "see also", "cf", "more", "more details", "more info", "more information", "details", "read more",
+           "learn more", "via", "from", "per"),
+    "fr": ("voir", "voir aussi", "cf", "plus", "détails", "en savoir plus", "selon"),
+    "de": ("siehe", "siehe auch", "vgl", "mehr", "details", "laut"),
+    "es": ("ver", "véase", "consulte", "más", "detalles", "según"),
+    "pt": ("ver", "veja", "consulte", "mais", "detalhes", "segundo"),
+    "it": ("vedi", "vedere", "cfr", "più", "dettagli", "secondo"),
+    "nl": ("zie", "zie ook", "meer", "details", "volgens"),
+    "el": ("βλ", "βλέπε", "δείτε", "περισσότερα", "λεπτομέρειες", "σύμφωνα με"),
+}
+_LEAD_PHRASES = frozenset(" ".join(_fold(w) for w in phrase.split())
+                          for phrases in (*LEAD_INS.values(), *LIST_HEADINGS.values()) for phrase in phrases)
+_LEAD_LAST = frozenset(p.rsplit(" ", 1)[-1] for p in _LEAD_PHRASES)  # a quick no for the word before a marker
+_OPENERS, _CLOSERS = "([\uff08", ")]\uff09"
+_RUN_JOIN = re.compile(r"[ \t]{0,3}(?:[,;&]|and)?[ \t]{0,3}")  # between the markers of one run: "[1], [2]", "[1] and [2]"
+
+
+def _lead_start(text: str, at: int) -> int | None:
+    """Where the lead-in words ending at ``at`` begin ("see", "see also", "Source"), the longest that is one; None
+    when the words before are none."""
+    words: list[tuple[int, str]] = []  # (start, folded word), nearest first
+    pos = at
+    for _ in range(3):
+        end = pos
+        if end > 0 and text[end - 1] == ".":  # "cf." "vgl." "βλ."
+            end -= 1
+        start = end
+        while start > 0 and end - start < 20 and text[start - 1].isalpha():
+            start -= 1
+        if start == end:
+            break
+        word = _fold(text[start:end])
+        if not words and word not in _LEAD_LAST:
+            return None
+        words.append((start, word))
+        pos = start
+        while pos > 0 and at - pos < 60 and text[pos - 1] in " \t":
+            pos -= 1
+        if pos == start:
+            break
+    for n in range(len(words), 0, -1):
+        if " ".join(w for _, w in reversed(words[:n])) in _LEAD_PHRASES:
+            return words[n - 1][0]
+    return None
+
+
+def _unit(text: str, a: int, b: int) -> tuple[int, int]:
+    """The citation unit of the run of markers ``text[a:b]``: with the brackets around it and the lead-in words in
+    them ("(see [1])", "([2])"), or with lead-in words when they make a sentence of their own ("See [About
+    PPL](url)."), else itself."""
+    j = a
+    while j and a - j < 8 and text[j - 1] in " \t:\uff1a":
+        j -= 1
+    if not j:
+        return a, b
+    lead = None
+    if text[j - 1] not in _OPENERS:  # the word before: a quick no for most markers ("salary [1]")
+        before = text[max(0, j - 24):j].rsplit(None, 1)
+        if not before or _fold(before[-1].lstrip(_OPENERS).rstrip(".")) not in _LEAD_LAST:
+            return a, b
+        lead = _lead_start(text, j)
+        if lead is None:
+            return a, b
+    s = lead if lead is not None else j
+    p, q = s, b  # the characters before and after it, spaces skipped
+    while p > 0 and s - p < 4 and text[p - 1] in " \t":
+        p -= 1
+    while q < len(text) and q - b < 4 and text[q] in " \t":
+        q += 1
+    if p > 0 and text[p - 1] in _OPENERS and q < len(text) and text[q] == _CLOSERS[_OPENERS.index(text[p - 1])]:
+        return p - 1, q + 1
+    if (lead is not None and (p == 0 or _SENTENCE_END.match(text, p - 1) is not None)  # a sentence of its own,
+            and (q == len(text) or _SENTENCE_END.match(text, q) is not None)):  # not "See [1], staff get ..."
+        return lead, b
+    return a, b
+
+
+def citation_units(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The citation unit of each marker span of ``text`` (sorted, not overlapping): the run of markers it is in
+    ("[1], [2]") with the words that lead it in and the brackets around them ("(see [1], [2])", "Source: [ID: 4]",
+    "See [About PPL](url)."), else the marker alone. A unit is read as one: after a full stop it cites the
+    sentence before it (``notice. (see [About PPL](url))`` cites "notice"), and no word of it is part of a claim."""
+    out: list[tuple[int, int]] = []
+    i, n = 0, len(spans)
+    while i < n:
+        k = i
+        while (k + 1 < n and spans[k + 1][0] - spans[k][1] < 10
+               and (j := _RUN_JOIN.match(text, spans[k][1], spans[k + 1][0])) and j.end() == spans[k + 1][0]):
+            k += 1
+        unit = _unit(text, spans[i][0], spans[k][1])
+        out.extend([unit] * (k - i + 1))
+        i = k + 1
+    return out
+
 
 def _fence_spans(body: str) -> list[tuple[int, int]]:
     spans, pos, start = [], 0, None
@@ -367,21 +465,25 @@ def read_markers(text: str, citations: list[str] | tuple[str, ...] | None = None
         del raw[MAX_MARKERS:]
 
     sentences: list[tuple[int, int]] = []
+    units: list[tuple[int, int]] = []
     if raw:  # the sentences are those the markers end: none to find in an answer without one
-        masked, pos = [], 0  # the body with each marker blanked out (the markers are sorted and never overlap)
-        for a, b, *_ in raw:
-            masked.append(body[pos:a])
-            masked.append(" " * (b - a))
-            pos = b
+        # the body with each citation unit (a marker, or "(see [1])") blanked out (sorted, never overlapping)
+        units = citation_units(body, [(a, b) for a, b, *_ in raw])
+        masked, pos = [], 0
+        for a, b in units:
+            if b > pos:
+                masked.append(body[pos:max(a, pos)])
+                masked.append(" " * (b - max(a, pos)))
+                pos = b
         masked.append(body[pos:])
         sentences = _sentences("".join(masked))
 
-    # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]"), the one before;
-    # that sentence's span then runs over its trailing markers
+    # the sentence each marker ends: the one it sits in or, after its full stop ("days.[1]", "days. (see [1])"),
+    # the one before; that sentence's span then runs over its trailing citation units
     placed, sentence_index = [], 0
     ends = [b for _, b in sentences]
     last = len(sentences) - 1
-    for start, end, *_ in raw:
+    for (start, _end, *_), (_a, end) in zip(raw, units, strict=True):
         while sentence_index < last and sentences[sentence_index + 1][0] <= start:
             sentence_index += 1
         placed.append(sentence_index)

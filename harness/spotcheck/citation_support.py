@@ -26,7 +26,9 @@ several sources or cites by its own references (``models[].citations``: scoring 
 * **Trust**: the judge is measured on hand-built cases with known labels (``citation_cases.jsonl``, built from
   the sample handbook by ``benchmarks/sample/make_citation_cases.py``) by :func:`run_citation_meta_eval`, the
   same procedure on answers whose labels are known; each spot-check runs it with its own judge (cached after the
-  first time) so its figures carry the judge's kappa.
+  first time) so its figures carry the judge's kappa. Some cases are answers as written (footnotes, links after
+  the sentence, ``[ID: x]`` closing the answer): they are read first, and a reading that does not give their
+  sentences and citations is a failure of the check (``misread``), as a wrong label is.
 """
 
 from __future__ import annotations
@@ -124,24 +126,29 @@ class SentenceReader:
         return answer_segments(self, text, citations)
 
 
-def _claim(sentence: str) -> str:
-    """A cited sentence as the judge reads it: its markers (footnotes, links, ``[ID: x]``) cut out."""
-    from harness.scoring.markers import read_markers
+def _claim(sentence: str, one_line: bool = True) -> str:
+    """A sentence as the judge reads it: its citation units (footnotes, links, ``[ID: x]``, with the words and
+    brackets around them: "(see [About PPL](url))") cut out; "" when nothing else is left (a bare citation)."""
+    from harness.scoring.markers import citation_units, read_markers
     from harness.spotcheck.segmentation import clean_claim
 
-    cut = [(m.start, m.end) for m in read_markers(sentence).markers]
-    cut += [m.span() for m in _CANONICAL.finditer(sentence)]
+    spans = sorted([(m.start, m.end) for m in read_markers(sentence).markers]
+                   + [m.span() for m in _CANONICAL.finditer(sentence)])
     parts, pos = [], 0
-    for a, b in sorted(cut):
-        parts.append(sentence[pos:a])
+    for a, b in citation_units(sentence, spans):
+        parts.append(sentence[pos:max(a, pos)])
         pos = max(pos, b)
     parts.append(sentence[pos:])
-    return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(clean_claim("".join(parts)).split()))
+    claim = clean_claim("".join(parts)).lstrip(" .,;:!?)")  # ". Requests ..." after "days. [ID: 4]" was cut
+    if not any(ch.isalnum() for ch in claim):
+        return ""
+    return _SPACE_BEFORE_STOP.sub(r"\1", " ".join(claim.split()) if one_line else claim)
 
 
 def _read(reader: SentenceReader, text: str,
-          citations: Sequence[str] | None) -> tuple[str, list[tuple[int, int, CitedSentence]]]:
-    """By reference: the answer's body (its source list taken out) and each cited sentence with its span in it.
+          citations: Sequence[str] | None) -> tuple[str, list[tuple[int, int, CitedSentence]], bool]:
+    """By reference: the answer's body (its source list taken out), each cited sentence with its span in it, and
+    whether the citations are placed by markers (False: they cite the whole answer).
 
     The scorer's reading (:meth:`CitationReader.read`), so a citation the score counted is the one judged: each
     citation's sentence spans (the sentences its markers, or GRACE's ``[ID: x]``, end) group it with the others
@@ -163,12 +170,15 @@ def _read(reader: SentenceReader, text: str,
         if claim:
             refs = tuple(dict.fromkeys(CitedRef(c.reference, c.articles, c.how, c.note) for c in reading.citations))
             out.append((0, len(body), CitedSentence(0, claim, refs)))
-        return body, out
+        return body, out, False
     for (start, end), refs in sorted(groups.items()):
         claim = _claim(body[start:end])
         if claim:
             out.append((start, end, CitedSentence(len(out), claim, tuple(dict.fromkeys(refs)))))
-    return body, out
+        elif out:  # a bare citation ("… days. [ID: 4]\n\n[ID: 6]."): no claim, it cites the sentence before it
+            a, b, last = out[-1]
+            out[-1] = (a, max(b, end), CitedSentence(last.index, last.text, tuple(dict.fromkeys(last.citations + tuple(refs)))))
+    return body, out, True
 
 
 def cited_sentences(reader: SentenceReader, text: str, citations: Sequence[str] | None = None) -> list[CitedSentence]:
@@ -191,28 +201,29 @@ def cited_sentences(reader: SentenceReader, text: str, citations: Sequence[str] 
 def answer_segments(reader: SentenceReader, text: str, citations: Sequence[str] | None = None) -> list[Any]:
     """The answer as the claims and segments passes check it, for a system citing by its own references: each
     cited sentence a segment citing the KB articles its markers resolve to, the text between them uncited
-    segments (a paragraph each). The segmentation's own reading would take a footnote ``[1]`` for article 1."""
+    segments (a paragraph each; a bare citation left between them, such as a marker after the sentence it cites,
+    is no claim). The segmentation's own reading would take a footnote ``[1]`` for article 1."""
     from harness.spotcheck.segmentation import Segment, clean_claim, paragraphs, segment_answer
 
     if reader.reads != "references":
         return segment_answer(text, reader.kb_ids)
-    body, cited = _read(reader, text, citations)
+    body, cited, placed = _read(reader, text, citations)
     out: list[Segment] = []
 
     def uncited(gap: str, at: int) -> None:
         for para in paragraphs(gap):
-            claim = clean_claim(para)
-            if any(ch.isalnum() for ch in claim):
+            claim = _claim(para, one_line=False)
+            if claim:
                 out.append(Segment(len(out), body.count("\n\n", 0, at), para, claim, ()))
 
+    if cited and not placed:  # no marker: every paragraph cites all
+        for para in paragraphs(body):
+            claim = clean_claim(para)
+            if any(ch.isalnum() for ch in claim):
+                out.append(Segment(len(out), len(out), para, claim, cited[0][2].articles))
+        return out
     pos = 0
     for start, end, s in cited:
-        if start == 0 and end == len(body) and len(cited) == 1 and pos == 0:  # no marker: every paragraph cites all
-            for para in paragraphs(body):
-                claim = clean_claim(para)
-                if any(ch.isalnum() for ch in claim):
-                    out.append(Segment(len(out), len(out), para, claim, s.articles))
-            return out
         uncited(body[pos:start], pos)
         out.append(Segment(len(out), body.count("\n\n", 0, start), body[start:end].strip(), s.text, s.articles))
         pos = max(pos, end)
@@ -377,18 +388,32 @@ def support_figures(answers: list[AnswerSupport], incomplete: int, kappa: float 
 class CitationCase:
     id: str
     articles: tuple[SourceArticle, ...]
-    sentences: tuple[CitedSentence, ...]
+    sentences: tuple[CitedSentence, ...]  # of an answer as written: the sentences its reading must give
     expected: tuple[str, ...]  # per sentence: own | other | none
     note: str = ""
+    answer: str | None = None  # the answer as written (markers, links, a source list), read before it is judged
+    reads: str = "references"  # how the answer is read: references | ids (run.json models[].citations.reads)
+    rewrite: tuple[tuple[str, str], ...] = ()  # its references' prefix rewrites ([models.citations] rewrite)
+
+    def read(self) -> list[CitedSentence] | None:
+        """The cited sentences its answer as written reads as (None: a case given as sentences)."""
+        from harness.run_folder.run_records import CitationSettings
+
+        if self.answer is None:
+            return None
+        settings = CitationSettings(scoring="multi", reads=self.reads, rewrite=dict(self.rewrite))
+        return SentenceReader.for_settings(self.articles, settings).sentences(self.answer)
 
 
 def load_citation_cases(path: Path | None = None) -> list[CitationCase]:
     """The multi-citation cases: per line an answer (its articles, and its sentences each with the article IDs
-    it cites and its known label); a case whose sentence cites an article it does not carry is refused."""
+    it cites and its known label; or the answer as written, with the sentences its reading must give); a case
+    whose sentence cites an article it does not carry is refused."""
     from harness.spotcheck.meta_eval import read_cases
 
     def build(d: dict[str, Any]) -> CitationCase:
-        arts = tuple(SourceArticle(str(a["id"]), str(a.get("title") or ""), str(a["text"])) for a in d["articles"])
+        arts = tuple(SourceArticle(str(a["id"]), str(a.get("title") or ""), str(a["text"]), str(a.get("source") or ""))
+                     for a in d["articles"])
         known = {a.id for a in arts}
         sentences, expected = [], []
         for i, s in enumerate(d["sentences"]):
@@ -398,10 +423,25 @@ def load_citation_cases(path: Path | None = None) -> list[CitationCase]:
             refs = tuple(CitedRef(x, (x,), "id") if x in known else CitedRef(x) for x in cites)
             sentences.append(CitedSentence(i, str(s["text"]), refs))
             expected.append(s["expected"])
-        return CitationCase(str(d["id"]), arts, tuple(sentences), tuple(expected), str(d.get("note") or ""))
+        answer, reads = d.get("answer"), d.get("reads", "references")
+        if answer is not None and (not isinstance(answer, str) or reads not in ("references", "ids")):
+            raise TypeError(reads)
+        rewrite = tuple((str(k), str(v)) for k, v in (d.get("rewrite") or {}).items())
+        return CitationCase(str(d["id"]), arts, tuple(sentences), tuple(expected), str(d.get("note") or ""), answer,
+                            reads, rewrite)
 
     return read_cases(path or CASES, build, "a case needs id, articles (id, title, text) and sentences (text, cites: "
-                                            "article IDs of its articles, expected: own, other or none)")
+                                            "article IDs of its articles, expected: own, other or none); an answer "
+                                            "as written also its text (answer) and reads: references or ids")
+
+
+def _misread(case: CitationCase, got: list[CitedSentence]) -> str | None:
+    """How the reading of a case's answer differs from the sentences it must give (None: it gives them)."""
+    want = [(" ".join(s.text.split()), sorted(s.articles)) for s in case.sentences]
+    read = [(" ".join(s.text.split()), sorted(s.articles)) for s in got]
+    if read == want:
+        return None
+    return f"read as {read}, written as {want}"
 
 
 def run_citation_meta_eval(judge: Any, template: ClaimsTemplate, cases: list[CitationCase], settings: CallSettings,
@@ -412,12 +452,25 @@ def run_citation_meta_eval(judge: Any, template: ClaimsTemplate, cases: list[Cit
 
     stats = stats if stats is not None else PromptStats()
     by_case = {("meta", c.id): {a.id: a for a in c.articles} for c in cases}
-    answers = [AnswerSupport(("meta", c.id), list(c.sentences)) for c in cases]
-    unreadable = judge_support(judge, template, answers, lambda a, aid: by_case[a.key][aid], settings, stats,
-                               "citations: meta-eval")
     human, machine, failures = [], [], []
+    answers, misread = [], set()
+    for c in cases:
+        got = c.read()
+        why = _misread(c, got) if got is not None else None
+        if why is not None:  # the check reads this answer wrong: every sentence of it is a miss, not judged
+            misread.add(c.id)
+            human += list(c.expected)
+            machine += ["misread"] * len(c.expected)
+            failures.append({"case": c.id, "sentence": c.answer, "cites": [], "expected": "its sentences",
+                             "judge": "misread", "supported_by": [], "reading": why})
+        answers.append(AnswerSupport(("meta", c.id), list(c.sentences) if got is None else got))
+    unreadable = judge_support(judge, template, [a for c, a in zip(cases, answers, strict=True)
+                                                 if c.id not in misread], lambda a, aid: by_case[a.key][aid],
+                               settings, stats, "citations: meta-eval")
     incomplete = 0
     for case, a in zip(cases, answers, strict=True):
+        if case.id in misread:
+            continue
         if not a.complete:
             incomplete += 1
             continue
@@ -433,6 +486,7 @@ def run_citation_meta_eval(judge: Any, template: ClaimsTemplate, cases: list[Cit
                                                             "confusion_classes": {}}
     return {
         "cases": len(cases), "sentences": sum(len(c.sentences) for c in cases), "n": n,
+        "written_cases": sum(c.answer is not None for c in cases), "misread_cases": len(misread),
         "incomplete_cases": incomplete, "unreadable": unreadable,
         "agreement": round(sum(h == m for h, m in zip(human, machine, strict=True)) / n, 6) if n else None,
         "kappa": stats_["kappa_multiclass"], "kappa_per_label": {k: v["kappa"] for k, v in

@@ -51,6 +51,8 @@ class SourceArticle:
     id: str
     title: str
     text: str
+    source: str = ""  # the document it comes from, and its headings: what a reference to it is resolved by
+    heading_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

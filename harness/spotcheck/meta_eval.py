@@ -3,7 +3,11 @@
 Each case is a (segment, article, expected verdict) triple written to trip one
 failure mode: a changed number, a swapped entity, a widened scope, a flipped
 negation, a claim from world knowledge, a partly supported claim; correct
-paraphrases and exact restatements check that the judge does not cry wolf.
+paraphrases and exact restatements check that the judge does not cry wolf, and
+sentences copied with their citation as an answer writes it (``… year [ID: x].``,
+``… year. (see [ID: x])``) that the check reads a sentence as written: each
+case's segment is read as the spot-check reads an answer (:mod:`.segmentation`),
+so the judge gets the claim the spot-check would give it.
 The pass rate per failure mode lets a team pick a cheaper judge with evidence,
 and see what the one they use will miss. Calls go through the same engine and
 cache as the spot-check itself, with the same prompt: pass 1 of ``--mode
@@ -31,7 +35,7 @@ T = TypeVar("T")
 
 CASES = Path(__file__).parent / "cases.jsonl"
 MODES = ("number_changed", "entity_swapped", "scope_widened", "negation", "world_knowledge",
-         "partially_supported", "correct_paraphrase", "exact_restatement")
+         "partially_supported", "correct_paraphrase", "exact_restatement", "as_written")
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,16 @@ class Case:
     failure_mode: str
     article_title: str
     article: str
-    segment: str
+    segment: str  # as an answer writes it, its citation marker (citing the case's article by its id) included
     expected_supported: bool
     note: str = ""
+
+    @property
+    def claim(self) -> str:
+        """The segment as the spot-check reads an answer: its claims, without their citation markers."""
+        from harness.spotcheck.segmentation import segment_answer
+
+        return " ".join(s.claim for s in segment_answer(self.segment, {self.id}))
 
 
 def read_cases(path: Path, build: Callable[[dict[str, Any]], T], needs: str) -> list[T]:
@@ -107,8 +118,8 @@ def _claim_rows(judge: Judge, cases: list[Case], settings: JudgeSettings,
     jobs = []
     for c in cases:
         source = SourceArticle(c.id, c.article_title, c.article)
-        jobs.append(PromptJob(f"claims:verify:meta:{c.id}", json.dumps([c.segment], ensure_ascii=False),
-                              judge.template.verify([c.segment], [source]),
+        jobs.append(PromptJob(f"claims:verify:meta:{c.id}", json.dumps([c.claim], ensure_ascii=False),
+                              judge.template.verify([c.claim], [source]),
                               [RetrievedArticle(c.id, c.article_title, c.article, 0.0)], payload=c))
     tally = ClaimsJudged({}, stats)
     done = _ask(who, jobs, lambda j, comp: parse_verdicts(comp.text, 1) is not None, STRICT_VERIFY, settings, stats,
@@ -126,7 +137,7 @@ def _claim_rows(judge: Judge, cases: list[Case], settings: JudgeSettings,
                      "explanation": got[0].explanation if got else "", "evidence": got[0].evidence if got else "",
                      "error": res.error.message if res.error else (None if got else "no readable verdict"),
                      "unreadable": comp is not None and got is None, "retry": False, "segment": case.segment,
-                     "cost_usd": res.cost_usd, "cached": res.cached})
+                     "claim": case.claim, "cost_usd": res.cost_usd, "cached": res.cached})
     return rows, tally.retried
 
 
@@ -141,7 +152,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
     jobs = []
     for c in cases:
         source = SourceArticle(c.id, c.article_title, c.article)
-        jobs.append(JudgeJob(c.id, c.segment, judge.template.cited(c.segment, [source]), [source], 0, payload=c))
+        jobs.append(JudgeJob(c.id, c.claim, judge.template.cited(c.claim, [source]), [source], 0, payload=c))
 
     def record(job: JudgeJob, request: Any, res: Any) -> dict[str, Any]:
         case: Case = job.payload
@@ -153,7 +164,7 @@ def run_meta_eval(judge: Judge, cases: list[Case], settings: JudgeSettings | Non
                 "explanation": verdict.explanation if verdict else "",
                 "error": res.error.message if res.error else (verdict.parse_error if verdict else None),
                 "unreadable": verdict is not None and got is None, "retry": job.retry,
-                "segment": case.segment, "cost_usd": res.cost_usd, "cached": res.cached}
+                "segment": case.segment, "claim": case.claim, "cost_usd": res.cost_usd, "cached": res.cached}
 
     return _summary(judge, cases, {r["id"]: r for r in run_jobs(judge, jobs, record, settings, stats)}, stats,
                     "segments")

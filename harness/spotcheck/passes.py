@@ -50,13 +50,17 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _ident(judge: Judge, model: str, qid: str, rep: int, jrep: int, seg: int, answer_hash: str, ctx: str | None) -> tuple:
-    return (judge.spec.name, judge.template.sha256, model, qid, rep, jrep, seg, answer_hash, ctx)
+def _ident(judge: Judge, model: str, qid: str, rep: int, jrep: int, seg: Segment, answer_hash: str,
+           ctx: str | None) -> tuple:
+    """A judgement's identity: the same answer read into another claim (a grace whose reading changed) is judged
+    again, never given the verdict of the claim that was there before."""
+    return (judge.spec.name, judge.template.sha256, model, qid, rep, jrep, seg.index, answer_hash, ctx, seg.claim)
 
 
 def _row_ident(row: dict[str, Any]) -> tuple:
     return (row.get("judge"), row.get("template_hash"), row.get("model"), row.get("question_id"), row.get("repeat"),
-            row.get("judge_repeat"), row.get("segment_index"), row.get("answer_hash"), row.get("context_hash"))
+            row.get("judge_repeat"), row.get("segment_index"), row.get("answer_hash"), row.get("context_hash"),
+            row.get("claim"))
 
 
 def _context_hash(context: list[str]) -> str:
@@ -80,7 +84,7 @@ class _Pass:
     def slot(self, hit: Hit, seg: Segment, jrep: int, pass_: str, ctx: str | None, sources: list[SourceArticle],
              messages: list[dict[str, str]] | None, quote_source: str, missing_ids: list[str]) -> None:
         slot = (hit.key, jrep, seg.index)
-        prior = self.done.get(_ident(self.judge, *hit.key, jrep, seg.index, hit.answer_hash, ctx))
+        prior = self.done.get(_ident(self.judge, *hit.key, jrep, seg, hit.answer_hash, ctx))
         if prior is not None:
             self.result.rows[slot] = prior
             self.result.reused += 1

@@ -27,12 +27,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.scoring import json_answer
 from harness.scoring.extraction import inline_ids_lenient
 from harness.scoring.json_answer import citation_tokens, find_json_answer
+from harness.scoring.markers import citation_units
 
 _MARKER = re.compile(r"[\[(\u3010\u3014][^\[\]()\u3010\u3011\u3014\u3015\n]{1,300}[\])\u3011\u3015]")
 _PROSE_ID = re.compile(r"\bIDs?\s*[:#]\s*\**([\w][\w\-./]*)", re.IGNORECASE)
@@ -69,7 +70,8 @@ class Segment:
 
 
 def _markers(text: str, kb_ids: Collection[str] | None) -> list[tuple[int, int, list[str]]]:
-    """(start, end, ids) of every citation marker in a paragraph, in order."""
+    """(start, end, ids) of every citation unit in a paragraph, in order: a marker, or a run of them with the words
+    and brackets around it ("(see [ID: 4])", "Source: [ID: 4], [ID: 7]"; :func:`citation_units`), as one."""
     ids_known = kb_ids if kb_ids is not None else _AnyId()
     found = []
     for m in _MARKER.finditer(text):
@@ -83,7 +85,20 @@ def _markers(text: str, kb_ids: Collection[str] | None) -> list[tuple[int, int, 
         if value in ids_known:
             found.append((m.start(), m.end(), [value]))
     found.sort()
-    return found
+    units: dict[tuple[int, int], list[str]] = {}
+    for (start, end), (_, _, ids) in zip(citation_units(text, [(s, e) for s, e, _ in found]), found, strict=True):
+        got = units.setdefault((start, end), [])
+        got += [i for i in ids if i not in got]
+    return [(start, end, ids) for (start, end), ids in units.items()]
+
+
+# Citation text rule (issue 46), with markers.citation_units: a citation after a sentence end belongs to that
+# sentence. It reads the sentence end by _SENTENCE_END above (unchanged), so it moves with it to a shared home.
+def _after_sentence(text: str) -> bool:
+    """Whether ``text`` ends at a sentence end (:data:`_SENTENCE_END`, closing quotes and spaces after it): a
+    citation written there cites the sentence before it ("25 days. [ID: 4] Requests ...")."""
+    tail = text[-12:]
+    return any(not tail[m.end():].strip(" \t\"'\u201d)") for m in _SENTENCE_END.finditer(tail))
 
 
 class _AnyId:
@@ -125,7 +140,10 @@ def clean_claim(text: str) -> str:
 
 def _strip_markers(text: str, kb_ids: Collection[str] | None) -> str:
     for start, end, _ in reversed(_markers(text, kb_ids)):
-        text = text[:start].rstrip() + text[end:]
+        head, rest = text[:start].rstrip(), text[end:]
+        if rest[:1] == "." and _after_sentence(head):  # "25 days. [ID: 4]." reads "25 days."
+            rest = rest[1:]
+        text = head + rest
     return text
 
 
@@ -133,7 +151,8 @@ def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[st
     """(raw text, citations) pieces: each cited piece ends with its marker (and the punctuation after it).
 
     A marker inside a sentence ("Under the policy [ID: 4], you get 25 days.") closes the whole
-    sentence, unless another marker comes first in it: then each claim keeps its own source.
+    sentence, unless another marker comes first in it: then each claim keeps its own source. A marker
+    after a sentence's end ("25 days. [ID: 4] Requests ...", "25 days. (see [ID: 4])") closes that sentence.
     """
     markers = _markers(para, kb_ids)
     pieces: list[tuple[str, list[str]]] = []
@@ -142,7 +161,7 @@ def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[st
         if start < pos:
             continue
         stop = _TRAILING.match(para, end).end()  # type: ignore[union-attr]
-        if stop < len(para) and not _TERMINATOR.search(para[end:stop]):
+        if stop < len(para) and not _TERMINATOR.search(para[end:stop]) and not _after_sentence(para[pos:start]):
             found = _SENTENCE_END.search(para, stop)
             sentence_end = found.end() if found else len(para)
             if n + 1 == len(markers) or sentence_end <= markers[n + 1][0]:
@@ -263,7 +282,10 @@ def segment_answer(text: str, kb_ids: Collection[str] | None = None) -> list[Seg
     for p, pieces in enumerate(split):
         for raw, cites in pieces:
             claim = clean_claim(_strip_markers(raw, kb_ids))
-            if not _WORDY.search(claim):
+            if not _WORDY.search(claim):  # a bare citation ("[ID: 6]." on its own line) is no claim: it cites
+                if cites and segments:  # the text before it
+                    last = segments[-1]
+                    segments[-1] = replace(last, citations=tuple(dict.fromkeys(last.citations + cites)))
                 continue
             segments.append(Segment(len(segments), p, raw, claim, cites or cover))
     return segments

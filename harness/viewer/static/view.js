@@ -96,8 +96,9 @@
   }
 
   function setMain(...children) {
+    // a section a page leaves out is null (as el() takes it): replaceChildren would print it as the text "null"
     const main = $("main");
-    main.replaceChildren(...children);
+    main.replaceChildren(...children.filter((c) => c != null));
   }
 
   function showError(msg) {

@@ -9,7 +9,15 @@ import pytest
 
 from harness.prompts.languages import TEMPLATE_LANGUAGES
 from harness.scoring import extract
-from harness.scoring.markers import LIST_HEADINGS, MAX_MARKERS, MAX_RANGE, PROBLEMS, read_markers
+from harness.scoring.markers import (
+    LEAD_INS,
+    LIST_HEADINGS,
+    MAX_MARKERS,
+    MAX_RANGE,
+    PROBLEMS,
+    citation_units,
+    read_markers,
+)
 
 
 def codes(reading) -> list[str]:
@@ -300,6 +308,36 @@ def test_each_marker_knows_the_sentence_it_ends():
         "Leave is 25 days.[1]", "Bonus is 10.5% of base [2].", "Sick pay lasts 6 months¹", "New line [^3]"]
 
 
+PPL = "https://handbook.example.org/leave#paid-parental-leave"
+
+
+@pytest.mark.parametrize(("text", "sentence"), [
+    # a link, a footnote or a run of them after a full stop, with the words and brackets a bot writes around them
+    (f"You get 12 weeks of notice. (see [About PPL]({PPL})) Then ask HR.", f"You get 12 weeks of notice. (see [About PPL]({PPL}))"),
+    (f"You get 12 weeks of notice. See [About PPL]({PPL}). Then ask HR.", f"You get 12 weeks of notice. See [About PPL]({PPL})"),
+    (f"You get 12 weeks of notice. [About PPL]({PPL}) Then ask HR.", f"You get 12 weeks of notice. [About PPL]({PPL})"),
+    (f"You get 12 weeks of notice ([About PPL]({PPL})). Then ask HR.", f"You get 12 weeks of notice ([About PPL]({PPL}))."),
+    ("You get 12 weeks of notice. (Source: [1]) Then ask HR.", "You get 12 weeks of notice. (Source: [1])"),
+    ("You get 12 weeks of notice. (cf. [1], [2]) Then ask HR.", "You get 12 weeks of notice. (cf. [1], [2])"),
+    ("Sie bekommen 12 Wochen. (siehe [1]) Dann HR fragen.", "Sie bekommen 12 Wochen. (siehe [1])"),
+    # in the sentence, a marker (and the words before it) stay where they are
+    (f"You can see [the guide]({PPL}) for more. Then ask HR.", f"You can see [the guide]({PPL}) for more."),
+    ("Staff get 25 days (in Lisbon [1]). Then ask HR.", "Staff get 25 days (in Lisbon [1])."),
+    (f"You get 12 weeks. See [the guide]({PPL}), then ask HR.", f"See [the guide]({PPL}), then ask HR."),
+])
+def test_a_citation_after_its_sentence_ends_that_sentence(text, sentence):
+    reading = read_markers(text + "\n\nSources:\n[1] a.html\n[2] b.html" if "[1]" in text else text)
+    assert {m.sentence(reading.body) for m in reading.markers} == {sentence}
+
+
+def test_citation_units_take_the_lead_in_words_and_brackets_around_a_run_of_markers():
+    text = "Notice. (see [1], [2]) Next. See [3]. Days [4]. Source: [5]"
+    spans = [(text.index(f"[{n}]"), text.index(f"[{n}]") + 3) for n in range(1, 6)]
+    got = [text[a:b] for a, b in citation_units(text, spans)]
+    assert got == ["(see [1], [2])", "(see [1], [2])", "See [3]", "[4]", "Source: [5]"]
+    assert set(LEAD_INS) == set(TEMPLATE_LANGUAGES)
+
+
 # ---- hostile input -------------------------------------------------------------------------------------------
 
 def test_markers_inside_code_fences_are_ignored():
@@ -362,6 +400,8 @@ HOSTILE = {  # about 1 MB each: brackets, digits and the characters the patterns
     "footnote_defs": "[^1]: x\n" * 120_000,
     "fences": "```\n" * 250_000,
     "continued_entry": "Sources:\n[1] a\n" + "  more\n" * 140_000,
+    "wrapped": "(see also [1]) " * 70_000,
+    "lead_ins": "See. See. see see [1]" * 50_000,
 }
 
 

@@ -93,6 +93,31 @@ def test_one_citation_closing_the_answer_covers_every_paragraph():
     assert cites(segs) == [("You get 25 days.", ("17",)), ("Enjoy your holidays!", ())]
 
 
+def test_a_citation_after_a_full_stop_cites_the_sentence_before_it():
+    # issue 46: "A. [ID: 1] B." gave A's citation to B too, and "(see [ID: 1])" left "see" in the claim
+    segs = segment_answer("You get 25 days. [ID: 1] Five carry over. [ID: 2]", IDS)
+    assert cites(segs) == [("You get 25 days.", ("1",)), ("Five carry over.", ("2",))]
+    segs = segment_answer("You get 25 days. [ID: 1] Enjoy them.", IDS)
+    assert cites(segs) == [("You get 25 days.", ("1",)), ("Enjoy them.", ())]
+    segs = segment_answer("You get 25 days. (see [ID: 1]) Five carry over (Source: [ID: 2], [ID: 3]).", IDS)
+    assert cites(segs) == [("You get 25 days.", ("1",)), ("Five carry over.", ("2", "3"))]
+    assert segs[0].text == "You get 25 days. (see [ID: 1])"  # the reviewer sees the citation with its sentence
+    assert cites(segment_answer("You get 25 days. [ID: 1].", IDS)) == [("You get 25 days.", ("1",))]
+
+
+@pytest.mark.parametrize("text", [
+    "You get 25 days [ID: 1]. Five carry over [ID: 2].\n\n[ID: 2].",
+    "You get 25 days [ID: 1]. Five carry over.\n\n[ID: 2].",
+    "You get 25 days [ID: 1]. Five carry over.\n\n(Source: [ID: 2])",
+    "You get 25 days [ID: 1].\n\nFive carry over.\n\n[ID: 2]\n\n[ID: 17].",
+])
+def test_a_bare_citation_is_no_claim_and_cites_the_text_before_it(text):
+    segs = segment_answer(text, IDS)
+    assert [s.claim for s in segs] == ["You get 25 days.", "Five carry over."]
+    assert segs[0].citations == ("1",) and segs[1].citations[0] == "2"
+    assert not any(re.fullmatch(r"[\W\d]*(ID|Source)?[\W\d]*", s.claim) for s in segs)
+
+
 def test_several_markers_on_one_claim_and_lenient_marker_forms():
     segs = segment_answer("A claim [ID: 1][ID: 2]. Another (ID: 3) and a bare one [12].", IDS)
     assert cites(segs) == [("A claim.", ("1", "2")), ("Another", ("3",)), ("and a bare one.", ("12",))]
@@ -407,3 +432,11 @@ def test_two_passes_conclusions_are_checked_against_supported_segments_only(kb, 
     hits[1] = Hit("m", "adds", 0, ("1",), "Lisbon staff get 25 days of paid time off [ID: 1].")
     third = judge_hits(lexical(), hits, kb, 1, out, JudgeSettings())
     assert third.stats.calls == 1 and third.reused == 7
+    # the same answer read into another claim (an earlier grace read "A. [ID: 1] B." as one segment) is judged again
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    first = next(r for r in rows if r["question_id"] == "quote" and r["segment_index"] == 1)
+    out.write_text("".join(json.dumps(dict(r, claim="Also an older reading.") if r is first else r) + "\n"
+                           for r in rows))
+    fourth = judge_hits(lexical(), hits, kb, 1, out, JudgeSettings())
+    assert fourth.stats.calls == 1 and fourth.reused == 8 - 1  # the 8 judgements of these answers, less that one
+    assert json.loads(out.read_text().splitlines()[-1])["claim"] == first["claim"]

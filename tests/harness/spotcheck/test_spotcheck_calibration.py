@@ -129,12 +129,16 @@ def test_review_csv_merge_never_overwrites_labels(tmp_path):
 
 def test_built_in_cases_cover_every_failure_mode():
     cases = load_cases()
-    assert 30 <= len(cases) <= 50 and len({c.id for c in cases}) == len(cases)
+    assert 30 <= len(cases) <= 60 and len({c.id for c in cases}) == len(cases)
     assert {c.failure_mode for c in cases} == set(MODES)
     for c in cases:
-        assert c.expected_supported is (c.failure_mode in ("correct_paraphrase", "exact_restatement"))
+        assert c.expected_supported is (c.failure_mode in ("correct_paraphrase", "exact_restatement", "as_written"))
         assert c.segment and c.article
         assert (c.segment in c.article) is (c.failure_mode == "exact_restatement")
+        # a sentence copied with its citation as an answer writes it: read as the spot-check reads, it is the
+        # article's own sentence; every other case's segment is its claim already
+        assert (c.claim in c.article and c.claim != c.segment) is (c.failure_mode == "as_written")
+        assert (c.claim == c.segment) is (c.failure_mode != "as_written")
 
 
 def test_meta_eval_on_a_scripted_judge_reports_pass_rate_per_mode():
@@ -149,9 +153,10 @@ def test_meta_eval_on_a_scripted_judge_reports_pass_rate_per_mode():
     assert rates["number_changed"] == rates["entity_swapped"] == 1.0
     assert rates["negation"] == rates["scope_widened"] == rates["world_knowledge"] == rates["partially_supported"] == 0.0
     assert rates["correct_paraphrase"] == pytest.approx(5 / 6) and rates["exact_restatement"] == 1.0
-    assert result["passed"] == 12 + 5 + 4 and result["cases"] == len(cases)
+    assert rates["as_written"] == 1.0
+    assert result["passed"] == 12 + 5 + 4 + 6 and result["cases"] == len(cases)
     assert {f["id"] for f in result["failures"]} >= {"para-01", "neg-01"}
-    assert result["supported_accepted"] == pytest.approx(9 / 10)
+    assert result["supported_accepted"] == pytest.approx(15 / 16)
 
 
 def test_lexical_judge_meta_eval_profile(tmp_path):
@@ -163,6 +168,8 @@ def test_lexical_judge_meta_eval_profile(tmp_path):
     rates = {m: v["pass_rate"] for m, v in result["per_mode"].items()}
     # what a word-overlap judge can and cannot see
     assert rates["world_knowledge"] == rates["partially_supported"] == rates["exact_restatement"] == 1.0
+    # a sentence copied with its citation, read as written: its marker, "(see ...)" or "Source:" is no word of it
+    assert rates["as_written"] == 1.0
     assert rates["number_changed"] >= 0.8
     assert rates["entity_swapped"] <= 0.5 and rates["correct_paraphrase"] <= 0.2
 

@@ -21,7 +21,11 @@ from harness.run_folder import RunDir
 from harness.run_folder.report import SpotcheckBlock
 from harness.run_folder.run_records import CitationSettings, ModelEntry, RunConfig, RunGold, RunInfo, RunKb
 from harness.run_folder.spotcheck import read_spotcheck
-from harness.spotcheck.citation_support import CASES, SentenceReader, load_citation_cases
+from harness.runner.calls import CallSettings
+from harness.spotcheck.citation_support import CASES, SentenceReader, load_citation_cases, run_citation_meta_eval
+from harness.spotcheck.claims import load_claims_template
+from harness.spotcheck.judge_calls import Judge
+from harness.spotcheck.judge_prompt import make_judge
 from harness.testing import FakeAPIServer, prompt_text
 from kb_builder.kb_folder import load_kb
 from tests.conftest import ROOT, run_grace, write
@@ -270,6 +274,34 @@ def test_the_reading_by_kb_id_and_by_structured_citations(kb_dir):
     assert refs.sentences("No citation at all.") == []
 
 
+def test_citations_after_a_sentence_belong_to_it_and_a_bare_citation_is_no_claim(kb_dir):
+    """Issue 46: "… notice. (see [About PPL](url))" was read as citing the next sentence ("(see ) Next ..."), the
+    closing "[ID: 6]." of a GRACE answer was a claim of its own, and a one-sentence answer kept its marker in the
+    claim ("… salary [1]." judged with the word "1")."""
+    kb = load_kb(kb_dir)
+    bonus, leave = article(kb, *BONUS), article(kb, "time-off/annual-leave.md", "Carrying over unused annual leave")
+    a, b = plain_sentences(bonus)[0], plain_sentences(leave)[0]
+    url_a = "https://handbook.example.com/payroll/pay-and-compensation.html#Annual%20performance%20bonus"
+    url_b = f"https://handbook.example.com/{leave.source}#{leave.heading_path[-1].replace(' ', '%20')}"
+    refs = SentenceReader(kb.articles)
+    for text in (f"{a} (see [Bonus]({url_a})) {b} (see [Leave]({url_b}))",
+                 f"{a} See [Bonus]({url_a}). {b} See [Leave]({url_b}).",
+                 f"{a} [ID: {bonus.id}] {b} [ID: {leave.id}]\n\n[ID: {leave.id}].",
+                 f"{a[:-1]} [ID: {bonus.id}]. {b[:-1]} [ID: {leave.id}].\n\n[ID: {leave.id}]."):
+        for got in (refs.sentences(text), refs.segments(text)):
+            assert [(x.text if hasattr(x, "articles") else x.claim, tuple(getattr(x, "articles", x.citations)))
+                    for x in got] == [(a, (bonus.id,)), (b, (leave.id,))], text
+    # a closing citation of another article cites the sentence before it too; nothing of it is a claim
+    got = refs.segments(f"{a} [ID: {bonus.id}]\n\n[ID: {leave.id}].")
+    assert [(x.claim, x.citations) for x in got] == [(a, (bonus.id, leave.id))]
+    # one sentence, one footnote: the claim is the sentence, without its marker
+    [seg] = refs.segments(f"{a[:-1]} [1].\n\nSources:\n[1] {url_a}")
+    assert (seg.claim, seg.citations) == (a, (bonus.id,))
+    # text and a bare citation between cited sentences: the text is an uncited claim, the citation none
+    got = refs.segments(f"{a} [ID: {bonus.id}] Enjoy it. [ID: {bonus.id}] {b} [ID: {leave.id}]")
+    assert [(x.claim, x.citations) for x in got] == [(a, (bonus.id,)), ("Enjoy it.", (bonus.id,)), (b, (leave.id,))]
+
+
 def test_the_multi_citation_cases_are_built_from_the_sample_and_bad_ones_are_named(tmp_path, kb_dir):
     kb = load_kb(kb_dir)
     cases = load_citation_cases()
@@ -313,6 +345,27 @@ def test_dry_run_counts_the_support_calls_exactly(tmp_path, kb_dir, srv, monkeyp
     # q1 cites two articles, q2 and q3 one each (their other references resolve to nothing); two per case
     assert re.search(r"│\s*4\s*│\s*0\s*│", support[0]), out
     assert re.search(rf"│\s*{2 * len(load_citation_cases())}\s*│\s*0\s*│", meta[0]), out
+
+
+def test_the_answers_as_written_are_read_into_their_sentences_or_counted_as_misread(tmp_path, srv):
+    """The meta-eval's answers as written (footnotes, links after the sentence, [ID: x] closing the answer) are read
+    before they are judged; a reading that does not give the sentences and citations written is a miss."""
+    cases = load_citation_cases()
+    written = [c for c in cases if c.answer is not None]
+    assert len(written) >= 4 and {c.reads for c in written} == {"references", "ids"}
+    assert any("(see [" in c.answer for c in written) and any("\n\n[ID: " in c.answer for c in written)
+    for c in written:  # the reading gives back the sentences written, with their citations
+        assert [(s.text, sorted(s.articles)) for s in c.read()] == [(s.text, sorted(s.articles)) for s in c.sentences]
+    line = json.loads(CASES.read_text(encoding="utf-8").splitlines()[cases.index(written[0])])
+    line["sentences"] = line["sentences"][:1] + line["sentences"][2:]  # one sentence fewer than the answer has
+    path = write(tmp_path / "cases.jsonl", json.dumps(line) + "\n")
+    srv.clear()
+    judge = Judge(*make_judge("openai:judge-mini"), load_claims_template())
+    result = run_citation_meta_eval(judge, judge.template, load_citation_cases(path), CallSettings(max_attempts=1))
+    assert result["misread_cases"] == 1 and result["written_cases"] == 1 and srv.requests == []
+    [miss] = result["failures"]
+    assert miss["judge"] == "misread" and "read as" in miss["reading"]
+    assert result["n"] == len(line["sentences"]) and result["agreement"] == 0.0
 
 
 def test_the_word_overlap_judge_misses_a_swapped_entity_in_the_citation_cases(tmp_path):

@@ -104,6 +104,9 @@ def test_the_leaderboard_page_has_the_citation_columns_and_plot(browser, served)
     expect(row).to_contain_text("multi, references")
     expect(row).to_contain_text("4 of 24")
     expect(page.locator("img[data-plot='citations']")).to_have_count(1)
+    # issue 46: a stray "null" between the legend and the plots (a section left out was printed as text)
+    texts = page.locator("main").evaluate("m => [...m.childNodes].filter(n => n.nodeType === 3).map(n => n.data)")
+    assert texts == [] and "null" not in page.locator("main").inner_text()
     assert errors == []
 
 
