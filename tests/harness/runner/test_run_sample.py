@@ -137,3 +137,25 @@ def test_bad_samples_are_said_before_anything_runs(bench, caplog):
                        no_score=True)
     assert result.ok and "every question is asked" in caplog.text
     assert "sample" not in json.loads((bench / "all" / "run.json").read_text(encoding="utf-8"))
+
+
+def test_a_gold_file_without_categories_is_drawn_uniformly(tmp_path):
+    from tests.conftest import small_bench
+
+    bench = small_bench(tmp_path, 12, ["what is the capital of France"])
+    result = grace.run(bench / "kb", bench / "gold.csv", ["baseline:top1"], out=tmp_path / "run", sample=5, seed=3)
+    assert result.ok
+    sample = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["sample"]
+    assert sample["by"] is None and "per_category" not in sample and len(sample["question_ids"]) == 5
+    assert grace.load_run(tmp_path / "run").report.sample.describe() == "5 of 13 questions, sampled with seed 3"
+
+
+def test_exports_carry_the_sample(quick_then_full):
+    from harness.exports.tracking import run_params
+    from harness.run_folder import RunDir
+
+    bench, _ = quick_then_full
+    folder = RunDir(bench / "quick")
+    assert run_params(folder.read_report(), folder.read_run_info())["sample"].startswith("30 of 90 questions")
+    full = RunDir(bench / "full")
+    assert "sample" not in run_params(full.read_report(), full.read_run_info())

@@ -202,3 +202,24 @@ def test_differences_skip_what_was_not_recorded_and_name_what_was_not_set():
     found = differences(a, b)
     assert [d.text() for d in found] == ["rerank: not set → x (top 20)", "concurrency: 8 → 2"]
     assert differences([], b) == []  # a side with nothing recorded (no run.json) differs in nothing nameable
+
+
+def test_every_recorded_setting_is_named_kb_gold_template_retriever(runs):
+    """A KB rebuilt, another gold file, an edited template, another retriever and reranker: each named, with its
+    hash where a hash is what tells two files apart."""
+    from harness.run_folder import RunDir
+    from harness.run_folder.run_settings import run_differences
+
+    root, _ = runs
+    info, report = RunDir(root / "k3").read_run_info(), RunDir(root / "k3").read_report()
+    other = info.model_copy(deep=True)
+    other.kb.kb_hash, other.kb.embedder = "f" * 16, "dense:minilm"
+    other.templates = {name: "e" * 16 for name in info.templates}
+    other.config.rerank = {"reranker": "cross-encoder", "depth": 20}
+    other_report = report.model_copy(deep=True)
+    other_report.kb.hash, other_report.gold.hash = "f" * 16, "d" * 16
+    found = {d.setting: (d.a, d.b) for d in run_differences(info, report, other, other_report)}
+    assert found["KB"] == (f"{report.kb.hash[:12]} (4 articles)", "ffffffffffff (4 articles)")
+    assert found["gold"] == (report.gold.hash[:12], "dddddddddddd")
+    assert found["template"][1] == "grounded-inline.v1 (eeeeeeeeeeee)" and found["template"][0] != found["template"][1]
+    assert found["retriever"] == ("bm25f", "dense:minilm") and found["rerank"] == (None, "cross-encoder (top 20)")
