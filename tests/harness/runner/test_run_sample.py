@@ -159,3 +159,13 @@ def test_exports_carry_the_sample(quick_then_full):
     assert run_params(folder.read_report(), folder.read_run_info())["sample"].startswith("30 of 90 questions")
     full = RunDir(bench / "full")
     assert "sample" not in run_params(full.read_report(), full.read_run_info())
+
+
+def test_the_gate_says_a_sample_is_one(quick_then_full):
+    bench, _ = quick_then_full
+    code, out = run_grace("gate", bench / "quick" / "report.json", "--min-accuracy", "0.1",
+                          "--baseline", bench / "full" / "report.json")
+    assert code == 0, out
+    assert "the report is of a sample, 30 of 90 questions, sampled with seed 0 by category" in " ".join(out.split())
+    result = grace.check_gate(bench / "full" / "report.json", baseline=bench / "quick" / "report.json")
+    assert any(n.startswith("the baseline is of a sample, 30 of 90") for n in result.notes)
