@@ -223,3 +223,24 @@ def test_every_recorded_setting_is_named_kb_gold_template_retriever(runs):
     assert found["gold"] == (report.gold.hash[:12], "dddddddddddd")
     assert found["template"][1] == "grounded-inline.v1 (eeeeeeeeeeee)" and found["template"][0] != found["template"][1]
     assert found["retriever"] == ("bm25f", "dense:minilm") and found["rerank"] == (None, "cross-encoder (top 20)")
+
+
+def test_a_models_own_parameters_are_two_rows_of_one_run(tmp_path):
+    """Temperature (any generation parameter) is the model's: the same model listed twice under two names is two
+    rows of one run, with the run's paired test between them; compare_models names what sets them apart."""
+    bench = small_bench(tmp_path, 8, REFUSALS[:1])
+    toml = tmp_path / "board.toml"
+    toml.write_text('[[models]]\nspec = "openai:fake-m"\nname = "fake t0"\ntemperature = 0\n\n'
+                    '[[models]]\nspec = "openai:fake-m"\nname = "fake t0.7"\ntemperature = 0.7\n', encoding="utf-8")
+    with FakeAPIServer(responder=cite_last_shown) as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        mp.setenv("OPENAI_API_KEY", "x")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", toml,
+                              "--out", tmp_path / "run")
+        assert code == 0, out
+        temperatures = sorted(r.body["temperature"] for r in srv.requests)
+    assert temperatures == [0] * 9 + [0.7] * 9  # each asked on its own: the temperature is in the cache key
+    report = json.loads((tmp_path / "run" / "report.json").read_text(encoding="utf-8"))
+    assert [{p["a"], p["b"]} for p in report["pairwise"]] == [{"fake t0", "fake t0.7"}]
+    cmp = grace.compare_models(tmp_path / "run", "fake t0", "fake t0.7")
+    assert [d.text() for d in cmp.differences] == ["fake t0 vs fake t0.7 temperature: 0 → 0.7"]
