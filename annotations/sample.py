@@ -30,13 +30,13 @@ FEW_LABELS = 30  # below this the intervals' normal approximation is rough (the 
 UNIFORM = "(all)"
 
 
-def allocate(sizes: list[int], n: int) -> list[int]:
-    """Each stratum's share of ``n``: proportional to its size, at least ``MIN_PER_STRATUM`` (or all of a smaller
-    stratum), largest remainders first; the total is ``n``."""
+def allocate(sizes: list[int], n: int, least: int = MIN_PER_STRATUM) -> list[int]:
+    """Each stratum's share of ``n``: proportional to its size, at least ``least`` (or all of a smaller stratum),
+    largest remainders first; the total is ``n``."""
     total = sum(sizes)
-    floor = [min(s, MIN_PER_STRATUM) for s in sizes]
+    floor = [min(s, least) for s in sizes]
     if sum(floor) > n:
-        raise GraceError(f"-n {n} is too few for {len(sizes)} strata: each needs {MIN_PER_STRATUM} human labels "
+        raise GraceError(f"-n {n} is too few for {len(sizes)} strata: each needs {least} human labels "
                          f"(at least {sum(floor)} in all); draw more, or stratify by a coarser column")
     exact = [n * s / total for s in sizes]
     alloc = [max(f, min(s, int(e))) for f, s, e in zip(floor, sizes, exact, strict=True)]
@@ -76,19 +76,23 @@ def draw(questions: str | Path, n: int, seed: int, by: str | None = None,
         groups.setdefault((row.get(by) or "").strip() or "(no category)" if by else UNIFORM, []).append(i)
     names = list(groups)
     alloc = allocate([len(groups[g]) for g in names], n) if by else [n]
-    rng = np.random.default_rng(seed)
-    picked: set[int] = set()
-    strata = []
-    for name, k in zip(names, alloc, strict=True):
-        members = groups[name]
-        picked.update(members[j] for j in rng.choice(len(members), size=k, replace=False).tolist())
-        strata.append(Stratum(name=name, population=len(members), drawn=k, weight=round(len(members) / len(ids), 12),
-                              question_ids=[ids[i] for i in members]))
-    chosen = sorted(picked)
+    chosen = pick(groups, alloc, seed)
+    strata = [Stratum(name=name, population=len(groups[name]), drawn=k, weight=round(len(groups[name]) / len(ids), 12),
+                      question_ids=[ids[i] for i in groups[name]]) for name, k in zip(names, alloc, strict=True)]
     record = DrawRecord(created_at=datetime.now(UTC).isoformat(timespec="seconds"), grace_version=__version__,
                         source=str(path), source_hash=file_hash(path), subset=subset_name, n=n, seed=seed, by=by,
                         strata=strata, drawn=[ids[i] for i in chosen])
     return header, [rows[i][1] for i in chosen], record
+
+
+def pick(groups: dict[str, list[int]], alloc: list[int], seed: int) -> list[int]:
+    """The drawn items, in order: ``alloc[i]`` of the ``i``-th stratum's members (``groups``' values, in order),
+    at random. Seeded: the same strata, shares and seed draw the same items (a run's --sample, a labelled subset)."""
+    rng = np.random.default_rng(seed)
+    picked: set[int] = set()
+    for members, k in zip(groups.values(), alloc, strict=True):
+        picked.update(members[j] for j in rng.choice(len(members), size=k, replace=False).tolist())
+    return sorted(picked)
 
 
 def render_subset(header: list[str], rows: list[dict[str, str]]) -> str:

@@ -116,6 +116,10 @@ FORMATS: tuple[Format, ...] = (
            "and `human.csv` (the team's labels; all in the review CSV's columns)."),
     Format("compare.json", "Comparisons", "Comparison", "harness.scoring.run_comparison",
            "Two runs question by question. Written by `grace compare --json FILE`."),
+    Format("board.json", "Comparisons", "Board", "harness.scoring.run_board",
+           "One leaderboard across run folders of one gold set: a row per model of each run, named by what sets "
+           "its run apart, with a paired test between every two rows. Written by `grace report RUN_A RUN_B "
+           "--out BOARD.json`; `grace.combine_runs()` returns it."),
     Format("trend.json", "Comparisons", "Trend", "harness.reports.trend",
            "Each model's accuracy across the runs of one gold set, with each significant change. Written by "
            "`grace report --trend RUNS --format json`; `grace.trend()` returns it."),

@@ -45,6 +45,10 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.option("--retrieved", type=click.Path(path_type=Path), default=None, help="JSONL of ranked article IDs per question (grace kb search --out, or your own retriever's): use its top-k instead of grace's retrieval.")
 @click.option("--retrieved-map", "retrieved_map", type=click.Path(path_type=Path), default=None, help="CSV of their_id,article_id rows: the --retrieved file ranks your retriever's own documents (chunk IDs, paths, URLs), each mapped onto a KB article (through this file, then by the KB's paths and titles); an ID that maps to none is left out, counted and named.")
 @click.option("--seed", type=int, default=None, help="Seed for the calibration folds and the bootstrap [default: 0].")
+@click.option("--sample", type=int, default=None, metavar="N", help="Ask only N of the gold questions, a draw seeded by "
+              "--seed (within each gold category in proportion, one at least, when the gold file has categories): a "
+              "quick try before the full run. The gold set stays the file's, so grace compare and trends put the run "
+              "beside the full runs; run.json records the draw and the report says \"30 of 90 questions\".")
 @click.option("--batch", is_flag=True, help="Send the calls through each provider's batch API at half price (openai, azure, anthropic, google; other models run in real time). Run the same command again to collect.")
 @click.option("--wait", is_flag=True, help="With --batch: poll until every batch has ended, instead of exiting after submitting.")
 @click.option("--poll-interval", type=float, default=None, help="Seconds between batch status checks [default: 30].")

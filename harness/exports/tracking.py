@@ -111,6 +111,8 @@ def run_params(report: Report, info: RunInfo | None) -> dict[str, Any]:
         "gold_questions": report.gold.n_questions, "gold_must_refuse": report.gold.n_must_refuse,
         "bootstrap_samples": report.bootstrap_samples, "seed": report.seed,
     }
+    if report.sample is not None:  # grace run --sample: every figure is over a draw of the gold set
+        out["sample"] = report.sample.describe()
     if info is not None:
         config = info.config
         retriever = info.kb.embedder

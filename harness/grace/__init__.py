@@ -8,9 +8,9 @@ says the types are meant to be read.
 
 This folder installs as the top-level package ``grace`` (``pyproject.toml``: found under
 ``harness/``, left out of ``harness``), so the distribution, the CLI and the import share one
-name. Importing it loads every workflow module (about 0.4 s, once); the three types a workflow
-itself loads on first use (``Comparison``, ``SpotcheckOptions``, ``Trend``: numpy and the
-scorer) are imported under ``TYPE_CHECKING`` and loaded on first use here too. The ``grace``
+name. Importing it loads every workflow module (about 0.4 s, once); the four types a workflow
+itself loads on first use (``Board``, ``Comparison``, ``SpotcheckOptions``, ``Trend``: numpy and
+the scorer) are imported under ``TYPE_CHECKING`` and loaded on first use here too. The ``grace``
 command never imports this package: it goes through ``harness``, whose names all load on first
 use (``import harness as grace`` keeps working, with the same objects).
 ``tests/harness/grace/test_grace_package.py`` holds the two lists equal and prints the line a new name needs.
@@ -37,6 +37,8 @@ from harness.workflows.annotate import open_review as open_review
 from harness.workflows.annotate import open_review_team as open_review_team
 from harness.workflows.annotate import suggest_labels as suggest_labels
 from harness.workflows.annotate import validate_gold as validate_gold
+from harness.workflows.board import combine_runs as combine_runs
+from harness.workflows.board import write_board as write_board
 from harness.workflows.calls import ModelCalls as ModelCalls
 from harness.workflows.compare import compare_models as compare_models
 from harness.workflows.compare import compare_runs as compare_runs
@@ -94,33 +96,36 @@ from harness.workflows.trend import write_trend as write_trend
 from harness.workflows.view import export_view as export_view
 from harness.workflows.view import view as view
 
-if TYPE_CHECKING:  # the three types whose workflow loads them on first use (numpy and the scorer), as it does
+if TYPE_CHECKING:  # the types whose workflow loads them on first use (numpy and the scorer), as it does
+    from harness.workflows.board import Board as Board
     from harness.workflows.compare import Comparison as Comparison
     from harness.workflows.spotcheck import SpotcheckOptions as SpotcheckOptions
     from harness.workflows.trend import Trend as Trend
 
 __all__ = [
-    "GraceError", "WorkFailed", "__version__", "Agreement", "Comparison", "CuratingApp", "Curation",
+    "GraceError", "WorkFailed", "__version__", "Agreement", "Board", "Comparison", "CuratingApp", "Curation",
     "CurationConflict", "CurationEdit", "Drawn", "ExportAttempt", "GoldDraft", "GoldMigration", "ImportLogsConfig",
     "ImportResult", "KbEdit", "LabellingApp", "Leaderboard", "LeaderboardRow", "MetaEval", "ModelCalls",
     "ProviderInfo", "ReviewingApp", "Run", "RunResult", "Spotcheck", "SpotcheckOptions", "Suggested",
     "SystemAnswer", "SystemRequest", "Trend", "agree_labels", "audit_gold", "build_kb", "calibrate_judge",
-    "check_gate", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
+    "check_gate", "combine_runs", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
     "export_view", "generate_gold", "gold_stats", "import_logs", "index_kb", "lint_kb", "list_providers", "load_kb",
     "load_run", "log_exports", "meta_eval_judge", "migrate_gold", "open_curating", "open_curation",
     "open_labelling", "open_review", "open_review_team", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
     "sample_questions", "score", "search", "spotcheck_run", "suggest_labels", "trend", "validate_gold", "view",
-    "write_trend"
+    "write_board", "write_trend"
 ]
 
 API_NAMES: tuple[str, ...] = tuple(n for n in __all__ if n not in ("GraceError", "WorkFailed", "__version__"))
 """The API's names in order, as ``harness.API_NAMES``."""
 
-_DEFERRED = {"Comparison": "compare", "SpotcheckOptions": "spotcheck", "Trend": "trend"}  # name -> workflow module
+_DEFERRED = {"Board": "board", "Comparison": "compare", "SpotcheckOptions": "spotcheck",
+             "Trend": "trend"}  # name -> workflow module
 
 
 def __getattr__(name: str) -> Any:
-    """``grace.Comparison``, ``grace.SpotcheckOptions``, ``grace.Trend``: from their workflow module on first use."""
+    """``grace.Board``, ``grace.Comparison``, ``grace.SpotcheckOptions``, ``grace.Trend``: from their workflow module
+    on first use."""
     if name not in _DEFERRED:
         raise AttributeError(f"module 'grace' has no attribute {name!r}")
     import importlib

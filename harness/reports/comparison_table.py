@@ -15,6 +15,9 @@ from harness.reports.leaderboard import pct
 from harness.reports.markdown import cell
 from harness.scoring.run_comparison import CitationComparison, Comparison, ModelComparison
 
+# what a difference's kind says, once beside the list
+DIFFERENCE_KINDS = ("answers: what was asked or how; scoring: how the same answers are scored; calls: how the calls "
+                    "were made")
 MARKDOWN_IDS = 50  # question IDs listed per direction and model; --json has them all
 TERMINAL_IDS = 20
 ALPHA = 0.05
@@ -78,6 +81,8 @@ def comparison_markdown(cmp: Comparison) -> str:
         f"Run A `{cmp.run_a.replace('`', chr(39))}` → run B `{cmp.run_b.replace('`', chr(39))}`"
         + (f" · gold `{cmp.gold_hash[:12]}`" if cmp.gold_hash else ""),
         "",
+        *(["What differs, run A → run B:", "", *(f"- {cell(d.text())} ({d.kind})" for d in cmp.differences), "",
+           f"({DIFFERENCE_KINDS})", ""] if cmp.differences else []),
         "| Model | A | B | Δ accuracy [95% CI] | McNemar p | Improved | Regressed | Verdict |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
@@ -111,6 +116,11 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
     from rich.text import Text
 
     console.print(Text(f"run A {cmp.run_a}  →  run B {cmp.run_b}"))
+    if cmp.differences:
+        console.print(Text("what differs, run A → run B:", style="bold"))
+        for d in cmp.differences:  # Text: a value is user text (a path, a model name), never markup
+            console.print(Text(f"  {d.text()}") + Text(f"  ({d.kind})", style="dim"), soft_wrap=True)
+        console.print(Text(f"  ({DIFFERENCE_KINDS})", style="dim"), soft_wrap=True)
     table = Table(show_edge=False, header_style="bold")
     for name, right in (("Model", False), ("A", True), ("B", True), ("Δ [95% CI]", True), ("McNemar p", True),
                         ("Improved", True), ("Regressed", True), ("Verdict", False)):
@@ -119,15 +129,9 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
         colour = "green" if m.significant and m.delta > 0 else "red" if m.significant and m.delta < 0 else None
         table.add_row(Text(m.model), pct(m.accuracy_a), pct(m.accuracy_b), delta_text(m), p_text(m.mcnemar_p),
                       str(len(m.improved)), str(len(m.regressed)), Text(verdict(m), style=colour or ""))
-    from harness.reports.terminal import _UNLIMITED, sized_terminal
+    from harness.reports.terminal import show_table, sized_terminal
 
-    if sized_terminal(console):
-        console.print(table)
-    else:  # a CI log: the table at its natural width, as the leaderboard is printed
-        from rich.segment import Segments
-
-        width = console.measure(table, options=console.options.update_width(_UNLIMITED)).maximum
-        console.print(Segments(console.render(table, console.options.update_width(width))), crop=False)
+    show_table(console, table)  # a CI log: the table at its natural width, as the leaderboard is printed
     soft = not sized_terminal(console)
     cited = _cited(cmp)
     if cited:
@@ -140,13 +144,7 @@ def print_comparison(cmp: Comparison, console: Any) -> None:
             more.add_row(Text(m.model), pct(c.f1_a), pct(c.f1_b), citation_delta_text(c), p_text(c.p_value),
                          _arrow(c.precision_a, c.precision_b), _arrow(c.recall_a, c.recall_b),
                          Text(citation_verdict(c), style=colour or ""))
-        if sized_terminal(console):
-            console.print(more)
-        else:
-            from rich.segment import Segments
-
-            width = console.measure(more, options=console.options.update_width(_UNLIMITED)).maximum
-            console.print(Segments(console.render(more, console.options.update_width(width))), crop=False)
+        show_table(console, more)
         console.print(Text(CITATION_NOTE, style="dim"), soft_wrap=soft)
     for m in cmp.models:
         if m.improved or m.regressed:

@@ -296,6 +296,10 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
     report = new.report
     names = _pick(report, new.path, models)
     old = load_report(baseline, current=False) if baseline is not None else None
+    for read, which in ((new, "the report"), (old, "the baseline")):  # a CI log says a quick run is one
+        if read is not None and read.report.sample is not None:
+            out.notes.append(f"{which} is of a sample, {read.report.sample.describe()} (grace run --sample): its "
+                             "figures and intervals are over those questions only")
     for read in (new, old):
         if read is not None and read.report.unlabelled is not None and (min_accuracy is not None or read is old):
             raise GraceError(f"{read.path}: its questions carry no label (imported logs without --gold), so it has "

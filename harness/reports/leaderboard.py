@@ -262,6 +262,14 @@ def run_size(report: Report) -> str | None:
             f"{p.unlabelled:,} with no usable machine label{rows}")
 
 
+def asked_text(report: Report) -> str:
+    """The questions a run's figures are over, for every view's heading: ``90 questions``; a ``grace run --sample``
+    run's ``30 of 90 questions, sampled with seed 0 by category``, so no interval is read as the whole gold set's."""
+    if report.sample is not None:
+        return report.sample.describe()
+    return f"{report.gold.n_questions} questions"
+
+
 PPI_TITLE = "Prediction-powered (PPI++)"
 
 

@@ -65,6 +65,7 @@ def render_markdown(inputs: ReportInputs) -> str:
         "",
         (f"Scored: {cell(scored)}. Gold (human labels): {cell(str(gold.n_questions))} questions "
          if (scored := run_size(report)) else f"Gold: {cell(str(gold.n_questions))} questions ")
+        + (f"(asked: {cell(report.sample.describe())}) " if report.sample is not None else "")
         + f"({cell(str(gold.n_must_refuse))} must refuse), hash `{_code(gold.hash)}`; "
         f"KB: {cell(str(kb.n_articles))} articles, hash `{_code(kb.hash)}`; "
         f"scored {cell(report.created_at)} with grace {cell(report.grace_version)}.",

@@ -14,7 +14,7 @@ from importlib import resources
 from harness.reports.failures import failures_section
 from harness.reports.heatmap import category_heatmap, confusion_heatmap
 from harness.reports.inputs import ReportInputs
-from harness.reports.leaderboard import citation_models, run_size
+from harness.reports.leaderboard import asked_text, citation_models, run_size
 from harness.reports.plots import accuracy_chart, citation_chart, outcome_chart, pareto_chart, retrieval_chart
 from harness.reports.tables import (
     article_table,
@@ -81,7 +81,8 @@ def _header(inputs: ReportInputs) -> str:
     repeats = max((m.repeats or 1 for m in inputs.models.values()), default=1)
     scored = run_size(r)  # prediction-powered: the run is every question, gold and responses its human part
     subtitle = (f"{len(inputs.models)} model{'s' if len(inputs.models) != 1 else ''} · "
-                + (scored or f"{gold.n_questions} questions ({gold.n_must_refuse} must refuse)")
+                + (scored or f"{escape(asked_text(r))} ({gold.n_must_refuse} must refuse"
+                   + (" in the gold set)" if r.sample else ")"))
                 + (f" · {repeats} repeats per question" if repeats > 1 else ""))
     rows = [
         ("Scored", f"{escape(r.created_at)} with grace {escape(r.grace_version)}"),

@@ -27,6 +27,7 @@ from harness.reports.leaderboard import (
     PPI_TITLE,
     Column,
     Row,
+    asked_text,
     columns_for,
     error_note,
     errors_text,
@@ -94,19 +95,22 @@ def _cell(row: Row, column: Column, compact: bool, name_width: int | None = None
     return cell
 
 
-def _table(inputs: ReportInputs, rows: list[Row], columns: list[Column], compact: bool,
-           name_width: int | None = None) -> Any:
+def _title(inputs: ReportInputs) -> str:
+    ppi = inputs.report.ppi
+    asked = (asked_text(inputs.report) if ppi is None
+             else f"{ppi.questions} questions, {ppi.human_labels} human-labelled, prediction-powered")
+    return f"grace leaderboard ({asked})"
+
+
+def _table(title: str, rows: list[Row], columns: list[Column], compact: bool, name_width: int | None = None) -> Any:
     """``name_width``: break model names into lines that wide (the last resort on a narrow terminal)."""
     from rich import box
     from rich.cells import cell_len
     from rich.table import Table
     from rich.text import Text
 
-    ppi = inputs.report.ppi
-    asked = (f"{inputs.report.gold.n_questions} questions" if ppi is None
-             else f"{ppi.questions} questions, {ppi.human_labels} human-labelled, prediction-powered")
     table = Table(
-        title=Text(f"grace leaderboard ({asked})", style="bold"), caption=CAPTION,
+        title=Text(title, style="bold"), caption=CAPTION,
         box=None if compact else box.HEAVY_HEAD, header_style="bold underline" if compact else "bold",
         show_edge=not compact, pad_edge=not compact,
     )
@@ -127,36 +131,49 @@ def _width(console: Any, table: Any) -> int:
 
 def leaderboard_table(inputs: ReportInputs, console: Any, width: int | None = None) -> tuple[Any, list[str]]:
     """The table for ``width`` columns (None: its natural width) and the headers of the columns left out."""
-    columns = columns_for(inputs.ranked)
-    rows = leaderboard_rows(inputs.ranked, columns)
-    table = _table(inputs, rows, columns, compact=False)
+    return fitted_table(_title(inputs), inputs.ranked, console, width)
+
+
+def fitted_table(title: str, models: list[Any], console: Any, width: int | None = None) -> tuple[Any, list[str]]:
+    """The leaderboard table of ``models`` (typed ModelReport rows, best first) under ``title``, fitted to
+    ``width`` as the module says, and the headers of the columns left out."""
+    columns = columns_for(models)
+    rows = leaderboard_rows(models, columns)
+    table = _table(title, rows, columns, compact=False)
     if width is None or _width(console, table) <= width:
         return table, []
     shown, droppable = list(columns), sorted((c for c in columns if c.drop), key=lambda c: -c.drop)
-    table = _table(inputs, rows, shown, compact=True)
+    table = _table(title, rows, shown, compact=True)
     while _width(console, table) > width and droppable:
         shown.remove(droppable.pop(0))
-        table = _table(inputs, rows, shown, compact=True)
+        table = _table(title, rows, shown, compact=True)
     too_wide = _width(console, table) - width
     if too_wide > 0:  # model names on as few lines as the other columns leave room for
         from rich.cells import cell_len
 
         longest = max(cell_len(r.cells["model"]) for r in rows)
-        table = _table(inputs, rows, shown, compact=True, name_width=max(longest - too_wide, 8))
+        table = _table(title, rows, shown, compact=True, name_width=max(longest - too_wide, 8))
     return table, [c.header for c in columns if c not in shown]
 
 
-def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:
+def show_table(console: Any, table: Any) -> None:
+    """On a terminal, as fitted; anywhere else (a pipe, a CI log) at the table's own width, which may be wider than
+    the console's idea of a width."""
     from rich.segment import Segments
+
+    if sized_terminal(console):
+        console.print(table)
+    else:
+        options = console.options.update_width(_width(console, table))
+        console.print(Segments(console.render(table, options)), crop=False)
+
+
+def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None = None) -> None:
     from rich.text import Text
 
     terminal = sized_terminal(console)
     table, left_out = leaderboard_table(inputs, console, console.width if terminal else None)
-    if terminal:
-        console.print(table)
-    else:  # rendered at its own width, which may be wider than the console's idea of a width
-        options = console.options.update_width(_width(console, table))
-        console.print(Segments(console.render(table, options)), crop=False)
+    show_table(console, table)
     soft = not terminal  # a log line is not broken at 80 columns either
     if left_out:
         console.print(Text(f"left out for the terminal's width: {', '.join(left_out)} "

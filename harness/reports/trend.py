@@ -113,6 +113,9 @@ class TrendPoint(BaseModel):
     # its 95% CI, the report's: accuracy's the Wilson score interval over the questions (a citation figure's, a mean,
     # a bootstrap's); None with --bootstrap 0
     ci95: list[float] | None
+    # grace run --sample: the gold set's questions the run drew the ones it asked from (n_questions "of" these);
+    # None: the run asked every gold question
+    sample_of: int | None = None
     change: TrendChange | None = None  # against the model's previous point; None for its first, or not testable
     note: str | None = None  # why there is no change test, when there is a previous point
 
@@ -286,7 +289,7 @@ class _Context:
         m: ModelReport | None = s.report.models.get(model) if s.report else None
         if m is None:
             return None
-        base = {"run": s.id, "when": s.when}
+        base = {"run": s.id, "when": s.when, "sample_of": s.report.sample.of if s.report.sample else None}
         if self.citation is not None:  # a model read as references; a GRACE model has no point
             c = m.citations
             if c is None:
@@ -443,7 +446,7 @@ def trend_chart(trend: Trend) -> str | None:
             if p.ci95:
                 tip += f", 95% CI {_pct(p.ci95[0])}–{_pct(p.ci95[1])}"
                 body.append(line(x, ys(p.ci95[0]), x, ys(p.ci95[1]), s.color, 1.2, ' opacity="0.75"'))
-            tip += f", {p.n_questions} questions"
+            tip += f", {p.n_questions} questions" + (f" of {p.sample_of} (a sample)" if p.sample_of else "")
             if p.change:
                 c = p.change
                 tip += (f"; since {c.since}: {c.delta * 100:+.1f} pp, {c.regressed} regressed, {c.improved} improved, "

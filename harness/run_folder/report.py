@@ -36,6 +36,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
+from harness.run_folder.run_records import SampleDraw
 from harness.run_folder.spotcheck import ModelSpot, SpotcheckFile
 from harness.run_folder.strict import read_json_object, validate_known
 
@@ -600,6 +601,9 @@ class Report(_Block):
     categories: list[str] | None = Field(None, exclude_if=lambda v: v is None)
     # prediction-powered figures from a human subset and machine labels (--machine-gold); absent otherwise
     ppi: PredictionPowered | None = Field(None, exclude_if=lambda v: v is None)
+    # grace run --sample N: the run asked a seeded draw of the gold set (gold.n_questions), and every figure is over
+    # those questions; absent: the questions asked were the gold set's
+    sample: SampleDraw | None = Field(None, exclude_if=lambda v: v is None)
     # 16 hex digits of the SHA-256 of the folder's run.json when scored: which grace run these figures are of (a
     # later run with another gold file that stopped before scoring makes them stale); absent: no run.json
     run_json_hash: str | None = Field(None, exclude_if=lambda v: v is None)

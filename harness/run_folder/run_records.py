@@ -114,6 +114,32 @@ class RunGold(BaseModel):
     must_refuse: int  # how many of them must be refused
 
 
+class SampleDraw(BaseModel):
+    """Which gold questions a ``grace run --sample N`` asked: a seeded draw of the gold set, told by its size.
+
+    The gold set stays the file's (its hash is the full file's), so ``grace compare`` and trends put a sample run
+    beside the full runs of that gold set, on the questions both answered."""
+
+    model_config = _RUN_BLOCK
+
+    n: int  # questions drawn and asked
+    of: int  # questions of the gold set it was drawn from
+    seed: int  # the draw's seed (--seed): the same gold file, n and seed draw the same questions
+    by: str | None = None  # "category": drawn within each gold category, in proportion (one at least); null: uniform
+
+    def describe(self) -> str:
+        """``30 of 90 questions, sampled with seed 0 by category``: what the figures of such a run are over."""
+        return f"{self.n:,} of {self.of:,} questions, sampled with seed {self.seed}" + (f" by {self.by}" if self.by else "")
+
+
+class RunSample(SampleDraw):
+    """``run.json["sample"]``: ``grace run --sample N`` asked these questions of the gold set, not all of them."""
+
+    question_ids: list[str]  # the questions drawn, in the gold file's order
+    # with by = "category": questions drawn per category (each category's share of n, one at least)
+    per_category: dict[str, int] | None = _absent_if_none()
+
+
 class RetrievedFile(BaseModel):
     """``--retrieved FILE``: the rankings file the run used instead of the KB's retriever."""
 
@@ -294,3 +320,5 @@ class RunInfo(BaseModel):
     # --redact-pii: what this command's prompts had redacted, counted per type
     redaction: RedactionRecord | None = None
     imported: RunImport | None = _absent_if_none()  # grace import-logs: the log the rows were read from
+    # --sample N: the questions asked are a seeded draw of the gold set's; absent: every gold question
+    sample: RunSample | None = _absent_if_none()

@@ -154,6 +154,9 @@ class RunConfig(BaseModel):
     # a their_id,article_id CSV: the --retrieved file ranks the retriever's own documents (chunk IDs, paths, URLs)
     retrieved_map: Path | None = _toml()
     seed: int = _toml(0)
+    # ask a seeded draw of N gold questions (by --seed; within each gold category in proportion, when the gold file
+    # has categories): the gold set stays the file's, so compare and trends put the run beside the full runs
+    sample: Count | None = _toml()
     batch: bool = _toml(False)  # every model with a batch API goes through it
     wait: bool = _toml(False)  # poll batches until they end
     poll_interval: Positive = _toml(30.0)  # seconds between batch status checks

@@ -29,7 +29,15 @@ from harness.providers import endpoint_of, make_provider, plugin_of, provider_cl
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
 from harness.run_folder import BatchLedger, RunDir, RunInfo
 from harness.run_folder.responses import RowIndex
-from harness.run_folder.run_records import ModelEntry, ReplicaEntry, RowCounts, RunConfig, RunGold, RunKb
+from harness.run_folder.run_records import (
+    ModelEntry,
+    ReplicaEntry,
+    RowCounts,
+    RunConfig,
+    RunGold,
+    RunKb,
+    RunSample,
+)
 from harness.runner.batch_mode import POLL_SECONDS, BatchRunner
 from harness.runner.cache import ResponseCache
 from harness.runner.engine import (
@@ -265,6 +273,19 @@ def check_same_run(run: RunDir, info: RunInfo) -> None:
         if a is not None and a != b:
             raise GraceError(f"{run.path} holds a run with a different {label}; use a new --out folder (answers are "
                              "cached, so nothing is paid twice)")
+    if old.gold.hash == info.gold.hash and not _holds(info.sample, old.sample):
+        def asked(sample: RunSample | None) -> str:
+            return sample.describe() if sample else f"every one of the gold set's {info.gold.questions:,} questions"
+
+        raise GraceError(f"{run.path} holds a run of {asked(old.sample)}, and this one asks {asked(info.sample)}; use "
+                         "a new --out folder (answers are cached, so nothing is paid twice), or run without --sample "
+                         "here to complete it to the whole gold set")
+
+
+def _holds(new: RunSample | None, old: RunSample | None) -> bool:
+    """Whether the questions ``new`` asks include those ``old`` asked (None: the whole gold set): a folder may grow
+    from a sample to the full run, never hold answers a narrower run's report would count as its own."""
+    return new is None or (old is not None and set(old.question_ids) <= set(new.question_ids))
 
 
 def describe_rows(run: RunDir, info: RunInfo, previous: RunInfo | None,

@@ -36,6 +36,7 @@ from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.run_folder import RunDir
 from harness.run_folder.report import Report
+from harness.run_folder.run_settings import Difference, run_differences
 from harness.scoring.outcomes import HITS, REFUSE
 from harness.scoring.significance import mcnemar_exact
 
@@ -189,6 +190,9 @@ class Comparison(BaseModel):
     models: list[ModelComparison]  # one per model present in both runs (or one for the two models of one run compared)
     only_in_a: list[str] = Field(default_factory=list)  # models only run A has: not compared
     only_in_b: list[str] = Field(default_factory=list)  # models only run B has: not compared
+    # every setting the two sides were asked or scored with differently (run.json, report.json): the KB, gold,
+    # questions, retriever, k, template, the compared models' parameters...; answers-changing ones first
+    differences: list[Difference] = Field(default_factory=list)
     # what to know before reading the figures, e.g. a run still being written
     notes: list[str] = Field(default_factory=list)
 
@@ -259,6 +263,8 @@ def compare_runs(run_a: str | Path, run_b: str | Path, models: Sequence[str] = (
                         only_in_a=sorted(set(hits_a.hits) - set(hits_b.hits)),
                         only_in_b=sorted(set(hits_b.hits) - set(hits_a.hits)))
     progress = [progress_note(a, "run A", report_a), progress_note(b, "run B", report_b) if b != a else None]
+    result.differences = run_differences(RunDir(a).read_run_info(), report_a, RunDir(b).read_run_info(), report_b,
+                                         [(m, m) for m in names])
     result.notes = [n for n in progress if n] + _notes(result, hits_a, hits_b)
     return result
 
@@ -296,10 +302,14 @@ def compare_models(run: str | Path, model_a: str, model_b: str, *, seed: int | N
     seed, bootstrap = _stats_settings(report, report, seed, bootstrap)
     label = f"{model_a} vs {model_b}"
     note = progress_note(path, "the run", report)
-    return Comparison(run_a=str(path), run_b=str(path), gold_hash=report.gold.hash if report else None, seed=seed,
-                      bootstrap_samples=bootstrap,
-                      models=compare_sides([(hits, model_a, hits, model_b, label)], seed, bootstrap),
-                      notes=[note] if note else [])
+    info = RunDir(path).read_run_info()
+    result = Comparison(run_a=str(path), run_b=str(path), gold_hash=report.gold.hash if report else None, seed=seed,
+                        bootstrap_samples=bootstrap,
+                        models=compare_sides([(hits, model_a, hits, model_b, label)], seed, bootstrap),
+                        differences=run_differences(info, report, info, report, [(model_a, model_b)]),
+                        notes=[note] if note else [])
+    result.notes += _asked_otherwise(result, "model B", "model A")
+    return result
 
 
 def _stats_settings(ra: Report | None, rb: Report | None, seed: int | None, bootstrap: int | None) -> tuple[int, int]:
@@ -437,8 +447,15 @@ def _by_article(labels: list[str], rate_a: np.ndarray, rate_b: np.ndarray, impro
     return rows
 
 
+def _asked_otherwise(result: Comparison, b: str = "run B", a: str = "run A") -> list[str]:
+    """The caveat that goes with a difference in what was asked: a change may be the setting's, not the model's."""
+    asked = [d.name() for d in result.differences if d.kind == "answers"]
+    return [f"{b} was asked otherwise than {a} ({', '.join(asked)}: see differences): a change in accuracy may come "
+            "from that, not from the model alone"] if asked else []
+
+
 def _notes(result: Comparison, a: RunHits, b: RunHits) -> list[str]:
-    notes = []
+    notes = _asked_otherwise(result)
     if result.only_in_a:
         notes.append(f"only in run A (not compared): {', '.join(result.only_in_a)}")
     if result.only_in_b:

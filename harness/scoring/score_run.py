@@ -43,7 +43,7 @@ from harness.run_folder.report import (
     SpotcheckBlock,
     Unlabelled,
 )
-from harness.run_folder.run_records import CitationSettings
+from harness.run_folder.run_records import CitationSettings, SampleDraw
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
 from harness.scoring.citation_reading import CitationReader
@@ -175,6 +175,7 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         if labelled:
             report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj,
                                                     RunDir(responses_path.parent))
+        report.sample = _sample(report, RunDir(responses_path.parent))
         report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
         add_citation_scores(report, arrays, models, questions, settings, seed, bootstrap)
         add_permissions(report, arrays, models, audiences)
@@ -192,6 +193,14 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         report.run_json_hash = file_hash(run.run_info)
     run.write_report(report)
     return report
+
+
+def _sample(report: Report, folder: RunDir) -> SampleDraw | None:
+    """The draw of a ``grace run --sample N`` whose answers these are (run.json's ``sample``, on this gold set)."""
+    info = folder.read_run_info()
+    if info is None or info.sample is None or info.gold.hash != report.gold.hash:
+        return None
+    return SampleDraw(**info.sample.model_dump(include=set(SampleDraw.model_fields)))
 
 
 def _add_endpoint_notes(report: Report, folder: RunDir) -> None:
@@ -402,6 +411,10 @@ def _warnings(report: Report, nq: int, dropped: int, unknown: list[str]) -> list
         rates = ", ".join(f"{name} {m.refusal_rate:.1%}" for name, m in report.models.items() if m.refusal_rate is not None)
         if rates:  # no leaderboard column holds it (a labelled run's has refusal calibration there)
             out.append(f"Refusal rate (refused of the answered calls): {rates}")
+    if report.sample is not None:  # said once, not as "answered 30 of 90" for every model
+        nq = report.sample.n
+        out.append(f"this run asked {report.sample.describe()} (grace run --sample): every figure and interval is "
+                   f"over those {nq:,} questions; run without --sample for the whole gold set")
     for name, m in report.models.items():
         if m.n_questions < nq and report.unlabelled is None:
             out.append(f"{name} answered {m.n_questions} of {nq} gold questions; its accuracy is over those only")

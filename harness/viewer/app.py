@@ -254,6 +254,7 @@ class ViewApp:
         return {"argv": argv, "url": f"http://127.0.0.1:{port}/"}
 
     def compare(self, a: str, b: str, ma: str, mb: str) -> dict[str, Any]:
+        from harness.run_folder.run_settings import run_differences
         from harness.scoring.run_comparison import RunHits, check_same_gold, compare_sides, progress_note
 
         if not a or not b:
@@ -300,8 +301,13 @@ class ViewApp:
         sides = [(ra, "run A")] if ra is rb else [(ra, "run A"), (rb, "run B")]
         notices = [n for r, side in sides if (n := progress_note(r.path, f"{side} ({r.id})", r.report,
                                                                  "reload this page"))]
+        # every setting the two sides were asked or scored with differently, as grace compare names them
+        info_a = ra.folder.read_run_info()
+        info_b = info_a if ra is rb else rb.folder.read_run_info()
+        differs = run_differences(info_a, ra.report, info_b, rb.report, names)
         return {"a": ra.id, "b": rb.id, "models": out, "seed": seed, "bootstrap": bootstrap,
-                "models_a": ra.index.models, "models_b": rb.index.models, "notices": notices}
+                "models_a": ra.index.models, "models_b": rb.index.models, "notices": notices,
+                "differences": [{**d.model_dump(), "text": d.text()} for d in differs]}
 
     def _same_gold(self, runs: list[ViewRun], what: str = "share a grid", then: str = "") -> None:
         """The one rule of ``grace compare`` (:func:`~harness.scoring.run_comparison.check_same_gold`): runs scored on

@@ -154,6 +154,7 @@ class ViewRun:
             "gold": {"path": r.gold.path, "questions": r.ppi.questions if r.ppi else r.gold.n_questions,
                      "must_refuse": r.gold.n_must_refuse} if r else (info.gold.model_dump() if info else None),
             "models": models,
+            "sample": r.sample.describe() if r and r.sample else None,  # grace run --sample: "30 of 90 questions, sampled ..."
             "responses": (r.ppi.rows if r.ppi and r.ppi.rows is not None else r.responses.n) if r else None,
             "cost_usd": cost,
             "in_progress": writer,

@@ -11,6 +11,7 @@ its options, makes one call here and prints the result.
 * :mod:`harness.workflows.score`: ``grace score``, ``grace report``
 * :mod:`harness.workflows.gate`: ``grace gate``
 * :mod:`harness.workflows.compare`: ``grace compare``
+* :mod:`harness.workflows.board`: ``grace report RUN_A RUN_B ...`` (one leaderboard across runs)
 * :mod:`harness.workflows.view`: ``grace view``, ``grace view --export``
 * :mod:`harness.workflows.spotcheck`: ``grace spotcheck`` (run, calibrate, meta-eval)
 * :mod:`harness.workflows.annotate`: ``grace annotations`` (audit, suggest, validate, stats, agree)

@@ -11,7 +11,7 @@ what ``grace run`` calls.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from harness.core.errors import GraceError
 from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.run_folder import RunDir, RunInfo
+from harness.run_folder.run_records import RunSample
 from harness.runner.cache import ResponseCache
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan
@@ -65,6 +66,12 @@ class RunSession:
             from annotations.machine_labels import read_machine_labels
 
             self.machine = read_machine_labels(config.machine_gold)
+        self.sample: RunSample | None = None  # --sample N: the gold questions drawn (run.json's "sample")
+        if config.sample is not None:
+            if config.machine_gold is not None:
+                raise GraceError("--sample draws a quick subset of --gold; with --machine-gold the human labels are a "
+                                 "drawn subset already and every question is asked: give one of them")
+            self.sample = _draw_sample(gold.questions, config.sample, config.seed)
         self.settings = RunSettings.of(config)
         self.retrieved: dict[str, list[RetrievedArticle]] = {}
         self.rerank_estimate: Any = None
@@ -121,6 +128,9 @@ class RunSession:
     def questions(self) -> list[GoldQuestion]:
         """The questions asked: the gold file's; with machine labels, every question of either (the others with
         their machine label, which only a baseline fitting its threshold reads; scoring uses the human labels)."""
+        if self.sample is not None:
+            drawn = set(self.sample.question_ids)
+            return [q for q in self.gold.questions if q.question_id in drawn]
         if self.machine is None:
             return list(self.gold.questions)
         from harness.scoring.prediction_powered import asked_questions
@@ -183,6 +193,7 @@ class RunSession:
             # (planned first: baselines fit their options on the questions)
             asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
             info = new_run_info(self.kb, asked, self.template, self.specs, settings, self.config.embedder)
+            info.sample = self.sample
             check_same_run(folder, info)
             folder.write_run_info(info)
             todo = sum(len(p.jobs) for p in plans)
@@ -249,6 +260,29 @@ class RunSession:
         return True
 
 
+def _draw_sample(questions: Sequence[GoldQuestion], n: int, seed: int) -> RunSample | None:
+    """``--sample N``: which ``n`` gold questions to ask, drawn as ``grace annotations sample`` draws the questions
+    humans label (one seeded draw, :mod:`annotations.sample`), within each gold category in proportion (one at
+    least) when the gold file has a category column; None when ``n`` is not fewer than the questions (all asked)."""
+    from annotations.sample import UNIFORM, allocate, pick
+
+    if n >= len(questions):
+        log.warning(f"--sample {n} is not fewer than the gold set's {len(questions)} questions: every question is "
+                    "asked")
+        return None
+    by = "category" if any(q.category is not None for q in questions) else None
+    groups: dict[str, list[int]] = {}
+    for i, q in enumerate(questions):
+        groups.setdefault((q.category or "(no category)") if by else UNIFORM, []).append(i)
+    if by and n < len(groups):
+        raise GraceError(f"--sample {n} is fewer than the gold set's {len(groups)} categories, and each category is "
+                         f"asked at least once: give --sample {len(groups)} or more")
+    alloc = allocate([len(m) for m in groups.values()], n, least=1) if by else [n]
+    chosen = pick(groups, alloc, seed)
+    return RunSample(n=n, of=len(questions), seed=seed, by=by, question_ids=[questions[i].question_id for i in chosen],
+                     per_category=dict(zip(groups, alloc, strict=True)) if by else None)
+
+
 def _record_outcome(folder: RunDir, info: RunInfo, previous: RunInfo | None, plans: list[RunPlan],
                     questions: list[GoldQuestion], interrupted: bool, stopped: dict[str, str],
                     pending: dict[str, int]) -> dict[str, str]:
@@ -293,7 +327,9 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     candidates first. ``batch`` sends the calls of every model whose provider has
     a batch API through it at half price; without ``wait`` the call returns once
     they are submitted (``RunResult.pending``) and calling it again collects them.
-    A ``dry_run`` returns the estimate (``RunResult.estimates``) and needs no key.
+    A ``dry_run`` returns the estimate (``RunResult.estimates``) and needs no key. ``sample`` (N) asks a seeded
+    draw of N gold questions (within each gold category in proportion) for a quick try: the gold set stays the
+    file's, so :func:`~harness.workflows.compare.compare_runs` and trends put it beside the full runs.
     ``log_to`` (e.g. ``["mlflow"]``) exports the scored run to each target (``RunResult.exports``), as
     :func:`harness.workflows.export.export_run` does; a failed export is recorded and returned, and never fails
     the run.

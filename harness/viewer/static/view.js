@@ -141,7 +141,7 @@
           r.problem ? el("div", { class: "warn small" }, r.problem) : null),
         el("td", {}, r.when || "–"),
         el("td", {}, r.kb ? `${r.kb.path || "?"}${r.kb.articles != null ? ` (${r.kb.articles} articles)` : ""}` : "–"),
-        el("td", {}, r.gold ? `${r.gold.path || "?"}${r.gold.questions != null ? ` (${r.gold.questions} questions)` : ""}` : "–"),
+        el("td", {}, r.gold ? `${r.gold.path || "?"}${r.gold.questions != null ? ` (${r.gold.questions} questions)` : ""}${r.sample ? `; asked ${r.sample}` : ""}` : "–"),
         el("td", {}, models || "–"),
         el("td", { class: "num" }, r.cost_usd == null ? "–" : r.cost_usd === 0 ? "$0" : `$${r.cost_usd.toFixed(r.cost_usd >= 0.1 ? 2 : 4)}`),
         el("td", {}, state),
@@ -524,7 +524,14 @@
         el("td", { class: "num" }, c.p_value < 1e-4 ? "<0.0001" : c.p_value.toFixed(4)),
         el("td", { class: "num" }, `${pct(c.precision_a)} → ${pct(c.precision_b)}`),
         el("td", { class: "num" }, `${pct(c.recall_a)} → ${pct(c.recall_b)}`)); }), "citation-compare") : null;
-    setMain(section("Compare", form, summary,
+    // every setting the two sides were asked or scored with differently (grace compare's "what differs")
+    const differs = (data.differences || []).length
+      ? el("div", { class: "card", id: "differences" }, el("h3", {}, "What differs (A → B)"),
+        el("ul", {}, ...data.differences.map((d) => el("li", { "data-kind": d.kind }, d.text, " ",
+          el("span", { class: "muted small" }, `(${d.kind})`)))),
+        el("p", { class: "muted small" }, "answers: what was asked or how (a change in accuracy may come from it); scoring: how the same answers are scored; calls: how the calls were made."))
+      : el("p", { class: "muted small", id: "differences" }, "Both sides were asked and scored with the same recorded settings.");
+    setMain(section("Compare", form, differs, summary,
       el("p", { class: "muted small" }, `Δ: B − A, paired bootstrap 95% CI over questions (${data.bootstrap} resamples, seed ${data.seed}); McNemar: exact test on the improved and regressed counts.`),
       citations, citations ? el("p", { class: "muted small" }, "Citation F1: per question, the mean over its repeats of each answer's citation F1, over the questions both sides have it for; paired bootstrap 95% CI, paired permutation test.") : null),
     ...(data.notices || []).map((n) => el("p", { class: "card warn" }, n)),
@@ -581,6 +588,7 @@
         return el("td", { class: `num ${mark ? `change ${mark === "regressed" ? "bad" : "ok"}` : ""}`, "data-run": r.id,
           ...(mark ? { "data-change": mark } : {}), ...(tip ? { title: tip } : {}) },
           pct(pt.value), pt.ci95 ? el("div", { class: "muted small" }, `[${pct(pt.ci95[0], 0)}–${pct(pt.ci95[1], 0)}]`) : null,
+          pt.sample_of ? el("div", { class: "muted small sample" }, `n=${pt.n_questions} of ${pt.sample_of}`) : null,
           mark ? el("div", { class: "small" }, `${mark === "regressed" ? "▼" : "▲"} ${signedPp(c.delta)}`) : null);
       }));
     });

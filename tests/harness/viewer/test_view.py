@@ -166,8 +166,14 @@ def test_compare_page_matches_grace_compare(served):
     cmp = grace.compare_runs(served["root"] / "a", served["root"] / "b", [MODEL])[MODEL]
     for key in ("accuracy_a", "accuracy_b", "delta", "delta_ci", "mcnemar_p", "improved", "regressed"):
         assert fake[key] == getattr(cmp, key), key
+    # every setting the runs differ in, as grace compare names them (issue 47): b was run with --no-cache against
+    # another server
+    every = grace.compare_runs(served["root"] / "a", served["root"] / "b")
+    assert [d["text"] for d in data["differences"]] == [d.text() for d in every.differences]
+    assert "cache: read → not read (--no-cache)" in [d["text"] for d in data["differences"]]
     two = api(served, f"/api/compare?a=b&b=b&ma=baseline:top1&mb={MODEL}")
     assert two["models"][0]["model"] == f"baseline:top1 vs {MODEL}"
+    assert f"baseline:top1 vs {MODEL} model: baseline:top1 → {MODEL}" in [d["text"] for d in two["differences"]]
     assert any(row["article"] == "REFUSE" for row in fake["articles"])
 
 

@@ -101,6 +101,9 @@ def test_compare_lists_the_flipped_questions(browser, served):
     page.click("#compare-picked")
     page.wait_for_selector(".idlist.regressed", state="attached")
     assert "#/compare?a=a&b=b" in page.url
+    # what differs between the runs, named above the figures (issue 47); b was run with --no-cache
+    expect(page.locator("#differences li[data-kind='calls']").first).to_have_text(
+        "cache: read → not read (--no-cache) (calls)")
     section = page.locator("section", has_text=f"{MODEL}: 2 improved, 3 regressed")
     assert section.locator(".idlist.regressed a").all_inner_texts() == ["q3", "q6", "q9"]
     assert section.locator(".idlist.improved a").all_inner_texts() == ["r1", "r2"]
