@@ -39,6 +39,7 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.option("--max-tokens", type=int, default=None, help="Max output tokens for models without one in the config [default: 1024]; answers cut off by it are counted in the report.")
 @click.option("--threshold", type=float, default=None, help="Retrieval-score threshold for baseline:threshold (else cross-fitted over 5 folds of the gold questions).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
+@click.option("--price-server-hour", "price_server_hour", multiple=True, metavar="[MODEL=]USD", help="What one server of a self-hosted model costs an hour (repeatable): USD for every model on this machine or network without its own price, MODEL=USD for one (over its config's price_server_hour). The report then prices its questions by its servers' time.")
 @click.option("--embedder", default=None, help="Retriever override (default: the KB's).")
 @click.option("--rerank", default=None, help="Reorder each question's top candidates before the top-k are shown: PROVIDER:MODEL (an LLM; cached and priced like any call) or cross-encoder[:MODEL] (local, optional extra).")
 @click.option("--rerank-depth", type=int, default=None, help="Candidates the reranker reads per question [default: 20].")
