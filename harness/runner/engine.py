@@ -343,7 +343,9 @@ class Engine:
                 log.warning(f"{plan.spec.name}: the server works on {slots} request(s) at a time; sending {slots} "
                             f"at a time instead of {n} (more would only wait in its queue and time out)")
                 n = plan.stats.in_flight_limit = slots
-        clock = ServerClock(plan.spec.name, n, slots, plan.provider.needs_network and is_local_url(endpoint_of(plan.spec)))
+        # measured: one server on this machine or network (replicas: each has its own queue, not one of their sum)
+        local = plan.provider.needs_network and not plan.spec.replicas and is_local_url(endpoint_of(plan.spec))
+        clock = ServerClock(plan.spec.name, n, slots, local)
         gate = InFlight(1 if clock.probing else n)  # a server whose slots are measured: its first calls one at a time
 
         check = getattr(self.out, "check", None)  # a writer that writes rows a turn of the loop later (TickAppender)

@@ -22,8 +22,8 @@ the server's queue left out, with how it was told (``service_from``):
     came back while it waited, first come, first served: with ``slots`` slots and ``a`` calls already in flight
     when it was sent, it started when the ``a + 1 - slots``-th of them came back.
 
-A hosted API's own queue cannot be told from its model's time: ``service_ms`` stays null there and ``latency_ms``
-is the figure. While the slots are measured (the first ``MEASURE_ROUNDS`` answers per call in flight after the
+A hosted API's own queue cannot be told from its model's time, nor can several replicas' (each has its own
+queue): ``service_ms`` stays null there unless the server says it, and ``latency_ms`` is the figure. While the slots are measured (the first ``MEASURE_ROUNDS`` answers per call in flight after the
 probes), a call's row is held (its answer is in the cache already), then written with its time worked out; a run
 that ends first decides on what it has. When the server works on fewer than the calls sent at once, the run says
 so once (the other calls only wait in its queue, and time out there first).
