@@ -42,6 +42,9 @@ log = logging.getLogger("grace")
 PROBES = 5  # calls sent one at a time before the others (the first warms up): the model's time with nothing queued
 MEASURE_ROUNDS = 2  # answers per call in flight, after the probes, that the rate of answers is measured over
 MEASURE_UP_TO = 64  # more calls in flight than this: a batching server, not one of a few slots; not measured
+# an answer quicker than this (with nothing queued) is no model working one call at a time: what paces its answers is
+# grace's own time per call, not a queue, so its slots are not measured
+MIN_SERVICE_S = 0.1
 _KEEP = 4096  # answers' times kept before the ones too old for a call in flight to have waited on are dropped
 
 
@@ -177,8 +180,9 @@ class ServerClock:
 
 def measured_slots(departures: list[float], reference: float, workers: int) -> int | None:
     """How many requests the server works on at once: the rate its answers came back at (per second, from the first
-    answer to the last) times the model's time on a call with nothing queued; None with too few answers to say."""
-    if len(departures) < 3 or reference <= 0 or departures[-1] <= departures[0]:
+    answer to the last) times the model's time on a call with nothing queued; None with too few answers to say, or
+    answers too quick to tell a queue from grace's own time per call (below ``MIN_SERVICE_S``)."""
+    if len(departures) < 3 or reference < MIN_SERVICE_S or departures[-1] <= departures[0]:
         return None
     rate = (len(departures) - 1) / (departures[-1] - departures[0])
     return max(1, min(workers, round(rate * reference)))
