@@ -198,7 +198,7 @@ def service_s(call: Sent, slots: int, departures: list[float]) -> float:
     hi = bisect.bisect_left(departures, call.done)  # (its own answer is not one it waited for)
     between = hi - lo
     wait = call.ahead + 1 - slots
-    if wait <= 0 or between == 0:
+    if between == 0 or (wait <= 0 and slots > 1):
         return call.done - call.sent
     start = departures[hi - 1] if slots == 1 else departures[lo + min(wait, between) - 1]
     return call.done - max(call.sent, start)
