@@ -17,7 +17,6 @@ EVERY_S = 0.1  # a model's progress line is redrawn at most this often
 def run_with_progress(plans: list[RunPlan], template: Template, kb_hash: str, run: RunDir, settings: RunSettings,
                       console: Any = None) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from rich.text import Text
 
     asking = [p for p in plans if len(p.jobs)]
