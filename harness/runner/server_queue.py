@@ -15,9 +15,9 @@ the server's queue left out, with how it was told (``service_from``):
     the server said how many requests it works on at once (llama.cpp's ``/props``) and no more were sent, so
     nothing waited in its queue: the latency is the model's time.
 ``measured``
-    a server on this machine or network that says neither. Its first ``PROBES`` calls are sent one at a time
-    (the first warms up: the SDK loads, the connection opens), so their latency is the model's time with nothing
-    queued; then all are sent, and the rate its answers come back at, times that unqueued time, is how many it
+    a server on this machine or network that says neither. Its first calls (three, up to ``PROBES`` when their
+    times differ) are sent one at a time (the first warms up: the SDK loads, the connection opens), so their
+    latency is the model's time with nothing queued; then all are sent, and the rate its answers come back at, times that unqueued time, is how many it
     works on at once (``slots``). Each call's wait in the server's queue is then worked out from the answers that
     came back while it waited, first come, first served: with ``slots`` slots and ``a`` calls already in flight
     when it was sent, it started when the ``a + 1 - slots``-th of them came back.
@@ -39,7 +39,10 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("grace")
 
-PROBES = 5  # calls sent one at a time before the others (the first warms up): the model's time with nothing queued
+# calls sent one at a time before the others (the first warms up): the model's time with nothing queued. Three when
+# the two after the warm-up agree (answers of one length), up to five when they do not
+PROBES = 5
+AGREE = 1.2  # two probe times within this ratio agree
 MEASURE_ROUNDS = 2  # answers per call in flight, after the probes, that the rate of answers is measured over
 MEASURE_UP_TO = 64  # more calls in flight than this: a batching server, not one of a few slots; not measured
 # an answer quicker than this (with nothing queued) is no model working one call at a time: what paces its answers is
@@ -100,7 +103,10 @@ class ServerClock:
     def probing(self) -> bool:
         """Calls go one at a time: the first ``PROBES`` answers of a server whose slots are measured (none once it
         says each call's time)."""
-        return self.measuring and not self._told and len(self._probes) < PROBES
+        if not self.measuring or self._told or len(self._probes) >= PROBES:
+            return False
+        times = self._probes[1:]
+        return len(times) < 2 or max(times) > AGREE * min(times)
 
     def answered(self, call: Sent, write: Callable[[Timing], None]) -> Timing | None:
         """Record an answer; ``write`` gets the call's timing now (returned too) or once the slots are decided."""
