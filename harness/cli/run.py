@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -75,7 +79,8 @@ def run(**options) -> int:
     from harness.workflows import run as workflow
 
     console = Console(stderr=False)
-    result = workflow.run(**options, progress=True, console=console)
+    with _kill_as_ctrl_c():
+        result = workflow.run(**options, progress=True, console=console)
     if options["dry_run"]:
         console.print(dry_run_table(result.estimates or []))
         return 0
@@ -104,6 +109,24 @@ def run(**options) -> int:
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)
     return 0 if result.ok else 1
+
+
+@contextmanager
+def _kill_as_ctrl_c() -> Iterator[None]:
+    """``kill`` (SIGTERM) stops the run as Ctrl-C does, so run.json records how the command ended (its calls, its
+    replicas); the handler before is put back after (a program that called this from its main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def dry_run_table(estimates: list[dict]):

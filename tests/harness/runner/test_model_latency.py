@@ -224,3 +224,29 @@ def test_a_response_row_whose_times_are_not_milliseconds_is_named_with_its_line(
                                                            "latency_ms": 10, "service_ms": -4}) + "\n")
     with pytest.raises(GraceError, match=r"responses.jsonl:1: 'service_ms' must be milliseconds"):
         list(read_responses(path, {"q0": None}))
+
+
+def test_a_killed_run_records_its_end_as_an_interrupted_attempt(bench):
+    """``kill`` (SIGTERM) stops grace run as Ctrl-C does: run.json says how far it got, not "running" for ever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    with FakeAPIServer(responder=cite_first_id, latency=0.2) as srv:
+        env = {**os.environ, "OPENAI_BASE_URL": srv.openai_base_url, "OPENAI_API_KEY": "x", "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen([sys.executable, "-m", "harness.cli.app", "run", "--kb", str(bench / "kb"), "--gold",
+                                 str(bench / "gold.csv"), "--out", str(bench / "run"), "--model", MODEL,
+                                 "--concurrency", "2", "--no-score"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while len(srv.requests) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    info = read(bench / "run", "run.json")
+    assert info["status"] == "interrupted" and info["finished_at"]
+    [attempt] = info["attempts"]
+    assert attempt["status"] == "interrupted" and 0 < attempt["counts"][MODEL]["done"] < 24
