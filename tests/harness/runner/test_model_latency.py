@@ -32,14 +32,6 @@ def bench(tmp_path):
     return small_bench(tmp_path, 24, [])
 
 
-@pytest.fixture()
-def local_env(monkeypatch):
-    def use(srv):
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    return use
-
-
 def grace_run(bench: Path, out: str, *extra: str) -> tuple[int, str]:
     return run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", bench / out, *extra)
 
