@@ -85,6 +85,15 @@ def openai_server(monkeypatch):
         yield srv
 
 
+@pytest.fixture()
+def local_env(monkeypatch):
+    """``local_env(srv)``: the OpenAI endpoint and key of a fake server the test starts itself (a self-hosted one)."""
+    def use(srv):
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
+    return use
+
+
 def run_grace(*args: str) -> tuple[int, str]:
     """Run the real ``grace`` entry point in-process; returns (exit code, stdout+stderr text)."""
     import contextlib

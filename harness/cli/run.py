@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -39,6 +43,7 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.option("--max-tokens", type=int, default=None, help="Max output tokens for models without one in the config [default: 1024]; answers cut off by it are counted in the report.")
 @click.option("--threshold", type=float, default=None, help="Retrieval-score threshold for baseline:threshold (else cross-fitted over 5 folds of the gold questions).")
 @click.option("--prices", type=click.Path(path_type=Path), default=None, help="JSON {model: [input, output]} USD per 1M tokens.")
+@click.option("--price-server-hour", "price_server_hour", multiple=True, metavar="[MODEL=]USD", help="What one server of a self-hosted model costs an hour (repeatable): USD for every model on this machine or network without its own price, MODEL=USD for one (over its config's price_server_hour). The report then prices its questions by its servers' time.")
 @click.option("--embedder", default=None, help="Retriever override (default: the KB's).")
 @click.option("--rerank", default=None, help="Reorder each question's top candidates before the top-k are shown: PROVIDER:MODEL (an LLM; cached and priced like any call) or cross-encoder[:MODEL] (local, optional extra).")
 @click.option("--rerank-depth", type=int, default=None, help="Candidates the reranker reads per question [default: 20].")
@@ -78,7 +83,8 @@ def run(**options) -> int:
     from harness.workflows import run as workflow
 
     console = Console(stderr=False)
-    result = workflow.run(**options, progress=True, console=console)
+    with _kill_as_ctrl_c():
+        result = workflow.run(**options, progress=True, console=console)
     if options["dry_run"]:
         console.print(dry_run_table(result.estimates or []))
         return 0
@@ -107,6 +113,24 @@ def run(**options) -> int:
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)
     return 0 if result.ok else 1
+
+
+@contextmanager
+def _kill_as_ctrl_c() -> Iterator[None]:
+    """``kill`` (SIGTERM) stops the run as Ctrl-C does, so run.json records how the command ended (its calls, its
+    replicas); the handler before is put back after (a program that called this from its main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def dry_run_table(estimates: list[dict]):

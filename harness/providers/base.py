@@ -76,6 +76,7 @@ class ModelSpec:
     price_output_per_mtok: float | None = None
     price_batch_input_per_mtok: float | None = None  # through the batch API; None: half the real-time price
     price_batch_output_per_mtok: float | None = None
+    price_server_hour: float | None = None  # USD per hour of one server of a self-hosted model (its replicas: each)
     concurrency: int | None = None
     batch: bool | None = None  # through the provider's batch API; None: as the run says (--batch). Not in any key
     rpm: float | None = None
@@ -162,6 +163,9 @@ class Completion:
     citations: list[str] | None = None
     retrieved: list[str] | None = None
     cost_usd: float | None = None
+    # the time the server says it worked on the call, milliseconds, its queue left out (llama.cpp's ``timings``);
+    # None: not said (harness.runner.server_queue tells it another way where it can)
+    service_ms: float | None = None
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",

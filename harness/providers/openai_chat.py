@@ -106,6 +106,17 @@ def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
+def _server_time(timings: Any) -> float | None:
+    """llama.cpp's ``timings`` (``prompt_ms`` reading the prompt, ``predicted_ms`` writing the answer): the time it
+    worked on the call, its queue left out; None when the server sends none, or numbers that are not times."""
+    if not isinstance(timings, dict):
+        return None
+    parts = [timings.get("prompt_ms"), timings.get("predicted_ms")]
+    if not all(isinstance(p, int | float) and not isinstance(p, bool) and 0 <= p < 1e9 for p in parts):
+        return None
+    return float(parts[0] + parts[1])
+
+
 class OpenAIChatProvider(Provider):
     """Subclasses for other endpoints of the same wire format (named presets, Azure) override only the
     hooks below the constructor: where the key is read, how the client is made, which output-limit name
@@ -284,6 +295,7 @@ class OpenAIChatProvider(Provider):
             input_tokens=_field(usage, "prompt_tokens"),
             output_tokens=_field(usage, "completion_tokens"),
             finish_reason=finish,
+            service_ms=_server_time(_field(resp, "timings")),
         )
 
     async def aclose(self) -> None:

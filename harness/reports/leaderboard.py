@@ -70,6 +70,14 @@ def millis(value: Any) -> str:
     return f"{v:.0f} ms" if v < 1000 else f"{v / 1000:.2f} s"
 
 
+def duration(value: Any) -> str:
+    """Seconds as a reader says them: ``45 s``, ``12.5 min``, ``3.2 h``; a dash for none."""
+    v = number(value)
+    if v is None:
+        return DASH
+    return f"{v:.0f} s" if v < 90 else f"{v / 60:.1f} min" if v < 5400 else f"{v / 3600:.1f} h"
+
+
 def count(value: Any) -> str:
     v = number(value)
     return DASH if v is None else f"{int(v):,}"
@@ -86,6 +94,18 @@ class Column:
     legend: str | None = None  # its line under the table in leaderboard.md and report.html
     drop: int = 0  # a terminal too narrow for the table leaves out the highest first; 0: always shown
     when: Callable[[list[ModelReport]], bool] | None = None  # shown only for runs where this holds (None: always)
+
+
+def _self_hosted(models: list[ModelReport]) -> bool:
+    return any(m.serving is not None and m.serving.self_hosted for m in models)
+
+
+def _cost(m: ModelReport) -> str:
+    """USD per 1,000 questions by tokens; a self-hosted model priced per server-hour: by its servers' time."""
+    by_tokens = number(m.cost.per_1k_questions_usd)
+    if by_tokens is None and m.serving is not None and m.serving.cost_per_1k_questions_usd is not None:
+        return f"{usd(m.serving.cost_per_1k_questions_usd)} (server-h)"
+    return usd(by_tokens)
 
 
 def _ppi_shown(models: list[ModelReport]) -> bool:
@@ -213,9 +233,14 @@ COLUMNS: list[Column] = [
     Column("cit_coverage", "Coverage", lambda m: DASH if m.citations is None else pct(m.citations.coverage), drop=12,
            legend="Coverage: per answer, the retrieved articles it cites over those retrieved (|cited ∩ retrieved| / "
            "|retrieved|); the mean over answers whose retrieval is known.", when=citations_shown),
-    Column("cost", "Cost / 1k Q", lambda m: usd(m.cost.per_1k_questions_usd), drop=5,
-           legend="Cost / 1k Q: USD per 1,000 questions; p50 latency: median time per call."),
+    Column("cost", "Cost / 1k Q", lambda m: _cost(m), drop=5,
+           legend="Cost / 1k Q: USD per 1,000 questions (a self-hosted model with a price per server-hour: its "
+           "servers' time at that price, marked server-h); p50 latency: the median time the model took per call, the time a "
+           "call waited for its turn (in grace, or in its server's queue) left out where it can be told."),
     Column("latency", "p50 latency", lambda m: millis(m.latency.p50_ms), drop=6),
+    Column("time_1k", "Time / 1k Q", lambda m: DASH if m.serving is None else duration(m.serving.time_per_1k_questions_s),
+           drop=6, legend="Time / 1k Q: how long 1,000 questions kept the model's endpoint busy, at the concurrency "
+           "it ran at (its servers' time, what a self-hosted model is billed in).", when=_self_hosted),
     Column("ppi_group", "PPI sig.", lambda m: DASH if m.ppi is None else (m.ppi.significance_group or DASH),
            numeric=False, legend="PPI sig.: the same letters from prediction-powered tests of each pair's difference in "
            "accuracy over every question (normal, alpha 0.05, Holm-corrected).", when=_ppi_shown),
@@ -368,7 +393,24 @@ DETAIL_COLUMNS: list[Column] = [
            lambda m: DASH if m.truncated is None else count(m.truncated.no_citation)),
     Column("max_tokens", "max_tokens", _limit),
     Column("json_mode", "JSON mode", json_mode_text),
+    Column("queued", "Queued p50", lambda m: millis(m.latency.queued_p50_ms)),
+    Column("served", "Concurrency (server slots)", lambda m: _served(m)),
+    Column("tokens_per_s", "Answer tok/s", lambda m: DASH if m.serving is None else _rate(m.serving.output_tokens_per_s)),
+    Column("server_time", "Server time", lambda m: DASH if m.serving is None else duration(m.serving.server_s)),
 ]
+
+def _served(m: ModelReport) -> str:
+    """``8 (1, measured)``: calls sent at once, and what its server works on at once, said or measured."""
+    s = m.serving
+    if s is None or s.concurrency is None:
+        return DASH
+    return f"{s.concurrency}" + ("" if s.server_slots is None else f" ({s.server_slots}, {s.slots_from})")
+
+
+def _rate(value: Any) -> str:
+    v = number(value)
+    return DASH if v is None else f"{v:,.1f}"
+
 
 DETAIL_LEGEND = (
     "Other language: share of answers (of those long enough to tell) written in another language than the "
@@ -377,7 +419,10 @@ DETAIL_LEGEND = (
     "\"max_tokens\" or \"MAX_TOKENS\"); Cut off before citing: those of them with no citation or refusal in what "
     "was written, scored no_citation (or answered_unanswerable) only because they were cut short; max_tokens: the "
     "limit they were asked with; JSON mode: how JSON was asked for when the server rejected the answer's "
-    "schema (json_object, or the prompt alone)."
+    "schema (json_object, or the prompt alone). Queued p50: the median time a call waited for its turn, in grace "
+    "and in its server's queue (left out of its latency); Concurrency (server slots): the calls sent at once, and "
+    "how many its server works on at once (as it says, or measured); Answer tok/s: answer tokens written per second "
+    "its endpoint was busy; Server time: the seconds its calls kept its servers busy, every server counted."
 )
 
 

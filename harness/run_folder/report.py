@@ -40,7 +40,9 @@ from harness.run_folder.run_records import SampleDraw
 from harness.run_folder.spotcheck import ModelSpot, SpotcheckFile
 from harness.run_folder.strict import read_json_object, validate_known
 
-REPORT_SCHEMA_VERSION = 2  # 2: outcome unshown_citation, unshown_citation_rate and truncated per model
+# 2: outcome unshown_citation, unshown_citation_rate and truncated per model; 3: latency is the model's own time
+# per call (its queue apart: queued_p50_ms), and a self-hosted model's serving figures
+REPORT_SCHEMA_VERSION = 3
 
 
 def _share(value: float) -> float:
@@ -134,8 +136,34 @@ class Truncation(_Block):
 
 
 class Latency(_Block):
-    p50_ms: Amount | None  # median latency over the responses that report one, milliseconds; null: none does
-    p95_ms: Amount | None  # 95th percentile of the latency, milliseconds
+    """The model's time per call: from when its server started on the call to the answer, the time the call waited
+    in a queue (grace's in-flight limit, the server's slots) left out where it can be told (the response rows'
+    ``service_ms``), else from sending to the answer. A report of schema 2 or older: always from sending."""
+
+    p50_ms: Amount | None  # median of the model's time per call, milliseconds; null: no response reports one
+    p95_ms: Amount | None  # 95th percentile of it, milliseconds
+    # median time a call waited in a queue, in grace and in the server's, milliseconds; null: not recorded (schema 3)
+    queued_p50_ms: Amount | None = None
+    queued_p95_ms: Amount | None = None  # 95th percentile of that wait, milliseconds
+
+
+class Serving(_Block):
+    """What a model's questions took of its endpoint's time, over every command that asked it on the folder
+    (run.json ``attempts``): for a self-hosted model, what it is billed in (its servers' hours), not tokens."""
+
+    self_hosted: bool  # its endpoint is on this machine or network, or it has a price per server-hour
+    calls: Count  # calls its endpoint answered (not from the cache)
+    busy_s: Amount  # seconds from each command's first call sent to its last call back, summed over the commands
+    servers: Count  # its servers: its replicas (base_url = [...]), else 1
+    server_s: Amount  # busy_s times its servers: the server time its calls took
+    time_per_1k_questions_s: Amount  # busy_s per answered call, times 1,000, at the concurrency it ran at
+    output_tokens_per_s: Amount | None  # answer tokens written per second busy; null: the endpoint counted none
+    concurrency: Count | None  # calls sent at once at most (the last command that asked it)
+    server_slots: Count | None  # requests its server works on at once (the last command): said or measured
+    slots_from: str | None  # props (the server said) | measured | server timings
+    price_server_hour: Amount | None  # USD per hour of one server (run.json models[].price_server_hour)
+    cost_usd: Amount | None  # server_s at that price; null: no price
+    cost_per_1k_questions_usd: Amount | None  # cost_usd per answered call, times 1,000
 
 
 class CategoryScore(_Block):
@@ -307,6 +335,8 @@ class ModelReport(_Block):
     ppi: ModelPpi | None = Field(None, exclude_if=lambda v: v is None)
     # citation precision/recall/F1, coverage... for a model read as references or scored several per answer (issue 39)
     citations: CitationScores | None = Field(None, exclude_if=lambda v: v is None)
+    # what its questions took of its endpoint's time (run.json); written only for a model whose calls grace timed
+    serving: Serving | None = Field(None, exclude_if=lambda v: v is None)
     model: str = Field("", exclude=True)
 
     @property

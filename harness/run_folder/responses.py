@@ -53,6 +53,11 @@ class ResponseRow(NamedTuple):
     # a system's citations as data, and the IDs it retrieved itself (python:, http:, imported logs); None: not said
     citations: list[str] | None = None
     system_retrieved: list[str] | None = None
+    # the model's own time on the call, milliseconds (latency_ms less its wait in the server's queue); None: not told
+    service_ms: float | None = None
+    # time the call waited in a queue, milliseconds: in grace for its turn, and in the server's (latency_ms less
+    # service_ms); None: not recorded (a row of an older grace, an imported log)
+    queued_ms: float | None = None
 
 
 # the largest token count and amount (USD, milliseconds) a row may hold: far beyond any real call, and small enough
@@ -243,9 +248,25 @@ def read_responses(
             cites, own = row.get("citations"), row.get("system_retrieved")
             if cites is not None or own is not None:
                 cites, own = _id_list(cites, "citations", path, n), _id_list(own, "system_retrieved", path, n)
+            service = queued = None
+            if "queue_ms" in row or "service_ms" in row:  # a row of grace 3 or later that made the call
+                service, queued = _times(row, latency, path, n)
             yield ResponseRow(n, qid, model, repeat, text, error, retrieved, cost, latency, tin, tout,
                               finish if type(finish) is str else None, None if params is None else _max_tokens(params),
-                              groups, cites, own)
+                              groups, cites, own, service, queued)
+
+
+def _times(row: dict, latency: float | None, path: Path, n: int) -> tuple[float | None, float | None]:
+    """(service_ms, queued_ms) of a row: the model's own time, and the time the call waited in grace and in the
+    server's queue (latency_ms less service_ms); a value that is no time is named with its line."""
+    service, waited = _number(row, "service_ms", path, n), _number(row, "queue_ms", path, n)
+    for key, value in (("service_ms", service), ("queue_ms", waited)):
+        if value is not None and not 0 <= value <= MAX_AMOUNT:
+            raise GraceError(f"{where(path, n)}: '{key}' must be milliseconds (0 or more), got {value!r}")
+    if latency is None:
+        return service, waited
+    in_server = max(0.0, latency - service) if service is not None else 0.0
+    return service, (waited or 0.0) + in_server
 
 
 RowKey = tuple[str, str, int]  # (model, question_id, repeat)

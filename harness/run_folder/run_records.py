@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-RESPONSES_SCHEMA_VERSION = 2  # 2: fingerprint, question_hash and params on every row
-RUN_INFO_SCHEMA_VERSION = 2  # 2: "rows" describes what is on file
+RESPONSES_SCHEMA_VERSION = 3  # 2: fingerprint, question_hash and params on every row; 3: queue_ms, service_ms
+RUN_INFO_SCHEMA_VERSION = 3  # 2: "rows" describes what is on file; 3: "attempts", each command's calls and servers
 
 
 class RedactionRecord(BaseModel):
@@ -80,6 +80,12 @@ class ResponseRecord(BaseModel):
     cost_usd: float | None = None
     # time from sending to the answer, milliseconds (a cache hit: the original call's; null: failed or offline)
     latency_ms: float | None = None
+    # time the call waited in grace for its turn before it was sent (the in-flight limit, a rate limit), milliseconds
+    queue_ms: float | None = _absent_if_none()
+    # the model's own time on the call, milliseconds: latency_ms less its wait in the server's queue, where that can be
+    # told (harness.runner.server_queue); absent: not told (a hosted API), latency_ms is the figure
+    service_ms: float | None = _absent_if_none()
+    service_from: str | None = _absent_if_none()  # server (its own timings) | slots (none queued) | measured
     cached: bool = False  # true when the answer came from grace's response cache (nothing paid)
     error: CallError | None = None  # why the call failed; null when it was answered
     finish_reason: str | None = None  # "length" (or max_tokens / MAX_TOKENS): the output limit cut the answer off
@@ -162,7 +168,8 @@ class RunConfig(BaseModel):
 
     k: int  # articles retrieved and shown per question (--k)
     repeats: int  # times each question is asked of each model (--repeats)
-    concurrency: int  # calls in flight per model at most (--concurrency)
+    # calls in flight per model at most (--concurrency); what each model ran at: counts[model].concurrency
+    concurrency: int
     cache: bool  # true: answers are written to grace's response cache (false for imported logs)
     read_cache: bool  # false with --no-cache: every call is made again (answers are still cached)
     max_attempts: int  # attempts per call before its error is recorded (--max-attempts)
@@ -219,6 +226,8 @@ class ModelEntry(BaseModel):
     price_output_per_mtok: float | None = None  # USD per 1M output tokens; null: unknown
     # USD per 1M [input, output] tokens through the batch API (half price unless set)
     price_batch_per_mtok: list[float] | None = None
+    # USD per hour of one of its servers (a self-hosted model: TOML price_server_hour, --price-server-hour); absent: none
+    price_server_hour: float | None = _absent_if_none()
     options: dict[str, Any] = Field(default_factory=dict)  # the provider's own options (the TOML entry's options table)
     # the plugin package and version that provided the provider ("grace-acme 1.2.0"); absent: a built-in provider
     plugin: str | None = _absent_if_none()
@@ -261,6 +270,28 @@ class CallCounts(BaseModel):
     batch_submitted: int | None = _absent_if_none()  # batch mode only: requests sent in new batches by this command
     # requests in batches the provider has not finished (collected by a later command)
     batch_pending: int | None = _absent_if_none()
+    # calls sent at once at most: its own concurrency or the run's, at most its calls (in_flight_limit: lowered to)
+    concurrency: int | None = _absent_if_none()
+    server_slots: int | None = _absent_if_none()  # requests its server works on at once, as said or measured
+    slots_from: str | None = _absent_if_none()  # props (the server said) | measured | server timings
+    answered: int | None = _absent_if_none()  # calls its endpoint answered (not from the cache)
+    busy_s: float | None = _absent_if_none()  # seconds from its first call sent to its last call back
+    output_tokens: int | None = _absent_if_none()  # answer tokens of the calls its endpoint answered
+    # a model on several endpoints: each replica, what it answered and whether it was dropped, in this command
+    replicas: list[ReplicaEntry] | None = _absent_if_none()
+
+
+class Attempt(BaseModel):
+    """``run.json["attempts"][i]``: one command on the folder, oldest first, kept by every later one: what each
+    model ran at, what its server did, and each replica's state (one that died in an interrupted command too)."""
+
+    model_config = _RUN_BLOCK
+
+    started_at: str  # when the command started: ISO 8601, UTC, to the second
+    finished_at: str | None = None  # when it ended; null: it never said (killed, or the machine stopped)
+    # finished | failed | interrupted | waiting for batches | unfinished (it never recorded its end)
+    status: str
+    counts: dict[str, CallCounts] = Field(default_factory=dict)  # its calls per model, as run.json["counts"] said
 
 
 class RowCounts(BaseModel):
@@ -316,9 +347,20 @@ class RunInfo(BaseModel):
     config: RunConfig  # the run's settings
     models: list[ModelEntry]  # every model this command asked or that has rows on file, and how it was asked
     counts: dict[str, CallCounts] = Field(default_factory=dict)  # this command's calls per model
+    # every command on this folder that asked models, oldest first, this one last once it ends
+    attempts: list[Attempt] = Field(default_factory=list)
     rows: dict[str, RowCounts] = Field(default_factory=dict)  # per model: what responses.jsonl holds after this command
     # --redact-pii: what this command's prompts had redacted, counted per type
     redaction: RedactionRecord | None = None
     imported: RunImport | None = _absent_if_none()  # grace import-logs: the log the rows were read from
     # --sample N: the questions asked are a seeded draw of the gold set's; absent: every gold question
     sample: RunSample | None = _absent_if_none()
+
+    def past_attempts(self) -> list[Attempt]:
+        """The commands on the folder as the next one keeps them: these attempts, and this file's own command when
+        it never recorded its end (killed: it is ``unfinished``) or wrote no attempts (an older grace)."""
+        past = list(self.attempts)
+        if self.status == "running" or (not past and self.counts):
+            past.append(Attempt(started_at=self.started_at, finished_at=self.finished_at, counts=self.counts,
+                                status="unfinished" if self.status == "running" else self.status))
+        return past

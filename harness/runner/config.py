@@ -84,6 +84,7 @@ class ModelTable(GenParams):
     price_output: NonNegative | None = None
     price_batch_input: NonNegative | None = None  # USD per 1M tokens through the batch API [default: half]
     price_batch_output: NonNegative | None = None
+    price_server_hour: NonNegative | None = None  # USD per hour of one of its servers (a self-hosted model)
     concurrency: Count | None = None
     batch: bool | None = None  # through the provider's batch API at half price (openai, azure, anthropic, google)
     rpm: NonNegative | None = None  # 0: no limit
@@ -147,6 +148,9 @@ class RunConfig(BaseModel):
     max_tokens: Count | None = _toml()
     threshold: float | None = None  # a fixed cut for baseline:threshold instead of a fitted one
     prices: Path | None = None
+    # USD per hour of one server: every self-hosted model's (on this machine or network) without its own, or
+    # MODEL=USD for one model; over its TOML price_server_hour
+    price_server_hour: tuple[str, ...] = ()
     embedder: str | None = _toml()
     rerank: str | None = _toml()  # PROVIDER:MODEL or cross-encoder[:MODEL]
     rerank_depth: Count = _toml(20)
@@ -296,6 +300,7 @@ def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None
     spec.price_output_per_mtok = entry.get("price_output")
     spec.price_batch_input_per_mtok = entry.get("price_batch_input")
     spec.price_batch_output_per_mtok = entry.get("price_batch_output")
+    spec.price_server_hour = entry.get("price_server_hour")
     spec.concurrency = entry.get("concurrency")
     spec.batch = entry.get("batch")
     spec.rpm, spec.tpm = entry.get("rpm"), entry.get("tpm")
@@ -466,7 +471,7 @@ def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[
     from harness.providers import parse_model_spec
     from harness.providers.base import DEFAULT_MAX_TOKENS
     from harness.runner.citation_settings import apply_option, default_for
-    from harness.runner.pricing import apply_price, load_prices
+    from harness.runner.pricing import apply_price, apply_server_prices, load_prices
 
     specs = list(toml_specs) + [m if isinstance(m, ModelSpec) else parse_model_spec(m) for m in config.models]
     if not specs:
@@ -489,4 +494,5 @@ def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[
         if config.timeout and s.timeout_s is None:
             s.timeout_s = float(config.timeout)
         apply_price(s, price_table)
+    apply_server_prices(specs, config.price_server_hour)
     return specs

@@ -26,6 +26,11 @@ A timeout with several in flight may be the queue; one with a single call in
 flight, or before the server has answered anything (a working server answers the
 first call of its queue within the timeout), is the server itself: those are
 what the timeout breaker counts.
+
+Each call's time is recorded three ways (:mod:`harness.runner.server_queue`): how long it waited here for its turn
+(``queue_ms``), from sending to answer (``latency_ms``), and the model's own time, the server's queue left out where
+it can be told (``service_ms``). Each model's figures for its server (calls in flight, the server's slots, the span
+of its calls, the answer tokens its server wrote) go to run.json: what a self-hosted model costs is its server's time.
 """
 
 from __future__ import annotations
@@ -55,12 +60,14 @@ from harness.providers.base import (
     Request,
     RequestContext,
     RetrievedArticle,
+    is_local_url,
 )
 from harness.run_folder.run_records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
+from harness.runner.server_queue import Sent, ServerClock, Timing
 
 if TYPE_CHECKING:  # harness.privacy is imported only by a run that redacts
     from harness.privacy import Redactor
@@ -109,6 +116,19 @@ class PlanStats:
     submitted: int = 0  # requests sent in new batches by this command (batch mode)
     pending: int = 0  # requests in batches the provider has not finished: collected by a later command
     batch_state: str = ""  # what the provider says of the open batches, for the progress line
+    concurrency: int | None = None  # calls sent at once at most: its own setting or the run's, at most its calls
+    server_slots: int | None = None  # what its server works on at once: said by /props, or measured
+    slots_from: str | None = None  # props | measured | server timings
+    first_sent: float | None = None  # time.perf_counter() of its first call sent, and of the last call back
+    last_back: float | None = None
+    served_output_tokens: int = 0  # answer tokens of the calls its server answered (not the cache's)
+
+    @property
+    def busy_s(self) -> float | None:
+        """Seconds from its first call sent to its last call back: the time its server was kept busy."""
+        if self.first_sent is None or self.last_back is None:
+            return None
+        return round(self.last_back - self.first_sent, 3)
 
 
 class InFlight:
@@ -126,6 +146,11 @@ class InFlight:
     async def __aexit__(self, *exc: object) -> None:
         async with self._changed:
             self.active -= 1
+            self._changed.notify_all()
+
+    async def widen(self, limit: int) -> None:
+        async with self._changed:
+            self.limit = limit
             self._changed.notify_all()
 
 
@@ -213,6 +238,16 @@ class CallResult:
     cached: bool
     cost_usd: float | None
     key: str | None = None  # the call's cache key, which is also its row's fingerprint
+    queue_ms: float | None = None  # how long it waited here for its turn before it was sent
+    timing: Timing = field(default_factory=Timing)  # the model's own time (server_queue)
+
+    def cache_row(self) -> dict[str, Any]:
+        """What the cache keeps of the call: the completion and its times, so an answer taken from the cache later
+        says how long the model took to give it."""
+        assert self.completion is not None
+        return {"completion": cached_completion(self.completion), "latency_ms": self.latency_ms,
+                "queue_ms": self.queue_ms, "service_ms": self.timing.service_ms,
+                "service_from": self.timing.service_from}
 
 
 def cached_result(cache: ResponseCache | None, key: str) -> CallResult | None:
@@ -220,16 +255,21 @@ def cached_result(cache: ResponseCache | None, key: str) -> CallResult | None:
     hit = cache.get(key) if cache is not None else None
     if hit is None:
         return None
-    return CallResult(Completion(**hit["completion"]), hit.get("latency_ms"), 0, None, True, None, key)
+    comp = Completion(**{k: v for k, v in hit["completion"].items() if k in _COMPLETION_FIELDS})
+    return CallResult(comp, hit.get("latency_ms"), 0, None, True, None, key, hit.get("queue_ms"),
+                      Timing(hit.get("service_ms"), hit.get("service_from")))
 
 
 def cached_completion(comp: Completion) -> dict[str, Any]:
     """What the cache keeps of a completion: a system's citations, retrieval and cost only when it said them, so
     a model's cache rows read as they did before systems could say them."""
-    return {k: v for k, v in comp.__dict__.items() if v is not None or k not in _SYSTEM_FIELDS}
+    return {k: v for k, v in comp.__dict__.items()
+            if k not in _TIMES and (v is not None or k not in _SYSTEM_FIELDS)}
 
 
 _SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd"})
+_TIMES = frozenset({"service_ms"})  # kept beside the completion (CallResult.cache_row), as every call's times are
+_COMPLETION_FIELDS = frozenset(Completion.__dataclass_fields__)
 
 
 def account(plan: RunPlan, result: CallResult, price: tuple[float | None, float | None]) -> None:
@@ -244,6 +284,8 @@ def account(plan: RunPlan, result: CallResult, price: tuple[float | None, float 
             comp.input_tokens, comp.output_tokens, *price)
     st.input_tokens += comp.input_tokens or 0
     st.output_tokens += comp.output_tokens or 0
+    if not result.cached:
+        st.served_output_tokens += comp.output_tokens or 0
     if result.cost_usd is None:
         st.cost_known = False
     elif not result.cached:
@@ -293,28 +335,36 @@ class Engine:
         jobs = iter(plan.jobs)  # taken one at a time by the workers: a million jobs are never all made at once
         plan.stats.total = len(plan.jobs)
         limiter = RateLimiter(plan.spec.rpm, plan.spec.tpm)
-        n = min(max(1, plan.spec.concurrency or self.concurrency), max(1, len(plan.jobs)))
+        n = plan.stats.concurrency = min(max(1, plan.spec.concurrency or self.concurrency), max(1, len(plan.jobs)))
+        slots = None
         if plan.jobs and plan.provider.needs_network and n > 1:
             slots = await plan.provider.parallel_slots()
             if slots is not None and slots < n:
                 log.warning(f"{plan.spec.name}: the server works on {slots} request(s) at a time; sending {slots} "
                             f"at a time instead of {n} (more would only wait in its queue and time out)")
                 n = plan.stats.in_flight_limit = slots
-        gate = InFlight(n)
+        # measured: one server on this machine or network (replicas: each has its own queue, not one of their sum)
+        local = plan.provider.needs_network and not plan.spec.replicas and is_local_url(endpoint_of(plan.spec))
+        clock = ServerClock(plan.spec.name, n, slots, local)
+        gate = InFlight(1 if clock.probing else n)  # a server whose slots are measured: its first calls one at a time
 
         check = getattr(self.out, "check", None)  # a writer that writes rows a turn of the loop later (TickAppender)
 
         async def worker() -> None:
             for job in jobs:
                 if plan.stats.aborted is None:
-                    await self._one(plan, job, limiter, gate)
+                    await self._one(plan, job, limiter, gate, clock)
                 else:
                     self._not_tried(plan, job)
                 if check is not None:  # this worker's row is written (or its write failed) before it sends another
                     await asyncio.sleep(0)
                     check()
 
-        await asyncio.gather(*(worker() for _ in range(n)))
+        try:
+            await asyncio.gather(*(worker() for _ in range(n)))
+        finally:
+            clock.close()  # rows held while the server's slots were measured: written, even when the run is stopped
+            plan.stats.server_slots, plan.stats.slots_from = clock.slots, clock.slots_from
 
     def _not_tried(self, plan: RunPlan, job: Any) -> None:
         """A job left when its model was stopped: an error row, so the next run asks it again."""
@@ -327,24 +377,28 @@ class Engine:
         self.out.write(self.record(plan, job, request, CallResult(None, None, 0, error, False, None, key)))
         self.on_update(plan)
 
-    async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter, gate: InFlight) -> None:
+    async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter, gate: InFlight, clock: ServerClock) -> None:
         spec, provider = plan.spec, plan.provider
         request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
         key = self.key(spec, request, job)
         result = cached_result(self.cache, key) if use_cache and self.read_cache else None
+        sent: Sent | None = None
+        cache = use_cache and (result is None)
         if result is not None:
             comp = result.completion
         else:
-            comp, latency, attempts, err = await self._call(plan, request, limiter, gate)
+            comp, sent, attempts, err, waited = await self._call(plan, request, limiter, gate)
             if attempts == 0:  # the model was stopped while this call waited for its turn: never sent
                 self._not_tried(plan, job)
                 return
             if not provider.needs_network:
-                latency = None  # an offline baseline's "latency" is event-loop noise, not a figure to compare
-            if comp is not None and use_cache and (self.accept is None or self.accept(job, comp)):
-                self.cache.put(key, spec.name, {"completion": cached_completion(comp), "latency_ms": latency})
-            result = CallResult(comp, latency, attempts, err, False, None, key)
+                sent = waited = None  # an offline baseline's "latency" is event-loop noise, not a figure to compare
+            latency = round(sent.latency_ms, 1) if sent is not None and comp is not None else None
+            result = CallResult(comp, latency, attempts, err, False, None, key, waited)
+            cache = cache and comp is not None and (self.accept is None or self.accept(job, comp))
+            if cache and sent is None:
+                self.cache.put(key, spec.name, result.cache_row())
         st = plan.stats
         if comp is not None:
             account(plan, result, (spec.price_input_per_mtok, spec.price_output_per_mtok))
@@ -361,7 +415,19 @@ class Engine:
                                   f"same way again ({result.error.message[:300]}); stopping this model")
         st.done += 1
         st.cached += int(result.cached)
-        self.out.write(self.record(plan, job, request, result))
+        if sent is None or comp is None:
+            self.out.write(self.record(plan, job, request, result))
+        else:
+            def write(timing: Timing) -> None:
+                result.timing = timing
+                if cache:  # the cache first, then the row
+                    self.cache.put(key, spec.name, result.cache_row())
+                self.out.write(self.record(plan, job, request, result))
+
+            if clock.answered(sent, write) is None and cache:  # held until the server's slots are measured: the
+                self.cache.put(key, spec.name, result.cache_row())  # answer is cached now, its time with its row
+            if gate.limit < clock.workers and not clock.probing and st.in_flight_limit is None:
+                await gate.widen(clock.workers)  # the probes are in: all the calls go
         self.on_update(plan)
 
     async def _call(self, plan: RunPlan, request: Request, limiter: RateLimiter, gate: InFlight):
@@ -371,23 +437,31 @@ class Engine:
         attempt, err, lone_timeouts = 0, None, 0
         while True:
             attempt += 1
+            ready = time.perf_counter()
             await limiter.acquire(est_tokens)
             alone = False
             try:
                 async with gate:
                     if st.aborted is not None:  # stopped while this call waited for its turn: not sent (again)
-                        return None, None, attempt - 1, call_error(err, attempt - 1) if err is not None else None
+                        return None, None, attempt - 1, call_error(err, attempt - 1) if err is not None else None, None
                     st.retries += attempt > 1
                     alone = gate.limit == 1  # nothing else in flight: a timeout is the server's, not its queue's
                     t0 = time.perf_counter()
+                    ahead = gate.active - 1
+                    if st.first_sent is None:
+                        st.first_sent = t0
                     # asyncio.timeout, not wait_for: no second task per call (wait_for was a tenth of the engine's
                     # own CPU per call at 500 in flight, in a profile of benchmarks/perf/bench_concurrency.py)
-                    async with asyncio.timeout(timeout * 1.5 + 1):
-                        comp = await provider.complete(request)
+                    try:
+                        async with asyncio.timeout(timeout * 1.5 + 1):
+                            comp = await provider.complete(request)
+                    finally:
+                        st.last_back = time.perf_counter()
                 st.connection_failures_in_a_row = st.timeouts_in_a_row = st.server_timeouts_in_a_row = 0
                 st.server_timeout_calls, st.last_server_timeout = 0, None
                 st.answered += 1
-                return comp, round((time.perf_counter() - t0) * 1000, 1), attempt, None
+                sent = Sent(t0, st.last_back, ahead, comp.service_ms)
+                return comp, sent, attempt, None, round((t0 - ready) * 1000, 1)
             except ProviderError as exc:
                 err = exc
             except TimeoutError:
@@ -426,10 +500,10 @@ class Engine:
                                   f"to {where} ({err.message[:200]}); is the server running? Stopping this model")
             if (not err.retryable or attempt >= self.max_attempts or st.aborted is not None
                     or lone_timeouts >= LONE_TIMEOUT_TRIES):
-                return None, None, attempt, call_error(err, attempt)
+                return None, None, attempt, call_error(err, attempt), None
             await asyncio.sleep(backoff_delay(attempt, err.retry_after, base=self.backoff_base))
             if st.aborted is not None:
-                return None, None, attempt, call_error(err, attempt)
+                return None, None, attempt, call_error(err, attempt), None
 
 
 def call_error(err: ProviderError, attempts: int) -> CallError:
@@ -469,6 +543,9 @@ class ResponseRows:
             cached=res.cached,
             attempts=res.attempts,
             latency_ms=res.latency_ms,
+            queue_ms=res.queue_ms,
+            service_ms=res.timing.service_ms,
+            service_from=res.timing.service_from,
             error=res.error,
             cost_usd=res.cost_usd,
             batch=batch,

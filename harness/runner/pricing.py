@@ -7,6 +7,10 @@ all with ``--prices FILE.json`` ({"model": [input, output]} or
 [input, output, batch_input, batch_output]). A cost shown is never invented: a
 model missing from every table gets ``cost_usd: null``.
 
+A self-hosted model is billed by its server's time, not its tokens: ``price_server_hour`` (the TOML, or
+``--price-server-hour``) is what one of its servers costs an hour, and the report prices its questions by the
+seconds its calls kept its servers busy (:func:`server_cost`).
+
 Batch prices: OpenAI's Batch API, Anthropic's Message Batches and Gemini's
 batch mode all bill half the list price, so a model's batch price is half its
 real-time one unless a table or the TOML (``price_batch_input``,
@@ -93,6 +97,41 @@ def batch_price(spec: ModelSpec) -> tuple[float | None, float | None]:
     price = Price(spec.price_input_per_mtok, spec.price_output_per_mtok, spec.price_batch_input_per_mtok,
                   spec.price_batch_output_per_mtok)
     return price.batch
+
+
+def apply_server_prices(specs: list[ModelSpec], given: tuple[str, ...] | list[str]) -> None:
+    """``--price-server-hour`` values over the TOML's: ``MODEL=USD`` for one model, a bare ``USD`` for every model on
+    a server on this machine or network (a self-hosted one) that has no price of its own."""
+    from harness.providers import endpoint_of
+    from harness.providers.base import is_local_url
+
+    names = {s.name: s for s in specs}
+    every: float | None = None
+    for value in given:
+        name, _, amount = value.rpartition("=") if "=" in value else ("", "", value)
+        try:
+            usd = float(amount)
+            if not usd >= 0 or usd == float("inf"):
+                raise ValueError
+        except ValueError:
+            raise GraceError(f"--price-server-hour {value!r}: give USD per server-hour (e.g. 1.20), or MODEL=USD for "
+                             "one model") from None
+        if not name:
+            every = usd
+        elif name not in names:
+            raise GraceError(f"--price-server-hour {value!r}: no model named {name!r} in this run (its models: "
+                             f"{', '.join(names)})")
+        else:
+            names[name].price_server_hour = usd
+    if every is not None:
+        for s in specs:
+            if s.price_server_hour is None and is_local_url(endpoint_of(s)):
+                s.price_server_hour = every
+
+
+def server_cost(server_s: float, price_server_hour: float | None) -> float | None:
+    """USD for ``server_s`` seconds of servers at ``price_server_hour`` each; None without a price."""
+    return None if price_server_hour is None else round(server_s / 3600 * price_server_hour, 8)
 
 
 def call_cost(

@@ -238,6 +238,7 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       endpoint=endpoint_of(spec), batch=bool(spec.batch), price_input_per_mtok=spec.price_input_per_mtok,
                       price_output_per_mtok=spec.price_output_per_mtok,
                       price_batch_per_mtok=list(batch_price(spec)) if spec.price_input_per_mtok is not None else None,
+                      price_server_hour=spec.price_server_hour,
                       options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec),
                       citations=spec.citations,
                       replicas=[ReplicaEntry(url=u) for u in spec.replicas] if len(spec.replicas) > 1 else None)

@@ -146,21 +146,28 @@ def repeat_stats(
 
 
 def cost_latency(
-    cost: np.ndarray, latency: np.ndarray, in_tokens: np.ndarray, out_tokens: np.ndarray
+    cost: np.ndarray, latency: np.ndarray, in_tokens: np.ndarray, out_tokens: np.ndarray,
+    queued: np.ndarray | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Totals and per-1,000-questions cost over the rows that report a cost; latency percentiles."""
+    """Totals and per-1,000-questions cost over the rows that report a cost; percentiles of the model's time per
+    call (``latency``) and of the time calls waited in a queue (``queued``), each over the rows that record it."""
     known_cost = cost[~np.isnan(cost)]
     total = float(known_cost.sum()) if known_cost.size else None
     per_1k = float(known_cost.mean() * 1000) if known_cost.size else None
-    lat = latency[~np.isnan(latency)]
-    p50, p95 = (np.percentile(lat, [50, 95]) if lat.size else (None, None))
+    p50, p95 = _percentiles(latency)
+    q50, q95 = _percentiles(queued if queued is not None else np.empty(0))
     cost_d = {
         "total_usd": _r(total, 8),
         "per_1k_questions_usd": _r(per_1k, 8),
         "input_tokens": int(in_tokens[in_tokens >= 0].sum()),
         "output_tokens": int(out_tokens[out_tokens >= 0].sum()),
     }
-    return cost_d, {"p50_ms": _r(p50, 3), "p95_ms": _r(p95, 3)}
+    return cost_d, {"p50_ms": _r(p50, 3), "p95_ms": _r(p95, 3), "queued_p50_ms": _r(q50, 3), "queued_p95_ms": _r(q95, 3)}
+
+
+def _percentiles(values: np.ndarray) -> tuple[Any, Any]:
+    known = values[~np.isnan(values)]
+    return tuple(np.percentile(known, [50, 95])) if known.size else (None, None)
 
 
 def truncation(truncated: np.ndarray, max_tokens: np.ndarray) -> dict[str, Any]:

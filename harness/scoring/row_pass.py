@@ -57,7 +57,10 @@ class _Columns:
     FIELDS = (
         ("model", "i"), ("q", "i"), ("repeat", "i"), ("outcome", "b"), ("strict", "b"), ("rule", "b"),
         ("true", "i"), ("pred", "i"), ("refused", "b"), ("expected_retrieved", "b"), ("retrieved_len", "i"),
-        ("cost", "d"), ("latency", "d"), ("in_tokens", "q"), ("out_tokens", "q"),
+        ("cost", "d"),
+        ("latency", "d"),  # the model's own time (service_ms), else the call's latency: the leaderboard's column
+        ("queued", "d"),  # time waiting in grace and in the server's queue; NaN: not recorded
+        ("in_tokens", "q"), ("out_tokens", "q"),
         ("truncated", "b"),  # 0 no, 1 cut off, 2 cut off with nothing read
         ("max_tokens", "q"),
         ("checked", "b"),  # 1: the asker's groups were known and the KB restricts articles (permission checked)
@@ -216,7 +219,9 @@ def score_part(
                     add_figures(_GRACE_FIGURES)
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
                  pred, ext.refused, -1 if er is None else er, len(retrieved) if retrieved else -1,
-                 nan if row.cost_usd is None else row.cost_usd, nan if row.latency_ms is None else row.latency_ms,
+                 nan if row.cost_usd is None else row.cost_usd,
+                 row.service_ms if row.service_ms is not None else nan if row.latency_ms is None else row.latency_ms,
+                 nan if row.queued_ms is None else row.queued_ms,
                  -1 if row.input_tokens is None else row.input_tokens,
                  -1 if row.output_tokens is None else row.output_tokens,
                  (2 if not cited and not ext.refused else 1) if cut else 0,

@@ -204,12 +204,17 @@ def _sample(report: Report, folder: RunDir) -> SampleDraw | None:
 
 
 def _add_endpoint_notes(report: Report, folder: RunDir) -> None:
-    """What ``grace run`` learned about each model's endpoint (the JSON mode a server made it fall back to)."""
+    """What ``grace run`` learned about each model's endpoint (the JSON mode a server made it fall back to, and what
+    its calls took of its server's time)."""
     info = folder.read_run_info()
     for entry in info.models if info else []:
         model = report.models.get(entry.name)
         if model is not None and entry.json_mode:
             model.json_mode = JsonMode(used=entry.json_mode, reason=entry.json_mode_reason or "")
+    if info is not None:  # what each model's questions took of its server's time (a self-hosted model's cost)
+        from harness.scoring.serving import add_serving
+
+        add_serving(report, info)
 
 
 def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
@@ -272,7 +277,8 @@ def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray
     valid = oc != OUTCOME_CODE["error"]
     answer_code = a["pred"][sel].astype(np.int64) * len(OUTCOMES) + oc
     own_rows, own_mask = _own_retrieval(a, sel)
-    cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel])
+    cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel],
+                                 a["queued"][sel])
     repeats = int(np.unique(a["repeat"][sel]).size)
     listed = reported_outcomes(labelled, references)
     block = ModelReport(

@@ -27,7 +27,12 @@ the rest (a client that gave up while queued is counted in ``dropped``, as
 llama.cpp logs "disconnected before llm invoked"), rejects ``response_format``
 ``json_schema`` with HTTP 500 and a validation error as llama-cpp-python's
 server does, and, with ``props=True``, answers ``GET /props`` and ``/slots`` like
-the C++ ``llama-server``.
+the C++ ``llama-server``. ``latency`` is then each request's service time, spent
+holding its slot: ``FakeAPIServer(latency=0.5, local=LocalServer(slots=1))``
+serves one request at a time in 0.5 s and the others queue, as llama-cpp-python's
+server does (and ``served`` lists each request's time in its queue and in its
+slot). With ``timings=True`` each answer carries llama-server's ``timings``
+(``prompt_ms`` and ``predicted_ms``: the time in its slot, queue left out).
 
 ``srv.hang = True`` (or ``FakeAPIServer(hang=True)``) makes it a server that
 accepts every connection and reads every request, then never answers (a stuck
@@ -64,6 +69,7 @@ import json
 import select
 import socket
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +115,7 @@ class LocalServer:
     props: bool = False  # answer GET /props and /slots (llama-server does; llama-cpp-python's server does not)
     reject_json_schema: bool = True
     seconds_per_word: float = 0.0  # generation time on top of the server's latency, per word of the reply
+    timings: bool = False  # answers carry llama-server's "timings" (prompt_ms + predicted_ms: the time in a slot)
     _gate: threading.Semaphore = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -203,8 +210,11 @@ class _Handler(BaseHTTPRequestHandler):
         reply = limit_reply(owner._next_reply(request), request)
         if reply.echo_credentials:
             reply = echoed(reply, {k.lower(): v for k, v in self.headers.items()}, api)
+        timings = None
         if local is not None:
+            arrived = time.perf_counter()
             local._gate.acquire()  # one at a time (per slot): the rest queue here, as on a llama.cpp server
+            started = time.perf_counter()
             try:
                 if _client_gone(self.connection):
                     owner.dropped += 1
@@ -215,6 +225,11 @@ class _Handler(BaseHTTPRequestHandler):
                     return
             finally:
                 local._gate.release()
+            served = time.perf_counter() - started
+            with owner._lock:
+                owner.served.append((started - arrived, served))
+            if local.timings:  # a tenth reading the prompt, the rest writing the answer
+                timings = {"prompt_n": 100, "prompt_ms": served * 100, "predicted_n": 10, "predicted_ms": served * 900}
         else:
             wait = owner.latency + reply.delay
             if wait > 0 and owner._stopping.wait(wait):
@@ -230,7 +245,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif reply.status >= 400:
             self._send(reply.status, error_body(api, reply), {**error_headers(api, reply), **reply.headers})
         else:
-            self._send(reply.status, success_body(api, path, body if isinstance(body, dict) else {}, reply), reply.headers)
+            answer = success_body(api, path, body if isinstance(body, dict) else {}, reply)
+            if timings is not None and api == "openai":
+                answer["timings"] = timings
+            self._send(reply.status, answer, reply.headers)
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, *,
               content_type: str = "application/json") -> None:
@@ -291,6 +309,7 @@ class FakeAPIServer:
         self._batch_store = BatchStore()
         self.rejected = 0  # requests refused for their response_format (local mode)
         self.dropped = 0  # requests whose client had gone before their turn came (local mode)
+        self.served: list[tuple[float, float]] = []  # local mode: each request's seconds in the queue, then in a slot
         self.requests: list[RecordedRequest] = []
         self.gets: list[str] = []  # GET paths asked (/props, /slots)
         self._queue: deque[Reply] = deque()

@@ -20,7 +20,7 @@ from harness.core.errors import GraceError
 from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.run_folder import RunDir, RunInfo
-from harness.run_folder.run_records import RunSample
+from harness.run_folder.run_records import Attempt, RunSample
 from harness.runner.cache import ResponseCache
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan
@@ -194,6 +194,7 @@ class RunSession:
             asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
             info = new_run_info(self.kb, asked, self.template, self.specs, settings, self.config.embedder)
             info.sample = self.sample
+            info.attempts = previous.past_attempts() if previous else []
             check_same_run(folder, info)
             folder.write_run_info(info)
             todo = sum(len(p.jobs) for p in plans)
@@ -296,14 +297,28 @@ def _record_outcome(folder: RunDir, info: RunInfo, previous: RunInfo | None, pla
                                  "retries": p.stats.retries, "timeouts": p.stats.timeouts,
                                  "in_flight_limit": p.stats.in_flight_limit, "stopped": p.stats.aborted,
                                  **({"batch_submitted": p.stats.submitted, "batch_pending": p.stats.pending}
-                                    if p.batch else {})} for p in plans}
+                                    if p.batch else {}), **_served(p)} for p in plans}
     before = {e.name: e.learned() for e in (previous.models if previous else [])}
     for entry, p in zip(info.models, plans, strict=False):
         kept = {k: v for k, v in before.get(entry.name, {}).items() if k.startswith("json_mode")}
         entry.learn(p.provider.learned() or kept)
     first_error = describe_rows(folder, info, previous, questions)
+    info.attempts.append(Attempt(started_at=info.started_at, finished_at=info.finished_at, status=info.status,
+                                 counts=info.counts))
     folder.write_run_info(info)
     return first_error
+
+
+def _served(plan: RunPlan) -> dict[str, Any]:
+    """What a model's endpoint did in this command, for run.json: the calls in flight it ran at, its server's slots,
+    the calls it answered, the span of its calls and the answer tokens (a self-hosted model's cost is its server's
+    time), and each replica's state. Nothing for a model with no call to make, or one that makes none (baselines)."""
+    st = plan.stats
+    if not plan.jobs or not plan.provider.needs_network or plan.batch:
+        return {}
+    return {"concurrency": st.concurrency, "server_slots": st.server_slots, "slots_from": st.slots_from,
+            "answered": st.answered, "busy_s": st.busy_s, "output_tokens": st.served_output_tokens,
+            "replicas": plan.provider.learned().get("replicas")}
 
 
 def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = (), *, progress: bool = False,

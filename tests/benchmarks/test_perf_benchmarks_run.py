@@ -29,7 +29,7 @@ def test_every_benchmark_has_a_test_here():
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
               "bench_export_parquet.py", "bench_import_logs.py", "bench_citations.py",
               "bench_team_labels.py", "bench_concurrency.py",
-              "bench_million.py"}  # phases.py: via bench_commands --phases
+              "bench_million.py", "bench_model_latency.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -39,6 +39,12 @@ def test_bench_commands_runs():
         assert f"  {name} " in out
     assert "of ideal" in out and "ms CPU per call" in out and "slowest imports" in out
     assert "calls (engine)" in out and "scoring" in out and "other" in out
+
+
+def test_bench_model_latency_runs():
+    out = _run("bench_model_latency.py", "--calls", "16", "--concurrency", "4", "--latency", "0.2")
+    assert "server's own median time in a slot" in out and "grace's p50 of the model's own time" in out
+    assert "slots: 1 (measured)" in out
 
 
 def test_bench_team_labels_runs():

@@ -45,14 +45,6 @@ def grace_run(bench, srv, *extra, out="run"):
                      "--out", bench / out, "--no-score", *extra)
 
 
-@pytest.fixture()
-def local_env(monkeypatch):
-    def use(srv):
-        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-local")
-    return use
-
-
 # --- error classes ----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("status", "message", "kind"), [
     (500, "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "

@@ -105,7 +105,7 @@ def test_baseline_without_model_is_skipped_unless_named(tmp_path, new):
         (None, "report.json: not found; run 'grace score'"),
         ("{not json", "not valid JSON"),
         ('{"schema_version": 1}', "not a grace report"),
-        ('{"schema_version": 99, "models": {}}', "schema_version 99 is not one this grace reads (<= 2); upgrade grace"),
+        ('{"schema_version": 99, "models": {}}', "schema_version 99 is not one this grace reads (<= 3); upgrade grace"),
         (report_json({"gpt": {k: v for k, v in model(0.8).items() if k != "accuracy"}}),
          "models['gpt'] has no accuracy; re-run 'grace score'"),
         (report_json({"gpt": {**model(0.8), "accuracy": "high"}}), "models['gpt'].accuracy: Input should be a valid"),

@@ -354,9 +354,10 @@ def test_unshown_citations_and_cut_off_answers_are_shown_escaped(run):
     board = {r[1].split(" (")[0]: r for r in _table_rows(md)[2:]}
     assert board["acme/large"][6] == "0.0%" and board["cheap-mini"][6] == "–"  # an older report: no figure
     details = {r[0]: r for r in _table_rows(md, 1)[2:]}
-    assert details["acme/large"][5:] == ["–", "0.0% (0)", "0", "1,024", "–"]  # no JSON-mode fallback, no language told
-    assert details["cheap-mini"][5:] == ["–", "–", "–", "–", "–"]
-    assert [c for c in details.values() if c[0].startswith("local")][0][4:] == ["18.2%", "–", "36.4% (4)", "3", "400", "–"]
+    # no JSON-mode fallback, no language told, no queue recorded, no serving figures (no run.json)
+    assert details["acme/large"][5:] == ["–", "0.0% (0)", "0", "1,024", "–", "–", "–", "–", "–"]
+    assert details["cheap-mini"][5:] == ["–"] * 9
+    assert [c for c in details.values() if c[0].startswith("local")][0][4:10] == ["18.2%", "–", "36.4% (4)", "3", "400", "–"]
     html = written["html"].read_text()
     assert not re.search(r"<img", html, re.I)
     assert f"local {escape_html(XSS_IMG)}: {note}" in html

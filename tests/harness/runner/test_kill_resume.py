@@ -90,4 +90,7 @@ def test_a_run_killed_twice_mid_calls_resumes_without_asking_again_what_was_answ
         assert asked == Counter({k: REPEATS - on_file[k] for k in _answered(run) if REPEATS - on_file[k] > 0})
     rows = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
     assert len(rows) == total and not any(r["error"] for r in rows)
+    # the two killed commands never wrote their end: each is on record as unfinished, before the one that finished
+    attempts = json.loads((run / "run.json").read_text())["attempts"]
+    assert [a["status"] for a in attempts] == ["unfinished", "unfinished", "finished"]
     assert len({(r["model"], r["question_id"], r["repeat"]) for r in rows}) == total

@@ -110,9 +110,11 @@ def test_a_server_that_never_answers_stops_the_model_after_its_first_timeouts(tm
     st = plan.stats
     assert st.aborted.startswith("openai:m: 3 timeouts in a row from http://127.0.0.1:9/v1 (no answer within 0.05s, "
                                  "none answered yet); is the server stuck, or slower than --timeout? Stopping this model")
-    assert len(server.sent) == 4 and st.timeouts == 4  # the four sent at once; none sent again
+    # a server on this machine that does not say its slots gets its first calls one at a time (server_queue measures
+    # them): three sent, each timing out alone; none sent again
+    assert len(server.sent) == 3 and st.timeouts == 3
     assert len(rows) == 30 and all(r["error"] for r in rows)
-    assert st.not_tried == 26 == sum(r["error"]["kind"] == "not_tried" for r in rows)
+    assert st.not_tried == 27 == sum(r["error"]["kind"] == "not_tried" for r in rows)
     assert sum(r["attempts"] for r in rows) == len(server.sent)  # every attempt on file is one request sent
 
 

@@ -21,6 +21,7 @@ import pytest
 from rich.console import Console
 
 from harness.reports import write_reports
+from harness.run_folder.report import REPORT_SCHEMA_VERSION
 from harness.run_folder.scores import ScoreLine
 from harness.scoring import score_responses
 from tests.conftest import write
@@ -146,7 +147,7 @@ def test_each_answer_gets_the_outcome_the_rules_call_for(scored):
 
 def test_report_counts_unshown_citations_and_cut_off_answers(scored):
     _, _, report = scored
-    assert report.schema_version == 2
+    assert report.schema_version == REPORT_SCHEMA_VERSION
     js, inline = report.models["llama-local-json"], report.models["llama-local"]
     assert js.outcomes["unshown_citation"] == 2 and inline.outcomes["unshown_citation"] == 1
     assert js.unshown_citation_rate == round(2 / 9, 6) and inline.unshown_citation_rate == round(1 / 10, 6)

@@ -198,7 +198,7 @@ def test_retrieval_decomposition_cost_and_latency(bench):
                               "accuracy_when_retrieved": round(2 / 3, 6), "accuracy_when_missed": 0.0}
     assert m.cost.model_dump() == {"total_usd": 0.006, "per_1k_questions_usd": 3.0, "input_tokens": 2000,
                                    "output_tokens": 60}
-    assert m.latency.model_dump() == {"p50_ms": 200.0, "p95_ms": 290.0}
+    assert m.latency.model_dump() == {"p50_ms": 200.0, "p95_ms": 290.0, "queued_p50_ms": None, "queued_p95_ms": None}
 
 
 def test_no_retrieval_or_cost_fields(bench):
@@ -209,7 +209,7 @@ def test_no_retrieval_or_cost_fields(bench):
     assert m.retrieval is None and m.repeat_stats is None
     assert m.cost.model_dump() == {"total_usd": None, "per_1k_questions_usd": None, "input_tokens": 0,
                                    "output_tokens": 0}
-    assert m.latency.model_dump() == {"p50_ms": None, "p95_ms": None}
+    assert m.latency.model_dump() == {"p50_ms": None, "p95_ms": None, "queued_p50_ms": None, "queued_p95_ms": None}
     assert any("answered 1 of 13" in w for w in report.warnings)
 
 
