@@ -50,7 +50,7 @@ _NOTHING = Extraction([], False, "none")
 @contextmanager
 def _collector_off() -> Iterator[None]:
     """No cyclic garbage is made in the row pass, and with a collection every 700 allocations the collector's
-    passes over the growing columns cost ~6% of it."""
+    passes over the objects it keeps (the lines and rows of a block) cost ~6% of it."""
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -19,7 +19,7 @@ counts) are found first, by :func:`superseded`, in memory that follows the (mode
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +34,7 @@ N_OUTCOMES = len(OUTCOMES)
 ERROR = OUTCOME_CODE["error"]
 FORBIDDEN = OUTCOME_CODE["forbidden_citation"]
 HOW_COLUMNS = tuple(name for name, _ in CITATIONS if name.startswith("how_"))
-_BUCKET_ROWS = 1 << 19  # (key, row) records held at once when superseded rows are looked for out of order
+_BUCKET_ROWS = 1 << 18  # (key, row) records held at once when superseded rows are looked for out of order
 
 
 class CountTable:
@@ -273,7 +273,6 @@ class RunTally:
     rows: int = 0  # rows of the report (with machine labels: of the human-labelled questions)
     all_rows: int = 0  # every row scored, superseded ones left out
     dropped: int = 0  # superseded rows
-    spill: Spill | None = field(default=None, repr=False)
 
     @property
     def checked(self) -> int:
@@ -289,7 +288,7 @@ def tally(columns: RowColumns, shape: Shape, spill: Spill, dropped: np.ndarray,
     (for the scores lines to keep)."""
     run = RunTally(columns.models, [ModelTally(shape, spill) for _ in columns.models],
                    [PpiTally(shape) for _ in columns.models] if shape.population else None,
-                   dropped=int(dropped.size), spill=spill)
+                   dropped=int(dropped.size))
     for start, chunk in columns.chunks():
         keep = np.ones(chunk.size, dtype=bool)
         if dropped.size:
