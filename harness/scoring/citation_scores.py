@@ -2,9 +2,10 @@
 
 Only for a model with :class:`~harness.run_folder.run_records.CitationSettings` (read as references, or scored
 several citations per answer): the row pass keeps each answer's precision, recall, F1, hit, cit_correct and
-coverage in columns (:mod:`harness.scoring.row_pass`), and this module reduces them per model, with 95%
-intervals over questions (the means' by a bootstrap, :mod:`harness.core.bootstrap`, one set of resamples per set of
-questions; the hit rate, a share, by Wilson's score interval as accuracy's), and
+coverage in columns (:mod:`harness.scoring.row_pass`), the tallies sum them per model and question
+(:mod:`harness.scoring.tallies`), and this module reduces them per model, with 95% intervals over questions (the
+means' by a bootstrap, :mod:`harness.core.bootstrap`, one set of resamples per set of questions; the hit rate, a
+share, by Wilson's score interval as accuracy's), and
 compares every two multi-citation models on per-question F1 (paired sign-flip test, Holm-corrected, as
 ``pairwise`` compares accuracy). A GRACE model gets none of this, so its report is what it was.
 """
@@ -22,8 +23,10 @@ from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CitationPair, CitationScores, Report
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.markers import PROBLEMS
-from harness.scoring.row_pass import HOW_CODE, PROBLEM_BIT, UNMAPPED_HOW
-from harness.scoring.significance import holm, paired_sign_flips, per_question
+from harness.scoring.row_pass import HOW_CODE, UNMAPPED_HOW
+from harness.scoring.significance import holm, paired_sign_flips
+from harness.scoring.spilled import Series
+from harness.scoring.tallies import RunTally
 from kb_builder.gold import GoldQuestion
 
 _HOW_NAMES = {**{i: how for how, i in HOW_CODE.items()}, UNMAPPED_HOW: "unmapped"}
@@ -34,55 +37,50 @@ def read_as_grace(settings: CitationSettings | None) -> bool:
     return settings is None or (settings.reads == "ids" and settings.scoring == "single")
 
 
-def _mean(values: np.ndarray) -> float | None:
+def _mean(values: Series) -> float | None:
+    return round(float(values.mean()), 6) if values.n else None
+
+
+def _array_mean(values: np.ndarray) -> float | None:
     return round(float(values.mean()), 6) if values.size else None
 
 
-def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: list[str],
-                        questions: Sequence[GoldQuestion], settings: Mapping[str, CitationSettings],
-                        seed: int, bootstrap: int) -> None:
+def add_citation_scores(report: Report, run: RunTally, questions: Sequence[GoldQuestion],
+                        settings: Mapping[str, CitationSettings], seed: int, bootstrap: int) -> None:
     """Each such model's ``citations`` block, ``report.citation_pairwise``, and warnings on unmapped references."""
-    if "cit_f1" not in a:
+    if not run.tallies or run.tallies[0].citations is None:
         return
     nq = len(questions)
-    answerable_q = np.array([not g.must_refuse and bool(g.expected_citations) for g in questions], dtype=bool)
     f1_by_model: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     intervals: dict[bytes, list[tuple[CitationScores, str, np.ndarray]]] = {}
-    for mi, name in enumerate(models):
+    for name, t in zip(run.models, run.tallies, strict=True):
         s = settings.get(name)
-        if name not in report.models or read_as_grace(s):
+        c = t.citations
+        if name not in report.models or read_as_grace(s) or c is None:
             continue
-        sel = np.flatnonzero(a["model"] == mi)
-        q = a["q"][sel]
-        answerable = answerable_q[q]
-        made = a["n_citations"][sel]
-        citing = made > 0
-        precise = answerable & citing
         block = CitationScores(
-            scoring=s.scoring, reads=s.reads, n_answers=int(answerable.sum()), n_citing=int(precise.sum()),
-            n_citations=int(made.sum()), n_unmapped=int(a["n_unmapped"][sel].sum()),
-            by_how={how: n for i, how in _HOW_NAMES.items() if (n := int(a[f"how_{i}"][sel].sum()))},
-            precision=_mean(a["cit_precision"][sel][precise]), precision_ci95=None,
-            recall=_mean(a["cit_recall"][sel][answerable]), recall_ci95=None,
-            f1=_mean(a["cit_f1"][sel][answerable]), f1_ci95=None,
-            hit_rate=_mean(a["cit_hit"][sel][answerable].astype(np.float64)), hit_rate_ci95=None,
-            cit_correct=_mean(_known(a["cit_correct"][sel])), coverage=_mean(_known(a["coverage"][sel])),
-            quotes_checked=int(a["quotes_checked"][sel].sum()), quotes_missing=int(a["quotes_missing"][sel].sum()),
-            marker_problems={code: n for code, bit in PROBLEM_BIT.items()
-                             if (n := int(((a["problems"][sel] & bit) != 0).sum()))},
+            scoring=s.scoring, reads=s.reads, n_answers=c.n_answerable, n_citing=c.n_citing,
+            n_citations=c.n_citations, n_unmapped=c.n_unmapped,
+            by_how={how: n for i, how in _HOW_NAMES.items() if (n := int(c.how[i]))},
+            precision=_mean(c.precision), precision_ci95=None,
+            recall=_mean(c.recall), recall_ci95=None,
+            f1=_mean(c.f1), f1_ci95=None,
+            hit_rate=round(c.hit_sum / c.n_answerable, 6) if c.n_answerable else None, hit_rate_ci95=None,
+            cit_correct=_mean(c.correct), coverage=_mean(c.coverage),
+            quotes_checked=c.quotes_checked, quotes_missing=c.quotes_missing,
+            marker_problems={code: n for i, code in enumerate(PROBLEMS) if (n := int(c.problems[i]))},
         )
-        if answerable.any():
-            rows = sel[answerable]
-            answered, f1 = per_question(a["q"][rows], a["cit_f1"][rows], nq)
-            recall = per_question(a["q"][rows], a["cit_recall"][rows].astype(np.float64), nq)[1]
+        if c.n_answerable:  # per question: the mean over its answers (repeats), as accuracy's
+            answered = np.flatnonzero(c.q_answerable)
+            f1, recall = (x[answered] / c.q_answerable[answered] for x in (c.q_f1, c.q_recall))
             intervals.setdefault(answered.tobytes(), []).extend([(block, "recall_ci95", recall), (block, "f1_ci95", f1)])
             # the hit rate is a share of questions (hit or not): Wilson's interval, as accuracy's
             block.hit_rate_ci95 = wilson_interval(block.hit_rate, int(answered.size)) if bootstrap > 0 else None
             f1_by_model[name] = answered, f1
-        if precise.any():
-            rows = sel[precise]
-            answered, precision = per_question(a["q"][rows], a["cit_precision"][rows], nq)
-            intervals.setdefault(answered.tobytes(), []).append((block, "precision_ci95", precision))
+        if c.n_citing:
+            answered = np.flatnonzero(c.q_citing)
+            intervals.setdefault(answered.tobytes(), []).append(
+                (block, "precision_ci95", c.q_precision[answered] / c.q_citing[answered]))
         report.models[name].citations = block
         _warn(report, name, block, s)
     # one bootstrap per set of questions: every series over the same questions on the same resamples
@@ -92,10 +90,6 @@ def add_citation_scores(report: Report, a: Mapping[str, np.ndarray], models: lis
     multi = [name for name in report.leaderboard if name in f1_by_model and settings[name].scoring == "multi"]
     if len(multi) >= 2 and bootstrap > 0 and report.unlabelled is None:
         report.citation_pairwise = _pairs(multi, f1_by_model, nq, seed, bootstrap)
-
-
-def _known(values: np.ndarray) -> np.ndarray:
-    return values[~np.isnan(values)]
 
 
 def _pairs(names: list[str], f1: dict[str, tuple[np.ndarray, np.ndarray]], nq: int, seed: int,
@@ -109,8 +103,8 @@ def _pairs(names: list[str], f1: dict[str, tuple[np.ndarray, np.ndarray]], nq: i
     rows, columns = [], []
     for x, y in combinations(names, 2):
         both = ~np.isnan(full[x]) & ~np.isnan(full[y])
-        rows.append({"a": x, "b": y, "n": int(both.sum()), "f1_a": _mean(full[x][both]) or 0.0,
-                     "f1_b": _mean(full[y][both]) or 0.0})
+        rows.append({"a": x, "b": y, "n": int(both.sum()), "f1_a": _array_mean(full[x][both]) or 0.0,
+                     "f1_b": _array_mean(full[y][both]) or 0.0})
         columns.append(np.where(both, full[x] - full[y], np.nan))
     for row, p in zip(rows, paired_sign_flips(np.stack(columns, axis=1), bootstrap, seed), strict=True):
         row["p_value"] = p

@@ -20,7 +20,7 @@ interval is only as good as the hope that the machine is never wrong).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -29,9 +29,9 @@ import numpy as np
 
 from harness.core.bootstrap import ALPHA
 from harness.run_folder.report import ModelPpi, PpiDraw, PpiFigure, PpiPair, PredictionPowered, Report
-from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE
 from harness.scoring.ppi import Estimate, calibration, calibration_grad, calibration_terms, estimate
-from harness.scoring.significance import compact_letters, holm, per_question
+from harness.scoring.significance import compact_letters, holm
+from harness.scoring.tallies import PpiTally, RunTally
 from kb_builder.gold import GoldQuestion
 from kb_builder.gold_draw import DrawRecord, find_draw
 
@@ -117,12 +117,16 @@ class _Design:
                 "weights": self.weights}
 
 
-def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], questions: Sequence[GoldQuestion],
-            n_human: int, machine: MachineLabels, names: list[str], gold_path: str | None,
-            alpha: float = ALPHA) -> None:
-    """``report.ppi`` and each ranked model's ``ppi`` block from the rows of every question (``a``: the scorer's
-    arrays over ``questions``, the first ``n_human`` of them human-labelled), and the warnings."""
-    human_q = questions[:n_human]
+def machine_keys(questions: Sequence[GoldQuestion], machine: MachineLabels, names: list[str]) -> np.ndarray:
+    """Every machine label as ``question * len(names) + label code`` (sorted): a row whose predicted label is one
+    of its question's is a hit under the machine label (the tallies count them in the one pass over the rows)."""
+    return np.unique(np.array(_machine_labels(questions, machine, names)[0], dtype=np.int64))
+
+
+def _machine_labels(questions: Sequence[GoldQuestion], machine: MachineLabels,
+                    names: list[str]) -> tuple[list[int], np.ndarray, set[str]]:
+    """The machine labels' keys (see :func:`machine_keys`), each question's machine must-refuse, and the machine's
+    article IDs that are not KB articles."""
     width = len(names)
     code = {name: i for i, name in enumerate(names[:-2])}
     refuse_code = len(names) - 2
@@ -140,10 +144,15 @@ def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], ques
                 keys.append(i * width + code[c])
             else:
                 bad_ids.add(c)
-    valid = (a["outcome"] != OUTCOME_CODE["error"]) & (a["outcome"] != OUTCOME_CODE["forbidden_citation"])
-    machine_hit = valid & np.isin(a["q"].astype(np.int64) * width + a["pred"], np.array(keys, dtype=np.int64))
-    human_hit = np.isin(a["outcome"], HIT_CODES)
-    answered_ok = a["outcome"] != OUTCOME_CODE["error"]
+    return keys, must_hat, bad_ids
+
+
+def add_ppi(report: Report, run: RunTally, questions: Sequence[GoldQuestion], n_human: int, machine: MachineLabels,
+            names: list[str], gold_path: str | None, alpha: float = ALPHA) -> None:
+    """``report.ppi`` and each ranked model's ``ppi`` block from the rows of every question (``run.ppi``: each
+    model's tally over ``questions``, the first ``n_human`` of them human-labelled), and the warnings."""
+    human_q = questions[:n_human]
+    _, must_hat, bad_ids = _machine_labels(questions, machine, names)
     must = np.array([g.must_refuse for g in human_q] + [False] * (len(questions) - n_human), dtype=np.float64)
 
     design, draw, notes = _design(questions, n_human, machine, gold_path)
@@ -154,19 +163,17 @@ def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], ques
 
     nq = len(questions)
     per_model: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for mi, name in enumerate(models):
+    for name, t in zip(run.models, run.ppi or (), strict=True):
         block = report.models.get(name)
         if block is None:
             continue
-        sel = np.flatnonzero(a["model"] == mi)
-        q = a["q"][sel]
-        answered, y = per_question(q, human_hit[sel].astype(np.float64), nq)
-        _, y_hat = per_question(q, machine_hit[sel].astype(np.float64), nq)
+        answered = np.flatnonzero(t.q_n)  # each question's rows: their mean hit under either label
+        y, y_hat = t.q_hits[answered] / t.q_n[answered], t.q_machine[answered] / t.q_n[answered]
         per_model[name] = (answered, y, y_hat)
         human, other = design.split(answered)
         acc = estimate(y[human], y_hat[human], y_hat[other], bounds=(0.0, 1.0), alpha=alpha,
                        **design.kwargs(answered, human))
-        cal = _calibration(q[answered_ok[sel]], a["refused"][sel][answered_ok[sel]], nq, must, must_hat, design, alpha)
+        cal = _calibration(t, must, must_hat, design, alpha)
         gained = None if acc is None or acc.effective_labels is None else round(acc.effective_labels - acc.n, 2)
         no_label = sum(questions[int(i)].question_id not in machine.labels for i in answered[other])
         block.ppi = ModelPpi(rank=0, significance_group="", n_human=int(human.sum()), n_machine=int(other.sum()),
@@ -193,17 +200,17 @@ def add_ppi(report: Report, a: Mapping[str, np.ndarray], models: list[str], ques
     labelled = set(machine.labels)
     report.ppi = PredictionPowered(
         method=METHOD + ("; stratified by " + draw.stratified_by if draw.stratified_by else ""),
-        questions=nq, human_labels=n_human, rows=int(a["q"].size), human_rows=int((a["q"] < n_human).sum()),
+        questions=nq, human_labels=n_human, rows=run.all_rows, human_rows=run.rows,
         machine_labels=sum(g.question_id in labelled for g in questions[n_human:]),
         unlabelled=sum(g.question_id not in labelled for g in questions[n_human:]),
         machine_path=machine.path, machine_hash=machine.hash, machine_format=machine.format,
         machine_source=machine.source, agreement=agreement, draw=draw, leaderboard=board, pairwise=pairs)
 
 
-def _calibration(q: np.ndarray, refused: np.ndarray, nq: int, must: np.ndarray, must_hat: np.ndarray,
-                 design: _Design, alpha: float) -> Estimate | None:
+def _calibration(t: PpiTally, must: np.ndarray, must_hat: np.ndarray, design: _Design, alpha: float) -> Estimate | None:
     """Refusal calibration over the questions with an answer (failed calls left out, as the report's)."""
-    answered, r = per_question(q, (refused == 1).astype(np.float64), nq)
+    answered = np.flatnonzero(t.q_ok)
+    r = t.q_refused[answered] / t.q_ok[answered]
     human, other = design.split(answered)
     z = calibration_terms(must[answered[human]], r[human])
     if not (0 < z[:, 1].mean() < 1):  # no must-refuse (or no answerable) human label: the ratio is not defined

@@ -1,8 +1,10 @@
 """The one pass over the responses: read, extract, judge, write a scores line, keep a few integers.
 
 This is the hot path (a million responses in well under a minute). Each row
-becomes one ``scores.jsonl`` line and ~70 bytes in compact typed arrays; the
-whole-run metrics are computed later from those arrays. A large file is split
+becomes one ``scores.jsonl`` line and a record of ~80 bytes in its columns file
+(:mod:`harness.scoring.row_columns`), written as it goes; the whole-run metrics are
+tallied from those files afterwards (:mod:`harness.scoring.tallies`), so memory
+does not grow with the rows. A large file is split
 into byte ranges scored by worker processes (forked when this process runs no
 other thread, as under ``grace score``; spawned otherwise, so calling this from
 a threaded program is safe) and merged in file order, so the
@@ -16,7 +18,6 @@ import os
 import shutil
 import sys
 import threading
-from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +27,13 @@ import numpy as np
 
 from harness.run_folder.responses import ResponseRow, check_file, read_responses, split_ranges
 from harness.run_folder.scores import ScoreLines
-from harness.scoring.answer_language import UNKNOWN, AnswerLanguage
+from harness.scoring.answer_language import AnswerLanguage
 from harness.scoring.citation_reading import CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.outcomes import OUTCOME_CODE, decide_multi_outcome, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
+from harness.scoring.row_columns import ColumnWriter, RowColumns, columns_file
 from kb_builder.gold import GoldQuestion
 from kb_builder.references import HOW
 
@@ -45,79 +47,10 @@ _FLUSH_EVERY = 20_000
 _NOTHING = Extraction([], False, "none")
 
 
-class _Columns:
-    """One compact typed array per per-row fact, instead of a dict per response. Rows arrive as tuples in
-    ``FIELDS`` order and are moved into the arrays a block at a time (one tuple per row, not 17 appends).
-
-    The answer-language column is filled a block at a time too, from the answers kept until then: checked in
-    one run, the check keeps its word sets and code in the processor's caches, where checked between the
-    extraction and the scores line of each row it found them evicted, and took half as long again.
-    """
-
-    FIELDS = (
-        ("model", "i"), ("q", "i"), ("repeat", "i"), ("outcome", "b"), ("strict", "b"), ("rule", "b"),
-        ("true", "i"), ("pred", "i"), ("refused", "b"), ("expected_retrieved", "b"), ("retrieved_len", "i"),
-        ("cost", "d"),
-        ("latency", "d"),  # the model's own time (service_ms), else the call's latency: the leaderboard's column
-        ("queued", "d"),  # time waiting in grace and in the server's queue; NaN: not recorded
-        ("in_tokens", "q"), ("out_tokens", "q"),
-        ("truncated", "b"),  # 0 no, 1 cut off, 2 cut off with nothing read
-        ("max_tokens", "q"),
-        ("checked", "b"),  # 1: the asker's groups were known and the KB restricts articles (permission checked)
-        ("own_retrieval", "b"),  # 1: the system said what it retrieved (system_retrieved): judged against that
-    )
-    LANGUAGE = ("other_language", "b")  # -1 not told, 0 the question's language, 1 another (answer_language)
-    # a run with a model read as references or scored several citations per answer (CitationSettings): each
-    # row's citation figures (NaN / -1 / 0 on a GRACE model's rows), kept only in such runs
-    CITATIONS = (
-        ("cit_precision", "d"), ("cit_recall", "d"), ("cit_f1", "d"), ("cit_hit", "b"), ("cit_correct", "d"),
-        ("coverage", "d"), ("n_citations", "i"), ("n_unmapped", "i"), ("quotes_checked", "i"),
-        ("quotes_missing", "i"), ("problems", "i"),  # PROBLEM_BIT mask
-        *((f"how_{i}", "i") for i in range(len(HOW) + 1)),  # citations per HOW_CODE (the last: unmapped)
-    )
-
-    def __init__(self, language_of: Callable[[str, str], int] | None, citations: bool = False) -> None:
-        fields = (*self.FIELDS, self.LANGUAGE, *(self.CITATIONS if citations else ()))
-        self.arrays = {name: array(code) for name, code in fields}
-        self.citation_rows: list[tuple] | None = [] if citations else None
-        self.rows: list[tuple] = []
-        self.answers: list[str] = []  # each row's answer, "" for a failed call (too short to tell: UNKNOWN)
-        self.languages: list[str] = []  # and its question's language
-        self._language_of = language_of
-
-    def flush(self) -> None:
-        if self.rows:
-            for (name, _), column in zip(self.FIELDS, zip(*self.rows, strict=True), strict=True):
-                self.arrays[name].extend(column)
-            told = self.arrays[self.LANGUAGE[0]]
-            if self._language_of is None:
-                told.extend([UNKNOWN] * len(self.rows))
-            else:
-                told.extend(map(self._language_of, self.answers, self.languages))
-            if self.citation_rows is not None:
-                for (name, _), column in zip(self.CITATIONS, zip(*self.citation_rows, strict=True), strict=True):
-                    self.arrays[name].extend(column)
-                self.citation_rows.clear()
-            self.rows.clear()
-            self.answers.clear()
-            self.languages.clear()
-
-    def numpy(self) -> dict[str, np.ndarray]:
-        """The columns as numpy arrays, each array's buffer freed as its copy is made (a million rows: the
-        columns are held once, not twice, at the peak)."""
-        self.flush()
-        out = {}
-        while self.arrays:
-            k, v = self.arrays.popitem()
-            out[k] = np.frombuffer(v, dtype=v.typecode).copy()
-            del v
-        return out
-
-
 @contextmanager
 def _collector_off() -> Iterator[None]:
     """No cyclic garbage is made in the row pass, and with a collection every 700 allocations the collector's
-    passes over the growing columns cost ~6% of it."""
+    passes over the objects it keeps (the lines and rows of a block) cost ~6% of it."""
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -131,8 +64,9 @@ def score_part(
     path: Path, start: int, end: int | None, questions: list[GoldQuestion], kb_ids: frozenset[str],
     label_ids: list[str], out_path: Path, question_langs: list[str] | None = None,
     audiences: dict[str, frozenset[str]] | None = None, readers: dict[str, CitationReader] | None = None,
-) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path``.
+) -> list[str]:
+    """Score the lines in bytes ``[start, end)``; write their scores lines to ``out_path`` and their columns beside
+    it (:func:`~harness.scoring.row_columns.columns_file`); return the models in the order the lines name them.
 
     ``question_langs`` (each question's language) turns on the answer-language check; None leaves it off.
     ``audiences`` (the KB's restricted articles: ID -> the groups that may see it) turns on the permission check
@@ -147,7 +81,7 @@ def score_part(
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
     language_of = AnswerLanguage().check if question_langs else None
     readers = readers or None
-    c = _Columns(language_of, citations=readers is not None)
+    c = ColumnWriter(columns_file(out_path), language_of, citations=readers is not None)
     add, add_answer, add_language = c.rows.append, c.answers.append, c.languages.append
     add_figures = c.citation_rows.append if c.citation_rows is not None else None
     langs = question_langs or [""] * len(questions)
@@ -234,7 +168,8 @@ def score_part(
                 c.flush()
         if buf:
             fh.write("\n".join(buf) + "\n")
-    return c.numpy(), models
+        c.close()
+    return models
 
 
 _NAN = float("nan")
@@ -329,8 +264,9 @@ def score_all(
     workers: int | None = None, question_langs: list[str] | None = None,
     audiences: dict[str, frozenset[str]] | None = None, readers: dict[str, CitationReader] | None = None,
     meanwhile: Callable[[], None] | None = None,
-) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Score the whole file into ``out_path``; returns the merged columns and the models in file order.
+) -> RowColumns:
+    """Score the whole file into ``out_path``; returns its rows' columns (files in the same folder, which the
+    caller removes: :meth:`RowColumns.remove`), their models in file order.
 
     ``readers`` go to each worker pickled (without their resolvers, which each builds again on first use).
     ``meanwhile`` starts the caller's own work on a thread (hashing the file) once the workers are under way:
@@ -338,22 +274,30 @@ def score_all(
     path = check_file(path)
     workers = default_workers(path) if workers is None else max(1, workers)
     ranges = split_ranges(path, workers) if workers > 1 else [(0, None)]
+    citations = bool(readers)
     if len(ranges) <= 1:
         if meanwhile is not None:
             meanwhile()
-        return score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences, readers)
+        try:
+            models = score_part(path, 0, None, questions, kb_ids, label_ids, out_path, question_langs, audiences,
+                                readers)
+        except BaseException:
+            columns_file(out_path).unlink(missing_ok=True)
+            raise
+        return RowColumns([columns_file(out_path)], [models], citations)
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     # the first share is written in place; the others are appended to it (a million lines: 500 MB not copied)
     parts = [out_path] + [out_path.with_name(f"{out_path.name}.part{i}") for i in range(1, len(ranges))]
+    done = False
     try:
         # a fork starts at once with everything imported; a spawned worker imports numpy and grace again
         # (0.5 s), but forking a process with other threads running can deadlock the child
         alone = threading.active_count() == 1 and sys.platform == "linux"  # macOS: fork is unsafe there
         context = multiprocessing.get_context("fork" if alone else "spawn")
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            futures = [pool.submit(_score_part_to_file, path, a, b, questions, kb_ids, label_ids, part, question_langs,
+            futures = [pool.submit(score_part, path, a, b, questions, kb_ids, label_ids, part, question_langs,
                                    audiences, readers) for (a, b), part in zip(ranges, parts, strict=True)]
             if meanwhile is not None:
                 meanwhile()
@@ -361,31 +305,14 @@ def score_all(
         with open(out_path, "r+b") as dst:  # not "ab": sendfile cannot write to a file opened for appending
             for part in parts[1:]:
                 _append(part, dst)
-        return _merge(results)
+        done = True
+        return RowColumns([columns_file(part) for part in parts], results, citations)
     finally:
         for part in parts[1:]:
             part.unlink(missing_ok=True)
-        for part in parts:
-            _columns_file(part).unlink(missing_ok=True)
-
-
-def _columns_file(part: Path) -> Path:
-    return part.with_name(part.name + ".columns.npz")
-
-
-def _score_part_to_file(path: Path, start: int, end: int | None, questions: list[GoldQuestion],
-                        kb_ids: frozenset[str], label_ids: list[str], out_path: Path,
-                        question_langs: list[str] | None, audiences: dict[str, frozenset[str]] | None,
-                        readers: dict[str, CitationReader] | None = None) -> tuple[Path, list[str]]:
-    """A worker's share, its columns handed over in a file beside its scores: a result sent back through the pool
-    is pickled whole, so the parent held one share twice (its bytes and its arrays) besides the others; from a file,
-    the parent reads one column of each share at a time while merging."""
-    arrays, models = score_part(path, start, end, questions, kb_ids, label_ids, out_path, question_langs, audiences,
-                                readers)
-    columns = _columns_file(out_path)
-    with columns.open("wb") as fh:
-        np.savez(fh, **arrays)
-    return columns, models
+        if not done:
+            for part in parts:
+                columns_file(part).unlink(missing_ok=True)
 
 
 def _append(src_path: Path, dst: BinaryIO) -> None:
@@ -409,52 +336,31 @@ def _append(src_path: Path, dst: BinaryIO) -> None:
         shutil.copyfileobj(src, dst, 1 << 22)
 
 
-def _merge(results: list[tuple[Path, list[str]]]) -> tuple[dict[str, np.ndarray], list[str]]:
-    """The workers' columns (each share's in its file) end to end, a column at a time: the merged columns are
-    held once, and one column of every share besides them at the peak."""
-    models: list[str] = []
-    index: dict[str, int] = {}
-    remaps = []
-    for _, names in results:
-        for name in names:
-            if name not in index:
-                index[name] = len(models)
-                models.append(name)
-        remaps.append(np.array([index[n] for n in names] or [0], dtype=np.int32))
-    merged = {}
-    shares = [np.load(columns) for columns, _ in results]
-    try:
-        for key in shares[0].files if shares else []:
-            parts = [share[key] for share in shares]
-            if key == "model":
-                parts = [remap[values] for remap, values in zip(remaps, parts, strict=True)]
-            merged[key] = np.concatenate(parts)
-            del parts
-    finally:
-        for share in shares:
-            share.close()
-    return merged, models
+class KeptLines:
+    """The scores lines of the rows a report keeps, rewritten in step with the tally's pass over the rows (one
+    line per row, in file order): superseded responses, and with machine labels the rows of the questions without a
+    human label, are left out."""
 
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._tmp = path.with_name(path.name + ".dedup")
+        self._src = path.open("rb")
+        self._dst = self._tmp.open("wb")
 
-def drop_superseded(a: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Keep the last response per (model, question, repeat): a re-run appends its retry of a failed call."""
-    n = a["model"].size
-    order = np.lexsort((np.arange(n), a["repeat"], a["q"], a["model"]))
-    keys = np.stack([a["model"][order], a["q"][order], a["repeat"][order]])
-    last = np.r_[np.any(keys[:, 1:] != keys[:, :-1], axis=0), True]
-    dropped = np.sort(order[~last])
-    if not dropped.size:
-        return a, dropped
-    keep = np.ones(n, dtype=bool)
-    keep[dropped] = False
-    return {k: v[keep] for k, v in a.items()}, dropped
+    def take(self, keep: np.ndarray) -> None:
+        """The next ``keep.size`` lines: each written when ``keep`` says so."""
+        read, write = self._src.readline, self._dst.write
+        for k in keep.tolist():
+            line = read()
+            if k:
+                write(line)
 
+    def close(self) -> None:
+        self._src.close()
+        self._dst.close()
+        os.replace(self._tmp, self.path)
 
-def rewrite_without(path: Path, skip: set[int]) -> None:
-    """Drop the scores lines (0-based) of superseded responses."""
-    tmp = path.with_name(path.name + ".dedup")
-    with path.open(encoding="utf-8") as src, tmp.open("w", encoding="utf-8") as dst:
-        for i, line in enumerate(src):
-            if i not in skip:
-                dst.write(line)
-    os.replace(tmp, path)
+    def discard(self) -> None:
+        self._src.close()
+        self._dst.close()
+        self._tmp.unlink(missing_ok=True)

@@ -3,8 +3,10 @@
 This is the library behind ``grace score`` and the last step of ``grace run``.
 The pass over the responses is the hot path (a million rows in well under a
 minute): each row is read, extracted strictly and leniently, judged, written,
-and reduced to a few integers in compact arrays; every whole-run metric is then
-computed once per model on numpy arrays.
+and reduced to a few integers in a columns file; those are then tallied per model
+a chunk at a time (:mod:`harness.scoring.tallies`), and every whole-run metric is
+computed once per model from its tally. Memory follows the models, questions and
+labels, not the rows: a log of millions of answers is scored in what a small run is.
 
 The report is built as its typed model from the start (:class:`ModelReport`
 per model, then :class:`Report`), never as a dict validated at the end: the
@@ -57,11 +59,13 @@ from harness.scoring.metrics import (
     retrieval_split,
     truncation,
 )
-from harness.scoring.outcomes import HIT_CODES, NONE, OUTCOME_CODE, OUTCOMES, REFUSE, reported_outcomes
-from harness.scoring.prediction_powered import MachineLabels, add_ppi, population
-from harness.scoring.row_pass import drop_superseded, rewrite_without, score_all
-from harness.scoring.significance import compact_letters, pairwise_tests, per_question
+from harness.scoring.outcomes import NONE, OUTCOME_CODE, OUTCOMES, REFUSE, reported_outcomes
+from harness.scoring.prediction_powered import MachineLabels, add_ppi, machine_keys, population
+from harness.scoring.row_pass import KeptLines, score_all
+from harness.scoring.significance import compact_letters, pairwise_tests
 from harness.scoring.slices import add_categories, add_permissions, restricted_articles
+from harness.scoring.spilled import Spill
+from harness.scoring.tallies import N_OUTCOMES, ModelTally, RunTally, Shape, superseded, tally
 from kb_builder.gold import GoldQuestion, GoldSet, load_gold
 from kb_builder.kb_folder import load_kb
 from kb_builder.store import KB
@@ -142,52 +146,60 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
     # while the rows are scored, not in a pass of its own
     identity = FileHashInThread(responses_path)
     tmp_name = run.temp_file(run.scores)
+    columns = spill = None
     try:
         langs = question_languages(questions, kb_obj.manifest.language, kb_obj.manifest.languages)
         audiences = restricted_articles(kb_obj.articles)  # ID -> groups, for the permission check (forbidden_citation)
-        arrays, models = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
-                                   audiences, readers or None, meanwhile=identity.start)
+        columns = score_all(responses_path, questions, kb_ids, names[:-2], Path(tmp_name), workers, langs,
+                            audiences, readers or None, meanwhile=identity.start)
         scored = identity.result()
-        if not models:
+        if not columns.models:
             raise GraceError(f"{responses_path}: no responses in the file")
-        if machine is not None:
-            arrays["line"] = np.arange(arrays["model"].size)
-        arrays, dropped = drop_superseded(arrays)
-        everything = arrays
-        if machine is not None:  # the ordinary report: the human-labelled questions' rows only
-            keep = arrays["q"] < len(human)
-            skip = set(dropped.tolist()) | set(arrays["line"][~keep].tolist())
-            arrays = {k: v[keep] for k, v in arrays.items() if k != "line"}
-            if skip:
-                rewrite_without(Path(tmp_name), skip)
-            if not arrays["model"].size:
-                raise GraceError(f"{responses_path}: no response answers a question of the human gold file "
-                                 f"({gold_info.path or 'in memory'}); score the run the human labels are for")
-        elif dropped.size:
-            rewrite_without(Path(tmp_name), set(dropped.tolist()))
+        shape = Shape(labels=len(names), must=np.array([g.must_refuse for g in human], dtype=bool),
+                      answerable=np.array([not g.must_refuse and bool(g.expected_citations) for g in human], dtype=bool),
+                      citations=columns.citations, population=len(questions) if machine is not None else 0,
+                      machine_keys=machine_keys(questions, machine, names) if machine is not None else None)
+        spill = Spill(Path(f"{tmp_name}.spill"))
+        dropped = superseded(columns, len(questions), Path(tmp_name))
+        # the scores lines of the rows left out (superseded; with machine labels, other questions') go too
+        lines = KeptLines(Path(tmp_name)) if dropped.size or machine is not None else None
+        try:
+            tallies = tally(columns, shape, spill, dropped, lines.take if lines is not None else None)
+        except BaseException:
+            if lines is not None:
+                lines.discard()
+            raise
+        if lines is not None:
+            lines.close()
+        if machine is not None and not tallies.rows:
+            raise GraceError(f"{responses_path}: no response answers a question of the human gold file "
+                             f"({gold_info.path or 'in memory'}); score the run the human labels are for")
         questions = human
         labelled = any(g.must_refuse or g.expected_citations for g in questions)
-        report = _build_report(arrays, models, questions, names, seed, bootstrap, gold_info,
+        report = _build_report(tallies, questions, names, seed, bootstrap, gold_info,
                                KbInfo(path=str(kb_obj.path), hash=kb_obj.kb_hash, n_articles=len(article_ids)),
-                               ResponsesInfo(path=str(responses_path), n=int(arrays["model"].size), sha256=scored[0],
+                               ResponsesInfo(path=str(responses_path), n=tallies.rows, sha256=scored[0],
                                              size=scored[1]), labelled,
                                {name for name, s in settings.items() if s.reads == "references"})
         if labelled:
-            report.label_suspects = _label_suspects(arrays, models, questions, names, kb_obj,
-                                                    RunDir(responses_path.parent))
+            report.label_suspects = _label_suspects(tallies, questions, names, kb_obj, RunDir(responses_path.parent))
         report.sample = _sample(report, RunDir(responses_path.parent))
-        report.warnings = _warnings(report, len(questions), int(dropped.size), unknown)
-        add_citation_scores(report, arrays, models, questions, settings, seed, bootstrap)
-        add_permissions(report, arrays, models, audiences)
-        add_categories(report, arrays, models, questions, bootstrap)
+        report.warnings = _warnings(report, len(questions), tallies.dropped, unknown)
+        add_citation_scores(report, tallies, questions, settings, seed, bootstrap)
+        add_permissions(report, tallies, audiences)
+        add_categories(report, tallies, questions, bootstrap)
         if machine is not None and labelled:
-            add_ppi(report, everything, models, population(human, machine), len(human), machine, names,
-                    gold_info.path)
+            add_ppi(report, tallies, population(human, machine), len(human), machine, names, gold_info.path)
         _add_endpoint_notes(report, RunDir(responses_path.parent))
         os.replace(tmp_name, run.scores)
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    finally:
+        if columns is not None:
+            columns.remove()
+        if spill is not None:
+            spill.close()
     report.spotcheck = _earlier_spotcheck(run, report)
     if run.run_info.exists():  # which run's answers and gold these are (RunDir.report_out_of_date)
         report.run_json_hash = file_hash(run.run_info)
@@ -242,10 +254,9 @@ def _earlier_spotcheck(run: RunDir, report: Report) -> SpotcheckBlock | None:
     return block
 
 
-def _other_language(told: np.ndarray) -> float | None:
-    """Share of the answers whose language could be told that are not in the question's; None when none could."""
-    checked = told >= 0
-    return round(float((told[checked] == 1).mean()), 6) if checked.any() else None
+def _share(k: int, n: int) -> float:
+    """``k`` of ``n`` rows, to 6 digits (NaN of no row, as the mean of an empty column was)."""
+    return round(k / n, 6) if n else float("nan")
 
 
 # what an unlabelled run's report leaves out (null, or empty for per_class and the confusion matrix), and why
@@ -263,79 +274,60 @@ _NO_CLASS_METRICS = {"per_class": {}, "macro_precision": None, "macro_recall": N
                      "confusion": {"labels": [], "matrix": []}}
 
 
-def _model_metrics(a: dict[str, np.ndarray], sel: np.ndarray, must_q: np.ndarray,
-                   names: list[str], labelled: bool = True,
-                   references: bool = False) -> tuple[ModelReport, np.ndarray, np.ndarray]:
-    """One model's block (rank, significance group and CIs filled in later, across models), and its lenient and
-    strict hits per response. Unlabelled (no question has a label): the figures that need one are left out."""
-    oc, sc = a["outcome"][sel], a["strict"][sel]
-    hits, shits = np.isin(oc, HIT_CODES), np.isin(sc, HIT_CODES)
-    n = int(sel.size)
-    counts = np.bincount(oc, minlength=len(OUTCOMES))
-    q = a["q"][sel]
-    must = must_q[q]
-    valid = oc != OUTCOME_CODE["error"]
-    answer_code = a["pred"][sel].astype(np.int64) * len(OUTCOMES) + oc
-    own_rows, own_mask = _own_retrieval(a, sel)
-    cost, latency = cost_latency(a["cost"][sel], a["latency"][sel], a["in_tokens"][sel], a["out_tokens"][sel],
-                                 a["queued"][sel])
-    repeats = int(np.unique(a["repeat"][sel]).size)
+def _model_metrics(t: ModelTally, names: list[str], labelled: bool = True, references: bool = False) -> ModelReport:
+    """One model's block from its tally (rank, significance group and CIs filled in later, across models).
+    Unlabelled (no question has a label): the figures that need one are left out."""
+    n, counts = t.n, t.outcomes
+    strict = t.strict
+    retrieval = t.own_retrieval if t.own else t.retrieval
+    cost, latency = cost_latency(t.cost, t.latency, t.in_tokens, t.out_tokens, t.queued)
+    width = len(names) * N_OUTCOMES  # an answer's key: question * width + predicted * outcomes + outcome
+    true, pred = t.labels.keys // len(names), t.labels.keys % len(names)
+    limits = t.limits_cut if t.cut else t.limits
     listed = reported_outcomes(labelled, references)
     block = ModelReport(
         rank=0 if labelled else None,  # set once every model is scored
         significance_group="",
         n=n,
-        n_questions=int(np.unique(q).size),
-        repeats=repeats,
-        accuracy=round(float(hits.mean()), 6) if labelled else None,
+        n_questions=int(np.count_nonzero(t.q_n)),
+        repeats=int(t.repeats.keys.size),
+        accuracy=_share(t.hits, n) if labelled else None,
         accuracy_ci95=None,
-        strict_accuracy=round(float(shits.mean()), 6) if labelled else None,
+        strict_accuracy=_share(t.strict_hits, n) if labelled else None,
         strict_accuracy_ci95=None,
         outcomes={name: int(counts[OUTCOME_CODE[name]]) for name in listed},
-        strict_outcomes={name: int(x) for name, x in zip(OUTCOMES, np.bincount(sc, minlength=len(OUTCOMES)), strict=True)
-                         if name in listed},
-        invalid_citation_rate=round(float(counts[OUTCOME_CODE["invalid_citation"]] / n), 6),
-        unshown_citation_rate=round(float(counts[OUTCOME_CODE["unshown_citation"]] / n), 6),
-        other_language_rate=_other_language(a["other_language"][sel]),
+        strict_outcomes={name: int(x) for name, x in zip(OUTCOMES, strict, strict=True) if name in listed},
+        invalid_citation_rate=_share(int(counts[OUTCOME_CODE["invalid_citation"]]), n),
+        unshown_citation_rate=_share(int(counts[OUTCOME_CODE["unshown_citation"]]), n),
+        other_language_rate=round(t.other_language / t.told, 6) if t.told else None,
         error_count=int(counts[OUTCOME_CODE["error"]]),
-        truncated=truncation(a["truncated"][sel], a["max_tokens"][sel]),
-        extraction_rules={r: int(x) for r, x in zip(RULES, np.bincount(a["rule"][sel], minlength=len(RULES)), strict=True)},
-        **(class_metrics(a["true"][sel], a["pred"][sel], names) if labelled else _NO_CLASS_METRICS),
-        refusal=refusal_calibration(must, a["refused"][sel] == 1, valid) if labelled
+        truncated=truncation(n, t.cut, t.cut_empty, limits.keys, limits.counts),
+        extraction_rules={r: int(x) for r, x in zip(RULES, t.rules, strict=True)},
+        **(class_metrics(true, pred, names, t.labels.counts) if labelled else _NO_CLASS_METRICS),
+        refusal=refusal_calibration(t.should, t.should_refused, t.answerable, t.answerable_refused) if labelled
         else {"should_refuse_did": None, "should_answer_did": None, "calibration": None},
-        retrieval=retrieval_split(a["retrieved_len"][own_rows], a["expected_retrieved"][own_rows],
-                                  hits if own_mask is None else hits[own_mask]) if labelled else None,
-        retrieval_source=None if own_mask is None else "system",
-        repeat_stats=repeat_stats(q, a["repeat"][sel], hits, answer_code) if labelled else None,
+        retrieval=retrieval_split(retrieval.known, retrieval.k, retrieval.got, retrieval.missed, retrieval.hits_got,
+                                  retrieval.hits_missed) if labelled else None,
+        retrieval_source="system" if t.own else None,
+        repeat_stats=repeat_stats(t.repeats.keys, t.repeats.sums[:, 0], t.repeats.sums[:, 1],
+                                  t.answers.keys // width, t.answers.counts) if labelled else None,
         cost=cost,
         latency=latency,
     )
     if not labelled:
-        block.refusal_rate = round(float((a["refused"][sel][valid] == 1).mean()), 6) if valid.any() else None
-    return block, hits, shits
+        block.refusal_rate = round(t.valid_refused / t.valid, 6) if t.valid else None
+    return block
 
 
-def _own_retrieval(a: dict[str, np.ndarray], sel: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The rows a model's retrieval figures are over, and their mask within ``sel`` (None: all of them, grace's
-    retrieval). A system that said what it retrieved (system_retrieved) is measured on those rows only: its failed
-    calls say nothing of its retrieval."""
-    mine = a["own_retrieval"][sel] == 1
-    if not mine.any():
-        return sel, None
-    return sel[mine], mine
-
-
-def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
-                  seed: int, bootstrap: int, gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo,
-                  labelled: bool = True, references: set[str] | frozenset[str] = frozenset()) -> Report:
+def _build_report(run: RunTally, questions: list[GoldQuestion], names: list[str], seed: int, bootstrap: int,
+                  gold: GoldInfo, kb: KbInfo, responses: ResponsesInfo, labelled: bool = True,
+                  references: set[str] | frozenset[str] = frozenset()) -> Report:
     nq = len(questions)
-    must_q = np.array([g.must_refuse for g in questions], dtype=bool)
     per_model: dict[str, ModelReport] = {}
     majority: dict[str, np.ndarray] = {}
-    for mi, name in enumerate(models):
-        sel = np.flatnonzero(a["model"] == mi)
-        m, hits, _ = _model_metrics(a, sel, must_q, names, labelled, name in references)
-        answered, rate = per_question(a["q"][sel], hits.astype(np.float64), nq)
+    for name, t in zip(run.models, run.tallies, strict=True):
+        m = _model_metrics(t, names, labelled, name in references)
+        answered, rate = t.per_question(t.q_hits.astype(np.float64))
         vote = np.full(nq, -1, dtype=np.int8)
         vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
         majority[name] = vote
@@ -343,6 +335,7 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
             m.accuracy_ci95 = wilson_interval(m.accuracy, m.n_questions)
             m.strict_accuracy_ci95 = wilson_interval(m.strict_accuracy, m.n_questions)
         per_model[name] = m
+    models = run.models
     failed = {name: FailedModel(n=m.n, error_count=m.error_count,
                                 reason=f"all {m.n} calls failed; see the error rows in the responses file and run again")
               for name, m in per_model.items() if m.error_count == m.n}
@@ -381,20 +374,24 @@ def _build_report(a: dict[str, np.ndarray], models: list[str], questions: list[G
 SUSPECTS_IN_REPORT = 10
 
 
-def _label_suspects(a: dict[str, np.ndarray], models: list[str], questions: list[GoldQuestion], names: list[str],
-                    kb: KB, folder: RunDir) -> LabelSuspects | None:
+def _label_suspects(run: RunTally, questions: list[GoldQuestion], names: list[str], kb: KB,
+                    folder: RunDir) -> LabelSuspects | None:
     """The gold labels the run's independent models contradict (see label_audit), for the report's "labels to
     check"; None without two such models, whatever the baselines say."""
     from harness.scoring.label_audit import MIN_VOTERS, audit, independent_models
     from harness.scoring.votes import votes_from_codes
 
     info = folder.read_run_info()
-    voters = independent_models(models, {e.name: e.provider for e in info.models} if info else {})
+    voters = independent_models(run.models, {e.name: e.provider for e in info.models} if info else {})
     if len(voters) < MIN_VOTERS:
         return None
-    keep = np.isin(a["model"], [models.index(m) for m in voters])
-    votes = votes_from_codes(a["q"][keep], a["model"][keep], a["pred"][keep], [g.question_id for g in questions],
-                             models, [None if n == NONE else n for n in names])
+    # each voter's distinct (question, predicted label) with its rows, from its (question, answer) counts
+    width = len(names) * N_OUTCOMES
+    q, m, pred, counts = (np.concatenate(x) for x in zip(*(
+        (t.answers.keys // width, np.full(t.answers.keys.size, mi), t.answers.keys % width // N_OUTCOMES,
+         t.answers.counts) for mi, t in enumerate(run.tallies) if run.models[mi] in voters), strict=True))
+    votes = votes_from_codes(q, m, pred, [g.question_id for g in questions], run.models,
+                             [None if n == NONE else n for n in names], counts)
     suspects = audit(questions, votes, {x.id: x.title for x in kb.articles})
     kinds: dict[str, int] = {}
     for s in suspects:

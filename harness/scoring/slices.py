@@ -1,6 +1,6 @@
 """The report's two views of a run that depend on who asks and what about: permissions and category slices.
 
-Both are added to a built :class:`~harness.run_folder.report.Report` from the scorer's per-row arrays, and both
+Both are added to a built :class:`~harness.run_folder.report.Report` from the scorer's tallies, and both
 are absent from runs that do not use them, so an ordinary run's report.json is what it was:
 
 - Permissions: when the KB gives some article an ``audience``, ``report.permissions`` says how many responses
@@ -22,8 +22,8 @@ import numpy as np
 
 from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CategoryScore, Permissions, Report
-from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE
-from harness.scoring.significance import per_question
+from harness.scoring.outcomes import OUTCOME_CODE
+from harness.scoring.tallies import RunTally
 from kb_builder.gold import GROUPS, GoldQuestion
 
 FORBIDDEN = "forbidden_citation"
@@ -34,8 +34,7 @@ def restricted_articles(articles: Sequence) -> dict[str, frozenset[str]]:
     return {a.id: frozenset(a.audience) for a in articles if getattr(a, "audience", None)}
 
 
-def add_permissions(report: Report, a: Mapping[str, np.ndarray], models: list[str],
-                    audiences: Mapping[str, frozenset[str]]) -> None:
+def add_permissions(report: Report, run: RunTally, audiences: Mapping[str, frozenset[str]]) -> None:
     """``report.permissions``, each model's ``forbidden_citation_rate`` and the warnings; without audiences, the
     outcome counts lose the ``forbidden_citation`` that cannot occur."""
     if not audiences:
@@ -43,29 +42,25 @@ def add_permissions(report: Report, a: Mapping[str, np.ndarray], models: list[st
             m.outcomes = {k: v for k, v in m.outcomes.items() if k != FORBIDDEN}
             m.strict_outcomes = {k: v for k, v in m.strict_outcomes.items() if k != FORBIDDEN}
         return
-    checked = a["checked"] == 1
-    n_checked = int(checked.sum())
-    report.permissions = Permissions(restricted_articles=len(audiences), checked=n_checked,
-                                     unchecked=int(checked.size - n_checked))
+    n_checked, n = run.checked, run.rows
+    report.permissions = Permissions(restricted_articles=len(audiences), checked=n_checked, unchecked=n - n_checked)
     code = OUTCOME_CODE[FORBIDDEN]
-    for mi, name in enumerate(models):
+    for name, t in zip(run.models, run.tallies, strict=True):
         m = report.models.get(name)
         if m is None:
             continue
-        sel = a["model"] == mi
-        if (checked & sel).any():
-            m.forbidden_citation_rate = round(float((a["outcome"][sel] == code).mean()), 6)
+        if t.checked:
+            m.forbidden_citation_rate = round(int(t.outcomes[code]) / t.n, 6)
     where = f"the asker's groups: a '{GROUPS}' column in the gold file, ';'-separated, or user_groups on the responses"
     if not n_checked:
         report.warnings.append(f"the KB gives {len(audiences)} article(s) an audience, but no response says who asked: "
                                f"no citation was checked for permission (forbidden_citation); give {where}")
-    elif n_checked < checked.size:
-        report.warnings.append(f"{checked.size - n_checked} of {checked.size} responses do not say who asked: their "
+    elif n_checked < n:
+        report.warnings.append(f"{n - n_checked} of {n} responses do not say who asked: their "
                                f"citations were not checked for permission (forbidden_citation); give {where}")
 
 
-def add_categories(report: Report, a: Mapping[str, np.ndarray], models: list[str],
-                   questions: Sequence[GoldQuestion], bootstrap: int) -> None:
+def add_categories(report: Report, run: RunTally, questions: Sequence[GoldQuestion], bootstrap: int) -> None:
     """``report.categories`` and each ranked model's accuracy per category, when the gold file has categories."""
     cats = [g.category for g in questions]
     if all(c is None for c in cats) or report.unlabelled is not None:
@@ -73,24 +68,20 @@ def add_categories(report: Report, a: Mapping[str, np.ndarray], models: list[str
     names = list(dict.fromkeys(c for c in cats if c is not None))
     code = {c: i for i, c in enumerate(names)}
     cat_of_q = np.array([code.get(c, -1) for c in cats], dtype=np.int64)
-    nq = len(questions)
-    hits = np.isin(a["outcome"], HIT_CODES)
-    row_cat = cat_of_q[a["q"]]
     slices: dict[str, dict[str, CategoryScore]] = {name: {} for name in report.models}
     for ci, cat in enumerate(names):
-        in_cat = row_cat == ci
-        for mi, name in enumerate(models):
+        in_cat = cat_of_q == ci
+        for name, t in zip(run.models, run.tallies, strict=True):
             if name not in slices:
                 continue
-            sel = np.flatnonzero(in_cat & (a["model"] == mi))
-            if not sel.size:
+            rows = int(t.q_n[in_cat].sum())
+            if not rows:
                 continue
-            answered, _ = per_question(a["q"][sel], hits[sel].astype(np.float64), nq)
-            accuracy = round(float(hits[sel].mean()), 6)
+            answered = int(np.count_nonzero(t.q_n[in_cat]))
+            accuracy = round(int(t.q_hits[in_cat].sum()) / rows, 6)
             # --bootstrap 0 means "no intervals" for every figure of the report, this one too
-            interval = wilson_interval(accuracy, int(answered.size)) if bootstrap > 0 else None
-            slices[name][cat] = CategoryScore(n=int(sel.size), n_questions=int(answered.size), accuracy=accuracy,
-                                              accuracy_ci95=interval)
+            interval = wilson_interval(accuracy, answered) if bootstrap > 0 else None
+            slices[name][cat] = CategoryScore(n=rows, n_questions=answered, accuracy=accuracy, accuracy_ci95=interval)
     report.categories = names
     for name, block in slices.items():
         report.models[name].categories = block

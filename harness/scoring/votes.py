@@ -89,16 +89,17 @@ def collect(rows: Iterable[tuple[str, str, str | None, float | None]]) -> dict[s
 
 
 def votes_from_codes(q: Any, m: Any, pred: Any, qids: Sequence[str], models: Sequence[str],
-                     labels: Sequence[str | None]) -> dict[str, QuestionVotes]:
+                     labels: Sequence[str | None], counts: Any = None) -> dict[str, QuestionVotes]:
     """:func:`collect` over the scorer's integer columns, in numpy: a million rows are not a million tuples.
 
     ``q``, ``m`` and ``pred`` index ``qids``, ``models`` and ``labels`` (a ``None``
-    label is no vote). Same rule as :func:`collect`: one vote per model, its most
-    frequent label over repeats, none on a tie.
+    label is no vote); ``counts``, when given, how many rows each (q, m, pred) stands for (a tally's distinct
+    ones). Same rule as :func:`collect`: one vote per model, its most frequent label over repeats, none on a tie.
     """
     import numpy as np
 
     q, m, pred = (np.asarray(x, dtype=np.int64) for x in (q, m, pred))
+    weights = np.ones(q.size, dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
     n_models, n_labels = max(1, len(models)), max(1, len(labels))
     out: dict[str, QuestionVotes] = {}
     asked = np.unique(q * n_models + m)
@@ -108,7 +109,8 @@ def votes_from_codes(q: Any, m: Any, pred: Any, qids: Sequence[str], models: Seq
     voting = np.array([lab is not None for lab in labels], dtype=bool)[pred]
     if not voting.any():
         return out
-    pairs, counts = np.unique((q[voting] * n_models + m[voting]) * n_labels + pred[voting], return_counts=True)
+    pairs, inverse = np.unique((q[voting] * n_models + m[voting]) * n_labels + pred[voting], return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights[voting], minlength=pairs.size).astype(np.int64)
     keys, codes = pairs // n_labels, pairs % n_labels
     order = np.lexsort((-counts, keys))  # by (question, model), most frequent label first
     keys, codes, counts = keys[order], codes[order], counts[order]

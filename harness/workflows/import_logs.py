@@ -12,16 +12,19 @@ listed (``unmatched.jsonl``, with its line) and not scored. Without gold, the qu
 (``questions.csv``, ready to label) and the report holds only the figures that need no label.
 
 A log may be larger than memory (a year of answers: gigabytes), so nothing is held per record: each line is read,
-turned into its row and written at once (``responses.jsonl`` in log order, then put in the order ``grace run``
-writes by a second pass over byte offsets), the malformed and unmatched lines are written as they come (the first
-few kept to print), and what run.json and the scorer need is counted on the way (the scorer then reads the written
-rows streaming, as for any run). Memory grows with the distinct questions and models, not with the records.
+turned into its row and written at once (``responses.jsonl`` in log order, with each row's model, repeat, question
+and size in a keys file beside it), then put in the order ``grace run`` writes by copying byte ranges, a bounded
+slice of the order at a time; the malformed and unmatched lines are written as they come (the first few kept to
+print), and what run.json and the scorer need is counted on the way (the scorer then reads the written rows
+streaming, and tallies them in bounded memory, as for any run). Memory grows with the distinct questions and
+models, not with the records.
 """
 
 from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +36,8 @@ from harness.core.errors import GraceError
 from harness.run_folder.audit_log import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from harness.run_folder.audit_log import LogProblem, UnmatchedRecord
     from harness.workflows.results import Run
 
@@ -152,8 +157,6 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
           gold_set: Any) -> tuple[ImportResult, list, _Seen]:
     """Read the log a line at a time into response rows; write them, ``malformed.jsonl`` and
     ``unmatched.jsonl``/``questions.csv``. Each file is written to a temp file and renamed when whole."""
-    from array import array
-
     from harness.core.files import atomic_write_text, csv_text, temp_path_for
     from harness.run_folder.audit_log import (
         GoldMatcher,
@@ -173,13 +176,12 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
     repeats: Counter[tuple[int, int]] = Counter()
     model_index: dict[str, int] = {}
     answered_q: set[int] = set()
-    # per row, in log order: its model, repeat and question (as positions), and where its line is in the staging file
-    keys = {"model": array("i"), "repeat": array("i"), "q": array("i"), "at": array("q"), "size": array("q")}
     staging, malformed, unmatched = (temp_path_for(p) for p in (folder.responses, folder.malformed, folder.unmatched))
+    # per row, in log order: its model, repeat and question (as positions) and its line's size in the staging file
+    keys = _RowKeys(staging.with_name(staging.name + ".keys"))
     try:
         with staging.open("wb") as rows_fh, malformed.open("w", encoding="utf-8") as bad_fh, \
-                unmatched.open("w", encoding="utf-8") as unmatched_fh:
-            at = 0
+                unmatched.open("w", encoding="utf-8") as unmatched_fh, keys:
             for line in read_audit_log(c.logs, mapping, max_line_bytes=c.max_line_bytes):
                 result.records += 1
                 if line.record is None:
@@ -218,15 +220,13 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
                 row = _response(rec, qid, model, repeat, line.line)
                 data = response_line(row)
                 rows_fh.write(data)
-                for name, value in (("model", mi), ("repeat", repeat), ("q", qi), ("at", at), ("size", len(data))):
-                    keys[name].append(value)
-                at += len(data)
+                keys.add(mi, repeat, qi, len(data))
                 answered_q.add(qi)
                 seen.k = max(seen.k, len(row.retrieved_ids))
                 seen.repeats = max(seen.repeats, repeat + 1)
                 (seen.errors if row.error is not None else seen.answered)[model] += 1
         questions = list(gold_set.questions) if gold_set is not None else list(asked.values())
-        result.imported = len(keys["at"])
+        result.imported = keys.n
         models = sorted(model_index)
         result.models = {m: seen.answered[m] + seen.errors[m] for m in models}
         result.questions = len(answered_q)
@@ -237,48 +237,121 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
             atomic_write_text(folder.questions, csv_text(GOLD_COLUMNS, (q.gold_cells() for q in questions)))
         if result.imported:
             rank = {mi: models.index(m) for m, mi in model_index.items()}
-            _write_in_order(staging, folder.responses, keys, [rank[i] for i in range(len(rank))])
+            _write_in_order(staging, folder.responses, keys, [rank[i] for i in range(len(rank))], repeats,
+                            len(order))
     finally:
-        for tmp in (staging, malformed, unmatched):
+        for tmp in (staging, malformed, unmatched, keys.path):
             tmp.unlink(missing_ok=True)
     return result, questions, seen
 
 
-def _write_in_order(staging: Path, final: Path, keys: dict[str, Any], model_rank: list[int]) -> None:
+class _RowKeys:
+    """Each imported row's model, repeat, question and size, appended to a file as the rows are written (20 bytes
+    a row on disk, none held): what puts ``responses.jsonl`` in order afterwards."""
+
+    BLOCK = 1 << 13  # rows buffered before they are appended (a tuple each: under 1 MB)
+    READ = 1 << 16  # rows read back at once (1.3 MB)
+
+    def __init__(self, path: Path) -> None:
+        import numpy as np
+
+        self.dtype = np.dtype([("model", "i4"), ("repeat", "i4"), ("q", "i4"), ("size", "i8")])
+        self.path = path
+        self.n = 0
+        self._rows: list[tuple[int, int, int, int]] = []
+        self._fh: Any = None
+
+    def __enter__(self) -> _RowKeys:
+        self._fh = self.path.open("wb")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._flush()
+        self._fh.close()
+
+    def add(self, model: int, repeat: int, q: int, size: int) -> None:
+        self._rows.append((model, repeat, q, size))
+        if len(self._rows) >= self.BLOCK:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._rows:
+            import numpy as np
+
+            np.array(self._rows, dtype=self.dtype).tofile(self._fh)
+            self.n += len(self._rows)
+            self._rows.clear()
+
+    def chunks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(byte offset of the chunk's first row in the staging file, its keys), in log order."""
+        import numpy as np
+
+        at = 0
+        with self.path.open("rb") as fh:
+            while (chunk := np.fromfile(fh, dtype=self.dtype, count=self.READ)).size:
+                yield at, chunk
+                at += int(chunk["size"].sum())
+
+
+SLICE_ROWS = 1 << 18  # rows of the order put in place at once (their keys: about 8 MB)
+
+
+def _write_in_order(staging: Path, final: Path, keys: _RowKeys, model_rank: list[int], repeats: Counter,
+                    n_questions: int) -> None:
     """``responses.jsonl`` in the order grace run's compaction keeps (models by name, then repeat, then question
-    order), from the rows written in log order: sorted by their keys, then copied by byte offset, so no row is held
-    (the staging file is fresh in the page cache)."""
+    order), from the rows written in log order, copied by byte offset; no row, nor a key of every row, is held.
+
+    The order's groups (a model's repeat: at most one row per question) are known from the counts per (model,
+    question) alone, so the order is cut into slices of whole groups of about ``SLICE_ROWS`` rows; each slice's
+    rows are picked out of the keys file, sorted and copied (the staging file is fresh in the page cache)."""
     import numpy as np
 
     from harness.core.files import temp_path_for
 
-    model = np.asarray(model_rank, dtype=np.int32)[np.frombuffer(keys["model"], dtype=np.int32)]
-    order = np.lexsort((np.frombuffer(keys["q"], dtype=np.int32), np.frombuffer(keys["repeat"], dtype=np.int32),
-                        model))
-    del model
-    at, size = np.frombuffer(keys["at"], dtype=np.int64), np.frombuffer(keys["size"], dtype=np.int64)
+    # rows per group: for model rank k and repeat r, the questions that model answered more than r times
+    pairs = np.array([(model_rank[mi], n) for (mi, _), n in repeats.items()], dtype=np.int64).reshape(-1, 2)
+    groups = []
+    for k in range(len(model_rank)):
+        answered = np.bincount(pairs[pairs[:, 0] == k, 1])  # questions by how often they were answered
+        groups.append(np.cumsum(answered[::-1])[::-1][1:])  # [r]: answered more than r times
+    first = np.r_[0, np.cumsum([g.size for g in groups])]  # each model rank's first group
+    before = np.r_[0, np.cumsum(np.concatenate(groups))][:-1]  # rows before each group in the order
+    slice_of = before // SLICE_ROWS
+    rank = np.asarray(model_rank, dtype=np.int64)
     tmp = temp_path_for(final)
     try:
         with staging.open("rb") as src, tmp.open("wb") as out:
-            chunk: list[bytes] = []
-            held = 0
-            for start in range(0, order.size, 65_536):
-                part = order[start:start + 65_536]
-                for offset, n in zip(at[part].tolist(), size[part].tolist(), strict=True):
-                    src.seek(offset)
-                    chunk.append(src.read(n))
-                    held += n
-                    if held >= 1 << 22:
-                        out.write(b"".join(chunk))
-                        chunk.clear()
-                        held = 0
-            out.write(b"".join(chunk))
+            for part in np.unique(slice_of).tolist():
+                picked = []
+                for at, chunk in keys.chunks():
+                    group = first[rank[chunk["model"]]] + chunk["repeat"]
+                    mine = slice_of[group] == part
+                    offsets = at + np.r_[0, np.cumsum(chunk["size"])[:-1]]
+                    picked.append((group[mine] * n_questions + chunk["q"][mine], offsets[mine], chunk["size"][mine]))
+                key, offset, size = (np.concatenate(x) for x in zip(*picked, strict=True))
+                order = np.argsort(key)
+                _copy_rows(src, out, offset[order], size[order])
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, final)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _copy_rows(src: Any, out: Any, offsets: np.ndarray, sizes: np.ndarray) -> None:
+    """The byte ranges of ``src``, in the order given, to ``out``, a few MB at a time."""
+    chunk: list[bytes] = []
+    held = 0
+    for offset, n in zip(offsets.tolist(), sizes.tolist(), strict=True):
+        src.seek(offset)
+        chunk.append(src.read(n))
+        held += n
+        if held >= 1 << 22:
+            out.write(b"".join(chunk))
+            chunk.clear()
+            held = 0
+    out.write(b"".join(chunk))
 
 
 def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:

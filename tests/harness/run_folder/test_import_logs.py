@@ -479,6 +479,34 @@ def test_memory_does_not_grow_with_the_records(kb, kb_ids, tmp_path):
     assert per_record < 3_000, (peaks, per_record)
 
 
+def test_rows_are_put_in_order_a_slice_of_the_order_at_a_time(kb, kb_ids, tmp_path, monkeypatch):
+    """A 2 GB log's order was a sort of every row's keys in memory (28 bytes a row, and the sort's copies). The keys
+    go to a file instead and the order is put in place a slice of whole (model, repeat) groups at a time: slices of
+    50 rows give the file one slice gives, in grace run's order (models by name, then repeat, then the gold file's
+    question order), each model's answers to a question numbered as the log has them."""
+    import harness.workflows.import_logs as workflow
+
+    log = make_log(tmp_path / "log.jsonl", 2_000, kb_ids, 4)
+    files = []
+    for name, rows in (("one", workflow.SLICE_ROWS), ("sliced", 50)):
+        monkeypatch.setattr(workflow, "SLICE_ROWS", rows)
+        code, out = run_grace("import-logs", log.path, "--kb", kb, "--gold", GOLD, "--out", tmp_path / name,
+                              "--bootstrap", "0")
+        assert code == 0, out
+        files.append((tmp_path / name / "responses.jsonl").read_bytes())
+    assert files[1] == files[0]
+    rows = [json.loads(line) for line in files[0].splitlines()]
+    order = {g.question_id: i for i, g in enumerate(load_gold(GOLD).questions)}
+    keys = [(r["model"], r["repeat"], order[r["question_id"]]) for r in rows]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys) == len(log.matched)
+    numbered: dict[tuple[str, str], list[tuple[int, int]]] = {}
+    for r in rows:
+        numbered.setdefault((r["model"], r["question_id"]), []).append((r["log_line"], r["repeat"]))
+    assert max(len(v) for v in numbered.values()) > 5
+    for answers in numbered.values():
+        assert [repeat for _, repeat in sorted(answers)] == list(range(len(answers)))
+
+
 def test_hostile_lines_are_set_aside_with_their_line_never_a_crash(kb, tmp_path):
     """A 100,000-deep line aborted the import (RecursionError), input_tokens 10**30 crashed scoring (OverflowError),
     a line as long as the file was read whole. Each is now a malformed line with its number and what is wrong, and
