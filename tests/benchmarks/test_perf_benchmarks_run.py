@@ -29,7 +29,7 @@ def test_every_benchmark_has_a_test_here():
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
               "bench_export_parquet.py", "bench_import_logs.py", "bench_citations.py",
               "bench_team_labels.py", "bench_concurrency.py",
-              "bench_million.py", "bench_model_latency.py"}  # phases.py: via bench_commands --phases
+              "bench_million.py", "bench_model_latency.py", "bench_redaction.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -45,6 +45,12 @@ def test_bench_model_latency_runs():
     out = _run("bench_model_latency.py", "--calls", "16", "--concurrency", "4", "--latency", "0.2")
     assert "server's own median time in a slot" in out and "grace's p50 of the model's own time" in out
     assert "slots: 1 (measured)" in out
+
+
+def test_bench_redaction_runs():
+    out = _run("bench_redaction.py", "--paragraphs", "20", "--rounds", "1", "--long", "50")
+    assert "| redactor | pass | paragraphs/s |" in out and "20 paragraphs" in out
+    assert "cold" in out and "warm" in out and "one long paragraph" in out
 
 
 def test_bench_team_labels_runs():

@@ -154,7 +154,7 @@ def test_both_stainless_sdks_map_their_failures_alike(sdk_name):
     assert (timeout.kind, timeout.message, timeout.retryable) == ("timeout", "request timed out after 12.5s", True)
     refused = raised(sdk.APIConnectionError(request=request))
     assert (refused.kind, refused.retryable) == ("connection", True)
-    assert refused.message.startswith("connection failed: ")
+    assert refused.message.startswith("connection to ") and " failed: " in refused.message
     unread = raised(sdk.APIResponseValidationError(reply, None, message="not a completion"))
     assert (unread.kind, unread.retryable) == ("bad_response", True)
     below = raised(httpx.ReadTimeout("read timed out", request=request))  # raised under the SDK: the transport's
