@@ -188,23 +188,19 @@ def fill(template: Any, values: dict[str, Any], texts: dict[str, str]) -> Any:
 
 
 def _env(value: str, name: str) -> str:
-    """A header's value with its ``${VAR}`` filled; each value filled in is a secret from now on (masked in all
-    grace writes or prints). A line break or other control character is refused, naming the variable, never
-    showing the value: it would end the header and start another (header injection)."""
+    """A header's value with its ``${VAR}`` filled (:func:`fill_env`: each value filled in is a secret from now on,
+    masked in all grace writes or prints). A line break or other control character is refused, naming the
+    variable, never showing the value: it would end the header and start another (header injection)."""
     from harness.core import secrets
 
-    def one(m: re.Match[str]) -> str:
-        got = os.environ.get(m.group(1))
-        if got is None:
-            raise GraceError(f"{name}: header needs ${{{m.group(1)}}}; set the environment variable {m.group(1)}")
-        secrets.remember(got)
-        if _CONTROL.search(got):
-            raise GraceError(f"{name}: the environment variable {m.group(1)} holds a line break or another control "
+    for variable in ENV.findall(value):
+        got = os.environ.get(variable)
+        if got is not None and _CONTROL.search(got):
+            secrets.remember(got)
+            raise GraceError(f"{name}: the environment variable {variable} holds a line break or another control "
                              "character, which cannot be sent in a header; set it to the value alone (check for "
                              "a trailing newline, e.g. from a file read with $(cat ...))")
-        return got
-
-    filled = ENV.sub(one, value)
+    filled = fill_env(value, f"{name}: header")
     scheme, _, credentials = filled.partition(" ")
     if scheme.lower() == "basic" and credentials:  # the user:password inside, in case the bot echoes it decoded
         import base64
