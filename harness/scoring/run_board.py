@@ -34,7 +34,7 @@ from harness.run_folder.report import Confusion, ModelReport, Pair, Report
 from harness.run_folder.run_records import RunInfo
 from harness.run_folder.run_settings import Setting, model_entry, model_settings, run_settings
 from harness.scoring.run_comparison import progress_note, read_hits
-from harness.scoring.significance import compact_letters, pairwise_tests
+from harness.scoring.significance import compact_letters, majority_vote, pairwise_tests
 
 BOARD_SCHEMA_VERSION = 1
 LABEL_VALUE = 32  # characters of a setting's value a row's name shows
@@ -228,12 +228,12 @@ def _majority(entries: list[tuple[_Source, str]], names: list[str]) -> dict[str,
     out = {}
     for (src, model), name in zip(entries, names, strict=True):
         h = hits[src.path]
-        vote = np.full(len(index), -1, dtype=np.int8)
         if model in h.hits:
             at = np.asarray([index[q] for q in h.questions], dtype=np.int64)
             asked = h.asked[model] > 0
-            vote[at[asked]] = (h.hits[model][asked] / h.asked[model][asked]) > 0.5
-        out[name] = vote
+            out[name] = majority_vote(len(index), at[asked], h.hits[model][asked] / h.asked[model][asked])
+        else:
+            out[name] = np.full(len(index), -1, dtype=np.int8)
     return out
 
 

@@ -62,7 +62,7 @@ from harness.scoring.metrics import (
 from harness.scoring.outcomes import NONE, OUTCOME_CODE, OUTCOMES, REFUSE, reported_outcomes
 from harness.scoring.prediction_powered import MachineLabels, add_ppi, machine_keys, population
 from harness.scoring.row_pass import KeptLines, score_all
-from harness.scoring.significance import compact_letters, pairwise_tests
+from harness.scoring.significance import compact_letters, majority_vote, pairwise_tests
 from harness.scoring.slices import add_categories, add_permissions, restricted_articles
 from harness.scoring.spilled import Spill
 from harness.scoring.tallies import N_OUTCOMES, ModelTally, RunTally, Shape, superseded, tally
@@ -328,9 +328,7 @@ def _build_report(run: RunTally, questions: list[GoldQuestion], names: list[str]
     for name, t in zip(run.models, run.tallies, strict=True):
         m = _model_metrics(t, names, labelled, name in references)
         answered, rate = t.per_question(t.q_hits.astype(np.float64))
-        vote = np.full(nq, -1, dtype=np.int8)
-        vote[answered] = rate > 0.5  # majority of repeats hit; a tie counts as a miss
-        majority[name] = vote
+        majority[name] = majority_vote(nq, answered, rate)
         if labelled and bootstrap > 0:  # --bootstrap 0 means "no intervals" for every figure of the report
             m.accuracy_ci95 = wilson_interval(m.accuracy, m.n_questions)
             m.strict_accuracy_ci95 = wilson_interval(m.strict_accuracy, m.n_questions)

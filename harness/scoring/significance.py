@@ -60,6 +60,15 @@ def holm(pvalues: list[float]) -> list[float]:
     return adjusted
 
 
+def majority_vote(n_questions: int, answered: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """A model's one vote per question for :func:`pairwise_tests`: 1 when more than half of its repeats hit (a tie
+    is a miss), 0 when not, -1 for a question it never answered. ``answered`` indexes the questions ``rate``
+    (the share of hits) is for."""
+    vote = np.full(n_questions, -1, dtype=np.int8)
+    vote[answered] = rate > 0.5
+    return vote
+
+
 def pairwise_tests(
     models: list[str], majority: dict[str, np.ndarray], alpha: float = ALPHA
 ) -> list[dict[str, Any]]:
