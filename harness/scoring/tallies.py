@@ -191,7 +191,6 @@ class ModelTally:
         self.repeats = CountTable(width=2)  # repeat -> (rows, hits)
         self.q_n = np.zeros(nq, dtype=np.int64)
         self.q_hits = np.zeros(nq, dtype=np.int64)
-        self.q_strict = np.zeros(nq, dtype=np.int64)
         self.answers = CountTable()  # question * labels * outcomes + predicted * outcomes + outcome
         self.cost, self.latency, self.queued = spill.series(), spill.series(), spill.series()
         self.in_tokens = self.out_tokens = 0
@@ -199,7 +198,7 @@ class ModelTally:
 
     def add(self, r: np.ndarray, shape: Shape) -> None:
         oc, sc, q = r["outcome"], r["strict"], r["q"]
-        hits, strict_hits = np.isin(oc, HIT_CODES), np.isin(sc, HIT_CODES)
+        hits = np.isin(oc, HIT_CODES)
         nq = self.q_n.size
         self.n += r.size
         self.outcomes += np.bincount(oc, minlength=N_OUTCOMES)
@@ -231,7 +230,6 @@ class ModelTally:
         self.repeats.add(r["repeat"], np.stack([np.ones(r.size, dtype=np.int64), hits], axis=1))
         self.q_n += np.bincount(q, minlength=nq)
         self.q_hits += np.bincount(q[hits], minlength=nq)
-        self.q_strict += np.bincount(q[strict_hits], minlength=nq)
         self.answers.add((q.astype(np.int64) * shape.labels + r["pred"]) * N_OUTCOMES + oc)
         for series, values in ((self.cost, r["cost"]), (self.latency, r["latency"]), (self.queued, r["queued"])):
             series.add(values[~np.isnan(values)])
