@@ -19,16 +19,21 @@ def text_hash(text: str, length: int = 16) -> str:
 
 
 def file_hash(path: str | Path, size: int | None = None) -> str:
-    """The file's content hash; ``size``: of its first ``size`` bytes only (what it held when its size was read)."""
+    """The file's content hash; ``size``: of its first ``size`` bytes only (what it held when its size was read).
+
+    Read into one reused 1 MB buffer: a fresh block a read held the last one until the new one was made, so hashing
+    a big file cost 2 MB at its peak (the peak of scoring a run, which hashes its responses file)."""
     h = hashlib.sha256()
     left = -1 if size is None else size
-    with Path(path).open("rb") as fh:
+    buf = bytearray(1 << 20)
+    view = memoryview(buf)
+    with Path(path).open("rb", buffering=0) as fh:
         while left:
-            block = fh.read(1 << 20 if left < 0 else min(left, 1 << 20))
-            if not block:
+            got = fh.readinto(view if left < 0 else view[:min(left, len(buf))])
+            if not got:
                 break
-            h.update(block)
-            left -= len(block) if left > 0 else 0
+            h.update(view[:got])
+            left -= got if left > 0 else 0
     return h.hexdigest()[:16]
 
 
