@@ -38,11 +38,11 @@ class TeamApp(TeamWebApp[AnnotationApp]):
         done = self.app(who).label(body)
         return done | {"team": self.team.summary(who, self.team.write_gold())}
 
-    def adjudicate(self, body: dict, seen: dict[str, str] | None) -> dict:
+    def adjudicate(self, who: str, body: dict, seen: dict[str, str] | None) -> dict:
         cites = body.get(EXPECTED_CITATIONS) or []
         if not isinstance(cites, list) or not all(isinstance(c, str) for c in cites):
             raise PersonRejected("expected_citations must be a list of article IDs")
-        rec = self.team.adjudicate(str(body.get("who") or ""), str(body.get(QUESTION_ID) or ""),
+        rec = self.team.adjudicate(who, str(body.get(QUESTION_ID) or ""),
                                    expected_citations=cites, must_refuse=bool(body.get(MUST_REFUSE, False)),
                                    reason=str(body.get("reason") or ""), seen=seen)
         return {"record": rec.to_json(), "queue": self.team.queue(), "team": self.team.summary(rec.adjudicated_by)}

@@ -121,7 +121,8 @@
     $("qpos").textContent = `${k.unit} ${S.idx + 1} / ${S.items.length} · ${k.where(it)}`;
     $("qtext").textContent = it.question || "";
     if ($("claim")) $("claim").textContent = it.text || "";
-    $("status-badge").textContent = it.status === "adjudicated" ? "decided" : "people disagree";
+    $("status-badge").textContent = it.status === "adjudicated" ? "decided"
+      : it.status === "reopened" ? "labels changed since the decision: decide again" : "people disagree";
     $("status-badge").className = `badge ${it.status === "adjudicated" ? "labelled" : "skipped"}`;
     $("labels").replaceChildren(...k.sides(it).map((side, n) => el("li", { class: "side", "data-person": side.person },
       el("div", { class: "label-line" }, el("kbd", { text: String(n + 1) }), " ", el("strong", { text: side.person }),
@@ -140,14 +141,14 @@
   async function decide() {
     const it = S.items[S.idx];
     if (!it) return;
-    const seen = Object.fromEntries(K().sides(it).map((side) => [side.person, labelOf(side)]));
+    const seen = it.seen; // what this page was shown (each label, the decision so far): the server decides on it only
     try {
       const res = await postJSON(`${API}/adjudicate`, { ...K().body(it), reason: $("reason").value, seen });
       showError("");
       flash(K().decided(it, res));
       S.items = res.queue.items;
       renderHead(res.team);
-      const next = S.items.findIndex((x) => x.status === "disagree");
+      const next = S.items.findIndex((x) => x.status !== "adjudicated");
       go(next >= 0 ? next : Math.max(0, S.items.findIndex((x) => K().key(x) === K().key(it))));
     } catch (e) { showError(`not decided: ${e.message}`); }
   }

@@ -17,6 +17,8 @@
     viewer: null,       // article shown in the viewer
     saving: Promise.resolve(),
     editTimer: null,
+    unsaved: new Map(), // question_id -> the last save the server never got (it was down): retried until it is
+    retrying: null,
   };
   let autoAdvance = () => true;  // the #auto-advance box, wired at start
 
@@ -48,14 +50,14 @@
     $("team").hidden = !t;
     if (!t) return;
     const parts = [`team: ${t.gold} / ${t.questions} gold`];
-    if (t.disagree) parts.push(`${t.disagree} to decide`);
+    if (t.disagree || t.reopened) parts.push(`${t.disagree + (t.reopened || 0)} to decide`);
     parts.push(t.agreement ? kappaText(t.agreement) : "agreement: not yet");
     $("team-line").textContent = parts.join(" · ");
     $("team-line").title = t.agreement ? t.agreement.pairwise.map((p) =>
       `${p.a} vs ${p.b}: Cohen's kappa ${p.kappa == null ? "undefined" : p.kappa.toFixed(3)}`).join("\n") : t.agreement_note;
     $("team-people").replaceChildren(...t.people.map((p) => el("li", { "data-person": p.name },
       el("strong", { text: p.name }), ` ${p.labelled + p.skipped} / ${p.assigned}`)));
-    $("queue-link").hidden = !t.disagree && !t.adjudicated;
+    $("queue-link").hidden = !t.disagree && !t.adjudicated && !t.reopened;
     $("queue-link").href = pageURL("/static/adjudicate.html");
   }
 
@@ -202,8 +204,10 @@
     let text = r.status;
     if (r.status === "labelled") text = r.must_refuse ? "must_refuse" : `answered by ${r.expected_citations.length} article${r.expected_citations.length > 1 ? "s" : ""}`;
     if (r.status === "draft") text = "draft: not gold until accepted";
-    badge.textContent = text;
-    badge.className = `badge ${r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
+    const unsaved = S.unsaved.has(r.question_id);  // the label itself says so, not only a note
+    badge.textContent = unsaved ? `NOT SAVED: ${text} (retrying until the server answers)` : text;
+    badge.className = `badge ${unsaved ? "unsaved" : r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
+    $("label-box").classList.toggle("unsaved", unsaved);
     const prov = { accepted_suggestion: "accepted suggestion", changed_suggestion: "changed the suggestion" };
     $("provenance").textContent = r.status === "labelled" ? (prov[r.provenance] || "") : "";
     const s = S.q.suggestion;
@@ -275,10 +279,18 @@
             }
           }
         }
+        S.unsaved.delete(qid);
         showError("");
         flash(`saved ${qid}: ${describe(res.record)}`);
         return true;
       } catch (e) {
+        if (e instanceof TypeError) {  // no answer (the server is down, the network gone): kept, and retried
+          S.unsaved.set(qid, { payload, idx });
+          if (S.q && S.q.record.question_id === qid) renderLabel();
+          showError(`not saved yet (${e.message}): kept on this page and retried until the server answers`);
+          retryLater();
+          return false;
+        }
         showError(`not saved: ${e.message}`);
         if (S.q && S.q.record.question_id === qid) {  // show what the server really holds
           try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* offline */ }
@@ -291,6 +303,54 @@
       if (ok && advance && autoAdvance() && S.idx === idx && stayed() && !last) return go(idx + 1);
       return undefined;
     });
+  }
+
+  // the saves the server never got, sent again (in the order of the saves) until it answers
+  function retryLater() {
+    if (S.retrying == null) S.retrying = setInterval(retryUnsaved, 2000);
+  }
+
+  function retryUnsaved() {
+    S.saving = S.saving.then(async () => {
+      for (const [qid, { payload, idx }] of [...S.unsaved]) {
+        try {
+          const res = await postJSON("/api/label", payload);
+          S.unsaved.delete(qid);
+          S.state.progress = res.progress;
+          if (res.team) { S.state.team = res.team; renderTeam(); }
+          if (S.state.statuses) S.state.statuses[idx] = res.record.status;
+          renderProgress();
+          if (S.q && S.q.record.question_id === qid) { S.q.record = res.record; renderLabel(); }
+          flash(`saved ${qid}: ${describe(res.record)} (the server is back)`);
+        } catch (e) {
+          if (e instanceof TypeError) return;  // still down: the next try
+          S.unsaved.delete(qid);  // refused (another person's change, a bad label): say so, show what is held
+          showError(`not saved: ${qid}: ${e.message}`);
+          if (S.q && S.q.record.question_id === qid) {
+            try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* */ }
+          }
+        }
+      }
+      if (!S.unsaved.size) { clearInterval(S.retrying); S.retrying = null; showError(""); }
+    });
+  }
+
+  // another tab (or the same person elsewhere) saved a newer label of the question shown: show it, not the old one
+  async function refreshShown() {
+    if (!S.q || editsPending()) return;
+    const qid = S.q.record.question_id;
+    if (S.unsaved.has(qid)) return;
+    await S.saving;
+    let fresh;
+    try { fresh = (await getJSON(`/api/question/${S.idx}`)).record; } catch (_) { return; }
+    const r = S.q && S.q.record;
+    if (!r || r.question_id !== qid || S.unsaved.has(qid) || editsPending()) return;
+    const was = `${r.status}|${labelString(r.expected_citations, r.must_refuse)}|${r.labelled_at}`;
+    const now = `${fresh.status}|${labelString(fresh.expected_citations, fresh.must_refuse)}|${fresh.labelled_at}`;
+    if (was === now) return;
+    S.q.record = fresh;
+    renderQuestion();
+    flash(`${qid} changed elsewhere (another tab): now ${describe(fresh)}`);
   }
 
   function describe(r) {
@@ -539,6 +599,8 @@
     wire();
     await refreshState();
     if (S.state.need_person) { showPicker(); return; }
+    window.addEventListener("focus", refreshShown);  // back to this tab: a label saved in another shows here
+    setInterval(refreshShown, 5000);
     if (S.state.team) {  // the others label meanwhile: their progress and the agreement follow without a reload
       setInterval(async () => {
         try { S.state.team = await getJSON("/api/team"); renderTeam(); } catch (_) { /* the next try */ }

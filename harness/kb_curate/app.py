@@ -26,7 +26,14 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.kb_curate import STATIC
-from harness.kb_curate.change_requests import ChangeRejected, ReviewQueue, StaleChange, article_hash
+from harness.kb_curate.change_requests import (
+    GONE,
+    ChangeRejected,
+    ChangeRequest,
+    NotYourRole,
+    ReviewQueue,
+    article_hash,
+)
 from harness.kb_curate.proposal_store import ProposalStore
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
@@ -51,6 +58,7 @@ class CurateApp:
     name = "grace kb curate"
     page = "curate.html"
     static = STATIC
+    keyed = True  # a team's request acts as the owner of its key (harness.web.credentials)
     post_paths = tuple(f"/api/curate/{a}" for a in ("title", "text", "split", "merge", "distinct", "undo", "propose",
                                                      "accept", "reject", "approve", "decline"))
 
@@ -79,14 +87,17 @@ class CurateApp:
 
     def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
         if path == "/api/curate/state":
-            first = {k: (query.get(k) or [""])[0] for k in ("kind", "section", "who")}
-            you = self._person(first["who"], reviewer=False, strict=False) if self.review is not None else None
+            first = {k: (query.get(k) or [""])[0] for k in ("kind", "section", "who", "cred")}
+            you = None
+            if self.review is not None:
+                named = self.review.credentials.person(first["who"], first["cred"] or None)
+                you = self._person(named, reviewer=False, strict=False)
             return self.state(kind=first["kind"] or None, section=first["section"] or None, you=you)
         if path == "/api/curate/finding":
             return self.finding((query.get("key") or [""])[0])
         return None
 
-    def post(self, path: str, body: Any) -> dict | None:
+    def post(self, path: str, body: Any, key: str | None = None) -> dict | None:
         if not isinstance(body, dict):
             raise GraceError("expected a JSON object")
         action = path.removeprefix("/api/curate/")
@@ -100,7 +111,8 @@ class CurateApp:
                 self._actor = self.author
                 return handler(body)
             reviewing = action in ("approve", "decline", "undo")
-            self._actor = self._person(body.get("who"), reviewer=reviewing)
+            named = self.review.credentials.person(body.get("who") if isinstance(body.get("who"), str) else "", key)
+            self._actor = self._person(named, reviewer=reviewing)
             if action in CHANGES:
                 return self._submit(action, body)
             return handler(body)  # ask a model, reject its proposal, or (a reviewer) undo: the KB as reviewed
@@ -286,7 +298,7 @@ class CurateApp:
             notes = APPROVED.findall(e.reason or "")  # the last is the app's own: a curator's text comes before it
             rec = self.review.requests.get(int(notes[-1][1])) if notes else None
             if rec is not None and rec.status == "pending":
-                self.review.decide(rec, "approved", notes[-1][0])
+                self.review.reconciled(rec, notes[-1][0])
 
     def _person(self, who: Any, *, reviewer: bool, strict: bool = True) -> str | None:
         """The person a team's request names, or a clear error: nobody, someone not on the roster, a curator
@@ -297,7 +309,7 @@ class CurateApp:
                 return None
             raise ChangeRejected("name yourself: open the page with ?who=YOUR_NAME")
         if reviewer and who not in self.reviewers:
-            raise ChangeRejected(f"{who!r} is not a reviewer of this KB ({', '.join(self.reviewers)}): a reviewer "
+            raise NotYourRole(f"{who!r} is not a reviewer of this KB ({', '.join(self.reviewers)}): a reviewer "
                                  "approves, rejects and undoes")
         if self.curators is not None and who not in self.curators + self.reviewers:
             raise ChangeRejected(f"{who!r} is not on this session's team ({', '.join(self.curators + self.reviewers)})")
@@ -342,42 +354,42 @@ class CurateApp:
                 "state": self.state(you=self._actor)}
 
     def do_approve(self, body: dict) -> dict:
-        rec = self.review.pending(_i(body, "change"))
+        rec = self.review.get(_i(body, "change"))
         reviewer = self._actor
         if rec.author == reviewer:
-            raise ChangeRejected(f"change {rec.id} is your own: another reviewer approves it")
+            raise NotYourRole(f"change {rec.id} is your own: another reviewer approves it")
         kb = self.cur.kb
-        for aid, h in rec.base.items():
-            art = kb.by_id.get(aid)
-            if art is None or article_hash(art.title, art.text) != h:
-                raise StaleChange(
-                    f"change {rec.id} is stale: article {aid} {'is gone' if art is None else 'changed'} since "
-                    f"{rec.author} proposed it ({rec.proposed_at}); reject it with the reason, and propose it again "
-                    "on the current text if it is still wanted")
-        note = f"approved by {reviewer} (change {rec.id})"
-        self._actor = rec.author  # the edit is the curator's, as reviewed
-        try:
-            if rec.action == "accept":
-                b = rec.body
-                q = Proposal(kind=b["kind"], articles=b["articles"], model=b.get("model", ""), title=b.get("title"),
-                             text=b.get("text"), keep=b.get("keep"), at=b.get("at"), titles=b.get("titles") or [])
-                res = self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
-            else:
+
+        def hashes() -> dict[str, str]:
+            return {a: GONE if a not in kb.by_id else article_hash(kb.by_id[a].title, kb.by_id[a].text)
+                    for a in rec.base}
+
+        def apply(rec: ChangeRequest) -> dict:
+            note = f"approved by {reviewer} (change {rec.id})"
+            self._actor = rec.author  # the edit is the curator's, as reviewed
+            try:
+                if rec.action == "accept":
+                    b = rec.body
+                    q = Proposal(kind=b["kind"], articles=b["articles"], model=b.get("model", ""),
+                                 title=b.get("title"), text=b.get("text"), keep=b.get("keep"), at=b.get("at"),
+                                 titles=b.get("titles") or [])
+                    return self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
                 body = dict(rec.body)
                 said = "why" if rec.action == "distinct" else "reason"
                 body[said] = f"{body[said]}; {note}" if body.get(said) else note
-                res = getattr(self, f"do_{rec.action}")(body)
-        finally:
-            self._actor = reviewer
-        self.review.decide(rec, "approved", reviewer)  # a kill just before: reconciled at the next start
+                return getattr(self, f"do_{rec.action}")(body)
+            finally:
+                self._actor = reviewer
+
+        _, res = self.review.decide(rec.id, "approved", reviewer, now=hashes, apply=apply)
         return res | {"done": f"approved change {rec.id}: {res['done']}", "state": self.state(you=reviewer)}
 
     def do_decline(self, body: dict) -> dict:
-        rec = self.review.pending(_i(body, "change"))
+        rec = self.review.get(_i(body, "change"))
         reason = _opt(body, "reason") or ""
         if not reason.strip():
             raise ChangeRejected("say why the change is rejected: the curator reads it")
-        self.review.decide(rec, "rejected", self._actor, reason.strip()[:1000])
+        self.review.decide(rec.id, "rejected", self._actor, reason.strip()[:1000])
         return {"done": f"rejected change {rec.id}", "fixed": 0, "new": 0, "state": self.state(you=self._actor)}
 
     def do_reject(self, body: dict) -> dict:

@@ -67,7 +67,8 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                    embedder: str | None = None, suggestions: str | Path | None = None, run: str | Path | None = None,
                    order: str = "file", only: str | Path | None = None,
                    question_ids: list[str] | tuple[str, ...] = (), team: str | None = None,
-                   assign: str | None = None, reviewers: str | None = None) -> LabellingApp:
+                   assign: str | None = None, reviewers: str | None = None,
+                   new_keys: str | None = None, agree: str | None = None) -> LabellingApp:
     """Open the labelling app on ``out`` (a gold CSV, resumed if it exists; default ``from_gold``) for the
     ``questions`` (a CSV or text file) or the labels of ``from_gold``, with ``k`` candidates from ``embedder`` (the
     KB's own retriever by default). Suggestions come from a ``suggestions`` CSV or the consensus of a ``run``'s
@@ -77,19 +78,20 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
     ``team`` (``alice,bob,carol``, or ``any`` for no roster), ``assign`` (``all``, ``share``, ``overlap:N``) and
     ``reviewers`` open one session for a team instead: ``out`` is then a folder (resumed when it holds a team's
     ``team.json``), ``session`` an ``annotations.team.TeamSession`` and ``app`` serves every person and the
-    reviewer's queue."""
+    reviewer's queue. Each person named gets their own key (printed once: ``session.new_keys``); ``new_keys``
+    (``bob``) replaces theirs."""
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
     from kb_builder.kb_folder import load_kb
 
-    if team is not None or assign is not None or reviewers is not None or (out and (Path(out) / "team.json").is_file()):
+    if team is not None or assign is not None or reviewers is not None or agree is not None or (out and (Path(out) / "team.json").is_file()):
         if from_gold or suggestions or run or only or question_ids or annotator:
             raise GraceError("a team session (--team) labels from --questions: --from-gold, --suggestions, --run, "
                              "--only, --question and --annotator are for one person's session")
         return _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
-                          embedder=embedder)
+                          embedder=embedder, new_keys=new_keys, agree=agree)
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
     if out is None:
@@ -119,7 +121,8 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
 
 
 def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path | None, team: str | None,
-               assign: str | None, reviewers: str | None, k: int, embedder: str | None) -> LabellingApp:
+               assign: str | None, reviewers: str | None, k: int, embedder: str | None,
+               new_keys: str | None = None, agree: str | None = None) -> LabellingApp:
     from annotations.team import TeamSession
     from annotations.team_app import TeamApp
     from harness.core.errors import GraceError
@@ -133,7 +136,8 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
             raise GraceError(f"--out {out} is the {name}; give the team session a folder of its own")
     kb = load_kb(kb)
     retriever = _candidates(kb, embedder)
-    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign)
+    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign,
+                               new_keys=new_keys, agree=agree)
     return LabellingApp(TeamApp(session, retriever, k=k), session, kb, retriever, out)
 
 
@@ -228,7 +232,7 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
 
 def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None, kb: str | Path | None = None,
                      gold: str | Path | None = None, out: str | Path | None = None,
-                     viewer: str | None = None) -> ReviewingApp:
+                     viewer: str | None = None, new_keys: str | None = None) -> ReviewingApp:
     """Open a spot-checked ``run`` for a team's review (``grace annotations review --team a,b``): each person's
     verdicts in their own file of the team folder ``out`` (default ``RUN/spotcheck_team``), disagreements in a
     reviewer's queue, the team's labels in ``out/human.csv``, and the calibration page (``viewer``: the address of
@@ -241,7 +245,8 @@ def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None
 
     sources = RunSources.find(run, kb_dir=kb, gold=gold)
     kb_obj = load_kb(sources.kb_dir, write_missing=False)
-    session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj)
+    session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj,
+                              new_keys=new_keys)
     try:
         app = TeamReviewApp(session, kb_obj)
     except BaseException:

@@ -18,6 +18,7 @@ from harness.cli.app import cli
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
 from kb_builder.kb_folder import load_kb
+from tests.annotations.as_people import AsPeople
 from tests.annotations.test_annotations_server import ARTICLES, make_kb
 
 PEOPLE = ["alice", "bob", "carol"]
@@ -54,7 +55,7 @@ def team(tmp_path):
     q = write_questions(tmp_path / "q.csv")
     t = TeamSession.open(kb, tmp_path / "team", questions=q, people="alice,bob,carol", reviewers="dana",
                          rule="overlap:2")
-    yield TeamApp(t, kb.retriever(), k=5), t, tmp_path
+    yield AsPeople(TeamApp(t, kb.retriever(), k=5), t.new_keys), t, tmp_path
     t.close()
 
 
@@ -119,7 +120,8 @@ def test_three_people_label_and_the_live_agreement_is_the_commands(team):
         app.get("/api/queue", {"who": ["alice"]})
 
     # a decision on labels that changed since the page showed them is refused
-    seen = {lab["person"]: lab["label"] for lab in item["labels"]}
+    seen = item["seen"]  # what the page was shown: each label, and the decision so far (none)
+    assert seen == {**{lab["person"]: lab["label"] for lab in item["labels"]}, "@decision": ""}
     stale = dict(seen, **{item["labels"][0]["person"]: "REFUSE" if seen[item["labels"][0]["person"]] != "REFUSE" else "1"})
     with pytest.raises(StaleDecision, match="changed since you opened it"):
         app.post("/api/adjudicate", {"who": "dana", "question_id": item["question_id"], "expected_citations":
@@ -130,7 +132,7 @@ def test_three_people_label_and_the_live_agreement_is_the_commands(team):
     for it in queue["items"]:
         app.post("/api/adjudicate", {"who": "dana", "question_id": it["question_id"], "reason": "the article says it",
                                      "expected_citations": truth(it["question_id"]),
-                                     "seen": {lab["person"]: lab["label"] for lab in it["labels"]}})
+                                     "seen": it["seen"]})
     summary = app.get("/api/team", {})
     assert summary["disagree"] == 0 and summary["gold"] == 60 and summary["adjudicated"] == len(expected)
 
@@ -194,24 +196,30 @@ def test_a_killed_team_server_loses_no_acknowledged_label_of_anyone(tmp_path):
     q = write_questions(tmp_path / "q.csv", 200)
     out = tmp_path / "team"
 
+    keys: dict[str, str] = {}
+
     def start(*team):
         proc = subprocess.Popen(
             [sys.executable, "-c", "from harness.cli.app import main; main()", "annotate", str(kb), "-q", str(q),
              "-o", str(out), "--no-browser", "--port", "0", *team],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         for line in proc.stdout:
+            link = re.search(r"^  (\w+): http://\S+cred=(\S+)", line)  # each person's link, printed once
+            if link:
+                keys[link.group(1)] = link.group(2)
             m = re.search(r"open (http://\S+)", line)
             if m:
                 return proc, m.group(1)
         raise AssertionError(f"server did not start (exit {proc.wait()})")
 
     proc, url = start("--team", "alice,bob", "--assign", "all")
+    assert sorted(keys) == ["alice", "bob"]
     acked: dict[str, list[str]] = {"alice": [], "bob": []}
 
     def hammer(who):
         for i in range(1, 201):
             body = json.dumps(label_as(who, f"q{i}")).encode()
-            req = urllib.request.Request(url + "api/label", body, {"Content-Type": "application/json"})
+            req = urllib.request.Request(url + f"api/label?cred={keys[who]}", body, {"Content-Type": "application/json"})
             try:
                 with urllib.request.urlopen(req, timeout=5) as r:
                     if r.status == 200:
@@ -237,9 +245,9 @@ def test_a_killed_team_server_loses_no_acknowledged_label_of_anyone(tmp_path):
         assert set(ids) <= labelled
     read_labels(out / "gold.csv")  # never half-written
 
-    proc, url = start()  # the folder's plan resumes it: no --team needed
+    proc, url = start()  # the folder's plan resumes it: no --team needed; the keys issued at the first start hold
     try:
-        with urllib.request.urlopen(url + "api/state?who=bob", timeout=10) as r:
+        with urllib.request.urlopen(url + f"api/state?who=bob&cred={keys['bob']}", timeout=10) as r:
             state = json.loads(r.read())
         assert state["progress"]["labelled"] >= len(acked["bob"]) and state["team"]["assign"] == "all"
     finally:

@@ -10,20 +10,25 @@ window.graceUI = (() => {
   // a page one person of a team opened (grace annotate --team: ?who=NAME): every call names them, a GET in its
   // query, a POST in its JSON body, and the server routes it to that person's labels
   const WHO = QUERY.get("who");
+  // and their own key (a team session's personal link, ?who=NAME&cred=KEY): the server acts as the key's owner
+  const CRED = QUERY.get("cred");
   const $ = (id) => document.getElementById(id);
 
   function url(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
     if (WHO) u.searchParams.set("who", WHO);
+    if (CRED) u.searchParams.set("cred", CRED);
     if (TOKEN) u.searchParams.set("token", TOKEN);
     return u.pathname + u.search;
   }
 
-  // the address of another page of the same app, keeping the token (and, unless given, the person)
+  // the address of another page of the same app, keeping the token (and the person's key, for the same person)
   function pageURL(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
+    if (CRED && !u.searchParams.has("who")) u.searchParams.set("who", WHO);
+    if (CRED && u.searchParams.get("who") === WHO) u.searchParams.set("cred", CRED);
     if (TOKEN) u.searchParams.set("token", TOKEN);
     return u.pathname + u.search;
   }
@@ -90,7 +95,7 @@ window.graceUI = (() => {
     post(path, body, { keepalive: true });
   }
 
-  return { TOKEN, WHO, $, url, pageURL, getJSON, postJSON, postOnLeave, el, marked, showError };
+  return { TOKEN, WHO, CRED, $, url, pageURL, getJSON, postJSON, postOnLeave, el, marked, showError };
 })();
 
 // The page shell of the work pages (annotate, review, kb curate): one item at a time, keyboard first.

@@ -25,18 +25,18 @@ def served(tmp_path):
     opened = open_curating(kb, reviewers="dana", curators="ann,ben")
     httpd = make_server(opened.app, "127.0.0.1", 0)
     threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
-    yield url_for("127.0.0.1", httpd.server_address[1], None), kb
+    yield url_for("127.0.0.1", httpd.server_address[1], None), kb, opened.new_keys
     httpd.shutdown()
     httpd.server_close()
     opened.close()
 
 
 def test_two_curators_propose_and_a_reviewer_decides(served):
-    url, kb = served
+    url, kb, keys = served
     with sync_api.sync_playwright() as p:
         browser = launch(p)
-        ann, ann_errors = open_page(browser, f"{url}?who=ann")
-        ben, ben_errors = open_page(browser, f"{url}?who=ben#f=confusable%3A3%2B4")  # a finding's link opens it
+        ann, ann_errors = open_page(browser, f"{url}?who=ann&cred={keys['ann']}")
+        ben, ben_errors = open_page(browser, f"{url}?who=ben&cred={keys['ben']}#f=confusable%3A3%2B4")  # a finding's link opens it
         expect(ben.locator("#worklist li.current")).to_have_attribute("data-key", "confusable:3+4")
 
         ann.locator("#worklist li[data-key='confusable:5+6']").click()
@@ -51,7 +51,7 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
         expect(ann.locator("#changes li.pending")).to_have_count(2)
         expect(ann.locator("#changes button.approve")).to_have_count(0)  # a curator does not review
 
-        dana, dana_errors = open_page(browser, f"{url}?who=dana")
+        dana, dana_errors = open_page(browser, f"{url}?who=dana&cred={keys['dana']}")
         expect(dana.locator("#changes li.pending")).to_have_count(2)
         merge = dana.locator("#changes li", has_text="merge 4 into 3")
         distinct = dana.locator("#changes li", has_text="distinct")
@@ -67,7 +67,7 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
         assert [(e.action, e.author) for e in edits] == [("distinct", "ann")]
 
         # the filters, from the address and the selects; the link carries them
-        dana.goto(f"{url}?who=dana#kind=not_self_contained")
+        dana.goto(f"{url}?who=dana&cred={keys['dana']}#kind=not_self_contained")
         dana.wait_for_selector("body[data-ready='1']")
         expect(dana.locator("#worklist li.finding")).to_have_count(3)
         dana.locator("#filter-section").select_option("Equipment")
