@@ -135,10 +135,10 @@ def assign(question_ids: list[str], people: list[str], rule: str) -> dict[str, l
 
 def rebalance(question_ids: list[str], before: dict[str, list[str]], acted: dict[str, set[str]], people: list[str],
               rule: str) -> dict[str, list[str]]:
-    """The assignment after a roster change: each question keeps whoever already labelled it (on the roster or not:
-    a label given stays its person's and counts) and whoever of the roster had it; the places left to reach ``N``
-    per question go to the people of the roster with the fewest questions, so the load stays even. Someone removed
-    keeps only the questions they labelled."""
+    """The assignment after a roster change: each question keeps whoever already labelled (or skipped) it, on the
+    roster or not (a label given stays its person's and counts); the places left to reach ``N`` per question go to
+    the people of the roster with the fewest questions (among equals, whoever had it before), so the load evens out
+    and a newcomer takes over unlabelled questions. Someone removed keeps only the questions they labelled."""
     n = parse_rule(rule)
     if n == 0:
         return {}
@@ -148,16 +148,15 @@ def rebalance(question_ids: list[str], before: dict[str, list[str]], acted: dict
     had = {p: set(q) for p, q in before.items()}
     keep: dict[str, list[str]] = {}
     load = dict.fromkeys(people, 0)
-    for qid in question_ids:
-        holders = [p for p in had if qid in had[p]]
-        kept = [p for p in holders if qid in acted.get(p, set()) or p in load]
-        keep[qid] = kept
-        for p in kept:
+    for qid in question_ids:  # the labels given stay: their people keep those questions
+        keep[qid] = [p for p in had if qid in had[p] and qid in acted.get(p, set())]
+        for p in keep[qid]:
             if p in load:
                 load[p] += 1
-    for qid in question_ids:
+    for qid in question_ids:  # the rest to the least loaded, whoever had it before first among equals
         for _ in range(n - len(keep[qid])):
-            p = min((p for p in people if p not in keep[qid]), key=lambda p: (load[p], people.index(p)))
+            p = min((p for p in people if p not in keep[qid]),
+                    key=lambda p: (load[p], qid not in had.get(p, set()), people.index(p)))
             keep[qid].append(p)
             load[p] += 1
     out: dict[str, list[str]] = {p: [] for p in [*people, *(p for p in had if p not in people)]}

@@ -308,3 +308,102 @@ def test_names_that_differ_only_in_case_are_refused(tmp_path):
         assert [p.name for p in (tmp_path / "open" / "labels").glob("*.csv")] == ["zoe.csv"]
     finally:
         again.close()
+
+
+def test_carol_added_and_bob_removed_mid_project_keep_every_label_and_the_agreement(tmp_path):
+    """The roster changes at a restart: the plan records each change, every label given stays its person's (bob's
+    too, after he leaves), the questions not yet labelled are given out evenly again, and the agreement is still
+    scikit-learn's and statsmodels' on the files."""
+    from sklearn.metrics import cohen_kappa_score
+
+    inter_rater = pytest.importorskip("statsmodels.stats.inter_rater")
+    kb = load_kb(make_kb(tmp_path))
+    q = write_questions(tmp_path / "q.csv", 30)
+    folder = tmp_path / "team"
+
+    def label_all(t, who, upto=None):
+        app = AsPeople(TeamApp(t, kb.retriever(), k=5), t.new_keys | keys)
+        for qid in t.assigned(who)[:upto]:
+            app.post("/api/label", label_as(who, qid))
+
+    def snapshot():
+        return {p.stem: p.read_bytes() for p in (folder / "labels").glob("*.csv")}
+
+    t = TeamSession.open(kb, folder, questions=q, people="alice,bob", reviewers="dana", rule="overlap:2")
+    keys = dict(t.new_keys)
+    label_all(t, "alice", 10)
+    label_all(t, "bob", 10)
+    t.close()
+    before = snapshot()
+
+    t = TeamSession.open(kb, folder, people="alice,bob,carol")  # carol joins
+    try:
+        keys |= t.new_keys
+        assert list(t.new_keys) == ["carol"]  # only the new person gets a key; the others' links still hold
+        (change,) = t.plan.changes
+        assert (change.people_before, change.people) == (["alice", "bob"], ["alice", "bob", "carol"])
+        assert {p: b for p, b in snapshot().items() if p != "carol"} == before  # every label kept, untouched
+        loads = [len(t.assigned(p)) for p in ("alice", "bob", "carol")]
+        assert sum(loads) == 60 and max(loads) - min(loads) <= 1  # rebalanced: 20 each
+        assert all(len(t.given_to(qid)) == 2 for qid in t.plan.questions)
+        assert {qid for qid in t.plan.questions[:10] if set(t.given_to(qid)) == {"alice", "bob"}} == set(
+            t.plan.questions[:10])  # what they labelled stays theirs
+        label_all(t, "carol")
+        label_all(t, "bob", 15)
+    finally:
+        t.close()
+    bob_before = (folder / "labels" / "bob.csv").read_bytes()
+
+    t = TeamSession.open(kb, folder, people="alice,carol")  # bob leaves
+    try:
+        assert [c.people for c in t.plan.changes] == [["alice", "bob", "carol"], ["alice", "carol"]]
+        assert (folder / "labels" / "bob.csv").read_bytes() == bob_before
+        bobs = {r.question_id for r in read_labels(folder / "labels" / "bob.csv")[0] if r.status == "labelled"}
+        assert set(t.assigned("bob")) == bobs  # he keeps exactly what he labelled
+        assert all(len(t.given_to(qid)) == 2 for qid in t.plan.questions)
+        app = AsPeople(TeamApp(t, kb.retriever(), k=5), keys)
+        with pytest.raises(PersonRejected, match="'bob' is not on this session's team"):
+            app.post("/api/label", label_as("bob", t.plan.questions[-1]))
+        label_all(t, "alice")
+        label_all(t, "carol")
+        summary = t.summary()
+        assert summary["open"] == 0 and summary["agreed"] + summary["disagree"] == 30
+    finally:
+        t.close()
+
+    files = sorted((folder / "labels").glob("*.csv"))
+    labels = {f.stem: {r.question_id: r.label for r in read_labels(f)[0] if r.status == "labelled"} for f in files}
+    per_question = [[labels[p][qid] for p in sorted(labels) if qid in labels[p]] for qid in t.plan.questions]
+    assert all(len(given) == 2 for given in per_question)  # two labels for every question, whoever gave them
+    cats = sorted({lab for given in per_question for lab in given})
+    table, _ = inter_rater.aggregate_raters([[cats.index(lab) for lab in given] for given in per_question])
+    cmp_ = compare_files(files)
+    assert cmp_.kappa == pytest.approx(inter_rater.fleiss_kappa(table, method="fleiss"))
+    assert summary["agreement"]["kappa"] == pytest.approx(round(cmp_.kappa, 4))
+    for a, b, k in cmp_.pairwise:
+        both = [qid for qid in t.plan.questions if qid in labels[a] and qid in labels[b]]
+        assert k == pytest.approx(cohen_kappa_score([labels[a][x] for x in both], [labels[b][x] for x in both]))
+
+
+def test_a_majority_of_three_agrees_without_the_reviewer(tmp_path):
+    kb = load_kb(make_kb(tmp_path))
+    q = write_questions(tmp_path / "q.csv", 10)
+    t = TeamSession.open(kb, tmp_path / "team", questions=q, people="alice,bob,carol", rule="all", agree="majority")
+    try:
+        app = AsPeople(TeamApp(t, kb.retriever(), k=5), t.new_keys)
+        for who in PEOPLE:
+            for i in range(1, 11):
+                app.post("/api/label", label_as(who, f"q{i}"))
+        # q5: carol slips, q7: bob slips (2 of 3 agree); q10: carol slips too; alice refuses nothing below 11
+        summary = t.summary()
+        assert summary["disagree"] == 0 and summary["agreed"] == 10 and summary["agree"] == "majority"
+        gold = {r.question_id: r for r in read_labels(t.gold_file)[0]}
+        assert gold["q5"].expected_citations == truth("q5") and gold["q5"].labelled_by == "alice;bob"
+        assert gold["q7"].labelled_by == "alice;carol"
+    finally:
+        t.close()
+    t = TeamSession.open(kb, tmp_path / "team", agree="all")  # unanimity again: the three wait for the reviewer
+    try:
+        assert t.summary()["disagree"] == 3 and t.plan.changes[-1].agree_before == "majority"
+    finally:
+        t.close()
