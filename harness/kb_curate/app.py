@@ -37,7 +37,7 @@ from harness.kb_curate.change_requests import (
 from harness.kb_curate.proposal_store import ProposalStore
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
-from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
+from harness.kb_curate.views import change_blocks, lint_evidence, plain, proposal_view, shared_evidence
 from harness.runner.calls import CallSettings, PromptStats
 from kb_builder.retrieval import passages
 
@@ -136,10 +136,11 @@ class CurateApp:
             "sections": dict(sorted(sections.items())),
             "team": None if self.review is None else {
                 "you": you, "curators": self.curators, "reviewers": self.reviewers,
-                "changes": [r.model_dump() for r in self.review.all()],
+                "changes": [r.model_dump() | ({"blocks": change_blocks(r, kb)} if r.status == "pending" else {})
+                            for r in self.review.all()],
                 "pending": sum(r.status == "pending" for r in self.review.requests.values())},
             "kb": {"path": str(kb.path), "articles": len(kb.articles), "kb_hash": kb.manifest.kb_hash},
-            "author": self.author,
+            "author": you if self.review is not None and you else self.author,  # a team: the person, by name
             "proposer": self.proposer.name,
             "findings": shown,
             "counts": _counts(self.findings),
@@ -300,6 +301,10 @@ class CurateApp:
             if rec is not None and rec.status == "pending":
                 self.review.reconciled(rec, notes[-1][0])
 
+    def _you(self) -> str | None:
+        """The person the request being handled acts as (a team), for the page's header."""
+        return self._actor if self.review is not None else None
+
     def _person(self, who: Any, *, reviewer: bool, strict: bool = True) -> str | None:
         """The person a team's request names, or a clear error: nobody, someone not on the roster, a curator
         reviewing. ``strict=False`` (reading): nobody is ``None``."""
@@ -347,6 +352,11 @@ class CurateApp:
         if missing:
             raise GraceError(f"no article {', '.join(missing)} in the KB: pick one the worklist shows")
         base = {i: article_hash(kb.by_id[i].title, kb.by_id[i].text) for i in ids}
+        same = next((r for r in self.review.requests.values() if r.status == "pending" and r.action == action
+                     and r.articles == ids and r.base == base and _said(r.body) == _said(saved)), None)
+        if same is not None:
+            raise ChangeRejected(f"change {same.id} ({same.author}) already proposes this and waits for review: "
+                                 "nothing new to propose")
         rec = self.review.propose(action, saved, articles=ids, base=base, summary=summary, author=self._actor)
         if action == "accept":
             self.proposals.decide(p.id, "accepted")  # out of the open list: it waits in the review queue now
@@ -395,7 +405,7 @@ class CurateApp:
     def do_reject(self, body: dict) -> dict:
         p = self._proposal(body)
         self.proposals.decide(p.id, "rejected")
-        return {"done": f"rejected proposal {p.id}", "state": self.state()}
+        return {"done": f"rejected proposal {p.id}", "state": self.state(you=self._you())}
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -414,7 +424,8 @@ class CurateApp:
         self._relint(touched)
         self.relint_seconds.append(time.perf_counter() - t0)
         after = {finding_key(f) for f in self.findings}
-        return {"done": done, "fixed": len(before - after), "new": len(after - before), "state": self.state()}
+        return {"done": done, "fixed": len(before - after), "new": len(after - before),
+                "state": self.state(you=self._you())}
 
     def _relint(self, touched: set[str]) -> None:
         """The worklist after an action on ``touched``: every pair finding anew, the touched articles' own
@@ -475,6 +486,12 @@ def _counts(findings: list) -> dict[str, int]:
     for f in findings:
         out[f.kind] = out.get(f.kind, 0) + 1
     return out
+
+
+def _said(body: dict) -> dict:
+    """What a change does, to tell two proposals of the same change apart from two changes: its fields without the
+    why (two people can give two reasons for one change)."""
+    return {k: v for k, v in body.items() if k not in ("reason", "why", "who")}
 
 
 def _s(body: dict, name: str) -> str:

@@ -234,3 +234,33 @@ def test_a_killed_team_server_loses_no_acknowledged_change(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
+
+
+def test_the_reviewer_sees_each_change_as_a_diff_duplicates_are_refused_and_names_are_shown(tmp_path):
+    from kb_builder.curation import part_titles
+
+    kb = write_kb(tmp_path / "kb")
+    with team(kb) as opened:
+        app = opened.app
+        art = load_kb(kb).by_id["2"]
+        app.post("/api/curate/title", {"who": "ann", "id": "2", "title": "Carry-over of leave"})
+        with pytest.raises(ChangeRejected, match="change 1 \\(ann\\) already proposes this"):
+            app.post("/api/curate/title", {"who": "ben", "id": "2", "title": "Carry-over of leave", "reason": "same"})
+        new_text = art.text.replace(art.text.split()[0], "Every", 1)
+        app.post("/api/curate/text", {"who": "ben", "id": "2", "text": new_text})
+        state = app.get("/api/curate/state", {"who": ["dana"]})
+        assert state["author"] == "dana" and state["team"]["you"] == "dana"  # the person, not the server's author
+        changes = {c["id"]: c for c in state["team"]["changes"]}
+        (title,) = changes[1]["blocks"]
+        assert title["label"] == "title of 2"
+        assert "".join(t for t, op in title["diff"] if op <= 0) == art.title
+        assert "".join(t for t, op in title["diff"] if op >= 0) == "Carry-over of leave"
+        (text,) = changes[2]["blocks"]
+        assert "".join(t for t, op in text["diff"] if op <= 0) == art.text  # the diff is the whole change
+        assert "".join(t for t, op in text["diff"] if op >= 0) == new_text
+        assert [t for t, op in text["diff"] if op > 0] == ["Every"]
+        for n in range(3, 28):  # many changes: every one is listed (the page shows them a page at a time)
+            app.post("/api/curate/title", {"who": "ann", "id": str(n % 8 + 1), "title": f"Title {n}"})
+        assert len(app.get("/api/curate/state", {"who": ["dana"]})["team"]["changes"]) == 27
+    assert part_titles("Leave") == ["Leave (part 1 of 2)", "Leave (part 2 of 2)"]
+    assert part_titles("Leave (part 1 of 2)") == ["Leave (part 1.1 of 2)", "Leave (part 1.2 of 2)"]

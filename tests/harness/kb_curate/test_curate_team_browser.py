@@ -4,8 +4,10 @@ finding's link work from the address."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
+import urllib.request
 
 import pytest
 
@@ -53,7 +55,10 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
 
         dana, dana_errors = open_page(browser, f"{url}?who=dana&cred={keys['dana']}")
         expect(dana.locator("#changes li.pending")).to_have_count(2)
+        expect(dana.locator("#who")).to_contain_text("dana")  # the person, not the server's --author
         merge = dana.locator("#changes li", has_text="merge 4 into 3")
+        expect(merge.locator(".diff-block")).to_have_count(2)  # what approving it does: title and text, word by word
+        expect(merge.locator(".diff-block ins").first).to_be_visible()
         distinct = dana.locator("#changes li", has_text="distinct")
         distinct.locator("button.approve").click()
         expect(dana.locator("#saved")).to_contain_text("approved change")
@@ -78,5 +83,16 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
 
         stranger, _ = open_page(browser, url)  # no name: the page asks for one
         expect(stranger.locator("#pick-list a")).to_have_count(3)
+
+        for n in range(25):  # many changes: all of them, a page at a time
+            req = urllib.request.Request(f"{url}api/curate/title?cred={keys['ben']}", json.dumps(
+                {"id": str(n % 8 + 1), "title": f"Title {n}"}).encode(), {"Content-Type": "application/json"})
+            urllib.request.urlopen(req, timeout=20).close()
+        dana.reload()
+        dana.wait_for_selector("body[data-ready='1']")
+        expect(dana.locator("#changes > li")).to_have_count(20)
+        expect(dana.locator("#changes-nav")).to_contain_text("page 1 / 2 · 27 changes")
+        dana.locator("#changes-nav button.changes-next").click()
+        expect(dana.locator("#changes > li")).to_have_count(7)
         assert ann_errors == [] and ben_errors == [] and dana_errors == []
         browser.close()
