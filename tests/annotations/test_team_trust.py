@@ -88,6 +88,9 @@ def test_a_name_is_nobody_only_a_key_is_someone(served):
     code, body = call(url, "api/adjudicate", item | {"who": "bob"}, keys["bob"])
     assert code == 403 and "not a reviewer" in body["error"]
     assert call(url, "api/queue", None, keys["bob"])[0] == 403
+    assert call(url, "api/kb?q=Slack", None, keys["bob"])[0] == 403  # the KB search of the queue: reviewers'
+    code, found = call(url, "api/kb?q=Slack+threads", None, keys["dana"])
+    assert code == 200 and found["results"][0]["id"] == "7" and found["results"][0]["title"] == "Slack etiquette"
     # a key that is nobody's
     assert call(url, "api/label", q1, "x" * 43)[0] == 403
     assert not (team.folder / "labels" / "alice.csv").exists() or not [
