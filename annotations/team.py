@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -125,6 +126,7 @@ class TeamSession(Team[str, AnnotationSession]):
         self.base: list[LabelRecord] = []
         self.extra_columns: list[str] = []
         self._assigned_sets: dict[str, set[str]] | None = None
+        self._focus: Callable[[AnnotationSession], None] | None = None
 
     # -- opening -----------------------------------------------------------------------------------
 
@@ -229,10 +231,28 @@ class TeamSession(Team[str, AnnotationSession]):
     # -- people ------------------------------------------------------------------------------------
 
     def _open_person(self, who: str, path: Path) -> AnnotationSession:
-        """``who``'s session, walking the questions given to them."""
+        """``who``'s session, walking the questions given to them (narrowed as :meth:`narrow` says)."""
         s = AnnotationSession.open(self.kb, path, questions=self.questions_file, annotator=who)
-        s.view = self.assigned(who)
+        self._narrow_one(who, s)
         return s
+
+    def narrow(self, focus: Callable[[AnnotationSession], None]) -> None:
+        """What a one-person session takes (suggestions, ``--only``, ``--question``, ``--order``: ``focus`` does it
+        to a session) done to every person's, now and as each opens, within the questions given to them: a team is
+        its people's one-person sessions."""
+        self._focus = focus
+        with self._lock:
+            sessions = dict(self.sessions)
+        for who, s in sessions.items():
+            self._narrow_one(who, s)
+
+    def _narrow_one(self, who: str, s: AnnotationSession) -> None:
+        mine = self.assigned(who)
+        s.view = mine
+        if self._focus is not None:
+            self._focus(s)
+            given = set(mine)
+            s.view = [q for q in (s.view if s.view is not None else mine) if q in given]
 
     def assigned(self, who: str) -> list[str]:
         if self.plan.people is None or not self.plan.assignment:

@@ -102,6 +102,10 @@ def _serve_team(opened, host: str, port: int, no_browser: bool) -> None:
     people = ", ".join(f"{p['name']} ({p['assigned']})" for p in t["people"]) or "anyone who names themself"
     click.echo(f"{t['questions']} questions, assigned {t['assign']}: {people}; "
                f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
+    for note in opened.notes:
+        click.echo(note)
+    for w in opened.warnings:
+        click.echo(f"warning: {w}", err=True)
     _print_links(team, url, "", "static/adjudicate.html")
     click.echo(f"saving each person's labels to {opened.out / 'labels'}, the gold to {team.gold_file}")
     serve(server, url, host if token else None, no_browser, "label")

@@ -86,14 +86,21 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
     from harness.core.outputs import check_output_file
     from kb_builder.kb_folder import load_kb
 
-    if team is not None or assign is not None or reviewers is not None or agree is not None or (out and (Path(out) / "team.json").is_file()):
-        if from_gold or suggestions or run or only or question_ids or annotator:
-            raise GraceError("a team session (--team) labels from --questions: --from-gold, --suggestions, --run, "
-                             "--only, --question and --annotator are for one person's session")
-        return _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
-                          embedder=embedder, new_keys=new_keys, agree=agree)
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
+    team_folder = out is not None and (Path(out) / "team.json").is_file()
+    if team is not None or assign is not None or reviewers is not None or agree is not None or team_folder:
+        if from_gold or annotator:
+            raise GraceError("a team session (--team) labels from --questions, each label under the name of the "
+                             "person whose link made it: --from-gold and --annotator are for one person's session")
+        opened = _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
+                            embedder=embedder, new_keys=new_keys, agree=agree)
+        try:
+            _focus(opened, suggestions, run, only, order, question_ids)
+        except BaseException:
+            opened.close()
+            raise
+        return opened
     if out is None:
         if from_gold is None:
             raise GraceError("give --out GOLD.csv: the file labels are saved to (it is resumed if it exists)")
@@ -110,10 +117,7 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                                      annotator=annotator or default_annotator())
     opened = LabellingApp(AnnotationApp(session, retriever, k=k), session, kb, retriever, out)
     try:
-        _focus(opened, suggestions, run, only, order)
-        if question_ids:
-            n = session.only_questions(list(question_ids))
-            opened.notes.append(f"opening {n} question(s): {', '.join(session.view_ids())}")
+        _focus(opened, suggestions, run, only, order, question_ids)
     except BaseException:
         session.close()
         raise
@@ -142,27 +146,48 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
 
 
 def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,
-           order: str) -> None:
-    """Suggestions, the --only subset and the order, onto the open session."""
+           order: str, question_ids: list[str] | tuple[str, ...] = ()) -> None:
+    """Suggestions, the --only subset, --question and the order, onto the open session; a team's onto each
+    person's one-person session, within the questions given to them (``TeamSession.narrow``)."""
     session, notes = opened.session, opened.notes
+    team = not hasattr(session, "progress")
+    records = session.base if team else session.records
+    suggested: tuple[dict, str | Path] | None = None
     if suggestions:
         from annotations.suggestions import read_suggestions
 
-        n = session.use_suggestions(read_suggestions(suggestions), suggestions)
-        notes.append(f"suggestions from {suggestions} for {n} of {len(session.records)} questions")
+        suggested = read_suggestions(suggestions), suggestions
     if run:
         from annotations.suggest import suggest_from_run
 
-        found, models = suggest_from_run(session.records, run, opened.kb.by_id)
-        n = session.use_suggestions({s.question_id: s for s in found}, run)
-        usable = sum(s.usable for s in found)
-        notes.append(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {n} questions")
+        found, models = suggest_from_run(records, run, opened.kb.by_id)  # once, for everyone
+        suggested = {s.question_id: s for s in found}, run
+        notes.append(f"consensus of {len(models)} model(s) in {run}: a suggestion for "
+                     f"{sum(s.usable for s in found)} of {len(found)} questions")
         if len(models) < 3:
             opened.warnings.append("fewer than 3 models voted; look before accepting")
+    counts: dict[str, int] = {}
+
+    def focus(one: Any) -> None:
+        if suggested is not None:
+            counts["suggested"] = one.use_suggestions(*suggested)
+        if only:
+            counts["only"] = one.only(only)
+        if question_ids:
+            counts["question"] = one.only_questions(list(question_ids))
+        one.order_by(order)
+
+    if team:
+        session.narrow(focus)
+    else:
+        focus(session)
+    if suggestions:
+        notes.append(f"suggestions from {suggestions} for {counts.get('suggested', 0)} of {len(records)} questions")
     if only:
-        n = session.only(only)
-        notes.append(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
-    session.order_by(order)
+        notes.append(f"reviewing the {counts.get('only', 0)} question(s) {only} lists, of {len(records)}"
+                     + (" (each person: those given to them)" if team else ""))
+    if question_ids and not team:
+        notes.append(f"opening {counts['question']} question(s): {', '.join(session.view_ids())}")
 
 
 def _candidates(kb: Any, embedder: str | None) -> Any:

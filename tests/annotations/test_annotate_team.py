@@ -407,3 +407,44 @@ def test_a_majority_of_three_agrees_without_the_reviewer(tmp_path):
         assert t.summary()["disagree"] == 3 and t.plan.changes[-1].agree_before == "majority"
     finally:
         t.close()
+
+
+def test_a_team_is_its_peoples_one_person_sessions_suggestions_a_run_and_only(tmp_path):
+    """--run and --suggestions (and --only, --order) work for a team as for one person: each person's page shows
+    the suggestions for the questions given to them, and an accepted one is recorded as accepted, in their file."""
+    from annotations.suggestions import Suggestion, write_suggestions
+    from harness.workflows.annotate import open_labelling
+
+    kb = make_kb(tmp_path)
+    q = write_questions(tmp_path / "q.csv", 8)
+    responses = tmp_path / "responses.jsonl"
+    rows = [{"question_id": qid, "model": m, "repeat": 0, "response": f"[ID: {truth(qid)[0]}]"}
+            for qid in ("q1", "q2", "q3", "q4") for m in ("a", "b", "c")]
+    responses.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with open_labelling(kb, tmp_path / "team", questions=q, team="alice,bob", assign="share", run=responses,
+                        order="informative") as opened:
+        assert opened.notes == [f"consensus of 3 model(s) in {responses}: a suggestion for 4 of 8 questions"]
+        t = opened.session
+        app = AsPeople(opened.app, t.new_keys)
+        for who in ("alice", "bob"):
+            ids = app.get("/api/state", {"who": [who]})["question_ids"]
+            assert sorted(ids) == sorted(t.assigned(who))  # their questions only, in the informative order
+            assert [i for i in ids if i in ("q1", "q2", "q3", "q4")] == ids[len(ids) - 2:]  # the suggested last
+        qid = "q1"
+        who = next(p for p in ("alice", "bob") if qid in t.assigned(p))
+        ids = app.get("/api/state", {"who": [who]})["question_ids"]
+        shown = app.get(f"/api/question/{ids.index(qid)}", {"who": [who]})
+        assert shown["suggestion"]["suggested"] == truth(qid)[0] and shown["suggestion"]["source"] == f"run:{responses}"
+        done = app.post("/api/label", label_as(who, qid) | {"who": who})
+        assert done["record"]["provenance"] == "accepted_suggestion"
+    saved = {r.question_id: r for r in read_labels(tmp_path / "team" / "labels" / f"{who}.csv")[0]}
+    assert saved[qid].provenance == "accepted_suggestion" and saved[qid].annotator == who
+
+    sugg = write_suggestions(tmp_path / "s.csv", [Suggestion("q5", suggested="3", source="file", voters=1)])
+    with open_labelling(kb, tmp_path / "team", suggestions=sugg) as opened:  # a resumed team, suggestions given
+        t = opened.session
+        who = next(p for p in ("alice", "bob") if "q5" in t.assigned(p))
+        s = t.person(who)
+        assert s.suggestions["q5"].suggested == "3" and opened.notes == [f"suggestions from {sugg} for 1 of 8 questions"]
+    with pytest.raises(GraceError, match="--from-gold and --annotator are for one person's session"):
+        open_labelling(kb, tmp_path / "team", annotator="mallory")
