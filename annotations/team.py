@@ -5,15 +5,19 @@ and the questions each person was given, fixed at the first start so a restart g
 other questions), the questions (``questions.csv``), one annotation file per person
 (``labels/NAME.csv``, written by that person's :class:`AnnotationSession`, so two people never
 write one file and ``grace annotations agree labels/*.csv`` reads exactly what the page
-shows), the reviewer's decisions (``adjudications.csv``) and the gold they add up to
-(``gold.csv``, rewritten after every label and decision). Every file is written
-write-then-rename; a killed server loses nothing saved.
+shows), the reviewer's decisions (``adjudications.csv``, each with the labels it was made
+on, so a label changed afterwards re-opens the question), the gold they add up to
+(``gold.csv``, rewritten after every label and decision) and each named person's key,
+hashed (``keys.json``: a request acts as the owner of its key, :mod:`harness.web.credentials`).
+Every file is written write-then-rename; a killed server loses nothing saved. A restart
+with another roster changes it (:meth:`TeamSession.change_roster`, recorded in the plan).
 
 Assignment rules: ``all`` (everyone labels every question), ``share`` (each question to one
 person, in turn) and ``overlap:N`` (each question to N people, in turn, so every pair of
 people shares questions to measure agreement on). A question is gold when the people given
 it agree (every one of them has labelled or skipped it, and the labels are one), or when a
-reviewer decided it; where labels differ it waits in the reviewer's queue.
+reviewer decided it; where labels differ it waits in the reviewer's queue (with ``--agree
+majority``, more than half of the people given it agreeing is enough).
 """
 
 from __future__ import annotations

@@ -1,15 +1,19 @@
 """What every team session shares, whatever the team labels: gold labels (:mod:`annotations.team`) or spot-check
 verdicts (:mod:`annotations.review_team`).
 
-One team folder, one writer (the plan file's lock); a roster and the reviewers who decide;
-who is given which items (:func:`assign`); one file per person (``labels/NAME.csv``, written
+One team folder, one writer (the plan file's lock); a roster and the reviewers who decide,
+each with their own key (``keys.json``, :mod:`harness.web.credentials`): a request acts as
+the owner of its key, never as a name it gives; who is given which items (:func:`assign`,
+:func:`rebalance` when the roster changes); one file per person (``labels/NAME.csv``, written
 by that person's own session, so nobody's label overwrites another's); an item's status from
 the labels of the people given it (``agreed``, ``disagree``, ``skipped``, ``open``, or
-``adjudicated`` once decided); the reviewer's queue of disagreements; and a decision with its
-reason, refused (409) when the labels it was made on changed since the page showed them. The
-two kinds differ only in what an item and a label are, which each subclass says; the web side
-(:class:`TeamWebApp`) routes each request to its person the same way for both, and one page
-script (``static/adjudicate.js``) draws either queue from the ``kind`` the queue carries.
+``adjudicated`` once decided, ``reopened`` when a label changed since); the reviewer's queue;
+and a decision with its reason, made through :func:`harness.web.decisions.decide` on what the
+page showed (``seen``: each label and the decision so far), so a stale or second decision is
+refused (409). The two kinds differ only in what an item and a label are, which each subclass
+says; the web side (:class:`TeamWebApp`) routes each request to its person the same way for
+both, and one page script (``static/adjudicate.js``) draws either queue from the ``kind`` the
+queue carries.
 """
 
 from __future__ import annotations
@@ -416,9 +420,11 @@ def _acted(labels: dict[str, str]) -> dict[str, str]:
 class TeamWebApp(Generic[S]):
     """A :class:`harness.web.WebApp` for a team: one single-person app per person, sharing what they can.
 
-    Every request names its person (``?who=NAME``, which the shared ``common.js`` adds to each
-    call of a page opened with it); the team checks the name and routes the request to that
-    person's own app, so each person's page is the one-person page, saving to their file. Under
+    Every request acts as the owner of its key (``?cred=KEY``, which the shared ``common.js``
+    adds to each call of a page opened with a personal link; a ``who`` that disagrees is
+    refused, 403); in a team open to anyone, a person without a key names themself
+    (``?who=NAME``). The team checks the person and routes the request to their own app, so
+    each person's page is the one-person page, saving to their file. Under
     ``api`` (``/api`` or ``/api/review``): ``state`` without a name asks the page to pick one,
     ``team`` the team's progress, ``queue`` and ``adjudicate`` the reviewer's, ``label`` a person's."""
 

@@ -231,3 +231,29 @@ def test_gold_review_and_curation_decide_through_one_implementation(served, tmp_
         decide(threading.Lock(), "x", None, dict, dict)
     with pytest.raises(StaleDecision, match="x changed since you opened it"):
         decide(threading.Lock(), "x", {"a": "1"}, lambda: {"a": "2"}, dict)
+
+
+def test_behind_host_the_token_and_the_key_both_hold(tmp_path):
+    """Bound beyond localhost the server's token keeps strangers out and the key tells teammates apart; the printed
+    link carries both."""
+    from harness.web.credentials import personal_link
+
+    kb = load_kb(make_kb(tmp_path))
+    team = TeamSession.open(kb, tmp_path / "team", questions=write_questions(tmp_path / "q.csv", 4),
+                            people="alice,bob", rule="all")
+    httpd = make_server(TeamApp(team, kb.retriever(), k=5), "127.0.0.1", 0, "tok")
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    url = url_for("127.0.0.1", httpd.server_address[1], "tok")
+    try:
+        link = personal_link(url, "alice", team.new_keys["alice"])
+        assert link.startswith(url.split("?")[0]) and "?token=tok&who=alice&cred=" in link
+        with urllib.request.urlopen(link.replace("/?", "/api/state?"), timeout=20) as r:
+            assert json.loads(r.read())["annotator"] == "alice"
+        base = url.split("?")[0]
+        assert call(base, "api/label", label_as("alice", "q1"), team.new_keys["alice"])[0] == 403  # no token
+        assert call(base, "api/label?token=tok", label_as("alice", "q1"))[0] == 403  # no key
+        assert call(base, "api/label?token=tok", label_as("alice", "q1"), team.new_keys["alice"])[0] == 200
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        team.close()
