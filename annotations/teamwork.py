@@ -451,8 +451,9 @@ class TeamWebApp(Generic[S]):
         raise NotImplementedError
 
     def unnamed(self) -> dict[str, Any]:
-        """What the page opened without a name gets: the team, to pick a name from."""
-        return {"need_person": True, "team": self.team.summary()}
+        """What the page opened without a name gets: the team, to pick a name from, and who signs in with their
+        own link instead (a name alone is nobody for them)."""
+        return {"need_person": True, "team": self.team.summary(), "keyed": self.team.credentials.names()}
 
     def team_get(self, path: str, who: str) -> dict[str, Any] | None:
         """A route of this kind of team only (None: not one)."""

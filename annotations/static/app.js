@@ -74,6 +74,10 @@
         onclick: () => open(n, "/static/adjudicate.html") }, `${n} (reviewer's queue)`))));
     $("pick-name").addEventListener("keydown", (e) => { if (e.key === "Enter") open($("pick-name").value); });
     $("pick-go").addEventListener("click", () => open($("pick-name").value));
+    if ((S.state.keyed || []).length && !$("pick-keyed")) {  // they sign in with the link printed for them
+      $("pick").prepend(el("p", { id: "pick-keyed", class: "muted",
+        text: `${S.state.keyed.join(", ")}: open your own link (the one the session printed for you); a name alone acts as nobody.` }));
+    }
   }
 
   async function refreshState() {

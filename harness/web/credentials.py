@@ -75,6 +75,10 @@ class Credentials:
     def holds(self, name: str) -> bool:
         return name in self.file.keys
 
+    def names(self) -> list[str]:
+        """Who holds a key."""
+        return sorted(self.file.keys)
+
     def issue(self, names: list[str], again: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
         """A new key for each of ``names`` without one, and for each of ``again`` (the old one stops working);
         returns name -> key, the only time a key is seen. Written before it is returned."""

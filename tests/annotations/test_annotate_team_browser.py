@@ -121,6 +121,7 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
             expect(stranger.locator("#error")).to_contain_text("'dave' is not on this session's team")
             picker, _ = open_page(browser, url)  # no name: the page asks for one
             expect(picker.locator("#pick-list button")).to_have_count(4)
+            expect(picker.locator("#pick-keyed")).to_contain_text("alice, bob, carol, dana: open your own link")
 
             rev, rev_errors = open_page(browser, f"{url}static/adjudicate.html?who=dana&cred={keys['dana']}")
             expect(rev.locator("#progress")).to_have_text(f"{len(disagree)} to decide · 0 decided")
