@@ -180,7 +180,18 @@
       renderHead(res.team);
       const next = S.items.findIndex((x) => x.status !== "adjudicated");
       go(next >= 0 ? next : Math.max(0, S.items.findIndex((x) => K().key(x) === K().key(it))));
-    } catch (e) { showError(`not decided: ${e.message}`); }
+    } catch (e) {
+      showError(`not decided: ${e.message}`);
+      // refused on a state that changed (a label, or another decision came first): show the question as it is now
+      if (/changed since you opened it/.test(e.message)) {
+        const key = K().key(it);
+        const why = $("reason").value;
+        try { await load(); } catch (_) { return; /* the message stands */ }
+        const i = S.items.findIndex((x) => K().key(x) === key);
+        if (i >= 0) go(i);
+        $("reason").value = why;
+      }
+    }
   }
 
   async function load() {

@@ -33,6 +33,7 @@ class StaleDecision(Rejected):
     def __init__(self, message: str, now: Mapping[str, str] | None = None):
         super().__init__(message)
         self.now = dict(now or {})
+        self.details = {"now": self.now}
 
 
 class Unseen(Rejected):

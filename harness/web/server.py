@@ -69,6 +69,7 @@ class Rejected(ValueError):
     says otherwise, e.g. 409 when the file changed under the server)."""
 
     status = HTTPStatus.BAD_REQUEST
+    details: dict[str, Any] = {}  # more for the page, beside "error" (an instance's own, set by a subclass)
 
 
 class Raw(NamedTuple):
@@ -174,8 +175,8 @@ def make_handler(app: WebApp, *, token: str | None, port_ref: list[int]):
             ``missing``: the status of a ``LookupError`` or ``ValueError`` (404 for a read, 400 for a change)."""
             try:
                 data = call()
-            except Rejected as exc:
-                return self._error(exc.status, str(exc))
+            except Rejected as exc:  # its message, and what it says beside it (a stale decision: the state now)
+                return self._json(exc.status, {"error": str(exc), **exc.details})
             except GraceError as exc:
                 return self._error(HTTPStatus.BAD_REQUEST, str(exc))
             except (LookupError, ValueError) as exc:

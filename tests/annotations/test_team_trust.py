@@ -136,6 +136,8 @@ def test_two_decisions_at_once_one_is_recorded_the_other_refused_with_the_state(
     won = next(body for code, body in answers if code == 200)["record"]
     lost = next(body for code, body in answers if code == 409)["error"]
     assert "changed since you opened it" in lost and f"decision {';'.join(won['expected_citations'])} by dana" in lost
+    now = next(body for code, body in answers if code == 409)["now"]  # the state it lost to, for the page
+    assert now == it["seen"] | {"@decision": f"{';'.join(won['expected_citations'])} by dana (#1)"}
     (decided,) = read_labels(team.folder / "adjudications.csv")[0]
     assert decided.expected_citations == won["expected_citations"] and decided.adjudication_reason == won[
         "adjudication_reason"]

@@ -92,6 +92,7 @@ def test_each_person_acts_only_as_themself_on_their_own_link(tmp_path):
             # dana decides on her own link
             dana, dana_errors = open_page(browser, personal_link(url, "dana", keys["dana"], "static/adjudicate.html"))
             expect(dana.locator("#progress")).to_have_text("1 to decide · 0 decided")
+            late, late_errors = open_page(browser, personal_link(url, "dana", keys["dana"], "static/adjudicate.html"))
             dana.locator("#labels li.side[data-person='bob'] button.take-label").click()
             # an article nobody cited, found by searching the whole KB from the queue
             assert "7" not in [a for side in ("alice", "bob") for a in labelled(team.folder, side)["q1"].expected_citations]
@@ -104,7 +105,14 @@ def test_each_person_acts_only_as_themself_on_their_own_link(tmp_path):
             dana.locator("#reason").fill("the article answers it")
             dana.locator("#reason").press("Enter")
             expect(dana.locator("#saved")).to_contain_text("decided q1")
-            assert alice_errors == bob_errors == dana_errors == []
+            # a second tab opened before that decision: its decision is refused, and it shows the one that holds
+            late.locator("#labels li.side[data-person='alice'] button.take-label").click()
+            late.locator("#reason").fill("alice is right")
+            late.locator("#reason").press("Enter")
+            expect(late.locator("#error")).to_contain_text("changed since you opened it")
+            expect(late.locator("#previous")).to_contain_text("decided by dana")
+            expect(late.locator("#reason")).to_have_value("alice is right")
+            assert alice_errors == bob_errors == dana_errors == late_errors == []
             browser.close()
     finally:
         stop(httpd)

@@ -27,7 +27,7 @@ window.graceUI = (() => {
   function pageURL(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
-    if (CRED && !u.searchParams.has("who")) u.searchParams.set("who", WHO);
+    if (CRED && WHO && !u.searchParams.has("who")) u.searchParams.set("who", WHO);
     if (CRED && u.searchParams.get("who") === WHO) u.searchParams.set("cred", CRED);
     if (TOKEN) u.searchParams.set("token", TOKEN);
     return u.pathname + u.search;
