@@ -446,5 +446,14 @@ def test_a_team_is_its_peoples_one_person_sessions_suggestions_a_run_and_only(tm
         who = next(p for p in ("alice", "bob") if "q5" in t.assigned(p))
         s = t.person(who)
         assert s.suggestions["q5"].suggested == "3" and opened.notes == [f"suggestions from {sugg} for 1 of 8 questions"]
+    from tests.annotations.test_annotate_suggestions import write_suspects
+
+    suspects = write_suspects(tmp_path / "suspects.csv", [
+        ["q2", "", "2", "3", "2", "0", "3", "other_article", "", "why"],
+        ["q3", "", "3", "4", "2", "0", "3", "other_article", "", "why"]])
+    with open_labelling(kb, tmp_path / "team", only=suspects) as opened:  # --only: the listed, of each one's own
+        t = opened.session
+        for who in ("alice", "bob"):
+            assert t.person(who).view_ids() == [q for q in ("q2", "q3") if q in t.assigned(who)]
     with pytest.raises(GraceError, match="--from-gold and --annotator are for one person's session"):
         open_labelling(kb, tmp_path / "team", annotator="mallory")
