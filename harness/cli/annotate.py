@@ -85,7 +85,8 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
             + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(opened.retriever, 'name', '?')})"
         )
         click.echo(f"saving every label to {opened.out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
-        serve(server, url, host if token else None, no_browser, "label")
+        serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only through "
+          "their own link)")
         p = session.progress()
         prov = p["provenance"]
         click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled"
@@ -108,7 +109,8 @@ def _serve_team(opened, host: str, port: int, no_browser: bool) -> None:
         click.echo(f"warning: {w}", err=True)
     _print_links(team, url, "", "static/adjudicate.html")
     click.echo(f"saving each person's labels to {opened.out / 'labels'}, the gold to {team.gold_file}")
-    serve(server, url, host if token else None, no_browser, "label")
+    serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only through "
+          "their own link)")
     t = team.summary()
     click.echo(f"\nstopped; {t['gold']}/{t['questions']} questions gold ({t['adjudicated']} decided by a reviewer), "
                f"{t['disagree']} waiting for a decision, saved in {opened.out}")
@@ -128,8 +130,8 @@ def _print_links(team, url: str, page: str, review_page: str) -> None:
         else:
             click.echo(f"  {name}: {personal_link(url, name, key, where)}")
     if team.new_keys:
-        click.echo("each link holds its person's secret key, shown only now: send each person their own "
-                   "(a reviewer's queue: the same link's page " + review_page + ")")
+        click.echo("each link holds its person's secret key, shown only now (kept hashed): send each person their "
+                   "own; a reviewer's opens the queue")
     if team.roster is None:
         click.echo(f"anyone else opens {personal_link(url, 'NAME', None)} (a team open to anyone trusts the name)")
 
@@ -212,7 +214,8 @@ def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host
         click.echo(f"the calibration: {base}static/calibration.html?who=NAME{extra} (a reviewer's link, that page)")
         click.echo(f"saving each person's verdicts to {opened.out / 'labels'}, the team's labels to "
                    f"{opened.session.human_file}")
-        serve(server, url, host if token else None, no_browser, "review claims")
+        serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only "
+              "through their own link)")
         t = opened.session.summary()
         click.echo(f"\nstopped; {t['labelled']}/{t['claims']} claims labelled by the team ({t['adjudicated']} decided "
                    f"by a reviewer), {t['disagree']} waiting for a decision, saved in {opened.out}")
