@@ -62,7 +62,8 @@ def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None
                                             f"key was issued (lost? restart with --new-key {name})"))
             if opened.new_keys:
                 click.echo("each link holds its person's secret key, shown only now: send each person their own")
-        click.echo(f"saving every action to {KbDir(opened.curation.path).curation} as {opened.app.author}")
+        who = "its person's name (their link's)" if opened.app.review is not None else opened.app.author
+        click.echo(f"saving every action to {KbDir(opened.curation.path).curation} as {who}")
         serve(server, url, host if token else None, no_browser, "edit this KB")
         app = opened.app
         click.echo(f"\nstopped; {len(app.findings)} finding(s) left of {app.started_with}, "
