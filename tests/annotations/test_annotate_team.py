@@ -206,6 +206,7 @@ def test_a_killed_team_server_loses_no_acknowledged_label_of_anyone(tmp_path):
         for line in proc.stdout:
             link = re.search(r"^  (\w+): http://\S+cred=(\S+)", line)  # each person's link, printed once
             if link:
+                assert link.group(1) not in keys, "a key printed twice"
                 keys[link.group(1)] = link.group(2)
             m = re.search(r"open (http://\S+)", line)
             if m:
