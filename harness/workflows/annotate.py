@@ -90,13 +90,16 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
         raise GraceError("give --suggestions FILE or --run RUN, not both")
     team_folder = out is not None and (Path(out) / "team.json").is_file()
     if team is not None or assign is not None or reviewers is not None or agree is not None or team_folder:
-        if from_gold or annotator:
-            raise GraceError("a team session (--team) labels from --questions, each label under the name of the "
-                             "person whose link made it: --from-gold and --annotator are for one person's session")
-        opened = _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
-                            embedder=embedder, new_keys=new_keys, agree=agree)
+        if annotator:
+            raise GraceError("a team session (--team) saves each label under the name of the person whose link "
+                             "made it: --annotator is for one person's session")
+        if from_gold and (questions or suggestions or run):
+            raise GraceError("--from-gold gives a team its questions and suggests its labels: give it without "
+                             "--questions, --suggestions and --run")
+        opened = _open_team(kb, out, questions=questions or from_gold, team=team, assign=assign,
+                            reviewers=reviewers, k=k, embedder=embedder, new_keys=new_keys, agree=agree)
         try:
-            _focus(opened, suggestions, run, only, order, question_ids)
+            _focus(opened, suggestions, run, only, order, question_ids, from_gold=from_gold)
         except BaseException:
             opened.close()
             raise
@@ -146,13 +149,24 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
 
 
 def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,
-           order: str, question_ids: list[str] | tuple[str, ...] = ()) -> None:
+           order: str, question_ids: list[str] | tuple[str, ...] = (), from_gold: str | Path | None = None) -> None:
     """Suggestions, the --only subset, --question and the order, onto the open session; a team's onto each
-    person's one-person session, within the questions given to them (``TeamSession.narrow``)."""
+    person's one-person session, within the questions given to them (``TeamSession.narrow``). A team given
+    ``from_gold`` (a gold file to check again) is suggested its labels: each person accepts or changes them,
+    without one person's word standing for the team's."""
     session, notes = opened.session, opened.notes
     team = not hasattr(session, "progress")
     records = session.base if team else session.records
     suggested: tuple[dict, str | Path] | None = None
+    if from_gold and team:
+        from annotations.labels import read_labels
+        from annotations.suggestions import Suggestion
+
+        gold = [r for r in read_labels(from_gold)[0] if r.label]
+        suggested = {r.question_id: Suggestion(r.question_id, r.question, suggested=r.label or "", voters=1,
+                                                source=f"gold:{Path(from_gold).name}",
+                                                reason=f"the label of {Path(from_gold).name}") for r in gold}, from_gold
+        notes.append(f"the labels of {from_gold} suggested for {len(gold)} of {len(records)} questions")
     if suggestions:
         from annotations.suggestions import read_suggestions
 

@@ -456,5 +456,14 @@ def test_a_team_is_its_peoples_one_person_sessions_suggestions_a_run_and_only(tm
         t = opened.session
         for who in ("alice", "bob"):
             assert t.person(who).view_ids() == [q for q in ("q2", "q3") if q in t.assigned(who)]
-    with pytest.raises(GraceError, match="--from-gold and --annotator are for one person's session"):
+    with pytest.raises(GraceError, match="--annotator is for one person's session"):
         open_labelling(kb, tmp_path / "team", annotator="mallory")
+
+    # --from-gold: a gold file checked again by a team, its labels suggested to each person
+    gold = tmp_path / "team" / "gold.csv"
+    with open_labelling(kb, tmp_path / "again", from_gold=gold, team="alice,bob", assign="share") as opened:
+        t = opened.session
+        assert t.plan.questions == [f"q{i}" for i in range(1, 9)]
+        assert opened.notes == [f"the labels of {gold} suggested for 1 of 8 questions"]  # q1, accepted above
+        s = t.person(next(p for p in ("alice", "bob") if "q1" in t.assigned(p)))
+        assert (s.suggestions["q1"].suggested, s.suggestions["q1"].source) == (truth("q1")[0], "gold:gold.csv")
