@@ -52,6 +52,11 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
         assert read_edits(kb) == []  # nothing live before review
         expect(ann.locator("#changes li.pending")).to_have_count(2)
         expect(ann.locator("#changes button.approve")).to_have_count(0)  # a curator does not review
+        # nor can she from her browser with her key, in her name or dana's; nor can a script without a key
+        for body in ({"change": 1}, {"change": 1, "who": "dana"}):
+            refused = ann.request.post(f"{url}api/curate/approve?cred={keys['ann']}", data=body)
+            assert refused.status == 403, refused.text()
+        assert ann.request.post(f"{url}api/curate/approve", data={"change": 1, "who": "dana"}).status == 403
 
         dana, dana_errors = open_page(browser, f"{url}?who=dana&cred={keys['dana']}")
         expect(dana.locator("#changes li.pending")).to_have_count(2)
@@ -70,6 +75,15 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
 
         edits = read_edits(kb)
         assert [(e.action, e.author) for e in edits] == [("distinct", "ann")]
+
+        # dana proposes too; her own change is not hers to approve (403), on her page no button offers it
+        own = dana.request.post(f"{url}api/curate/title?cred={keys['dana']}", data={"id": "2", "title": "Carry-over"})
+        assert own.status == 200 and "proposed change 3" in own.json()["done"]
+        assert dana.request.post(f"{url}api/curate/approve?cred={keys['dana']}", data={"change": 3}).status == 403
+        dana.reload()
+        dana.wait_for_selector("body[data-ready='1']")
+        expect(dana.locator("#changes li[data-change='3']")).to_contain_text("· dana · pending")
+        expect(dana.locator("#changes li[data-change='3'] button.approve")).to_have_count(0)
 
         # the filters, from the address and the selects; the link carries them
         dana.goto(f"{url}?who=dana&cred={keys['dana']}#kind=not_self_contained")
@@ -91,8 +105,8 @@ def test_two_curators_propose_and_a_reviewer_decides(served):
         dana.reload()
         dana.wait_for_selector("body[data-ready='1']")
         expect(dana.locator("#changes > li")).to_have_count(20)
-        expect(dana.locator("#changes-nav")).to_contain_text("page 1 / 2 · 27 changes")
+        expect(dana.locator("#changes-nav")).to_contain_text("page 1 / 2 · 28 changes")
         dana.locator("#changes-nav button.changes-next").click()
-        expect(dana.locator("#changes > li")).to_have_count(7)
+        expect(dana.locator("#changes > li")).to_have_count(8)
         assert ann_errors == [] and ben_errors == [] and dana_errors == []
         browser.close()
