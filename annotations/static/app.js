@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, pageURL } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, pageURL, offline, unsavedSaves } = window.graceUI;
   const { flash } = window.Shell;
 
   const S = {
@@ -17,8 +17,6 @@
     viewer: null,       // article shown in the viewer
     saving: Promise.resolve(),
     editTimer: null,
-    unsaved: new Map(), // question_id -> the last save the server never got (it was down): retried until it is
-    retrying: null,
   };
   let autoAdvance = () => true;  // the #auto-advance box, wired at start
 
@@ -208,7 +206,7 @@
     let text = r.status;
     if (r.status === "labelled") text = r.must_refuse ? "must_refuse" : `answered by ${r.expected_citations.length} article${r.expected_citations.length > 1 ? "s" : ""}`;
     if (r.status === "draft") text = "draft: not gold until accepted";
-    const unsaved = S.unsaved.has(r.question_id);  // the label itself says so, not only a note
+    const unsaved = pending.has(r.question_id);  // the label itself says so, not only a note
     badge.textContent = unsaved ? `NOT SAVED: ${text} (retrying until the server answers)` : text;
     badge.className = `badge ${unsaved ? "unsaved" : r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
     $("label-box").classList.toggle("unsaved", unsaved);
@@ -283,16 +281,15 @@
             }
           }
         }
-        S.unsaved.delete(qid);
+        pending.drop(qid);
         showError("");
         flash(`saved ${qid}: ${describe(res.record)}`);
         return true;
       } catch (e) {
-        if (e instanceof TypeError) {  // no answer (the server is down, the network gone): kept, and retried
-          S.unsaved.set(qid, { payload, idx });
+        if (offline(e)) {  // no answer (the server is down, the network gone): kept, and retried
+          pending.keep(qid, payload, idx);
           if (S.q && S.q.record.question_id === qid) renderLabel();
           showError(`not saved yet (${e.message}): kept on this page and retried until the server answers`);
-          retryLater();
           return false;
         }
         showError(`not saved: ${e.message}`);
@@ -309,46 +306,37 @@
     });
   }
 
-  // the saves the server never got, sent again (in the order of the saves) until it answers
-  function retryLater() {
-    if (S.retrying == null) S.retrying = setInterval(retryUnsaved, 2000);
-  }
-
-  function retryUnsaved() {
-    S.saving = S.saving.then(async () => {
-      for (const [qid, { payload, idx }] of [...S.unsaved]) {
-        try {
-          const res = await postJSON("/api/label", payload);
-          S.unsaved.delete(qid);
-          S.state.progress = res.progress;
-          if (res.team) { S.state.team = res.team; renderTeam(); }
-          if (S.state.statuses) S.state.statuses[idx] = res.record.status;
-          renderProgress();
-          if (S.q && S.q.record.question_id === qid) { S.q.record = res.record; renderLabel(); }
-          flash(`saved ${qid}: ${describe(res.record)} (the server is back)`);
-        } catch (e) {
-          if (e instanceof TypeError) return;  // still down: the next try
-          S.unsaved.delete(qid);  // refused (another person's change, a bad label): say so, show what is held
-          showError(`not saved: ${qid}: ${e.message}`);
-          if (S.q && S.q.record.question_id === qid) {
-            try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* */ }
-          }
-        }
+  // the saves the server never got, sent again (after the saves made meanwhile) until it answers
+  const pending = unsavedSaves({
+    path: "/api/label",
+    chain: (fn) => (S.saving = S.saving.then(fn)),
+    saved: (qid, res, idx) => {
+      S.state.progress = res.progress;
+      if (res.team) { S.state.team = res.team; renderTeam(); }
+      if (S.state.statuses) S.state.statuses[idx] = res.record.status;
+      renderProgress();
+      if (S.q && S.q.record.question_id === qid) { S.q.record = res.record; renderLabel(); }
+      flash(`saved ${qid}: ${describe(res.record)} (the server is back)`);
+    },
+    refused: async (qid, e, idx) => {  // refused once it answered (a bad label, a person's change): say so
+      showError(`not saved: ${qid}: ${e.message}`);
+      if (S.q && S.q.record.question_id === qid) {
+        try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* */ }
       }
-      if (!S.unsaved.size) { clearInterval(S.retrying); S.retrying = null; showError(""); }
-    });
-  }
+    },
+    settled: () => showError(""),
+  });
 
   // another tab (or the same person elsewhere) saved a newer label of the question shown: show it, not the old one
   async function refreshShown() {
     if (!S.q || editsPending()) return;
     const qid = S.q.record.question_id;
-    if (S.unsaved.has(qid)) return;
+    if (pending.has(qid)) return;
     await S.saving;
     let fresh;
     try { fresh = (await getJSON(`/api/question/${S.idx}`)).record; } catch (_) { return; }
     const r = S.q && S.q.record;
-    if (!r || r.question_id !== qid || S.unsaved.has(qid) || editsPending()) return;
+    if (!r || r.question_id !== qid || pending.has(qid) || editsPending()) return;
     const was = `${r.status}|${labelString(r.expected_citations, r.must_refuse)}|${r.labelled_at}`;
     const now = `${fresh.status}|${labelString(fresh.expected_citations, fresh.must_refuse)}|${fresh.labelled_at}`;
     if (was === now) return;
