@@ -65,6 +65,8 @@ class AnnotationApp:
             return self.state()
         if path.startswith("/api/question/"):
             return self.question(int(path.rsplit("/", 1)[1]))
+        if path.startswith("/api/record/"):  # the label alone, no retrieval: what another tab polls for
+            return {"record": self.session.record(int(path.rsplit("/", 1)[1])).to_json()}
         if path == "/api/search":
             k = int((query.get("k") or ["0"])[0] or 0)
             return self.search((query.get("q") or [""])[0], k or None)

@@ -334,7 +334,7 @@
     if (pending.has(qid)) return;
     await S.saving;
     let fresh;
-    try { fresh = (await getJSON(`/api/question/${S.idx}`)).record; } catch (_) { return; }
+    try { fresh = (await getJSON(`/api/record/${S.idx}`)).record; } catch (_) { return; }
     const r = S.q && S.q.record;
     if (!r || r.question_id !== qid || pending.has(qid) || editsPending()) return;
     const was = `${r.status}|${labelString(r.expected_citations, r.must_refuse)}|${r.labelled_at}`;
