@@ -204,14 +204,12 @@ def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host
                           viewer=viewer, new_keys=new_keys) as opened:
         server, url, token = listen(opened.app, host, port)
         t = opened.session.summary()
-        base, _, query = url.partition("?")
-        extra = f"&{query}" if query else ""
         click.echo(f"{t['claims']} claims to review by {', '.join(p['name'] for p in t['people'])}; "
                    f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
         for w in opened.warnings:
             click.echo(f"warning: {w}", err=True)
         _print_links(opened.session, url, "", "static/review_queue.html")
-        click.echo(f"the calibration: {base}static/calibration.html?who=NAME{extra} (a reviewer's link, that page)")
+        click.echo("the calibration: the link on a reviewer's queue page (static/calibration.html, their own key)")
         click.echo(f"saving each person's verdicts to {opened.out / 'labels'}, the team's labels to "
                    f"{opened.session.human_file}")
         serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only "
