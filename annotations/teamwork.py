@@ -61,8 +61,6 @@ class NotYourRole(PersonRejected):
     status = HTTPStatus.FORBIDDEN
 
 
-
-
 # -- names and the assignment -------------------------------------------------------------------------
 
 
@@ -258,6 +256,9 @@ class Team(Generic[K, S]):
         """The person a request names, or a clear error: nobody, a bad name, someone not on the roster."""
         who = who.strip() if isinstance(who, str) else ""
         if not who:
+            if self.credentials.names():
+                raise PersonRejected("name yourself: open your own link, the one the session printed for you (it "
+                                     "holds your key)")
             raise PersonRejected("name yourself: open the page with ?who=YOUR_NAME (or pick your name on it)")
         if not NAME.match(who) or who == ANYONE:
             raise PersonRejected(f"{who!r} is not a usable name: letters, digits, '.', '_' or '-', up to 40")
