@@ -67,7 +67,8 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                    embedder: str | None = None, suggestions: str | Path | None = None, run: str | Path | None = None,
                    order: str = "file", only: str | Path | None = None,
                    question_ids: list[str] | tuple[str, ...] = (), team: str | None = None,
-                   assign: str | None = None, reviewers: str | None = None) -> LabellingApp:
+                   assign: str | None = None, reviewers: str | None = None,
+                   new_keys: str | None = None, agree: str | None = None) -> LabellingApp:
     """Open the labelling app on ``out`` (a gold CSV, resumed if it exists; default ``from_gold``) for the
     ``questions`` (a CSV or text file) or the labels of ``from_gold``, with ``k`` candidates from ``embedder`` (the
     KB's own retriever by default). Suggestions come from a ``suggestions`` CSV or the consensus of a ``run``'s
@@ -77,21 +78,32 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
     ``team`` (``alice,bob,carol``, or ``any`` for no roster), ``assign`` (``all``, ``share``, ``overlap:N``) and
     ``reviewers`` open one session for a team instead: ``out`` is then a folder (resumed when it holds a team's
     ``team.json``), ``session`` an ``annotations.team.TeamSession`` and ``app`` serves every person and the
-    reviewer's queue."""
+    reviewer's queue. Each person named gets their own key (printed once: ``session.new_keys``); ``new_keys``
+    (``bob``) replaces theirs."""
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession, default_annotator
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
     from kb_builder.kb_folder import load_kb
 
-    if team is not None or assign is not None or reviewers is not None or (out and (Path(out) / "team.json").is_file()):
-        if from_gold or suggestions or run or only or question_ids or annotator:
-            raise GraceError("a team session (--team) labels from --questions: --from-gold, --suggestions, --run, "
-                             "--only, --question and --annotator are for one person's session")
-        return _open_team(kb, out, questions=questions, team=team, assign=assign, reviewers=reviewers, k=k,
-                          embedder=embedder)
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
+    team_folder = out is not None and (Path(out) / "team.json").is_file()
+    if team is not None or assign is not None or reviewers is not None or agree is not None or team_folder:
+        if annotator:
+            raise GraceError("a team session (--team) saves each label under the name of the person whose link "
+                             "made it: --annotator is for one person's session")
+        if from_gold and (questions or suggestions or run):
+            raise GraceError("--from-gold gives a team its questions and suggests its labels: give it without "
+                             "--questions, --suggestions and --run")
+        opened = _open_team(kb, out, questions=questions or from_gold, team=team, assign=assign,
+                            reviewers=reviewers, k=k, embedder=embedder, new_keys=new_keys, agree=agree)
+        try:
+            _focus(opened, suggestions, run, only, order, question_ids, from_gold=from_gold)
+        except BaseException:
+            opened.close()
+            raise
+        return opened
     if out is None:
         if from_gold is None:
             raise GraceError("give --out GOLD.csv: the file labels are saved to (it is resumed if it exists)")
@@ -108,10 +120,7 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                                      annotator=annotator or default_annotator())
     opened = LabellingApp(AnnotationApp(session, retriever, k=k), session, kb, retriever, out)
     try:
-        _focus(opened, suggestions, run, only, order)
-        if question_ids:
-            n = session.only_questions(list(question_ids))
-            opened.notes.append(f"opening {n} question(s): {', '.join(session.view_ids())}")
+        _focus(opened, suggestions, run, only, order, question_ids)
     except BaseException:
         session.close()
         raise
@@ -119,7 +128,8 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
 
 
 def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path | None, team: str | None,
-               assign: str | None, reviewers: str | None, k: int, embedder: str | None) -> LabellingApp:
+               assign: str | None, reviewers: str | None, k: int, embedder: str | None,
+               new_keys: str | None = None, agree: str | None = None) -> LabellingApp:
     from annotations.team import TeamSession
     from annotations.team_app import TeamApp
     from harness.core.errors import GraceError
@@ -133,32 +143,65 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
             raise GraceError(f"--out {out} is the {name}; give the team session a folder of its own")
     kb = load_kb(kb)
     retriever = _candidates(kb, embedder)
-    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign)
+    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign,
+                               new_keys=new_keys, agree=agree)
     return LabellingApp(TeamApp(session, retriever, k=k), session, kb, retriever, out)
 
 
 def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,
-           order: str) -> None:
-    """Suggestions, the --only subset and the order, onto the open session."""
+           order: str, question_ids: list[str] | tuple[str, ...] = (), from_gold: str | Path | None = None) -> None:
+    """Suggestions, the --only subset, --question and the order, onto the open session; a team's onto each
+    person's one-person session, within the questions given to them (``TeamSession.narrow``). A team given
+    ``from_gold`` (a gold file to check again) is suggested its labels: each person accepts or changes them,
+    without one person's word standing for the team's."""
     session, notes = opened.session, opened.notes
+    team = not hasattr(session, "progress")
+    records = session.base if team else session.records
+    suggested: tuple[dict, str | Path] | None = None
+    if from_gold and team:
+        from annotations.labels import read_labels
+        from annotations.suggestions import Suggestion
+
+        gold = [r for r in read_labels(from_gold)[0] if r.label]
+        suggested = {r.question_id: Suggestion(r.question_id, r.question, suggested=r.label or "", voters=1,
+                                                source=f"gold:{Path(from_gold).name}",
+                                                reason=f"the label of {Path(from_gold).name}") for r in gold}, from_gold
+        notes.append(f"the labels of {from_gold} suggested for {len(gold)} of {len(records)} questions")
     if suggestions:
         from annotations.suggestions import read_suggestions
 
-        n = session.use_suggestions(read_suggestions(suggestions), suggestions)
-        notes.append(f"suggestions from {suggestions} for {n} of {len(session.records)} questions")
+        suggested = read_suggestions(suggestions), suggestions
     if run:
         from annotations.suggest import suggest_from_run
 
-        found, models = suggest_from_run(session.records, run, opened.kb.by_id)
-        n = session.use_suggestions({s.question_id: s for s in found}, run)
-        usable = sum(s.usable for s in found)
-        notes.append(f"consensus of {len(models)} model(s) in {run}: a suggestion for {usable} of {n} questions")
+        found, models = suggest_from_run(records, run, opened.kb.by_id)  # once, for everyone
+        suggested = {s.question_id: s for s in found}, run
+        notes.append(f"consensus of {len(models)} model(s) in {run}: a suggestion for "
+                     f"{sum(s.usable for s in found)} of {len(found)} questions")
         if len(models) < 3:
             opened.warnings.append("fewer than 3 models voted; look before accepting")
+    counts: dict[str, int] = {}
+
+    def focus(one: Any) -> None:
+        if suggested is not None:
+            counts["suggested"] = one.use_suggestions(*suggested)
+        if only:
+            counts["only"] = one.only(only)
+        if question_ids:
+            counts["question"] = one.only_questions(list(question_ids))
+        one.order_by(order)
+
+    if team:
+        session.narrow(focus)
+    else:
+        focus(session)
+    if suggestions:
+        notes.append(f"suggestions from {suggestions} for {counts.get('suggested', 0)} of {len(records)} questions")
     if only:
-        n = session.only(only)
-        notes.append(f"reviewing the {n} question(s) {only} lists, of {len(session.records)}")
-    session.order_by(order)
+        notes.append(f"reviewing the {counts.get('only', 0)} question(s) {only} lists, of {len(records)}"
+                     + (" (each person: those given to them)" if team else ""))
+    if question_ids and not team:
+        notes.append(f"opening {counts['question']} question(s): {', '.join(session.view_ids())}")
 
 
 def _candidates(kb: Any, embedder: str | None) -> Any:
@@ -228,7 +271,7 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
 
 def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None, kb: str | Path | None = None,
                      gold: str | Path | None = None, out: str | Path | None = None,
-                     viewer: str | None = None) -> ReviewingApp:
+                     viewer: str | None = None, new_keys: str | None = None) -> ReviewingApp:
     """Open a spot-checked ``run`` for a team's review (``grace annotations review --team a,b``): each person's
     verdicts in their own file of the team folder ``out`` (default ``RUN/spotcheck_team``), disagreements in a
     reviewer's queue, the team's labels in ``out/human.csv``, and the calibration page (``viewer``: the address of
@@ -241,7 +284,8 @@ def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None
 
     sources = RunSources.find(run, kb_dir=kb, gold=gold)
     kb_obj = load_kb(sources.kb_dir, write_missing=False)
-    session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj)
+    session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj,
+                              new_keys=new_keys)
     try:
         app = TeamReviewApp(session, kb_obj)
     except BaseException:

@@ -26,6 +26,7 @@ class CuratingApp:
     curation: Any
     proposer: str
     notes: list[str] = field(default_factory=list)
+    new_keys: dict[str, str] = field(default_factory=dict)  # a team's keys issued by this start: printed once
 
     def close(self) -> None:
         self.curation.close()
@@ -49,14 +50,17 @@ def _proposer(model: str, calls: ModelCalls, language: str | None, template: str
 
 def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", calls: ModelCalls | None = None,
                   author: str | None = None, run: str | Path | None = None, template: str | None = None,
-                  console: Any = None, reviewers: str | None = None, curators: str | None = None) -> CuratingApp:
+                  console: Any = None, reviewers: str | None = None, curators: str | None = None,
+                  new_keys: str | None = None) -> CuratingApp:
     """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
     action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name).
 
     ``reviewers`` (``dana,erin``) opens it for a team: each person names themself on the page, a curator's action
     (``curators``: the roster; default anyone named) waits in ``KB/curation_review.jsonl`` until a reviewer
-    approves it (then it is applied as any action) or rejects it, with the reason."""
+    approves it (then it is applied as any action) or rejects it, with the reason. Every person named gets their
+    own key (``opened.new_keys``, printed once; ``new_keys``: ``bob`` replaces theirs); a name alone acts as
+    nobody who holds one."""
     from annotations.teamwork import parse_names
     from harness.core.errors import GraceError
     from harness.kb_curate.app import CurateApp
@@ -76,10 +80,12 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
         review = ReviewQueue(cur.path) if team else None
         app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores, review=review,
                         curators=roster, reviewers=team)
+        new = {} if review is None else review.credentials.issue(list(dict.fromkeys([*(roster or []), *team])),
+                                                                 parse_names(new_keys, "--new-key") or [])
     except BaseException:
         cur.close()
         raise
-    opened = CuratingApp(app, cur, proposer.name)
+    opened = CuratingApp(app, cur, proposer.name, new_keys=new)
     c = app.state()["counts"]
     opened.notes.append(f"{len(app.findings)} finding(s) to work through" + (
         f" ({', '.join(f'{n} {k}' for k, n in c.items())})" if c else "") + f"; proposals from {proposer.name}")
