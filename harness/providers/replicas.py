@@ -171,7 +171,7 @@ class Replicas(Provider):
             peers_answer = any(m.last_answer > member.failing_since for m in others)
             if (streak.total() >= BREAKER_AFTER and others and (peers_answer or set(streak) == {"connection"})
                     and member.dropped is None):
-                self._drop(member, f"{_streak(streak)} in a row ({_said(exc)})")
+                self._drop(member, f"{_streak(streak)} in a row ({exc.message[:200]})")
             return bool(others) and (peers_answer or exc.kind == "connection")
         if exc.kind == "timeout":
             peers_answer = any(m.last_answer > started for m in others)
@@ -196,8 +196,3 @@ def _streak(streak: Counter[str]) -> str:
     parts = ", ".join(f"{n} {REPLICA_FAULTS[kind]}" for kind, n in streak.most_common())
     return f"{streak.total()} failed calls ({parts})"
 
-
-def _said(exc: ProviderError) -> str:
-    """The last failure, as a reader checks it against the server's log: its HTTP status and message."""
-    status = f"HTTP {exc.status}: " if exc.status and str(exc.status) not in exc.message else ""
-    return f"{status}{exc.message[:200]}"
