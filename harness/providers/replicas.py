@@ -195,4 +195,3 @@ def _streak(streak: Counter[str]) -> str:
         return f"{streak.total()} {REPLICA_FAULTS[next(iter(streak))]}"
     parts = ", ".join(f"{n} {REPLICA_FAULTS[kind]}" for kind, n in streak.most_common())
     return f"{streak.total()} failed calls ({parts})"
-
