@@ -21,7 +21,7 @@ from harness.prompts import Template
 from harness.providers.base import ModelSpec, RetrievedArticle
 from harness.run_folder import RunDir, RunInfo
 from harness.run_folder.run_records import Attempt, RunSample
-from harness.runner.cache import ResponseCache
+from harness.runner.cache import ResponseCache, any_cached
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan
 from harness.runner.run_result import RunResult
@@ -101,6 +101,8 @@ class RunSession:
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
         choose_batch(specs, config.batch)
+        if not config.dry_run:
+            _preload_sdks(specs, read_cache=not config.no_cache)
         kb = load_kb(config.kb)
         # no --template: the KB's language's built-in one (a French KB: a French prompt and refusal sentence)
         template = load_template(config.template, config.output_mode, kb.manifest.language)
@@ -259,6 +261,23 @@ class RunSession:
             log.warning(warning)
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
         return True
+
+
+def _preload_sdks(specs: list[ModelSpec], *, read_cache: bool) -> None:
+    """Import the models' SDKs (openai's alone: 0.8 s of CPU, before its first request can leave) on a thread while
+    the KB, the gold set and retrieval load, unless the response cache may answer the run: it holds answers of these
+    models (a re-run), which then never needs the SDK. Asked on the thread: the cache's scan costs the run nothing."""
+    from harness.core.preload import preload
+    from harness.providers import sdk_modules
+
+    sdks = sdk_modules(specs)
+    if not sdks:
+        return
+    if not read_cache:
+        preload(*sdks)
+        return
+    names = [s.name for s in specs]
+    preload(*sdks, needed=lambda: not any_cached(names))
 
 
 def _draw_sample(questions: Sequence[GoldQuestion], n: int, seed: int) -> RunSample | None:
