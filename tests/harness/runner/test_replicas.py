@@ -195,6 +195,13 @@ def test_a_replica_that_answers_no_answer_is_dropped_named_and_its_questions_ans
     assert replicas[urls[0]] == {"url": urls[0], "answered": QUESTIONS, "dropped": None}
     assert replicas[urls[1]]["answered"] == 0 and said in replicas[urls[1]]["dropped"]
     assert info["counts"]["openai:replicated"]["stopped"] is None
+    code, out = run_grace("score", bench / "run" / "responses.jsonl", "--gold", bench / "gold.csv", "--kb",
+                          bench / "kb", "--out", bench / "run")
+    assert code == 0, out
+    warnings = json.loads((bench / "run" / "report.json").read_text())["warnings"]
+    assert [w for w in warnings if "was dropped" in w] == [
+        f"openai:replicated: replica {urls[1]} was dropped ({replicas[urls[1]]['dropped']}); the other replicas "
+        "answered its questions"]
 
 
 def test_when_every_replica_answers_no_answer_none_is_dropped_and_the_model_fails_as_on_one_endpoint(bench, monkeypatch):
