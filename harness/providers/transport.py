@@ -63,6 +63,23 @@ def sdk_http_client(sdk: Any, *, verify: ssl.SSLContext | None = None) -> Any | 
     return sdk.DefaultAsyncHttpxClient(**kwargs) if kwargs else None
 
 
+def url_credentials(url: str) -> tuple[str, str | None]:
+    """The URL without its ``user:password@``, and that pair as a Basic ``Authorization`` header, for grace to send
+    as a header: HTTP clients disagree on credentials in a URL (httpx sends them in place of an SDK's own
+    ``Authorization``; aiohttp refuses them beside it, "Cannot combine AUTHORIZATION header")."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    import base64
+
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    host = parts.netloc.rpartition("@")[2]
+    pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {pair}"
+
+
 def httpx_client(**kwargs: Any) -> Any:
     """An ``httpx.AsyncClient`` (keywords as httpx takes them) whose transport is aiohttp: for ``http:`` systems and
     plugins that call an API without an SDK. With ``GRACE_HTTP_TRANSPORT=httpx``, httpx's own.
