@@ -152,26 +152,6 @@ def write(path: Path, text: str) -> Path:
 os.environ.setdefault("COLUMNS", "200")
 
 
-def checkout_grace():
-    """``import grace`` of this checkout (harness/grace): the installed package when the venv was installed from
-    here (``pip install -e .``: setuptools maps it), else loaded from its folder under the same name, so the tests
-    of a worktree run with another checkout's venv check their own copy."""
-    import importlib
-    import importlib.util
-    import sys
-
-    folder = ROOT / "harness" / "grace"
-    spec = importlib.util.find_spec("grace")
-    if spec is not None and spec.origin and Path(spec.origin).resolve() == (folder / "__init__.py").resolve():
-        return importlib.import_module("grace")
-    spec = importlib.util.spec_from_file_location("grace", folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["grace"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def killed_at_replace(target: str, *argv: object, env: dict[str, str] | None = None):
     """``grace ARGV`` in a process that SIGKILLs itself just before renaming a temp file over ``target``: a crash at
     the worst moment of a write, for the tests that a folder survives it."""

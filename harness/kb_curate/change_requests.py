@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.core.clock import now as _now
 from harness.kb_curate.event_log import EventLog
 from harness.web import Rejected
 from kb_builder.kb_dir import REVIEW, KbDir
@@ -66,10 +66,6 @@ class ChangeRequest(BaseModel):
 
 def article_hash(title: str, text: str) -> str:
     return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class ReviewQueue:

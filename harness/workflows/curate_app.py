@@ -10,9 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.workflows.calls import ModelCalls
+
+if TYPE_CHECKING:
+    from harness.kb_curate.app import CurateApp
+    from harness.kb_curate.proposer import Proposer
+    from harness.runner.calls import CallSettings
+    from kb_builder.curation import Curation
 
 __all__ = ["CuratingApp", "open_curating", "propose_fixes"]
 
@@ -22,8 +28,8 @@ class CuratingApp:
     """The curation app, open on its KB (which it holds the one-writer lock of until ``close()``): ``app`` is what
     :func:`harness.web.listen` serves, ``curation`` the overlay it acts through."""
 
-    app: Any
-    curation: Any
+    app: CurateApp
+    curation: Curation
     proposer: str
     notes: list[str] = field(default_factory=list)
 
@@ -38,7 +44,7 @@ class CuratingApp:
 
 
 def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Any = None,
-              ready: bool = True):
+              ready: bool = True) -> tuple[Proposer, CallSettings]:
     from harness.kb_curate.proposer import make_proposer
 
     proposer = make_proposer(model, options=calls.options, prices=calls.prices, language=language, template=template,
@@ -85,7 +91,7 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
         f" ({', '.join(f'{n} {k}' for k, n in c.items())})" if c else "") + f"; proposals from {proposer.name}")
     if app.review is not None:
         pending = app.state()["team"]["pending"]
-        opened.notes.append(f"a team session: curators' actions wait for a reviewer ({', '.join(team)}); "
+        opened.notes.append(f"a team session: curators' actions wait for a reviewer ({', '.join(team or [])}); "
                             f"{pending} change(s) pending in {app.review.path}")
     if cur.conflicts():
         opened.notes.append(f"{len(cur.conflicts())} edit(s) the last build could not re-apply: listed in the app")

@@ -62,7 +62,7 @@ def migrate_gold(gold: str | Path, kb: str | Path, out: str | Path, *, suggestio
 
     gold, out = Path(gold), Path(out)
     sugg = Path(suggestions) if suggestions is not None else suggestions_path(out)
-    inputs = {"gold CSV": gold, "KB": kb_files(kb)}
+    inputs: dict[str, Path | list[Path]] = {"gold CSV": gold, "KB": kb_files(kb)}
     check_output_file(out, inputs, force=force)
     check_output_file(sugg, {**inputs, "new gold CSV": out}, force=force, option="--suggestions")
     return _migrate(gold, load_kb(kb), out, sugg)

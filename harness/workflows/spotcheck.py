@@ -8,6 +8,7 @@ what these return.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,7 +79,7 @@ def _judge(judge: str, template: str | None, calls: ModelCalls, mode: str = "seg
     return Judge(spec, provider, mode_template(mode, template) if template else None)
 
 
-def _progress(console: Any):
+def _progress(console: Any) -> Callable[[str, int, int], None] | None:
     """One ``label: done/total judge calls`` line, rewritten in place, on a terminal console."""
     if console is None or not console.is_terminal:
         return None

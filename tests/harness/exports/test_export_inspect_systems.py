@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.testing.fake_api import FakeAPIServer, Reply
 from tests.conftest import SAMPLE, run_grace, write
 
@@ -26,7 +26,7 @@ SYSTEM = '''
 import json
 import os
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 
 def answer(request):

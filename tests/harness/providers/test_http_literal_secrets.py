@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core import secrets
 from harness.core.literal_secrets import variable_for
 from harness.testing.fake_api import FakeAPIServer, bot_answer

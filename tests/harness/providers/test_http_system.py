@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from harness.testing.fake_api import FakeAPIServer, Reply, bot_answer
 from tests.conftest import ROOT, SAMPLE, run_grace

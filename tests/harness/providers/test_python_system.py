@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from tests.conftest import ROOT, SAMPLE, run_grace
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import openai
 
-from harness.api import SystemAnswer, SystemRequest
+from grace import SystemAnswer, SystemRequest
 
 ARTICLES = [json.loads(line) for line in (Path(os.environ["MY_RAG_KB"]) / "articles.jsonl").open(encoding="utf-8")]
 LLM = openai.OpenAI(base_url=os.environ["MY_RAG_LLM"], api_key="local", max_retries=0)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from tests.conftest import ROOT, SAMPLE
 
 N_QUESTIONS = 6
@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 
 def fine(request):

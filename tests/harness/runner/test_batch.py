@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import api
+import grace as api
 from harness.core.errors import GraceError
 from harness.providers import make_provider, parse_model_spec
 from harness.providers.base import Completion
