@@ -24,14 +24,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.run_folder.audit_log import MAX_LINE_BYTES
 
@@ -154,7 +154,7 @@ class _Seen:
 
 
 def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
-          gold_set: Any) -> tuple[ImportResult, list, _Seen]:
+          gold_set: Any) -> tuple[ImportResult, list[Any], _Seen]:
     """Read the log a line at a time into response rows; write them, ``malformed.jsonl`` and
     ``unmatched.jsonl``/``questions.csv``. Each file is written to a temp file and renamed when whole."""
     from harness.core.files import atomic_write_text, csv_text, temp_path_for
@@ -185,6 +185,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
             for line in read_audit_log(c.logs, mapping, max_line_bytes=c.max_line_bytes):
                 result.records += 1
                 if line.record is None:
+                    assert line.problem is not None  # a line is a record or a problem
                     bad_fh.write(jsonl_line(line.problem))
                     result.n_malformed += 1
                     if len(result.malformed) < KEPT_PROBLEMS:
@@ -296,7 +297,7 @@ class _RowKeys:
 SLICE_ROWS = 1 << 18  # rows of the order put in place at once (their keys: about 8 MB)
 
 
-def _write_in_order(staging: Path, final: Path, keys: _RowKeys, model_rank: list[int], repeats: Counter,
+def _write_in_order(staging: Path, final: Path, keys: _RowKeys, model_rank: list[int], repeats: Counter[tuple[int, int]],
                     n_questions: int) -> None:
     """``responses.jsonl`` in the order grace run's compaction keeps (models by name, then repeat, then question
     order), from the rows written in log order, copied by byte offset; no row, nor a key of every row, is held.
@@ -370,14 +371,14 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
 
 
 def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,
-                    questions: list, result: ImportResult, seen: _Seen, citations: Any) -> None:
+                    questions: list[Any], result: ImportResult, seen: _Seen, citations: Any) -> None:
     from harness.core.hashing import file_hash, json_hash
     from harness.core.version import __version__
     from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunImport, RunInfo, RunKb
 
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    at = now()
     info = RunInfo(
-        grace_version=__version__, started_at=now, finished_at=now, status="finished",
+        grace_version=__version__, started_at=at, finished_at=at, status="finished",
         kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles), embedder=None),
         gold=RunGold(path=str(gold_set.path if gold_set is not None else folder.questions),
                      hash=gold_set.hash if gold_set is not None else _questions_hash(questions, json_hash),
@@ -398,13 +399,13 @@ def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], k
     folder.write_run_info(info)
 
 
-def _questions_hash(questions: list, json_hash: Any) -> str:
+def _questions_hash(questions: list[Any], json_hash: Callable[..., str]) -> str:
     """The unlabelled question set's hash, as the scorer takes one of questions passed in memory: two imports of
     logs that asked the same questions compare as runs on one question set."""
     return json_hash([[q.question_id, q.question] for q in questions], 16)
 
 
-def _score(c: ImportLogsConfig, folder: Any, kb: Any, gold_set: Any, questions: list, console: Any) -> Run:
+def _score(c: ImportLogsConfig, folder: Any, kb: Any, gold_set: Any, questions: list[Any], console: Any) -> Run:
     """Score the rows as ``grace score`` would and write the reports (leaderboard.md, report.html)."""
     from harness.core.hashing import json_hash
     from harness.reports import write_reports
