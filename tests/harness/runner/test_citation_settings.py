@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import grace
-from tests.conftest import SAMPLE, run_grace, write
+from tests.conftest import run_grace, sample_bench, write
 
 N_QUESTIONS = 6
 
@@ -48,11 +48,7 @@ def answer(request):
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     """The sample KB and the first questions of its gold set."""
-    root = tmp_path_factory.mktemp("citations")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("citations"), N_QUESTIONS)
 
 
 @pytest.fixture
