@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from harness.workflows.calls import ModelCalls
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from annotations.audit import AuditResult
     from annotations.stats import GoldStats
     from annotations.validate import ValidationReport
@@ -367,10 +369,10 @@ class Suggested:
                 f"({first}); {self.out} lists each failure; run the same command again to retry them")
 
 
-def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str | Path | None = None,
+def suggest_labels(questions: str | Path, kb: str | Path | KB, out: str | Path, *, run: str | Path | None = None,
                    labeler: str | None = None, min_agreement: float = 0.6, min_models: int = 2, k: int = 10,
                    template: str | None = None, dry_run: bool = False, force: bool = False,
-                   calls: ModelCalls | None = None, console: Any = None,
+                   calls: ModelCalls | None = None, console: Console | None = None,
                    on_consensus: Callable[[Suggested], None] | None = None) -> Suggested:
     """Pre-label ``questions`` (a CSV or text file) into the suggestions CSV ``out``: the consensus of ``run``'s
     models, the LLM ``labeler`` (``PROVIDER:MODEL``, asked with ``calls``), or both, the labeler then only where the
@@ -390,12 +392,12 @@ def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str 
     out = Path(out)
     if not dry_run:
         check_output_file(out, {"questions file": questions, "KB": _kb_inputs(kb), "run": _run_inputs(run)}, force=force)
-    kb = _load(kb)
+    kb_obj = _load(kb)
     qs = read_questions(questions)
     done = Suggested(out, len(qs), labeler=labeler)
     suggestions: list[Any] = []
     if run:
-        suggestions, done.models = suggest_from_run(qs, run, kb.by_id, min_agreement=min_agreement,
+        suggestions, done.models = suggest_from_run(qs, run, kb_obj.by_id, min_agreement=min_agreement,
                                                     min_voters=min_models)
         done.usable = sum(s.usable for s in suggestions)
         if on_consensus is not None:
@@ -408,7 +410,7 @@ def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str 
             done.labeler_skipped = True
         else:
             redactor = calls.redactor(console)
-            labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=calls.concurrency,
+            labelled = suggest_with_labeler(kb_obj, todo, labeler, k=k, dry_run=dry_run, concurrency=calls.concurrency,
                                             max_attempts=calls.max_attempts, prices=calls.prices,
                                             read_cache=calls.read_cache, console=console, options=calls.model_options(),
                                             redactor=redactor, template=template)

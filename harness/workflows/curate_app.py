@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 from harness.workflows.calls import ModelCalls
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from harness.kb_curate.app import CurateApp
     from harness.kb_curate.proposer import Proposer
     from harness.runner.calls import CallSettings
     from kb_builder.curation import Curation
+    from kb_builder.store import KB
 
 __all__ = ["CuratingApp", "open_curating", "propose_fixes"]
 
@@ -43,7 +46,7 @@ class CuratingApp:
         self.close()
 
 
-def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Any = None,
+def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Console | None = None,
               ready: bool = True) -> tuple[Proposer, CallSettings]:
     from harness.kb_curate.proposer import make_proposer
 
@@ -55,7 +58,7 @@ def _proposer(model: str, calls: ModelCalls, language: str | None, template: str
 
 def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", calls: ModelCalls | None = None,
                   author: str | None = None, run: str | Path | None = None, template: str | None = None,
-                  console: Any = None, reviewers: str | None = None, curators: str | None = None) -> CuratingApp:
+                  console: Console | None = None, reviewers: str | None = None, curators: str | None = None) -> CuratingApp:
     """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
     action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name).
@@ -98,9 +101,9 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     return opened
 
 
-def propose_fixes(kb: Any, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
                   limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
-                  template: str | None = None, console: Any = None) -> list[Any]:
+                  template: str | None = None, console: Console | None = None) -> list[Any]:
     """A proposal for each of lint's findings on ``kb`` (of ``kinds``, the first ``limit``), worst first, without
     changing anything: a list of :class:`harness.kb_curate.proposals.Proposal` (a rejected one has ``error`` set). With
     ``dry_run``: what the calls would cost (``Estimate`` rows), and no call."""

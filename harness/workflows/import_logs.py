@@ -37,6 +37,7 @@ from harness.run_folder.audit_log import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import numpy as np
+    from rich.console import Console
 
     from harness.run_folder.audit_log import LogProblem, UnmatchedRecord
     from harness.workflows.results import Run
@@ -90,7 +91,7 @@ class ImportResult:
 
 
 def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str | Path | None = None,
-                console: Any = None, **options: Any) -> ImportResult:
+                console: Console | None = None, **options: Any) -> ImportResult:
     """Read a production audit log into the run folder ``out``, score it and write its reports.
 
     The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
