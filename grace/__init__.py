@@ -42,6 +42,8 @@ from harness.providers.base import missing_key as missing_key
 from harness.providers.base import require_sdk as require_sdk
 from harness.providers.base import sdk_http_client as sdk_http_client
 from harness.providers.base import sdk_installed as sdk_installed
+from harness.web.run import listen as listen
+from harness.web.run import serve as serve
 from harness.workflows.annotate import Agreement as Agreement
 from harness.workflows.annotate import LabellingApp as LabellingApp
 from harness.workflows.annotate import ReviewingApp as ReviewingApp
@@ -142,6 +144,8 @@ __all__ = [
     "open_review_team", "Agreement", "LabellingApp", "ReviewingApp", "Suggested", "generate_gold", "migrate_gold",
     "GoldDraft", "GoldMigration", "spotcheck_run", "calibrate_judge", "meta_eval_judge", "Spotcheck",
     "SpotcheckOptions", "MetaEval",
+    # serving the web apps an open_* call returns (their .app)
+    "listen", "serve",
     # your own system (python: SYSTEM) and provider plugins
     "SystemRequest", "SystemAnswer", "Provider", "Request", "RequestContext", "Completion", "ModelSpec",
     "ProviderError", "ErrorKind", "RunContext", "http_client", "missing_key", "require_sdk", "sdk_installed",
