@@ -119,6 +119,8 @@ from harness.workflows.trend import write_trend as write_trend
 from harness.workflows.view import export_view as export_view
 from harness.workflows.view import view as view
 from kb_builder.build import BuildResult as BuildResult
+from kb_builder.gold import GoldSet as GoldSet
+from kb_builder.gold import load_gold as load_gold
 from kb_builder.kb_records import Article as Article
 from kb_builder.lint import LintReport as LintReport
 from kb_builder.references import Resolution as Resolution
@@ -140,7 +142,7 @@ __all__ = [
     "open_curating", "propose_fixes", "CuratingApp", "edit_kb", "curation_edits", "open_curation", "KbEdit",
     "Curation", "CurationEdit", "CurationConflict",
     # gold labels and the judge
-    "audit_gold", "suggest_labels", "validate_gold", "gold_stats", "agree_labels", "open_labelling", "open_review",
+    "load_gold", "GoldSet", "audit_gold", "suggest_labels", "validate_gold", "gold_stats", "agree_labels", "open_labelling", "open_review",
     "open_review_team", "Agreement", "LabellingApp", "ReviewingApp", "Suggested", "generate_gold", "migrate_gold",
     "GoldDraft", "GoldMigration", "spotcheck_run", "calibrate_judge", "meta_eval_judge", "Spotcheck",
     "SpotcheckOptions", "MetaEval",

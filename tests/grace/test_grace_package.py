@@ -50,6 +50,22 @@ def test_every_name_is_imported_by_name():
         _ = grace.rnu  # type: ignore[attr-defined]
 
 
+def test_grace_testing_gives_the_test_doubles_a_user_is_taught(tmp_path):
+    """``grace.testing``: the fake model API a plugin is tested against and the simulated panel of the
+    prediction-powered how-to, as that page calls it (the sample KB and gold in place of ClapNQ's)."""
+    import harness.testing
+    import harness.testing.panel
+    from grace.testing import FakeAPIServer, Reply, simulate_panel
+    from tests.conftest import sample_bench
+
+    assert FakeAPIServer is harness.testing.FakeAPIServer and Reply is harness.testing.Reply
+    assert simulate_panel is harness.testing.panel.simulate_panel
+    bench = sample_bench(tmp_path, 20)
+    gold = grace.load_gold(bench / "gold.csv")
+    rows = simulate_panel(grace.load_kb(bench / "kb"), gold.questions, [0.9, 0.5], seed=0)
+    assert len(rows) == 2 * 20 and {r["question_id"] for r in rows} == {q.question_id for q in gold.questions}
+
+
 def test_help_lists_the_api_and_runs_options():
     """``help(grace)`` lists the functions and types; ``help(grace.run)`` every run option, by name."""
     import inspect

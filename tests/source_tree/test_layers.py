@@ -34,8 +34,10 @@ ORDER = [
     ("annotations", "harness.viewer", "harness.kb_curate"),  # the web apps: gold labels, the results, KB curation
     ("harness.exports",),  # a scored run, out to the trackers: reads the run folder and its figures
     ("harness.workflows",),
-    ("grace",),  # the Python API, `import grace`: every public name imported by name
-    ("harness.cli", "harness.testing"),
+    # the Python API, `import grace`: every public name imported by name; and the test doubles it offers users
+    # (grace.testing: a fake model API, a simulated panel), which import nothing of grace's
+    ("grace", "harness.testing"),
+    ("harness.cli",),
 ]
 OURS = ("grace", "harness", "kb_builder", "annotations")
 
