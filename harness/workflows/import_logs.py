@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -91,7 +91,11 @@ class ImportResult:
 
 
 def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str | Path | None = None,
-                console: Console | None = None, **options: Any) -> ImportResult:
+                fields: Sequence[str] = (), mapping: str | Path | None = None, default_model: str = "production",
+                max_line_bytes: int = MAX_LINE_BYTES, force: bool = False,
+                citations: Literal["single", "multi"] = "multi", reads: Literal["ids", "references"] = "references",
+                citation_map: str | Path | None = None, rewrite: Sequence[str] = (), seed: int = 0,
+                bootstrap: int = 2000, console: Console | None = None) -> ImportResult:
     """Read a production audit log into the run folder ``out``, score it and write its reports.
 
     The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
@@ -107,8 +111,10 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     from kb_builder.gold import load_gold
     from kb_builder.kb_folder import load_kb
 
-    c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, **options)
-    mapping = field_map(c.fields, c.mapping)
+    c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, fields=tuple(fields), mapping=mapping,
+                         default_model=default_model, max_line_bytes=max_line_bytes, force=force, citations=citations,
+                         reads=reads, citation_map=citation_map, rewrite=tuple(rewrite), seed=seed, bootstrap=bootstrap)
+    paths = field_map(c.fields, c.mapping)
     folder = RunDir(c.out)
     check_output_folder(c.out, {"log file": c.logs, "KB folder": c.kb, "gold CSV": c.gold, "mapping file": c.mapping},
                         [p.name for p in _written(folder)] + [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
@@ -120,7 +126,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
         raise GraceError(f"--out {c.out} already holds a run ({held[0].name}); give a new folder, or add --force to "
                          f"replace it (its responses are kept as {folder.responses.name}.bak)")
     kb_obj = load_kb(c.kb, write_missing=False)
-    citations = check_against_kb(settings(c.citations, c.reads, c.citation_map, c.rewrite), kb_obj, "--citation-map")
+    reading = check_against_kb(settings(c.citations, c.reads, c.citation_map, c.rewrite), kb_obj, "--citation-map")
     gold_set = load_gold(c.gold) if c.gold is not None else None
     with folder.lock():
         if held:
@@ -128,13 +134,13 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
             for path in _written(folder):
                 path.unlink(missing_ok=True)
             folder.discard_derived()  # the old run's scores, reports, spot-check and exports describe the old answers
-        result, questions, seen = _read(c, mapping, folder, gold_set)
+        result, questions, seen = _read(c, paths, folder, gold_set)
         if not result.imported:
             raise GraceError(f"{c.logs}: nothing imported: {result.n_malformed} malformed line(s) "
                              f"({folder.malformed}), {result.n_unmatched} unmatched record(s)"
                              + (f" ({folder.unmatched})" if gold_set is not None else "")
                              + "; check the field mapping (--map FIELD=PATH)")
-        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result, seen, citations)
+        _write_run_info(c, folder, paths, kb_obj, gold_set, questions, result, seen, reading)
         result.run = _score(c, folder, kb_obj, gold_set, questions, console)
     return result
 

@@ -78,6 +78,14 @@ def test_help_lists_the_api_and_runs_options():
         assert f"{name}(" in text or f"class {name}" in text, name
     keywords = set(inspect.signature(grace.run).parameters) - {"progress", "console"}
     assert keywords == set(RunConfig.model_fields), "grace.run's keywords are RunConfig's fields"
+    # import_logs spells out ImportLogsConfig's fields, with the same defaults
+    from harness.workflows.import_logs import ImportLogsConfig
+
+    params = inspect.signature(grace.import_logs).parameters
+    assert set(params) - {"console"} == set(ImportLogsConfig.model_fields)
+    for name, field in ImportLogsConfig.model_fields.items():
+        if not field.is_required():
+            assert params[name].default == field.default, name
 
 
 def test_the_packaging_installs_the_folder_as_grace_with_py_typed():
