@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from harness.workflows.calls import ModelCalls
 
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from harness.kb_curate.app import CurateApp
+    from harness.kb_curate.proposals import Proposal
     from harness.kb_curate.proposer import Proposer
-    from harness.runner.calls import CallSettings
+    from harness.runner.calls import CallSettings, Estimate
     from kb_builder.curation import Curation
     from kb_builder.store import KB
 
@@ -101,9 +102,22 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     return opened
 
 
+@overload
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: Literal[False] = False,
+                  template: str | None = None, console: Console | None = None) -> list[Proposal]: ...
+@overload
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: Literal[True],
+                  template: str | None = None, console: Console | None = None) -> list[Estimate]: ...
+@overload
 def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
                   limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
-                  template: str | None = None, console: Console | None = None) -> list[Any]:
+                  template: str | None = None,
+                  console: Console | None = None) -> list[Proposal] | list[Estimate]: ...
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
+                  template: str | None = None, console: Console | None = None) -> list[Proposal] | list[Estimate]:
     """A proposal for each of lint's findings on ``kb`` (of ``kinds``, the first ``limit``), worst first, without
     changing anything: a list of :class:`harness.kb_curate.proposals.Proposal` (a rejected one has ``error`` set). With
     ``dry_run``: what the calls would cost (``Estimate`` rows), and no call."""

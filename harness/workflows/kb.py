@@ -24,15 +24,21 @@ __all__ = ["build_kb", "eval_retrieval", "index_kb", "lint_kb", "load_kb", "reso
 @overload
 def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
              calls: ModelCalls | None = None, dry_run: Literal[False] = False, console: Console | None = None,
-             articles_file: str | Path | None = None, max_tokens: int | None = None, min_tokens: int | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
              embedder: str | None = None, language: str | None = None,
              progress: Callable[..., Any] | None = None) -> BuildResult: ...
 @overload
 def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
              calls: ModelCalls | None = None, dry_run: Literal[True], console: Console | None = None,
-             articles_file: str | Path | None = None, max_tokens: int | None = None, min_tokens: int | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
              embedder: str | None = None, language: str | None = None,
              progress: Callable[..., Any] | None = None) -> Estimate: ...
+@overload
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
+             calls: ModelCalls | None = None, dry_run: bool = False, console: Console | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
+             embedder: str | None = None, language: str | None = None,
+             progress: Callable[..., Any] | None = None) -> BuildResult | Estimate: ...
 def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
              calls: ModelCalls | None = None, dry_run: bool = False, console: Console | None = None,
              **options: Any) -> BuildResult | Estimate:
