@@ -53,10 +53,11 @@ def test_the_fast_selection_leaves_out_every_browser_test():
 
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"{CHROMIUM} is not installed: the browser modules skip at collection")
-    chosen = _collected("-m", "browser", "tests/harness/viewer", "tests/harness/exports/test_export_inspect.py")
+    files = ["tests/harness/viewer/test_view_browser.py", "tests/harness/exports/test_export_inspect.py"]
+    chosen = _collected("-m", "browser", *files)
     assert any("test_view_browser.py::" in t for t in chosen), chosen
     assert {t.split("::")[1] for t in chosen if "test_export_inspect.py::" in t} == {
         "test_inspect_view_lists_the_logs_and_shows_a_samples_answer", "test_a_hostile_answer_stays_text_in_inspect_view"}
-    kept = _collected("-m", "not slow and not browser", "tests/harness/viewer", "tests/harness/exports/test_export_inspect.py")
+    kept = _collected("-m", "not slow and not browser", *files)
     assert kept and not set(kept) & set(chosen), kept
     assert any("test_export_inspect.py::test_results_are_report_json_figures_exactly" in t for t in kept)
