@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from kb_builder.curation_records import (
     CurationConflict,
@@ -36,7 +37,6 @@ from kb_builder.curation_records import (
     append_edit,
     distinct_marks,
     last_seq,
-    now,
     read_conflicts,
     read_edits,
     set_aside_torn_tail,

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.core.clock import now
 from harness.core.errors import GraceError, where
 from harness.core.locks import FileLock
 from kb_builder.kb_records import Article
@@ -126,7 +126,7 @@ class KbDir:
     # -- retired.jsonl ---------------------------------------------------------
     def append_retired(self, gone: Iterable[Article]) -> None:
         """Keep removed articles' titles so a stale gold label can be explained later."""
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        stamp = now()
         with self.retired.open("a", encoding="utf-8") as fh:
             for a in gone:
                 fh.write(json.dumps({"id": a.id, "title": a.title, "source": a.source, "retired_at": stamp},

@@ -20,13 +20,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Callable
-from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from harness.core.clock import now as _now
 from harness.kb_curate.event_log import EventLog
 from harness.web import Rejected
 from harness.web.credentials import Credentials
@@ -74,10 +74,6 @@ class ChangeRequest(BaseModel):
 
 def article_hash(title: str, text: str) -> str:
     return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16]
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class ReviewQueue:

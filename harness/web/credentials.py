@@ -22,12 +22,12 @@ import hmac
 import json
 import secrets
 import threading
-from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, read_text_checked
 from harness.web.server import Rejected
@@ -89,7 +89,7 @@ class Credentials:
             new = {n: secrets.token_urlsafe(32) for n in names if n not in self.file.keys or n in again}
             if not new:
                 return {}
-            at = datetime.now(UTC).isoformat(timespec="seconds")
+            at = now()
             for n, key in new.items():
                 self.file.keys[n] = KeyRecord(sha256=_digest(key), issued_at=at)
             atomic_write_text(self.path, self.file.model_dump_json(indent=2) + "\n")

@@ -10,9 +10,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.workflows.calls import ModelCalls
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from annotations.audit import AuditResult
+    from annotations.stats import GoldStats
+    from annotations.validate import ValidationReport
+    from kb_builder.store import KB
 
 __all__ = ["Agreement", "LabellingApp", "ReviewingApp", "Suggested", "agree_labels", "audit_gold", "gold_stats",
            "open_labelling", "open_review", "open_review_team", "suggest_labels", "validate_gold"]
@@ -22,6 +30,10 @@ def _load(kb: Any) -> Any:
     from kb_builder.kb_folder import load_kb as _load_kb
 
     return _load_kb(kb) if isinstance(kb, str | Path) else kb
+
+
+def _path(given: str | Path | None) -> Path | None:
+    return Path(given) if given is not None else None
 
 
 def _kb_inputs(kb: Any) -> list[Path] | None:
@@ -114,11 +126,11 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
                             "KB": _kb_inputs(kb), "run": _run_inputs(run)}, owned=True)
     if questions is None and from_gold is None and not out.exists():
         raise GraceError("give --questions Q.csv (or Q.txt, one question per line) or --from-gold GOLD.csv")
-    kb = load_kb(kb)
-    retriever = _candidates(kb, embedder)
-    session = AnnotationSession.open(kb, out, questions=questions, from_gold=from_gold,
+    kb_obj = load_kb(kb)
+    retriever = _candidates(kb_obj, embedder)
+    session = AnnotationSession.open(kb_obj, out, questions=questions, from_gold=from_gold,
                                      annotator=annotator or default_annotator())
-    opened = LabellingApp(AnnotationApp(session, retriever, k=k), session, kb, retriever, out)
+    opened = LabellingApp(AnnotationApp(session, retriever, k=k), session, kb_obj, retriever, out)
     try:
         _focus(opened, suggestions, run, only, order, question_ids)
     except BaseException:
@@ -141,11 +153,11 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
     for name, given in {"questions file": questions, "KB": kb}.items():
         if given is not None and Path(given).resolve() == out.resolve():
             raise GraceError(f"--out {out} is the {name}; give the team session a folder of its own")
-    kb = load_kb(kb)
-    retriever = _candidates(kb, embedder)
-    session = TeamSession.open(kb, out, questions=questions, people=team, reviewers=reviewers, rule=assign,
+    kb_obj = load_kb(kb)
+    retriever = _candidates(kb_obj, embedder)
+    session = TeamSession.open(kb_obj, out, questions=questions, people=team, reviewers=reviewers, rule=assign,
                                new_keys=new_keys, agree=agree)
-    return LabellingApp(TeamApp(session, retriever, k=k), session, kb, retriever, out)
+    return LabellingApp(TeamApp(session, retriever, k=k), session, kb_obj, retriever, out)
 
 
 def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path | None, only: str | Path | None,
@@ -255,18 +267,18 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
     from harness.run_folder import RunDir
     from kb_builder.kb_folder import load_kb
 
-    sources = RunSources.find(run, kb_dir=kb, gold=gold)
+    sources = RunSources.find(Path(run), kb_dir=_path(kb), gold=_path(gold))
     out = Path(out) if out is not None else sources.review_csv
     run_files = [f for f in RunDir(sources.run_dir).data_files() if f != sources.review_csv]
     check_output_file(out, {"gold CSV": sources.gold, "KB": _kb_inputs(sources.kb_dir), "run": run_files}, owned=True)
-    kb = load_kb(sources.kb_dir, write_missing=False)
+    kb_obj = load_kb(sources.kb_dir, write_missing=False)
     session = ReviewSession.open(sources.review_csv, out, reviewer=reviewer or default_annotator())
     try:
-        app = ReviewApp(session, sources, kb)
+        app = ReviewApp(session, sources, kb_obj)
     except BaseException:
         session.close()
         raise
-    return ReviewingApp(app, session, kb, sources, out)
+    return ReviewingApp(app, session, kb_obj, sources, out)
 
 
 def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None, kb: str | Path | None = None,
@@ -282,7 +294,7 @@ def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None
     from annotations.review_team_app import TeamReviewApp
     from kb_builder.kb_folder import load_kb
 
-    sources = RunSources.find(run, kb_dir=kb, gold=gold)
+    sources = RunSources.find(Path(run), kb_dir=_path(kb), gold=_path(gold))
     kb_obj = load_kb(sources.kb_dir, write_missing=False)
     session = TeamReview.open(sources, out, people=team, reviewers=reviewers, viewer=viewer, kb=kb_obj,
                               new_keys=new_keys)
@@ -294,8 +306,8 @@ def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None
     return ReviewingApp(app, session, kb_obj, sources, session.folder)
 
 
-def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | None = None, *, force: bool = False,
-               **rules: Any):
+def audit_gold(gold: str | Path, kb: str | Path | KB, run: str | Path, out: str | Path | None = None, *,
+               force: bool = False, min_voters: int | None = None, min_swaps: int | None = None) -> AuditResult:
     """The gold labels a run's models contradict, most likely wrong first (``grace annotations audit``); written
     to ``out`` (a suspects CSV) when given, which may replace an existing file only with ``force`` and never one
     of its inputs. ``rules``: ``min_voters``, ``min_swaps``. Returns an ``AuditResult``."""
@@ -304,20 +316,21 @@ def audit_gold(gold: str | Path, kb: Any, run: str | Path, out: str | Path | Non
 
     if out is not None:
         check_output_file(Path(out), {"gold CSV": gold, "KB": _kb_inputs(kb), "run": _run_inputs(run)}, force=force)
+    rules = {k: v for k, v in {"min_voters": min_voters, "min_swaps": min_swaps}.items() if v is not None}
     return _audit(gold, _load(kb), run, out, **rules)
 
 
 def validate_gold(gold: str | Path, kb: str | Path, *, old_kb: str | Path | None = None, k: int = 10,
-                  embedder: str | None = None):
+                  embedder: str | None = None) -> ValidationReport:
     """A gold CSV checked against its KB (``grace annotations validate``): an ``annotations.validate.ValidationReport``
     (``errors``, ``warnings``). ``old_kb``: the KB the labels were made on, to name retired IDs by title; ``k`` and
     ``embedder``: the retrieval of the 'never surfaced' check."""
     from annotations.validate import validate_gold as _validate
 
-    return _validate(gold, kb, old_kb=old_kb, k=k, embedder=embedder)
+    return _validate(gold, kb, old_kb=_path(old_kb), k=k, embedder=embedder)
 
 
-def gold_stats(gold: str | Path, kb: str | Path, *, column: str | None = None):
+def gold_stats(gold: str | Path, kb: str | Path, *, column: str | None = None) -> GoldStats:
     """Questions per article, coverage gaps and category counts (``grace annotations stats``): an
     ``annotations.stats.GoldStats``. ``column``: the category column (default: ``category`` if present)."""
     from annotations.stats import gold_stats as _stats
@@ -346,16 +359,16 @@ def agree_labels(files: list[str | Path], *, merge: str | Path | None = None, kb
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
 
-    files = [Path(f) for f in files]
+    paths = [Path(f) for f in files]
     if merge:
-        check_output_file(merge, {"annotation CSV": files, "KB": _kb_inputs(kb)}, force=force, option="--merge")
-    suggester = agreement.suggester_agreement(files)
-    if len(files) < 2:
+        check_output_file(merge, {"annotation CSV": paths, "KB": _kb_inputs(kb)}, force=force, option="--merge")
+    suggester = agreement.suggester_agreement(paths)
+    if len(paths) < 2:
         if not suggester:
             raise GraceError("give two or more annotation CSVs to compare (or one whose labels carry suggestions)")
         return Agreement(suggester=suggester)
     titles = {a.id: a.title for a in _load(kb).articles} if kb is not None else {}
-    result = Agreement(agreement.compare_files(files), suggester, titles)
+    result = Agreement(agreement.compare_files(paths), suggester, titles)
     if merge:
         agreement.write_merge(result.comparison, Path(merge), titles)
         result.merged = Path(merge)
@@ -379,7 +392,7 @@ class Suggested:
     redaction: Any = None  # harness.privacy.redactor.RedactionRecord
     redaction_file: Path | None = None
 
-    def flags(self) -> Counter:
+    def flags(self) -> Counter[str]:
         return Counter(s.flag or "suggested" for s in self.suggestions or [])
 
     @property
@@ -395,15 +408,15 @@ class Suggested:
         asked = self.asked
         if not (self.labeler and asked and self.failed == asked):
             return None
-        first = next(s.reason for s in self.suggestions if s.flag == "labeler_error")
+        first = next(s.reason for s in self.suggestions or [] if s.flag == "labeler_error")
         return (f"the labeler {self.labeler} gave no usable answer for any of the {asked} question(s) it was asked "
                 f"({first}); {self.out} lists each failure; run the same command again to retry them")
 
 
-def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str | Path | None = None,
+def suggest_labels(questions: str | Path, kb: str | Path | KB, out: str | Path, *, run: str | Path | None = None,
                    labeler: str | None = None, min_agreement: float = 0.6, min_models: int = 2, k: int = 10,
                    template: str | None = None, dry_run: bool = False, force: bool = False,
-                   calls: ModelCalls | None = None, console: Any = None,
+                   calls: ModelCalls | None = None, console: Console | None = None,
                    on_consensus: Callable[[Suggested], None] | None = None) -> Suggested:
     """Pre-label ``questions`` (a CSV or text file) into the suggestions CSV ``out``: the consensus of ``run``'s
     models, the LLM ``labeler`` (``PROVIDER:MODEL``, asked with ``calls``), or both, the labeler then only where the
@@ -423,12 +436,12 @@ def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str 
     out = Path(out)
     if not dry_run:
         check_output_file(out, {"questions file": questions, "KB": _kb_inputs(kb), "run": _run_inputs(run)}, force=force)
-    kb = _load(kb)
+    kb_obj = _load(kb)
     qs = read_questions(questions)
     done = Suggested(out, len(qs), labeler=labeler)
-    suggestions = []
+    suggestions: list[Any] = []
     if run:
-        suggestions, done.models = suggest_from_run(qs, run, kb.by_id, min_agreement=min_agreement,
+        suggestions, done.models = suggest_from_run(qs, run, kb_obj.by_id, min_agreement=min_agreement,
                                                     min_voters=min_models)
         done.usable = sum(s.usable for s in suggestions)
         if on_consensus is not None:
@@ -441,7 +454,7 @@ def suggest_labels(questions: str | Path, kb: Any, out: str | Path, *, run: str 
             done.labeler_skipped = True
         else:
             redactor = calls.redactor(console)
-            labelled = suggest_with_labeler(kb, todo, labeler, k=k, dry_run=dry_run, concurrency=calls.concurrency,
+            labelled = suggest_with_labeler(kb_obj, todo, labeler, k=k, dry_run=dry_run, concurrency=calls.concurrency,
                                             max_attempts=calls.max_attempts, prices=calls.prices,
                                             read_cache=calls.read_cache, console=console, options=calls.model_options(),
                                             redactor=redactor, template=template)

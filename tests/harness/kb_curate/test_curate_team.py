@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-import harness as grace
+import grace
 from harness.kb_curate.change_requests import FILE, ChangeRejected, ReviewQueue, StaleChange
 from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating

@@ -21,11 +21,10 @@ from urllib.parse import quote
 
 import pytest
 
-import harness as grace
 from harness.core import secrets
 from harness.core.literal_secrets import variable_for
 from harness.testing.fake_api import FakeAPIServer, bot_answer
-from tests.conftest import SAMPLE, run_grace
+from tests.conftest import run_grace, sample_bench
 
 N = 3
 # header -> a value written out in the file; word values and short ones too: what a value is, not its shape, counts
@@ -59,11 +58,7 @@ SECRETS = [*HEADERS.values(), PASSWORD, CODE]
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("literals")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("literals"), N)
 
 
 def board(tmp: Path, bot_url: str, headers: dict[str, str], url: str) -> Path:
