@@ -169,7 +169,7 @@ def _focus(opened: LabellingApp, suggestions: str | Path | None, run: str | Path
     session, notes = opened.session, opened.notes
     team = not hasattr(session, "progress")
     records = session.base if team else session.records
-    suggested: tuple[dict, str | Path] | None = None
+    suggested: tuple[dict[str, Any], str | Path] | None = None
     if from_gold and team:
         from annotations.labels import read_labels
         from annotations.suggestions import Suggestion

@@ -90,7 +90,7 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
         review = ReviewQueue(cur.path) if team else None
         app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores, review=review,
                         curators=roster, reviewers=team)
-        new = {} if review is None else review.credentials.issue(list(dict.fromkeys([*(roster or []), *team])),
+        new = {} if review is None else review.credentials.issue(list(dict.fromkeys([*(roster or []), *(team or [])])),
                                                                  parse_names(new_keys, "--new-key") or [])
     except BaseException:
         cur.close()
