@@ -17,6 +17,7 @@ JSON mode, and why it has three settings (``options.json_mode``):
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -42,12 +43,46 @@ _RENAMES = {"stop": "stop_sequences"}
 _UNSUPPORTED = ("seed", "frequency_penalty", "presence_penalty", "n", "logprobs")
 
 
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A search loop's turns in the Messages API's shape: an assistant turn's calls as ``tool_use`` blocks (their
+    arguments an object: text that is not one is sent as ``{}``, the model having been told why), the tool results
+    that follow as one user turn of ``tool_result`` blocks."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = m["role"]
+        if role == "system":
+            continue
+        if role == "tool":
+            block = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
+            if out and out[-1]["role"] == "user" and isinstance(out[-1]["content"], list):
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": _object(c["arguments"])}
+                       for c in m["tool_calls"]]
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": role, "content": m["content"]})
+    return out
+
+
+def _object(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 class AnthropicProvider(Provider):
     provider_name = "anthropic"
     key_envs = KEY_ENVS
     sdk_module, sdk_install = "anthropic", "anthropic"
     base_url_env = "ANTHROPIC_BASE_URL"
     batch_api = "harness.providers.anthropic_batch:AnthropicBatch"
+    supports_tools = True
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -99,13 +134,18 @@ class AnthropicProvider(Provider):
             params.pop(name, None)
         params.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
         system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
-        messages = [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"]
+        messages = (_wire_messages(request.messages) if request.tools else
+                    [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"])
         mode = self._json_mode(request)
         if mode == "prefill":
             messages.append({"role": "assistant", "content": "{"})
         kwargs: dict[str, Any] = {"model": self.spec.model, "messages": messages, **params}
         if system:
             kwargs["system"] = system
+        if request.tools:
+            kwargs["tools"] = [{"name": t["name"], "description": t["description"], "input_schema": t["parameters"]}
+                               for t in request.tools]
+            kwargs["tool_choice"] = {"type": request.tool_choice or "auto"}
         if mode == "structured":
             kwargs["output_config"] = {"format": {"type": "json_schema", "schema": request.json_schema}}
         return kwargs
@@ -128,6 +168,11 @@ class AnthropicProvider(Provider):
             raise http_errors.bad_response(f"response has no content blocks: {str(resp)[:200]!r}")
         texts = [b.text for b in blocks if getattr(b, "type", None) == "text" and isinstance(getattr(b, "text", None), str)]
         stop = getattr(resp, "stop_reason", None)
+        calls = [{"id": str(getattr(b, "id", "") or f"toolu_{n}"), "name": str(getattr(b, "name", "") or ""),
+                  "arguments": json.dumps(getattr(b, "input", None))}
+                 for n, b in enumerate(blocks) if getattr(b, "type", None) == "tool_use"] or None
+        if not texts and calls:
+            texts = [""]  # a turn that only calls tools
         if not texts:
             raise http_errors.bad_response(f"response has no text block (stop_reason={stop!r})")
         text = "".join(texts)
@@ -139,6 +184,7 @@ class AnthropicProvider(Provider):
             input_tokens=getattr(usage, "input_tokens", None),
             output_tokens=getattr(usage, "output_tokens", None),
             finish_reason=stop,
+            tool_calls=calls,
         )
 
     async def aclose(self) -> None:

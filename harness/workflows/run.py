@@ -38,6 +38,7 @@ from harness.runner.session import (
     retrieved_from_file,
     run_calls,
 )
+from harness.runner.tool_loop import attach_loops
 from kb_builder.gold import GoldQuestion, GoldSet
 from kb_builder.store import KB
 
@@ -103,7 +104,8 @@ class RunSession:
         choose_batch(specs, config.batch)
         kb = load_kb(config.kb)
         # no --template: the KB's language's built-in one (a French KB: a French prompt and refusal sentence)
-        template = load_template(config.template, config.output_mode, kb.manifest.language)
+        template = load_template(config.template, config.output_mode, kb.manifest.language,
+                                 search=any(s.search is not None for s in specs))
         if config.k > len(kb.articles):
             log.warning(f"--k {config.k} is more than the KB's {len(kb.articles)} articles; every prompt shows all "
                         f"{len(kb.articles)}")
@@ -190,6 +192,7 @@ class RunSession:
             adopt_open_batches(self.specs, folder.batch_ledger())
             plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.row_index(), self.template,
                                       self.kb.kb_hash, settings, language=self.kb.manifest.language)
+            attach_loops(plans, self.kb, self.config.embedder, self.config.k, settings.redactor is not None)
             # (planned first: baselines fit their options on the questions)
             asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
             info = new_run_info(self.kb, asked, self.template, self.specs, settings, self.config.embedder)
