@@ -605,8 +605,8 @@ _NEED_A_LABEL = ("rank", "accuracy", "strict_accuracy", "macro_precision", "macr
 class FunnelShare(_Block):
     """A share of a model's answers in the retrieval funnel: ``k`` of ``n``, with its 95% Wilson interval."""
 
-    k: int
-    n: int
+    k: int  # answers counted
+    n: int  # answers it is a share of
     rate: float | None  # k / n; null when n is 0
     ci: list[float] | None  # 95% Wilson interval; null when n is 0
 
@@ -627,15 +627,15 @@ class SearchFunnel(_Block):
     cited_unseen: FunnelShare  # of answers citing a KB article: one of them no search returned
     # mean over answers that retrieved anything of |cited ∩ retrieved| / |retrieved|, with a bootstrap 95% interval
     coverage: float | None
-    coverage_ci: list[float] | None
-    coverage_n: int
+    coverage_ci: list[float] | None  # bootstrap 95% interval of coverage; null without answers or --bootstrap 0
+    coverage_n: int  # answers whose searches returned anything (coverage's denominator)
     loop_outcomes: dict[str, FunnelShare]  # of answers: how each loop ended (hit_cap, unknown_tool, ... completed)
     cost_usd: float | None  # every turn of every answer; null when the model has no price
-    cost_per_answer_usd: float | None
+    cost_per_answer_usd: float | None  # cost_usd over answers, USD; null when the model has no price
     latency_ms_mean: float | None  # every turn of an answer, summed
     latency_ms_p95: float | None  # nearest rank
     input_tokens_mean: float | None  # every turn of an answer, summed
-    output_tokens_mean: float | None
+    output_tokens_mean: float | None  # answer tokens per answer, every turn summed
 
 
 class Report(_Block):

@@ -59,12 +59,12 @@ class ToolCallRecord(BaseModel):
 class ToolTurn(BaseModel):
     """One model call of a search loop: its tokens and time, and the tools it called."""
 
-    calls: list[ToolCallRecord] = Field(default_factory=list)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    latency_ms: float | None = None  # this turn's; null: from the cache without a time, or offline
-    cached: bool = False
-    finish_reason: str | None = None
+    calls: list[ToolCallRecord] = Field(default_factory=list)  # the tools it called in this turn, in order
+    input_tokens: int | None = None  # prompt tokens of this turn, as the provider counted them; null: not said
+    output_tokens: int | None = None  # answer tokens of this turn, as the provider counted them; null: not said
+    latency_ms: float | None = None  # this turn's, milliseconds; null: from the cache without a time, or offline
+    cached: bool = False  # true: this turn was answered from grace's response cache (nothing paid)
+    finish_reason: str | None = None  # the API's finish reason (tool_calls / tool_use: the turn called tools)
 
 
 # a search loop's named outcomes, the first that applies (harness.runner.tool_loop): it reached its cap of tool calls,
@@ -76,7 +76,7 @@ LOOP_OUTCOMES = ("hit_cap", "unknown_tool", "malformed_arguments", "oversized_ar
 class ToolLoopRecord(BaseModel):
     """A response row's search loop (``tool_loop``): every turn, and how the loop ended."""
 
-    turns: list[ToolTurn] = Field(default_factory=list)
+    turns: list[ToolTurn] = Field(default_factory=list)  # each model call of the loop, in order
     tool_calls: int = 0  # calls made, every turn's (the guidance's "how many endpoint calls during the loop")
     retrieved: list[str] = Field(default_factory=list)  # every article a call returned, first return first, once
     max_tool_calls: int  # the cap the loop ran under
@@ -95,7 +95,7 @@ class SearchSettings(BaseModel):
 
     max_tool_calls: int = Field(6, ge=1, le=100)  # tool calls per question; the loop then asks for the answer
     k: int | None = Field(None, ge=1, le=50)  # articles a search returns when the model does not say; None: --k
-    tools: list[Literal["search_kb", "open_article"]] = Field(default_factory=lambda: ["search_kb", "open_article"])
+    tools: list[Literal["search_kb", "open_article"]] = Field(default_factory=lambda: ["search_kb", "open_article"])  # given
 
 
 class ResponseRecord(BaseModel):
