@@ -282,3 +282,45 @@ def test_a_run_killed_mid_loop_resumes_without_asking_answered_turns_again(bench
     assert len(turns) - before == N * (cap + 1) - before + again
     finished = rows(tmp_path / "run")
     assert len(finished) == N and all(r["tool_loop"]["tool_calls"] == cap for r in finished)
+
+
+def test_search_set_in_the_toml_is_recorded_in_run_json_and_its_cap_applies(bench, tmp_path, monkeypatch):
+    with FakeAPIServer(responder=ToolAgents(kb_ids(bench))) as srv:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        board = tmp_path / "board.toml"
+        board.write_text(f'[[models]]\nspec = "openai:search-top1"\nname = "pushed"\nbase_url = "{srv.openai_base_url}"\n\n'
+                         f'[[models]]\nspec = "openai:search-forever"\nname = "searches"\nbase_url = '
+                         f'"{srv.openai_base_url}"\n\n[models.search]\nmax_tool_calls = 2\n', encoding="utf-8")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run",
+                              "--config", board)
+        assert code == 0, out
+    info = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert [m.get("search") for m in info["models"]] == [None, {"max_tool_calls": 2, "k": None,
+                                                               "tools": ["search_kb", "open_article"]}]
+    assert len(info["templates"]) == 2  # the run's prompt and its search twin
+    by_model = defaultdict(list)
+    for row in rows(tmp_path / "run"):
+        by_model[row["model"]].append(row)
+    assert all("tool_loop" not in r and r["retrieved_ids"] for r in by_model["pushed"])
+    assert all(r["tool_loop"]["tool_calls"] == 2 for r in by_model["searches"])
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["funnel"]["pushed"]["searches"] is False and report["funnel"]["pushed"]["tool_calls_mean"] == 0
+    assert {(p["a"], p["b"]) for p in report["pairwise"]} <= {("pushed", "searches"), ("searches", "pushed")}
+    assert report["pairwise"]  # pushed and searching side by side, with the paired test
+
+
+@pytest.mark.parametrize(("args", "toml", "said"), [
+    (["--search", "openai:nope"], None, "--search 'openai:nope': no model named 'openai:nope'"),
+    (["--search", "openai:m=0"], None, "MODEL=MAX_TOOL_CALLS"),
+    ([], '[[models]]\nspec = "openai:m"\n[models.search]\nmax_calls = 3\n', "unknown key 'max_calls'"),
+    ([], '[[models]]\nspec = "openai:m"\nbatch = true\nsearch = true\n', "cannot be batched"),
+])
+def test_bad_search_settings_are_a_clear_error_before_any_call(bench, tmp_path, monkeypatch, args, toml, said):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    extra = ["--model", "openai:m", *args]
+    if toml is not None:
+        (tmp_path / "b.toml").write_text(toml, encoding="utf-8")
+        extra = ["--config", str(tmp_path / "b.toml")]
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run", *extra)
+    assert code != 0 and said in out, out
+    assert "Traceback" not in out
