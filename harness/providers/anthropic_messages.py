@@ -68,6 +68,38 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _as_documents(messages: list[dict[str, Any]], articles: list[Any]) -> list[dict[str, Any]]:
+    """Native citations: the articles as ``document`` blocks with citations enabled, before the question, in the
+    order shown (the API's ``document_index`` is that order); the prompt's own article block, which would send them
+    twice, replaced by a line saying where they are."""
+    from harness.prompts import article_block
+
+    block = article_block(articles)
+    documents = [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": a.text},
+                  "title": f"[ID: {a.id}] {a.title}", "citations": {"enabled": True}} for a in articles]
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i]["role"] == "user" and isinstance(out[i]["content"], str):
+            text = out[i]["content"].replace(block, "(the articles are the documents above, each titled with its ID)")
+            out[i] = {"role": "user", "content": [*documents, {"type": "text", "text": text}]}
+            break
+    return out
+
+
+def _spans(resp: Any, ids: list[str]) -> list[dict[str, Any]]:
+    """The citations the API returned, each as the article its document index names and the span it quotes
+    (``char_location``: character offsets into the document's text); one the index does not name is kept with
+    article None, so it is counted and never read as another article's."""
+    out = []
+    for block in getattr(resp, "content", None) or []:
+        for c in getattr(block, "citations", None) or []:
+            index = getattr(c, "document_index", None)
+            out.append({"article": ids[index] if isinstance(index, int) and 0 <= index < len(ids) else None,
+                        "text": str(getattr(c, "cited_text", "") or ""), "start": getattr(c, "start_char_index", None),
+                        "end": getattr(c, "end_char_index", None)})
+    return out
+
+
 def _object(arguments: str) -> dict[str, Any]:
     try:
         value = json.loads(arguments)
@@ -92,6 +124,8 @@ class AnthropicProvider(Provider):
         sdk_installed("anthropic", "anthropic", self.provider_name)
         if not self.spec.resolve_key(KEY_ENVS):
             raise missing_key(self.spec.name, [self.spec.api_key_env] if self.spec.api_key_env else KEY_ENVS)
+        if not isinstance(self.spec.options.get("native_citations", False), bool):
+            raise GraceError(f"{self.spec.name}: options.native_citations must be true or false")
         mode = self.spec.options.get("json_mode")
         if mode is not None and mode not in JSON_MODES:
             raise GraceError(f"{self.spec.name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
@@ -136,6 +170,8 @@ class AnthropicProvider(Provider):
         system = "\n\n".join(m["content"] for m in request.messages if m["role"] == "system")
         messages = (_wire_messages(request.messages) if request.tools else
                     [{"role": m["role"], "content": m["content"]} for m in request.messages if m["role"] != "system"])
+        if self.spec.options.get("native_citations") and request.context is not None and request.context.articles:
+            messages = _as_documents(messages, request.context.articles)
         mode = self._json_mode(request)
         if mode == "prefill":
             messages.append({"role": "assistant", "content": "{"})
@@ -159,7 +195,12 @@ class AnthropicProvider(Provider):
         with self.sdk_errors():
             kwargs = split_for_sdk(client.messages.create, self.build_kwargs(request))
             resp = await client.messages.create(**kwargs)
-        return self._to_completion(resp, prefilled=self._json_mode(request) == "prefill")
+        completion = self._to_completion(resp, prefilled=self._json_mode(request) == "prefill")
+        if self.spec.options.get("native_citations") and request.context is not None:
+            completion.spans = _spans(resp, [a.id for a in request.context.articles])
+            # the articles it cited natively are its citations (none: it cited none), scored like any others
+            completion.citations = list(dict.fromkeys(s["article"] for s in completion.spans if s["article"]))
+        return completion
 
     @staticmethod
     def _to_completion(resp: Any, *, prefilled: bool) -> Completion:

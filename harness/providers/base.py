@@ -179,6 +179,9 @@ class Completion:
     # the tools the model called in this turn, [{"id", "name", "arguments"}] (arguments: the JSON text as sent, an
     # object the API parsed written back as JSON); None: none called
     tool_calls: list[dict[str, str]] | None = None
+    # the spans the API cited natively (Anthropic's citations of document blocks): [{"article", "text", "start",
+    # "end"}], article None when the document index names none; None: none returned, or not asked for
+    spans: list[dict[str, Any]] | None = None
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",

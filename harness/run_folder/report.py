@@ -638,6 +638,19 @@ class SearchFunnel(_Block):
     output_tokens_mean: float | None  # answer tokens per answer, every turn summed
 
 
+class NativeCitations(_Block):
+    """``report.json["native_citations"][model]``: the spans an API cited natively, checked against their articles
+    (harness.scoring.spans)."""
+
+    answers: int  # answered rows with native citations asked for
+    spans: int  # spans cited over those answers
+    found: int  # spans whose text is in the article they name
+    at_offsets: int  # of those, exactly at the character offsets the API gave
+    answers_with_unfound_span: int  # answers citing a span its article does not hold
+    found_rate: float | None  # found / spans; null without spans
+    found_ci: list[float] | None  # 95% Wilson interval of found_rate, over spans
+
+
 class Report(_Block):
     """The whole of ``report.json``."""
 
@@ -675,6 +688,8 @@ class Report(_Block):
     run_json_hash: str | None = Field(None, exclude_if=lambda v: v is None)
     # the retrieval funnel of each model, when a model of the run searched the KB itself; absent otherwise
     funnel: dict[str, SearchFunnel] | None = Field(None, exclude_if=lambda v: v is None)
+    # each model's native citations checked (options.native_citations); absent when no model asked for them
+    native_citations: dict[str, NativeCitations] | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:

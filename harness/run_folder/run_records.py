@@ -44,6 +44,17 @@ def _absent_if_none(default: Any = None) -> Any:
     return Field(default, exclude_if=lambda v: v is None)
 
 
+class CitedSpan(BaseModel):
+    """A span the API cited natively (Anthropic's citations of document blocks), as checked against its article."""
+
+    article: str | None  # the article its document index names; null: an index past the articles sent
+    text: str  # the cited text, as the API returned it (cut to 1,000 characters)
+    start: int | None = None  # its character offsets in the article's text, as the API said them; null: not said
+    end: int | None = None  # the character offset just past its end, as the API said it; null: not said
+    found: bool  # the cited text is in the article (no model needed): false is a span the article does not hold
+    at_offsets: bool  # and exactly at the offsets the API gave
+
+
 class ToolCallRecord(BaseModel):
     """One tool call of a search loop, as the model made it and as grace answered it."""
 
@@ -149,6 +160,8 @@ class ResponseRecord(BaseModel):
     created_at: str | None = None  # when the line was written: ISO 8601, UTC, to the second
     # a model that searched for itself (harness.runner.tool_loop): every turn of its loop; absent: one plain call
     tool_loop: ToolLoopRecord | None = _absent_if_none()
+    # native citations (an anthropic: model with options.native_citations): each span the API cited, checked
+    cited_spans: list[CitedSpan] | None = _absent_if_none()
 
 
 _RUN_BLOCK = ConfigDict(extra="forbid", validate_assignment=True)

@@ -275,7 +275,7 @@ def cached_completion(comp: Completion) -> dict[str, Any]:
             if k not in _TIMES and (v is not None or k not in _SYSTEM_FIELDS)}
 
 
-_SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd", "tool_calls"})
+_SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd", "tool_calls", "spans"})
 _TIMES = frozenset({"service_ms"})  # kept beside the completion (CallResult.cache_row), as every call's times are
 _COMPLETION_FIELDS = frozenset(Completion.__dataclass_fields__)
 
@@ -586,6 +586,10 @@ class ResponseRows:
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
             row.json_mode = comp.json_mode
             row.citations, row.system_retrieved = comp.citations, comp.retrieved  # absent unless a system said them
+        if comp is not None and comp.spans is not None:  # native citations: each span checked against its article
+            from harness.scoring.spans import checked_spans
+
+            row.cited_spans = checked_spans(comp.spans, job.articles)
         if res.loop is not None:  # a model that searched: what its searches returned is what it was shown
             row.tool_loop, row.system_retrieved = res.loop, list(res.loop.retrieved)
         return row.model_dump(mode="json", exclude_none=False)

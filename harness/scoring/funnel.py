@@ -158,10 +158,20 @@ def run_funnel(responses: Path, questions: Sequence[Any], kb_ids: Collection[str
 
 def add_funnel(report: Report, responses: Path, questions: Sequence[Any], kb_ids: Collection[str], seed: int,
                bootstrap: int) -> None:
-    """The report's ``funnel``, when run.json beside the responses says a model searched (the file is read again
-    only then: a run of pushed models pays nothing for it)."""
+    """The report's ``funnel`` when run.json beside the responses says a model searched, and its
+    ``native_citations`` when one asked for them (the file is read again only then: a run of pushed models pays
+    nothing for it)."""
     from harness.run_folder import RunDir
+    from harness.run_folder.report import NativeCitations
+    from harness.run_folder.responses import iter_response_lines
+    from harness.scoring.spans import span_figures
 
     info = RunDir(Path(responses).parent).read_run_info()
-    if info is not None and any(m.search is not None for m in info.models):
+    if info is None:
+        return
+    if any(m.search is not None for m in info.models):
         report.funnel = run_funnel(responses, questions, kb_ids, seed, bootstrap)
+    if any(m.options.get("native_citations") for m in info.models):
+        asked = {q.question_id for q in questions}
+        figures = span_figures(r for r in iter_response_lines(responses) if r["question_id"] in asked)
+        report.native_citations = {name: NativeCitations(**f) for name, f in figures.items()} or None

@@ -47,6 +47,8 @@ class Reply:
     # the model calls tools: [{"id", "name", "arguments"}] (arguments: JSON text, or any text for a malformed call),
     # written in each API's wire shape (OpenAI tool_calls, Anthropic tool_use blocks) with its "tool use" stop reason
     tool_calls: list[dict[str, str]] | None = None
+    # Anthropic native citations on the text: [{"document_index", "cited_text", "start", "end"}] (char_location)
+    citations: list[dict[str, Any]] | None = None
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
@@ -316,6 +318,20 @@ def bot_answer(body: Any) -> Reply:
                        "usage": {"input_tokens": 50, "output_tokens": 8}})
 
 
+def cite_documents(body: Any) -> Reply:
+    """A Claude that cites natively: its first ``document`` block's first sentence, at its true offsets; a model
+    named ``*misquotes*`` quotes a sentence the document does not hold. Without documents it refuses."""
+    documents = [b for m in (body.get("messages") or []) if isinstance(m, dict) and isinstance(m.get("content"), list)
+                 for b in m["content"] if isinstance(b, dict) and b.get("type") == "document"]
+    if not documents:
+        return Reply.ok("I don't have enough information to answer this question.")
+    data = str(documents[0].get("source", {}).get("data", ""))
+    quoted = data.split(". ")[0][:200] if "misquotes" not in str(body.get("model")) else "Every employee gets a pony."
+    start = data.find(quoted) if quoted in data else 0
+    return Reply(text="The policy says so.", citations=[{"document_index": 0, "cited_text": quoted, "start": start,
+                                                         "end": start + len(quoted)}])
+
+
 def route(path: str) -> str:
     if path.endswith("/bot/answer"):
         return "bot"
@@ -364,7 +380,11 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any
     if api == "anthropic":
         return {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-            "content": ([{"type": "text", "text": reply.text}] if reply.text or not reply.tool_calls else []) + [
+            "content": ([{"type": "text", "text": reply.text, **({"citations": [
+                {"type": "char_location", "cited_text": c["cited_text"], "document_index": c["document_index"],
+                 "document_title": None, "start_char_index": c["start"], "end_char_index": c["end"]}
+                for c in reply.citations]} if reply.citations else {})}]
+                if reply.text or not reply.tool_calls else []) + [
                 {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _tool_input(c["arguments"])}
                 for c in reply.tool_calls or []],
             "stop_reason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"), "stop_sequence": None,
