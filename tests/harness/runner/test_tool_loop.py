@@ -324,3 +324,25 @@ def test_bad_search_settings_are_a_clear_error_before_any_call(bench, tmp_path, 
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run", *extra)
     assert code != 0 and said in out, out
     assert "Traceback" not in out
+
+
+def test_gate_caps_the_loop_and_floors_gold_found(bench, tmp_path, monkeypatch):
+    with FakeAPIServer(responder=ToolAgents(kb_ids(bench))) as srv:
+        code, out = run_search(bench, tmp_path / "run", srv, "openai", monkeypatch)
+        assert code == 0, out
+    report = tmp_path / "run" / "report.json"
+    code, out = run_grace("gate", report, "--max-tool-calls", "2", "--model", "openai:search-twice",
+                          "--model", "openai:search-top1")
+    assert code == 0 and out.count("PASS") == 2, out
+    code, out = run_grace("gate", report, "--max-tool-calls", "2")
+    assert code == 1 and f"openai:search-forever: tool calls per answer p95 {CAP}" in out, out
+    found = json.loads(report.read_text())["funnel"]["openai:search-top1"]["gold_found"]["rate"]
+    code, out = run_grace("gate", report, "--min-gold-found", str(min(1.0, found + 0.01)), "--model",
+                          "openai:search-top1")
+    assert code == (1 if found < 1 else 0), out
+    plain = tmp_path / "plain.json"
+    data = json.loads(report.read_text())
+    del data["funnel"]
+    plain.write_text(json.dumps(data))
+    code, out = run_grace("gate", plain, "--max-tool-calls", "3")
+    assert code == 2 and "no retrieval funnel" in out and "Traceback" not in out, out
