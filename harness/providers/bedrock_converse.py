@@ -84,6 +84,7 @@ class BedrockProvider(Provider):
     key_envs = ["AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"]  # or the rest of the AWS chain
     sdk_module, sdk_install = "boto3", "grace-eval[bedrock]"
     base_url_env = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+    supports_tools = True
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -162,9 +163,12 @@ class BedrockProvider(Provider):
             system = "\n\n".join(s for s in (system, ask + json.dumps(request.json_schema)) if s)
         kwargs: dict[str, Any] = {
             "modelId": self.spec.model,
-            "messages": [{"role": m["role"], "content": [{"text": m["content"]}]}
-                         for m in request.messages if m["role"] != "system"],
+            "messages": _converse_messages(request.messages),
         }
+        if request.tools:  # Converse has no "none": the loop's last turn ends it when the model still calls tools
+            kwargs["toolConfig"] = {"tools": [{"toolSpec": {"name": t["name"], "description": t["description"],
+                                                            "inputSchema": {"json": t["parameters"]}}}
+                                              for t in request.tools], "toolChoice": {"auto": {}}}
         if system:
             kwargs["system"] = [{"text": system}]
         if inference:
@@ -208,6 +212,11 @@ class BedrockProvider(Provider):
             raise http_errors.bad_response(f"response has no message content: {str(shown)[:200]!r}")
         texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
         stop = resp.get("stopReason")
+        uses = [b["toolUse"] for b in blocks if isinstance(b, dict) and isinstance(b.get("toolUse"), dict)]
+        tool_calls = [{"id": str(u.get("toolUseId") or f"tooluse_{n}"), "name": str(u.get("name") or ""),
+                       "arguments": json.dumps(u.get("input"))} for n, u in enumerate(uses)] or None
+        if not texts and tool_calls:
+            texts = [""]  # a turn that only calls tools
         if not texts:
             raise http_errors.bad_response(f"response has no text block (stopReason={stop!r})")
         usage = resp.get("usage") or {}
@@ -216,6 +225,7 @@ class BedrockProvider(Provider):
             input_tokens=usage.get("inputTokens"),
             output_tokens=usage.get("outputTokens"),
             finish_reason=stop,  # "max_tokens" when the output limit cut it off, as the scorer expects
+            tool_calls=tool_calls,
         )
 
     async def aclose(self) -> None:
@@ -225,6 +235,34 @@ class BedrockProvider(Provider):
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _converse_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation in Converse's shape; a search loop's calls as ``toolUse`` blocks of the assistant's turn
+    (their input an object: text that is not one as {}) and their results as ``toolResult`` blocks of one user turn."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "tool":
+            block = {"toolResult": {"toolUseId": m["tool_call_id"], "content": [{"text": m["content"]}]}}
+            if out and out[-1]["role"] == "user" and "toolResult" in out[-1]["content"][0]:
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
+            for c in m["tool_calls"]:
+                try:
+                    value = json.loads(c["arguments"])
+                except ValueError:
+                    value = {}
+                blocks.append({"toolUse": {"toolUseId": c["id"], "name": c["name"],
+                                           "input": value if isinstance(value, dict) else {}}})
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m["role"], "content": [{"text": m["content"]}]})
+    return out
 
 
 def _from_client_error(exc: Any) -> ProviderError:

@@ -332,6 +332,14 @@ def cite_documents(body: Any) -> Reply:
                                                          "end": start + len(quoted)}])
 
 
+def model_in_path(path: str) -> str:
+    """The model a Gemini (``/models/NAME:generateContent``) or Bedrock (``/model/ID/converse``) path names."""
+    from urllib.parse import unquote
+
+    match = re.search(r"/models?/([^/:]+)", path)
+    return unquote(match.group(1)) if match else ""
+
+
 def route(path: str) -> str:
     if path.endswith("/bot/answer"):
         return "bot"
@@ -391,14 +399,20 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any
             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
         }
     if api == "bedrock":
+        content = ([{"text": reply.text}] if reply.text or not reply.tool_calls else []) + [
+            {"toolUse": {"toolUseId": c["id"], "name": c["name"], "input": _tool_input(c["arguments"])}}
+            for c in reply.tool_calls or []]
         return {
-            "output": {"message": {"role": "assistant", "content": [{"text": reply.text}]}},
-            "stopReason": reply.finish_reason or "end_turn",
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"),
             "usage": {"inputTokens": tokens_in, "outputTokens": tokens_out, "totalTokens": tokens_in + tokens_out},
             "metrics": {"latencyMs": int(reply.delay * 1000)},
         }
     return {
-        "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text}]},
+        "candidates": [{"content": {"role": "model", "parts": ([{"text": reply.text}] if reply.text or not
+                                                               reply.tool_calls else []) + [
+            {"functionCall": {"id": c["id"], "name": c["name"], "args": _tool_input(c["arguments"])}}
+            for c in reply.tool_calls or []]},
                         "finishReason": reply.finish_reason or "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": tokens_in, "candidatesTokenCount": tokens_out,
                           "totalTokenCount": tokens_in + tokens_out},

@@ -1,5 +1,5 @@
 """Scripted models that search for themselves, for the fake API server: each reads the conversation it is sent (in
-the OpenAI or Anthropic wire shape), calls ``search_kb`` the way its name says and answers from what came back.
+the OpenAI, Anthropic, Gemini or Bedrock Converse wire shape), calls ``search_kb`` the way its name says and answers from what came back.
 
 They make the search loop's figures (harness.runner.tool_loop, harness.scoring.funnel) checkable against a hand
 count: what each one searched, what the server saw come back and what it cited are all in the server's requests.
@@ -33,7 +33,8 @@ class Conversation:
     def __init__(self, body: dict[str, Any]):
         self.model = str(body.get("model") or "")
         choice = body.get("tool_choice")
-        self.forced = choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none")
+        mode = ((body.get("toolConfig") or {}).get("functionCallingConfig") or {}).get("mode")  # Gemini
+        self.forced = choice == "none" or (isinstance(choice, dict) and choice.get("type") == "none") or mode == "NONE"
         self.question = ""
         self.results: list[str] = []
         for m in body.get("messages") or []:
@@ -42,13 +43,30 @@ class Conversation:
             content = m.get("content")
             if m.get("role") == "tool":
                 self.results.append(str(content))
-            elif m.get("role") == "user" and isinstance(content, list):  # Anthropic: tool_result blocks
+            elif m.get("role") == "user" and isinstance(content, list):  # Anthropic and Bedrock: blocks
                 for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_result":
+                    if not isinstance(block, dict):
+                        continue
+                    if block.get("type") == "tool_result":
                         inner = block.get("content")
                         self.results.append(inner if isinstance(inner, str) else json.dumps(inner))
-            elif m.get("role") == "user" and isinstance(content, str) and not self.question:
-                self.question = _LABEL.sub("", content.strip().splitlines()[-1]).strip()
+                    elif isinstance(block.get("toolResult"), dict):
+                        self.results += [str(c.get("text")) for c in block["toolResult"].get("content") or []]
+                    elif isinstance(block.get("text"), str):
+                        self._ask(block["text"])
+            elif m.get("role") == "user" and isinstance(content, str):
+                self._ask(content)
+        for c in body.get("contents") or []:  # Gemini
+            for part in c.get("parts") or [] if isinstance(c, dict) else []:
+                if isinstance(part.get("functionResponse"), dict):
+                    self.results.append(str((part["functionResponse"].get("response") or {}).get("result")))
+                elif c.get("role") == "user" and isinstance(part.get("text"), str):
+                    self._ask(part["text"])
+
+    def _ask(self, text: str) -> None:
+        """The first user text is the question (the template's label taken off)."""
+        if not self.question and text.strip():
+            self.question = _LABEL.sub("", text.strip().splitlines()[-1]).strip()
 
     def seen(self) -> list[str]:
         """Every article ID the tool results showed, in order, once each."""

@@ -61,9 +61,21 @@ def run_search(bench: Path, out: Path, srv: FakeAPIServer, provider: str, monkey
     if provider == "openai":
         monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    else:
+    elif provider == "anthropic":
         monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.anthropic_base_url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    elif provider == "google":
+        monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", srv.google_base_url)
+        monkeypatch.setenv("GOOGLE_API_KEY", "g-test")
+    else:  # bedrock: fake keys and region, nothing read from this machine's ~/.aws
+        for name, value in (("AWS_ACCESS_KEY_ID", "test"), ("AWS_SECRET_ACCESS_KEY", "test"), ("AWS_REGION", "us-east-1"),
+                            ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", srv.bedrock_base_url),
+                            ("AWS_CONFIG_FILE", str(out.parent / "no-aws-config")),
+                            ("AWS_SHARED_CREDENTIALS_FILE", str(out.parent / "no-aws-credentials")),
+                            ("AWS_EC2_METADATA_DISABLED", "true")):
+            monkeypatch.setenv(name, value)
+        for name in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK"):
+            monkeypatch.delenv(name, raising=False)
     args = ["run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", out, "--max-tool-calls", str(CAP),
             "--concurrency", "4", *extra]
     for agent in AGENTS:
@@ -346,3 +358,38 @@ def test_gate_caps_the_loop_and_floors_gold_found(bench, tmp_path, monkeypatch):
     plain.write_text(json.dumps(data))
     code, out = run_grace("gate", plain, "--max-tool-calls", "3")
     assert code == 2 and "no retrieval funnel" in out and "Traceback" not in out, out
+
+
+@pytest.mark.parametrize("provider", ["google", "bedrock"])
+def test_the_loop_over_gemini_and_bedrock_converse_tool_protocols(bench, tmp_path, monkeypatch, provider):
+    pytest.importorskip("boto3" if provider == "bedrock" else "google.genai")
+    from harness.testing.tool_agents import Conversation
+
+    with FakeAPIServer(responder=ToolAgents(kb_ids(bench))) as srv:
+        code, out = run_search(bench, tmp_path / "run", srv, provider, monkeypatch, "--no-score")
+        assert code == 0, out
+        bodies = [r.body for r in srv.requests]
+        models = [r.path for r in srv.requests]
+    first = bodies[0]
+    if provider == "google":
+        (declared,) = first["tools"]
+        assert [f["name"] for f in declared["functionDeclarations"]] == ["search_kb", "open_article"]
+        search = declared["functionDeclarations"][0]  # the SDK writes this field's name in snake case, as the API takes
+        assert (search.get("parametersJsonSchema") or search["parameters_json_schema"])["required"] == ["query"]
+        assert any(b["toolConfig"]["functionCallingConfig"]["mode"] == "NONE" for b in bodies)  # after the cap
+    else:
+        specs = [t["toolSpec"] for t in first["toolConfig"]["tools"]]
+        assert [t["name"] for t in specs] == ["search_kb", "open_article"]
+        assert specs[0]["inputSchema"]["json"]["required"] == ["query"]
+    turns = {"search-top1": 2, "search-twice": 3, "cite-unseen": 2, "search-forever": CAP + 1}
+    for row in rows(tmp_path / "run"):
+        agent = row["model"].split(":", 1)[1]
+        loop = row["tool_loop"]
+        assert row["error"] is None and len(loop["turns"]) == turns[agent], row
+        assert sum(agent in path for path in models) == N * turns[agent]
+        assert loop["tool_calls"] == min(turns[agent] - 1, CAP)
+        assert loop["retrieved"] and all(i in kb_ids(bench) for i in loop["retrieved"])
+        if agent == "search-top1":
+            assert row["response"].endswith(f"[ID: {loop['turns'][0]['calls'][0]['returned'][0]}]")
+    seen = [Conversation(b).seen() for b in bodies if len(Conversation(b).results) == 1]
+    assert seen and all(seen)
