@@ -90,7 +90,7 @@ class ToolLoopRecord(BaseModel):
     turns: list[ToolTurn] = Field(default_factory=list)  # each model call of the loop, in order
     tool_calls: int = 0  # calls made, every turn's (the guidance's "how many endpoint calls during the loop")
     retrieved: list[str] = Field(default_factory=list)  # every article a call returned, first return first, once
-    max_tool_calls: int  # the cap the loop ran under
+    max_tool_calls: int | None  # the cap the loop ran under; null: not known (imported logs)
     # how it ended: answered | hit_cap (the cap was reached; the model was asked to answer without tools)
     stopped: str = "answered"
     # the named loop outcome: hit_cap, unknown_tool, malformed_arguments, oversized_arguments (first that applies),
@@ -312,6 +312,8 @@ class ModelEntry(BaseModel):
     replicas: list[ReplicaEntry] | None = _absent_if_none()
     # a model that searched the KB for itself (issue 48): its tools and cap; absent: shown the top k in its prompt
     search: SearchSettings | None = _absent_if_none()
+    # its rows record an agent loop it ran itself (imported logs with tool_calls): the report's funnel reads them
+    tool_loop: bool | None = _absent_if_none()  # true: its rows hold the loop it ran (imported tool_calls)
 
     def learned(self) -> dict[str, Any]:
         """What the run learned about the endpoint, as ``Provider.learned()`` gives it."""

@@ -393,3 +393,37 @@ def test_the_loop_over_gemini_and_bedrock_converse_tool_protocols(bench, tmp_pat
             assert row["response"].endswith(f"[ID: {loop['turns'][0]['calls'][0]['returned'][0]}]")
     seen = [Conversation(b).seen() for b in bodies if len(Conversation(b).results) == 1]
     assert seen and all(seen)
+
+
+def test_import_logs_reads_the_guidance_audit_record_into_the_funnel_with_no_mapping(bench, tmp_path):
+    ids = kb_ids(bench)
+    truth = gold(bench)
+    with (bench / "gold.csv").open(encoding="utf-8") as fh:
+        questions = [(r["question_id"], r["question"]) for r in csv.DictReader(fh)]
+    log, hand = [], defaultdict(int)
+    for i, (qid, text) in enumerate(questions):
+        must, expected = truth[qid]
+        retrieved = [ids[(7 * i) % len(ids)]] + (sorted(expected)[:1] if i % 2 == 0 else [])
+        cite = retrieved[-1]
+        log.append({"question": text, "answer": f"See the policy. [ID: {cite}]", "retrieved_uids": retrieved,
+                    "tool_calls": i % 4, "context_tokens": 500 + i, "prompt_hash": f"h{i}", "latency_ms": 100 + i,
+                    "feedback": "thumbs_up" if i % 3 else "thumbs_down", "user_uid": f"u{i}", "model": "bot-v2"})
+        answerable = not must and bool(expected)
+        hand["answerable"] += answerable
+        hand["found"] += answerable and bool(expected & set(retrieved))
+        hand["cited_gold"] += answerable and bool(expected & set(retrieved)) and cite in expected
+        hand["calls"] += i % 4
+    path = tmp_path / "audit.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in log) + "\n", encoding="utf-8")
+    code, out = run_grace("import-logs", path, "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out",
+                          tmp_path / "run")
+    assert code == 0, out
+    funnel = json.loads((tmp_path / "run" / "report.json").read_text())["funnel"]["bot-v2"]
+    assert funnel["answers"] == len(questions)
+    assert funnel["tool_calls_mean"] == pytest.approx(hand["calls"] / len(questions))
+    assert (funnel["gold_found"]["k"], funnel["gold_found"]["n"]) == (hand["found"], hand["answerable"])
+    assert (funnel["cited_given_found"]["k"], funnel["cited_given_found"]["n"]) == (hand["cited_gold"], hand["found"])
+    assert funnel["latency_ms_mean"] == pytest.approx(sum(100 + i for i in range(len(questions))) / len(questions))
+    row = rows(tmp_path / "run")[0]
+    assert (row["user"], row["context_tokens"], row["feedback"], row["prompt_hash"]) == ("u0", 500, "thumbs_down", "h0")
+    assert row["system_retrieved"] == log[0]["retrieved_uids"]
