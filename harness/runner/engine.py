@@ -592,6 +592,10 @@ class ResponseRows:
             row.cited_spans = checked_spans(comp.spans, job.articles)
         if res.loop is not None:  # a model that searched: what its searches returned is what it was shown
             row.tool_loop, row.system_retrieved = res.loop, list(res.loop.retrieved)
+        elif comp is not None and comp.tool_calls is not None and not plan.provider.supports_tools:
+            from harness.run_folder.logged_loops import logged_loop  # a system's own loop, as it said it
+
+            row.tool_loop = logged_loop(comp.tool_calls, comp.retrieved)
         return row.model_dump(mode="json", exclude_none=False)
 
 

@@ -358,6 +358,7 @@ def _copy_rows(src: Any, out: Any, offsets: np.ndarray, sizes: np.ndarray) -> No
 
 
 def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
+    from harness.run_folder.logged_loops import logged_loop
     from harness.run_folder.run_records import CallError, ResponseRecord
 
     error = CallError(kind=LOGGED_ERROR, message=rec.error, attempts=1) if rec.error else None
@@ -369,42 +370,10 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
         input_tokens=rec.input_tokens, output_tokens=rec.output_tokens, cost_usd=rec.cost_usd,
         latency_ms=rec.latency_ms, error=error, created_at=rec.timestamp,
         question=rec.question, log_line=line,  # extra columns: the question as the user wrote it, and where
-        tool_loop=_logged_loop(rec),
+        tool_loop=logged_loop(rec.tool_calls, rec.retrieved_ids) if rec.tool_calls is not None else None,
         # the guidance's audit fields grace has no column of: kept on the row when the log has them
         **{k: v for k, v in (("context_tokens", rec.context_tokens), ("feedback", rec.feedback)) if v is not None},
     )
-
-
-def _logged_loop(rec: Any) -> Any:
-    """The record's agent loop as the funnel reads it: its tool calls (a count, or each call with what it
-    returned) and what its retrieval returned; None when the log says nothing of tool calls."""
-    from harness.run_folder.run_records import ToolLoopRecord, ToolTurn
-
-    if rec.tool_calls is None:
-        return None
-    calls = rec.tool_calls if isinstance(rec.tool_calls, list) else []
-    turn = ToolTurn(calls=[_logged_call(c) for c in calls[:100]])
-    returned = [i for c in turn.calls for i in c.returned]
-    retrieved = list(dict.fromkeys([*returned, *(rec.retrieved_ids or [])]))
-    return ToolLoopRecord(turns=[turn] if calls else [], retrieved=retrieved, max_tool_calls=None,
-                          tool_calls=len(calls) if isinstance(rec.tool_calls, list) else int(rec.tool_calls))
-
-
-def _logged_call(call: Any) -> Any:
-    """One logged tool call: an object with its name, arguments (or query) and the IDs it returned, or any value."""
-    import json
-
-    from harness.run_folder.run_records import ToolCallRecord
-
-    if not isinstance(call, dict):
-        text = json.dumps(call, default=str)
-        return ToolCallRecord(name="", arguments=text[:2000], size=len(text))
-    args = call.get("arguments", call.get("args", call.get("query", call.get("input"))))
-    text = args if isinstance(args, str) else json.dumps(args, default=str)
-    returned = call.get("returned", call.get("retrieved_uids", call.get("retrieved_ids", call.get("results"))))
-    ids = [str(i.get("id") if isinstance(i, dict) else i) for i in returned] if isinstance(returned, list) else []
-    return ToolCallRecord(name=str(call.get("name") or call.get("tool") or "")[:200], arguments=text[:2000],
-                          size=len(text), returned=ids[:1000])
 
 
 def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,

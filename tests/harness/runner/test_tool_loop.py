@@ -427,3 +427,30 @@ def test_import_logs_reads_the_guidance_audit_record_into_the_funnel_with_no_map
     row = rows(tmp_path / "run")[0]
     assert (row["user"], row["context_tokens"], row["feedback"], row["prompt_hash"]) == ("u0", 500, "thumbs_down", "h0")
     assert row["system_retrieved"] == log[0]["retrieved_uids"]
+
+
+def test_a_python_system_returns_its_own_tool_calls_and_they_feed_the_funnel(bench, tmp_path):
+    bot = tmp_path / "agent_bot.py"
+    bot.write_text(
+        "def answer(request):\n"
+        "    ids = [a.id for a in request.articles]\n"
+        "    calls = [{'name': 'vector_search', 'query': request.question, 'returned': ids[:2]},\n"
+        "             {'name': 'vector_search', 'query': request.question[:10], 'returned': ids[2:]}]\n"
+        "    return {'answer': f'It is there [ID: {ids[-1]}]', 'tool_calls': calls, 'retrieved': ids}\n",
+        encoding="utf-8")
+    code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run",
+                          "--model", f"python:{bot}:answer", "--citations", f"python:{bot}:answer=single:ids")
+    assert code == 0, out
+    truth = gold(bench)
+    hand = defaultdict(int)
+    for row in rows(tmp_path / "run"):
+        loop = row["tool_loop"]
+        assert loop["tool_calls"] == 2 and [c["name"] for c in loop["turns"][0]["calls"]] == ["vector_search"] * 2
+        must, expected = truth[row["question_id"]]
+        answerable = not must and bool(expected)
+        hand["answerable"] += answerable
+        hand["found"] += answerable and bool(expected & set(loop["retrieved"]))
+    funnel = json.loads((tmp_path / "run" / "report.json").read_text())["funnel"]
+    (f,) = funnel.values()
+    assert f["tool_calls_mean"] == 2 and f["searches"] is True
+    assert (f["gold_found"]["k"], f["gold_found"]["n"]) == (hand["found"], hand["answerable"])
