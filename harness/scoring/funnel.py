@@ -169,7 +169,7 @@ def add_funnel(report: Report, responses: Path, questions: Sequence[Any], kb_ids
     info = RunDir(Path(responses).parent).read_run_info()
     if info is None:
         return
-    if any(m.search is not None or m.tool_loop or m.provider == "python" for m in info.models):
+    if any(m.search is not None or m.tool_loop or m.provider in ("python", "http") for m in info.models):
         report.funnel = run_funnel(responses, questions, kb_ids, seed, bootstrap)
     if any(m.options.get("native_citations") for m in info.models):
         asked = {q.question_id for q in questions}

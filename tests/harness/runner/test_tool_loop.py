@@ -454,3 +454,28 @@ def test_a_python_system_returns_its_own_tool_calls_and_they_feed_the_funnel(ben
     (f,) = funnel.values()
     assert f["tool_calls_mean"] == 2 and f["searches"] is True
     assert (f["gold_found"]["k"], f["gold_found"]["n"]) == (hand["found"], hand["answerable"])
+
+
+def test_an_http_system_returns_its_searches_through_a_reply_path(bench, tmp_path):
+    ids = kb_ids(bench)[:3]
+
+    def bot(body):
+        return Reply.json({"reply": {"text": f"It is there [ID: {ids[1]}]"},
+                           "trace": {"searches": [{"tool": "search", "query": body.get("question"), "returned": ids[:2]},
+                                                  {"tool": "search", "query": "again", "returned": ids[2:]}]}})
+
+    with FakeAPIServer(responder=bot) as srv:
+        board = tmp_path / "board.toml"
+        board.write_text(f'[[models]]\nspec = "http:bot"\n[models.http]\nurl = "{srv.bot_url}"\n'
+                         'answer = "reply.text"\ntool_calls = "trace.searches"\n', encoding="utf-8")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run",
+                              "--config", board)
+        assert code == 0, out
+    truth = gold(bench)
+    answerable = [q for q, (must, expected) in truth.items() if not must and expected]
+    found = [q for q in answerable if truth[q][1] & set(ids)]
+    f = json.loads((tmp_path / "run" / "report.json").read_text())["funnel"]["http:bot"]
+    assert f["tool_calls_mean"] == 2
+    assert (f["gold_found"]["k"], f["gold_found"]["n"]) == (len(found), len(answerable))
+    row = rows(tmp_path / "run")[0]
+    assert [c["returned"] for c in row["tool_loop"]["turns"][0]["calls"]] == [ids[:2], ids[2:]]
