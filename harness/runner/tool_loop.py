@@ -251,10 +251,13 @@ def attach_loops(plans: list[RunPlan], kb: Any, embedder: str | None, k: int, re
     if redacting:
         raise GraceError(f"--redact-pii does not redact search results yet; run {searching[0].spec.name} (a model "
                          "that searches) without it, or without search")
-    for p in searching:
-        if not getattr(p.provider, "supports_tools", False):
+    from harness.providers import provider_class
+
+    for p in searching:  # the spec's provider class: a model on replicas is served by several of it
+        if not (getattr(p.provider, "supports_tools", False) or provider_class(p.spec).supports_tools):
             raise GraceError(f"{p.spec.name}: search needs a provider with a tool protocol (openai: and "
-                             f"openai-compatible servers, anthropic:); {p.spec.provider}: has none in grace")
+                             "openai-compatible servers, anthropic:, google:, vertex:, bedrock:); "
+                             f"{p.spec.provider}: has none in grace")
         if p.batch:
             raise GraceError(f"{p.spec.name}: a search loop cannot go through a batch API (each turn waits for the "
                              "answer to the one before); remove batch = true for this model")

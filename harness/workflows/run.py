@@ -168,6 +168,10 @@ class RunSession:
         adopt_open_batches(self.specs, ledger)
         plans, resume = plan_jobs(self.specs, self.questions, self.retrieved, on_file, self.template,
                                   self.kb.kb_hash, self.settings, ready=False, language=self.kb.manifest.language)
+        for spec in (s for s in self.specs if s.search is not None):
+            log.warning(f"{spec.name} searches the KB itself: the dry run counts its first turn of each question only; "
+                        f"each turn with tool calls adds one more (up to {spec.search.max_tool_calls + 1} a question), "
+                        "each sending the conversation so far")
         cache = ResponseCache.open_for_reading() if self.settings.use_cache else None
         try:
             rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger,
