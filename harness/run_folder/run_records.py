@@ -60,7 +60,7 @@ class ToolCallRecord(BaseModel):
 
     name: str  # the tool the model called (as it spelt it: an unknown one is recorded too)
     arguments: str  # its arguments, the JSON text as sent (cut to 2,000 characters; the size says how long it was)
-    size: int  # bytes of the arguments as sent
+    size: int  # bytes of the arguments as sent (a turn read back from the cache: at most 1 over the size limit)
     returned: list[str] = Field(default_factory=list)  # the article IDs the call returned, in order
     # what went wrong, when something did: unknown_tool | malformed_arguments | oversized_arguments | over_cap
     problem: str | None = _absent_if_none()

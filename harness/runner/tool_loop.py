@@ -107,8 +107,8 @@ class SearchTools:
             return problem("unknown_tool", f"there is no tool named {name[:100]!r}; the tools are "
                                            f"{', '.join(allowed)}")
         if size > MAX_ARGUMENT_BYTES:
-            return problem("oversized_arguments", f"the arguments are {size:,} bytes, over the limit of "
-                                                  f"{MAX_ARGUMENT_BYTES:,}; send a short query")
+            return problem("oversized_arguments", f"the arguments are over the limit of {MAX_ARGUMENT_BYTES:,} bytes; "
+                                                  "send a short query")  # (the size is the record's, not the model's)
         try:
             args = json.loads(raw) if raw.strip() else {}
         except ValueError as exc:
@@ -134,13 +134,22 @@ class SearchTools:
         return self.articles(record.returned), record
 
 
+def _storable(comp: Completion) -> Completion:
+    """The turn as the cache keeps it: each argument cut to one byte over the limit, so a 10 MB argument costs
+    the shared cache 16 KB and is still judged oversized when the turn is read back."""
+    if not comp.tool_calls or all(len(str(c.get("arguments"))) <= MAX_ARGUMENT_BYTES for c in comp.tool_calls):
+        return comp
+    calls = [{**c, "arguments": str(c.get("arguments"))[:MAX_ARGUMENT_BYTES + 1]} for c in comp.tool_calls]
+    return replace(comp, tool_calls=calls)
+
+
 def _kept(call: dict[str, str]) -> dict[str, str]:
     """A call as it goes back to the model in the conversation: arguments over the limit replaced by a note, so a
     10 MB argument is not sent back on every later turn (nor keyed, nor cached)."""
     args = call.get("arguments")
     args = args if isinstance(args, str) else json.dumps(args)
     if len(args) > MAX_ARGUMENT_BYTES:
-        args = json.dumps({"omitted": f"{len(args):,} characters"})
+        args = json.dumps({"omitted": f"over the limit of {MAX_ARGUMENT_BYTES:,} bytes"})
     return {"id": str(call.get("id") or "")[:200], "name": str(call.get("name") or "")[:200], "arguments": args}
 
 
@@ -192,8 +201,8 @@ class ToolLoop:
                     return error
                 latency = round(sent.latency_ms, 1) if sent is not None and plan.provider.needs_network else None
                 cached = all_cached = False
-                if use_cache:
-                    engine.cache.put(k, spec.name, CallResult(comp, latency, tries, None, False, None, k,
+                if use_cache:  # an argument over the limit kept just over it: read back, it is still too long
+                    engine.cache.put(k, spec.name, CallResult(_storable(comp), latency, tries, None, False, None, k,
                                                               waited).cache_row())
             assert comp is not None
             last = comp

@@ -183,6 +183,11 @@ def test_a_call_grace_cannot_run_is_a_named_outcome_and_a_note_never_a_crash(ben
                               "--model", "openai:m", "--search", "openai:m", "--no-score")
         assert code == 0, out
         second = srv.requests[1].body
+        asked = len(srv.requests)  # the same command again (another folder): every turn from the cache
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", tmp_path / "one.csv", "--out", tmp_path / "again",
+                              "--model", "openai:m", "--search", "openai:m", "--no-score")
+        assert code == 0, out
+        assert len(srv.requests) == asked
     row = rows(tmp_path / "run")[0]
     call = row["tool_loop"]["turns"][0]["calls"][0]
     assert call["problem"] == problem and call["note"]
@@ -192,6 +197,15 @@ def test_a_call_grace_cannot_run_is_a_named_outcome_and_a_note_never_a_crash(ben
     assert told.startswith("Error: ")
     assert len(json.dumps(second)) < 100_000  # a 10 MB argument is neither sent back nor recorded whole
     assert len(json.dumps(row)) < 20_000
+    # nor cached whole; read back from the cache, the call is judged the same way
+    import sqlite3
+
+    from harness.runner.cache import default_cache_path
+
+    with sqlite3.connect(default_cache_path()) as db:
+        assert max(len(c) for (c,) in db.execute("SELECT completion FROM responses")) < 40_000
+    again = rows(tmp_path / "again")[0]
+    assert again["tool_loop"]["outcome"] == problem and again["response"] == row["response"]
 
 
 def hand_funnel(bench: Path, run: Path, srv: FakeAPIServer) -> dict[str, dict]:
