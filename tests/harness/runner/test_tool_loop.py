@@ -245,6 +245,9 @@ def test_funnel_figures_equal_hand_counts_for_the_four_scripted_models(bench, tm
         assert code == 0, out
         hand = hand_funnel(bench, tmp_path / "run", srv)
     assert "Retrieval funnel" in out
+    md = (tmp_path / "run" / "leaderboard.md").read_text(encoding="utf-8")
+    section = md.split("## Retrieval funnel", 1)[1]
+    assert all(f"| openai:{a} | search |" in section for a in AGENTS)
     funnel = json.loads((tmp_path / "run" / "report.json").read_text())["funnel"]
     assert set(funnel) == set(hand) == {f"openai:{a}" for a in AGENTS}
     for model, h in hand.items():
