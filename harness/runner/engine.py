@@ -183,7 +183,7 @@ def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor:
         context=RequestContext(job.question_id, job.question, job.articles, job.repeat),
     )
     if spec.search is not None:  # its first turn: the question, and the tools to find the articles with
-        from harness.runner.tool_loop import tool_definitions
+        from harness.runner.tool_schema import tool_definitions
 
         request.tools, request.tool_choice = tool_definitions(spec.search), "auto"
     return redactor.request(request, render=template.render) if redactor is not None else request
@@ -587,7 +587,7 @@ class ResponseRows:
             row.json_mode = comp.json_mode
             row.citations, row.system_retrieved = comp.citations, comp.retrieved  # absent unless a system said them
         if comp is not None and comp.spans is not None:  # native citations: each span checked against its article
-            from harness.scoring.spans import checked_spans
+            from harness.runner.native_citations import checked_spans
 
             row.cited_spans = checked_spans(comp.spans, job.articles)
         if res.loop is not None:  # a model that searched: what its searches returned is what it was shown

@@ -30,39 +30,14 @@ from harness.core.hashing import json_hash
 from harness.prompts import RetrievedArticle, article_block
 from harness.providers.base import Completion, Request
 from harness.run_folder.run_records import LOOP_OUTCOMES, SearchSettings, ToolCallRecord, ToolLoopRecord, ToolTurn
+from harness.runner.tool_schema import MAX_K
 
 if TYPE_CHECKING:
     from harness.runner.engine import CallResult, Engine, RunPlan
 
 DEFAULT_MAX_TOOL_CALLS = SearchSettings.model_fields["max_tool_calls"].default
-MAX_K = 20  # articles one search may return: more is a prompt the size of the KB
 MAX_ARGUMENT_BYTES = 16_384  # a query or an ID is a line; anything longer is not read (nor sent back, nor recorded)
 SHOWN_ARGUMENT = 2_000  # characters of a call's arguments kept in the row
-
-TOOLS: dict[str, dict[str, Any]] = {
-    "search_kb": {
-        "name": "search_kb",
-        "description": "Search the company knowledge base. Returns the best-matching articles, best first, each as "
-                       "[ID: <id>] <title> followed by the article's text.",
-        "parameters": {"type": "object", "properties": {
-            "query": {"type": "string", "description": "What to search for, in words."},
-            "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": "How many articles to return."}},
-            "required": ["query"], "additionalProperties": False},
-    },
-    "open_article": {
-        "name": "open_article",
-        "description": "Open one knowledge-base article by its ID. Returns it as [ID: <id>] <title> followed by its text.",
-        "parameters": {"type": "object", "properties": {
-            "id": {"type": "string", "description": "The article's ID, as a search showed it."}},
-            "required": ["id"], "additionalProperties": False},
-    },
-}
-
-
-def tool_definitions(settings: SearchSettings) -> list[dict[str, Any]]:
-    """The tools a model is given, in grace's neutral shape (each provider writes its own)."""
-    return [TOOLS[name] for name in settings.tools]
-
 
 def turn_key(first_key: str, messages: list[dict[str, Any]], start: int, tool_choice: str | None) -> str:
     """A later turn's cache key: the first turn's (model, parameters, template, KB, repeat, tools) and every
