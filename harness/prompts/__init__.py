@@ -40,6 +40,15 @@ def article_block(articles: list[RetrievedArticle]) -> str:
     return "\n\n".join(f"[ID: {a.id}] {a.title}\n{a.text}" for a in articles)
 
 
+ARTICLES_ATTACHED = "(the articles are the documents above, each titled with its ID)"
+
+
+def without_articles(text: str, articles: list[RetrievedArticle]) -> str:
+    """A prompt whose articles go as documents of their own (an API's native citations): its article block replaced
+    by a line saying where they are, so no article is sent twice."""
+    return text.replace(article_block(articles), ARTICLES_ATTACHED)
+
+
 JSON_SCHEMA = {
     "type": "object",
     "properties": {"answer": {"type": "string"}, "citation": {"type": ["string", "null"]}},

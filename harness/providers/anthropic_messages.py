@@ -72,15 +72,14 @@ def _as_documents(messages: list[dict[str, Any]], articles: list[Any]) -> list[d
     """Native citations: the articles as ``document`` blocks with citations enabled, before the question, in the
     order shown (the API's ``document_index`` is that order); the prompt's own article block, which would send them
     twice, replaced by a line saying where they are."""
-    from harness.prompts import article_block
+    from harness.prompts import without_articles
 
-    block = article_block(articles)
     documents = [{"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": a.text},
                   "title": f"[ID: {a.id}] {a.title}", "citations": {"enabled": True}} for a in articles]
     out = list(messages)
     for i in range(len(out) - 1, -1, -1):
         if out[i]["role"] == "user" and isinstance(out[i]["content"], str):
-            text = out[i]["content"].replace(block, "(the articles are the documents above, each titled with its ID)")
+            text = without_articles(out[i]["content"], articles)
             out[i] = {"role": "user", "content": [*documents, {"type": "text", "text": text}]}
             break
     return out

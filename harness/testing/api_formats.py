@@ -319,13 +319,17 @@ def bot_answer(body: Any) -> Reply:
 
 
 def cite_documents(body: Any) -> Reply:
-    """A Claude that cites natively: its first ``document`` block's first sentence, at its true offsets; a model
-    named ``*misquotes*`` quotes a sentence the document does not hold. Without documents it refuses."""
-    documents = [b for m in (body.get("messages") or []) if isinstance(m, dict) and isinstance(m.get("content"), list)
-                 for b in m["content"] if isinstance(b, dict) and b.get("type") == "document"]
-    if not documents:
+    """A Claude that cites natively (Anthropic's or Converse's document blocks): its first document's first sentence,
+    at its true offsets; a model named ``*misquotes*`` quotes a sentence the document does not hold. Without
+    documents it refuses."""
+    blocks = [b for m in (body.get("messages") or []) if isinstance(m, dict) and isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict)]
+    # Anthropic's {"type": "document", "source": {"data"}}, or Converse's {"document": {"source": {"text"}}}
+    texts = [b.get("source", {}).get("data") if b.get("type") == "document" else b["document"].get("source", {}).get("text")
+             for b in blocks if b.get("type") == "document" or isinstance(b.get("document"), dict)]
+    if not texts:
         return Reply.ok("I don't have enough information to answer this question.")
-    data = str(documents[0].get("source", {}).get("data", ""))
+    data = str(texts[0] or "")
     quoted = data.split(". ")[0][:200] if "misquotes" not in str(body.get("model")) else "Every employee gets a pony."
     start = data.find(quoted) if quoted in data else 0
     return Reply(text="The policy says so.", citations=[{"document_index": 0, "cited_text": quoted, "start": start,
@@ -399,7 +403,11 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any
             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
         }
     if api == "bedrock":
-        content = ([{"text": reply.text}] if reply.text or not reply.tool_calls else []) + [
+        text = [{"text": reply.text}] if not reply.citations else [{"citationsContent": {
+            "content": [{"text": reply.text}],
+            "citations": [{"title": "", "sourceContent": [{"text": c["cited_text"]}], "location": {"documentChar": {
+                "documentIndex": c["document_index"], "start": c["start"], "end": c["end"]}}} for c in reply.citations]}}]
+        content = (text if reply.text or not reply.tool_calls else []) + [
             {"toolUse": {"toolUseId": c["id"], "name": c["name"], "input": _tool_input(c["arguments"])}}
             for c in reply.tool_calls or []]
         return {
