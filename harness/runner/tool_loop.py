@@ -29,7 +29,14 @@ from harness.core.errors import GraceError
 from harness.core.hashing import json_hash
 from harness.prompts import RetrievedArticle, article_block
 from harness.providers.base import Completion, Request
-from harness.run_folder.run_records import LOOP_OUTCOMES, SearchSettings, ToolCallRecord, ToolLoopRecord, ToolTurn
+from harness.run_folder.run_records import (
+    LOOP_OUTCOMES,
+    CallError,
+    SearchSettings,
+    ToolCallRecord,
+    ToolLoopRecord,
+    ToolTurn,
+)
 from harness.runner.tool_schema import MAX_K
 
 if TYPE_CHECKING:
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_TOOL_CALLS = SearchSettings.model_fields["max_tool_calls"].default
 MAX_ARGUMENT_BYTES = 16_384  # a query or an ID is a line; anything longer is not read (nor sent back, nor recorded)
 SHOWN_ARGUMENT = 2_000  # characters of a call's arguments kept in the row
+
 
 def turn_key(first_key: str, messages: list[dict[str, Any]], start: int, tool_choice: str | None) -> str:
     """A later turn's cache key: the first turn's (model, parameters, template, KB, repeat, tools) and every
@@ -170,7 +178,9 @@ class ToolLoop:
                 attempts += tries
                 if tries == 0 and not loop.turns:
                     return None
-                if comp is None:
+                if comp is None:  # failed, or the model was stopped while this turn waited: asked again next run
+                    err = err or CallError(kind="not_tried", message="not tried: the model was stopped mid-loop",
+                                           attempts=0)
                     error = CallResult(None, None, attempts, err, False, None, key)
                     error.loop = self._close(loop, seen, forced)
                     return error
