@@ -17,7 +17,7 @@ import pytest
 
 import harness as grace
 from harness.testing.fake_api import FakeAPIServer, Reply
-from harness.testing.tool_agents import ToolAgents
+from harness.testing.tool_agents import Conversation, ToolAgents
 from tests.conftest import SAMPLE, run_grace
 
 N = 16  # gold questions asked (refusals among them)
@@ -380,8 +380,6 @@ def test_gate_caps_the_loop_and_floors_gold_found(bench, tmp_path, monkeypatch):
 @pytest.mark.parametrize("provider", ["google", "bedrock"])
 def test_the_loop_over_gemini_and_bedrock_converse_tool_protocols(bench, tmp_path, monkeypatch, provider):
     pytest.importorskip("boto3" if provider == "bedrock" else "google.genai")
-    from harness.testing.tool_agents import Conversation
-
     with FakeAPIServer(responder=ToolAgents(kb_ids(bench))) as srv:
         code, out = run_search(bench, tmp_path / "run", srv, provider, monkeypatch, "--no-score")
         assert code == 0, out
@@ -496,3 +494,29 @@ def test_an_http_system_returns_its_searches_through_a_reply_path(bench, tmp_pat
     assert (f["gold_found"]["k"], f["gold_found"]["n"]) == (len(found), len(answerable))
     row = rows(tmp_path / "run")[0]
     assert [c["returned"] for c in row["tool_loop"]["turns"][0]["calls"]] == [ids[:2], ids[2:]]
+
+
+def test_a_model_stopped_mid_loop_leaves_error_rows_that_the_next_run_asks_again(bench, tmp_path, monkeypatch):
+    agents = ToolAgents(kb_ids(bench))
+
+    def refuses_second_turns(body):  # the key is refused once a loop is under way: the model is stopped
+        return Reply.unauthorized() if Conversation(body).results else agents(body)
+
+    with FakeAPIServer(responder=refuses_second_turns) as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", srv.openai_base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run",
+                              "--model", "openai:search-top1", "--search", "openai:search-top1", "--no-score")
+        assert "Traceback" not in out
+        on_file = rows(tmp_path / "run")
+        assert len(on_file) == N
+        assert all(r["error"] is not None and r["response"] is None for r in on_file)
+        assert {r["error"]["kind"] for r in on_file} <= {"auth", "not_tried"}
+        srv.responder = agents  # the key works again: the next run asks them all, the first turns from the cache
+        asked = len(srv.requests)
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--out", tmp_path / "run",
+                              "--model", "openai:search-top1", "--search", "openai:search-top1", "--no-score")
+        assert code == 0, out
+        first_turns = sum(1 for r in srv.requests[:asked] if not Conversation(r.body).results)
+        assert len(srv.requests) - asked == N * 2 - first_turns
+    assert all(r["error"] is None for r in rows(tmp_path / "run")[-N:])
