@@ -90,6 +90,11 @@ class AuditRecord(BaseModel):
     @field_validator("tool_calls", mode="before")
     @classmethod
     def _calls(cls, value: Any) -> Any:
+        """A count (``3`` or ``"3"``), a list of calls, or one call (an object) as a list of one."""
+        if isinstance(value, dict):
+            return [value]
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
         if isinstance(value, bool) or (isinstance(value, int) and not 0 <= value <= MAX_COUNT):
             raise ValueError("must be a count of tool calls (0 or more) or a list of them")
         return value
