@@ -55,11 +55,17 @@ class Fraction(click.ParamType):
               help="Fail a model read as references below this mean citation recall (the gold's articles cited).")
 @click.option("--min-citation-f1", type=Fraction(), default=None,
               help="Fail a model read as references below this mean per-answer citation F1.")
+@click.option("--max-tool-calls", type=float, default=None,
+              help="Fail a model that searches the KB itself when its tool calls per answer, at the 95th percentile, "
+              "are above this (the report's funnel; 'cap the agent loop').")
+@click.option("--min-gold-found", type=Fraction(), default=None,
+              help="Fail a model whose searches returned a gold article for less than this share of answerable "
+              "questions (the report's funnel).")
 @click.option("--model", "models", multiple=True,
               help="Check only this model (repeatable; default: every model in the report).")
 def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, baseline: Path | None, max_drop,
          max_hallucination_rate, max_hallucination_rise, min_citation_precision, min_citation_recall, min_citation_f1,
-         models: tuple[str, ...]) -> None:
+         max_tool_calls, min_gold_found, models: tuple[str, ...]) -> None:
     """Fail (exit 1) when a scored run misses its thresholds; exit 0 when all checks pass.
 
     REPORT is OUT_DIR/report.json (or OUT_DIR). Each selected model must have
@@ -109,7 +115,8 @@ def gate(report_path: Path, min_accuracy, max_invalid_rate, max_forbidden_rate, 
                             baseline=baseline, max_drop=max_drop, max_hallucination_rate=max_hallucination_rate,
                             max_hallucination_rise=max_hallucination_rise, max_forbidden_rate=max_forbidden_rate,
                             min_citation_precision=min_citation_precision, min_citation_recall=min_citation_recall,
-                            min_citation_f1=min_citation_f1, models=models)
+                            min_citation_f1=min_citation_f1, models=models, max_tool_calls=max_tool_calls,
+                            min_gold_found=min_gold_found)
     for note in result.notes:
         click.echo(f"note  {note}")
     results, failed = result.checks, result.failed

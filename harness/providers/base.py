@@ -86,6 +86,9 @@ class ModelSpec:
     # how its citations are read and scored (a harness.run_folder.run_records.CitationSettings: the TOML's
     # [models.citations]); None: GRACE's reading. Scoring only: never sent, never part of a cache key
     citations: Any = None
+    # a model that searches the KB for itself (a harness.run_folder.run_records.SearchSettings: the TOML's search,
+    # --search); None: shown the top k in its prompt. The runner runs its loop (harness.runner.tool_loop)
+    search: Any = None
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -138,13 +141,20 @@ class Request:
     prompt anywhere (baselines, a plugin wrapping a whole RAG system); never send it on its own.
     """
 
-    messages: list[dict[str, str]]  # [{"role": "system"|"user"|"assistant", "content": "..."}]
+    # [{"role": "system"|"user"|"assistant", "content": "..."}]; in a search loop (harness.runner.tool_loop) also an
+    # assistant turn's "tool_calls" ([{"id", "name", "arguments"}], arguments the JSON text) and "tool" turns
+    # ({"role": "tool", "tool_call_id", "name", "content"}): one neutral shape each provider writes in its wire format
+    messages: list[dict[str, Any]]
     params: dict[str, Any] = field(default_factory=dict)
     output_mode: OutputMode = "inline"
     json_schema: dict[str, Any] | None = None  # JSON Schema for structured output (json mode)
     context: RequestContext | None = None
     # a redacted request (harness.privacy): placeholder -> original, to put the reply back; in memory only, never sent
     redactions: dict[str, str] | None = None
+    # the tools the model may call ([{"name", "description", "parameters": JSON Schema}]) and whether it may call them
+    # now ("auto") or must answer ("none": the loop's last turn); None: a plain call, as every call was before tools
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: str | None = None
 
 
 @dataclass
@@ -166,6 +176,12 @@ class Completion:
     # the time the server says it worked on the call, milliseconds, its queue left out (llama.cpp's ``timings``);
     # None: not said (harness.runner.server_queue tells it another way where it can)
     service_ms: float | None = None
+    # the tools the model called in this turn, [{"id", "name", "arguments"}] (arguments: the JSON text as sent, an
+    # object the API parsed written back as JSON); None: none called
+    tool_calls: list[dict[str, str]] | None = None
+    # the spans the API cited natively (Anthropic's citations of document blocks): [{"article", "text", "start",
+    # "end"}], article None when the document index names none; None: none returned, or not asked for
+    spans: list[dict[str, Any]] | None = None
 
 
 ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "bad_response", "auth", "bad_request",
@@ -253,6 +269,8 @@ class Provider(ABC):
     # False: grace's retrieved articles never reach the model (an http: system whose body sends neither articles nor
     # messages), so its rows record none and its citations are judged only against what it says it retrieved
     shows_articles: bool = True
+    # True: complete() sends Request.tools and returns the model's tool calls (a search loop can run on it)
+    supports_tools: ClassVar[bool] = False
 
     @classmethod
     def endpoint(cls, spec: ModelSpec) -> str | None:

@@ -58,7 +58,7 @@ from harness.providers.base import Completion, ModelSpec, Provider, ProviderErro
 
 REGION_ENVS = ["AWS_REGION", "AWS_DEFAULT_REGION"]
 JSON_MODES = ("prompt", "structured")
-OPTIONS = ("region", "profile", "json_mode")
+OPTIONS = ("region", "profile", "json_mode", "native_citations")
 # Chat-completions names -> inferenceConfig fields, so one leaderboard config drives every provider.
 _INFERENCE = {"max_tokens": "maxTokens", "max_completion_tokens": "maxTokens", "max_output_tokens": "maxTokens",
               "temperature": "temperature", "top_p": "topP", "stop": "stopSequences"}
@@ -84,6 +84,7 @@ class BedrockProvider(Provider):
     key_envs = ["AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID", "AWS_PROFILE"]  # or the rest of the AWS chain
     sdk_module, sdk_install = "boto3", "grace-eval[bedrock]"
     base_url_env = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+    supports_tools = True
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -103,6 +104,8 @@ class BedrockProvider(Provider):
         mode = options.get("json_mode")
         if mode is not None and mode not in JSON_MODES:
             raise GraceError(f"{name}: options.json_mode must be one of {', '.join(JSON_MODES)}, not {mode!r}")
+        if not isinstance(options.get("native_citations", False), bool):
+            raise GraceError(f"{name}: options.native_citations must be true or false")
         try:
             session = boto3.session.Session(profile_name=options.get("profile") or None)
         except botocore_exc.BotoCoreError as exc:  # ProfileNotFound, a broken config file
@@ -162,9 +165,14 @@ class BedrockProvider(Provider):
             system = "\n\n".join(s for s in (system, ask + json.dumps(request.json_schema)) if s)
         kwargs: dict[str, Any] = {
             "modelId": self.spec.model,
-            "messages": [{"role": m["role"], "content": [{"text": m["content"]}]}
-                         for m in request.messages if m["role"] != "system"],
+            "messages": _converse_messages(request.messages),
         }
+        if self.spec.options.get("native_citations") and request.context is not None and request.context.articles:
+            kwargs["messages"] = _as_documents(kwargs["messages"], request.context.articles)
+        if request.tools:  # Converse has no "none": the loop's last turn ends it when the model still calls tools
+            kwargs["toolConfig"] = {"tools": [{"toolSpec": {"name": t["name"], "description": t["description"],
+                                                            "inputSchema": {"json": t["parameters"]}}}
+                                              for t in request.tools], "toolChoice": {"auto": {}}}
         if system:
             kwargs["system"] = [{"text": system}]
         if inference:
@@ -197,7 +205,11 @@ class BedrockProvider(Provider):
 
         with http_errors.mapped(classify):
             resp = await asyncio.get_running_loop().run_in_executor(self._pool, lambda: client.converse(**kwargs))
-        return self._to_completion(resp)
+        completion = self._to_completion(resp)
+        if self.spec.options.get("native_citations") and request.context is not None:
+            completion.spans = _spans(resp, [a.id for a in request.context.articles])
+            completion.citations = list(dict.fromkeys(s["article"] for s in completion.spans if s["article"]))
+        return completion
 
     @staticmethod
     def _to_completion(resp: Any) -> Completion:
@@ -206,8 +218,13 @@ class BedrockProvider(Provider):
         if not isinstance(blocks, list):
             shown = {k: v for k, v in (resp or {}).items() if k != "ResponseMetadata"}
             raise http_errors.bad_response(f"response has no message content: {str(shown)[:200]!r}")
-        texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
+        texts = [t for b in blocks if isinstance(b, dict) for t in _texts(b)]
         stop = resp.get("stopReason")
+        uses = [b["toolUse"] for b in blocks if isinstance(b, dict) and isinstance(b.get("toolUse"), dict)]
+        tool_calls = [{"id": str(u.get("toolUseId") or f"tooluse_{n}"), "name": str(u.get("name") or ""),
+                       "arguments": json.dumps(u.get("input"))} for n, u in enumerate(uses)] or None
+        if not texts and tool_calls:
+            texts = [""]  # a turn that only calls tools
         if not texts:
             raise http_errors.bad_response(f"response has no text block (stopReason={stop!r})")
         usage = resp.get("usage") or {}
@@ -216,6 +233,7 @@ class BedrockProvider(Provider):
             input_tokens=usage.get("inputTokens"),
             output_tokens=usage.get("outputTokens"),
             finish_reason=stop,  # "max_tokens" when the output limit cut it off, as the scorer expects
+            tool_calls=tool_calls,
         )
 
     async def aclose(self) -> None:
@@ -225,6 +243,81 @@ class BedrockProvider(Provider):
         if self._pool is not None:
             pool, self._pool = self._pool, None
             pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _texts(block: dict[str, Any]) -> list[str]:
+    """A content block's answer text: a text block's, or a cited passage's (``citationsContent``)."""
+    if isinstance(block.get("text"), str):
+        return [block["text"]]
+    cited = block.get("citationsContent")
+    if isinstance(cited, dict):
+        return [c["text"] for c in cited.get("content") or [] if isinstance(c, dict) and isinstance(c.get("text"), str)]
+    return []
+
+
+def _as_documents(messages: list[dict[str, Any]], articles: list[Any]) -> list[dict[str, Any]]:
+    """Native citations (Claude on Bedrock): the articles as ``document`` blocks with citations enabled, before the
+    question, in the order shown (``documentIndex`` is that order); the prompt's own article block left out."""
+    from harness.prompts import without_articles
+
+    documents = [{"document": {"format": "txt", "name": _document_name(a.id, n), "source": {"text": a.text},
+                               "citations": {"enabled": True}}} for n, a in enumerate(articles)]
+    out = list(messages)
+    for i in range(len(out) - 1, -1, -1):
+        if out[i]["role"] == "user" and [set(b) for b in out[i]["content"]] == [{"text"}]:
+            text = without_articles(out[i]["content"][0]["text"], articles)
+            out[i] = {"role": "user", "content": [*documents, {"text": text}]}
+            break
+    return out
+
+
+def _document_name(article_id: str, n: int) -> str:
+    """Converse takes letters, digits, spaces, hyphens, parentheses and square brackets in a name, each unique."""
+    return f"{n + 1} ({re.sub(r'[^A-Za-z0-9 -]', '-', str(article_id))[:150]})"
+
+
+def _spans(resp: Any, ids: list[str]) -> list[dict[str, Any]]:
+    """The cited spans of a Converse reply (``citationsContent``, ``documentChar`` locations) as each article its
+    document index names (None: an index past the articles sent) and the text it quotes."""
+    message = ((resp or {}).get("output") or {}).get("message") or {}
+    out = []
+    for block in message.get("content") or []:
+        cited = block.get("citationsContent") if isinstance(block, dict) else None
+        for c in (cited.get("citations") or []) if isinstance(cited, dict) else []:
+            where = ((c.get("location") or {}).get("documentChar") or {}) if isinstance(c, dict) else {}
+            index = where.get("documentIndex")
+            quoted = "".join(s.get("text") or "" for s in c.get("sourceContent") or [] if isinstance(s, dict))
+            out.append({"article": ids[index] if isinstance(index, int) and 0 <= index < len(ids) else None,
+                        "text": quoted, "start": where.get("start"), "end": where.get("end")})
+    return out
+
+
+def _converse_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation in Converse's shape; a search loop's calls as ``toolUse`` blocks of the assistant's turn
+    (their input an object: text that is not one as {}) and their results as ``toolResult`` blocks of one user turn."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m["role"] == "system":
+            continue
+        if m["role"] == "tool":
+            block = {"toolResult": {"toolUseId": m["tool_call_id"], "content": [{"text": m["content"]}]}}
+            if out and out[-1]["role"] == "user" and "toolResult" in out[-1]["content"][0]:
+                out[-1]["content"].append(block)
+            else:
+                out.append({"role": "user", "content": [block]})
+        elif m.get("tool_calls"):
+            blocks: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
+            for c in m["tool_calls"]:
+                try:
+                    value = json.loads(c["arguments"])
+                except ValueError:
+                    value = {}
+                blocks.append({"toolUse": {"toolUseId": c["id"], "name": c["name"],
+                                           "input": value if isinstance(value, dict) else {}}})
+            out.append({"role": "assistant", "content": blocks})
+        else:
+            out.append({"role": m["role"], "content": [{"text": m["content"]}]})
+    return out
 
 
 def _from_client_error(exc: Any) -> ProviderError:

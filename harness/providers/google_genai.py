@@ -38,6 +38,15 @@ KEY_ENVS = ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
 _RENAMES = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
 
+def _object(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the object Gemini sends back; text that is not one (the model was told why) as {}."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _sdk() -> Any:
     return require_sdk("google.genai", "google-genai", "google")
 
@@ -47,6 +56,7 @@ class GoogleProvider(Provider):
     key_envs = KEY_ENVS
     sdk_module, sdk_install = "google.genai", "google-genai"
     batch_api = "harness.providers.google_batch:GeminiBatch"
+    supports_tools = True
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -91,15 +101,37 @@ class GoogleProvider(Provider):
                 # response_json_schema takes standard JSON Schema as-is (additionalProperties
                 # included), where response_schema only takes the OpenAPI subset.
                 config["response_json_schema"] = request.json_schema
+        if request.tools:  # declared as data, never run by the SDK: the loop is grace's (harness.runner.tool_loop)
+            config["tools"] = [{"function_declarations": [
+                {"name": t["name"], "description": t["description"], "parameters_json_schema": t["parameters"]}
+                for t in request.tools]}]
+            config["tool_config"] = {"function_calling_config": {"mode": (request.tool_choice or "auto").upper()}}
+            config["automatic_function_calling"] = {"disable": True}
         return config
 
     @staticmethod
     def build_contents(request: Request) -> list[dict[str, Any]]:
-        return [
-            {"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]}
-            for m in request.messages
-            if m["role"] != "system"
-        ]
+        """The conversation as ``contents``; a search loop's calls as ``function_call`` parts of the model's turn and
+        their results as ``function_response`` parts of one user turn."""
+        out: list[dict[str, Any]] = []
+        for m in request.messages:
+            if m["role"] == "system":
+                continue
+            if m["role"] == "tool":
+                part = {"function_response": {"id": m["tool_call_id"], "name": m.get("name") or "",
+                                              "response": {"result": m["content"]}}}
+                if out and out[-1]["role"] == "user" and "function_response" in out[-1]["parts"][0]:
+                    out[-1]["parts"].append(part)
+                else:
+                    out.append({"role": "user", "parts": [part]})
+            elif m.get("tool_calls"):
+                parts: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
+                parts += [{"function_call": {"id": c["id"], "name": c["name"], "args": _object(c["arguments"])}}
+                          for c in m["tool_calls"]]
+                out.append({"role": "model", "parts": parts})
+            else:
+                out.append({"role": "model" if m["role"] == "assistant" else "user", "parts": [{"text": m["content"]}]})
+        return out
 
     async def complete(self, request: Request) -> Completion:
         client = self._get_client()
@@ -137,6 +169,11 @@ class GoogleProvider(Provider):
         texts = [p.text for p in parts if isinstance(getattr(p, "text", None), str) and not getattr(p, "thought", False)]
         finish = getattr(candidates[0], "finish_reason", None)
         finish_reason = getattr(finish, "value", finish)
+        calls = [getattr(p, "function_call", None) for p in parts]
+        tool_calls = [{"id": str(c.id or f"call_{n}"), "name": str(c.name or ""), "arguments": json.dumps(c.args or {})}
+                      for n, c in enumerate(calls) if c is not None] or None
+        if not texts and tool_calls:
+            texts = [""]  # a turn that only calls tools
         if not texts:
             raise http_errors.bad_response(f"candidate has no text (finish_reason={finish_reason!r})")
         usage = getattr(resp, "usage_metadata", None)
@@ -149,6 +186,7 @@ class GoogleProvider(Provider):
             input_tokens=getattr(usage, "prompt_token_count", None),
             output_tokens=out,
             finish_reason=str(finish_reason) if finish_reason is not None else None,
+            tool_calls=tool_calls,
         )
 
     async def aclose(self) -> None:

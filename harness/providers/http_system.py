@@ -76,11 +76,13 @@ class HttpTable(BaseModel):
     input_tokens: str | None = None  # JMESPath to token counts and cost, when the bot reports them
     output_tokens: str | None = None
     cost_usd: str | None = None
+    # JMESPath to the bot's own tool calls (its searches): a list of objects (name, arguments or query, returned IDs)
+    tool_calls: str | None = None
     max_reply_mb: float = MAX_REPLY_MB  # a longer reply body is an error row (read no further than this)
 
 
 REQUIRED_PATHS = ("answer", "citations", "retrieved")  # matching nothing is an error row
-USAGE_PATHS = ("input_tokens", "output_tokens", "cost_usd")  # matching nothing: not reported
+USAGE_PATHS = ("input_tokens", "output_tokens", "cost_usd", "tool_calls")  # matching nothing: not reported
 
 
 def read_http_table(table: Any, where: str, model: str = "") -> dict[str, Any]:
@@ -359,6 +361,11 @@ class HttpSystem(Provider):
             raise ProviderError("bad_response", f"reply path answer = {self.paths['answer'].expression!r} matched "
                                 f"{type(answer).__name__}, not text", retryable=False)
         usage = {k: self.paths[k].search(reply) if self.paths[k] is not None else None for k in USAGE_PATHS}
+        calls = usage["tool_calls"]
+        if calls is not None and not (isinstance(calls, list) and all(isinstance(c, dict) for c in calls)):
+            raise ProviderError("bad_response", f"reply path tool_calls = {self.table.tool_calls!r} matched "
+                                f"{type(calls).__name__}, not a list of objects (name, arguments, returned)",
+                                retryable=False)
         return Completion(
             text=answer,
             citations=ids(got.get("citations"), f"= {self.table.citations!r} matched a value that", "reply path citations"),
@@ -366,6 +373,7 @@ class HttpSystem(Provider):
             input_tokens=_whole(usage["input_tokens"]), output_tokens=_whole(usage["output_tokens"]),
             cost_usd=float(usage["cost_usd"]) if isinstance(usage["cost_usd"], int | float)
             and not isinstance(usage["cost_usd"], bool) and usage["cost_usd"] >= 0 else None,
+            tool_calls=calls[:1000] if calls is not None else None,
         )
 
     async def aclose(self) -> None:

@@ -117,6 +117,33 @@ def _server_time(timings: Any) -> float | None:
     return float(parts[0] + parts[1])
 
 
+def _wire_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A turn of a search loop in Chat Completions' shape: an assistant turn's calls as ``tool_calls`` of type
+    ``function``, a tool's result as a ``tool`` message answering its call's ID."""
+    if message.get("role") == "tool":
+        return {"role": "tool", "tool_call_id": message["tool_call_id"], "content": message["content"]}
+    if message.get("tool_calls"):
+        return {"role": "assistant", "content": message.get("content") or None,
+                "tool_calls": [{"id": c["id"], "type": "function",
+                                "function": {"name": c["name"], "arguments": c["arguments"]}}
+                               for c in message["tool_calls"]]}
+    return message
+
+
+def _tool_calls(raw: Any) -> list[dict[str, str]] | None:
+    """The reply's function calls as ``{"id", "name", "arguments"}``; arguments kept as the text sent (JSON, or
+    not: the loop judges it), an object a server sent already parsed written back as JSON."""
+    if not isinstance(raw, list) or not raw:
+        return None
+    out = []
+    for n, call in enumerate(raw):
+        fn = _field(call, "function")
+        args = _field(fn, "arguments")
+        out.append({"id": str(_field(call, "id") or f"call_{n}"), "name": str(_field(fn, "name") or ""),
+                    "arguments": args if isinstance(args, str) else json.dumps(args)})
+    return out
+
+
 class OpenAIChatProvider(Provider):
     """Subclasses for other endpoints of the same wire format (named presets, Azure) override only the
     hooks below the constructor: where the key is read, how the client is made, which output-limit name
@@ -128,6 +155,7 @@ class OpenAIChatProvider(Provider):
     key_envs: ClassVar[list[str]] = KEY_ENVS  # where the key is read from unless the spec names api_key_env
     json_fallback: ClassVar[tuple[str, ...]] = _FALLBACK  # the JSON modes ``auto`` tries, in order
     sdk_module, sdk_install = "openai", "openai"
+    supports_tools = True
 
     def __init__(self, spec: ModelSpec):
         super().__init__(spec)
@@ -201,7 +229,11 @@ class OpenAIChatProvider(Provider):
             # reasoning models (o-series, gpt-5) reject max_tokens; local servers keep
             # the older name, which is all many of them understand.
             params["max_completion_tokens"] = params.pop("max_tokens")
-        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": list(request.messages), **params}
+        messages = [_wire_message(m) for m in request.messages] if request.tools else list(request.messages)
+        kwargs: dict[str, Any] = {"model": self.spec.model, "messages": messages, **params}
+        if request.tools:
+            kwargs["tools"] = [{"type": "function", "function": t} for t in request.tools]
+            kwargs["tool_choice"] = request.tool_choice or "auto"
         if request.output_mode == "json":
             mode = mode or self.json_mode()
             if mode == "json_schema" and request.json_schema is not None:
@@ -291,6 +323,9 @@ class OpenAIChatProvider(Provider):
             text, finish = refusal, finish or "refusal"
         if text is None and finish == "length":
             text = ""  # the limit cut it off before any text (a reasoning model's budget): an answer, not a fault
+        calls = _tool_calls(_field(message, "tool_calls"))
+        if text is None and calls:
+            text = ""  # a turn that only calls tools
         if not isinstance(text, str):
             raise http_errors.bad_response(f"response message has no content (finish_reason={finish!r})")
         usage = _field(resp, "usage")
@@ -300,6 +335,7 @@ class OpenAIChatProvider(Provider):
             output_tokens=_field(usage, "completion_tokens"),
             finish_reason=finish,
             service_ms=_server_time(_field(resp, "timings")),
+            tool_calls=calls,
         )
 
     async def aclose(self) -> None:

@@ -77,11 +77,14 @@ class SystemAnswer:
     then judges unshown citations against them and reports the system's own retrieval recall.
     ``input_tokens``, ``output_tokens``, ``cost_usd``: what the call used and cost, when known (a cost given here
     is recorded as is; otherwise the model's prices, if any, price the tokens).
+    ``tool_calls``: the searches (tool calls) its own agent loop made, each a dict: ``name``, ``arguments`` (or
+    ``query``), ``returned`` (the article IDs it got back); recorded as the row's loop, for the retrieval funnel.
     """
 
     answer: str
     citations: list[str] | None = None
     retrieved: list[str] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
     cost_usd: float | None = None
@@ -279,14 +282,28 @@ def to_completion(value: Any, model: str) -> Completion:
     return Completion(text=value.answer, input_tokens=_count(value.input_tokens, "input_tokens", who),
                       output_tokens=_count(value.output_tokens, "output_tokens", who),
                       citations=ids(value.citations, "citations", who), retrieved=ids(value.retrieved, "retrieved", who),
-                      cost_usd=_cost(value.cost_usd, who))
+                      cost_usd=_cost(value.cost_usd, who), tool_calls=_calls(value.tool_calls, who))
+
+
+def _calls(value: Any, who: str) -> list[dict[str, Any]] | None:
+    """A system's own tool calls: a list of dicts, as plain JSON data (they cross the process boundary)."""
+    import json
+
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(c, dict) for c in value):
+        raise _bad(who, "SystemAnswer.tool_calls must be a list of dicts (name, arguments, returned)")
+    try:
+        return json.loads(json.dumps(list(value)[:1000], default=str))
+    except (TypeError, ValueError) as exc:
+        raise _bad(who, f"SystemAnswer.tool_calls is not plain data ({exc})") from None
 
 
 def plain(value: Any, model: str) -> dict[str, Any]:
     """The function's return value, checked, as the plain data that crosses the boundary (a SystemAnswer's
     fields; ``extra`` stays behind)."""
     comp = to_completion(value, model)
-    return {"answer": comp.text, "citations": comp.citations, "retrieved": comp.retrieved,
+    return {"answer": comp.text, "citations": comp.citations, "retrieved": comp.retrieved, "tool_calls": comp.tool_calls,
             "input_tokens": comp.input_tokens, "output_tokens": comp.output_tokens, "cost_usd": comp.cost_usd}
 
 

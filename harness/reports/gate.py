@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
+from harness.reports.gate_funnel import check_funnel
 from harness.run_folder.report import ModelReport, Report, as_written, field_name
 
 
@@ -267,7 +268,8 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
                max_hallucination_rate: float | None = None, max_hallucination_rise: float | None = None,
                max_forbidden_rate: float | None = None, min_citation_precision: float | None = None,
                min_citation_recall: float | None = None, min_citation_f1: float | None = None,
-               models: tuple[str, ...] = ()) -> GateResult:
+               models: tuple[str, ...] = (), max_tool_calls: float | None = None,
+               min_gold_found: float | None = None) -> GateResult:
     """Every check of ``grace gate`` on ``report_path`` (a report.json or its folder), against ``baseline``.
 
     Every figure a check reads is checked first, as written (:class:`_Read`); a check that was asked for by
@@ -278,7 +280,8 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
                           ("--max-hallucination-rise", max_hallucination_rise),
                           ("--max-forbidden-rate", max_forbidden_rate),
                           ("--min-citation-precision", min_citation_precision),
-                          ("--min-citation-recall", min_citation_recall), ("--min-citation-f1", min_citation_f1)):
+                          ("--min-citation-recall", min_citation_recall), ("--min-citation-f1", min_citation_f1),
+                          ("--min-gold-found", min_gold_found)):
         _fraction(option, value)
     citation_minimums = {"--min-citation-precision": min_citation_precision,
                          "--min-citation-recall": min_citation_recall, "--min-citation-f1": min_citation_f1}
@@ -287,10 +290,13 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
     if max_hallucination_rise is not None and baseline is None:
         raise GraceError("--max-hallucination-rise needs --baseline OLD/report.json to compare against")
     if (min_accuracy is None and max_invalid_rate is None and baseline is None and max_hallucination_rate is None
-            and max_forbidden_rate is None and not any(v is not None for v in citation_minimums.values())):
+            and max_forbidden_rate is None and not any(v is not None for v in citation_minimums.values())
+            and max_tool_calls is None and min_gold_found is None):
         raise GraceError("nothing to check: give --min-accuracy, --max-invalid-rate, --max-forbidden-rate, "
                          "--max-hallucination-rate, --min-citation-precision, --min-citation-recall, "
-                         "--min-citation-f1 and/or --baseline")
+                         "--min-citation-f1, --max-tool-calls, --min-gold-found and/or --baseline")
+    if max_tool_calls is not None and (not math.isfinite(max_tool_calls) or max_tool_calls < 0):
+        raise GraceError(f"--max-tool-calls must be 0 or more, not {max_tool_calls}")
     out = GateResult()
     new = load_report(report_path)
     report = new.report
@@ -349,6 +355,7 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
         out.checks += check_model(report.models[name], min_accuracy, max_invalid_rate, base, max_drop or 0.0,
                                   max_forbidden_rate)
         out.checks += check_citations(new, name, citation_minimums)
+        out.checks += check_funnel(new, name, max_tool_calls, min_gold_found)
 
         spot, rate = spots.get(name), ("spotcheck", "models", name, "hallucination_rate")
         if spot is None:

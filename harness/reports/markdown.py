@@ -103,4 +103,8 @@ def render_markdown(inputs: ReportInputs) -> str:
                       "| --- | --- | " + " | ".join("---:" for _ in CITATION_PAIR_HEADERS[2:-1]) + " | --- |"]
             lines += ["| " + " | ".join([cell(r[0]), cell(r[1]), *r[2:]]) + " |" for r in pairs]
             lines += ["", f"- {CITATION_PAIRS_LEGEND}"]
+    if report.funnel:  # a model searched the KB itself: what it found and cited (a run without one: as it was)
+        from harness.reports.funnel_table import funnel_markdown
+
+        lines += funnel_markdown(report.funnel, cell)
     return "\n".join(lines) + "\n"

@@ -175,6 +175,10 @@ def print_leaderboard(inputs: ReportInputs, console: Any, html_path: Path | None
     table, left_out = leaderboard_table(inputs, console, console.width if terminal else None)
     show_table(console, table)
     soft = not terminal  # a log line is not broken at 80 columns either
+    if inputs.report.funnel:  # a model searched the KB itself: what it found and cited
+        from harness.reports.funnel_table import funnel_table
+
+        show_table(console, funnel_table(inputs.report.funnel))
     if left_out:
         console.print(Text(f"left out for the terminal's width: {', '.join(left_out)} "
                            "(widen it, or read leaderboard.md)", style="dim"), soft_wrap=soft)

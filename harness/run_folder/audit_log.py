@@ -62,6 +62,12 @@ class AuditRecord(BaseModel):
     output_tokens: int | None = Field(None, ge=0, le=MAX_COUNT)  # answer tokens of the model call
     cost_usd: float | None = Field(None, ge=0, le=MAX_AMOUNT, allow_inf_nan=False)  # what the answer cost, USD
     timestamp: str | None = None  # when it was answered, as the log writes it
+    # the agent loop (the guidance's audit record): how many tool calls it made (a count, or the list of its calls,
+    # each an object: name, arguments, returned IDs), the tokens of the context it put before the model, and what the
+    # user said of the answer (a rating, a thumb, a comment)
+    tool_calls: int | list[Any] | None = None  # tool calls of its loop: a count, or each call ({name, arguments, returned})
+    context_tokens: int | None = Field(None, ge=0, le=MAX_COUNT)  # tokens of the retrieved context in the prompt
+    feedback: Any = None  # the user's feedback on the answer, as the log writes it (kept on the row)
 
     @field_validator("citations", "retrieved_ids", "user_groups", mode="before")
     @classmethod
@@ -81,7 +87,19 @@ class AuditRecord(BaseModel):
         """Named as the articles' audiences are (``" hr "`` is ``hr``): one rule, harness.core.group_names."""
         return None if value is None else group_names(value)
 
-    @field_validator("latency_ms", "input_tokens", "output_tokens", "cost_usd", mode="before")
+    @field_validator("tool_calls", mode="before")
+    @classmethod
+    def _calls(cls, value: Any) -> Any:
+        """A count (``3`` or ``"3"``), a list of calls, or one call (an object) as a list of one."""
+        if isinstance(value, dict):
+            return [value]
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, bool) or (isinstance(value, int) and not 0 <= value <= MAX_COUNT):
+            raise ValueError("must be a count of tool calls (0 or more) or a list of them")
+        return value
+
+    @field_validator("latency_ms", "input_tokens", "output_tokens", "cost_usd", "context_tokens", mode="before")
     @classmethod
     def _not_a_flag(cls, value: Any) -> Any:
         if isinstance(value, bool):  # pydantic would read true as 1
@@ -108,6 +126,8 @@ class AuditRecord(BaseModel):
 
 
 FIELDS = tuple(AuditRecord.model_fields)
+# the guidance's audit record names two fields otherwise: read by default where a line has no field of grace's name
+GUIDANCE_NAMES = {"retrieved_ids": "retrieved_uids", "user": "user_uid"}
 
 
 class LogProblem(BaseModel):
@@ -249,6 +269,8 @@ def _read_line(n: int, raw: bytes, plan: list[tuple[str, str, Any]], length: int
     values = {}
     for name, p, compiled in plan:
         value = data.get(p) if compiled is None else compiled.search(data)
+        if value is None and p == name and name in GUIDANCE_NAMES:  # unmapped: the guidance's name will do
+            value = data.get(GUIDANCE_NAMES[name])
         if value is not None:
             values[name] = value
     if "question" not in values:

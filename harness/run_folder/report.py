@@ -602,6 +602,55 @@ _NEED_A_LABEL = ("rank", "accuracy", "strict_accuracy", "macro_precision", "macr
                  "weighted_precision", "weighted_recall", "weighted_f1")
 
 
+class FunnelShare(_Block):
+    """A share of a model's answers in the retrieval funnel: ``k`` of ``n``, with its 95% Wilson interval."""
+
+    k: int  # answers counted
+    n: int  # answers it is a share of
+    rate: float | None  # k / n; null when n is 0
+    ci: list[float] | None  # 95% Wilson interval; null when n is 0
+
+
+class SearchFunnel(_Block):
+    """``report.json["funnel"][model]``: what a model found, what it cited of it, and what its loop cost
+    (harness.scoring.funnel). A model shown the top k is in it too, its "search" the top k, with no tool calls."""
+
+    searches: bool  # true: the model searched the KB itself; false: it was shown the top k
+    answers: int  # answered rows (each repeat one), failed calls left out
+    errors: int  # failed calls
+    tool_calls_mean: float | None  # tool calls per answer
+    tool_calls_p95: float | None  # the 95th percentile of tool calls per answer (nearest rank)
+    turns_mean: float | None  # model calls per answer
+    gold_found: FunnelShare  # of answerable answers: a gold article was returned by a search (or in the top k)
+    cited_given_found: FunnelShare  # of those found: the answer cites a gold article
+    found_not_cited: FunnelShare  # of answerable answers: a gold article was returned and not cited
+    cited_unseen: FunnelShare  # of answers citing a KB article: one of them no search returned
+    # mean over answers that retrieved anything of |cited ∩ retrieved| / |retrieved|, with a bootstrap 95% interval
+    coverage: float | None
+    coverage_ci: list[float] | None  # bootstrap 95% interval of coverage; null without answers or --bootstrap 0
+    coverage_n: int  # answers whose searches returned anything (coverage's denominator)
+    loop_outcomes: dict[str, FunnelShare]  # of answers: how each loop ended (hit_cap, unknown_tool, ... completed)
+    cost_usd: float | None  # every turn of every answer; null when the model has no price
+    cost_per_answer_usd: float | None  # cost_usd over answers, USD; null when the model has no price
+    latency_ms_mean: float | None  # every turn of an answer, summed
+    latency_ms_p95: float | None  # nearest rank
+    input_tokens_mean: float | None  # every turn of an answer, summed
+    output_tokens_mean: float | None  # answer tokens per answer, every turn summed
+
+
+class NativeCitations(_Block):
+    """``report.json["native_citations"][model]``: the spans an API cited natively, checked against their articles
+    (harness.scoring.spans)."""
+
+    answers: int  # answered rows with native citations asked for
+    spans: int  # spans cited over those answers
+    found: int  # spans whose text is in the article they name
+    at_offsets: int  # of those, exactly at the character offsets the API gave
+    answers_with_unfound_span: int  # answers citing a span its article does not hold
+    found_rate: float | None  # found / spans; null without spans
+    found_ci: list[float] | None  # 95% Wilson interval of found_rate, over spans
+
+
 class Report(_Block):
     """The whole of ``report.json``."""
 
@@ -637,6 +686,10 @@ class Report(_Block):
     # 16 hex digits of the SHA-256 of the folder's run.json when scored: which grace run these figures are of (a
     # later run with another gold file that stopped before scoring makes them stale); absent: no run.json
     run_json_hash: str | None = Field(None, exclude_if=lambda v: v is None)
+    # the retrieval funnel of each model, when a model of the run searched the KB itself; absent otherwise
+    funnel: dict[str, SearchFunnel] | None = Field(None, exclude_if=lambda v: v is None)
+    # each model's native citations checked (options.native_citations); absent when no model asked for them
+    native_citations: dict[str, NativeCitations] | None = Field(None, exclude_if=lambda v: v is None)
 
     @model_validator(mode="after")
     def _name_models(self) -> Report:

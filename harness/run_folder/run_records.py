@@ -44,6 +44,71 @@ def _absent_if_none(default: Any = None) -> Any:
     return Field(default, exclude_if=lambda v: v is None)
 
 
+class CitedSpan(BaseModel):
+    """A span the API cited natively (Anthropic's citations of document blocks), as checked against its article."""
+
+    article: str | None  # the article its document index names; null: an index past the articles sent
+    text: str  # the cited text, as the API returned it (cut to 1,000 characters)
+    start: int | None = None  # its character offsets in the article's text, as the API said them; null: not said
+    end: int | None = None  # the character offset just past its end, as the API said it; null: not said
+    found: bool  # the cited text is in the article (no model needed): false is a span the article does not hold
+    at_offsets: bool  # and exactly at the offsets the API gave
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call of a search loop, as the model made it and as grace answered it."""
+
+    name: str  # the tool the model called (as it spelt it: an unknown one is recorded too)
+    arguments: str  # its arguments, the JSON text as sent (cut to 2,000 characters; the size says how long it was)
+    size: int  # bytes of the arguments as sent (a turn read back from the cache: at most 1 over the size limit)
+    returned: list[str] = Field(default_factory=list)  # the article IDs the call returned, in order
+    # what went wrong, when something did: unknown_tool | malformed_arguments | oversized_arguments | over_cap
+    problem: str | None = _absent_if_none()
+    note: str | None = _absent_if_none()  # what the model was told went wrong
+
+
+class ToolTurn(BaseModel):
+    """One model call of a search loop: its tokens and time, and the tools it called."""
+
+    calls: list[ToolCallRecord] = Field(default_factory=list)  # the tools it called in this turn, in order
+    input_tokens: int | None = None  # prompt tokens of this turn, as the provider counted them; null: not said
+    output_tokens: int | None = None  # answer tokens of this turn, as the provider counted them; null: not said
+    latency_ms: float | None = None  # this turn's, milliseconds; null: from the cache without a time, or offline
+    cached: bool = False  # true: this turn was answered from grace's response cache (nothing paid)
+    finish_reason: str | None = None  # the API's finish reason (tool_calls / tool_use: the turn called tools)
+
+
+# a search loop's named outcomes, the first that applies (harness.runner.tool_loop): it reached its cap of tool calls,
+# called a tool that does not exist, sent arguments that are not a JSON object of the tool's fields, sent arguments
+# over the size limit; else completed
+LOOP_OUTCOMES = ("hit_cap", "unknown_tool", "malformed_arguments", "oversized_arguments", "completed")
+
+
+class ToolLoopRecord(BaseModel):
+    """A response row's search loop (``tool_loop``): every turn, and how the loop ended."""
+
+    turns: list[ToolTurn] = Field(default_factory=list)  # each model call of the loop, in order
+    tool_calls: int = 0  # calls made, every turn's (the guidance's "how many endpoint calls during the loop")
+    retrieved: list[str] = Field(default_factory=list)  # every article a call returned, first return first, once
+    max_tool_calls: int | None  # the cap the loop ran under; null: not known (imported logs)
+    # how it ended: answered | hit_cap (the cap was reached; the model was asked to answer without tools)
+    stopped: str = "answered"
+    # the named loop outcome: hit_cap, unknown_tool, malformed_arguments, oversized_arguments (first that applies),
+    # else completed
+    outcome: str = "completed"
+
+
+class SearchSettings(BaseModel):
+    """A model that searches the KB for itself (TOML ``search = true`` or ``[models.search]``, ``grace run --search``):
+    its tools, its cap of tool calls per question, and how many articles a search returns unless it asks."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    max_tool_calls: int = Field(6, ge=1, le=100)  # tool calls per question; the loop then asks for the answer
+    k: int | None = Field(None, ge=1, le=50)  # articles a search returns when the model does not say; None: --k
+    tools: list[Literal["search_kb", "open_article"]] = Field(default_factory=lambda: ["search_kb", "open_article"])  # given
+
+
 class ResponseRecord(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -93,6 +158,10 @@ class ResponseRecord(BaseModel):
     batch: str | None = None  # the batch it was answered in (grace's label, see batches.jsonl); None: real time
     attempts: int = 0  # attempts made (0 for a cache hit or a call never sent)
     created_at: str | None = None  # when the line was written: ISO 8601, UTC, to the second
+    # a model that searched for itself (harness.runner.tool_loop): every turn of its loop; absent: one plain call
+    tool_loop: ToolLoopRecord | None = _absent_if_none()
+    # native citations (an anthropic: model with options.native_citations): each span the API cited, checked
+    cited_spans: list[CitedSpan] | None = _absent_if_none()
 
 
 _RUN_BLOCK = ConfigDict(extra="forbid", validate_assignment=True)
@@ -241,6 +310,10 @@ class ModelEntry(BaseModel):
     # a model on several endpoints (base_url = [...]): each replica, what it answered, and which were dropped and why;
     # absent: one endpoint. The calls were spread over them; the cache key names the first (endpoint)
     replicas: list[ReplicaEntry] | None = _absent_if_none()
+    # a model that searched the KB for itself (issue 48): its tools and cap; absent: shown the top k in its prompt
+    search: SearchSettings | None = _absent_if_none()
+    # its rows record an agent loop it ran itself (imported logs with tool_calls): the report's funnel reads them
+    tool_loop: bool | None = _absent_if_none()  # true: its rows hold the loop it ran (imported tool_calls)
 
     def learned(self) -> dict[str, Any]:
         """What the run learned about the endpoint, as ``Provider.learned()`` gives it."""

@@ -94,6 +94,8 @@ class ModelTable(GenParams):
     params: dict[str, Any] | None = None
     http: dict[str, Any] | None = None  # an http: system's endpoint (harness.providers.http_system.HttpTable)
     citations: dict[str, Any] | None = None  # [models.citations]: how its citations are read and scored (CitationTable)
+    # the model searches the KB itself (harness.runner.tool_loop): true, or [models.search] (SearchSettings' keys)
+    search: bool | dict[str, Any] | None = None
 
 
 class CitationTable(BaseModel):
@@ -168,6 +170,11 @@ class RunConfig(BaseModel):
     dry_run: bool = False
     no_score: bool = _toml(False)
     redact_pii: bool = _toml(False)  # personal data replaced by placeholders in every prompt (harness.privacy)
+    # MODEL or MODEL=MAX_TOOL_CALLS (repeatable): the model searches the KB itself with tools instead of being shown
+    # the top k (harness.runner.tool_loop); over its TOML search settings
+    search: tuple[str, ...] = ()
+    # tool calls per question of every model that searches, unless its own settings say (default 6)
+    max_tool_calls: Count | None = _toml()
     # once the run is scored, export it to each of these (inspect, mlflow, wandb, parquet); a failed export is
     # recorded in RUN/exports.jsonl and never fails the run. Where to: the TOML's [export.TARGET] tables
     log_to: list[str] = _toml([])
@@ -316,7 +323,43 @@ def model_from_table(entry: dict[str, Any], where: str, base: Path | None = None
     if problems:
         raise LiteralSecrets(where, problems)
     spec.citations = _citations(spec, entry.get("citations"), where, base)
+    spec.search = _search(entry.get("search"), where)
     return spec
+
+
+def _search(table: bool | dict[str, Any] | None, where: str) -> Any:
+    """A model's ``search`` (true) or ``[models.search]`` table as its settings, checked; None: it does not search."""
+    from harness.run_folder.run_records import SearchSettings
+
+    if table is None or table is False:
+        return None
+    if table is True:
+        return SearchSettings()
+    problems = _problems(SearchSettings, table, f"{where}: [models.search]")
+    if problems:
+        raise GraceError("\n".join(problems))
+    return SearchSettings.model_validate(table)
+
+
+def apply_search(specs: list[ModelSpec], values: tuple[str, ...], max_tool_calls: int | None) -> None:
+    """``grace run --search MODEL[=MAX_TOOL_CALLS]`` (repeatable) over the TOML's settings, then ``--max-tool-calls``
+    for every searching model that names no cap of its own."""
+    from harness.run_folder.run_records import SearchSettings
+
+    by_name = {s.name: s for s in specs}
+    for value in values:
+        name, eq, cap = value.partition("=")
+        if name not in by_name:
+            raise GraceError(f"--search {value!r}: no model named {name!r} in this run (models: {', '.join(by_name)})")
+        if eq and not (cap.isdigit() and 1 <= int(cap) <= 100):
+            raise GraceError(f"--search {value!r}: write MODEL or MODEL=MAX_TOOL_CALLS, a whole number from 1 to 100")
+        spec = by_name[name]
+        spec.search = spec.search or SearchSettings()
+        if eq:
+            spec.search = spec.search.model_copy(update={"max_tool_calls": int(cap)})
+    for spec in specs:
+        if spec.search is not None and max_tool_calls is not None and "max_tool_calls" not in spec.search.model_fields_set:
+            spec.search = spec.search.model_copy(update={"max_tool_calls": int(max_tool_calls)})
 
 
 def _written_secrets(entry: dict[str, Any]) -> list[tuple[str, str]]:
@@ -484,6 +527,7 @@ def resolve_models(config: RunConfig, toml_specs: list[ModelSpec] = ()) -> list[
         if s.citations is None:  # a system named on the command line: its default, as a TOML entry gets
             s.citations = default_for(s.provider)
     apply_option(specs, config.citations)
+    apply_search(specs, config.search, config.max_tool_calls)
     price_table = load_prices(config.prices)
     max_tokens = config.max_tokens if config.max_tokens is not None else DEFAULT_MAX_TOKENS
     for s in specs:

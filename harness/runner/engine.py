@@ -161,6 +161,7 @@ class RunPlan:
     jobs: Collection[Any]  # AnswerJobs (grace run: made as they are taken, harness.runner.session.PlannedJobs)
     stats: PlanStats = field(default_factory=PlanStats)
     batch: bool = False  # through the provider's batch API (harness.runner.batch_mode) instead of the engine
+    loop: Any = None  # a model that searches for itself: its harness.runner.tool_loop.ToolLoop, which asks each job
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
@@ -172,6 +173,7 @@ def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor:
     the template is filled, in the messages and in the context a ``python:`` or ``http:`` system reads: the cache
     key, the fingerprint and what the model or system sees are all made from the redacted request, and the
     template's own text is never touched."""
+    template = template.for_model(spec.search is not None)
     messages = template.render(job.question, job.articles)
     request = Request(
         messages=messages,
@@ -180,6 +182,10 @@ def build_request(spec: ModelSpec, template: Template, job: AnswerJob, redactor:
         json_schema=JSON_SCHEMA if template.mode == "json" else None,
         context=RequestContext(job.question_id, job.question, job.articles, job.repeat),
     )
+    if spec.search is not None:  # its first turn: the question, and the tools to find the articles with
+        from harness.runner.tool_schema import tool_definitions
+
+        request.tools, request.tool_choice = tool_definitions(spec.search), "auto"
     return redactor.request(request, render=template.render) if redactor is not None else request
 
 
@@ -200,12 +206,13 @@ def call_key(spec: ModelSpec, request: Request, template_hash: str, repeat: int,
         "options": spec.options,
         "template": template_hash,
         "repeat": repeat,
+        **({"tools": request.tools, "tool_choice": request.tool_choice} if request.tools else {}),
         **salt,
     })
 
 
 def request_key(spec: ModelSpec, template: Template, kb_hash: str, request: Request, repeat: int) -> str:
-    return call_key(spec, request, template.sha256, repeat, kb=kb_hash)
+    return call_key(spec, request, template.for_model(spec.search is not None).sha256, repeat, kb=kb_hash)
 
 
 @dataclass
@@ -240,6 +247,7 @@ class CallResult:
     key: str | None = None  # the call's cache key, which is also its row's fingerprint
     queue_ms: float | None = None  # how long it waited here for its turn before it was sent
     timing: Timing = field(default_factory=Timing)  # the model's own time (server_queue)
+    loop: Any = None  # a search loop's harness.run_folder.run_records.ToolLoopRecord: every turn of it
 
     def cache_row(self) -> dict[str, Any]:
         """What the cache keeps of the call: the completion and its times, so an answer taken from the cache later
@@ -267,7 +275,7 @@ def cached_completion(comp: Completion) -> dict[str, Any]:
             if k not in _TIMES and (v is not None or k not in _SYSTEM_FIELDS)}
 
 
-_SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd"})
+_SYSTEM_FIELDS = frozenset({"citations", "retrieved", "cost_usd", "tool_calls", "spans"})
 _TIMES = frozenset({"service_ms"})  # kept beside the completion (CallResult.cache_row), as every call's times are
 _COMPLETION_FIELDS = frozenset(Completion.__dataclass_fields__)
 
@@ -379,6 +387,9 @@ class Engine:
 
     async def _one(self, plan: RunPlan, job: Any, limiter: RateLimiter, gate: InFlight, clock: ServerClock) -> None:
         spec, provider = plan.spec, plan.provider
+        if plan.loop is not None:  # a model that searches: one call per turn of its loop (harness.runner.tool_loop)
+            await self._loop_one(plan, job, limiter, gate)
+            return
         request = self.build(spec, job)
         use_cache = self.cache is not None and provider.needs_network
         key = self.key(spec, request, job)
@@ -399,7 +410,36 @@ class Engine:
             cache = cache and comp is not None and (self.accept is None or self.accept(job, comp))
             if cache and sent is None:
                 self.cache.put(key, spec.name, result.cache_row())
-        st = plan.stats
+        self._settle(plan, result)
+        if sent is None or comp is None:
+            self.out.write(self.record(plan, job, request, result))
+        else:
+            def write(timing: Timing) -> None:
+                result.timing = timing
+                if cache:  # the cache first, then the row
+                    self.cache.put(key, spec.name, result.cache_row())
+                self.out.write(self.record(plan, job, request, result))
+
+            if clock.answered(sent, write) is None and cache:  # held until the server's slots are measured: the
+                self.cache.put(key, spec.name, result.cache_row())  # answer is cached now, its time with its row
+            if gate.limit < clock.workers and not clock.probing and plan.stats.in_flight_limit is None:
+                await gate.widen(clock.workers)  # the probes are in: all the calls go
+        self.on_update(plan)
+
+    async def _loop_one(self, plan: RunPlan, job: Any, limiter: RateLimiter, gate: InFlight) -> None:
+        """One question of a model that searches: its loop's turns each cached as it is answered, then its row."""
+        request = self.build(plan.spec, job)
+        result = await plan.loop.answer(self, plan, request, self.key(plan.spec, request, job), limiter, gate)
+        if result is None:  # the model was stopped while the first turn waited: never sent
+            self._not_tried(plan, job)
+            return
+        self._settle(plan, result)
+        self.out.write(self.record(plan, job, request, result))
+        self.on_update(plan)
+
+    def _settle(self, plan: RunPlan, result: CallResult) -> None:
+        """Count one finished job: its cost and tokens, or its error (and whether it stops the model)."""
+        spec, st, comp = plan.spec, plan.stats, result.completion
         if comp is not None:
             account(plan, result, (spec.price_input_per_mtok, spec.price_output_per_mtok))
         else:
@@ -415,20 +455,6 @@ class Engine:
                                   f"same way again ({result.error.message[:300]}); stopping this model")
         st.done += 1
         st.cached += int(result.cached)
-        if sent is None or comp is None:
-            self.out.write(self.record(plan, job, request, result))
-        else:
-            def write(timing: Timing) -> None:
-                result.timing = timing
-                if cache:  # the cache first, then the row
-                    self.cache.put(key, spec.name, result.cache_row())
-                self.out.write(self.record(plan, job, request, result))
-
-            if clock.answered(sent, write) is None and cache:  # held until the server's slots are measured: the
-                self.cache.put(key, spec.name, result.cache_row())  # answer is cached now, its time with its row
-            if gate.limit < clock.workers and not clock.probing and st.in_flight_limit is None:
-                await gate.widen(clock.workers)  # the probes are in: all the calls go
-        self.on_update(plan)
 
     async def _call(self, plan: RunPlan, request: Request, limiter: RateLimiter, gate: InFlight):
         spec, provider, st = plan.spec, plan.provider, plan.stats
@@ -528,7 +554,7 @@ class ResponseRows:
 
     def record(self, plan: RunPlan, job: AnswerJob, request: Request, res: CallResult, batch: str | None = None) -> dict[str, Any]:
         comp = res.completion
-        shown = job.articles if plan.provider.shows_articles else []
+        shown = job.articles if plan.provider.shows_articles and plan.spec.search is None else []
         row = ResponseRecord(
             question_id=job.question_id,
             model=plan.spec.name,
@@ -560,6 +586,16 @@ class ResponseRows:
             row.input_tokens, row.output_tokens = comp.input_tokens, comp.output_tokens
             row.json_mode = comp.json_mode
             row.citations, row.system_retrieved = comp.citations, comp.retrieved  # absent unless a system said them
+        if comp is not None and comp.spans is not None:  # native citations: each span checked against its article
+            from harness.runner.native_citations import checked_spans
+
+            row.cited_spans = checked_spans(comp.spans, job.articles)
+        if res.loop is not None:  # a model that searched: what its searches returned is what it was shown
+            row.tool_loop, row.system_retrieved = res.loop, list(res.loop.retrieved)
+        elif comp is not None and comp.tool_calls is not None and not plan.provider.supports_tools:
+            from harness.run_folder.logged_loops import logged_loop  # a system's own loop, as it said it
+
+            row.tool_loop = logged_loop(comp.tool_calls, comp.retrieved)
         return row.model_dump(mode="json", exclude_none=False)
 
 

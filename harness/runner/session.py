@@ -241,7 +241,8 @@ def model_entry(spec: ModelSpec) -> ModelEntry:
                       price_server_hour=spec.price_server_hour,
                       options={k: v for k, v in spec.options.items() if k != "responses"}, plugin=plugin_of(spec),
                       citations=spec.citations,
-                      replicas=[ReplicaEntry(url=u) for u in spec.replicas] if len(spec.replicas) > 1 else None)
+                      replicas=[ReplicaEntry(url=u) for u in spec.replicas] if len(spec.replicas) > 1 else None,
+                      search=spec.search)
 
 
 def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpec], settings: RunSettings,
@@ -253,7 +254,9 @@ def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpe
                  embedder=embedder or kb.manifest.embedder),
         gold=RunGold(path=str(gold.path), hash=gold.hash, questions=len(gold.questions),
                      must_refuse=sum(q.must_refuse for q in gold.questions)),
-        templates={template.name: template.sha256},
+        templates={template.name: template.sha256,
+                   **({template.search.name: template.search.sha256} if any(s.search for s in specs) and template.search
+                      else {})},
         config=RunConfig(k=settings.k, repeats=settings.repeats, concurrency=settings.concurrency,
                          cache=settings.use_cache, read_cache=settings.read_cache, max_attempts=settings.max_attempts,
                          seed=settings.seed, output_mode=template.mode, **settings.extra),
@@ -381,6 +384,15 @@ def choose_batch(specs: list[ModelSpec], batch: bool) -> None:
     """
     for s in specs:
         cls = provider_class(s)
+        if s.search is not None:
+            if s.batch:
+                raise GraceError(f"{s.name}: batch = true, but the model searches the KB itself, and a search loop "
+                                 "cannot be batched (each turn waits for the answer to the one before); remove one")
+            if batch:
+                log.info(f"{s.name}: runs in real time (a search loop cannot be batched: each turn waits for the "
+                         "answer to the one before)")
+            s.batch = False
+            continue
         if s.batch and not cls.batch_api:
             raise GraceError(f"{s.name}: batch = true, but {s.provider}: has no batch API in grace (openai:, azure:, "
                              "anthropic: and google: have one); remove batch = true for this model")

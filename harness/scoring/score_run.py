@@ -51,6 +51,7 @@ from harness.scoring.answer_language import question_languages
 from harness.scoring.citation_reading import CitationReader
 from harness.scoring.citation_scores import add_citation_scores, read_as_grace
 from harness.scoring.extraction import RULES
+from harness.scoring.funnel import add_funnel
 from harness.scoring.metrics import (
     class_metrics,
     cost_latency,
@@ -188,6 +189,7 @@ def _score(responses_path: Path, gold: str | Path | GoldSet | Sequence[GoldQuest
         add_citation_scores(report, tallies, questions, settings, seed, bootstrap)
         add_permissions(report, tallies, audiences)
         add_categories(report, tallies, questions, bootstrap)
+        add_funnel(report, responses_path, questions, kb_ids, seed, bootstrap)  # a model searched: its funnel
         if machine is not None and labelled:
             add_ppi(report, tallies, population(human, machine), len(human), machine, names, gold_info.path)
         _add_endpoint_notes(report, RunDir(responses_path.parent))

@@ -5,7 +5,8 @@ connection inside the test's own process, which is what the SDK tests need (scri
 but at 500 connections its threads, and the GIL it shares with grace, would be what is measured. This one is an
 asyncio server in a child process: a thousand requests sleeping their latency cost it almost nothing, so the figures
 are grace's. It answers ``POST .../chat/completions`` in the Chat Completions wire format (the answer cites the
-first ``[ID: x]`` of the prompt, as :func:`~harness.testing.api_formats.cite_first_id` does) and ``POST
+first ``[ID: x]`` of the prompt, as :func:`~harness.testing.api_formats.cite_first_id` does; a request with tools
+is answered by the scripted searching model its name says, :class:`~harness.testing.tool_agents.ToolAgents`) and ``POST
 .../bot/answer`` like a small bot, after ``latency`` seconds; ``GET /stats`` says how many it answered. With ``slots``, it works on that many at once and queues the rest, as a GPU
 server does with its batch: three of them are a model's three replicas.
 
@@ -29,6 +30,7 @@ import sys
 from typing import Any
 
 from harness.testing.api_formats import Reply, bot_answer, cite_first_id, limit_reply, success_body
+from harness.testing.tool_agents import ToolAgents
 
 
 def _handlers(latency: float, counts: dict[str, int], slots: int = 0) -> Any:
@@ -51,7 +53,8 @@ def _handlers(latency: float, counts: dict[str, int], slots: int = 0) -> Any:
             return web.json_response({"error": {"message": "body is not JSON"}}, status=400)
         counts["requests"] += 1
         await work()
-        reply = limit_reply(Reply.ok(cite_first_id(body)), body)
+        # a request with tools: one of the scripted models that search (its name says which)
+        reply = limit_reply(ToolAgents()(body) if body.get("tools") else Reply.ok(cite_first_id(body)), body)
         counts["answered"] += 1
         return web.json_response(success_body("openai", request.path, body, reply))
 

@@ -44,12 +44,24 @@ class Reply:
     echo_credentials: bool = False  # put the request's key or token in the reply (see Reply.echo_key)
     size: int | None = None  # the bot endpoint: a generated JSON reply of this many bytes, sent a MB at a time
     chunked: bool = False  # with size: sent with no Content-Length (chunked), so only reading it tells its size
+    # the model calls tools: [{"id", "name", "arguments"}] (arguments: JSON text, or any text for a malformed call),
+    # written in each API's wire shape (OpenAI tool_calls, Anthropic tool_use blocks) with its "tool use" stop reason
+    tool_calls: list[dict[str, str]] | None = None
+    # Anthropic native citations on the text: [{"document_index", "cited_text", "start", "end"}] (char_location)
+    citations: list[dict[str, Any]] | None = None
 
     @classmethod
     def ok(cls, text: str = "OK", *, input_tokens: int | None = None, output_tokens: int | None = None,
            finish_reason: str | None = None, delay: float = 0.0) -> Reply:
         return cls(text=text, input_tokens=input_tokens, output_tokens=output_tokens,
                    finish_reason=finish_reason, delay=delay)
+
+    @classmethod
+    def calls(cls, *calls: tuple[str, Any], text: str = "") -> Reply:
+        """A turn that calls tools: ``(name, arguments)`` pairs, arguments a dict (sent as JSON) or raw text."""
+        return cls(text=text, tool_calls=[
+            {"id": f"call_{n}_{hashlib.blake2b(repr((name, args))[:500].encode(), digest_size=4).hexdigest()}", "name": name,
+             "arguments": args if isinstance(args, str) else json.dumps(args)} for n, (name, args) in enumerate(calls)])
 
     @classmethod
     def rate_limit(cls, retry_after: float | str | None = 1, *, ms: float | None = None, header: bool = True) -> Reply:
@@ -306,6 +318,32 @@ def bot_answer(body: Any) -> Reply:
                        "usage": {"input_tokens": 50, "output_tokens": 8}})
 
 
+def cite_documents(body: Any) -> Reply:
+    """A Claude that cites natively (Anthropic's or Converse's document blocks): its first document's first sentence,
+    at its true offsets; a model named ``*misquotes*`` quotes a sentence the document does not hold. Without
+    documents it refuses."""
+    blocks = [b for m in (body.get("messages") or []) if isinstance(m, dict) and isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict)]
+    # Anthropic's {"type": "document", "source": {"data"}}, or Converse's {"document": {"source": {"text"}}}
+    texts = [b.get("source", {}).get("data") if b.get("type") == "document" else b["document"].get("source", {}).get("text")
+             for b in blocks if b.get("type") == "document" or isinstance(b.get("document"), dict)]
+    if not texts:
+        return Reply.ok("I don't have enough information to answer this question.")
+    data = str(texts[0] or "")
+    quoted = data.split(". ")[0][:200] if "misquotes" not in str(body.get("model")) else "Every employee gets a pony."
+    start = data.find(quoted) if quoted in data else 0
+    return Reply(text="The policy says so.", citations=[{"document_index": 0, "cited_text": quoted, "start": start,
+                                                         "end": start + len(quoted)}])
+
+
+def model_in_path(path: str) -> str:
+    """The model a Gemini (``/models/NAME:generateContent``) or Bedrock (``/model/ID/converse``) path names."""
+    from urllib.parse import unquote
+
+    match = re.search(r"/models?/([^/:]+)", path)
+    return unquote(match.group(1)) if match else ""
+
+
 def route(path: str) -> str:
     if path.endswith("/bot/answer"):
         return "bot"
@@ -330,10 +368,16 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any
     tokens_out = reply.output_tokens if reply.output_tokens is not None else _words(reply.text)
     model = body.get("model") or path.rsplit("/", 1)[-1].split(":")[0]
     if api == "openai":
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message = {"role": "assistant", "content": reply.text or None, "tool_calls": [
+                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                for c in reply.tool_calls]}
         return {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
-                         "finish_reason": reply.finish_reason or "stop", "logprobs": None}],
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop"),
+                         "logprobs": None}],
             "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out, "total_tokens": tokens_in + tokens_out},
         }
     if api == "openai-embeddings":
@@ -348,24 +392,49 @@ def success_body(api: str, path: str, body: dict[str, Any], reply: Reply) -> Any
     if api == "anthropic":
         return {
             "id": "msg_fake", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": reply.text}],
-            "stop_reason": reply.finish_reason or "end_turn", "stop_sequence": None,
+            "content": ([{"type": "text", "text": reply.text, **({"citations": [
+                {"type": "char_location", "cited_text": c["cited_text"], "document_index": c["document_index"],
+                 "document_title": None, "start_char_index": c["start"], "end_char_index": c["end"]}
+                for c in reply.citations]} if reply.citations else {})}]
+                if reply.text or not reply.tool_calls else []) + [
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": _tool_input(c["arguments"])}
+                for c in reply.tool_calls or []],
+            "stop_reason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"), "stop_sequence": None,
             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
         }
     if api == "bedrock":
+        text = [{"text": reply.text}] if not reply.citations else [{"citationsContent": {
+            "content": [{"text": reply.text}],
+            "citations": [{"title": "", "sourceContent": [{"text": c["cited_text"]}], "location": {"documentChar": {
+                "documentIndex": c["document_index"], "start": c["start"], "end": c["end"]}}} for c in reply.citations]}}]
+        content = (text if reply.text or not reply.tool_calls else []) + [
+            {"toolUse": {"toolUseId": c["id"], "name": c["name"], "input": _tool_input(c["arguments"])}}
+            for c in reply.tool_calls or []]
         return {
-            "output": {"message": {"role": "assistant", "content": [{"text": reply.text}]}},
-            "stopReason": reply.finish_reason or "end_turn",
+            "output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": reply.finish_reason or ("tool_use" if reply.tool_calls else "end_turn"),
             "usage": {"inputTokens": tokens_in, "outputTokens": tokens_out, "totalTokens": tokens_in + tokens_out},
             "metrics": {"latencyMs": int(reply.delay * 1000)},
         }
     return {
-        "candidates": [{"content": {"role": "model", "parts": [{"text": reply.text}]},
+        "candidates": [{"content": {"role": "model", "parts": ([{"text": reply.text}] if reply.text or not
+                                                               reply.tool_calls else []) + [
+            {"functionCall": {"id": c["id"], "name": c["name"], "args": _tool_input(c["arguments"])}}
+            for c in reply.tool_calls or []]},
                         "finishReason": reply.finish_reason or "STOP", "index": 0}],
         "usageMetadata": {"promptTokenCount": tokens_in, "candidatesTokenCount": tokens_out,
                           "totalTokenCount": tokens_in + tokens_out},
         "modelVersion": model,
     }
+
+
+def _tool_input(arguments: str) -> Any:
+    """Anthropic sends a call's arguments as an object, never as text: text that is not one is sent as the string it
+    is (a model's malformed call reaches the client as a value of the wrong type, as near as the API lets it)."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
 
 
 def error_headers(api: str, reply: Reply) -> dict[str, str]:

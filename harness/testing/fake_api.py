@@ -84,6 +84,7 @@ from harness.testing.api_formats import (
     error_body,
     error_headers,
     limit_reply,
+    model_in_path,
     prompt_text,
     rejected_json_schema,
     route,
@@ -207,6 +208,8 @@ class _Handler(BaseHTTPRequestHandler):
             owner.rejected += 1
             self._send(500, rejected_json_schema(request))
             return
+        if api in ("google", "bedrock") and "model" not in request:  # named in the path: told to the responder too
+            request = {**request, "model": model_in_path(path)}
         reply = limit_reply(owner._next_reply(request), request)
         if reply.echo_credentials:
             reply = echoed(reply, {k.lower(): v for k, v in self.headers.items()}, api)

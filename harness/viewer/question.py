@@ -243,6 +243,26 @@ def question_page(runs: list[tuple[str, RunIndex, dict]], qid: str, annotate: di
             "runs": sections, "articles": articles, "annotate": annotate}
 
 
+def loop_view(loop: Any, cited: list[str]) -> dict[str, Any] | None:
+    """A row's search loop as the page shows it: every call in turn order with its arguments and the articles it
+    returned, the loop's outcome, and the cited articles no call returned. Model output, shown as text only."""
+    if not isinstance(loop, dict):
+        return None
+    calls = []
+    turns = loop.get("turns") if isinstance(loop.get("turns"), list) else []
+    for n, turn in enumerate(turns, 1):
+        for c in (turn.get("calls") if isinstance(turn, dict) and isinstance(turn.get("calls"), list) else [])[:100]:
+            if not isinstance(c, dict):
+                continue
+            returned = c.get("returned") if isinstance(c.get("returned"), list) else []
+            calls.append({"turn": n, "name": str(c.get("name") or "")[:200], "arguments": str(c.get("arguments") or "")[:500],
+                          "returned": [str(i) for i in returned[:50]], "problem": str(c.get("problem") or ""),
+                          "note": str(c.get("note") or "")[:300]})
+    seen = {str(i) for i in loop.get("retrieved") or []} if isinstance(loop.get("retrieved"), list) else set()
+    return {"tool_calls": loop.get("tool_calls"), "turns": len(turns), "outcome": str(loop.get("outcome") or ""),
+            "calls": calls, "cited": cited, "unseen": [c for c in cited if c not in seen]}
+
+
 def _name(code: Any) -> str:
     from harness.scoring.outcomes import OUTCOMES
 
@@ -273,6 +293,10 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         if row is not None and isinstance(row.get("system_retrieved"), list) else None
     for c in readings["lenient"]["cited"] + (own or []):
         article(c, ix)
+    loop = loop_view(row.get("tool_loop") if row is not None else None, readings["lenient"]["cited"])
+    for c in loop["calls"] if loop is not None else []:
+        for aid in c["returned"]:
+            article(aid, ix)
     resolved = citations_of(score) if score is not None else None
     for c in resolved or []:
         for aid in c["articles"]:
@@ -291,6 +315,8 @@ def _answer(score: dict[str, Any] | None, row: dict[str, Any] | None, rep: int, 
         # a system that retrieved for itself (python:, http:, imported logs): what it retrieved, best first (the
         # page lists them with the answer, each linked to its article)
         **({"system_retrieved": own} if own is not None else {}),
+        # a model that searched (or a system's own loop): each call, what it returned, what of it was cited
+        **({"tool_loop": loop} if loop is not None else {}),
         # a model read as references (scores.jsonl has citations): every citation with how it resolved, and the
         # answer's citation figures; absent for a GRACE line
         **({"citations": resolved, "citation_figures": citation_figures(score)} if resolved is not None else {}),

@@ -158,6 +158,7 @@ class _Seen:
     repeats: int = 0  # the most repeats of a question by a model
     answered: Counter[str] = field(default_factory=Counter)  # model -> rows with an answer
     errors: Counter[str] = field(default_factory=Counter)  # model -> error rows
+    looped: set[str] = field(default_factory=set)  # models whose records said their tool calls (the funnel's)
 
 
 def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
@@ -226,6 +227,8 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
                 repeat = repeats[mi, qi]
                 repeats[mi, qi] += 1
                 row = _response(rec, qid, model, repeat, line.line)
+                if row.tool_loop is not None:
+                    seen.looped.add(model)
                 data = response_line(row)
                 rows_fh.write(data)
                 keys.add(mi, repeat, qi, len(data))
@@ -363,6 +366,7 @@ def _copy_rows(src: Any, out: Any, offsets: np.ndarray, sizes: np.ndarray) -> No
 
 
 def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
+    from harness.run_folder.logged_loops import logged_loop
     from harness.run_folder.run_records import CallError, ResponseRecord
 
     error = CallError(kind=LOGGED_ERROR, message=rec.error, attempts=1) if rec.error else None
@@ -374,6 +378,9 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
         input_tokens=rec.input_tokens, output_tokens=rec.output_tokens, cost_usd=rec.cost_usd,
         latency_ms=rec.latency_ms, error=error, created_at=rec.timestamp,
         question=rec.question, log_line=line,  # extra columns: the question as the user wrote it, and where
+        tool_loop=logged_loop(rec.tool_calls, rec.retrieved_ids) if rec.tool_calls is not None else None,
+        # the guidance's audit fields grace has no column of: kept on the row when the log has them
+        **{k: v for k, v in (("context_tokens", rec.context_tokens), ("feedback", rec.feedback)) if v is not None},
     )
 
 
@@ -393,7 +400,8 @@ def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], k
         templates={},  # the deployed system's prompt: only its hash per row (prompt_hash), when the log has it
         config=RunConfig(k=seen.k, repeats=seen.repeats, concurrency=0, cache=False,
                          read_cache=False, max_attempts=0, seed=c.seed, output_mode="imported"),
-        models=[ModelEntry(name=m, provider="logs", model=m, citations=citations) for m in result.models],
+        models=[ModelEntry(name=m, provider="logs", model=m, citations=citations, tool_loop=m in seen.looped or None)
+                for m in result.models],
         imported=RunImport(path=str(c.logs), hash=file_hash(c.logs), records=result.records,
                            imported=result.imported, malformed=result.n_malformed,
                            unmatched=result.n_unmatched, matched_by_id=result.matched_by_id,

@@ -38,6 +38,7 @@ from harness.runner.session import (
     retrieved_from_file,
     run_calls,
 )
+from harness.runner.tool_loop import attach_loops
 from kb_builder.gold import GoldQuestion, GoldSet
 from kb_builder.store import KB
 
@@ -110,7 +111,8 @@ class RunSession:
             _preload_sdks(specs, read_cache=not config.no_cache)
         kb = load_kb(config.kb)
         # no --template: the KB's language's built-in one (a French KB: a French prompt and refusal sentence)
-        template = load_template(config.template, config.output_mode, kb.manifest.language)
+        template = load_template(config.template, config.output_mode, kb.manifest.language,
+                                 search=any(s.search is not None for s in specs))
         if config.k > len(kb.articles):
             log.warning(f"--k {config.k} is more than the KB's {len(kb.articles)} articles; every prompt shows all "
                         f"{len(kb.articles)}")
@@ -173,6 +175,10 @@ class RunSession:
         adopt_open_batches(self.specs, ledger)
         plans, resume = plan_jobs(self.specs, self.questions, self.retrieved, on_file, self.template,
                                   self.kb.kb_hash, self.settings, ready=False, language=self.kb.manifest.language)
+        for spec in (s for s in self.specs if s.search is not None):
+            log.warning(f"{spec.name} searches the KB itself: the dry run counts its first turn of each question only; "
+                        f"each turn with tool calls adds one more (up to {spec.search.max_tool_calls + 1} a question), "
+                        "each sending the conversation so far")
         cache = ResponseCache.open_for_reading() if self.settings.use_cache else None
         try:
             rows = estimate_plans(plans, self.template, self.kb.kb_hash, cache, self.settings.read_cache, ledger,
@@ -197,6 +203,7 @@ class RunSession:
             adopt_open_batches(self.specs, folder.batch_ledger())
             plans, resume = plan_jobs(self.specs, questions, self.retrieved, folder.row_index(), self.template,
                                       self.kb.kb_hash, settings, language=self.kb.manifest.language)
+            attach_loops(plans, self.kb, self.config.embedder, self.config.k, settings.redactor is not None)
             # (planned first: baselines fit their options on the questions)
             asked = self.gold if self.machine is None else GoldSet(self.gold.path, self.gold.hash, tuple(questions))
             info = new_run_info(self.kb, asked, self.template, self.specs, settings, self.config.embedder)

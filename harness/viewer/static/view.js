@@ -380,9 +380,30 @@
           onclick: (e) => { e.preventDefault(); showArticle(id, data); } },
           `${i + 1}. [${id}] ${(data.articles[id] || {}).title || ""}`.trim())])
         : [el("span", { class: "muted" }, "none")])) : null;
+    const loop = ans.tool_loop ? loopView(ans.tool_loop, data) : null;
     return el("div", { class: "answer-card", "data-repeat": String(ans.repeat) },
       meta ? el("div", { class: "muted small" }, meta) : null,
-      text, reading("lenient", ans.lenient), reading("strict", ans.strict), citations, own, spot);
+      text, reading("lenient", ans.lenient), reading("strict", ans.strict), citations, own, loop, spot);
+  }
+
+  // a model that searched for itself: each tool call in turn order, its arguments, the articles it returned (the
+  // ones the answer cites marked), and a citation of an article no call returned
+  function loopView(loop, data) {
+    const link = (id) => el("a", { href: "#", class: "art-link" + (loop.cited.includes(id) ? " cited" : ""),
+      "data-article": id, title: (data.articles[id] || {}).title || "not in the KB",
+      onclick: (e) => { e.preventDefault(); showArticle(id, data); } },
+      `[${id}]` + (loop.cited.includes(id) ? " (cited)" : ""));
+    const rows = loop.calls.map((c, k) => el("tr", { class: c.problem ? "loop-problem" : "", "data-call": String(k) },
+      el("td", { class: "num" }, String(c.turn)), el("td", {}, el("code", {}, c.name)),
+      el("td", { class: "small" }, el("code", {}, c.arguments)),
+      el("td", {}, ...(c.returned.length ? c.returned.flatMap((id, i) => [i ? ", " : "", link(id)])
+        : [el("span", { class: "muted" }, c.problem ? c.note : "nothing")]))));
+    const outcome = loop.outcome && loop.outcome !== "completed" ? ` · ${loop.outcome}` : "";
+    return el("details", { class: "tool-loop", open: "" },
+      el("summary", {}, `Search loop: ${loop.tool_calls} tool call(s) over ${loop.turns} turn(s)${outcome}`),
+      loop.calls.length ? table(["Turn", "Tool", "Arguments", "Returned"], rows, "tool-calls") : null,
+      loop.unseen.length ? el("p", { class: "bad small unseen" },
+        `Cited without any search returning it: ${loop.unseen.map((id) => `[${id}]`).join(", ")}`) : null);
   }
 
   // every citation of an answer read as references: the reference as the system wrote it, the article(s) it maps

@@ -76,3 +76,22 @@ def test_the_judge_meta_eval_reads_a_real_tiny_models_verdicts(server, tmp_path,
     result = json.loads(out.read_text())
     assert result["cases"] == 6 and result["unreadable"] == 0 and result["calls"]["errors"] == 0
     assert result["kappa_n"] == 6  # how well it judges is the meta-eval's figure, not this test's
+
+
+@pytest.mark.skipif(os.environ.get("GRACE_LLAMA_TOOLS") != "1",
+                    reason="needs a GGUF that calls tools, served with a tool-calling chat format "
+                    "(llama-cpp-python: --chat_format chatml-function-calling): set GRACE_LLAMA_TOOLS=1 too")
+def test_the_search_loop_runs_on_a_real_llama_cpp_server(server, kb_and_gold, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "local")
+    out = kb_and_gold / "run-search"
+    code, text = run_grace("run", "--kb", kb_and_gold / "kb", "--gold", kb_and_gold / "gold.csv",
+                           "-m", f"openai:{server.model}", "--search", f"openai:{server.model}=3", "--out", out,
+                           "--max-tokens", "256")
+    assert code == 0, text
+    rows = [json.loads(x) for x in (out / "responses.jsonl").read_text().splitlines()]
+    assert len(rows) == QUESTIONS and not [r["error"] for r in rows if r["error"]]
+    assert all(r["tool_loop"]["tool_calls"] <= 3 for r in rows)
+    assert any(r["tool_loop"]["tool_calls"] for r in rows), "the model never called a tool"
+    report = json.loads((out / "report.json").read_text())
+    assert report["funnel"][f"openai:{server.model}"]["answers"] == QUESTIONS
