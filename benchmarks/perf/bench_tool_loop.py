@@ -57,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     os.environ["GRACE_CACHE_DIR"] = tempfile.mkdtemp(prefix="grace-bench-cache-")
-    import harness as grace
+    import grace
     from kb_builder.kb_folder import load_kb
 
     tmp = Path(tempfile.mkdtemp(prefix="grace-bench-loop-"))

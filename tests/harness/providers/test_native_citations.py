@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import harness as grace
+import grace
 from harness.testing.api_formats import cite_documents
 from harness.testing.fake_api import FakeAPIServer
 from tests.conftest import SAMPLE, run_grace

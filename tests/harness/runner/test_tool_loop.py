@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.testing.fake_api import FakeAPIServer, Reply
 from harness.testing.tool_agents import Conversation, ToolAgents
 from tests.conftest import SAMPLE, run_grace
