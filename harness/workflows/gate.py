@@ -17,10 +17,12 @@ def check_gate(report: str | Path, *, min_accuracy: float | None = None, max_inv
                max_hallucination_rate: float | None = None, max_hallucination_rise: float | None = None,
                max_forbidden_rate: float | None = None, min_citation_precision: float | None = None,
                min_citation_recall: float | None = None, min_citation_f1: float | None = None,
+               max_tool_calls: float | None = None, min_gold_found: float | None = None,
                models: Sequence[str] = ()) -> GateResult:
     """``grace gate``'s checks of a scored run (``report``: its report.json or folder) for CI: ``min_accuracy``,
     ``max_invalid_rate``, ``max_forbidden_rate`` (citations of articles the asker may not see), ``max_hallucination_rate``,
-    ``min_citation_precision``/``min_citation_recall``/``min_citation_f1`` (models read as references), and with
+    ``min_citation_precision``/``min_citation_recall``/``min_citation_f1`` (models read as references),
+    ``max_tool_calls`` (mean per question) and ``min_gold_found`` (models that search the KB themselves), and with
     ``baseline`` (an earlier report) the noise-aware
     regression rules (``max_drop``, ``max_hallucination_rise``); ``models`` picks models. Returns a ``GateResult``
     (``.checks`` as (passed, sentence), ``.failed``, ``.notes``)."""
@@ -30,4 +32,5 @@ def check_gate(report: str | Path, *, min_accuracy: float | None = None, max_inv
                   max_invalid_rate=max_invalid_rate, max_drop=max_drop, max_hallucination_rate=max_hallucination_rate,
                   max_hallucination_rise=max_hallucination_rise, max_forbidden_rate=max_forbidden_rate,
                   min_citation_precision=min_citation_precision, min_citation_recall=min_citation_recall,
-                  min_citation_f1=min_citation_f1, models=tuple(models))
+                  min_citation_f1=min_citation_f1, max_tool_calls=max_tool_calls, min_gold_found=min_gold_found,
+                  models=tuple(models))

@@ -359,6 +359,7 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
         no_cache: bool = False, template: str | None = None, output_mode: Literal["inline", "json"] | None = None,
         temperature: float | None = None, max_tokens: int | None = None, threshold: float | None = None,
         prices: str | Path | None = None, price_server_hour: Sequence[str] = (), embedder: str | None = None,
+        search: Sequence[str] = (), max_tool_calls: int | None = None,
         rerank: str | None = None, rerank_depth: int | None = None, retrieved: str | Path | None = None,
         retrieved_map: str | Path | None = None, seed: int | None = None, sample: int | None = None,
         batch: bool = False, wait: bool = False, poll_interval: float | None = None, cancel_batches: bool = False,
@@ -381,7 +382,8 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     (``["MODEL=multi", "MODEL=single:ids"]``) sets how a model's citations are
     read and scored, over its TOML ``[models.citations]``; ``rerank`` (``PROVIDER:MODEL`` or
     ``cross-encoder[:MODEL]``) reorders each question's top ``rerank_depth``
-    candidates first. ``batch`` sends the calls of every model whose provider has
+    candidates first. ``search`` (``["MODEL", "MODEL=CAP"]``) lets a model search the KB itself with tools
+    instead of being shown the top k, up to ``max_tool_calls`` per question (default 6). ``batch`` sends the calls of every model whose provider has
     a batch API through it at half price; without ``wait`` the call returns once
     they are submitted (``RunResult.pending``) and calling it again collects them.
     A ``dry_run`` returns the estimate (``RunResult.estimates``) and needs no key. ``sample`` (N) asks a seeded
