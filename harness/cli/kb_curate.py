@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options, model_calls, redact_option
+from harness.kb_curate.proposals import OUTPUT_TOKENS
 
 
 @click.command("curate")
@@ -24,7 +25,7 @@ from harness.cli.call_options import call_options, model_calls, redact_option
 @click.option("--reviewers", help="A team session: who approves changes (dana,erin); each person opens the URL with "
               "?who=NAME, and a curator's actions wait for a reviewer's approval.")
 @click.option("--curators", help="With --reviewers: who may propose changes (default: anyone named).")
-@call_options("proposal calls")
+@call_options("proposal calls", max_tokens_default=OUTPUT_TOKENS)
 @redact_option
 def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None, template: str | None,
            dry_run: bool, host: str, port: int, no_browser: bool, reviewers: str | None, curators: str | None,

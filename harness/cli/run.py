@@ -109,10 +109,25 @@ def run(**options) -> int:
             console.print(Text(f"export to {attempt.target} failed: {attempt.error}\nthe run and its results are "
                                f"kept; export it again with: {attempt.retry} (or: grace export {out} --retry)",
                                style="red"), highlight=False)
+    if result.suggestions is not None:
+        console.print(Text(labelling_summary(result.suggestions, options), style="yellow"), highlight=False)
     if result.errors:  # last: a partial failure still exits 0, and this count is what a CI log should end on
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)
     return 0 if result.ok else 1
+
+
+def labelling_summary(suggestions: list, options: dict) -> str:
+    """What a run of unlabelled questions tells a labeller: how often the models agree, and the next command."""
+    n = len(suggestions)
+    agreed = sum(s.usable for s in suggestions)
+    weak = sum(s.usable and s.flag == "weak" for s in suggestions)
+    split = sum(s.flag == "split" for s in suggestions)
+    few = n - agreed - split
+    return (f"no labels, so no accuracy: the models agree on a label for {agreed} of {n} question(s)"
+            f"{f' ({weak} weakly)' if weak else ''}, split on {split}, too few votes on {few}. Pre-label from "
+            f"them: grace annotations suggest {options['gold']} --kb {options['kb']} --run {options['out']} "
+            "--out suggestions.csv")
 
 
 @contextmanager

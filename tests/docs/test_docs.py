@@ -59,6 +59,14 @@ def test_the_tutorial_commands_run_as_written(tmp_path):
     assert (out / "site" / "index.html").is_file() and (out / "suspects.csv").is_file()
     assert "cautious" in (out / "run" / "leaderboard.md").read_text()  # the third model of the tutorial's board
     assert sorted(p.name for p in work.iterdir()) == ["benchmarks", "tutorial"]  # it writes only tutorial/
+    # the pages that table the pipeline say what `grace run` writes: every file the tutorial's run left
+    written = {p.name for p in (out / "run").iterdir() if p.is_file() and not p.name.startswith(".")}
+    for page in (ROOT / "README.md", DOCS / "concepts" / "grace-method.md"):
+        rows = [r for r in page.read_text(encoding="utf-8").splitlines() if r.startswith("| ") and "`grace run " in r]
+        assert rows, f"{page.name}: no table row for grace run"
+        for name in sorted(written & {"responses.jsonl", "run.json", "scores.jsonl", "report.json", "leaderboard.md",
+                                      "report.html"}):
+            assert all(name in r for r in rows), f"{page.name}: the grace run row does not name {name}, which it writes"
 
 
 def _gen_ref():
