@@ -110,7 +110,8 @@ def run(**options) -> int:
                                f"kept; export it again with: {attempt.retry} (or: grace export {out} --retry)",
                                style="red"), highlight=False)
     if result.suggestions is not None:
-        console.print(Text(labelling_summary(result.suggestions, options), style="yellow"), highlight=False)
+        console.print(Text(labelling_summary(result.suggestions, options), style="yellow"), highlight=False,
+                      soft_wrap=True)
     if result.errors:  # last: a partial failure still exits 0, and this count is what a CI log should end on
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)
