@@ -62,7 +62,8 @@ def test_the_tutorial_commands_run_as_written(tmp_path):
     # the pages that table the pipeline say what `grace run` writes: every file the tutorial's run left
     written = {p.name for p in (out / "run").iterdir() if p.is_file() and not p.name.startswith(".")}
     for page in (ROOT / "README.md", DOCS / "concepts" / "grace-method.md"):
-        rows = [r for r in page.read_text(encoding="utf-8").splitlines() if r.startswith("| ") and "`grace run " in r]
+        rows = [r for r in page.read_text(encoding="utf-8").splitlines()
+                if r.startswith("| ") and r.split(" | ")[1:2] and r.split(" | ")[1].startswith("`grace run ")]
         assert rows, f"{page.name}: no table row for grace run"
         for name in sorted(written & {"responses.jsonl", "run.json", "scores.jsonl", "report.json", "leaderboard.md",
                                       "report.html"}):
@@ -128,3 +129,23 @@ def test_the_site_builds_in_strict_mode_offline(tmp_path):
     api = pages["reference/python-api/index.html"]
     assert all(f'id="{path}"' in api for _, path in _gen_ref().api_objects())  # every name of grace.API_NAMES
     assert "ScoreLine" in pages["reference/files/index.html"]
+
+
+@pytest.mark.parametrize("command, default", [
+    (["kb", "curate"], "harness.kb_curate.proposals:OUTPUT_TOKENS"),
+    (["spotcheck", "run"], "harness.spotcheck.judge_prompt:DEFAULT_MAX_TOKENS"),
+])
+def test_the_help_gives_the_output_limit_the_command_sends(command, default):
+    """``--max-tokens``'s default in ``--help`` (and so the CLI reference) is the limit the calls carry when the flag
+    is not given, read from the constant the command's calls use, not "the provider's own"."""
+    import importlib
+
+    from click.testing import CliRunner
+
+    from harness.cli.app import cli
+
+    module, name = default.split(":")
+    limit = getattr(importlib.import_module(module), name)
+    text = " ".join(CliRunner().invoke(cli, [*command, "--help"], terminal_width=200).output.split())
+    assert "--max-tokens INTEGER RANGE Output limit per" in text
+    assert f"[default: {limit}]" in text.split("--max-tokens", 1)[1].split("--", 1)[0], text
