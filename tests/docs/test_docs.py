@@ -126,6 +126,7 @@ def test_the_site_builds_in_strict_mode_offline(tmp_path):
     cli = pages["reference/cli/index.html"]
     assert all(f'id="grace-{name}"' in cli for name in COMMANDS)
     assert 'id="grace-kb-build"' in cli and 'id="grace-spotcheck-run"' in cli
+    assert "Sentinel" not in cli and "UNSET" not in cli  # click's marker for "no default", never a default shown
     api = pages["reference/python-api/index.html"]
     assert all(f'id="{path}"' in api for _, path in _gen_ref().api_objects())  # every name of grace.API_NAMES
     assert "ScoreLine" in pages["reference/files/index.html"]
@@ -149,3 +150,13 @@ def test_the_help_gives_the_output_limit_the_command_sends(command, default):
     text = " ".join(CliRunner().invoke(cli, [*command, "--help"], terminal_width=200).output.split())
     assert "--max-tokens INTEGER RANGE Output limit per" in text
     assert f"[default: {limit}]" in text.split("--max-tokens", 1)[1].split("--", 1)[0], text
+
+
+def test_the_committed_generated_pages_follow_the_code():
+    """reference/files.md and reference/python-api.md are committed so that links to them work on the code host;
+    the site renders them afresh, so only the committed copy can fall behind, and this says so."""
+    gen_ref = _gen_ref()
+    for path, content in ((gen_ref.PAGE, gen_ref.render()), (gen_ref.API_PAGE, gen_ref.render_api())):
+        committed = DOCS / path
+        assert committed.is_file() and committed.read_text(encoding="utf-8") == content, (
+            f"docs/{path} is behind the code: run python docs/gen_ref.py --write and commit it")
