@@ -213,7 +213,8 @@ def check_label(path: Path, rec: GoldRecord, *, required: bool = True) -> None:
 def no_label(path: Path, line: int, qid: str) -> str:
     """What a gold row with no label is told."""
     return (f"{where(path, line)}: question {qid!r} has no {EXPECTED_CITATIONS} and {MUST_REFUSE} is false; "
-            f"give the answering article ID(s) or set {MUST_REFUSE} to true")
+            f"give the answering article ID(s) or set {MUST_REFUSE} to true, or set its {STATUS} to unlabelled to "
+            "leave it out (a file where no row has a label runs as questions, without accuracy)")
 
 
 @dataclass(frozen=True)
@@ -277,9 +278,6 @@ def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
     if gold:  # gold, perhaps in the making: an unlabelled row must say so (status), a labelled one must be sound
         kept = [(rec, raw) for rec, status, raw in records if status not in SKIP_STATUSES]
         for rec, _ in kept:
-            if not (rec.must_refuse or rec.expected_citations):
-                raise GraceError(f"{no_label(path, rec.line, rec.question_id)}, or set its {STATUS} to unlabelled to "
-                                 "leave it out (a file where no row has a label runs as questions, without accuracy)")
             check_label(path, rec)
         return [_question(path, rec, raw) for rec, raw in kept]
     # a question set: no row carries a label (drafts' proposed labels are nobody's yet, and not asked)
