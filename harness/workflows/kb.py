@@ -124,7 +124,7 @@ def eval_retrieval(kb: Any, gold: str | Path, *, ks: Sequence[int] = (1, 3, 5), 
 
         return _reranking(rerank, kb, rerank_depth)
 
-    return compare_on_gold(kb, require_labels(load_gold(gold), "grace kb compare"), list(ks), list(embedders), Path(retrieved) if retrieved else None,
+    return compare_on_gold(kb, require_labels(load_gold(gold), "grace kb eval (recall of the labelled articles)"), list(ks), list(embedders), Path(retrieved) if retrieved else None,
                            reranking if rerank else None, bootstrap, seed)
 
 
