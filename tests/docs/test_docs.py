@@ -103,6 +103,13 @@ def test_every_field_of_the_file_reference_has_a_description():
                                   "line saying what the value is, with its unit or format):\n" + "\n".join(missing))
 
 
+def test_every_how_to_is_a_short_guide():
+    """A how-to is the steps a newcomer follows; options, formats and how it works go to a reference page."""
+    long = {p.name: n for p in sorted((DOCS / "how-to").glob("*.md"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300}
+    assert not long, f"how-to guides over 300 lines (move the details to docs/reference/): {long}"
+
+
 def test_readme_is_short_and_keeps_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
