@@ -19,7 +19,8 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 
 @click.command()
 @click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
-@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV; or a CSV of questions "
+              "alone (question_id, question): asked and reported without accuracy, with what the models agree on.")
 @click.option("--machine-gold", "machine_gold", type=click.Path(path_type=Path), default=None, help="Machine labels "
               "for every question (a suggestions CSV from 'grace annotations suggest', or a gold-format CSV of model "
               "or LLM labels): every question of it is asked, --gold is the human-labelled random subset ('grace "
