@@ -2,8 +2,8 @@
 
 Every fenced block of the README, the tutorial and the how-to guides is one of:
 
-- a command: a ```` ```bash ```` block (its lines run in one ``bash -euo pipefail``), a ```` ```console ````
-  block (each ``$ `` line runs; the lines under it are its quoted output) or a ```` ```python ```` block (run
+- a command: a ```` ```bash ```` block (its lines run in one ``bash -euo pipefail``, and must succeed), a
+  ```` ```console ```` block (each ``$ `` line runs; the lines under it are its quoted output, an error too) or a ```` ```python ```` block (run
   with the Python grace is installed in; the page's python blocks share one namespace, as in a notebook);
 - a quoted output: a block right after ``<!-- output -->``, compared with what the command before it printed;
 - a quoted file: the page's own lines between ``<!-- output: PATH -->`` and ``<!-- /output -->`` (a leaderboard
