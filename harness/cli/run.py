@@ -126,9 +126,16 @@ def labelling_summary(suggestions: list, options: dict) -> str:
     weak = sum(s.usable and s.flag == "weak" for s in suggestions)
     split = sum(s.flag == "split" for s in suggestions)
     few = n - agreed - split
+    from collections import Counter
+
+    cited = Counter(a for s in suggestions if s.usable and not s.must_refuse for a in s.citations)
+    refusals = sum(s.usable and s.must_refuse for s in suggestions)
+    top = ", ".join(f"{a} x{k}" for a, k in cited.most_common(3))
+    spread = (f"; agreed labels: {refusals} refusal(s), {sum(cited.values())} citation(s) of {len(cited)} article(s)"
+              + (f" (most: {top})" if top else "")) if agreed else ""
     return (f"no labels, so no accuracy: the models agree on a label for {agreed} of {n} question(s)"
-            f"{f' ({weak} weakly)' if weak else ''}, split on {split}, too few votes on {few}. Pre-label from "
-            f"them: grace annotations suggest {options['gold']} --kb {options['kb']} --run {options['out']} "
+            f"{f' ({weak} weakly)' if weak else ''}, split on {split}, too few votes on {few}{spread}. Pre-label "
+            f"from them: grace annotations suggest {options['gold']} --kb {options['kb']} --run {options['out']} "
             "--out suggestions.csv")
 
 

@@ -20,7 +20,7 @@ from harness.core.errors import GraceError
 from kb_builder.gold import load_gold, require_labels
 from tests.conftest import run_grace, small_bench, write
 
-MODELS = ("-m", "baseline:top1", "-m", "baseline:threshold", "--threshold", "2")
+MODELS = ("-m", "baseline:top1", "-m", "baseline:threshold", "--threshold", "0.9")
 
 
 @pytest.fixture
@@ -91,17 +91,23 @@ def test_grace_run_asks_a_question_set_and_reports_without_accuracy(bench):
         assert m["outcomes"]["refusal"] == refused[name]
         assert m["outcomes"]["unjudged_citation"] == cited[name]
     agree = sum(len(set(v.values())) == 1 for v in labels.values())
+    assert 0 < agree < 10  # the threshold's cut makes the two models agree on some questions and not on others
     assert f"the models agree on a label for {agree} of 10 question(s)" in " ".join(out.split())
     assert f"split on {10 - agree}" in out and "grace annotations suggest" in out
+    agreed = [next(iter(v.values())) for v in labels.values() if len(set(v.values())) == 1]
+    cites = [a for a in agreed if a != "REFUSE"]
+    assert (f"agreed labels: {agreed.count('REFUSE')} refusal(s), {len(cites)} citation(s) of {len(set(cites))} "
+            "article(s)") in " ".join(out.split())
     assert "No labels, so no accuracy" in out
 
 
 def test_the_api_returns_the_agreement_and_the_report_without_accuracy(bench):
     result = grace.run(kb=bench / "kb", gold=bench / "questions.csv", out=bench / "runs" / "api",
-                       models=["baseline:top1", "baseline:threshold"], threshold=2.0)
+                       models=["baseline:top1", "baseline:threshold"], threshold=0.9)
     _, _, labels = _hand_count(bench / "runs" / "api" / "responses.jsonl")
     assert result.run.report.unlabelled is not None
     usable = {s.question_id: s.suggested for s in result.suggestions if s.usable}
+    assert 0 < len(usable) < len(result.suggestions) == 10
     assert usable == {q: next(iter(v.values())) for q, v in labels.items() if len(set(v.values())) == 1}
     labelled = grace.run(kb=bench / "kb", gold=bench / "gold.csv", out=bench / "runs" / "gold",
                          models=["baseline:top1"])
