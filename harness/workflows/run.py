@@ -337,6 +337,10 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     leaderboard TOML, whose ``[run]`` table the keywords override), ``k``, ``repeats``, ``no_cache``,
     ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ``log_to``, ...
 
+    ``gold`` may be a file of questions alone (``question_id, question``, or label columns left empty): the
+    models are asked and the report has no accuracy, and ``RunResult.suggestions`` holds what they agree on per
+    question, where labelling starts (see :func:`kb_builder.gold.load_gold`).
+
     Re-running with the same ``out`` asks only what is missing, failed, or was
     asked with different inputs. The folder is locked while this runs.
     ``retrieved`` takes each question's top ``k`` from a file of ranked article
