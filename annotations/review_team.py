@@ -25,6 +25,7 @@ reviewing anchors on them.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -35,7 +36,6 @@ from annotations.review_session import ReviewRow, ReviewSession, SegmentKey, che
 from annotations.review_sources import RunSources
 from annotations.teamwork import (
     PersonRejected,
-    StaleDecision,
     Team,
     article,
     check_same,
@@ -48,8 +48,10 @@ from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, csv_text
 from harness.run_folder import CLAIMS_REVIEW_CSV, RunDir
 from harness.spotcheck.review import HumanLabel
+from harness.web.decisions import StaleDecision
 
 PLAN = "review_team.json"
+DECIDED_ON = "decided_on"  # adjudications.csv: the verdicts a decision was made on (JSON, person -> verdict)
 FOLDER = "spotcheck_team"  # the default team folder, inside the run
 VERDICTS = ("supported", "partial", "unsupported")
 UNSUPPORTED = "unsupported"
@@ -94,7 +96,8 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
 
     @classmethod
     def open(cls, sources: RunSources, folder: str | Path | None = None, *, people: str | None = None,
-             reviewers: str | None = None, viewer: str | None = None, kb: Any = None) -> TeamReview:
+             reviewers: str | None = None, viewer: str | None = None, kb: Any = None,
+             new_keys: str | None = None) -> TeamReview:
         """Start a team folder (``people``: ``a,b``) or resume one; given again on a resume they must match."""
         folder = Path(folder) if folder is not None else sources.run_dir / FOLDER
         if folder.exists() and not folder.is_dir():
@@ -127,6 +130,7 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
             for name in plan.people:
                 team.person(name)
             team.write_human()
+            team.issue_keys(parse_names(new_keys, "--new-key"))
         except BaseException:
             team.close()
             raise
@@ -164,14 +168,15 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
 
     def status(self, key: SegmentKey, verdicts: dict[str, dict[SegmentKey, tuple[str, str]]]) -> str:
         given = self.shown(key, verdicts)
-        return self.status_of(key in self.decided, set(given.values()), len(given) == len(self.plan.people))
+        return self.status_of(key in self.decided, set(given.values()), len(given) == len(self.plan.people),
+                              reopened=key in self.decided and self.reopened(key, verdicts))
 
     def summary(self, who: str | None = None, verdicts: dict | None = None) -> dict[str, Any]:
         verdicts = self.verdicts() if verdicts is None else verdicts
         counts = self.counts(verdicts)
         return {"you": who, "people": [{"name": p, "reviewed": len(verdicts.get(p, {}))} for p in self.plan.people],
                 "reviewers": self.plan.reviewers, "claims": len(self.order),
-                **{s: counts[s] for s in ("agreed", "adjudicated", "disagree", "open")},
+                **{s: counts[s] for s in ("agreed", "adjudicated", "disagree", "reopened", "open")},
                 "labelled": counts["agreed"] + counts["adjudicated"],
                 "folder": str(self.folder), "human_file": str(self.human_file)}
 
@@ -219,17 +224,33 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
         if not isinstance(reason, str) or not reason.strip():
             raise PersonRejected("say why (the reason is kept with the decision in human.csv)")
 
-        def record(_verdicts: dict) -> dict[str, Any]:
+        def record(verdicts: dict) -> dict[str, Any]:
             values = dict(self.rows[key].values)
-            values.update(supported=_cell(verdict), note=reason.strip()[:1000], reviewer=reviewer)
+            values.update(supported=_cell(verdict), note=reason.strip()[:1000], reviewer=reviewer,
+                          decided_on=json.dumps(self.shown(key, verdicts), sort_keys=True))
             self.decided[key] = ReviewRow(key, values, 0)
             return {"verdict": verdict, "by": reviewer, "reason": values["note"], "at": now()}
 
         return self.decide(key, seen, _key_text(key), record)
 
     def _write_decisions(self, decided: list[ReviewRow]) -> None:
-        atomic_write_text(self.adjudications_file, csv_text(self.header, (
-            {c: r.values.get(c, "") for c in self.header} for r in decided)))
+        columns = [*self.header, DECIDED_ON]
+        atomic_write_text(self.adjudications_file, csv_text(columns, (
+            {c: r.values.get(c, "") for c in columns} for r in decided)))
+
+    def decision_label(self, decision: ReviewRow) -> str:
+        return decision.verdict or ""
+
+    def decision_by(self, decision: ReviewRow) -> str:
+        return decision.values.get("reviewer", "")
+
+    def decided_on(self, key: SegmentKey) -> dict[str, str] | None:
+        d = self.decided.get(key)
+        try:
+            on = json.loads(d.values.get(DECIDED_ON) or "null") if d is not None else None
+        except ValueError:
+            return None
+        return on if isinstance(on, dict) else None
 
     # -- the human labels ----------------------------------------------------------------------------
 

@@ -13,11 +13,11 @@ the record keeps each stratum's share of the questions, which the scorer weighs 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from harness.core.clock import now
 from harness.core.errors import GraceError, where
 from harness.core.files import csv_text
 from harness.core.hashing import file_hash
@@ -79,7 +79,7 @@ def draw(questions: str | Path, n: int, seed: int, by: str | None = None,
     chosen = pick(groups, alloc, seed)
     strata = [Stratum(name=name, population=len(groups[name]), drawn=k, weight=round(len(groups[name]) / len(ids), 12),
                       question_ids=[ids[i] for i in groups[name]]) for name, k in zip(names, alloc, strict=True)]
-    record = DrawRecord(created_at=datetime.now(UTC).isoformat(timespec="seconds"), grace_version=__version__,
+    record = DrawRecord(created_at=now(), grace_version=__version__,
                         source=str(path), source_hash=file_hash(path), subset=subset_name, n=n, seed=seed, by=by,
                         strata=strata, drawn=[ids[i] for i in chosen])
     return header, [rows[i][1] for i in chosen], record

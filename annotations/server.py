@@ -65,6 +65,8 @@ class AnnotationApp:
             return self.state()
         if path.startswith("/api/question/"):
             return self.question(int(path.rsplit("/", 1)[1]))
+        if path.startswith("/api/record/"):  # the label alone, no retrieval: what another tab polls for
+            return {"record": self.session.record(int(path.rsplit("/", 1)[1])).to_json()}
         if path == "/api/search":
             k = int((query.get("k") or ["0"])[0] or 0)
             return self.search((query.get("q") or [""])[0], k or None)
@@ -115,9 +117,7 @@ class AnnotationApp:
         if not query:
             return {"query": query, "results": []}
         terms = self.words.terms(query)
-        hits = [h for h in self.search_retriever.search_many([query], k)[0] if h.score > 0]
-        if query in self.kb.by_id:  # typing an article ID jumps straight to it
-            hits = [Hit(query, float("inf"))] + [h for h in hits if h.id != query][: k - 1]
+        hits = search_hits(self.kb, self.search_retriever, query, k)
         return {"query": query, "results": [self._card(h.id, h.score, terms) for h in hits]}
 
     def article(self, article_id: str, query: str = "") -> dict:
@@ -194,6 +194,15 @@ class AnnotationApp:
             "title_segments": passages.segments(art.title, terms, language),
             "snippet": passages.passage_snippet(art.text, terms, language),
         }
+
+
+def search_hits(kb, retriever, query: str, k: int) -> list[Hit]:
+    """The search box's answer to ``query``: the ``k`` best articles with any match, an article's ID first (typing
+    an ID jumps straight to it). Shared by the labelling page and the reviewer's queue."""
+    hits = [h for h in retriever.search_many([query], k)[0] if h.score > 0]
+    if query in kb.by_id:
+        hits = [Hit(query, float("inf"))] + [h for h in hits if h.id != query][: k - 1]
+    return hits
 
 
 def search_box_retriever(kb, retriever):

@@ -20,13 +20,13 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from annotations.labels import OUT_COLUMNS, STATUSES, LabelRecord, read_labels, read_rows, render_csv
 from annotations.single_writer import SingleWriter
 from annotations.suggestions import Suggestion, informative_order, label_of, normal_label
+from harness.core.clock import now as _now
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.outputs import keep_backup
@@ -58,10 +58,6 @@ def question_records(questions: str | Path) -> tuple[list[LabelRecord], list[str
     extras, cols = _question_extras(qpath)
     return [LabelRecord(q.question_id, q.question, line=q.line, extra=extras.get(q.question_id, {}))
             for q in read_questions(qpath)], cols
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 class AnnotationSession:

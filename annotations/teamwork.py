@@ -1,15 +1,19 @@
 """What every team session shares, whatever the team labels: gold labels (:mod:`annotations.team`) or spot-check
 verdicts (:mod:`annotations.review_team`).
 
-One team folder, one writer (the plan file's lock); a roster and the reviewers who decide;
-who is given which items (:func:`assign`); one file per person (``labels/NAME.csv``, written
+One team folder, one writer (the plan file's lock); a roster and the reviewers who decide,
+each with their own key (``keys.json``, :mod:`harness.web.credentials`): a request acts as
+the owner of its key, never as a name it gives; who is given which items (:func:`assign`,
+:func:`rebalance` when the roster changes); one file per person (``labels/NAME.csv``, written
 by that person's own session, so nobody's label overwrites another's); an item's status from
 the labels of the people given it (``agreed``, ``disagree``, ``skipped``, ``open``, or
-``adjudicated`` once decided); the reviewer's queue of disagreements; and a decision with its
-reason, refused (409) when the labels it was made on changed since the page showed them. The
-two kinds differ only in what an item and a label are, which each subclass says; the web side
-(:class:`TeamWebApp`) routes each request to its person the same way for both, and one page
-script (``static/adjudicate.js``) draws either queue from the ``kind`` the queue carries.
+``adjudicated`` once decided, ``reopened`` when a label changed since); the reviewer's queue;
+and a decision with its reason, made through :func:`harness.web.decisions.decide` on what the
+page showed (``seen``: each label and the decision so far), so a stale or second decision is
+refused (409). The two kinds differ only in what an item and a label are, which each subclass
+says; the web side (:class:`TeamWebApp`) routes each request to its person the same way for
+both, and one page script (``static/adjudicate.js``) draws either queue from the ``kind`` the
+queue carries.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import math
 import re
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from datetime import UTC, datetime
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
@@ -27,14 +30,20 @@ from typing import Any, ClassVar, Generic, TypeVar
 from pydantic import BaseModel
 
 from annotations.single_writer import SingleWriter
+from harness.core.clock import now as now  # the team apps take their clock from here
 from harness.core.errors import GraceError
 from harness.core.files import read_text_checked
 from harness.web import Rejected
+from harness.web.credentials import Credentials
+from harness.web.decisions import decide
 
 RULES = ("all", "share", "overlap:N")
+KEYS = "keys.json"  # each named person's key, hashed (harness.web.credentials)
 ANYONE = "any"  # --team any: no roster, anyone who names themself labels every item
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,39}$")
-STATUSES = ("agreed", "adjudicated", "disagree", "skipped", "open")
+STATUSES = ("agreed", "adjudicated", "disagree", "reopened", "skipped", "open")
+TO_DECIDE = ("disagree", "reopened")  # what waits in the reviewer's queue
+DECISION = "@decision"  # the decision so far, in a queue item's ``seen`` (no person is named with an @)
 
 K = TypeVar("K", bound=Hashable)  # an item's key: a question ID, a claim's (model, question, repeat, segment)
 S = TypeVar("S")  # one person's session
@@ -46,10 +55,10 @@ class PersonRejected(Rejected):
     """A request naming nobody, someone not on the roster, or an item not given to them (400)."""
 
 
-class StaleDecision(Rejected):
-    """A reviewer's decision on labels that changed since the page showed them (409: reload and decide again)."""
+class NotYourRole(PersonRejected):
+    """A person acting outside their role: a labeller deciding, someone reading the reviewers' queue (403)."""
 
-    status = HTTPStatus.CONFLICT
+    status = HTTPStatus.FORBIDDEN
 
 
 # -- names and the assignment -------------------------------------------------------------------------
@@ -126,6 +135,39 @@ def assign(question_ids: list[str], people: list[str], rule: str) -> dict[str, l
     return out
 
 
+def rebalance(question_ids: list[str], before: dict[str, list[str]], acted: dict[str, set[str]], people: list[str],
+              rule: str) -> dict[str, list[str]]:
+    """The assignment after a roster change: each question keeps whoever already labelled (or skipped) it, on the
+    roster or not (a label given stays its person's and counts); the places left to reach ``N`` per question go to
+    the people of the roster with the fewest questions (among equals, whoever had it before), so the load evens out
+    and a newcomer takes over unlabelled questions. Someone removed keeps only the questions they labelled."""
+    n = parse_rule(rule)
+    if n == 0:
+        return {}
+    if n > len(people):
+        raise GraceError(f"--assign {rule} gives each question to {n} people, but the team would have {len(people)} "
+                         f"({', '.join(people)}); keep more people on --team")
+    had = {p: set(q) for p, q in before.items()}
+    keep: dict[str, list[str]] = {}
+    load = dict.fromkeys(people, 0)
+    for qid in question_ids:  # the labels given stay: their people keep those questions
+        keep[qid] = [p for p in had if qid in had[p] and qid in acted.get(p, set())]
+        for p in keep[qid]:
+            if p in load:
+                load[p] += 1
+    for qid in question_ids:  # the rest to the least loaded, whoever had it before first among equals
+        for _ in range(n - len(keep[qid])):
+            p = min((p for p in people if p not in keep[qid]),
+                    key=lambda p: (load[p], qid not in had.get(p, set()), people.index(p)))
+            keep[qid].append(p)
+            load[p] += 1
+    out: dict[str, list[str]] = {p: [] for p in [*people, *(p for p in had if p not in people)]}
+    for qid in question_ids:
+        for p in keep[qid]:
+            out[p].append(qid)
+    return {p: q for p, q in out.items() if q or p in people}
+
+
 # -- the plan file ------------------------------------------------------------------------------------
 
 
@@ -149,10 +191,6 @@ def check_same(folder: Path, said: Iterable[tuple[str, list[str] | str | None, l
 
 def _shown(value: list[str] | str | None) -> str:
     return ANYONE if value is None else ",".join(value) if isinstance(value, list) else value
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def num(x: float | None) -> float | None:
@@ -190,8 +228,18 @@ class Team(Generic[K, S]):
         self.adjudications_file = folder / "adjudications.csv"
         self.sessions: dict[str, S] = {}
         self.decided: dict[K, Any] = {}
+        self._decisions: dict[K, int] = {}  # decisions made on each item since this start: part of what a page saw
         self._lock = threading.RLock()
         self._writer = SingleWriter(folder / self.plan_name, self.command)
+        self.credentials = Credentials(folder / KEYS)
+        self.new_keys: dict[str, str] = {}  # the keys issued by this start: printed once, never stored
+
+    def issue_keys(self, again: list[str] | None = None) -> dict[str, str]:
+        """A key for every person the plan names (labellers and reviewers) who has none yet, and a new one for each
+        of ``again`` (``--new-key``); kept in :attr:`new_keys` for the command to print once."""
+        named = list(dict.fromkeys([*(self.roster or []), *self.plan.reviewers]))
+        self.new_keys = self.credentials.issue(named, again or [])
+        return self.new_keys
 
     # -- people ------------------------------------------------------------------------------------
 
@@ -204,13 +252,16 @@ class Team(Generic[K, S]):
         """The person a request names, or a clear error: nobody, a bad name, someone not on the roster."""
         who = who.strip() if isinstance(who, str) else ""
         if not who:
+            if self.credentials.names():
+                raise PersonRejected("name yourself: open your own link, the one the session printed for you (it "
+                                     "holds your key)")
             raise PersonRejected("name yourself: open the page with ?who=YOUR_NAME (or pick your name on it)")
         if not NAME.match(who) or who == ANYONE:
             raise PersonRejected(f"{who!r} is not a usable name: letters, digits, '.', '_' or '-', up to 40")
         reviewers = self.plan.reviewers
         if reviewer and reviewers:
             if who not in reviewers:
-                raise PersonRejected(f"{who!r} is not a reviewer of {self.team_word} ({', '.join(reviewers)})")
+                raise NotYourRole(f"{who!r} is not a reviewer of {self.team_word} ({', '.join(reviewers)})")
         elif not (reviewer and self.anyone_decides) and self.roster is not None and who not in self.roster + reviewers:
             raise PersonRejected(f"{who!r} is not on {self.team_word} ({', '.join(self.roster + reviewers)}); "
                                  "pick your name, or ask who started it to add you to --team")
@@ -257,17 +308,26 @@ class Team(Generic[K, S]):
         raise NotImplementedError
 
     @staticmethod
-    def status_of(decided: bool, labels: set[str], all_acted: bool, *, open_team: bool = False) -> str:
-        """``adjudicated``; ``disagree`` (the ``labels`` people gave differ); once everyone given the item acted
-        (``all_acted``), ``agreed`` (one label) or ``skipped`` (none); before, ``open``. In an open team a label
-        nobody contradicts is agreed at once."""
+    def status_of(decided: bool, labels: Iterable[str], all_acted: bool, *, open_team: bool = False,
+                  reopened: bool = False, majority_of: int = 0) -> str:
+        """``adjudicated``, or ``reopened`` when a label changed since the decision and the labels still differ;
+        ``disagree`` (the ``labels`` people gave differ), unless ``majority_of`` (the people given the item, under
+        the rule ``--agree majority``) is set and, everyone having acted, more than half of them gave one label;
+        once everyone given the item acted (``all_acted``), ``agreed`` (one label) or ``skipped`` (none); before,
+        ``open``. In an open team a label nobody contradicts is agreed at once."""
+        labels = list(labels)
+        distinct = set(labels)
+        if decided and reopened and len(distinct) > 1:
+            return "reopened"
         if decided:
             return "adjudicated"
-        if len(labels) > 1:
+        if len(distinct) > 1:
+            if majority_of and all_acted and 2 * max(labels.count(v) for v in distinct) > majority_of:
+                return "agreed"
             return "disagree"
         if not all_acted:
-            return "agreed" if labels and open_team else "open"
-        return "agreed" if labels else "skipped"
+            return "agreed" if distinct and open_team else "open"
+        return "agreed" if distinct else "skipped"
 
     def summary(self, who: str | None = None, rows: dict[str, dict[K, Any]] | None = None) -> dict[str, Any]:
         """The team's progress (and agreement), as every page shows it beside a person's own."""
@@ -285,29 +345,54 @@ class Team(Generic[K, S]):
         items = []
         for key in self.keys():
             st = self.status(key, rows)
-            if st in ("disagree", "adjudicated"):
-                items.append(self.queue_item(key, st, rows))
-        items.sort(key=lambda it: it["status"] != "disagree")  # the undecided first
-        return {"kind": self.kind, "items": items, "to_decide": sum(it["status"] == "disagree" for it in items)}
+            if st in (*TO_DECIDE, "adjudicated"):
+                items.append(self.queue_item(key, st, rows) | {"seen": self.seen(key, rows)})
+        items.sort(key=lambda it: it["status"] not in TO_DECIDE)  # the undecided first
+        return {"kind": self.kind, "items": items, "to_decide": sum(it["status"] in TO_DECIDE for it in items)}
+
+    def seen(self, key: K, rows: dict[str, dict[K, Any]]) -> dict[str, str]:
+        """What a decision on ``key`` is made on: each label given, and the decision so far (who decided what, and
+        how many decisions this start has seen), so a second decision sent on the same page is refused."""
+        d = self.decided.get(key)
+        mark = "" if d is None else f"{self.decision_label(d)} by {self.decision_by(d)} (#{self._decisions.get(key, 0)})"
+        return {**_acted(self.shown(key, rows)), DECISION: mark}
+
+    def decision_label(self, decision: Any) -> str:
+        raise NotImplementedError
+
+    def decision_by(self, decision: Any) -> str:
+        raise NotImplementedError
+
+    def decided_on(self, key: K) -> dict[str, str] | None:
+        """The labels the decision on ``key`` was made on, when known (None: not decided, or not recorded)."""
+        return None
+
+    def reopened(self, key: K, rows: dict[str, dict[K, Any]]) -> bool:
+        """A label of ``key`` changed since the reviewer decided it: the decision no longer answers the labels."""
+        on = self.decided_on(key)
+        return on is not None and on != _acted(self.shown(key, rows))
 
     def queue_item(self, key: K, status: str, rows: dict[str, dict[K, Any]]) -> dict[str, Any]:
         raise NotImplementedError
 
-    def decide(self, key: K, seen: dict[str, str] | None, what: str, record: Callable[[dict[str, dict[K, Any]]], T],
-               ) -> T:
+    def decide(self, key: K, seen: Any, what: str, record: Callable[[dict[str, dict[K, Any]]], T]) -> T:
         """Record a reviewer's decision on ``key`` (``record`` makes it from the labels now and stores it in
-        :attr:`decided`), then write the decisions and the result. ``seen`` (person -> label, as the page showed
-        them): when any changed since, the decision is refused (409), never made on labels nobody saw."""
-        with self._lock:
-            rows = self.current()
-            shown = self.shown(key, rows)
-            if seen is not None and _acted(shown) != _acted(seen):
-                raise StaleDecision(f"the {self.kind} of {what} changed since you opened it (now: "
-                                    + ", ".join(f"{p} {v}" for p, v in shown.items()) + "); reload and decide again")
+        :attr:`decided`), then write the decisions and the result: through :func:`harness.web.decisions.decide`,
+        so only when ``seen`` (the queue item's, as the page showed it) is still the state (else 409)."""
+        rows: dict[str, dict[K, Any]] = {}
+
+        def now() -> dict[str, str]:
+            rows.update(self.current())
+            return self.seen(key, rows)
+
+        def made() -> T:
             out = record(rows)
+            self._decisions[key] = self._decisions.get(key, 0) + 1
             self._write_decisions([self.decided[k] for k in self.keys() if k in self.decided])
             self.write_result()
             return out
+
+        return decide(self._lock, f"the {self.kind} of {what}", seen, now, made)
 
     def _write_decisions(self, decided: list[Any]) -> None:
         raise NotImplementedError
@@ -332,14 +417,17 @@ def _acted(labels: dict[str, str]) -> dict[str, str]:
 class TeamWebApp(Generic[S]):
     """A :class:`harness.web.WebApp` for a team: one single-person app per person, sharing what they can.
 
-    Every request names its person (``?who=NAME``, which the shared ``common.js`` adds to each
-    call of a page opened with it); the team checks the name and routes the request to that
-    person's own app, so each person's page is the one-person page, saving to their file. Under
+    Every request acts as the owner of its key (``?cred=KEY``, which the shared ``common.js``
+    adds to each call of a page opened with a personal link; a ``who`` that disagrees is
+    refused, 403); in a team open to anyone, a person without a key names themself
+    (``?who=NAME``). The team checks the person and routes the request to their own app, so
+    each person's page is the one-person page, saving to their file. Under
     ``api`` (``/api`` or ``/api/review``): ``state`` without a name asks the page to pick one,
     ``team`` the team's progress, ``queue`` and ``adjudicate`` the reviewer's, ``label`` a person's."""
 
     api: ClassVar[str]
     team: Team
+    keyed = True  # the server hands a POST's key to post(): the person is whose key it is
 
     def __init__(self) -> None:
         self.apps: dict[str, Any] = {}
@@ -360,15 +448,21 @@ class TeamWebApp(Generic[S]):
         raise NotImplementedError
 
     def unnamed(self) -> dict[str, Any]:
-        """What the page opened without a name gets: the team, to pick a name from."""
-        return {"need_person": True, "team": self.team.summary()}
+        """What the page opened without a name gets: the team, to pick a name from, and who signs in with their
+        own link instead (a name alone is nobody for them)."""
+        return {"need_person": True, "team": self.team.summary(), "keyed": self.team.credentials.names()}
 
     def team_get(self, path: str, who: str) -> dict[str, Any] | None:
         """A route of this kind of team only (None: not one)."""
         return None
 
+    def person(self, named: Any, key: str | None) -> str:
+        """Who a request acts as: the owner of its key (a name that disagrees is refused, 403); with no key, the
+        name it gives, unless that person holds a key (then 403: a name alone is nobody)."""
+        return self.team.credentials.person(named if isinstance(named, str) else "", key)
+
     def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
-        who = (query.get("who") or [""])[0]
+        who = self.person((query.get("who") or [""])[0], (query.get("cred") or [""])[0] or None)
         if path == f"{self.api}/state" and not who:  # the page asks its person to name themself
             return self.unnamed()
         if path == f"{self.api}/team":
@@ -385,19 +479,20 @@ class TeamWebApp(Generic[S]):
             data["team"] = self.team.summary(who)
         return data
 
-    def post(self, path: str, body: Any) -> dict | None:
+    def post(self, path: str, body: Any, key: str | None = None) -> dict | None:
         if not isinstance(body, dict):
             raise PersonRejected("expected a JSON object")
+        who = self.person(body.get("who"), key)
         if path == f"{self.api}/adjudicate":
             seen = body.get("seen")
             if seen is not None and (not isinstance(seen, dict) or not all(isinstance(v, str) for v in seen.values())):
                 raise PersonRejected(f"seen must map each person to the {self.team.kind[:-1]} the page showed")
-            return self.adjudicate(body, seen)
+            return self.adjudicate(who, body, seen)
         if path != f"{self.api}/label":
             return None
-        return self.label(self.team.check_person(body.get("who")), body)
+        return self.label(self.team.check_person(who), body)
 
-    def adjudicate(self, body: dict[str, Any], seen: dict[str, str] | None) -> dict[str, Any]:
+    def adjudicate(self, who: str, body: dict[str, Any], seen: dict[str, str] | None) -> dict[str, Any]:
         raise NotImplementedError
 
     def label(self, who: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from annotations.labels import LabelRecord, read_rows, row_to_record
+from annotations.labels import LabelRecord, read_labels, read_rows, row_to_record
 from harness.core.errors import GraceError, where
 from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
 from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
@@ -122,6 +122,7 @@ def validate_gold(
     if drafts:
         warn("draft", f"{rep.drafts} draft question(s) are not gold until accepted in grace annotate")
 
+    _check_reopened(gold, records, rep)
     _check_ids(kb, labelled + drafts, gold, old_kb, rep)
     rep.must_refuse = sum(r.must_refuse for r in labelled)
     rep.must_refuse_share = round(rep.must_refuse / len(labelled), 4) if labelled else 0.0
@@ -134,6 +135,27 @@ def validate_gold(
         warn("near_duplicate", f"questions {a} and {b} are near-duplicates (similarity {sim:.2f})", qid=a)
     _check_retrieval(kb, labelled + drafts, k, embedder, rep)
     return rep
+
+
+def _check_reopened(gold: Path, records: list[LabelRecord], rep: ValidationReport) -> None:
+    """A team's gold (``gold.csv`` beside ``adjudications.csv``): a question a reviewer decided that the gold leaves
+    out again had a label changed since the decision (``grace annotate --team`` re-opens it for the reviewer)."""
+    from annotations.team import ADJUDICATIONS, PLAN, decided_on
+
+    decisions = gold.parent / ADJUDICATIONS
+    if not (gold.parent / PLAN).is_file() or not decisions.is_file():
+        return
+    rows = {r.question_id: r for r in records}
+    for d in read_labels(decisions)[0]:
+        now = rows.get(d.question_id)
+        if now is None or now.status != "unlabelled":
+            continue
+        on = decided_on(d) or {}
+        rep.warnings.append(Issue(
+            kind="reopened", question_id=d.question_id,
+            message=f"question {d.question_id}: decided by {d.adjudicated_by} ({d.label}) on the labels "
+                    f"{', '.join(f'{p} {v}' for p, v in on.items()) or '(not recorded)'}, but a label changed "
+                    f"since: it waits for the reviewer again (the queue of 'grace annotate --team'), out of the gold"))
 
 
 def _check_ids(kb: KB, labelled: list[LabelRecord], gold: Path, old_kb: Path | None, rep: ValidationReport) -> None:

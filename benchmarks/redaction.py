@@ -216,7 +216,7 @@ def sample_articles() -> list[tuple[str, str]]:
     """The sample handbook as prompts hold it: the articles of its KB (its HTML pages too), one call each."""
     import tempfile
 
-    import harness as grace
+    import grace
 
     with tempfile.TemporaryDirectory() as tmp:
         grace.build_kb(ROOT / "benchmarks" / "sample" / "handbook", Path(tmp) / "kb")

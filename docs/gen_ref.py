@@ -13,7 +13,7 @@ Used two ways:
   code host too (tests/docs/test_docs.py fails when a committed page is behind the code).
 
 It writes the Python API page too (``reference/python-api.md``): one mkdocstrings block per name of
-``harness.API_NAMES``, found where it is defined, so the page follows the code when a function moves.
+``grace.__all__``, found where it is defined, so the page follows the code when a function moves.
 
 A model is found by its class name (``FORMATS`` below), first in its usual module, then anywhere in grace's
 packages, so moving a class to another module does not break the reference; renaming one does, loudly.
@@ -395,13 +395,14 @@ def render() -> str:
 
 
 def api_objects() -> list[tuple[str, str]]:
-    """(public name, where it is defined) for every name of ``import grace``, in API_NAMES order."""
-    import harness
+    """(public name, where it is defined) for every name of ``import grace``, in ``grace.__all__``'s order."""
+    import grace
 
-    names = [*harness.API_NAMES, "GraceError", "WorkFailed"]
     out = []
-    for name in names:
-        obj = getattr(harness, name)
+    for name in grace.__all__:
+        obj = getattr(grace, name)
+        if not hasattr(obj, "__qualname__"):  # __version__
+            continue
         out.append((name, f"{obj.__module__}.{obj.__qualname__}"))
     return out
 
@@ -409,10 +410,10 @@ def api_objects() -> list[tuple[str, str]]:
 def render_api() -> str:
     """The Python API page: one mkdocstrings block per public name, each rendered from its docstring."""
     out = ["# Python API reference", "",
-           "`import grace` gives every name below (so does `import harness as grace`). Each `grace` command is",
+           "`import grace` gives every name below. Each `grace` command is",
            "one call of this API;",
            "[Use grace from Python](../how-to/python-api.md) shows them at work. This page is generated from",
-           "`harness.API_NAMES` and each name's docstring.", ""]
+           "`grace.__all__` and each name's docstring.", ""]
     out += ["| name | defined in |", "| --- | --- |"]
     # names, not links: the anchors are mkdocstrings' (the site's contents list them), which the code host lacks
     out += [f"| `grace.{name}` | `{path.rsplit('.', 1)[0]}` |" for name, path in api_objects()]

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from kb_builder.curation_records import (
     CurationConflict,
@@ -36,7 +37,6 @@ from kb_builder.curation_records import (
     append_edit,
     distinct_marks,
     last_seq,
-    now,
     read_conflicts,
     read_edits,
     set_aside_torn_tail,
@@ -53,6 +53,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("grace")
 _NOTED: set[tuple[str, int]] = set()  # (KB folder, action) a half-way note was given for in this process
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n+")
+_PART = re.compile(r"\s*\(part ([\d.]+) of (\d+)\)\s*$")
+
+
+def part_titles(title: str) -> list[str]:
+    """The two parts' titles of a split: ``T (part 1 of 2)``, ``T (part 2 of 2)``; a part split again numbers
+    within its number (``T (part 1 of 2)`` -> ``T (part 1.1 of 2)``, ``T (part 1.2 of 2)``), never doubling it."""
+    m = _PART.search(title)
+    if m is None:
+        return [f"{title} (part {i} of 2)" for i in (1, 2)]
+    base = title[: m.start()]
+    return [f"{base} (part {m.group(1)}.{i} of {m.group(2)})" for i in (1, 2)]
 
 
 def default_author() -> str:
@@ -385,7 +396,7 @@ class Curation:
                              f"(the paragraph the second part starts with), not {at!r}; 'grace kb show {self.path} "
                              f"{article_id}' shows them")
         if titles is None:
-            titles = [f"{art.title} (part {i} of 2)" for i in (1, 2)]
+            titles = part_titles(art.title)
         if len(titles) != 2:
             raise GraceError(f"split of article {article_id}: give 2 titles, one per part (got {len(titles)})")
         titles = [_clean(t, "title", article_id) for t in titles]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -97,10 +96,6 @@ class Retirement(BaseModel):
     title: str  # the article's title when it was retired
     seq: int  # the action in curation.jsonl
     author: str
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def read_edits(kb_dir: Path) -> list[CurationEdit]:

@@ -9,6 +9,7 @@ A KB folder holds what ``grace kb build``, ``grace kb index`` and curation write
     curation.jsonl.torn       a last action cut off mid-write, set aside (it never took effect)
     curation_conflicts.jsonl  the actions the last build could not re-apply (curation_records.CurationConflict)
     curation_review.jsonl     a team's changes waiting for, or decided by, a reviewer (``grace kb curate --reviewers``)
+    curation_keys.json        a curation team's personal keys, hashed (harness.web.credentials)
     curation_proposals.jsonl  the model proposals ``grace kb curate`` was asked for, and what became of each
     embeddings/, index/       derived data (vectors, the bm25f index), rebuilt when missing
     .curation.lock            the one-writer lock: curation and ``grace kb build``
@@ -29,9 +30,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.core.clock import now
 from harness.core.errors import GraceError, where
 from harness.core.locks import FileLock
 from kb_builder.kb_records import Article
@@ -44,6 +45,7 @@ TORN_SUFFIX = ".torn"  # curation.jsonl.torn: a torn last action, set aside
 CONFLICTS = "curation_conflicts.jsonl"
 REVIEW = "curation_review.jsonl"
 PROPOSALS = "curation_proposals.jsonl"
+KEYS = "curation_keys.json"
 EMBEDDINGS = "embeddings"
 INDEX = "index"
 LOCK = ".curation.lock"
@@ -92,6 +94,10 @@ class KbDir:
         return self.path / REVIEW
 
     @property
+    def curation_keys(self) -> Path:
+        return self.path / KEYS
+
+    @property
     def proposals(self) -> Path:
         return self.path / PROPOSALS
 
@@ -120,7 +126,7 @@ class KbDir:
     # -- retired.jsonl ---------------------------------------------------------
     def append_retired(self, gone: Iterable[Article]) -> None:
         """Keep removed articles' titles so a stale gold label can be explained later."""
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        stamp = now()
         with self.retired.open("a", encoding="utf-8") as fh:
             for a in gone:
                 fh.write(json.dumps({"id": a.id, "title": a.title, "source": a.source, "retired_at": stamp},

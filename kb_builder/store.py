@@ -13,12 +13,12 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from harness.core.clock import now
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.jsonl import iter_jsonl
@@ -163,7 +163,7 @@ def make_manifest(articles: list[Article], embedder: str, **extra) -> Manifest:
         article_count=len(articles),
         token_stats=token_stats(articles),
         built_with=f"grace {__version__}",
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        built_at=now(),
         **extra,
     )
 

@@ -12,6 +12,15 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 SAMPLE = ROOT / "benchmarks" / "sample"
 
 
+def pytest_collection_modifyitems(config, items):
+    """``browser``: the tests that drive Chromium, by the rule a browser test follows (its module is named
+    ``*_browser.py``, or it takes the ``browser`` fixture), so no module has to remember the mark
+    (``tests/source_tree/test_markers.py`` holds every user of ``tests.browser`` to the rule)."""
+    for item in items:
+        if item.path.name.endswith("_browser.py") or "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_env(tmp_path_factory, monkeypatch):
     """Every test gets its own response cache and no real API keys or endpoints."""
@@ -127,13 +136,49 @@ def small_bench(root: Path, answerable: int, refusals: list[str]) -> Path:
           f"## Parental leave\n\nSixteen weeks of parental leave. {BODY}\n")
     write(src / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the travel portal. {BODY}\n\n"
           f"## Per diem\n\nThe meal per diem is 45 EUR a day. {BODY}\n")
-    code, out = run_grace("kb", "build", src, "--out", root / "kb")
-    assert code == 0, out
+
+    def build(kb: Path) -> None:
+        code, out = run_grace("kb", "build", src, "--out", kb)
+        assert code == 0, out
+
+    built_kb("small", build, root / "kb")
     rows = ["question_id,question,expected_answer,expected_citations,must_refuse,notes"]
     rows += [f"q{i},{_QS[i % 4][0]} (variant {i}),,{_QS[i % 4][1]},false," for i in range(answerable)]
     rows += [f"r{i},{q},,,true," for i, q in enumerate(refusals, 1)]
     write(root / "gold.csv", "\n".join(rows) + "\n")
     return root
+
+
+def sample_bench(root: Path, questions: int) -> Path:
+    """The sample handbook's KB in ``root/kb`` and the first ``questions`` of its gold set in ``root/gold.csv``."""
+    from harness.workflows.kb import build_kb
+
+    built_kb("sample", lambda kb: build_kb(SAMPLE / "handbook", kb), root / "kb")
+    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
+    write(root / "gold.csv", "\n".join(lines[:questions + 1]) + "\n")
+    return root
+
+
+_BUILT: dict[tuple[str, ...], Path] = {}
+
+
+def built_kb(name: str, build, dest: Path) -> Path:
+    """A copy at ``dest`` of the KB ``build`` writes, built once per test process: a build is deterministic (no path
+    or clock in the articles or the index; the tokenizer variables are part of the key), so a test gets the same
+    folder it would build, its own to change, for the cost of a copy."""
+    import atexit
+    import shutil
+    import tempfile
+
+    key = (name, os.environ.get("GRACE_TOKENIZER", ""), os.environ.get("GRACE_TIKTOKEN_ENCODING", ""))
+    built = _BUILT.get(key)
+    if built is None or not built.is_dir():
+        home = Path(tempfile.mkdtemp(prefix=f"grace-test-{name}-"))
+        atexit.register(shutil.rmtree, home, True)
+        build(home / "kb")
+        built = _BUILT[key] = home / "kb"
+    shutil.copytree(built, dest)
+    return dest
 
 
 def shared(name: str) -> Path:
@@ -150,26 +195,6 @@ def write(path: Path, text: str) -> Path:
 
 
 os.environ.setdefault("COLUMNS", "200")
-
-
-def checkout_grace():
-    """``import grace`` of this checkout (harness/grace): the installed package when the venv was installed from
-    here (``pip install -e .``: setuptools maps it), else loaded from its folder under the same name, so the tests
-    of a worktree run with another checkout's venv check their own copy."""
-    import importlib
-    import importlib.util
-    import sys
-
-    folder = ROOT / "harness" / "grace"
-    spec = importlib.util.find_spec("grace")
-    if spec is not None and spec.origin and Path(spec.origin).resolve() == (folder / "__init__.py").resolve():
-        return importlib.import_module("grace")
-    spec = importlib.util.spec_from_file_location("grace", folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["grace"] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def killed_at_replace(target: str, *argv: object, env: dict[str, str] | None = None):

@@ -101,6 +101,36 @@
 
   function renderDecision() { K().renderDecision(); }
 
+  function renderArticles(it) {
+    $("articles").replaceChildren(...it.articles.map((a) => el("li", { class: "card", "data-id": a.id },
+      ...K().article(a), fullText(a))));
+  }
+
+  // the whole KB, as the labelling page searches it: an article nobody cited joins the item's, chosen
+  let searchTimer = null;
+  async function searchKB() {
+    const q = $("kb-search").value.trim();
+    if (!q) { $("kb-results").replaceChildren(); return; }
+    let res;
+    try { res = await getJSON(`${API}/kb`, { q }); } catch (e) { showError(e.message); return; }
+    if ($("kb-search").value.trim() !== q) return;  // typed on meanwhile
+    $("kb-results").replaceChildren(...res.results.map((a) => el("li", { class: "card", "data-id": a.id },
+      el("button", { type: "button", class: "add-article", onclick: () => addArticle(a) }, "add"), " ",
+      el("span", { class: "chip-id", text: `#${a.id}` }), " ", el("strong", { class: "title", text: a.title }),
+      a.breadcrumb.length ? el("p", { class: "crumb", text: a.breadcrumb.join(" › ") }) : null, fullText(a))));
+  }
+
+  function addArticle(a) {
+    const it = S.items[S.idx];
+    if (!it.articles.some((x) => x.id === a.id)) it.articles.push(a);
+    S.refuse = false;
+    if (!S.cites.includes(a.id)) S.cites = [...S.cites, a.id];
+    renderArticles(it);
+    renderDecision();
+    $("kb-results").replaceChildren();
+    $("kb-search").value = "";
+  }
+
   function take(side) {
     K().take(side);
     renderDecision();
@@ -121,14 +151,15 @@
     $("qpos").textContent = `${k.unit} ${S.idx + 1} / ${S.items.length} · ${k.where(it)}`;
     $("qtext").textContent = it.question || "";
     if ($("claim")) $("claim").textContent = it.text || "";
-    $("status-badge").textContent = it.status === "adjudicated" ? "decided" : "people disagree";
+    $("status-badge").textContent = it.status === "adjudicated" ? "decided"
+      : it.status === "reopened" ? "labels changed since the decision: decide again" : "people disagree";
     $("status-badge").className = `badge ${it.status === "adjudicated" ? "labelled" : "skipped"}`;
     $("labels").replaceChildren(...k.sides(it).map((side, n) => el("li", { class: "side", "data-person": side.person },
       el("div", { class: "label-line" }, el("kbd", { text: String(n + 1) }), " ", el("strong", { text: side.person }),
         ...(k.badge ? [" ", k.badge(side)] : [])),
       ...k.side(side, it))));
-    $("articles").replaceChildren(...it.articles.map((a) => el("li", { class: "card", "data-id": a.id },
-      ...k.article(a), fullText(a))));
+    renderArticles(it);
+    if ($("kb-results")) { $("kb-results").replaceChildren(); $("kb-search").value = ""; }
     const d = it.decision;
     $("previous").hidden = !d;
     $("previous").textContent = d ? `decided by ${d.by}: ${labelOf(d)} (${d.reason})` : "";
@@ -140,16 +171,27 @@
   async function decide() {
     const it = S.items[S.idx];
     if (!it) return;
-    const seen = Object.fromEntries(K().sides(it).map((side) => [side.person, labelOf(side)]));
+    const seen = it.seen; // what this page was shown (each label, the decision so far): the server decides on it only
     try {
       const res = await postJSON(`${API}/adjudicate`, { ...K().body(it), reason: $("reason").value, seen });
       showError("");
       flash(K().decided(it, res));
       S.items = res.queue.items;
       renderHead(res.team);
-      const next = S.items.findIndex((x) => x.status === "disagree");
+      const next = S.items.findIndex((x) => x.status !== "adjudicated");
       go(next >= 0 ? next : Math.max(0, S.items.findIndex((x) => K().key(x) === K().key(it))));
-    } catch (e) { showError(`not decided: ${e.message}`); }
+    } catch (e) {
+      showError(`not decided: ${e.message}`);
+      // refused on a state that changed (a label, or another decision came first): show the question as it is now
+      if (/changed since you opened it/.test(e.message)) {
+        const key = K().key(it);
+        const why = $("reason").value;
+        try { await load(); } catch (_) { return; /* the message stands */ }
+        const i = S.items.findIndex((x) => K().key(x) === key);
+        if (i >= 0) go(i);
+        $("reason").value = why;
+      }
+    }
   }
 
   async function load() {
@@ -174,7 +216,8 @@
 
   function wire() {
     window.Shell.keys({
-      keys: { j: () => go(S.idx + 1), k: () => go(S.idx - 1), w: () => $("reason").focus() },
+      keys: { j: () => go(S.idx + 1), k: () => go(S.idx - 1), w: () => $("reason").focus(),
+        "/": () => { if ($("kb-search")) $("kb-search").focus(); } },
       ready: () => S.items.length > 0,
       before: (e) => {
         const n = Number(e.key);
@@ -191,6 +234,17 @@
     });
     window.Shell.nav({ go, at: () => S.idx });
     $("decide").addEventListener("click", decide);
+    if ($("kb-search")) {
+      $("kb-search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(searchKB, 150); });
+      $("kb-search").addEventListener("keydown", async (e) => {
+        if (e.key !== "Enter") return;
+        e.preventDefault();
+        clearTimeout(searchTimer);
+        await searchKB();
+        const first = $("kb-results").querySelector("button.add-article");
+        if (first) first.click();
+      });
+    }
     if ($("refuse-box")) $("refuse-box").addEventListener("change", () => {
       S.refuse = $("refuse-box").checked;
       if (S.refuse) S.cites = [];

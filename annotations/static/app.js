@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, pageURL } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, pageURL, offline, unsavedSaves } = window.graceUI;
   const { flash } = window.Shell;
 
   const S = {
@@ -48,14 +48,14 @@
     $("team").hidden = !t;
     if (!t) return;
     const parts = [`team: ${t.gold} / ${t.questions} gold`];
-    if (t.disagree) parts.push(`${t.disagree} to decide`);
+    if (t.disagree || t.reopened) parts.push(`${t.disagree + (t.reopened || 0)} to decide`);
     parts.push(t.agreement ? kappaText(t.agreement) : "agreement: not yet");
     $("team-line").textContent = parts.join(" · ");
     $("team-line").title = t.agreement ? t.agreement.pairwise.map((p) =>
       `${p.a} vs ${p.b}: Cohen's kappa ${p.kappa == null ? "undefined" : p.kappa.toFixed(3)}`).join("\n") : t.agreement_note;
     $("team-people").replaceChildren(...t.people.map((p) => el("li", { "data-person": p.name },
       el("strong", { text: p.name }), ` ${p.labelled + p.skipped} / ${p.assigned}`)));
-    $("queue-link").hidden = !t.disagree && !t.adjudicated;
+    $("queue-link").hidden = !t.disagree && !t.adjudicated && !t.reopened;
     $("queue-link").href = pageURL("/static/adjudicate.html");
   }
 
@@ -72,6 +72,10 @@
         onclick: () => open(n, "/static/adjudicate.html") }, `${n} (reviewer's queue)`))));
     $("pick-name").addEventListener("keydown", (e) => { if (e.key === "Enter") open($("pick-name").value); });
     $("pick-go").addEventListener("click", () => open($("pick-name").value));
+    if ((S.state.keyed || []).length && !$("pick-keyed")) {  // they sign in with the link printed for them
+      $("pick").prepend(el("p", { id: "pick-keyed", class: "muted",
+        text: `${S.state.keyed.join(", ")}: open your own link (the one the session printed for you); a name alone acts as nobody.` }));
+    }
   }
 
   async function refreshState() {
@@ -202,8 +206,10 @@
     let text = r.status;
     if (r.status === "labelled") text = r.must_refuse ? "must_refuse" : `answered by ${r.expected_citations.length} article${r.expected_citations.length > 1 ? "s" : ""}`;
     if (r.status === "draft") text = "draft: not gold until accepted";
-    badge.textContent = text;
-    badge.className = `badge ${r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
+    const unsaved = pending.has(r.question_id);  // the label itself says so, not only a note
+    badge.textContent = unsaved ? `NOT SAVED: ${text} (retrying until the server answers)` : text;
+    badge.className = `badge ${unsaved ? "unsaved" : r.must_refuse && r.status === "labelled" ? "refuse" : r.status}`;
+    $("label-box").classList.toggle("unsaved", unsaved);
     const prov = { accepted_suggestion: "accepted suggestion", changed_suggestion: "changed the suggestion" };
     $("provenance").textContent = r.status === "labelled" ? (prov[r.provenance] || "") : "";
     const s = S.q.suggestion;
@@ -275,10 +281,17 @@
             }
           }
         }
+        pending.drop(qid);
         showError("");
         flash(`saved ${qid}: ${describe(res.record)}`);
         return true;
       } catch (e) {
+        if (offline(e)) {  // no answer (the server is down, the network gone): kept, and retried
+          pending.keep(qid, payload, idx);
+          if (S.q && S.q.record.question_id === qid) renderLabel();
+          showError(`not saved yet (${e.message}): kept on this page and retried until the server answers`);
+          return false;
+        }
         showError(`not saved: ${e.message}`);
         if (S.q && S.q.record.question_id === qid) {  // show what the server really holds
           try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* offline */ }
@@ -291,6 +304,45 @@
       if (ok && advance && autoAdvance() && S.idx === idx && stayed() && !last) return go(idx + 1);
       return undefined;
     });
+  }
+
+  // the saves the server never got, sent again (after the saves made meanwhile) until it answers
+  const pending = unsavedSaves({
+    path: "/api/label",
+    chain: (fn) => (S.saving = S.saving.then(fn)),
+    saved: (qid, res, idx) => {
+      S.state.progress = res.progress;
+      if (res.team) { S.state.team = res.team; renderTeam(); }
+      if (S.state.statuses) S.state.statuses[idx] = res.record.status;
+      renderProgress();
+      if (S.q && S.q.record.question_id === qid) { S.q.record = res.record; renderLabel(); }
+      flash(`saved ${qid}: ${describe(res.record)} (the server is back)`);
+    },
+    refused: async (qid, e, idx) => {  // refused once it answered (a bad label, a person's change): say so
+      showError(`not saved: ${qid}: ${e.message}`);
+      if (S.q && S.q.record.question_id === qid) {
+        try { S.q.record = (await getJSON(`/api/question/${idx}`)).record; renderLabel(); } catch (_) { /* */ }
+      }
+    },
+    settled: () => showError(""),
+  });
+
+  // another tab (or the same person elsewhere) saved a newer label of the question shown: show it, not the old one
+  async function refreshShown() {
+    if (!S.q || editsPending()) return;
+    const qid = S.q.record.question_id;
+    if (pending.has(qid)) return;
+    await S.saving;
+    let fresh;
+    try { fresh = (await getJSON(`/api/record/${S.idx}`)).record; } catch (_) { return; }
+    const r = S.q && S.q.record;
+    if (!r || r.question_id !== qid || pending.has(qid) || editsPending()) return;
+    const was = `${r.status}|${labelString(r.expected_citations, r.must_refuse)}|${r.labelled_at}`;
+    const now = `${fresh.status}|${labelString(fresh.expected_citations, fresh.must_refuse)}|${fresh.labelled_at}`;
+    if (was === now) return;
+    S.q.record = fresh;
+    renderQuestion();
+    flash(`${qid} changed elsewhere (another tab): now ${describe(fresh)}`);
   }
 
   function describe(r) {
@@ -539,6 +591,8 @@
     wire();
     await refreshState();
     if (S.state.need_person) { showPicker(); return; }
+    window.addEventListener("focus", refreshShown);  // back to this tab: a label saved in another shows here
+    setInterval(refreshShown, 5000);
     if (S.state.team) {  // the others label meanwhile: their progress and the agreement follow without a reload
       setInterval(async () => {
         try { S.state.team = await getJSON("/api/team"); renderTeam(); } catch (_) { /* the next try */ }

@@ -4,7 +4,7 @@
 "use strict";
 
 (() => {
-  const { $, getJSON, postJSON, postOnLeave, el, marked, showError } = window.graceUI;
+  const { $, getJSON, postJSON, postOnLeave, el, marked, showError, offline, unsavedSaves } = window.graceUI;
   const flash = (msg) => window.Shell.flash(msg, 2500);
 
   const S = {
@@ -151,10 +151,11 @@
   // the mark's state only: the note field is left alone, it may be mid-edit
   function updateCard(li, s, n) {
     const v = verdictName(s.supported);
-    li.className = `seg ${v || "open"}${n === S.focus ? " focused" : ""}`;
+    const unsaved = pending.has(segKey(S.item, s));  // the mark itself says so, not only a note
+    li.className = `seg ${v || "open"}${n === S.focus ? " focused" : ""}${unsaved ? " unsaved" : ""}`;
     const badge = li.querySelector(".verdict");
-    badge.className = `verdict ${v}`;
-    badge.textContent = v ? (s.reviewer ? `${v} · ${s.reviewer}` : v) : "not reviewed";
+    badge.className = `verdict ${unsaved ? "unsaved" : v}`;
+    badge.textContent = (unsaved ? "NOT SAVED: " : "") + (v ? (s.reviewer ? `${v} · ${s.reviewer}` : v) : "not reviewed");
     for (const [cls, on] of [["yes", s.supported === true], ["no", s.supported === false], ["partial", s.supported === "partial"]]) {
       const b = li.querySelector(`button.${cls}`);
       if (!b) continue;
@@ -276,10 +277,17 @@
           refreshSegment(n);
         }
         renderProgress();
+        pending.drop(segKey(it, s));
         showError("");
         flash(`saved ${it.question_id} #${n + 1}: ${verdictName(res.segment.supported) || "no mark"}${res.segment.note ? " + note" : ""}`);
         return true;
       } catch (e) {
+        if (offline(e)) {  // no answer (the server is down): kept, shown unsaved, and retried until it answers
+          pending.keep(segKey(it, s), payload, { idx, n });
+          if (S.idx === idx) refreshSegment(n);
+          showError(`not saved yet (${e.message}): kept on this page and retried until the server answers`);
+          return false;
+        }
         showError(`not saved: ${e.message}`);
         if (S.idx === idx) {  // show what the server really holds
           try { S.item = await getJSON(`/api/review/item/${idx}`); renderItem(); setFocus(S.focus); } catch (_) { /* offline */ }
@@ -290,6 +298,32 @@
     if (S.idx === idx) refreshSegment(n);
     return S.saving;
   }
+
+  function segKey(it, s) {
+    return [it.model, it.question_id, it.repeat, s.segment_index].join("\u0000");
+  }
+
+  // the marks the server never got, sent again (after the marks made meanwhile) until it answers
+  const pending = unsavedSaves({
+    path: "/api/review/label",
+    chain: (fn) => (S.saving = S.saving.then(fn)),
+    saved: (key, res, { idx, n }) => {
+      S.state.progress = res.progress;
+      renderProgress();
+      if (S.item && S.idx === idx) {
+        Object.assign(S.item.segments[n], { supported: res.segment.supported, reviewer: res.segment.reviewer });
+        refreshSegment(n);
+      }
+      flash(`saved #${n + 1}: ${verdictName(res.segment.supported) || "no mark"} (the server is back)`);
+    },
+    refused: async (key, e, { idx }) => {
+      showError(`not saved: ${e.message}`);
+      if (S.idx === idx) {
+        try { S.item = await getJSON(`/api/review/item/${idx}`); renderItem(); setFocus(S.focus); } catch (_) { /* */ }
+      }
+    },
+    settled: () => showError(""),
+  });
 
   // the next segment is chosen from the marks already on the page, at once, so a quick second key
   // press lands on it; moving to the next answer waits for the save, and keys wait for the move

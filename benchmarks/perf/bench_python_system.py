@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import harness as grace  # noqa: E402
+import grace  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "sample"
 PIPELINE = '''

@@ -28,7 +28,6 @@ FIRST_ONLY = {"SDK import (first client)"}  # later calls return the module alre
 
 # (phase, module, attribute); a missing one is skipped (another checkout, another command)
 PHASES = [
-    ("config", "harness.api", "resolve_models"),  # checkouts before RunConfig
     ("config", "harness.runner.config", "resolve_models"),
     ("KB load", "kb_builder.store", "load_kb"),
     ("gold", "kb_builder.gold", "read_gold"),  # checkouts before GoldSet

@@ -43,12 +43,18 @@ _path = click.Path(path_type=Path)
 @click.option("--question", "question_ids", multiple=True,
               help="Open just this question (repeatable; with --only, those of its questions).")
 @click.option("--team", help="Serve a team: the roster (alice,bob,carol) or 'any'; --out is then a folder "
-              "(labels per person, the reviewer's decisions, the gold).")
+              "(labels per person, the reviewer's decisions, the gold). Given again with other names on a restart: "
+              "the roster changes (labels kept, unlabelled questions given out again).")
 @click.option("--assign", help="With --team: all (default), share (each question to one person) or overlap:N "
               "(each question to N people, for agreement).")
 @click.option("--reviewers", help="With --team: who may decide disagreements (default: anyone named).")
+@click.option("--agree", type=click.Choice(["all", "majority"]), help="With --team: when labels that differ are "
+              "gold without a reviewer: all (default: every label one) or majority (more than half of the people "
+              "given a question, e.g. 2 of 3).")
+@click.option("--new-key", "new_keys", metavar="NAMES", help="With a team: give these people (bob,dana) a new "
+              "personal link; their old one stops working.")
 def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browser, k, embedder, suggestions_csv, run,
-             order, only, question_ids, team, assign, reviewers) -> None:
+             order, only, question_ids, team, assign, reviewers, agree, new_keys) -> None:
     """Label questions with the KB article that answers them, in a local web app.
 
     Every label is written to OUT at once (write-then-rename), so closing the browser
@@ -61,7 +67,8 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
 
     with open_labelling(kb_dir, out, questions=questions, from_gold=from_gold, annotator=annotator, k=k,
                         embedder=embedder, suggestions=suggestions_csv, run=run, order=order, only=only,
-                        question_ids=question_ids, team=team, assign=assign, reviewers=reviewers) as opened:
+                        question_ids=question_ids, team=team, assign=assign, reviewers=reviewers,
+                        new_keys=new_keys, agree=agree) as opened:
         if not hasattr(opened.session, "progress"):  # a team's session
             return _serve_team(opened, host, port, no_browser)
         for note in opened.notes:
@@ -78,7 +85,8 @@ def annotate(kb_dir, questions, from_gold, out, annotator, host, port, no_browse
             + f"); KB {kb.path} ({len(kb.articles)} articles, candidates by {getattr(opened.retriever, 'name', '?')})"
         )
         click.echo(f"saving every label to {opened.out}" + (f" (all {p['file_total']} questions kept)" if only else ""))
-        serve(server, url, host if token else None, no_browser, "label")
+        serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only through "
+          "their own link)")
         p = session.progress()
         prov = p["provenance"]
         click.echo(f"\nstopped; {p['labelled']}/{p['total']} labelled"
@@ -95,13 +103,37 @@ def _serve_team(opened, host: str, port: int, no_browser: bool) -> None:
     people = ", ".join(f"{p['name']} ({p['assigned']})" for p in t["people"]) or "anyone who names themself"
     click.echo(f"{t['questions']} questions, assigned {t['assign']}: {people}; "
                f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
-    click.echo(f"each person opens {url}{'&' if '?' in url else '?'}who=NAME (or picks their name there); "
-               f"the reviewer's queue: {url.split('?')[0]}static/adjudicate.html{'?' + url.split('?')[1] if '?' in url else ''}")
+    for note in opened.notes:
+        click.echo(note)
+    for w in opened.warnings:
+        click.echo(f"warning: {w}", err=True)
+    _print_links(team, url, "", "static/adjudicate.html")
     click.echo(f"saving each person's labels to {opened.out / 'labels'}, the gold to {team.gold_file}")
-    serve(server, url, host if token else None, no_browser, "label")
+    serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only through "
+          "their own link)")
     t = team.summary()
     click.echo(f"\nstopped; {t['gold']}/{t['questions']} questions gold ({t['adjudicated']} decided by a reviewer), "
                f"{t['disagree']} waiting for a decision, saved in {opened.out}")
+
+
+def _print_links(team, url: str, page: str, review_page: str) -> None:
+    """Each person's own link, with the key issued at this start (shown this once, stored hashed); a person whose
+    key was issued before keeps the link printed then (lost: --new-key NAME)."""
+    from harness.web.credentials import personal_link
+
+    reviewers = set(team.plan.reviewers)
+    for name in dict.fromkeys([*(team.roster or []), *team.plan.reviewers]):
+        key = team.new_keys.get(name)
+        where = review_page if name in reviewers and name not in (team.roster or []) else page
+        if key is None:
+            click.echo(f"  {name}: the link printed when their key was issued (lost? restart with --new-key {name})")
+        else:
+            click.echo(f"  {name}: {personal_link(url, name, key, where)}")
+    if team.new_keys:
+        click.echo("each link holds its person's secret key, shown only now (kept hashed): send each person their "
+                   "own; a reviewer's opens the queue")
+    if team.roster is None:
+        click.echo(f"anyone else opens {personal_link(url, 'NAME', None)} (a team open to anyone trusts the name)")
 
 
 @click.group("annotations")
@@ -126,7 +158,9 @@ def annotations() -> None:
 @click.option("--host", default="127.0.0.1", show_default=True, help="Any other address than localhost requires the printed token.")
 @click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
 @click.option("--no-browser", is_flag=True, help="Print the URL only.")
-def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, port, no_browser) -> None:
+@click.option("--new-key", "new_keys", metavar="NAMES", help="With --team: give these people (bob,dana) a new "
+              "personal link; their old one stops working.")
+def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, port, no_browser, new_keys) -> None:
     """Review a spot-check by hand: mark each answer segment supported or not by its cited article.
 
     Shows the question, the answer with its segments highlighted and the cited article
@@ -141,9 +175,10 @@ def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, 
     from harness.workflows.annotate import open_review
 
     if team:
-        return _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser)
-    if reviewers or viewer:
-        raise click.UsageError("--reviewers and --viewer go with --team (a team's review)")
+        return _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser,
+                                  new_keys)
+    if reviewers or viewer or new_keys:
+        raise click.UsageError("--reviewers, --viewer and --new-key go with --team (a team's review)")
     with open_review(run_dir, kb=kb_dir, gold=gold, out=out, reviewer=reviewer) as opened:
         server, url, token = listen(opened.app, host, port)
         p = opened.session.progress()
@@ -160,26 +195,25 @@ def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, 
             click.echo(f"next: grace spotcheck calibrate {opened.out} {RunDir(opened.sources.run_dir).spotcheck}")
 
 
-def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser) -> None:
+def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser,
+                       new_keys) -> None:
     from harness.run_folder import RunDir
     from harness.workflows.annotate import open_review_team
 
     with open_review_team(run_dir, team=team, reviewers=reviewers, kb=kb_dir, gold=gold, out=out,
-                          viewer=viewer) as opened:
+                          viewer=viewer, new_keys=new_keys) as opened:
         server, url, token = listen(opened.app, host, port)
         t = opened.session.summary()
-        base, _, query = url.partition("?")
-        extra = f"&{query}" if query else ""
         click.echo(f"{t['claims']} claims to review by {', '.join(p['name'] for p in t['people'])}; "
                    f"KB {opened.kb.path} ({len(opened.kb.articles)} articles)")
         for w in opened.warnings:
             click.echo(f"warning: {w}", err=True)
-        click.echo(f"each person opens {base}?who=NAME{extra} (or picks their name there); the reviewer's queue: "
-                   f"{base}static/review_queue.html?who=NAME{extra}; the calibration: "
-                   f"{base}static/calibration.html?who=NAME{extra}")
+        _print_links(opened.session, url, "", "static/review_queue.html")
+        click.echo("the calibration: the link on a reviewer's queue page (static/calibration.html, their own key)")
         click.echo(f"saving each person's verdicts to {opened.out / 'labels'}, the team's labels to "
                    f"{opened.session.human_file}")
-        serve(server, url, host if token else None, no_browser, "review claims")
+        serve(server, url, host if token else None, no_browser, "reach the pages (a named person acts only "
+              "through their own link)")
         t = opened.session.summary()
         click.echo(f"\nstopped; {t['labelled']}/{t['claims']} claims labelled by the team ({t['adjudicated']} decided "
                    f"by a reviewer), {t['disagree']} waiting for a decision, saved in {opened.out}")

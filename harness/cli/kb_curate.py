@@ -22,14 +22,16 @@ from harness.kb_curate.proposals import OUTPUT_TOKENS
 @click.option("--host", default="127.0.0.1", show_default=True, help="Any other address than localhost requires the printed token.")
 @click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
 @click.option("--no-browser", is_flag=True, help="Print the URL only.")
-@click.option("--reviewers", help="A team session: who approves changes (dana,erin); each person opens the URL with "
-              "?who=NAME, and a curator's actions wait for a reviewer's approval.")
+@click.option("--reviewers", help="A team session: who approves changes (dana,erin); each person named opens their "
+              "own link (printed once, with their key), and a curator's actions wait for a reviewer's approval.")
 @click.option("--curators", help="With --reviewers: who may propose changes (default: anyone named).")
+@click.option("--new-key", "new_keys", metavar="NAMES", help="With --reviewers: give these people (bob,dana) a new "
+              "personal link; their old one stops working.")
 @call_options("proposal calls", max_tokens_default=OUTPUT_TOKENS)
 @redact_option
 def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None, template: str | None,
            dry_run: bool, host: str, port: int, no_browser: bool, reviewers: str | None, curators: str | None,
-           **kwargs) -> None:
+           new_keys: str | None, **kwargs) -> None:
     """Work through lint's findings (confusable pairs, articles not self-contained...) in a local web app: edit,
     split, merge, mark distinct, undo, or accept a model's proposed fix. Every action is saved to
     KB/curation.jsonl at once, and 'grace kb build' re-applies it after a rebuild from the sources."""
@@ -48,11 +50,21 @@ def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None
         return
     with open_curating(kb_dir, propose_with=propose_with, calls=calls, author=author, run=run,
                        template=template, console=Console(stderr=True), reviewers=reviewers,
-                       curators=curators) as opened:
+                       curators=curators, new_keys=new_keys) as opened:
         for note in opened.notes:
             click.echo(note)
         server, url, token = listen(opened.app, host, port)
-        click.echo(f"saving every action to {KbDir(opened.curation.path).curation} as {opened.app.author}")
+        if opened.app.review is not None:
+            from harness.web.credentials import personal_link
+
+            for name in dict.fromkeys([*(opened.app.curators or []), *opened.app.reviewers]):
+                key = opened.new_keys.get(name)
+                click.echo(f"  {name}: " + (personal_link(url, name, key) if key else "the link printed when their "
+                                            f"key was issued (lost? restart with --new-key {name})"))
+            if opened.new_keys:
+                click.echo("each link holds its person's secret key, shown only now: send each person their own")
+        who = "its person's name (their link's)" if opened.app.review is not None else opened.app.author
+        click.echo(f"saving every action to {KbDir(opened.curation.path).curation} as {who}")
         serve(server, url, host if token else None, no_browser, "edit this KB")
         app = opened.app
         click.echo(f"\nstopped; {len(app.findings)} finding(s) left of {app.started_with}, "

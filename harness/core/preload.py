@@ -15,14 +15,18 @@ import time
 from collections.abc import Callable
 
 
-def preload(*modules: str, when: Callable[[], bool] | None = None, poll_s: float = 0.05) -> threading.Thread:
+def preload(*modules: str, when: Callable[[], bool] | None = None, poll_s: float = 0.05,
+            needed: Callable[[], bool] | None = None) -> threading.Thread:
     """Start importing ``modules`` (best effort: a failure here is raised again by the real import later).
 
     ``when``: wait until it returns True (polled every ``poll_s``), so the imports do not compete with the
-    work that has to happen before the first request leaves (the SDK import above all).
+    work that has to happen before the first request leaves (the SDK import above all). ``needed``: asked once,
+    on the thread (a slow look-up costs the caller nothing); False: import nothing.
     """
 
     def work() -> None:
+        if needed is not None and not needed():
+            return
         while when is not None and not when():
             time.sleep(poll_s)
         for name in modules:

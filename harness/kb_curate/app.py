@@ -26,11 +26,18 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.kb_curate import STATIC
-from harness.kb_curate.change_requests import ChangeRejected, ReviewQueue, StaleChange, article_hash
+from harness.kb_curate.change_requests import (
+    GONE,
+    ChangeRejected,
+    ChangeRequest,
+    NotYourRole,
+    ReviewQueue,
+    article_hash,
+)
 from harness.kb_curate.proposal_store import ProposalStore
 from harness.kb_curate.proposals import KIND_FOR_FINDING, KINDS, Proposal, make_input
 from harness.kb_curate.proposer import Proposer, propose
-from harness.kb_curate.views import lint_evidence, plain, proposal_view, shared_evidence
+from harness.kb_curate.views import change_blocks, lint_evidence, plain, proposal_view, shared_evidence
 from harness.runner.calls import CallSettings, PromptStats
 from kb_builder.retrieval import passages
 
@@ -51,6 +58,7 @@ class CurateApp:
     name = "grace kb curate"
     page = "curate.html"
     static = STATIC
+    keyed = True  # a team's request acts as the owner of its key (harness.web.credentials)
     post_paths = tuple(f"/api/curate/{a}" for a in ("title", "text", "split", "merge", "distinct", "undo", "propose",
                                                      "accept", "reject", "approve", "decline"))
 
@@ -79,14 +87,17 @@ class CurateApp:
 
     def get(self, path: str, query: dict[str, list[str]]) -> dict | None:
         if path == "/api/curate/state":
-            first = {k: (query.get(k) or [""])[0] for k in ("kind", "section", "who")}
-            you = self._person(first["who"], reviewer=False, strict=False) if self.review is not None else None
+            first = {k: (query.get(k) or [""])[0] for k in ("kind", "section", "who", "cred")}
+            you = None
+            if self.review is not None:
+                named = self.review.credentials.person(first["who"], first["cred"] or None)
+                you = self._person(named, reviewer=False, strict=False)
             return self.state(kind=first["kind"] or None, section=first["section"] or None, you=you)
         if path == "/api/curate/finding":
             return self.finding((query.get("key") or [""])[0])
         return None
 
-    def post(self, path: str, body: Any) -> dict | None:
+    def post(self, path: str, body: Any, key: str | None = None) -> dict | None:
         if not isinstance(body, dict):
             raise GraceError("expected a JSON object")
         action = path.removeprefix("/api/curate/")
@@ -100,7 +111,8 @@ class CurateApp:
                 self._actor = self.author
                 return handler(body)
             reviewing = action in ("approve", "decline", "undo")
-            self._actor = self._person(body.get("who"), reviewer=reviewing)
+            named = self.review.credentials.person(body.get("who") if isinstance(body.get("who"), str) else "", key)
+            self._actor = self._person(named, reviewer=reviewing)
             if action in CHANGES:
                 return self._submit(action, body)
             return handler(body)  # ask a model, reject its proposal, or (a reviewer) undo: the KB as reviewed
@@ -124,10 +136,11 @@ class CurateApp:
             "sections": dict(sorted(sections.items())),
             "team": None if self.review is None else {
                 "you": you, "curators": self.curators, "reviewers": self.reviewers,
-                "changes": [r.model_dump() for r in self.review.all()],
+                "changes": [r.model_dump() | ({"blocks": change_blocks(r, kb)} if r.status == "pending" else {})
+                            for r in self.review.all()],
                 "pending": sum(r.status == "pending" for r in self.review.requests.values())},
             "kb": {"path": str(kb.path), "articles": len(kb.articles), "kb_hash": kb.manifest.kb_hash},
-            "author": self.author,
+            "author": you if self.review is not None and you else self.author,  # a team: the person, by name
             "proposer": self.proposer.name,
             "findings": shown,
             "counts": _counts(self.findings),
@@ -286,7 +299,11 @@ class CurateApp:
             notes = APPROVED.findall(e.reason or "")  # the last is the app's own: a curator's text comes before it
             rec = self.review.requests.get(int(notes[-1][1])) if notes else None
             if rec is not None and rec.status == "pending":
-                self.review.decide(rec, "approved", notes[-1][0])
+                self.review.reconciled(rec, notes[-1][0])
+
+    def _you(self) -> str | None:
+        """The person the request being handled acts as (a team), for the page's header."""
+        return self._actor if self.review is not None else None
 
     def _person(self, who: Any, *, reviewer: bool, strict: bool = True) -> str | None:
         """The person a team's request names, or a clear error: nobody, someone not on the roster, a curator
@@ -297,7 +314,7 @@ class CurateApp:
                 return None
             raise ChangeRejected("name yourself: open the page with ?who=YOUR_NAME")
         if reviewer and who not in self.reviewers:
-            raise ChangeRejected(f"{who!r} is not a reviewer of this KB ({', '.join(self.reviewers)}): a reviewer "
+            raise NotYourRole(f"{who!r} is not a reviewer of this KB ({', '.join(self.reviewers)}): a reviewer "
                                  "approves, rejects and undoes")
         if self.curators is not None and who not in self.curators + self.reviewers:
             raise ChangeRejected(f"{who!r} is not on this session's team ({', '.join(self.curators + self.reviewers)})")
@@ -335,6 +352,11 @@ class CurateApp:
         if missing:
             raise GraceError(f"no article {', '.join(missing)} in the KB: pick one the worklist shows")
         base = {i: article_hash(kb.by_id[i].title, kb.by_id[i].text) for i in ids}
+        same = next((r for r in self.review.requests.values() if r.status == "pending" and r.action == action
+                     and r.articles == ids and r.base == base and _said(r.body) == _said(saved)), None)
+        if same is not None:
+            raise ChangeRejected(f"change {same.id} ({same.author}) already proposes this and waits for review: "
+                                 "nothing new to propose")
         rec = self.review.propose(action, saved, articles=ids, base=base, summary=summary, author=self._actor)
         if action == "accept":
             self.proposals.decide(p.id, "accepted")  # out of the open list: it waits in the review queue now
@@ -342,48 +364,48 @@ class CurateApp:
                 "state": self.state(you=self._actor)}
 
     def do_approve(self, body: dict) -> dict:
-        rec = self.review.pending(_i(body, "change"))
+        rec = self.review.get(_i(body, "change"))
         reviewer = self._actor
         if rec.author == reviewer:
-            raise ChangeRejected(f"change {rec.id} is your own: another reviewer approves it")
+            raise NotYourRole(f"change {rec.id} is your own: another reviewer approves it")
         kb = self.cur.kb
-        for aid, h in rec.base.items():
-            art = kb.by_id.get(aid)
-            if art is None or article_hash(art.title, art.text) != h:
-                raise StaleChange(
-                    f"change {rec.id} is stale: article {aid} {'is gone' if art is None else 'changed'} since "
-                    f"{rec.author} proposed it ({rec.proposed_at}); reject it with the reason, and propose it again "
-                    "on the current text if it is still wanted")
-        note = f"approved by {reviewer} (change {rec.id})"
-        self._actor = rec.author  # the edit is the curator's, as reviewed
-        try:
-            if rec.action == "accept":
-                b = rec.body
-                q = Proposal(kind=b["kind"], articles=b["articles"], model=b.get("model", ""), title=b.get("title"),
-                             text=b.get("text"), keep=b.get("keep"), at=b.get("at"), titles=b.get("titles") or [])
-                res = self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
-            else:
+
+        def hashes() -> dict[str, str]:
+            return {a: GONE if a not in kb.by_id else article_hash(kb.by_id[a].title, kb.by_id[a].text)
+                    for a in rec.base}
+
+        def apply(rec: ChangeRequest) -> dict:
+            note = f"approved by {reviewer} (change {rec.id})"
+            self._actor = rec.author  # the edit is the curator's, as reviewed
+            try:
+                if rec.action == "accept":
+                    b = rec.body
+                    q = Proposal(kind=b["kind"], articles=b["articles"], model=b.get("model", ""),
+                                 title=b.get("title"), text=b.get("text"), keep=b.get("keep"), at=b.get("at"),
+                                 titles=b.get("titles") or [])
+                    return self._apply_accept(q, f"{b.get('why', '')}; {note}"[:500], b.get("proposal", rec.id))
                 body = dict(rec.body)
                 said = "why" if rec.action == "distinct" else "reason"
                 body[said] = f"{body[said]}; {note}" if body.get(said) else note
-                res = getattr(self, f"do_{rec.action}")(body)
-        finally:
-            self._actor = reviewer
-        self.review.decide(rec, "approved", reviewer)  # a kill just before: reconciled at the next start
+                return getattr(self, f"do_{rec.action}")(body)
+            finally:
+                self._actor = reviewer
+
+        _, res = self.review.decide(rec.id, "approved", reviewer, now=hashes, apply=apply)
         return res | {"done": f"approved change {rec.id}: {res['done']}", "state": self.state(you=reviewer)}
 
     def do_decline(self, body: dict) -> dict:
-        rec = self.review.pending(_i(body, "change"))
+        rec = self.review.get(_i(body, "change"))
         reason = _opt(body, "reason") or ""
         if not reason.strip():
             raise ChangeRejected("say why the change is rejected: the curator reads it")
-        self.review.decide(rec, "rejected", self._actor, reason.strip()[:1000])
+        self.review.decide(rec.id, "rejected", self._actor, reason.strip()[:1000])
         return {"done": f"rejected change {rec.id}", "fixed": 0, "new": 0, "state": self.state(you=self._actor)}
 
     def do_reject(self, body: dict) -> dict:
         p = self._proposal(body)
         self.proposals.decide(p.id, "rejected")
-        return {"done": f"rejected proposal {p.id}", "state": self.state()}
+        return {"done": f"rejected proposal {p.id}", "state": self.state(you=self._you())}
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -402,7 +424,8 @@ class CurateApp:
         self._relint(touched)
         self.relint_seconds.append(time.perf_counter() - t0)
         after = {finding_key(f) for f in self.findings}
-        return {"done": done, "fixed": len(before - after), "new": len(after - before), "state": self.state()}
+        return {"done": done, "fixed": len(before - after), "new": len(after - before),
+                "state": self.state(you=self._you())}
 
     def _relint(self, touched: set[str]) -> None:
         """The worklist after an action on ``touched``: every pair finding anew, the touched articles' own
@@ -463,6 +486,12 @@ def _counts(findings: list) -> dict[str, int]:
     for f in findings:
         out[f.kind] = out.get(f.kind, 0) + 1
     return out
+
+
+def _said(body: dict) -> dict:
+    """What a change does, to tell two proposals of the same change apart from two changes: its fields without the
+    why (two people can give two reasons for one change)."""
+    return {k: v for k, v in body.items() if k not in ("reason", "why", "who")}
 
 
 def _s(body: dict, name: str) -> str:

@@ -19,30 +19,38 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from datetime import UTC, datetime
+from collections.abc import Callable
 from http import HTTPStatus
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from harness.core.clock import now as _now
 from harness.kb_curate.event_log import EventLog
 from harness.web import Rejected
+from harness.web.credentials import Credentials
+from harness.web.decisions import StaleDecision, decide
 from kb_builder.kb_dir import REVIEW, KbDir
 
+T = TypeVar("T")
+GONE = "gone"  # an article's hash when it is no longer in the KB
 FILE = REVIEW  # KB/curation_review.jsonl: its name is spelled in kb_builder.kb_dir
 ACTIONS = ("title", "text", "split", "merge", "distinct", "accept")
 MAX_LINE = 1 << 21  # a request carries at most an article's text (the app takes 200,000 characters)
 
 
-class StaleChange(Rejected):
-    """Approving a change whose articles changed since it was proposed (409: reject it, or propose it again)."""
-
-    status = HTTPStatus.CONFLICT
+StaleChange = StaleDecision  # approving a change whose articles changed since it was proposed (409)
 
 
 class ChangeRejected(Rejected):
     """A review request the queue refuses: no such change, already decided, no reason given (400)."""
+
+
+class NotYourRole(ChangeRejected):
+    """A curator approving, rejecting or undoing; a reviewer approving their own change (403)."""
+
+    status = HTTPStatus.FORBIDDEN
 
 
 class ChangeRequest(BaseModel):
@@ -68,10 +76,6 @@ def article_hash(title: str, text: str) -> str:
     return hashlib.sha256(f"{title}\n{text}".encode()).hexdigest()[:16]
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
-
-
 class ReviewQueue:
     """Every change request of a KB, read once at start and appended to as people propose and review."""
 
@@ -80,6 +84,8 @@ class ReviewQueue:
         self.path = self.log.path
         self.requests: dict[int, ChangeRequest] = self.log.records
         self._lock = threading.Lock()
+        self.credentials = Credentials(KbDir(kb_dir).curation_keys)  # who is who: each named person's key, hashed
+        self._deciding = threading.RLock()  # one decision at a time, made on the state it was seen in
 
     def _append(self, rec: ChangeRequest) -> None:
         self.log.append(rec)
@@ -92,20 +98,58 @@ class ReviewQueue:
             self._append(rec)
             return rec
 
-    def pending(self, n: int) -> ChangeRequest:
+    def reconciled(self, rec: ChangeRequest, reviewer: str) -> ChangeRequest:
+        """Record approved a change whose edit the KB already holds (a kill came between the edit and this line)."""
+        with self._lock:
+            done = rec.model_copy(update={"status": "approved", "reviewer": reviewer, "reviewed_at": _now()})
+            self._append(done)
+            return done
+
+    def get(self, n: int) -> ChangeRequest:
         rec = self.requests.get(n)
         if rec is None:
             raise ChangeRejected(f"no change {n}: the list holds {', '.join(map(str, self.requests)) or 'none'}")
-        if rec.status != "pending":
-            raise ChangeRejected(f"change {n} is already {rec.status} by {rec.reviewer}")
         return rec
 
-    def decide(self, rec: ChangeRequest, status: str, reviewer: str, reason: str = "") -> ChangeRequest:
-        with self._lock:
-            done = rec.model_copy(update={"status": status, "reviewer": reviewer, "reviewed_at": _now(),
-                                          "reason": reason})
-            self._append(done)
-            return done
+    def state(self, n: int, hashes: dict[str, str] | None = None) -> dict[str, str]:
+        """What a decision on change ``n`` is made on: its status, and (``hashes``: approving) its articles."""
+        rec = self.get(n)
+        return {"@status": rec.status if rec.status == "pending" else f"{rec.status} by {rec.reviewer}",
+                **{f"article {a}": h for a, h in (hashes or {}).items()}}
+
+    def decide(self, n: int, status: str, reviewer: str, reason: str = "", *,
+               now: Callable[[], dict[str, str]] | None = None,
+               apply: Callable[[ChangeRequest], T] | None = None) -> tuple[ChangeRequest, T | None]:
+        """Approve or reject change ``n``, through :func:`harness.web.decisions.decide` (the one decision with a
+        stale check of every team app): made on the change pending as proposed (``now``: the hash of each article
+        it touches now, which must be as the curator saw them: ``GONE`` for one no longer in the KB), else refused (409) with what changed. ``apply``
+        (approving) changes the KB, then the decision is written (a kill between: reconciled at the next start)."""
+        rec = self.get(n)
+        seen = {"@status": "pending", **{f"article {a}": h for a, h in (rec.base if now is not None else {}).items()}}
+        out: list[Any] = [None]
+
+        def record() -> ChangeRequest:
+            if apply is not None:
+                out[0] = apply(rec)
+            with self._lock:
+                done = rec.model_copy(update={"status": status, "reviewer": reviewer, "reviewed_at": _now(),
+                                              "reason": reason})
+                self._append(done)
+                return done
+
+        def say(_seen: dict[str, str], state: dict[str, str]) -> str:
+            if state["@status"] != "pending":
+                return f"change {n} is already {state['@status']}"
+            changed = [k.removeprefix("article ") for k in rec.base if seen.get(f"article {k}") != state.get(
+                f"article {k}")]
+            what = ", ".join(f"article {a} {'is gone' if state.get(f'article {a}') == GONE else 'changed'}"
+                             for a in changed)
+            return (f"change {n} is stale: {what} since {rec.author} proposed it ({rec.proposed_at}); reject it with "
+                    "the reason, and propose it again on the current text if it is still wanted")
+
+        done = decide(self._deciding, f"change {n}", seen, lambda: self.state(n, now() if now is not None else None),
+                      record, say)
+        return done, out[0]
 
     def all(self) -> list[ChangeRequest]:
         """Pending first (oldest first), then the decided (newest first)."""

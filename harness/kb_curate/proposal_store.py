@@ -17,12 +17,12 @@ would undo the later edit.
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.core.clock import now as _now
 from harness.core.errors import GraceError
 from harness.kb_curate.change_requests import StaleChange, article_hash
 from harness.kb_curate.event_log import EventLog
@@ -113,5 +113,3 @@ class ProposalStore:
                               "for a new one on the current text")
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

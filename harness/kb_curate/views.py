@@ -121,3 +121,30 @@ def proposal_view(proposal: Any, kb: Any, paragraphs: list[str] | None = None) -
         blocks = [{"label": f"part {n}: {t}", "diff": [[text, 1]]}
                   for n, (t, text) in enumerate(zip(proposal.titles, parts, strict=False), 1)]
     return data | {"blocks": blocks}
+
+
+def change_blocks(rec: Any, kb: Any) -> list[dict[str, Any]]:
+    """What a pending change would do to the KB as it is now, for the reviewer: a word diff of each title and text
+    it changes (a merge: the kept article's; a split: the parts' titles), the page's diff blocks."""
+    body = rec.body
+    arts = {i: kb.by_id.get(i) for i in rec.articles}
+    if any(a is None for a in arts.values()):
+        return []
+    first = arts[rec.articles[0]]
+    if rec.action == "title":
+        return [{"label": f"title of {first.id}", "diff": word_diff(first.title, str(body.get("title", "")))}]
+    if rec.action == "text":
+        return [{"label": f"text of {first.id}", "diff": word_diff(first.text, str(body.get("text", "")))}]
+    if rec.action == "merge":
+        keep, other = arts[str(body.get("keep"))], arts[str(body.get("other"))]
+        return [{"label": f"title (kept by {keep.id}; {other.id} is retired)",
+                 "diff": word_diff(keep.title, str(body.get("title") or keep.title))},
+                {"label": f"text of {keep.id}, with {other.id}'s",
+                 "diff": word_diff(keep.text, str(body.get("text") or f"{keep.text}\n\n{other.text}"))}]
+    if rec.action == "accept":
+        from harness.kb_curate.proposals import Proposal
+
+        q = Proposal(kind=body["kind"], articles=body["articles"], model=body.get("model", ""), title=body.get("title"),
+                     text=body.get("text"), keep=body.get("keep"), at=body.get("at"), titles=body.get("titles") or [])
+        return proposal_view(q, kb)["blocks"] if q.kind != "split" else []
+    return []

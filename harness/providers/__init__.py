@@ -94,6 +94,25 @@ def make_provider(spec: ModelSpec) -> Provider:
     return provider_class(spec)(spec)
 
 
+def sdk_modules(specs: list[ModelSpec]) -> list[str]:
+    """The modules the specs' first calls import (their SDKs, and aiohttp for the transport), for
+    :func:`harness.core.preload.preload` to import while a run loads its KB and retrieves; none for a model that calls
+    no API, or a provider name that is not known (the run's own checks say so)."""
+    from harness.providers import transport
+
+    found: list[str] = []
+    for spec in specs:
+        try:
+            cls = provider_class(spec)
+        except GraceError:
+            continue
+        if cls.needs_network and cls.sdk_module and cls.sdk_module not in found:
+            found.append(cls.sdk_module)
+    if found and transport.use_aiohttp():
+        found.append("aiohttp")
+    return found
+
+
 def endpoint_of(spec: ModelSpec) -> str | None:
     """The endpoint a spec's calls go to, normalised (``.../v1/`` and ``.../v1`` are one endpoint)."""
     return normalise_url(provider_class(spec).endpoint(spec))

@@ -71,7 +71,9 @@ class AnthropicProvider(Provider):
                 "timeout": self.timeout_s,
             }
             if self.spec.base_url:  # else the SDK reads ANTHROPIC_BASE_URL itself
-                kwargs["base_url"] = self.spec.base_url
+                kwargs["base_url"], basic = transport.url_credentials(self.spec.base_url)
+                if basic:  # a proxy's user:password@, sent as a header whatever the transport
+                    kwargs["default_headers"] = {"Authorization": basic}
             http_client = transport.sdk_http_client(anthropic)  # aiohttp's pool when installed (transport.py)
             if http_client is not None:
                 kwargs["http_client"] = http_client

@@ -214,22 +214,6 @@ def _env(value: str, name: str) -> str:
     return filled
 
 
-def _userinfo(url: str) -> tuple[str, str | None]:
-    """The URL without its ``user:password@``, and that pair as a Basic ``Authorization`` header: sent as a header
-    by grace, since HTTP clients disagree on credentials in a URL (aiohttp refuses them beside httpx's own header)."""
-    from urllib.parse import unquote, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url, None
-    import base64
-
-    user, password = unquote(parts.username or ""), unquote(parts.password or "")
-    host = parts.netloc.rpartition("@")[2]
-    pair = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return urlunsplit(parts._replace(netloc=host)), f"Basic {pair}"
-
-
 async def refuse_other_origin(response: Any) -> None:
     """httpx response hook: a redirect to another origin (scheme, host or port) is refused, not followed.
 
@@ -310,21 +294,20 @@ class HttpSystem(Provider):
     async def complete(self, request: Request) -> Completion:
         import httpx
 
-        from harness.providers import http_errors
+        from harness.providers import http_errors, transport
 
         values, texts = self._values(request)
         from urllib.parse import quote
 
         url = fill_env(self.url, f"{self.spec.name}: http.url", url=True)  # before the question, which may hold ${...}
-        url, basic = _userinfo(fill(url, values, {k: quote(v, safe="") for k, v in texts.items()}))
+        url, basic = transport.url_credentials(fill(url, values, {k: quote(v, safe="") for k, v in texts.items()}))
         headers = {name: _env(value, f"{self.spec.name}: {name}") for name, value in self.table.headers.items()}
         if basic:
             headers["Authorization"] = basic
         if self._client is None:
-            from harness.providers.transport import httpx_client  # aiohttp's pool when installed
-
-            self._client = httpx_client(timeout=self.timeout_s, follow_redirects=True,
-                                        event_hooks={"response": [refuse_other_origin]})
+            # aiohttp's pool when installed
+            self._client = transport.httpx_client(timeout=self.timeout_s, follow_redirects=True,
+                                                  event_hooks={"response": [refuse_other_origin]})
         body = None if self.table.method == "GET" else fill(self.body, values, texts)
         try:
             request_ = self._client.build_request(self.table.method, url, json=body, headers=headers)

@@ -149,7 +149,11 @@ class OpenAIChatProvider(Provider):
     def _new_client(self, openai: Any, common: dict[str, Any]) -> Any:
         """The SDK client; ``common`` holds the timeout and the retries switched off."""
         if self.spec.base_url:
-            common["base_url"] = self.spec.base_url
+            # a proxy's user:password@ goes as a Basic Authorization header, in place of the key's Bearer one (as
+            # httpx sends it), whatever the transport
+            common["base_url"], basic = transport.url_credentials(self.spec.base_url)
+            if basic:
+                common["default_headers"] = {**common.get("default_headers", {}), "Authorization": basic}
         return openai.AsyncOpenAI(api_key=self._api_key(), **common)
 
     def _uses_max_completion_tokens(self) -> bool:

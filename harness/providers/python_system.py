@@ -251,7 +251,7 @@ def check_signature(fn: Callable[..., Any], model: str) -> None:
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     required = [p for p in params if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
     takes_one = bool(positional) or any(p.kind == p.VAR_POSITIONAL for p in params)
-    fix = "define it as def FUNCTION(request: SystemRequest) -> str | SystemAnswer (from harness.api import SystemRequest)"
+    fix = "define it as def FUNCTION(request: SystemRequest) -> str | SystemAnswer (from grace import SystemRequest)"
     if not takes_one:
         raise GraceError(f"python:{model}: the function takes no positional argument; {fix}")
     if len(required) > 1:

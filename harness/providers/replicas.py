@@ -5,14 +5,19 @@ Teams serve one open model on several GPUs or hosts, each with its own endpoint 
 per replica behind it (the same class, the same spec but for ``base_url``), each call sent to the live replica with
 the fewest calls in flight, so a slower replica gets fewer.
 
-A replica is dropped, and the run says so naming it, when it fails the way the engine's breakers stop a whole
-model (:mod:`harness.core.breakers`): ``BREAKER_AFTER`` connection failures in a row, or ``TIMEOUT_BREAKER_AFTER``
-timeouts in a row while another replica answers. Until the last one, its failures are the replica's, not the
-model's: a call that could not connect goes at once to another live replica (nothing reached a model, nothing was
-paid), and one that timed out while another replica answers comes back to the engine as a retryable ``server``
-error, so the model's own breakers (and its one-call-at-a-time fallback) see only what every replica does. The last
-live replica is never dropped: its failures go to the engine as they are, and stop the model as they would stop a
-model with one endpoint.
+A replica is judged by its answers, not only by its connections, and dropped (the run says so, naming it, and
+run.json records why) when it fails the way the engine's breakers stop a whole model (:mod:`harness.core.breakers`):
+``BREAKER_AFTER`` failed calls in a row, connection failures or replies that are no answer (a 5xx, a body that is
+not the API's JSON, a proxy's HTML page) while another replica answers, or ``TIMEOUT_BREAKER_AFTER`` timeouts in a
+row while another replica answers. Until then its failures are the replica's, not the model's: a call that could
+not connect, or got no answer it could read, goes at once to another live replica not yet tried for it, and one
+that timed out while another replica answers comes back to the engine as a retryable ``server`` error, so the
+model's own breakers (its one-call-at-a-time fallback, its stop after failures before any answer) see only what
+every replica does. Until another replica has answered, an answer that is no answer may be the model's everywhere
+(a template every server rejects): it goes to the engine as it is, retried as with one endpoint, and when every
+replica fails the same way no replica is dropped and the model fails as it would on one endpoint. The last live
+replica is never dropped: its failures go to the engine as they are, and stop the model as they would stop a model
+with one endpoint.
 
 The cache key does not depend on which replica answered: it names the model's first ``base_url``
 (:meth:`endpoint`), so adding a replica at the end of the list keeps every cached answer.
@@ -20,15 +25,23 @@ The cache key does not depend on which replica answered: it names the model's fi
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RunContext
 
 log = logging.getLogger("grace")
+
+# Failures that say a replica gives no answer, whatever the question: nothing reached a model (connection), or what
+# came back is no answer (a 5xx, a reply that is not the API's JSON: a proxy's or a login page, garbage). A 429, a
+# refused request or a prompt too long are the same on every replica, and go to the engine as they are.
+REPLICA_FAULTS = {"connection": "connection failures", "server": "server errors", "bad_response": "unreadable replies",
+                  "other": "failed calls"}
 
 
 @dataclass
@@ -37,7 +50,10 @@ class Replica:
     provider: Provider
     outstanding: int = 0
     answered: int = 0
-    connection_failures_in_a_row: int = 0
+    # failed calls in a row (no answer between): connection failures and replies that are no answer, by kind, and
+    # when the first of them was sent (another replica's answer after it says the failures are this replica's)
+    failures_in_a_row: Counter[str] = field(default_factory=Counter)
+    failing_since: float = 0.0
     timeouts_in_a_row: int = 0
     last_answer: float = 0.0  # time.monotonic() of its last answer
     dropped: str | None = None  # why it was dropped; None: live
@@ -119,19 +135,24 @@ class Replicas(Provider):
             started = time.monotonic()
             try:
                 completion = await member.provider.complete(request)
-            except ProviderError as exc:
-                if not self._failed(member, exc, started):
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - as the engine does: an SDK's own error is a failed call
+                error = exc if isinstance(exc, ProviderError) else ProviderError(
+                    "other", f"{type(exc).__name__}: {exc}", retryable=False)
+                if not self._failed(member, error, started):
                     raise
-                if exc.kind == "connection":
+                if error.kind in REPLICA_FAULTS:
                     if any(m not in tried for m in self.live()):
-                        continue  # nothing reached a model: another replica, at once
-                    raise  # every live replica refused this call: the model's failure, for its breaker
-                raise ProviderError("server", f"replica {member.url}: {exc.message}", retryable=True,
-                                    retry_after=exc.retry_after, status=exc.status) from exc
+                        continue  # no answer from this one: another live replica, at once
+                    raise  # every live replica failed this call: the model's failure, for its own breakers
+                raise ProviderError("server", f"replica {member.url}: {error.message}", retryable=True,
+                                    retry_after=error.retry_after, status=error.status) from exc
             finally:
                 member.outstanding -= 1
             member.answered += 1
-            member.connection_failures_in_a_row = member.timeouts_in_a_row = 0
+            member.failures_in_a_row.clear()
+            member.timeouts_in_a_row = 0
             member.last_answer = time.monotonic()
             return completion
 
@@ -140,12 +161,18 @@ class Replicas(Provider):
         replica's alone (another replica is live, and for a timeout, has answered since this call was sent), so
         the model's own breakers should not see it as it is."""
         others = [m for m in self.live() if m is not member]
-        if exc.kind == "connection":
-            member.connection_failures_in_a_row += 1
-            if member.connection_failures_in_a_row >= BREAKER_AFTER and others and member.dropped is None:
-                self._drop(member, f"{member.connection_failures_in_a_row} connection failures in a row "
-                                   f"({exc.message[:200]})")
-            return bool(others)
+        if exc.kind in REPLICA_FAULTS:
+            streak = member.failures_in_a_row
+            if not streak:
+                member.failing_since = started
+            streak[exc.kind] += 1
+            # a refused connection is the replica's whatever the others do; an answer that is no answer, only when
+            # another replica answered since this one began failing (else the model may fail the same everywhere)
+            peers_answer = any(m.last_answer > member.failing_since for m in others)
+            if (streak.total() >= BREAKER_AFTER and others and (peers_answer or set(streak) == {"connection"})
+                    and member.dropped is None):
+                self._drop(member, f"{_streak(streak)} in a row ({exc.message[:200]})")
+            return bool(others) and (peers_answer or exc.kind == "connection")
         if exc.kind == "timeout":
             peers_answer = any(m.last_answer > started for m in others)
             member.timeouts_in_a_row += 1
@@ -160,3 +187,11 @@ class Replicas(Provider):
         live = self.live()
         log.warning(f"{self.spec.name}: replica {member.url} dropped after {why}; going on with {len(live)} of "
                     f"{len(self.members)} replicas ({', '.join(m.url for m in live)})")
+
+
+def _streak(streak: Counter[str]) -> str:
+    """``8 connection failures``, or for a mix, ``8 failed calls (5 server errors, 3 unreadable replies)``."""
+    if len(streak) == 1:
+        return f"{streak.total()} {REPLICA_FAULTS[next(iter(streak))]}"
+    parts = ", ".join(f"{n} {REPLICA_FAULTS[kind]}" for kind, n in streak.most_common())
+    return f"{streak.total()} failed calls ({parts})"

@@ -9,9 +9,9 @@ hands a free connection out of a deque, so its cost per call does not grow with 
 The SDKs keep every other part: openai and anthropic take an ``http_client`` that is httpx's interface on an
 aiohttp transport (their own ``DefaultAioHttpClient``), so requests, errors, ``Retry-After`` headers and timeouts
 reach grace exactly as before; ``http:`` systems and plugins get an ``httpx.AsyncClient`` on the same kind of
-transport (the ``httpx-aiohttp`` package, whose code the SDKs vendor). Installed with grace's ``fast`` extra
-(``pip install 'grace-eval[fast]'``: aiohttp and httpx-aiohttp); without it, or with
-``GRACE_HTTP_TRANSPORT=httpx`` (a proxy or TLS set-up aiohttp does not handle), grace uses httpx as before.
+transport (the ``httpx-aiohttp`` package, whose code the SDKs vendor). Both are in every install of grace (they were
+the ``fast`` extra, now empty); with ``GRACE_HTTP_TRANSPORT=httpx`` (a proxy or TLS set-up aiohttp does not handle),
+or where an install left them out (``pip install --no-deps``), grace uses httpx's pool.
 """
 
 from __future__ import annotations
@@ -63,9 +63,26 @@ def sdk_http_client(sdk: Any, *, verify: ssl.SSLContext | None = None) -> Any | 
     return sdk.DefaultAsyncHttpxClient(**kwargs) if kwargs else None
 
 
+def url_credentials(url: str) -> tuple[str, str | None]:
+    """The URL without its ``user:password@``, and that pair as a Basic ``Authorization`` header, for grace to send
+    as a header: HTTP clients disagree on credentials in a URL (httpx sends them in place of an SDK's own
+    ``Authorization``; aiohttp refuses them beside it, "Cannot combine AUTHORIZATION header")."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    import base64
+
+    user, password = unquote(parts.username or ""), unquote(parts.password or "")
+    host = parts.netloc.rpartition("@")[2]
+    pair = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return urlunsplit(parts._replace(netloc=host)), f"Basic {pair}"
+
+
 def httpx_client(**kwargs: Any) -> Any:
-    """An ``httpx.AsyncClient`` (keywords as httpx takes them) whose transport is aiohttp when the ``fast`` extra is
-    installed: for ``http:`` systems and plugins that call an API without an SDK. Without it, httpx's own.
+    """An ``httpx.AsyncClient`` (keywords as httpx takes them) whose transport is aiohttp: for ``http:`` systems and
+    plugins that call an API without an SDK. With ``GRACE_HTTP_TRANSPORT=httpx``, httpx's own.
 
     Its errors are httpx's, as a plugin written for httpx expects: a refused connection is ``httpx.ConnectError``
     (httpx-aiohttp alone would raise it as ``ConnectTimeout``, see :func:`aiohttp_kind`)."""

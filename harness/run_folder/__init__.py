@@ -380,7 +380,7 @@ class RunDir:
     def write_report(self, report: Report) -> None:
         write_report(self.report, report)
 
-    def iter_scores(self):
+    def iter_scores(self) -> Iterator[tuple[int, dict[str, Any]]]:
         return iter_scores(self.scores)
 
 

@@ -12,7 +12,6 @@ as ``***``, and so is the value of an option whose name says it is a secret (key
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +55,6 @@ def masked(text: str | None) -> str | None:
 def masked_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: MASK if _SECRET_OPTION.search(k) else (masked(v) if isinstance(v, str) else v)
             for k, v in options.items()}
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def append_export(path: Path, record: ExportRecord) -> None:

@@ -153,6 +153,18 @@ class ResponseCache:
         cache.path, cache.readonly, cache.db, cache._off = path, True, db, False
         return cache
 
+    def holds_model(self, models: list[str]) -> bool:
+        """Whether any answer on file came from one of ``models`` (display names): False says every call of theirs
+        goes out. A scan of the table, for a guess made off the critical path (:func:`any_cached`)."""
+        if not self._usable() or not models:
+            return False
+        marks = ", ".join("?" * len(models))
+        try:
+            return self.db.execute(f"SELECT 1 FROM responses WHERE model IN ({marks}) LIMIT 1",
+                                   models).fetchone() is not None
+        except sqlite3.Error:
+            return False  # the run's own opening of the cache says what is wrong
+
     def _open(self) -> sqlite3.Connection | None:
         for _ in range(3):  # a retry only when another process replaced the file while we looked at it
             seen = _identity(self.path)
@@ -334,3 +346,15 @@ def check_cache(path: Path | None = None, max_problems: int = 20) -> CacheHealth
     finally:
         db.close()
     return health
+
+
+def any_cached(models: list[str], path: Path | None = None) -> bool:
+    """Whether the cache may answer some call of ``models``: it holds an answer of one of them. Read only: no file
+    is created, moved or changed (a run about to start opens it for writing itself)."""
+    cache = ResponseCache.open_for_reading(path)
+    if cache is None:
+        return False
+    try:
+        return cache.holds_model(models)
+    finally:
+        cache.close()

@@ -116,9 +116,9 @@ class RunConfig(BaseModel):
 
     :meth:`build` applies one precedence: the command line (or the API's keywords)
     over the TOML's ``[run]`` table over the defaults here. Each field is a
-    ``grace run`` flag and a keyword of :func:`harness.api.run` under the same
+    ``grace run`` flag and a keyword of ``grace.run`` (:func:`harness.workflows.run.run`) under the same
     name; fields marked ``_toml`` are also keys of ``[run]``. Adding a run option
-    is a field here plus its flag in ``harness/cli/run.py``.
+    is a field here, its flag in ``harness/cli/run.py`` and its keyword of ``run``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)

@@ -42,10 +42,10 @@ import logging
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
+from harness.core.clock import now
 from harness.core.collector import fewer_collections
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
@@ -549,7 +549,7 @@ class ResponseRows:
             error=res.error,
             cost_usd=res.cost_usd,
             batch=batch,
-            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            created_at=now(),
         )
         if comp is not None:
             row.response, row.finish_reason = comp.text, comp.finish_reason

@@ -26,7 +26,7 @@ class RunResult:
     pending: dict[str, int] = field(default_factory=dict)  # model -> calls in batches not ended yet (batch mode)
     unanswered: dict[str, str] = field(default_factory=dict)  # model -> why it has no usable answer on file
     estimates: list[dict[str, Any]] | None = None  # dry run only
-    run: Any = None  # the scored folder (harness.api.Run)
+    run: Any = None  # the scored folder (grace.Run)
     exports: list[Any] = field(default_factory=list)  # log_to: each export tried (harness.workflows.export.ExportAttempt)
     # a run of questions with no label: the models' consensus on each, as `grace annotations suggest` writes it
     # (annotations.suggestions.Suggestion), the first thing to label from; None for a labelled run

@@ -18,9 +18,9 @@ import logging
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
 from typing import Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.hashing import normalise, text_hash
 from harness.core.version import __version__
@@ -248,7 +248,7 @@ def new_run_info(kb: KB, gold: GoldSet, template: Template, specs: list[ModelSpe
                  embedder: str | None) -> RunInfo:
     return RunInfo(
         grace_version=__version__,
-        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        started_at=now(),
         kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles),
                  embedder=embedder or kb.manifest.embedder),
         gold=RunGold(path=str(gold.path), hash=gold.hash, questions=len(gold.questions),

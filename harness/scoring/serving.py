@@ -23,6 +23,11 @@ def add_serving(report: Report, info: RunInfo) -> None:
     """Each ranked model's ``serving`` block, and a warning per model whose calls outnumbered its server's slots."""
     attempts = info.past_attempts()
     for entry in info.models:
+        for replica in entry.replicas or ():
+            if replica.dropped:  # the terminal said so as it happened; the report is what a team reads later
+                report.warnings.append(
+                    f"{entry.name}: replica {replica.url} was dropped ({replica.dropped}); the other replicas "
+                    f"answered its questions")
         model = report.models.get(entry.name)
         counts = [a.counts[entry.name] for a in attempts if entry.name in a.counts]
         timed = [c for c in counts if c.answered and c.busy_s]

@@ -19,11 +19,11 @@ with its own figures and the judge's kappa on multi-citation cases. ``calibrate`
 the judge against human labels (kappa per class for claims); ``meta-eval`` runs
 it on hand-written cases, support and GroUSE's seven failure modes.
 
-Modules: segmentation, quotes (no LLM); judge (segment template, verdict
+Modules: segmentation, quotes (no LLM); judge_prompt (segment template, verdict
 parsing), claims (extraction and claim verdicts), quality (GroUSE-style
 grades and their meta-eval), citation_support (claim-level support of several citations, its cases and
-meta-eval), lexical_judge, judging (engine wiring), passes
+meta-eval), lexical_judge, judge_calls (engine wiring), passes
 (the segment passes, resumable); inputs (scopes), sampling, metrics, pipeline,
-publish (report), review (human CSV), calibration, meta_eval; records (the
+publish (report), review (human CSV), calibration, meta_eval; spotcheck_records (the
 files' typed schemas).
 """

@@ -26,11 +26,11 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harness.core import kappa as agreement
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
@@ -204,7 +204,7 @@ def calibrate(human_csv: Path, judge_json: Path, console: Any = None) -> dict[st
     stats = figures(m, claims)
     calib = CalibrationFile(
         mode="claims" if claims else "segments",
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_at=now(),
         human_csv={"path": str(human_csv), "hash": file_hash(human_csv), "labelled_rows": len(labels),
                    "reviewers": sorted({lab.reviewer for lab in labels if lab.reviewer})},
         judge=judge.name, template_hash=judge.template_hash, n_unmatched=m.unmatched, n_stale=m.stale,

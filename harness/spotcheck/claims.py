@@ -28,10 +28,10 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.clock import now as clock_now
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
 from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
@@ -272,7 +272,7 @@ def check_claims(judge: Any, template: ClaimsTemplate, hits: list[Hit], kb: Any,
     verifier = Prompted(spec, provider, VERIFY_KIND, template.sha256, VERIFY_SCHEMA,
                         accept=lambda c: _has_list(c.text, "verdicts"))
     vjobs = []
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    now = clock_now()
     for key, a in result.answers.items():
         if not a.claims:
             continue

@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.core.clock import now
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import iter_jsonl
 from harness.spotcheck.judge_calls import Judge, JudgeJob, JudgeSettings, PromptStats, run_jobs
@@ -186,7 +186,7 @@ def _summary(judge: Judge, cases: list[Case], rows: dict[str, dict[str, Any]], s
     kappa = cohen_kappa([r["expected_supported"] for r in read], [r["supported"] for r in read])
     return {
         "schema_version": META_EVAL_SCHEMA_VERSION,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_at": now(),
         "judge": judge.spec.name, "judge_kind": judge.kind, "mode": mode,
         "template": judge.template.name, "template_hash": judge.template.sha256,
         "cases": len(ordered), "passed": passed, "pass_rate": round(passed / len(ordered), 6),

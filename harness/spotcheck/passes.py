@@ -18,10 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.clock import now as _now
 from harness.core.files import JsonlAppender
 from harness.core.jsonl import iter_jsonl
 from harness.providers.base import Request
@@ -44,10 +44,6 @@ class Judged:
     reused: int = 0
     decided_without_judge: int = 0
     skipped_pass2: list[tuple[str, str, int]] = field(default_factory=list)
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _ident(judge: Judge, model: str, qid: str, rep: int, jrep: int, seg: Segment, answer_hash: str,

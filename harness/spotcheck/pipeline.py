@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.version import __version__
@@ -376,7 +376,7 @@ def _run_spotcheck(inputs: RunInputs, kb_dir: Path | None, judge: Judge, opts: S
     }
     costs = [r.get("cost_usd") for r in rows if r.get("source") == "judge"]
     spot = SpotcheckFile(
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_at=now(),
         grace_version=__version__,
         run={"path": str(run_dir), "scores": str(inputs.scores_path), "responses": str(inputs.responses_path),
              "kb": {"path": str(kb.path), "hash": kb.kb_hash}},

@@ -31,10 +31,10 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
 from harness.core.wilson import wilson_interval
@@ -174,7 +174,7 @@ def grade_answers(judge: Any, template: QualityTemplate, items: list[QualityItem
                        "error": res.error.message if res.error else (None if g else "no readable grades, asked twice"),
                        "cached": res.cached, "cost_usd": res.cost_usd, "template": template.name,
                        "template_hash": template.sha256, "judge": judge.spec.name,
-                       "created_at": datetime.now(UTC).isoformat(timespec="seconds")}
+                       "created_at": now()}
     return out
 
 

@@ -31,11 +31,11 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from datetime import UTC, datetime
 from itertools import permutations
 from pathlib import Path
 from typing import Any
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
@@ -134,7 +134,7 @@ def _files(app: ViewApp, run) -> dict[str, str]:
     for a, b in permutations([m.model for m in run.report.ranked()] if run.report else ix.models, 2):
         compare["|".join([run.id, run.id, a, b])] = app.compare(run.id, run.id, a, b)
     data = {
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": now(),
         "runs": [app.runs[rid].summary() for rid in app.order],
         "leaderboards": {rid: app.leaderboard(rid) for rid in app.order if app.runs[rid].report},
         "plots": plots,

@@ -7,7 +7,9 @@ Host, token and Origin checks, body limits and security headers, and
 :func:`listen` / :func:`serve` start it the same way from every command.
 ``static/common.js`` (API calls, a DOM builder that only makes text nodes, and
 the work pages' shell: keys, help, prev/next, auto-advance, the "saved" toast) and
-``static/base.css`` are served to every app. Needs only the standard library
+``static/base.css`` are served to every app. A team's apps add who is who
+(:mod:`harness.web.credentials`: each person's own key, kept hashed) and one
+decision with a stale check (:mod:`harness.web.decisions`). Needs only the standard library
 and ``harness.core``, so any stage may use it.
 """
 

@@ -59,6 +59,7 @@ HEADERS = {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+KEY_HEADER = "X-Grace-Key"  # a person's key (harness.web.credentials), when not in the URL
 TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
 
@@ -68,6 +69,7 @@ class Rejected(ValueError):
     says otherwise, e.g. 409 when the file changed under the server)."""
 
     status = HTTPStatus.BAD_REQUEST
+    details: dict[str, Any] = {}  # more for the page, beside "error" (an instance's own, set by a subclass)
 
 
 class Raw(NamedTuple):
@@ -83,7 +85,9 @@ class WebApp(Protocol):
     ``get(path, query)`` and ``post(path, body)`` answer a JSON-able dict (or a
     :class:`Raw`), or ``None`` for no such route; ``LookupError`` is a 404,
     :class:`Rejected` its own status, ``GraceError`` a 400 with its message.
-    ``post_paths`` lists the POST routes so a bad one is refused before its body is read.
+    ``post_paths`` lists the POST routes so a bad one is refused before its body is read. A team's app
+    (``keyed = True``) gets a POST's key too, ``post(path, body, key)`` (:mod:`harness.web.credentials`); a GET's
+    is in its query.
     """
 
     name: str  # "grace annotate": named in the 403 message
@@ -171,8 +175,8 @@ def make_handler(app: WebApp, *, token: str | None, port_ref: list[int]):
             ``missing``: the status of a ``LookupError`` or ``ValueError`` (404 for a read, 400 for a change)."""
             try:
                 data = call()
-            except Rejected as exc:
-                return self._error(exc.status, str(exc))
+            except Rejected as exc:  # its message, and what it says beside it (a stale decision: the state now)
+                return self._json(exc.status, {"error": str(exc), **exc.details})
             except GraceError as exc:
                 return self._error(HTTPStatus.BAD_REQUEST, str(exc))
             except (LookupError, ValueError) as exc:
@@ -200,6 +204,8 @@ def make_handler(app: WebApp, *, token: str | None, port_ref: list[int]):
                 return self._static(path.removeprefix("/static/"))
             if path == "/favicon.ico":
                 return self._send(204, b"", "image/x-icon")
+            if self.headers.get(KEY_HEADER) and not query.get("cred"):
+                query["cred"] = [self.headers[KEY_HEADER]]
             self._answer(lambda: app.get(path, query))
 
         def do_POST(self) -> None:
@@ -220,6 +226,9 @@ def make_handler(app: WebApp, *, token: str | None, port_ref: list[int]):
                 body = json.loads(self.rfile.read(length) or b"{}")
             except (json.JSONDecodeError, UnicodeDecodeError):
                 return self._error(HTTPStatus.BAD_REQUEST, "body is not valid JSON")
+            if getattr(app, "keyed", False):  # a team's app: the person is the one whose key the request carries
+                key = (parse_qs(url.query).get("cred") or [""])[0] or self.headers.get(KEY_HEADER) or None
+                return self._answer(lambda: app.post(url.path, body, key), HTTPStatus.BAD_REQUEST)
             self._answer(lambda: app.post(url.path, body), HTTPStatus.BAD_REQUEST)
 
         def _no_such_method(self) -> None:

@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 if TYPE_CHECKING:  # loaded by the workflow that calls: a command's --help imports no provider
     from harness.runner.calls import CallSettings
     from harness.runner.model_options import ModelOptions
@@ -47,13 +50,13 @@ class ModelCalls:
 
         return (self.options or ModelOptions()).with_default_max_tokens(default_max_tokens)
 
-    def redactor(self, console: Any = None) -> Any:
+    def redactor(self, console: Console | None = None) -> Any:
         """The redactor ``redact_pii`` asks for (it says once what it cannot find), or None."""
         from harness.privacy import make_redactor
 
         return make_redactor(self.redact_pii, console)
 
-    def settings(self, *, console: Any = None, progress: Any = None, redactor: Any = None) -> CallSettings:
+    def settings(self, *, console: Console | None = None, progress: Any = None, redactor: Any = None) -> CallSettings:
         """The engine's settings for these calls, checked (:func:`harness.runner.model_options.call_settings`)."""
         from harness.runner.model_options import call_settings
 

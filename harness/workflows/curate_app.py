@@ -10,9 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Literal, overload
 
 from harness.workflows.calls import ModelCalls
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.kb_curate.app import CurateApp
+    from harness.kb_curate.proposals import Proposal
+    from harness.kb_curate.proposer import Proposer
+    from harness.runner.calls import CallSettings, Estimate
+    from kb_builder.curation import Curation
+    from kb_builder.store import KB
 
 __all__ = ["CuratingApp", "open_curating", "propose_fixes"]
 
@@ -22,10 +32,11 @@ class CuratingApp:
     """The curation app, open on its KB (which it holds the one-writer lock of until ``close()``): ``app`` is what
     :func:`harness.web.listen` serves, ``curation`` the overlay it acts through."""
 
-    app: Any
-    curation: Any
+    app: CurateApp
+    curation: Curation
     proposer: str
     notes: list[str] = field(default_factory=list)
+    new_keys: dict[str, str] = field(default_factory=dict)  # a team's keys issued by this start: printed once
 
     def close(self) -> None:
         self.curation.close()
@@ -37,8 +48,8 @@ class CuratingApp:
         self.close()
 
 
-def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Any = None,
-              ready: bool = True):
+def _proposer(model: str, calls: ModelCalls, language: str | None, template: str | None, console: Console | None = None,
+              ready: bool = True) -> tuple[Proposer, CallSettings]:
     from harness.kb_curate.proposer import make_proposer
 
     proposer = make_proposer(model, options=calls.options, prices=calls.prices, language=language, template=template,
@@ -49,14 +60,17 @@ def _proposer(model: str, calls: ModelCalls, language: str | None, template: str
 
 def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", calls: ModelCalls | None = None,
                   author: str | None = None, run: str | Path | None = None, template: str | None = None,
-                  console: Any = None, reviewers: str | None = None, curators: str | None = None) -> CuratingApp:
+                  console: Console | None = None, reviewers: str | None = None, curators: str | None = None,
+                  new_keys: str | None = None) -> CuratingApp:
     """Open the curation app on ``kb``: lint's findings worst first (``run``: a scored run also names the pairs its
     models swap), proposals from ``propose_with`` (``baseline:heuristic`` offline, or ``PROVIDER:MODEL``), every
     action recorded as ``author`` (default ``$GRACE_ANNOTATOR`` or the login name).
 
     ``reviewers`` (``dana,erin``) opens it for a team: each person names themself on the page, a curator's action
     (``curators``: the roster; default anyone named) waits in ``KB/curation_review.jsonl`` until a reviewer
-    approves it (then it is applied as any action) or rejects it, with the reason."""
+    approves it (then it is applied as any action) or rejects it, with the reason. Every person named gets their
+    own key (``opened.new_keys``, printed once; ``new_keys``: ``bob`` replaces theirs); a name alone acts as
+    nobody who holds one."""
     from annotations.teamwork import parse_names
     from harness.core.errors import GraceError
     from harness.kb_curate.app import CurateApp
@@ -76,25 +90,40 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
         review = ReviewQueue(cur.path) if team else None
         app = CurateApp(cur, proposer, settings, author=author or default_author(), run=scores, review=review,
                         curators=roster, reviewers=team)
+        new = {} if review is None else review.credentials.issue(list(dict.fromkeys([*(roster or []), *(team or [])])),
+                                                                 parse_names(new_keys, "--new-key") or [])
     except BaseException:
         cur.close()
         raise
-    opened = CuratingApp(app, cur, proposer.name)
+    opened = CuratingApp(app, cur, proposer.name, new_keys=new)
     c = app.state()["counts"]
     opened.notes.append(f"{len(app.findings)} finding(s) to work through" + (
         f" ({', '.join(f'{n} {k}' for k, n in c.items())})" if c else "") + f"; proposals from {proposer.name}")
     if app.review is not None:
         pending = app.state()["team"]["pending"]
-        opened.notes.append(f"a team session: curators' actions wait for a reviewer ({', '.join(team)}); "
+        opened.notes.append(f"a team session: curators' actions wait for a reviewer ({', '.join(team or [])}); "
                             f"{pending} change(s) pending in {app.review.path}")
     if cur.conflicts():
         opened.notes.append(f"{len(cur.conflicts())} edit(s) the last build could not re-apply: listed in the app")
     return opened
 
 
-def propose_fixes(kb: Any, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+@overload
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: Literal[False] = False,
+                  template: str | None = None, console: Console | None = None) -> list[Proposal]: ...
+@overload
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: Literal[True],
+                  template: str | None = None, console: Console | None = None) -> list[Estimate]: ...
+@overload
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
                   limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
-                  template: str | None = None, console: Any = None) -> list[Any]:
+                  template: str | None = None,
+                  console: Console | None = None) -> list[Proposal] | list[Estimate]: ...
+def propose_fixes(kb: str | Path | KB, model: str = "baseline:heuristic", *, kinds: Sequence[str] | None = None,
+                  limit: int | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
+                  template: str | None = None, console: Console | None = None) -> list[Proposal] | list[Estimate]:
     """A proposal for each of lint's findings on ``kb`` (of ``kinds``, the first ``limit``), worst first, without
     changing anything: a list of :class:`harness.kb_curate.proposals.Proposal` (a rejected one has ``error`` set). With
     ``dry_run``: what the calls would cost (``Estimate`` rows), and no call."""

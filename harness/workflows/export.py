@@ -13,17 +13,21 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core import secrets
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.literal_secrets import fill_env, fill_env_in
 from harness.exports import Exported, ExportFailed, pinned, target_function
 from harness.exports.settings import check_targets, export_settings
 from harness.run_folder import RunDir
-from harness.run_folder.exports_log import ExportRecord, append_export, failed_exports, masked, masked_options, now
+from harness.run_folder.exports_log import ExportRecord, append_export, failed_exports, masked, masked_options
 
 log = logging.getLogger("grace")
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 __all__ = ["ExportAttempt", "export_run", "log_exports", "question_table", "retry_exports"]
 
@@ -58,7 +62,7 @@ def export_run(run: str | Path | RunDir, to: str, dest: str | None = None, **opt
     return _attempt(folder, target, dest, options, "grace export")
 
 
-def question_table(run: str | Path | RunDir) -> Any:
+def question_table(run: str | Path | RunDir) -> pa.Table:
     """The scored run as one tidy pyarrow Table, a row per question x model x repeat (the columns:
     :mod:`harness.exports.table`); ``.to_pandas()`` for a DataFrame, ``polars.from_arrow(...)`` for Polars."""
     from harness.exports.table import question_table as table
@@ -130,7 +134,7 @@ def _attempt(folder: RunDir, target: str, dest: str | None, options: dict[str, A
     record = ExportRecord(target=target, dest=dest, options=options, ok=False, by=by, at=now())
     try:
         filled = fill_env(dest, f"{target} export: dest", url=True) if dest else dest
-        done = target_function(target)(folder, filled, fill_env_in(dict(options), f"{target} export: option"))
+        done: Exported = target_function(target)(folder, filled, fill_env_in(dict(options), f"{target} export: option"))
     except GraceError as exc:
         _record(folder, record.model_copy(update={"error": str(exc), "at": now()}))
         raise
@@ -155,7 +159,7 @@ def _retry_command(folder: RunDir, target: str, dest: str | None, options: dict[
     import shlex
 
     command = f"grace export {shlex.quote(str(folder.path))} --to {target}"
-    command += f" --dest {shlex.quote(masked(dest))}" if dest else ""
+    command += f" --dest {shlex.quote(masked(dest) or '')}" if dest else ""
     for key, value in masked_options(options or {}).items():
         text = value if isinstance(value, str) else json.dumps(value)
         command += f" --option {shlex.quote(f'{key}={text}')}"

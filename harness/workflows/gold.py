@@ -5,10 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from annotations.migrate import GoldMigration
 from harness.workflows.calls import ModelCalls
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from kb_builder.store import KB
 
 __all__ = ["GoldDraft", "GoldMigration", "generate_gold", "migrate_gold"]
 
@@ -23,9 +28,9 @@ class GoldDraft:
     redaction_file: Path | None = None
 
 
-def generate_gold(kb: Any, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
+def generate_gold(kb: str | Path | KB, model: str, out: str | Path, *, per_article: int = 3, refusals: int = 0, k: int = 10,
                   labeler: str | None = None, template: str | None = None, seed: int = 0, dry_run: bool = False,
-                  force: bool = False, calls: ModelCalls | None = None, console: Any = None) -> GoldDraft:
+                  force: bool = False, calls: ModelCalls | None = None, console: Console | None = None) -> GoldDraft:
     """Write ``per_article`` questions per article (and ``refusals`` must_refuse ones) with ``model``, each checked by
     ``labeler`` (default: ``model``) against its top-``k`` articles, into the draft CSV ``out``
     (``grace gold generate``). ``calls`` apply to both models. A dry run prints the estimate on ``console``."""
@@ -62,7 +67,7 @@ def migrate_gold(gold: str | Path, kb: str | Path, out: str | Path, *, suggestio
 
     gold, out = Path(gold), Path(out)
     sugg = Path(suggestions) if suggestions is not None else suggestions_path(out)
-    inputs = {"gold CSV": gold, "KB": kb_files(kb)}
+    inputs: dict[str, Path | list[Path]] = {"gold CSV": gold, "KB": kb_files(kb)}
     check_output_file(out, inputs, force=force)
     check_output_file(sugg, {**inputs, "new gold CSV": out}, force=force, option="--suggestions")
     return _migrate(gold, load_kb(kb), out, sugg)

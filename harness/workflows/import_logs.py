@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.run_folder.audit_log import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import numpy as np
+    from rich.console import Console
 
     from harness.run_folder.audit_log import LogProblem, UnmatchedRecord
     from harness.workflows.results import Run
@@ -90,7 +91,11 @@ class ImportResult:
 
 
 def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str | Path | None = None,
-                console: Any = None, **options: Any) -> ImportResult:
+                fields: Sequence[str] = (), mapping: str | Path | None = None, default_model: str = "production",
+                max_line_bytes: int = MAX_LINE_BYTES, force: bool = False,
+                citations: Literal["single", "multi"] = "multi", reads: Literal["ids", "references"] = "references",
+                citation_map: str | Path | None = None, rewrite: Sequence[str] = (), seed: int = 0,
+                bootstrap: int = 2000, console: Console | None = None) -> ImportResult:
     """Read a production audit log into the run folder ``out``, score it and write its reports.
 
     The keywords are :class:`ImportLogsConfig`'s (``fields``, ``mapping``, ``default_model``, ``force``, ``seed``,
@@ -106,8 +111,10 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     from kb_builder.gold import load_gold
     from kb_builder.kb_folder import load_kb
 
-    c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, **options)
-    mapping = field_map(c.fields, c.mapping)
+    c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, fields=tuple(fields), mapping=mapping,
+                         default_model=default_model, max_line_bytes=max_line_bytes, force=force, citations=citations,
+                         reads=reads, citation_map=citation_map, rewrite=tuple(rewrite), seed=seed, bootstrap=bootstrap)
+    paths = field_map(c.fields, c.mapping)
     folder = RunDir(c.out)
     check_output_folder(c.out, {"log file": c.logs, "KB folder": c.kb, "gold CSV": c.gold, "mapping file": c.mapping},
                         [p.name for p in _written(folder)] + [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
@@ -119,7 +126,7 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
         raise GraceError(f"--out {c.out} already holds a run ({held[0].name}); give a new folder, or add --force to "
                          f"replace it (its responses are kept as {folder.responses.name}.bak)")
     kb_obj = load_kb(c.kb, write_missing=False)
-    citations = check_against_kb(settings(c.citations, c.reads, c.citation_map, c.rewrite), kb_obj, "--citation-map")
+    reading = check_against_kb(settings(c.citations, c.reads, c.citation_map, c.rewrite), kb_obj, "--citation-map")
     gold_set = load_gold(c.gold) if c.gold is not None else None
     with folder.lock():
         if held:
@@ -127,13 +134,13 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
             for path in _written(folder):
                 path.unlink(missing_ok=True)
             folder.discard_derived()  # the old run's scores, reports, spot-check and exports describe the old answers
-        result, questions, seen = _read(c, mapping, folder, gold_set)
+        result, questions, seen = _read(c, paths, folder, gold_set)
         if not result.imported:
             raise GraceError(f"{c.logs}: nothing imported: {result.n_malformed} malformed line(s) "
                              f"({folder.malformed}), {result.n_unmatched} unmatched record(s)"
                              + (f" ({folder.unmatched})" if gold_set is not None else "")
                              + "; check the field mapping (--map FIELD=PATH)")
-        _write_run_info(c, folder, mapping, kb_obj, gold_set, questions, result, seen, citations)
+        _write_run_info(c, folder, paths, kb_obj, gold_set, questions, result, seen, reading)
         result.run = _score(c, folder, kb_obj, gold_set, questions, console)
     return result
 
@@ -154,7 +161,7 @@ class _Seen:
 
 
 def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
-          gold_set: Any) -> tuple[ImportResult, list, _Seen]:
+          gold_set: Any) -> tuple[ImportResult, list[Any], _Seen]:
     """Read the log a line at a time into response rows; write them, ``malformed.jsonl`` and
     ``unmatched.jsonl``/``questions.csv``. Each file is written to a temp file and renamed when whole."""
     from harness.core.files import atomic_write_text, csv_text, temp_path_for
@@ -185,6 +192,7 @@ def _read(c: ImportLogsConfig, mapping: dict[str, str], folder: Any,
             for line in read_audit_log(c.logs, mapping, max_line_bytes=c.max_line_bytes):
                 result.records += 1
                 if line.record is None:
+                    assert line.problem is not None  # a line is a record or a problem
                     bad_fh.write(jsonl_line(line.problem))
                     result.n_malformed += 1
                     if len(result.malformed) < KEPT_PROBLEMS:
@@ -296,7 +304,7 @@ class _RowKeys:
 SLICE_ROWS = 1 << 18  # rows of the order put in place at once (their keys: about 8 MB)
 
 
-def _write_in_order(staging: Path, final: Path, keys: _RowKeys, model_rank: list[int], repeats: Counter,
+def _write_in_order(staging: Path, final: Path, keys: _RowKeys, model_rank: list[int], repeats: Counter[tuple[int, int]],
                     n_questions: int) -> None:
     """``responses.jsonl`` in the order grace run's compaction keeps (models by name, then repeat, then question
     order), from the rows written in log order, copied by byte offset; no row, nor a key of every row, is held.
@@ -370,14 +378,14 @@ def _response(rec: Any, qid: str, model: str, repeat: int, line: int) -> Any:
 
 
 def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], kb: Any, gold_set: Any,
-                    questions: list, result: ImportResult, seen: _Seen, citations: Any) -> None:
+                    questions: list[Any], result: ImportResult, seen: _Seen, citations: Any) -> None:
     from harness.core.hashing import file_hash, json_hash
     from harness.core.version import __version__
     from harness.run_folder.run_records import ModelEntry, RowCounts, RunConfig, RunGold, RunImport, RunInfo, RunKb
 
-    now = datetime.now(UTC).isoformat(timespec="seconds")
+    at = now()
     info = RunInfo(
-        grace_version=__version__, started_at=now, finished_at=now, status="finished",
+        grace_version=__version__, started_at=at, finished_at=at, status="finished",
         kb=RunKb(path=str(kb.path), kb_hash=kb.kb_hash, articles=len(kb.articles), embedder=None),
         gold=RunGold(path=str(gold_set.path if gold_set is not None else folder.questions),
                      hash=gold_set.hash if gold_set is not None else _questions_hash(questions, json_hash),
@@ -398,13 +406,13 @@ def _write_run_info(c: ImportLogsConfig, folder: Any, mapping: dict[str, str], k
     folder.write_run_info(info)
 
 
-def _questions_hash(questions: list, json_hash: Any) -> str:
+def _questions_hash(questions: list[Any], json_hash: Callable[..., str]) -> str:
     """The unlabelled question set's hash, as the scorer takes one of questions passed in memory: two imports of
     logs that asked the same questions compare as runs on one question set."""
     return json_hash([[q.question_id, q.question] for q in questions], 16)
 
 
-def _score(c: ImportLogsConfig, folder: Any, kb: Any, gold_set: Any, questions: list, console: Any) -> Run:
+def _score(c: ImportLogsConfig, folder: Any, kb: Any, gold_set: Any, questions: list[Any], console: Any) -> Run:
     """Score the rows as ``grace score`` would and write the reports (leaderboard.md, report.html)."""
     from harness.core.hashing import json_hash
     from harness.reports import write_reports

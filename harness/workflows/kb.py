@@ -2,15 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from harness.runner.calls import Estimate
+    from harness.workflows.calls import ModelCalls
+    from kb_builder.build import BuildResult
+    from kb_builder.lint import LintReport
+    from kb_builder.references import Resolution
+    from kb_builder.retrieval import Hit
+    from kb_builder.retrieval.evaluate import RetrievalComparison
+    from kb_builder.store import KB
 
 __all__ = ["build_kb", "eval_retrieval", "index_kb", "lint_kb", "load_kb", "resolve_references", "search"]
 
 
-def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None, calls: Any = None,
-             dry_run: bool = False, console: Any = None, **options: Any):
+@overload
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
+             calls: ModelCalls | None = None, dry_run: Literal[False] = False, console: Console | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
+             embedder: str | None = None, language: str | None = None,
+             progress: Callable[..., Any] | None = None) -> BuildResult: ...
+@overload
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
+             calls: ModelCalls | None = None, dry_run: Literal[True], console: Console | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
+             embedder: str | None = None, language: str | None = None,
+             progress: Callable[..., Any] | None = None) -> Estimate: ...
+@overload
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
+             calls: ModelCalls | None = None, dry_run: bool = False, console: Console | None = None,
+             articles_file: Path | None = None, max_tokens: int = ..., min_tokens: int = ...,
+             embedder: str | None = None, language: str | None = None,
+             progress: Callable[..., Any] | None = None) -> BuildResult | Estimate: ...
+def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None = None,
+             calls: ModelCalls | None = None, dry_run: bool = False, console: Console | None = None,
+             **options: Any) -> BuildResult | Estimate:
     """Split documents into self-contained articles and write a KB folder (rebuilding into one keeps its IDs).
 
     ``splitter``: ``headings`` (a new KB's default; a rebuild keeps the KB's own), ``semantic`` (offline: topic
@@ -33,11 +64,12 @@ def build_kb(source: str | Path | None, out: str | Path, *, splitter: str | None
     # one writer per KB: a rebuild waits for no curation app, it is refused while one is open
     asker = _topic_asker(source, out, splitter, calls, dry_run, console, options)
     if dry_run:
-        return asker
+        estimate: Estimate = asker
+        return estimate
     folder = KbDir(out)
     with folder.lock() if folder.has_articles() else nullcontext():
-        result = _build(Path(source) if source is not None else None, Path(out), splitter=splitter,
-                        ask_topics=asker, **options)
+        result: BuildResult = _build(Path(source) if source is not None else None, Path(out), splitter=splitter,
+                                     ask_topics=asker, **options)
     if asker is not None:
         result.model_calls = asker.stats.as_dict()
     return result
@@ -51,12 +83,12 @@ class _TopicAsker:
 
         self.model, self.settings, self.console, self.stats = model, settings, console, PromptStats()
 
-    def __call__(self, requests: list) -> dict:
+    def __call__(self, requests: list[Any]) -> dict[str, Any]:
         from harness.core.errors import GraceError
         from harness.runner.calls import progress
 
         with progress(self.settings, self.console) as settings:
-            answers = self.model.ask(requests, settings, self.stats)
+            answers: dict[str, Any] = self.model.ask(requests, settings, self.stats)
         if self.stats.aborted:
             raise GraceError(f"the topic splitter was stopped: {self.stats.aborted[0]}; nothing was written")
         if requests and self.stats.errors >= len(requests):
@@ -94,7 +126,7 @@ def _topic_asker(source: Any, out: str | Path, splitter: str | None, calls: Any,
     return model.estimate(requests, settings)
 
 
-def index_kb(kb: str | Path, embedder: str | None = None):
+def index_kb(kb: str | Path, embedder: str | None = None) -> tuple[KB, int | None]:
     """Write a missing manifest and index (embeddings, the bm25f index) for a KB folder, with ``embedder`` if
     named; returns ``(KB, articles newly embedded)``."""
     from kb_builder.retrieval import canonical_embedder
@@ -108,9 +140,9 @@ def index_kb(kb: str | Path, embedder: str | None = None):
     return kb_obj, getattr(retriever, "newly_embedded", None)
 
 
-def eval_retrieval(kb: Any, gold: str | Path, *, ks: Sequence[int] = (1, 3, 5), embedders: Sequence[str] = (),
-                   retrieved: str | Path | None = None, rerank: str | None = None, rerank_depth: int = 20,
-                   bootstrap: int = 2000, seed: int = 0):
+def eval_retrieval(kb: str | Path | KB, gold: str | Path, *, ks: Sequence[int] = (1, 3, 5),
+                   embedders: Sequence[str] = (), retrieved: str | Path | None = None, rerank: str | None = None,
+                   rerank_depth: int = 20, bootstrap: int = 2000, seed: int = 0) -> RetrievalComparison:
     """Recall@k and MRR of each retriever on the answerable gold questions, side by side with paired bootstrap
     CIs: the KB's own retriever (or ``embedders``), a team's ranked file (``retrieved``), each reranked by
     ``rerank``. Returns a ``RetrievalComparison`` (``.rows``, ``.questions``, ``.reranked``)."""
@@ -119,31 +151,49 @@ def eval_retrieval(kb: Any, gold: str | Path, *, ks: Sequence[int] = (1, 3, 5), 
 
     kb = load_kb(kb) if isinstance(kb, str | Path) else kb
 
-    def reranking():
+    def reranking() -> Callable[[Any], Any]:
         from harness.runner.rerank import reranking as _reranking
 
+        assert rerank is not None  # only called with a reranker named
         return _reranking(rerank, kb, rerank_depth)
 
     return compare_on_gold(kb, require_labels(load_gold(gold), "grace kb eval (recall of the labelled articles)"), list(ks), list(embedders), Path(retrieved) if retrieved else None,
                            reranking if rerank else None, bootstrap, seed)
 
 
-def load_kb(path: str | Path):
+def load_kb(path: str | Path) -> KB:
+    """A KB folder (or its ``articles.jsonl``), every curation action in force; a missing manifest is written."""
     from kb_builder.kb_folder import load_kb as _load
 
     return _load(path)
 
 
-def search(kb: Any, questions: str | Sequence[str], k: int = 5, embedder: str | None = None):
+@overload
+def search(kb: str | Path | KB, questions: str, k: int = 5,  # type: ignore[overload-overlap]  # str first
+           embedder: str | None = None) -> list[Hit]: ...
+@overload
+def search(kb: str | Path | KB, questions: Sequence[str], k: int = 5,
+           embedder: str | None = None) -> list[list[Hit]]: ...
+def search(kb: str | Path | KB, questions: str | Sequence[str], k: int = 5,
+           embedder: str | None = None) -> list[Hit] | list[list[Hit]]:
     """Top-``k`` articles for each question (one question: one list)."""
     kb = load_kb(kb) if isinstance(kb, str | Path) else kb
     one = isinstance(questions, str)
-    hits = kb.retriever(embedder).search_many([questions] if one else list(questions), k)
+    hits: list[list[Hit]] = kb.retriever(embedder).search_many([questions] if isinstance(questions, str)
+                                                               else list(questions), k)
     return hits[0] if one else hits
 
 
-def resolve_references(kb: Any, references: str | Sequence[str], *, mapping: str | Path | None = None,
-                       rewrites: Sequence[str | tuple[str, str]] = (), bare_ids: bool = False):
+@overload
+def resolve_references(kb: str | Path | KB, references: str, *,  # type: ignore[overload-overlap]  # str first
+                       mapping: str | Path | None = None,
+                       rewrites: Sequence[str | tuple[str, str]] = (), bare_ids: bool = False) -> Resolution: ...
+@overload
+def resolve_references(kb: str | Path | KB, references: Sequence[str], *, mapping: str | Path | None = None,
+                       rewrites: Sequence[str | tuple[str, str]] = (), bare_ids: bool = False) -> list[Resolution]: ...
+def resolve_references(kb: str | Path | KB, references: str | Sequence[str], *, mapping: str | Path | None = None,
+                       rewrites: Sequence[str | tuple[str, str]] = (),
+                       bare_ids: bool = False) -> Resolution | list[Resolution]:
     """Map a system's own references (source paths, URLs with anchors, titles, quotes, its own IDs) onto ``kb``'s
     articles, so a team can check its mapping before a run.
 
@@ -157,14 +207,14 @@ def resolve_references(kb: Any, references: str | Sequence[str], *, mapping: str
     from kb_builder.references import Resolver, read_mapping, read_rewrites
 
     kb = load_kb(kb) if isinstance(kb, str | Path) else kb
-    table = read_mapping(mapping, kb.by_id) if mapping is not None else {}
+    table: dict[str, str | tuple[str, ...]] = {**read_mapping(mapping, kb.by_id)} if mapping is not None else {}
     resolver = Resolver(kb.articles, mapping=table, rewrites=read_rewrites(rewrites), bare_ids=bare_ids)
     one = isinstance(references, str)
-    found = resolver.resolve_many([references] if one else list(references))
+    found = resolver.resolve_many([references] if isinstance(references, str) else list(references))
     return found[0] if one else found
 
 
-def lint_kb(kb: Any, run: str | Path | None = None):
+def lint_kb(kb: str | Path | KB, run: str | Path | None = None) -> LintReport:
     """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
     scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
     from harness.run_folder import scored_rows

@@ -10,6 +10,7 @@ listing (each plugin's import is first tried in a process of its own, under a ti
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -53,20 +54,27 @@ def list_providers() -> list[ProviderInfo]:
     """Built-ins first (documented ones only, in name order), then every plugin entry, broken or shadowed ones
     included; nothing is called and no key is read beyond whether its variable is set."""
     from harness.core.version import __version__
-    from harness.providers import PROVIDERS, plugins, provider_class, public_providers
-    from harness.providers.base import ModelSpec
+    from harness.providers import PROVIDERS, plugins, public_providers
 
     out = []
     for name in public_providers():
         info = ProviderInfo(name, "built-in", GRACE_PACKAGE, __version__, PROVIDERS[name])
-        out.append(_describe(info, lambda n=name: provider_class(ModelSpec(provider=n, model="-"))))
+        out.append(_describe(info, functools.partial(_built_in, name)))
     found = plugins.discover(PROVIDERS)
     plugins.probe([p for p in found if not p.shadowed_by])  # side by side: one that hangs costs its limit once
     for plugin in found:
         info = ProviderInfo(plugin.name, "plugin", plugin.package, plugin.version, plugin.target,
                             shadowed_by=plugin.shadowed_by)
-        out.append(info if plugin.shadowed_by else _describe(info, lambda p=plugin: plugins.load(p)))
+        out.append(info if plugin.shadowed_by else _describe(info, functools.partial(plugins.load, plugin)))
     return out
+
+
+def _built_in(name: str) -> type:
+    from harness.providers import provider_class
+    from harness.providers.base import ModelSpec
+
+    provider: type = provider_class(ModelSpec(provider=name, model="-"))
+    return provider
 
 
 def _describe(info: ProviderInfo, load: Callable[[], type]) -> ProviderInfo:

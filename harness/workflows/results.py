@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
 from harness.run_folder import RunDir, RunInfo
 from harness.run_folder.report import ModelReport, Report
 from harness.runner.run_result import RunResult as RunResult
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Leaderboard", "LeaderboardRow", "Run", "RunResult", "load_run"]
 
@@ -32,7 +36,7 @@ class Leaderboard:
         failed = {name: f.reason for name, f in report.failed_models.items()}
         return cls(tuple(report.ranked()), failed, tuple(report.warnings))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[LeaderboardRow]:
         return iter(self.rows)
 
     def __len__(self) -> int:
@@ -48,7 +52,7 @@ class Leaderboard:
         """One flat dict per model (:meth:`ModelReport.record`): every scalar figure, CIs as ci_low/ci_high."""
         return [r.record() for r in self.rows]
 
-    def to_pandas(self):
+    def to_pandas(self) -> pd.DataFrame:
         import pandas as pd
 
         return pd.DataFrame(self.to_records()).set_index("model")
@@ -74,7 +78,8 @@ class Run:
 
     def scores(self) -> list[dict[str, Any]]:
         """One dict per scores.jsonl line (harness.run_folder.scores.ScoreLine's fields), not validated: fast for a million."""
-        return [row for _, row in RunDir(self.path).iter_scores()]
+        rows = [row for _, row in RunDir(self.path).iter_scores()]
+        return rows
 
 
 def load_run(path: str | Path) -> Run:

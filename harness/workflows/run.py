@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
-from harness.prompts import Template
-from harness.providers.base import ModelSpec, RetrievedArticle
+from harness.prompts import RetrievedArticle, Template
+from harness.providers.base import ModelSpec
 from harness.run_folder import RunDir, RunInfo
-from harness.run_folder.run_records import Attempt, RunSample
-from harness.runner.cache import ResponseCache
+from harness.run_folder.run_records import Attempt, CallCounts, RunSample
+from harness.runner.cache import ResponseCache, any_cached
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan
 from harness.runner.run_result import RunResult
@@ -40,6 +40,11 @@ from harness.runner.session import (
 )
 from kb_builder.gold import GoldQuestion, GoldSet
 from kb_builder.store import KB
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["run"]
 
 log = logging.getLogger("grace")
 
@@ -101,6 +106,8 @@ class RunSession:
                             RunDir(config.out).written_files())
         specs = resolve_models(config, toml_specs)
         choose_batch(specs, config.batch)
+        if not config.dry_run:
+            _preload_sdks(specs, read_cache=not config.no_cache)
         kb = load_kb(config.kb)
         # no --template: the KB's language's built-in one (a French KB: a French prompt and refusal sentence)
         template = load_template(config.template, config.output_mode, kb.manifest.language)
@@ -231,7 +238,7 @@ class RunSession:
                 stopped = {p.spec.name: p.stats.aborted for p in plans if p.stats.aborted}
                 pending = {p.spec.name: p.stats.pending for p in plans if p.stats.pending}
                 if settings.redactor is not None:
-                    info.redaction = settings.redactor.record().model_dump()
+                    info.redaction = settings.redactor.record()
                 first_error = _record_outcome(folder, info, previous, plans, questions, interrupted, stopped, pending)
                 folder.drop_row_index()  # (not held while the run is scored)
             if interrupted:
@@ -268,6 +275,23 @@ class RunSession:
         return True
 
 
+def _preload_sdks(specs: list[ModelSpec], *, read_cache: bool) -> None:
+    """Import the models' SDKs (openai's alone: 0.8 s of CPU, before its first request can leave) on a thread while
+    the KB, the gold set and retrieval load, unless the response cache may answer the run: it holds answers of these
+    models (a re-run), which then never needs the SDK. Asked on the thread: the cache's scan costs the run nothing."""
+    from harness.core.preload import preload
+    from harness.providers import sdk_modules
+
+    sdks = sdk_modules(specs)
+    if not sdks:
+        return
+    if not read_cache:
+        preload(*sdks)
+        return
+    names = [s.name for s in specs]
+    preload(*sdks, needed=lambda: not any_cached(names))
+
+
 def _draw_sample(questions: Sequence[GoldQuestion], n: int, seed: int) -> RunSample | None:
     """``--sample N``: which ``n`` gold questions to ask, drawn as ``grace annotations sample`` draws the questions
     humans label (one seeded draw, :mod:`annotations.sample`), within each gold category in proportion (one at
@@ -295,16 +319,16 @@ def _record_outcome(folder: RunDir, info: RunInfo, previous: RunInfo | None, pla
                     questions: list[GoldQuestion], interrupted: bool, stopped: dict[str, str],
                     pending: dict[str, int]) -> dict[str, str]:
     """Write ``run.json`` as the calls left the folder; returns each failing model's first error."""
-    info.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
+    info.finished_at = now()
     info.status = "interrupted" if interrupted else ("failed" if stopped else "finished")
     if pending and not interrupted and not stopped:
         info.status = "waiting for batches"
-    info.counts = {p.spec.name: {"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
+    info.counts = {p.spec.name: CallCounts.model_validate({"planned": p.stats.total, "done": p.stats.done, "cached": p.stats.cached,
                                  "errors": p.stats.errors, "not_tried": p.stats.not_tried,
                                  "retries": p.stats.retries, "timeouts": p.stats.timeouts,
                                  "in_flight_limit": p.stats.in_flight_limit, "stopped": p.stats.aborted,
                                  **({"batch_submitted": p.stats.submitted, "batch_pending": p.stats.pending}
-                                    if p.batch else {}), **_served(p)} for p in plans}
+                                    if p.batch else {}), **_served(p)}) for p in plans}
     before = {e.name: e.learned() for e in (previous.models if previous else [])}
     for entry, p in zip(info.models, plans, strict=False):
         kept = {k: v for k, v in before.get(entry.name, {}).items() if k.startswith("json_mode")}
@@ -328,14 +352,25 @@ def _served(plan: RunPlan) -> dict[str, Any]:
             "replicas": plan.provider.learned().get("replicas")}
 
 
-def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = (), *, progress: bool = False,
-        console: Any = None, **options: Any) -> RunResult:
+def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = (), *, out: str | Path,
+        config: str | Path | None = None, machine_gold: str | Path | None = None, citations: Sequence[str] = (),
+        k: int | None = None, repeats: int | None = None, concurrency: int | None = None, rpm: float | None = None,
+        tpm: float | None = None, timeout: float | None = None, max_attempts: int | None = None,
+        no_cache: bool = False, template: str | None = None, output_mode: Literal["inline", "json"] | None = None,
+        temperature: float | None = None, max_tokens: int | None = None, threshold: float | None = None,
+        prices: str | Path | None = None, price_server_hour: Sequence[str] = (), embedder: str | None = None,
+        rerank: str | None = None, rerank_depth: int | None = None, retrieved: str | Path | None = None,
+        retrieved_map: str | Path | None = None, seed: int | None = None, sample: int | None = None,
+        batch: bool = False, wait: bool = False, poll_interval: float | None = None, cancel_batches: bool = False,
+        dry_run: bool = False, no_score: bool = False, redact_pii: bool = False, log_to: Sequence[str] = (),
+        progress: bool = False, console: Console | None = None) -> RunResult:
     """Ask every model every gold question from the same retrieved articles; resume ``out`` if it holds a run.
 
-    The keywords are the options of ``grace run``, under the same names (see
-    :class:`harness.runner.config.RunConfig`, or ``help(grace.run)``): ``out`` (required), ``config`` (a
+    The keywords are the options of ``grace run``, under the same names (the fields of
+    :class:`harness.runner.config.RunConfig`, where each default is): ``out`` (required), ``config`` (a
     leaderboard TOML, whose ``[run]`` table the keywords override), ``k``, ``repeats``, ``no_cache``,
     ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ``log_to``, ...
+    A keyword left at None (or False, or empty) is not given: the TOML's ``[run]`` value holds, else the default.
 
     ``gold`` may be a file of questions alone (``question_id, question``, or label columns left empty): the
     models are asked and the report has no accuracy, and ``RunResult.suggestions`` holds what they agree on per
@@ -360,10 +395,12 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     :func:`harness.workflows.export.export_run` does; a failed export is recorded and returned, and never fails
     the run.
     """
+    options = dict(locals())  # RunConfig's fields: first, while the keywords are all that is local
+    del options["progress"], options["console"]
+    options["models"] = tuple(models)
     from harness.workflows.results import load_run
 
-    session = RunSession.open({"kb": kb, "gold": gold, "models": tuple(models), **options}, progress=progress,
-                              console=console)
+    session = RunSession.open(options, progress=progress, console=console)
     session.plan()
     if session.config.dry_run:
         return session.estimate()

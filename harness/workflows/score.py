@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from harness.workflows.results import Run
+    from kb_builder.gold import GoldSet
+    from kb_builder.store import KB
 
 __all__ = ["report", "score"]
 
 
-def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = None, *, seed: int = 0,
+def score(responses: str | Path, gold: str | Path | GoldSet, kb: str | Path | KB, out: str | Path | None = None, *,
+          seed: int = 0,
           bootstrap: int = 2000, workers: int | None = None, machine_gold: str | Path | None = None) -> Run:
     """Score a responses file (a run folder's, or any file in the format) into ``out`` (default: its folder).
 
@@ -32,7 +37,7 @@ def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = No
     citations = for_scoring(RunDir(responses.parent).read_run_info()) if (responses.parent / "run.json").is_file() \
         else {}
     out = Path(out) if out is not None else responses.parent
-    check_output_folder(out, {"responses file": responses, "gold CSV": getattr(gold, "path", gold),
+    check_output_folder(out, {"responses file": responses, "gold CSV": gold if isinstance(gold, str | Path) else gold.path,
                               "KB folder": kb if isinstance(kb, str | Path) else getattr(kb, "path", None),
                               "machine-label file": machine_gold},
                         [SCORES, REPORT, LEADERBOARD_MD, REPORT_HTML])
@@ -49,7 +54,7 @@ def score(responses: str | Path, gold: Any, kb: Any, out: str | Path | None = No
     return load_run(out)
 
 
-def report(out: str | Path, kb: Any = None, console: Any = None) -> dict[str, Path]:
+def report(out: str | Path, kb: str | Path | KB | None = None, console: Console | None = None) -> dict[str, Path]:
     """Write ``leaderboard.md`` and ``report.html`` from a scored folder; print the table if given a console."""
     from harness.reports import write_reports
 

@@ -8,6 +8,7 @@ what these return.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from harness.workflows.calls import ModelCalls
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from harness.spotcheck.judge_calls import Judge
     from harness.spotcheck.pipeline import SpotcheckOptions
 
@@ -78,7 +81,7 @@ def _judge(judge: str, template: str | None, calls: ModelCalls, mode: str = "seg
     return Judge(spec, provider, mode_template(mode, template) if template else None)
 
 
-def _progress(console: Any):
+def _progress(console: Any) -> Callable[[str, int, int], None] | None:
     """One ``label: done/total judge calls`` line, rewritten in place, on a terminal console."""
     if console is None or not console.is_terminal:
         return None
@@ -92,7 +95,7 @@ def _progress(console: Any):
 
 def spotcheck_run(run: str | Path, judge: str, *, kb: str | Path | None = None, template: str | None = None,
               options: SpotcheckOptions | None = None, calls: ModelCalls | None = None, dry_run: bool = False,
-              console: Any = None) -> Spotcheck:
+              console: Console | None = None) -> Spotcheck:
     """Fact-check the correct-citation answers of a scored ``run`` with ``judge`` (``grace spotcheck run``).
 
     ``options`` say what is checked (sample, mode, scope, quality, ...); ``kb`` defaults to the one report.json
@@ -111,7 +114,7 @@ def spotcheck_run(run: str | Path, judge: str, *, kb: str | Path | None = None, 
     return Spotcheck(made, result=run_spotcheck(Path(run), kb_dir, made, options, settings, console))
 
 
-def calibrate_judge(human_csv: str | Path, judge_json: str | Path, *, console: Any = None) -> dict[str, Any]:
+def calibrate_judge(human_csv: str | Path, judge_json: str | Path, *, console: Console | None = None) -> dict[str, Any]:
     """The judge's verdicts (``judge_json``: a spotcheck.json) against human labels (``human_csv``), written next
     to the spot-check (``grace spotcheck calibrate``): kappa, agreement, the disagreements."""
     from harness.core.outputs import check_output_file
@@ -126,7 +129,7 @@ def calibrate_judge(human_csv: str | Path, judge_json: str | Path, *, console: A
 
 def meta_eval_judge(judge: str, *, template: str | None = None, mode: str = "claims", cases: str | Path | None = None,
                     quality_cases: str | Path | None = None, quality: bool = True, out: str | Path | None = None,
-                    force: bool = False, calls: ModelCalls | None = None, console: Any = None,
+                    force: bool = False, calls: ModelCalls | None = None, console: Console | None = None,
                     citations: bool | None = None, citation_cases: str | Path | None = None) -> MetaEval:
     """Run ``judge`` on hand-written cases with known verdicts (``grace spotcheck meta-eval``): its pass rate per
     failure mode on the support cases; with ``quality``, on GroUSE's answer-quality cases; with ``citations``

@@ -5,7 +5,7 @@ question (and repeat) through the same engine as every model: concurrency, the
 cache, resuming, error rows. The function takes a :class:`SystemRequest` and
 returns the answer text or a :class:`SystemAnswer`::
 
-    from harness.api import SystemAnswer, SystemRequest
+    from grace import SystemAnswer, SystemRequest
 
     def answer(request: SystemRequest) -> SystemAnswer:
         hits = my_retriever(request.question, k=request.k)

@@ -3,12 +3,13 @@ an SVG chart, a PNG (the ``png`` extra) or JSON."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported on first use: numpy and the scorer are not every command's to load
     from harness.reports.trend import Trend, TrendSource
+    from harness.scoring.run_comparison import RunHits
 
 __all__ = ["Trend", "trend", "write_trend"]
 
@@ -98,13 +99,16 @@ def _sources(paths: Sequence[str | Path]) -> list[TrendSource]:
     return out
 
 
-def _hits_reader(path: Path):
-    from harness.scoring.run_comparison import read_hits
+def _hits_reader(path: Path) -> Callable[[bool], RunHits | None]:
+    def read(strict: bool) -> RunHits | None:
+        from harness.scoring.run_comparison import read_hits
 
-    return lambda strict: read_hits(path, strict=strict) if (path / "scores.jsonl").exists() else None
+        return read_hits(path, strict=strict) if (path / "scores.jsonl").exists() else None
+
+    return read
 
 
-def _categories_reader(path: Path, report: Any):
+def _categories_reader(path: Path, report: Any) -> Callable[[], dict[str, str]]:
     def read() -> dict[str, str]:
         from harness.core.errors import GraceError
         from harness.viewer.build import recorded_path

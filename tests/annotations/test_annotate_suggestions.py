@@ -143,7 +143,7 @@ def test_a_suggestions_file_round_trips_and_bad_ones_say_where(kb, tmp_path):
 
 
 def test_run_consensus_through_the_labelling_workflow(kb, tmp_path):
-    from harness.api import open_labelling
+    from grace import open_labelling
 
     responses = tmp_path / "responses.jsonl"
     rows = [{"question_id": q, "model": m, "repeat": 0, "response": text}

@@ -26,12 +26,12 @@ sync_api = sync_api_or_skip()
 expect = sync_api.expect
 
 
-def label_in_browser(url: str, who: str, errors: list[str]) -> None:
+def label_in_browser(url: str, who: str, errors: list[str], key: str) -> None:
     """One person's browser: every question given to them, in their walk's order, by keyboard."""
     with sync_api.sync_playwright() as p:
         browser = launch(p)
         try:
-            page, js_errors = open_page(browser, f"{url}?who={who}")
+            page, js_errors = open_page(browser, f"{url}?who={who}&cred={key}")
             total = int(re.search(r"/ (\d+)", page.locator("#qpos").text_content()).group(1))
             for n in range(1, total + 1):
                 expect(page.locator("#qpos")).to_have_text(re.compile(rf"^Question {n} /"))
@@ -54,8 +54,9 @@ def label_in_browser(url: str, who: str, errors: list[str]) -> None:
             browser.close()
 
 
-def post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(f"{url}api/label", json.dumps(body).encode(), {"Content-Type": "application/json"})
+def post(url: str, body: dict, key: str) -> dict:
+    req = urllib.request.Request(f"{url}api/label?cred={key}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.loads(r.read())
 
@@ -69,13 +70,15 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
     httpd = make_server(TeamApp(team, kb.retriever(), k=10), "127.0.0.1", 0, None)
     threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     url = url_for("127.0.0.1", httpd.server_address[1], None)
+    keys = team.new_keys  # each person's own link: ?who=NAME&cred=KEY
     try:
         errors: list[str] = []
-        people = [threading.Thread(target=label_in_browser, args=(url, who, errors)) for who in ("alice", "bob")]
+        people = [threading.Thread(target=label_in_browser, args=(url, who, errors, keys[who]))
+                  for who in ("alice", "bob")]
         for t in people:
             t.start()
         for qid in team.assigned("carol"):  # the third person saves meanwhile, through the same server
-            post(url, label_as("carol", qid))
+            post(url, label_as("carol", qid), keys["carol"])
         for t in people:
             t.join(timeout=600)
         assert errors == []
@@ -93,7 +96,7 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
 
         with sync_api.sync_playwright() as p:
             browser = launch(p)
-            page, js_errors = open_page(browser, f"{url}?who=alice")  # the live agreement, as the page shows it
+            page, js_errors = open_page(browser, f"{url}?who=alice&cred={keys['alice']}")  # the live agreement, as the page shows it
             expect(page.locator("#team-line")).to_contain_text(f"{cmd.kappa_name} {cmd.kappa:.3f}")
             assert f"{cmd.kappa_name}: {cmd.kappa:.3f}" in out
             expect(page.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
@@ -102,15 +105,15 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
             # live: another person's label reaches an open page without a reload (its clock run forward)
             live = browser.new_page()
             live.clock.install()
-            live.goto(f"{url}?who=alice")
+            live.goto(f"{url}?who=alice&cred={keys['alice']}")
             live.wait_for_selector("body[data-ready='1']")
             expect(live.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
             agreed = next(q for q in team.assigned("carol") if q not in disagree)
             other = ["8"] if truth(agreed) != ["8"] else ["1"]
-            post(url, label_as("carol", agreed) | {"expected_citations": other})
+            post(url, label_as("carol", agreed) | {"expected_citations": other}, keys["carol"])
             live.clock.run_for(11_000)
             expect(live.locator("#team-line")).to_contain_text(f"{len(disagree) + 1} to decide")
-            post(url, label_as("carol", agreed))  # and back
+            post(url, label_as("carol", agreed), keys["carol"])  # and back
             live.clock.run_for(11_000)
             expect(live.locator("#team-line")).to_contain_text(f"{len(disagree)} to decide")
 
@@ -118,8 +121,9 @@ def test_a_team_labels_agrees_is_adjudicated_and_the_gold_scores(tmp_path):
             expect(stranger.locator("#error")).to_contain_text("'dave' is not on this session's team")
             picker, _ = open_page(browser, url)  # no name: the page asks for one
             expect(picker.locator("#pick-list button")).to_have_count(4)
+            expect(picker.locator("#pick-keyed")).to_contain_text("alice, bob, carol, dana: open your own link")
 
-            rev, rev_errors = open_page(browser, f"{url}static/adjudicate.html?who=dana")
+            rev, rev_errors = open_page(browser, f"{url}static/adjudicate.html?who=dana&cred={keys['dana']}")
             expect(rev.locator("#progress")).to_have_text(f"{len(disagree)} to decide · 0 decided")
             for n in range(len(disagree)):
                 qid = rev.locator("#qpos").text_content().rsplit("· ", 1)[1]

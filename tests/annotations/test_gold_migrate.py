@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from annotations.suggestions import read_suggestions
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold

@@ -191,7 +191,7 @@ def test_annotations_suggest_with_labeler_writes_the_suggestions_file(tmp_path, 
 
 
 def test_the_suggest_workflow_is_in_the_python_api(kb, tmp_path):
-    import harness as grace
+    import grace
     from harness.runner.calls import CallSettings
 
     assert (grace.ModelCalls.concurrency, grace.ModelCalls.max_attempts) == \

@@ -168,3 +168,41 @@ def test_note_by_keyboard_clear_and_navigation(browser, served):
     page.keyboard.press("Escape")
     expect(page.locator("#help")).to_be_hidden()
     assert errors == []
+
+
+def test_a_mark_made_while_the_server_is_down_shows_unsaved_and_is_saved_when_it_is_back(browser, built, tmp_path):
+    """The review page as the labelling page: a mark the server never got says so on the mark itself and is sent
+    again, without the reviewer doing anything, once the server is back on the same port and file."""
+    run = tmp_path / "run"
+    shutil.copytree(built, run)
+    sources = RunSources.find(run)
+    session = ReviewSession.open(sources.review_csv, reviewer="tester")
+    app = ReviewApp(session, sources, load_kb(sources.kb_dir))
+    httpd = make_server(app, "127.0.0.1", 0)
+    threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+    port = httpd.server_address[1]
+    i = index_of(app, WRITER, "q1")
+    page, errors = open_page(browser, f"{url_for('127.0.0.1', port, None)}#{i + 1}")
+    httpd.shutdown()
+    httpd.server_close()
+    session.close()
+    try:
+        page.keyboard.press("s")
+        badge = seg(page, 0).locator(".verdict")
+        expect(badge).to_have_text(re.compile(r"^NOT SAVED: supported"))
+        expect(seg(page, 0)).to_have_class(re.compile(r"\bunsaved\b"))
+        key = (WRITER, "q1", "0")
+        assert rows(run)[key]["supported"] == ""
+
+        session = ReviewSession.open(sources.review_csv, reviewer="tester")  # back, same port, same file
+        httpd = make_server(ReviewApp(session, sources, load_kb(sources.kb_dir)), "127.0.0.1", port)
+        threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
+        expect(page.locator("#saved")).to_contain_text("(the server is back)", timeout=15_000)
+        expect(badge).to_have_text(re.compile(r"^supported"))
+        assert row_when(run, key, ("supported",), ("true",))["supported"] == "true"
+        assert errors == []
+    finally:
+        page.close()
+        httpd.shutdown()
+        httpd.server_close()
+        session.close()

@@ -17,6 +17,7 @@ from annotations.team import PersonRejected
 from harness.core.errors import GraceError
 from harness.spotcheck.review import read_labels
 from kb_builder.kb_folder import load_kb
+from tests.annotations.as_people import AsPeople
 from tests.annotations.review_team_run import build, claims, judge_verdicts, kappa, verdict_of
 from tests.conftest import run_grace
 
@@ -33,7 +34,7 @@ def opened(run, tmp_path):
     sources = RunSources.find(run)
     team = TeamReview.open(sources, tmp_path / "team", people="alice,bob", reviewers="dana", viewer=VIEWER)
     app = TeamReviewApp(team, load_kb(sources.kb_dir, write_missing=False))
-    yield app
+    yield AsPeople(app, team.new_keys)  # each person through their own link
     team.close()
 
 
@@ -103,7 +104,8 @@ def test_verdicts_are_kept_per_person_and_the_reviewer_decides_disagreements(ope
     it = q["items"][0]
     key = (it["model"], it["question_id"], it["repeat"], it["segment_index"])
     assert [v["person"] for v in it["verdicts"]] == ["alice", "bob"] and it["articles"]
-    seen = {v["person"]: v["verdict"] for v in it["verdicts"]}
+    seen = it["seen"]
+    assert seen == {**{v["person"]: v["verdict"] for v in it["verdicts"]}, "@decision": ""}
     body = {"who": "dana", "model": key[0], "question_id": key[1], "repeat": key[2], "segment_index": key[3],
             "verdict": "unsupported", "reason": "the article says otherwise", "seen": seen}
     with pytest.raises(StaleVerdicts, match="changed since you opened it"):
@@ -155,7 +157,8 @@ def test_bad_input_over_http_is_a_400_with_the_reason(opened, run):
 
     from harness.web import make_server, url_for
 
-    httpd = make_server(opened, "127.0.0.1", 0)
+    httpd = make_server(opened.app, "127.0.0.1", 0)
+    alice = opened.keys["alice"]
     threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
     url = url_for("127.0.0.1", httpd.server_address[1], None)
     try:
@@ -164,13 +167,15 @@ def test_bad_input_over_http_is_a_400_with_the_reason(opened, run):
                                       "segment_index": 0, "supported": True}, "not on this review team"),
                 ("api/review/label", {"who": "alice", "model": "m", "question_id": "q99", "repeat": 0,
                                       "segment_index": 0, "supported": True}, "no claim 0 of m/q99/repeat 0")):
-            req = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+            cred = f"?cred={alice}" if body["who"] == "alice" else ""
+            req = urllib.request.Request(url + path + cred, json.dumps(body).encode(),
+                                         {"Content-Type": "application/json"})
             with pytest.raises(urllib.error.HTTPError) as exc:
                 urllib.request.urlopen(req, timeout=10)
             assert exc.value.code == 400 and message in json.loads(exc.value.read())["error"]
         with pytest.raises(urllib.error.HTTPError) as exc:  # the calibration shows the judge: reviewers only
-            urllib.request.urlopen(url + "api/review/calibration?who=alice", timeout=10)
-        assert exc.value.code == 400 and "not a reviewer" in json.loads(exc.value.read())["error"]
+            urllib.request.urlopen(url + f"api/review/calibration?who=alice&cred={alice}", timeout=10)
+        assert exc.value.code == 403 and "not a reviewer" in json.loads(exc.value.read())["error"]
     finally:
         httpd.shutdown()
         httpd.server_close()

@@ -40,12 +40,12 @@ def walk(run) -> list[list[tuple[int, tuple]]]:
     return [sorted(v, key=lambda x: x[1][3]) for v in answers.values()]
 
 
-def review_in_browser(url: str, who: str, answers: list, errors: list[str]) -> None:
+def review_in_browser(url: str, who: str, answers: list, errors: list[str], key: str) -> None:
     """One person's browser: every claim, answer by answer, by keyboard."""
     with sync_api.sync_playwright() as p:
         browser = launch(p)
         try:
-            page, js_errors = open_page(browser, f"{url}?who={who}")
+            page, js_errors = open_page(browser, f"{url}?who={who}&cred={key}")
             page.locator("#auto-advance").uncheck()
             for i, segs in enumerate(answers):
                 expect(page.locator("#apos")).to_have_text(re.compile(rf"^Answer {i + 1} / "))
@@ -81,7 +81,7 @@ def test_two_people_review_and_the_calibration_page_links_each_miss_to_its_quest
         url = url_for("127.0.0.1", httpd.server_address[1], None)
         try:
             answers, errors = walk(run), []
-            people = [threading.Thread(target=review_in_browser, args=(url, who, answers, errors))
+            people = [threading.Thread(target=review_in_browser, args=(url, who, answers, errors, team.new_keys[who]))
                       for who in ("alice", "bob")]
             for t in people:
                 t.start()
@@ -92,23 +92,26 @@ def test_two_people_review_and_the_calibration_page_links_each_miss_to_its_quest
             said = {who: [verdict_of(who, k, n) for n, k in enumerate(keys)] for who in ("alice", "bob")}
             for who in ("alice", "bob"):  # each person's verdicts, in their own file
                 assert [r.verdict for r in read_labels(team.folder / "labels" / f"{who}.csv")] == said[who]
-            _pick_a_name(url)
-            _decide_one(url, keys, said)
-            _calibration_page(url, run, keys, said)
+            _pick_a_name(url, team.new_keys["bob"])
+            _decide_one(url, keys, said, team.new_keys["dana"])
+            _calibration_page(url, run, keys, said, team.new_keys["dana"])
         finally:
             httpd.shutdown()
             httpd.server_close()
             team.close()
 
 
-def _pick_a_name(url):
-    """Opened without a name, the review page asks for one; a name leads to that person's page."""
+def _pick_a_name(url, key):
+    """Opened without a name, the review page asks for one; a name alone is nobody (bob signs in with his link),
+    and his link opens his page."""
     with sync_api.sync_playwright() as p:
         browser = launch(p)
         try:
             page, errors = open_page(browser, url)
             expect(page.locator("#pick-list a")).to_have_count(2)
             page.locator("#pick-list a[data-person='bob']").click()
+            expect(page.locator("#error")).to_contain_text("bob signs in with their own link")
+            page.goto(f"{url}?who=bob&cred={key}")
             page.wait_for_selector("body[data-ready='1']")
             expect(page.locator("#who")).to_contain_text("bob")
             assert errors == []
@@ -116,11 +119,11 @@ def _pick_a_name(url):
             browser.close()
 
 
-def _decide_one(url, keys, said):
+def _decide_one(url, keys, said, key):
     with sync_api.sync_playwright() as p:
         browser = launch(p)
         try:
-            page, errors = open_page(browser, f"{url}static/review_queue.html?who=dana")
+            page, errors = open_page(browser, f"{url}static/review_queue.html?who=dana&cred={key}")
             differ = sum(a != b for a, b in zip(said["alice"], said["bob"], strict=True))
             expect(page.locator("#progress")).to_contain_text(f"{differ} to decide · 0 decided")
             page.keyboard.press("2")  # take bob's verdict
@@ -133,13 +136,13 @@ def _decide_one(url, keys, said):
             browser.close()
 
 
-def _calibration_page(url, run, keys, said):
+def _calibration_page(url, run, keys, said, key):
     judged = judge_verdicts(run)
     judge = [judged[k] for k in keys]
     with sync_api.sync_playwright() as p:
         browser = launch(p)
         try:
-            page, errors = open_page(browser, f"{url}static/calibration.html?who=dana")
+            page, errors = open_page(browser, f"{url}static/calibration.html?who=dana&cred={key}")
             rows = page.locator("#kappa-rows tr[data-kind='judge-person']")
             expect(rows).to_have_count(2)
             for i, who in enumerate(("alice", "bob")):

@@ -46,6 +46,7 @@ def test_gold_split_was_dealt_by_question_id_hash(name):
     assert sum(r["split"] == "heldout" and r["must_refuse"] == "false" for r in rows) >= 15
 
 
+@pytest.mark.slow  # builds and evaluates a handbook KB: 8 to 14 s
 @pytest.mark.parametrize("name, code", sorted(IN_REPO.items()))
 def test_labels_join_the_kb_built_from_the_pages_and_held_out_recall_has_intervals(tmp_path, name, code):
     mod = _handbooks()
@@ -65,6 +66,7 @@ def test_labels_join_the_kb_built_from_the_pages_and_held_out_recall_has_interva
         assert 0 <= lo <= row["recall"]["3"] <= hi <= 1
 
 
+@pytest.mark.slow  # two retrievers on a handbook: 3 to 11 s
 @pytest.mark.parametrize("name", ["etalab-fr", "berlin-opendata-de"])
 def test_the_french_and_german_default_beats_bm25f_on_both_parts(tmp_path, name):
     """The evidence LANGUAGE_DEFAULTS rests on (docs/how-to/languages.md): a new KB in the language gets the default, and
@@ -96,6 +98,7 @@ def test_a_label_whose_article_moved_is_refused(tmp_path):
         mod.check_labels(gold, moved, tmp_path / "kb" / "articles.jsonl")
 
 
+@pytest.mark.slow  # the shared handbook built: 31 s
 def test_tts_labels_join_the_kb_built_from_the_shared_handbook(tmp_path):
     data = shared("tts-handbook")
     mod = _handbooks()

@@ -11,7 +11,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # each runs a performance script: 6 to 95 s
 
 PERF = ROOT / "benchmarks" / "perf"
 

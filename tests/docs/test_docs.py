@@ -43,6 +43,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow  # every tutorial command: 11 s
 def test_the_tutorial_commands_run_as_written(tmp_path):
     blocks = bash_blocks(DOCS / "tutorial.md")
     assert len(blocks) >= 10 and all("grace " in b or b.startswith(("ls ", "head ", "cat ")) for b in blocks)
@@ -118,6 +119,7 @@ def test_readme_is_short_and_keeps_the_two_commands():
         assert (ROOT / target).exists(), f"README links to missing {target}"
 
 
+@pytest.mark.slow  # the whole MkDocs site
 @pytest.mark.skipif(importlib.util.find_spec("mkdocs") is None,
                     reason="mkdocs is not installed: pip install -e '.[docs]' (.ci/run does)")
 def test_the_site_builds_in_strict_mode_offline(tmp_path):
@@ -135,7 +137,7 @@ def test_the_site_builds_in_strict_mode_offline(tmp_path):
     assert 'id="grace-kb-build"' in cli and 'id="grace-spotcheck-run"' in cli
     assert "Sentinel" not in cli and "UNSET" not in cli  # click's marker for "no default", never a default shown
     api = pages["reference/python-api/index.html"]
-    assert all(f'id="{path}"' in api for _, path in _gen_ref().api_objects())  # every name of grace.API_NAMES
+    assert all(f'id="{path}"' in api for _, path in _gen_ref().api_objects())  # every name of grace.__all__
     assert "ScoreLine" in pages["reference/files/index.html"]
 
 

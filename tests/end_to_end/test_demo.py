@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from annotations.suggestions import read_suggestions
 from harness.scoring.label_audit import read_suspects
 from tests.conftest import run_grace
 
 
+@pytest.mark.slow  # the whole demo: 25 s
 def test_demo_runs_offline_and_writes_its_artefacts(tmp_path):
     code, out = run_grace("demo", "--out", tmp_path / "demo")
     assert code == 0, out

@@ -108,6 +108,7 @@ def test_the_trend_chart_draws_a_bar_for_each_extreme(runs):
             assert through and all(abs(float(b[1]) - float(b[2])) > 3 for b in through), (model, c.attrib)
 
 
+@pytest.mark.slow  # MLflow's store written and read back: 50 s
 def test_mlflow_reads_back_the_interval(runs, tmp_path, monkeypatch):
     mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
     pytest.importorskip("sqlalchemy", reason="MLflow's local sqlite store needs SQLAlchemy (the mlflow extra)")

@@ -23,6 +23,8 @@ import pytest
 from harness.run_folder import RunDir
 from tests.conftest import ROOT, run_grace, shared
 
+pytestmark = pytest.mark.slow  # the bot answers the shared handbook in five styles: 94 s to set up
+
 BOT_FILE = ROOT / "benchmarks" / "sample" / "bots" / "handbook_bot.py"
 SITE = "https://handbook.tts.gsa.gov/"
 QUESTIONS = 29

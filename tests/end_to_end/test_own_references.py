@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.run_folder import RunDir
 from tests.conftest import SAMPLE, run_grace, write
 
@@ -36,7 +36,7 @@ import json
 import os
 from pathlib import Path
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 KB = Path(os.environ["BOTS_KB"])
 ARTICLES = {a["id"]: a for a in map(json.loads, (KB / "articles.jsonl").open(encoding="utf-8"))}

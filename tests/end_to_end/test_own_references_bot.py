@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from harness.run_folder.scores import iter_scores
 from tests.conftest import ROOT, SAMPLE, run_grace
 
@@ -14,6 +16,7 @@ BOT = ROOT / "benchmarks" / "sample" / "bots" / "footnote_bot.py"
 SITE = "https://handbook.larkspur.example/"
 
 
+@pytest.mark.slow  # a run of the footnote bot: 14 s
 def test_the_footnote_bot_is_scored_by_the_articles_its_references_mean(tmp_path):
     kb, run = tmp_path / "kb", tmp_path / "run"
     assert run_grace("kb", "build", SAMPLE / "handbook", "--out", kb)[0] == 0

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from kb_builder.gold import load_gold, require_labels
 from tests.conftest import run_grace, small_bench, write

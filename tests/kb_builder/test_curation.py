@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from harness.workflows.kb_edits import KbEdit, edit_kb, open_curation
 from kb_builder.curation_records import read_edits

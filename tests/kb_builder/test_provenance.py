@@ -8,9 +8,9 @@ import json
 import re
 from pathlib import Path
 
-import grace
 import pytest
 
+import grace
 from kb_builder.anchors import page_anchors
 from kb_builder.curation import open_curation
 from kb_builder.documents import load_file

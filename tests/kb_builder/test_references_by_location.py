@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 
-import grace
 import pytest
 
+import grace
 from kb_builder.references import Resolution, Resolver, read_mapping, read_rewrites
 from tests.conftest import run_grace, write
 from tests.kb_builder.handbook_pages import JURY, write_pages

@@ -11,7 +11,7 @@ What counts as an import: every ``import`` statement of a file, at module level,
 most imports to keep commands fast, and a deferred import is a dependency all the same) or under ``if
 TYPE_CHECKING:`` (two files whose types name each other are read and changed together). One exception: a package's
 ``__init__`` loading or re-exporting a module of its own package (``kb_builder.documents`` loading its readers on
-first use; ``harness`` giving the API on first use) is the package's front door, neither a circle with the module
+first use) is the package's front door, neither a circle with the module
 that imports a name from it nor an upward import.
 """
 
@@ -34,10 +34,12 @@ ORDER = [
     ("annotations", "harness.viewer", "harness.kb_curate"),  # the web apps: gold labels, the results, KB curation
     ("harness.exports",),  # a scored run, out to the trackers: reads the run folder and its figures
     ("harness.workflows",),
-    ("harness.api", "harness.grace"),  # harness.grace: the API imported by name, installed as `import grace`
-    ("harness.cli", "harness.testing"),
+    # the Python API, `import grace`: every public name imported by name; and the test doubles it offers users
+    # (grace.testing: a fake model API, a simulated panel), which import nothing of grace's
+    ("grace", "harness.testing"),
+    ("harness.cli",),
 ]
-OURS = ("harness", "kb_builder", "annotations")
+OURS = ("grace", "harness", "kb_builder", "annotations")
 
 
 def layer(module: str, order=ORDER) -> int:

@@ -20,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-from harness.api import SystemAnswer, SystemRequest
+from grace import SystemAnswer, SystemRequest
 
 HANDBOOK = Path(__file__).resolve().parent.parent / "handbook"
 SITE = "https://handbook.larkspur.example/"

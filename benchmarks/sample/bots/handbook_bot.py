@@ -251,7 +251,7 @@ def reference(style: str, chunk: Chunk) -> str:
 
 def answer(request):
     """Sentences from the cited chunks, each with its citation in the question's style."""
-    from harness.api import SystemAnswer
+    from grace import SystemAnswer
 
     style, cited = plan(request.question)
     if not cited:

@@ -55,6 +55,8 @@
 
   // ---------------------------------------------------------------- a team: changes wait for a reviewer
 
+  const CHANGES_PAGE = 20;
+
   function renderTeam() {
     const t = S.state.team;
     $("team-box").hidden = !t;
@@ -68,10 +70,23 @@
       $("pick-list").replaceChildren(...names.map((n) => el("li", {},
         el("a", { href: pageURL("/", { who: n }), "data-person": n, text: n }))));
     }
-    $("changes").replaceChildren(...t.changes.slice(0, 30).map((c) => {
+    // every change, pending first, a page at a time (the page number kept across refreshes)
+    const pages = Math.max(1, Math.ceil(t.changes.length / CHANGES_PAGE));
+    S.changePage = Math.min(S.changePage || 0, pages - 1);
+    const shown = t.changes.slice(S.changePage * CHANGES_PAGE, (S.changePage + 1) * CHANGES_PAGE);
+    const turn = (d) => { S.changePage += d; renderTeam(); };
+    $("changes-nav").hidden = pages < 2;
+    $("changes-nav").replaceChildren(
+      el("button", { type: "button", class: "changes-prev", onclick: () => turn(-1), ...(S.changePage ? {} : { disabled: "" }) }, "‹ newer"),
+      el("span", { class: "muted", text: ` page ${S.changePage + 1} / ${pages} · ${t.changes.length} changes ` }),
+      el("button", { type: "button", class: "changes-next", onclick: () => turn(1), ...(S.changePage < pages - 1 ? {} : { disabled: "" }) }, "older ›"));
+    $("changes").replaceChildren(...shown.map((c) => {
       const li = el("li", { class: c.status, "data-change": String(c.id) },
         el("strong", { text: `${c.id}` }), " ", el("span", { text: c.summary }), " ",
-        el("span", { class: "muted", text: `· ${c.author} · ${c.status}${c.reviewer ? ` by ${c.reviewer}` : ""}${c.reason ? `: ${c.reason}` : ""}` }));
+        el("span", { class: "muted", text: `· ${c.author} · ${c.status}${c.reviewer ? ` by ${c.reviewer}` : ""}${c.reason ? `: ${c.reason}` : ""}` }),
+        ...(c.blocks || []).map((b) => el("div", { class: "diff-block" },  // what approving it changes, word by word
+          el("div", { class: "field-label", text: b.label }),
+          el("div", { class: "diff" }, ...b.diff.map(([text, op]) => (op > 0 ? el("ins", { text }) : op < 0 ? el("del", { text }) : document.createTextNode(text)))))));
       if (c.status === "pending" && reviewer && c.author !== WHO) {
         const reason = el("input", { type: "text", class: "decline-reason", placeholder: "why reject (needed to reject)", "aria-label": `why reject change ${c.id}` });
         li.append(" ", el("button", { type: "button", class: "approve", onclick: () => act("approve", { change: c.id }) }, "approve"),

@@ -10,20 +10,25 @@ window.graceUI = (() => {
   // a page one person of a team opened (grace annotate --team: ?who=NAME): every call names them, a GET in its
   // query, a POST in its JSON body, and the server routes it to that person's labels
   const WHO = QUERY.get("who");
+  // and their own key (a team session's personal link, ?who=NAME&cred=KEY): the server acts as the key's owner
+  const CRED = QUERY.get("cred");
   const $ = (id) => document.getElementById(id);
 
   function url(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
     if (WHO) u.searchParams.set("who", WHO);
+    if (CRED) u.searchParams.set("cred", CRED);
     if (TOKEN) u.searchParams.set("token", TOKEN);
     return u.pathname + u.search;
   }
 
-  // the address of another page of the same app, keeping the token (and, unless given, the person)
+  // the address of another page of the same app, keeping the token (and the person's key, for the same person)
   function pageURL(path, params) {
     const u = new URL(path, location.origin);
     for (const [k, v] of Object.entries(params || {})) u.searchParams.set(k, v);
+    if (CRED && WHO && !u.searchParams.has("who")) u.searchParams.set("who", WHO);
+    if (CRED && u.searchParams.get("who") === WHO) u.searchParams.set("cred", CRED);
     if (TOKEN) u.searchParams.set("token", TOKEN);
     return u.pathname + u.search;
   }
@@ -85,12 +90,44 @@ window.graceUI = (() => {
     $("error").textContent = msg || "";
   }
 
+  // saves the server never got (no answer: it is down, the network gone), kept by the page and sent again every
+  // 2 s, oldest first, until it answers. `chain(fn)` runs each round after the page's own saves (so a retry never
+  // overtakes a newer save); `saved(id, res, extra)` and `refused(id, error, extra)` (a 4xx once it answers) say
+  // what became of each; `settled()` runs when none is left.
+  const offline = (e) => e instanceof TypeError;
+  function unsavedSaves({ path, chain, saved, refused, settled }) {
+    const waiting = new Map();
+    let timer = null;
+    function retry() {
+      return chain(async () => {
+        for (const [id, { payload, extra }] of [...waiting]) {
+          try {
+            const res = await postJSON(path, payload);
+            waiting.delete(id);
+            saved(id, res, extra);
+          } catch (e) {
+            if (offline(e)) return;  // still down: the next round
+            waiting.delete(id);
+            await refused(id, e, extra);
+          }
+        }
+        if (!waiting.size && timer != null) { clearInterval(timer); timer = null; if (settled) settled(); }
+      });
+    }
+    return {
+      keep(id, payload, extra) { waiting.set(id, { payload, extra }); if (timer == null) timer = setInterval(retry, 2000); },
+      has: (id) => waiting.has(id),
+      drop: (id) => waiting.delete(id),
+    };
+  }
+
   // closing the tab mid-edit: keepalive lets the last edit reach the server after the page is gone
   function postOnLeave(path, body) {
     post(path, body, { keepalive: true });
   }
 
-  return { TOKEN, WHO, $, url, pageURL, getJSON, postJSON, postOnLeave, el, marked, showError };
+  return { TOKEN, WHO, CRED, $, url, pageURL, getJSON, postJSON, postOnLeave, el, marked, showError, offline,
+    unsavedSaves };
 })();
 
 // The page shell of the work pages (annotate, review, kb curate): one item at a time, keyboard first.

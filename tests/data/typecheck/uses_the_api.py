@@ -1,5 +1,5 @@
 """Calls of ``import grace`` as a user's script writes them, for a type checker
-(tests/harness/grace/test_grace_package.py runs mypy on this file): every call and result here is typed from grace's
+(tests/grace/test_grace_package.py runs mypy on this file): every call and result here is typed from grace's
 own signatures, so it passes only while mypy sees them. Nothing runs it; it is only read."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core import secrets
 from harness.testing.fake_api import FakeAPIServer, Reply, bot_answer
 from tests.conftest import ROOT, SAMPLE, run_grace

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.testing.fake_api import FakeAPIServer, Reply
-from tests.conftest import SAMPLE, run_grace, write
+from tests.conftest import run_grace, sample_bench, write
 
 inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect_ai is not installed (pip install 'grace-eval[inspect]')")
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'grace-eval[parquet]')")
@@ -26,7 +26,7 @@ SYSTEM = '''
 import json
 import os
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 
 def answer(request):
@@ -43,11 +43,7 @@ def answer(request):
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("inspect-systems")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("inspect-systems"), N_QUESTIONS)
 
 
 def _logs(run: Path, dest: Path) -> dict[str, object]:

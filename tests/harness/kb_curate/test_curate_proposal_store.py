@@ -72,9 +72,10 @@ def test_a_proposal_made_stale_by_a_later_edit_is_shown_stale_and_never_applied(
 def test_a_team_proposal_accepted_for_review_is_not_open_again_after_a_restart(tmp_path):
     kb = write_kb(tmp_path / "kb")
     with open_curating(kb, reviewers="dana", curators="ann") as o:
+        ann = o.new_keys["ann"]  # her own link's key
         p = o.app.post("/api/curate/propose", {"who": "ann", "kind": "rewrite", "articles": ["2"],
-                                               "finding": "not_self_contained:2"})["proposal"]
-        o.app.post("/api/curate/accept", {"who": "ann", "proposal": p["id"]})
+                                               "finding": "not_self_contained:2"}, ann)["proposal"]
+        o.app.post("/api/curate/accept", {"who": "ann", "proposal": p["id"]}, ann)
     with open_curating(kb, reviewers="dana", curators="ann") as o:
         assert o.app.finding("not_self_contained:2")["proposals"] == []
         assert o.app.state()["team"]["pending"] == 1

@@ -11,19 +11,27 @@ import urllib.request
 
 import pytest
 
-import harness as grace
+import grace
 from harness.kb_curate.change_requests import FILE, ChangeRejected, ReviewQueue, StaleChange
 from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import CURATION
 from kb_builder.kb_folder import load_kb
+from tests.annotations.as_people import AsPeople
 from tests.curate_kb import write_kb
 from tests.kb_builder.test_curation import ids_by_title, snapshot, write_handbook
 
+KEYS: dict[str, dict[str, str]] = {}  # each KB's keys, as printed at its first start
+
 
 def team(kb_dir):
-    return open_curating(kb_dir, reviewers="dana", curators="ann,ben")
+    """The team's app, each call made through its person's own link (the keys a restart keeps)."""
+    opened = open_curating(kb_dir, reviewers="dana", curators="ann,ben")
+    keys = KEYS.setdefault(str(kb_dir), {})
+    keys.update(opened.new_keys)
+    opened.app = AsPeople(opened.app, keys)
+    return opened
 
 
 def test_only_approved_changes_reach_the_curation_log_and_a_rebuild_replays_them(tmp_path):
@@ -56,7 +64,7 @@ def test_only_approved_changes_reach_the_curation_log_and_a_rebuild_replays_them
         with pytest.raises(ChangeRejected, match="say why"):
             app.post("/api/curate/decline", {"who": "dana", "change": 2})
         app.post("/api/curate/decline", {"who": "dana", "change": 2, "reason": "the title says less"})
-        with pytest.raises(ChangeRejected, match="already rejected by dana"):
+        with pytest.raises(StaleChange, match="already rejected by dana"):
             app.post("/api/curate/approve", {"who": "dana", "change": 2})
 
     edits = read_edits(kb)
@@ -119,12 +127,14 @@ def test_the_worklist_filters_by_kind_and_section_and_bad_input_is_a_clear_error
 def test_over_http_a_stale_approval_is_a_409_with_the_reason(tmp_path):
     kb = write_kb(tmp_path / "kb")
     with team(kb) as opened:
-        httpd = make_server(opened.app, "127.0.0.1", 0, None)
+        httpd = make_server(opened.app.app, "127.0.0.1", 0, None)
         threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True).start()
         url = url_for("127.0.0.1", httpd.server_address[1], None)
+        keys = opened.app.keys
 
         def post(action, body):
-            req = urllib.request.Request(f"{url}api/curate/{action}", json.dumps(body).encode(),
+            cred = f"?cred={keys[body['who']]}" if body.get("who") in keys else ""
+            req = urllib.request.Request(f"{url}api/curate/{action}{cred}", json.dumps(body).encode(),
                                          {"Content-Type": "application/json"})
             try:
                 with urllib.request.urlopen(req, timeout=20) as r:
@@ -139,7 +149,7 @@ def test_over_http_a_stale_approval_is_a_409_with_the_reason(tmp_path):
             code, body = post("approve", {"who": "dana", "change": 1})
             assert code == 409 and "is stale" in body["error"]
             code, body = post("approve", {"who": "zoe", "change": 1})
-            assert code == 400 and "not a reviewer" in body["error"]
+            assert code == 403 and "not a reviewer" in body["error"]
         finally:
             httpd.shutdown()
             httpd.server_close()
@@ -152,7 +162,7 @@ def test_a_change_applied_just_before_a_kill_is_recorded_approved_at_the_next_st
         app.post("/api/curate/title", {"who": "ann", "id": "2", "title": "Carry-over of leave",
                                        "reason": "approved by ann (change 2)"})
         app.post("/api/curate/title", {"who": "ben", "id": "3", "title": "Laptop shipping"})
-        app.review.decide = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt())  # killed before the record
+        app.review._append = lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt())  # killed before the record
         with pytest.raises(KeyboardInterrupt):
             app.post("/api/curate/approve", {"who": "dana", "change": 1})
     assert [e.action for e in read_edits(kb)] == ["title"]  # applied
@@ -173,11 +183,16 @@ def test_a_killed_team_server_loses_no_acknowledged_change(tmp_path):
 
     kb = write_kb(tmp_path / "kb")
 
+    keys: dict[str, str] = {}
+
     def start():
         proc = subprocess.Popen(
             [sys.executable, "-c", "from harness.cli.app import main; main()", "kb", "curate", str(kb), "--no-browser",
              "--port", "0", "--reviewers", "dana"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
         for line in proc.stdout:
+            link = re.search(r"^  (\w+): http://\S+cred=(\S+)", line)
+            if link:
+                keys[link.group(1)] = link.group(2)
             m = re.search(r"open (http://\S+)", line)
             if m:
                 return proc, m.group(1)
@@ -214,8 +229,38 @@ def test_a_killed_team_server_loses_no_acknowledged_change(tmp_path):
 
     proc, url = start()  # the lock died with the process; the changes wait
     try:
-        with urllib.request.urlopen(url + "api/curate/state?who=dana", timeout=10) as r:
+        with urllib.request.urlopen(url + f"api/curate/state?who=dana&cred={keys['dana']}", timeout=10) as r:
             assert json.loads(r.read())["team"]["pending"] >= len(acked)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=20)
+
+
+def test_the_reviewer_sees_each_change_as_a_diff_duplicates_are_refused_and_names_are_shown(tmp_path):
+    from kb_builder.curation import part_titles
+
+    kb = write_kb(tmp_path / "kb")
+    with team(kb) as opened:
+        app = opened.app
+        art = load_kb(kb).by_id["2"]
+        app.post("/api/curate/title", {"who": "ann", "id": "2", "title": "Carry-over of leave"})
+        with pytest.raises(ChangeRejected, match="change 1 \\(ann\\) already proposes this"):
+            app.post("/api/curate/title", {"who": "ben", "id": "2", "title": "Carry-over of leave", "reason": "same"})
+        new_text = art.text.replace(art.text.split()[0], "Every", 1)
+        app.post("/api/curate/text", {"who": "ben", "id": "2", "text": new_text})
+        state = app.get("/api/curate/state", {"who": ["dana"]})
+        assert state["author"] == "dana" and state["team"]["you"] == "dana"  # the person, not the server's author
+        changes = {c["id"]: c for c in state["team"]["changes"]}
+        (title,) = changes[1]["blocks"]
+        assert title["label"] == "title of 2"
+        assert "".join(t for t, op in title["diff"] if op <= 0) == art.title
+        assert "".join(t for t, op in title["diff"] if op >= 0) == "Carry-over of leave"
+        (text,) = changes[2]["blocks"]
+        assert "".join(t for t, op in text["diff"] if op <= 0) == art.text  # the diff is the whole change
+        assert "".join(t for t, op in text["diff"] if op >= 0) == new_text
+        assert [t for t, op in text["diff"] if op > 0] == ["Every"]
+        for n in range(3, 28):  # many changes: every one is listed (the page shows them a page at a time)
+            app.post("/api/curate/title", {"who": "ann", "id": str(n % 8 + 1), "title": f"Title {n}"})
+        assert len(app.get("/api/curate/state", {"who": ["dana"]})["team"]["changes"]) == 27
+    assert part_titles("Leave") == ["Leave (part 1 of 2)", "Leave (part 2 of 2)"]
+    assert part_titles("Leave (part 1 of 2)") == ["Leave (part 1.1 of 2)", "Leave (part 1.2 of 2)"]

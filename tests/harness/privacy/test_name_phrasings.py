@@ -84,6 +84,7 @@ def leaked(text: str) -> list[str]:
 
 
 @needs_names
+@pytest.mark.slow  # a run of a python: system with the name model: 10 s
 def test_a_python_system_receives_no_part_of_the_names(kb):
     log = kb / "received.jsonl"
     write(kb / "bot.py", f"""import json

@@ -243,7 +243,7 @@ def test_the_sample_handbook_prompts_hold_no_name(tmp_path, monkeypatch):
     """The measured case: every prompt of a run on the bundled sample (which names nobody), redacted."""
     import json
 
-    import harness as grace
+    import grace
     from tests.conftest import SAMPLE
 
     monkeypatch.delenv("GRACE_PII_NAMES", raising=False)

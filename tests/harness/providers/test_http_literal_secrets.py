@@ -21,11 +21,10 @@ from urllib.parse import quote
 
 import pytest
 
-import harness as grace
 from harness.core import secrets
 from harness.core.literal_secrets import variable_for
 from harness.testing.fake_api import FakeAPIServer, bot_answer
-from tests.conftest import SAMPLE, run_grace
+from tests.conftest import run_grace, sample_bench
 
 N = 3
 # header -> a value written out in the file; word values and short ones too: what a value is, not its shape, counts
@@ -59,11 +58,7 @@ SECRETS = [*HEADERS.values(), PASSWORD, CODE]
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("literals")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("literals"), N)
 
 
 def board(tmp: Path, bot_url: str, headers: dict[str, str], url: str) -> Path:
@@ -180,4 +175,36 @@ def test_a_secret_in_a_base_url_or_an_option_is_refused_and_taken_from_the_envir
         assert not path.is_file() or b"lit-gateway-key-2718281828" not in path.read_bytes(), path
     model = json.loads((tmp_path / "run" / "run.json").read_text(encoding="utf-8"))["models"][0]
     assert model["endpoint"] == f"{base}/gw/${{GATEWAY_KEY}}/v1"
+    secrets.forget_all()
+
+
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+@pytest.mark.parametrize("spec", ["openai:gpt-x", "anthropic:claude-x"])
+def test_a_proxy_password_in_a_base_url_is_sent_as_basic_auth_on_either_transport(bench, tmp_path, monkeypatch,
+                                                                                   transport, spec):
+    """``https://user:${PW}@proxy/v1``: aiohttp refused the URL's credentials beside the SDK's own Authorization
+    ("Cannot combine AUTHORIZATION header"), so every call failed on the default transport; httpx sent them as Basic
+    in place of the key's Bearer header. Now both send what httpx did, and the password reaches no file."""
+    secrets.forget_all()
+    monkeypatch.setenv("GRACE_HTTP_TRANSPORT", transport)
+    monkeypatch.setenv("PROXY_PW", "lit-proxy-pw-31415926535")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-key-for-the-fake")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-key-for-the-fake")
+    with FakeAPIServer() as srv:
+        base = srv.openai_base_url if spec.startswith("openai") else srv.anthropic_base_url
+        scheme, _, rest = base.partition("://")
+        toml = tmp_path / "board.toml"
+        toml.write_text(f'[[models]]\nspec = "{spec}"\nbase_url = "{scheme}://proxy:${{PROXY_PW}}@{rest}"\n',
+                        encoding="utf-8")
+        code, printed = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", toml,
+                                  "--out", tmp_path / "run", "--no-score")
+        assert code == 0, printed
+        sent = {r.headers.get("authorization") for r in srv.requests}
+    pair = base64.b64encode(b"proxy:lit-proxy-pw-31415926535").decode()
+    assert sent == {f"Basic {pair}"}
+    rows = [json.loads(line) for line in (tmp_path / "run" / "responses.jsonl").read_text().splitlines()]
+    assert rows and all(r["error"] is None for r in rows)
+    assert "lit-proxy-pw-31415926535" not in printed
+    for path in (tmp_path / "run").rglob("*"):
+        assert not path.is_file() or b"lit-proxy-pw-31415926535" not in path.read_bytes(), path
     secrets.forget_all()

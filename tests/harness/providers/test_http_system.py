@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from harness.testing.fake_api import FakeAPIServer, Reply, bot_answer
-from tests.conftest import ROOT, SAMPLE, run_grace
+from tests.conftest import ROOT, run_grace, sample_bench
 
 N_QUESTIONS = 12
 SECRET = "tok-9f8e7d6c5b4a-very-secret"
@@ -26,11 +26,7 @@ SECRET = "tok-9f8e7d6c5b4a-very-secret"
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("httpsys")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("httpsys"), N_QUESTIONS)
 
 
 def words(text: str) -> set[str]:

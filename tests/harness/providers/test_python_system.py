@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
-from tests.conftest import ROOT, SAMPLE, run_grace
+from tests.conftest import ROOT, run_grace, sample_bench
 
 N_QUESTIONS = 12  # the first of the sample gold set (q005 must be refused)
 
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import openai
 
-from harness.api import SystemAnswer, SystemRequest
+from grace import SystemAnswer, SystemRequest
 
 ARTICLES = [json.loads(line) for line in (Path(os.environ["MY_RAG_KB"]) / "articles.jsonl").open(encoding="utf-8")]
 LLM = openai.OpenAI(base_url=os.environ["MY_RAG_LLM"], api_key="local", max_retries=0)
@@ -94,11 +94,7 @@ def returns_number(request):
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     """The sample KB and the first questions of its gold set."""
-    root = tmp_path_factory.mktemp("pysys")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("pysys"), N_QUESTIONS)
 
 
 @pytest.fixture

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
-from tests.conftest import ROOT, SAMPLE
+from tests.conftest import ROOT, sample_bench
 
 N_QUESTIONS = 6
 
@@ -27,7 +26,7 @@ import os
 import sys
 import time
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 
 def fine(request):
@@ -132,10 +131,7 @@ def huge_tokens(request):
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("boundary")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
+    root = sample_bench(tmp_path_factory.mktemp("boundary"), N_QUESTIONS)
     (root / "hostile.py").write_text(HOSTILE, encoding="utf-8")
     (root / "exits_at_import.py").write_text("import sys\nsys.exit(4)\n\n\ndef answer(request):\n    return ''\n",
                                              encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The HTTP transport: aiohttp's pool with the fast extra, httpx's when told (or without it), and the same errors on both.
+"""The HTTP transport: aiohttp's pool in every install, httpx's when told, and the same errors on both.
 
 httpx-aiohttp raises every failed connection as httpx's ``ConnectTimeout``; grace must still see a refused connection
 as a connection failure (the connection breaker, not the timeout breaker and its one-call-at-a-time fallback).
@@ -15,9 +15,6 @@ import pytest
 from harness.providers import make_provider
 from harness.providers.base import ModelSpec, ProviderError, Request, RequestContext, http_client
 from harness.testing import FakeAPIServer, Reply
-
-pytest.importorskip("aiohttp", reason="the fast extra (aiohttp, httpx-aiohttp) is not installed")
-pytest.importorskip("httpx_aiohttp", reason="the fast extra (aiohttp, httpx-aiohttp) is not installed")
 
 TRANSPORTS = ["aiohttp", "httpx"]
 
@@ -86,7 +83,19 @@ def test_a_slow_server_is_a_timeout_and_an_answer_is_an_answer_on_either_transpo
     assert completion.text == "Paris [ID: 4]"
 
 
-def test_the_sdk_client_is_aiohttp_with_the_fast_extra_and_httpx_when_told(monkeypatch):
+def test_aiohttp_and_its_httpx_adapter_are_plain_dependencies_of_grace():
+    """A plain ``pip install grace-eval`` (no extra) brings the fast transport: both packages are required without an
+    ``extra ==`` marker in the installed metadata, and the ``fast`` extra is still accepted (empty)."""
+    import re
+    from importlib.metadata import metadata, requires
+
+    plain = {re.match(r"[A-Za-z0-9._-]+", r)[0].lower() for r in requires("grace-eval") or [] if ";" not in r}
+    assert {"aiohttp", "httpx-aiohttp", "openai", "anthropic"} <= plain
+    assert "fast" in metadata("grace-eval").get_all("Provides-Extra")
+
+
+def test_the_sdk_client_is_aiohttp_by_default_and_httpx_when_told(monkeypatch):
+    monkeypatch.delenv("GRACE_HTTP_TRANSPORT", raising=False)
     async def client_of() -> str:
         provider = make_provider(ModelSpec("openai", "m", base_url="http://127.0.0.1:1/v1", api_key="k"))
         try:

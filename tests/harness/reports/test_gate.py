@@ -332,7 +332,7 @@ def test_a_report_the_typed_model_refuses_names_the_file_the_figure_and_what_it_
 
 @pytest.mark.parametrize("threshold", ["min_accuracy", "max_invalid_rate", "max_drop", "max_hallucination_rise"])
 def test_api_thresholds_are_fractions_too(tmp_path, checked, threshold):
-    from harness import api
+    import grace as api
     from harness.core.errors import GraceError
 
     with pytest.raises(GraceError, match="must be a fraction between 0 and 1"):

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-import harness as grace
+import grace
 from harness.reports.trend import Trend, trend_chart
 from harness.run_folder import RunDir
 from harness.viewer import open_viewer
@@ -193,7 +193,7 @@ def test_a_trend_is_json_the_api_reads_back(runs, tmp_path):
     path, t = grace.write_trend([runs], tmp_path / "t.json")
     data = json.loads(path.read_text())
     assert data["schema_version"] == 1 and Trend.model_validate(data) == t
-    assert {"trend", "write_trend", "Trend"} <= set(grace.API_NAMES)
+    assert {"trend", "write_trend", "Trend"} <= set(grace.__all__)
 
 
 def test_damaged_reports_are_each_left_out_by_name_and_never_plotted(runs, tmp_path):

@@ -8,7 +8,7 @@ import json
 import pytest
 from rich.console import Console
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from harness.reports import write_reports
 from harness.reports.leaderboard import COLUMNS, Column, pct

@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -65,7 +66,16 @@ def grace_cmd(bench: Path, out: Path, *extra: str) -> list[str]:
 # -- one writer -----------------------------------------------------------------------------------
 def test_a_second_process_on_a_busy_folder_is_refused_and_the_first_loses_nothing(bench):
     """Before: B appended to a file A had replaced; B exited 0 with 24 of its 100 answers on file."""
-    with FakeAPIServer(responder=cite_first_id, latency=0.4) as srv:
+    release = threading.Event()
+
+    def held_while_b_tries(body):
+        """A's answers wait until B and the report have been turned away: A is busy however slow the machine is
+        (a fixed latency let a loaded machine start B after A had finished)."""
+        if body.get("model") == "a":
+            release.wait(60)
+        return cite_first_id(body)
+
+    with FakeAPIServer(responder=held_while_b_tries) as srv:
         env = subprocess_env(srv)
         a = subprocess.Popen(grace_cmd(bench, bench / "run", "--model", "openai:a", "--concurrency", "2"),
                              cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -77,6 +87,7 @@ def test_a_second_process_on_a_busy_folder_is_refused_and_the_first_loses_nothin
                            capture_output=True, text=True, timeout=60)
         score = subprocess.run([sys.executable, "-m", "harness.cli.app", "report", str(bench / "run")], cwd=ROOT,
                                env=env, capture_output=True, text=True, timeout=60)
+        release.set()
         out_a, _ = a.communicate(timeout=60)
         assert a.returncode == 0, out_a
         # released when A ended: B now runs on the same folder
@@ -88,7 +99,7 @@ def test_a_second_process_on_a_busy_folder_is_refused_and_the_first_loses_nothin
     assert score.returncode == 2 and "being written by another grace process" in score.stderr
     got = rows(bench / "run")
     assert [r["model"] for r in got] == ["openai:a"] * 12 + ["openai:b"] * 12  # A lost nothing, B came after
-    assert len(srv.requests) == 24
+    assert len(srv.requests) == 24 and {r.body["model"] for r in srv.requests[:12]} == {"a"}
 
 
 # -- truthful resume -------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import logging
 import pytest
 from pydantic import ValidationError
 
-import harness as grace
+import grace
 from harness.run_folder import RunDir
 from harness.run_folder.report import ModelReport, SpotcheckBlock, SpotcheckModel, read_report
 from harness.run_folder.run_records import ResponseRecord, RunInfo

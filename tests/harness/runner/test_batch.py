@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import api
+import grace as api
 from harness.core.errors import GraceError
 from harness.providers import make_provider, parse_model_spec
 from harness.providers.base import Completion
@@ -402,6 +402,7 @@ batch = true
 
 
 # -- acceptance: a big leaderboard, killed between submit and collect -------------------------------------
+@pytest.mark.slow  # 6,000 batch calls, killed and collected: 54 s
 def test_two_thousand_questions_three_models_killed_between_submit_and_collect(tmp_path):
     """2,000 questions x 3 models in batch mode: submit, SIGKILL while waiting, run again, collect. Every
     answer is on file once, every request was submitted once, cost is at batch prices, and scores.jsonl

@@ -375,3 +375,41 @@ def test_cache_clear(tmp_path):
 
     code, out = run_grace("cache", "clear", "--path", path, "--yes")
     assert code == 0 and "nothing to delete" in out
+
+
+# --- the SDK imported ahead, unless the cache may answer ------------------------------------------------------
+
+def test_a_run_imports_its_sdk_ahead_unless_the_cache_holds_answers_of_its_model(bench, api, monkeypatch):
+    """The SDK (openai's: 0.8 s) is imported on a thread while the KB and retrieval load, when a call will go out;
+    a re-run the cache answers never imports it, as before; a dry run neither."""
+    import harness.core.preload
+
+    asked: list[tuple[tuple[str, ...], bool]] = []
+
+    def recording(*modules, needed=None, **kw):  # what would be imported, and the thread's own decision
+        asked.append((modules, True if needed is None else needed()))
+
+    monkeypatch.setattr(harness.core.preload, "preload", recording)
+    code, out = run_grace(*run_args(bench, "first"))
+    assert code == 0, out
+    assert asked == [(("openai", "aiohttp"), True)]  # a cache with no answer of this model: every call goes out
+    code, out = run_grace(*run_args(bench, "again"))
+    assert code == 0, out
+    assert asked[1] == (("openai", "aiohttp"), False) and all(r["cached"] for r in rows(bench / "again"))
+    code, out = run_grace(*run_args(bench, "fresh", "--no-cache"))
+    assert code == 0, out
+    assert asked[2] == (("openai", "aiohttp"), True)  # no cache reads: the calls go out
+    code, out = run_grace(*run_args(bench, "dry", "--dry-run"))
+    assert code == 0, out
+    assert len(asked) == 3  # a dry run sends nothing
+
+
+def test_any_cached_reads_the_cache_without_creating_it(tmp_path):
+    from harness.runner.cache import any_cached
+
+    path = tmp_path / "cache" / "responses.sqlite"
+    assert not any_cached(["openai:a"], path) and not path.parent.exists()
+    cache = ResponseCache(path)
+    cache.put("k1", "openai:a", {"text": "x"})
+    cache.close()
+    assert any_cached(["openai:b", "openai:a"], path) and not any_cached(["openai:b"], path)

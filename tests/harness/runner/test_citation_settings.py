@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
-from tests.conftest import SAMPLE, run_grace, write
+import grace
+from tests.conftest import run_grace, sample_bench, write
 
 N_QUESTIONS = 6
 
@@ -26,7 +26,7 @@ import os
 import re
 from pathlib import Path
 
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 ARTICLES = [json.loads(line) for line in (Path(os.environ["BOT_KB"]) / "articles.jsonl").open(encoding="utf-8")]
 
@@ -48,11 +48,7 @@ def answer(request):
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
     """The sample KB and the first questions of its gold set."""
-    root = tmp_path_factory.mktemp("citations")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N_QUESTIONS + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("citations"), N_QUESTIONS)
 
 
 @pytest.fixture
@@ -211,7 +207,7 @@ def test_import_logs_bad_citation_flags_are_clear_errors(bench, tmp_path, args, 
 
 
 CHUNK_BOT = '''
-from harness.api import SystemAnswer
+from grace import SystemAnswer
 
 
 def answer(request):
@@ -219,15 +215,6 @@ def answer(request):
 '''
 
 
-def _scoring_reads_settings() -> bool:
-    """The scorer that reads references (CORE's part of issue 39) is in this tree."""
-    import importlib.util
-
-    return importlib.util.find_spec("harness.scoring.citation_reading") is not None
-
-
-@pytest.mark.skipif(not _scoring_reads_settings(), reason="the scorer's reference reading (harness.scoring."
-                    "citation_reading, issue 39's scoring part) is not in this tree yet")
 def test_the_scorer_reads_each_models_settings_from_run_json_and_a_changed_map_is_used(bench, bot):
     """The settings reach the scorer: the bot's chunk IDs are read through its map (``how`` = mapping), and after
     the map is edited, ``grace score`` warns and reads the new one."""

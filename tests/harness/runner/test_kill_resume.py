@@ -17,6 +17,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from harness.testing import FakeAPIServer, cite_first_id
 from tests.conftest import ROOT, small_bench
 
@@ -56,6 +58,7 @@ def _lines(run: Path) -> int:
         return 0
 
 
+@pytest.mark.slow  # three processes, two killed: 13 s
 def test_a_run_killed_twice_mid_calls_resumes_without_asking_again_what_was_answered(tmp_path):
     bench = small_bench(tmp_path, QUESTIONS, [])
     run = tmp_path / "run"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from harness.runner.limits import RateLimiter, backoff_delay
 
 
@@ -31,13 +33,30 @@ def test_requests_per_minute_limit_makes_the_next_call_wait():
     assert burst < 0.5 and total >= 0.9
 
 
-def test_unlimited_limiter_never_waits():
-    async def go() -> None:
-        lim = RateLimiter()
-        for _ in range(1000):
+def test_unlimited_limiter_never_waits(monkeypatch):
+    """No limit: a thousand calls of any size go without one sleep; under a limit the call after the bucket's
+    last token sleeps (the planted case, so the check can fail)."""
+
+    class Slept(Exception):
+        pass
+
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        raise Slept
+
+    monkeypatch.setattr("harness.runner.limits.asyncio.sleep", sleep)
+
+    async def go(lim: RateLimiter, calls: int) -> None:
+        for _ in range(calls):
             await lim.acquire(10_000)
 
-    asyncio.run(go())
+    asyncio.run(go(RateLimiter(), 1000))
+    assert slept == []
+    with pytest.raises(Slept):
+        asyncio.run(go(RateLimiter(rpm=1), 2))
+    assert len(slept) == 1 and slept[0] > 50  # a minute's one token, minus the moment since
 
 
 # -- the timeout breaker: a server that accepts calls and answers none stops the model -------------------------------

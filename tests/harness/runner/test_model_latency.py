@@ -45,6 +45,7 @@ def read(run: Path, name: str) -> dict:
     return json.loads((run / name).read_text())
 
 
+@pytest.mark.slow  # a one-slot server queueing 8: 13 s
 def test_a_one_slot_server_at_concurrency_8_shows_the_models_own_time_its_queue_apart_and_a_warning(bench, local_env):
     """Issue 47: p50 latency 12.8 s at concurrency 2 over two one-slot servers, 76.6 s at concurrency 8 against one."""
     with FakeAPIServer(responder=cite_first_id, latency=SERVICE_S, local=LocalServer(slots=1)) as srv:
@@ -110,6 +111,7 @@ def test_a_one_slot_server_at_concurrency_8_shows_the_models_own_time_its_queue_
     assert again["latency"]["p50_ms"] == m["latency"]["p50_ms"] and "serving" not in again  # nothing was asked
 
 
+@pytest.mark.slow  # a timed server: 13 s
 def test_the_servers_own_timings_are_the_models_time(bench, local_env):
     with FakeAPIServer(responder=cite_first_id, latency=SERVICE_S, local=LocalServer(slots=1, timings=True)) as srv:
         local_env(srv)

@@ -1,4 +1,5 @@
-"""A model on several endpoints (replicas): calls spread over them, one that dies is dropped and named, none asked twice.
+"""A model on several endpoints (replicas): calls spread over them, one that dies or answers no answer is dropped and
+named, none asked twice.
 
 Real parts throughout: ``grace run`` with a leaderboard TOML, the openai SDK, three fake API servers, one of which
 dies mid-run as a crashed server does (what is in flight cut off, new connections refused).
@@ -12,7 +13,8 @@ from collections import Counter
 
 import pytest
 
-from harness.testing import FakeAPIServer, cite_first_id
+from harness.core.breakers import BREAKER_AFTER
+from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import run_grace, small_bench, write
 
 QUESTIONS = 60
@@ -159,3 +161,60 @@ def test_a_replica_that_accepts_and_never_answers_is_dropped_while_the_other_ans
     assert info["counts"]["openai:replicated"]["in_flight_limit"] is None
     dropped = {r["url"]: r["dropped"] for r in info["models"][0]["replicas"]}
     assert dropped[urls[0]] is None and "timeouts in a row" in dropped[urls[1]]
+
+
+BROKEN = {  # a replica whose every call gets no answer, the three ways a broken server or the proxy before it says so
+    "HTTP 500": (lambda body: Reply.error(500, "upstream model crashed"), "server errors"),
+    "garbage JSON": (lambda body: Reply.malformed(), "unreadable replies"),
+    "an HTML page": (lambda body: Reply.not_json(), "unreadable replies"),
+}
+
+
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_a_replica_that_answers_no_answer_is_dropped_named_and_its_questions_answered_by_the_live_one(bench, monkeypatch,
+                                                                                                     broken):
+    responder, said = BROKEN[broken]
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with FakeAPIServer(latency=0.05, responder=cite_first_id) as ok, FakeAPIServer(responder=responder) as bad:
+        urls = [ok.openai_base_url, bad.openai_base_url]
+        config = toml(bench / "models.toml", urls)
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
+                              "--concurrency", "4", "--out", bench / "run", "--no-score")
+        to_ok, to_bad = len(ok.requests), len(bad.requests)
+    assert code == 0, out
+    rows = rows_of(bench / "run")
+    assert Counter(r["question_id"] for r in rows) == Counter({f"q{i}": 1 for i in range(QUESTIONS)})
+    assert all(r["error"] is None and "[ID:" in r["response"] for r in rows)
+    assert to_ok == QUESTIONS  # each question asked of the live replica once: none lost, none asked twice there
+    # dropped at the breaker: BREAKER_AFTER failures in a row, plus what was in flight, or sent before the live one
+    # had answered anything (at most one call per worker)
+    assert BREAKER_AFTER <= to_bad <= BREAKER_AFTER + 4
+    assert f"replica {urls[1]} dropped after" in out and said in out and "going on with 1 of 2 replicas" in out
+    info = json.loads((bench / "run" / "run.json").read_text())
+    replicas = {r["url"]: r for r in info["models"][0]["replicas"]}
+    assert replicas[urls[0]] == {"url": urls[0], "answered": QUESTIONS, "dropped": None}
+    assert replicas[urls[1]]["answered"] == 0 and said in replicas[urls[1]]["dropped"]
+    assert info["counts"]["openai:replicated"]["stopped"] is None
+    code, out = run_grace("score", bench / "run" / "responses.jsonl", "--gold", bench / "gold.csv", "--kb",
+                          bench / "kb", "--out", bench / "run")
+    assert code == 0, out
+    warnings = json.loads((bench / "run" / "report.json").read_text())["warnings"]
+    assert [w for w in warnings if "was dropped" in w] == [
+        f"openai:replicated: replica {urls[1]} was dropped ({replicas[urls[1]]['dropped']}); the other replicas "
+        "answered its questions"]
+
+
+def test_when_every_replica_answers_no_answer_none_is_dropped_and_the_model_fails_as_on_one_endpoint(bench, monkeypatch):
+    monkeypatch.setenv("FAKE_KEY", "k")
+    with FakeAPIServer(responder=lambda body: Reply.error(500)) as a, \
+            FakeAPIServer(responder=lambda body: Reply.error(500)) as b:
+        config = toml(bench / "models.toml", [a.openai_base_url, b.openai_base_url])
+        code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", config,
+                              "--concurrency", "10", "--out", bench / "run", "--no-score", "--max-attempts", "2")
+        sent = len(a.requests) + len(b.requests)
+    assert "dropped" not in out
+    rows = rows_of(bench / "run")
+    assert len(rows) == QUESTIONS and all(r["error"]["kind"] == "server" for r in rows)
+    assert sent == 2 * QUESTIONS  # each call's two attempts, as on one endpoint: no extra call for being replicated
+    entry = json.loads((bench / "run" / "run.json").read_text())["models"][0]
+    assert all(r["dropped"] is None for r in entry["replicas"])

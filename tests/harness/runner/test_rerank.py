@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import api
+import grace as api
 from harness.core.errors import WorkFailed
 from harness.run_folder import RunDir
 from harness.runner.rerank import load_rerank_template, parse_ranking

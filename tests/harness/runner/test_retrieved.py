@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness import api
+import grace as api
 from harness.run_folder import RunDir
 from tests.conftest import run_grace, small_bench, write
 

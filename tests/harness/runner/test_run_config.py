@@ -18,7 +18,7 @@ def bench(tmp_path_factory):
 
 
 def test_every_run_option_is_a_field_and_a_keyword_once():
-    import harness as grace
+    import grace
     from harness.cli.run import run as command
 
     flags = [p.name for p in command.params if p.name != "help"]

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-import harness as grace
+import grace
 from tests.conftest import SAMPLE, run_grace
 
 MODELS = ["-m", "baseline:top1", "-m", "baseline:threshold"]

@@ -213,6 +213,7 @@ price_output = 2.0
     assert r["cost_usd"] == pytest.approx((r["input_tokens"] * 1.0 + r["output_tokens"] * 2.0) / 1e6)
 
 
+@pytest.mark.slow  # a run interrupted and resumed in processes: 10 s
 def test_ctrl_c_keeps_finished_responses_and_resume_calls_only_the_rest(bench):
     with FakeAPIServer(responder=cite_first_id, latency=1.0) as srv:
         env = {**os.environ, "OPENAI_BASE_URL": srv.openai_base_url, "OPENAI_API_KEY": "x", "PYTHONUNBUFFERED": "1"}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.testing import FakeAPIServer, prompt_text
 from tests.conftest import run_grace, small_bench, write
 

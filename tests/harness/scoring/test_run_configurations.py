@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.core.errors import GraceError
 from harness.testing import FakeAPIServer, prompt_text
 from tests.conftest import run_grace, small_bench

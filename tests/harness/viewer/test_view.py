@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import harness as grace
+import grace
 from harness.viewer import open_viewer
 from harness.web import make_server
 from tests.conftest import ROOT, run_grace
@@ -308,7 +308,7 @@ def test_export_writes_a_self_contained_folder(built, tmp_path):
 
 
 def test_view_and_compare_are_commands_and_api_names():
-    assert {"view", "export_view", "compare_runs", "compare_models", "Comparison"} <= set(grace.API_NAMES)
+    assert {"view", "export_view", "compare_runs", "compare_models", "Comparison"} <= set(grace.__all__)
     code, out = run_grace("--help")
     assert code == 0 and "view" in out and "compare" in out
 

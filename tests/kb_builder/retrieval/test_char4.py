@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness import api
+import grace as api
 from harness.core.errors import GraceError
 from kb_builder import language as lang
 from kb_builder.retrieval import canonical_embedder, default_embedder

@@ -42,7 +42,7 @@ class DemoProvider(Provider):
 
     async def complete(self, request: Request) -> Completion:
         if self._client is None:  # made on the first call, inside the run's event loop
-            # httpx's interface on aiohttp's pool (grace's fast extra): flat CPU per call at hundreds of connections
+            # httpx's interface on aiohttp's pool: flat CPU per call at hundreds of connections
             self._client = http_client(timeout=self.timeout_s)
         url = type(self).endpoint(self.spec).rstrip("/") + "/chat/completions"
         body = {"model": self.spec.model, "messages": request.messages, **self.spec.params, **request.params}

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-import harness as grace
-from tests.conftest import ROOT, checkout_grace
+import grace
+from tests.conftest import ROOT
 
 
 def readme_example() -> str:
@@ -18,7 +18,6 @@ def readme_example() -> str:
 
 def test_the_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    checkout_grace()  # the example's ``import grace``: this checkout's, installed or not
     code = readme_example().replace("benchmarks/sample", str(ROOT / "benchmarks" / "sample"))
     scope: dict = {}
     exec(compile(code, "docs/how-to/python-api.md", "exec"), scope)  # noqa: S102 - the documented example, as a user runs it
@@ -41,21 +40,9 @@ def test_errors_are_grace_errors_and_unscored_runs_say_so(tmp_path):
         _ = run.leaderboard
 
 
-def test_one_export_list_and_every_name_in_it_resolves():
-    import harness.api as api
-
-    assert list(api.__all__) == list(grace.API_NAMES)
-    for name in grace.__all__:
-        assert getattr(grace, name) is not None, name
-    for name in grace.API_NAMES:
-        assert getattr(grace, name) is getattr(api, name), name
-    defined = {n for n, v in vars(api).items() if not n.startswith("_") and getattr(v, "__module__", "") == api.__name__
-               and callable(v)}
-    assert defined - set(grace.API_NAMES) == set(), "a public name of harness.api missing from API_NAMES"
-
-
 def test_every_workflow_is_in_the_api():
-    """A workflow (harness.workflows: one function per command) is callable from Python as ``grace.NAME``."""
+    """A workflow (harness.workflows: one function per command) is callable from Python as ``grace.NAME``, and
+    every name a workflow module lists in ``__all__`` is ``grace.NAME``, the same object."""
     import importlib
     import inspect
 
@@ -63,21 +50,9 @@ def test_every_workflow_is_in_the_api():
         module = importlib.import_module(f"harness.workflows.{path.stem}")
         for name, value in vars(module).items():
             if not name.startswith("_") and inspect.isfunction(value) and value.__module__ == module.__name__:
-                assert name in grace.API_NAMES and getattr(grace, name) is value, f"{module.__name__}.{name}"
-
-
-def test_the_api_is_the_workflows_lists():
-    """``grace.API_NAMES`` is read from each workflow module's ``__all__``: a new workflow needs no list edited."""
-    import importlib
-
-    from harness.workflows import api_names
-
-    names = api_names()
-    for module in sorted(set(names.values())):
-        listed = getattr(importlib.import_module(f"harness.workflows.{module}"), "__all__", None)
-        if listed is not None:
-            assert sorted(n for n, m in names.items() if m == module) == sorted(listed), module
-    assert list(grace.API_NAMES) == sorted(names)
+                assert name in grace.__all__ and getattr(grace, name) is value, f"{module.__name__}.{name}"
+        for name in getattr(module, "__all__", ()):
+            assert name in grace.__all__ and getattr(grace, name) is getattr(module, name), f"{module.__name__}.{name}"
 
 
 def test_every_command_is_found_in_its_module():

@@ -1,30 +1,49 @@
-"""``import grace``: grace's Python API, every name imported here by name so editors and type checkers see it.
+"""grace's Python API: what the ``grace`` commands do, callable from a script or a notebook.
 
-The functions and typed results of :mod:`harness.api` (each workflow's ``__all__``,
-:mod:`harness.workflows`), with their real signatures: ``grace.run(kb, gold, models,
-out=...)`` is :func:`harness.workflows.run.run` itself, so a type checker checks a call and an
-editor completes it. ``py.typed`` beside this file (and in harness, kb_builder, annotations)
-says the types are meant to be read.
+Each CLI command parses its options and makes one call to a function here, so a
+notebook gets exactly what the command line gets::
 
-This folder installs as the top-level package ``grace`` (``pyproject.toml``: found under
-``harness/``, left out of ``harness``), so the distribution, the CLI and the import share one
-name. Importing it loads every workflow module (about 0.4 s, once); the four types a workflow
-itself loads on first use (``Board``, ``Comparison``, ``SpotcheckOptions``, ``Trend``: numpy and
-the scorer) are imported under ``TYPE_CHECKING`` and loaded on first use here too. The ``grace``
-command never imports this package: it goes through ``harness``, whose names all load on first
-use (``import harness as grace`` keeps working, with the same objects).
-``tests/harness/grace/test_grace_package.py`` holds the two lists equal and prints the line a new name needs.
+    import grace
+
+    kb = grace.build_kb("handbook/", "kb")
+    result = grace.run("kb", "gold.csv", ["baseline:top1", "baseline:threshold"], out="runs/first")
+    board = result.leaderboard            # typed rows, best first
+    df = board.to_pandas()                # or board.to_records() for plain dicts
+    run = grace.load_run("runs/first")    # any scored folder, later
+
+Errors in the inputs raise :class:`GraceError` with the file, line and fix.
+Progress bars show only when asked (``progress=True``); notices go to the
+``grace`` logger.
+
+Every name is imported here by name, so ``help(grace)``, an editor and a type
+checker (this package ships ``py.typed``) all see the same list with its real
+signatures. The functions are the workflows (``harness.workflows``: one module
+per command); the types a ``python:`` system or a provider plugin writes against
+(:class:`SystemRequest`, :class:`SystemAnswer`, :class:`Provider`,
+:class:`Request`, :class:`Completion`, :class:`KB`, :class:`Article`,
+:class:`Hit`, ...) are here too, so nothing a user writes imports ``harness``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-# help(grace.run) lists the run options: harness.api gives run RunConfig's fields as its signature on first use
-from harness.api import run as _run_with_its_options  # noqa: F401
 from harness.core.errors import GraceError as GraceError
 from harness.core.errors import WorkFailed as WorkFailed
 from harness.core.version import __version__ as __version__
+from harness.providers.base import Completion as Completion
+from harness.providers.base import ErrorKind as ErrorKind
+from harness.providers.base import ModelSpec as ModelSpec
+from harness.providers.base import Provider as Provider
+from harness.providers.base import ProviderError as ProviderError
+from harness.providers.base import Request as Request
+from harness.providers.base import RequestContext as RequestContext
+from harness.providers.base import RunContext as RunContext
+from harness.providers.base import http_client as http_client
+from harness.providers.base import missing_key as missing_key
+from harness.providers.base import require_sdk as require_sdk
+from harness.providers.base import sdk_http_client as sdk_http_client
+from harness.providers.base import sdk_installed as sdk_installed
+from harness.web.run import listen as listen
+from harness.web.run import serve as serve
 from harness.workflows.annotate import Agreement as Agreement
 from harness.workflows.annotate import LabellingApp as LabellingApp
 from harness.workflows.annotate import ReviewingApp as ReviewingApp
@@ -37,9 +56,11 @@ from harness.workflows.annotate import open_review as open_review
 from harness.workflows.annotate import open_review_team as open_review_team
 from harness.workflows.annotate import suggest_labels as suggest_labels
 from harness.workflows.annotate import validate_gold as validate_gold
+from harness.workflows.board import Board as Board
 from harness.workflows.board import combine_runs as combine_runs
 from harness.workflows.board import write_board as write_board
 from harness.workflows.calls import ModelCalls as ModelCalls
+from harness.workflows.compare import Comparison as Comparison
 from harness.workflows.compare import compare_models as compare_models
 from harness.workflows.compare import compare_runs as compare_runs
 from harness.workflows.curate_app import CuratingApp as CuratingApp
@@ -86,54 +107,51 @@ from harness.workflows.score import report as report
 from harness.workflows.score import score as score
 from harness.workflows.spotcheck import MetaEval as MetaEval
 from harness.workflows.spotcheck import Spotcheck as Spotcheck
+from harness.workflows.spotcheck import SpotcheckOptions as SpotcheckOptions
 from harness.workflows.spotcheck import calibrate_judge as calibrate_judge
 from harness.workflows.spotcheck import meta_eval_judge as meta_eval_judge
 from harness.workflows.spotcheck import spotcheck_run as spotcheck_run
 from harness.workflows.systems import SystemAnswer as SystemAnswer
 from harness.workflows.systems import SystemRequest as SystemRequest
+from harness.workflows.trend import Trend as Trend
 from harness.workflows.trend import trend as trend
 from harness.workflows.trend import write_trend as write_trend
 from harness.workflows.view import export_view as export_view
 from harness.workflows.view import view as view
-
-if TYPE_CHECKING:  # the types whose workflow loads them on first use (numpy and the scorer), as it does
-    from harness.workflows.board import Board as Board
-    from harness.workflows.compare import Comparison as Comparison
-    from harness.workflows.spotcheck import SpotcheckOptions as SpotcheckOptions
-    from harness.workflows.trend import Trend as Trend
+from kb_builder.build import BuildResult as BuildResult
+from kb_builder.gold import GoldSet as GoldSet
+from kb_builder.gold import load_gold as load_gold
+from kb_builder.kb_records import Article as Article
+from kb_builder.lint import LintReport as LintReport
+from kb_builder.references import Resolution as Resolution
+from kb_builder.retrieval import Hit as Hit
+from kb_builder.retrieval.evaluate import RetrievalComparison as RetrievalComparison
+from kb_builder.store import KB as KB
 
 __all__ = [
-    "GraceError", "WorkFailed", "__version__", "Agreement", "Board", "Comparison", "CuratingApp", "Curation",
-    "CurationConflict", "CurationEdit", "Drawn", "ExportAttempt", "GoldDraft", "GoldMigration", "ImportLogsConfig",
-    "ImportResult", "KbEdit", "LabellingApp", "Leaderboard", "LeaderboardRow", "MetaEval", "ModelCalls",
-    "ProviderInfo", "ReviewingApp", "Run", "RunResult", "Spotcheck", "SpotcheckOptions", "Suggested",
-    "SystemAnswer", "SystemRequest", "Trend", "agree_labels", "audit_gold", "build_kb", "calibrate_judge",
-    "check_gate", "combine_runs", "compare_models", "compare_runs", "curation_edits", "edit_kb", "eval_retrieval", "export_run",
-    "export_view", "generate_gold", "gold_stats", "import_logs", "index_kb", "lint_kb", "list_providers", "load_kb",
-    "load_run", "log_exports", "meta_eval_judge", "migrate_gold", "open_curating", "open_curation",
-    "open_labelling", "open_review", "open_review_team", "propose_fixes", "question_table", "report", "resolve_references", "retry_exports", "run",
-    "sample_questions", "score", "search", "spotcheck_run", "suggest_labels", "trend", "validate_gold", "view",
-    "write_board", "write_trend"
+    # running, scoring, reading results
+    "run", "score", "report", "load_run", "RunResult", "Run", "Leaderboard", "LeaderboardRow", "check_gate",
+    "compare_runs", "compare_models", "Comparison", "combine_runs", "write_board", "Board", "trend", "write_trend",
+    "Trend", "view", "export_view", "export_run", "log_exports", "retry_exports", "question_table", "ExportAttempt",
+    "import_logs", "ImportLogsConfig", "ImportResult", "sample_questions", "Drawn", "list_providers", "ProviderInfo",
+    "ModelCalls",
+    # the KB
+    "build_kb", "index_kb", "load_kb", "search", "resolve_references", "lint_kb", "eval_retrieval", "KB", "Article",
+    "Hit", "Resolution", "BuildResult", "LintReport", "RetrievalComparison",
+    # curating it
+    "open_curating", "propose_fixes", "CuratingApp", "edit_kb", "curation_edits", "open_curation", "KbEdit",
+    "Curation", "CurationEdit", "CurationConflict",
+    # gold labels and the judge
+    "load_gold", "GoldSet", "audit_gold", "suggest_labels", "validate_gold", "gold_stats", "agree_labels", "open_labelling", "open_review",
+    "open_review_team", "Agreement", "LabellingApp", "ReviewingApp", "Suggested", "generate_gold", "migrate_gold",
+    "GoldDraft", "GoldMigration", "spotcheck_run", "calibrate_judge", "meta_eval_judge", "Spotcheck",
+    "SpotcheckOptions", "MetaEval",
+    # serving the web apps an open_* call returns (their .app)
+    "listen", "serve",
+    # your own system (python: SYSTEM) and provider plugins
+    "SystemRequest", "SystemAnswer", "Provider", "Request", "RequestContext", "Completion", "ModelSpec",
+    "ProviderError", "ErrorKind", "RunContext", "http_client", "missing_key", "require_sdk", "sdk_installed",
+    "sdk_http_client",
+    # errors
+    "GraceError", "WorkFailed", "__version__",
 ]
-
-API_NAMES: tuple[str, ...] = tuple(n for n in __all__ if n not in ("GraceError", "WorkFailed", "__version__"))
-"""The API's names in order, as ``harness.API_NAMES``."""
-
-_DEFERRED = {"Board": "board", "Comparison": "compare", "SpotcheckOptions": "spotcheck",
-             "Trend": "trend"}  # name -> workflow module
-
-
-def __getattr__(name: str) -> Any:
-    """``grace.Board``, ``grace.Comparison``, ``grace.SpotcheckOptions``, ``grace.Trend``: from their workflow module
-    on first use."""
-    if name not in _DEFERRED:
-        raise AttributeError(f"module 'grace' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"harness.workflows.{_DEFERRED[name]}"), name)
-    globals()[name] = value  # looked up once
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
