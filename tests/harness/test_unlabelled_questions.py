@@ -109,6 +109,9 @@ def test_the_api_returns_the_agreement_and_the_report_without_accuracy(bench):
     usable = {s.question_id: s.suggested for s in result.suggestions if s.usable}
     assert 0 < len(usable) < len(result.suggestions) == 10
     assert usable == {q: next(iter(v.values())) for q, v in labels.items() if len(set(v.values())) == 1}
+    scored = grace.score(bench / "runs" / "api" / "responses.jsonl", bench / "questions.csv", bench / "kb",
+                         bench / "rescored")  # grace score takes the questions alone too
+    assert scored.report.unlabelled is not None and all(m.accuracy is None for m in scored.report.models.values())
     labelled = grace.run(kb=bench / "kb", gold=bench / "gold.csv", out=bench / "runs" / "gold",
                          models=["baseline:top1"])
     assert labelled.suggestions is None and labelled.run.report.unlabelled is None
