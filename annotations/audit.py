@@ -28,9 +28,9 @@ class AuditResult:
 def audit_gold(gold: str | Path, kb, run: str | Path, out: str | Path | None = None, *, min_voters: int = MIN_VOTERS,
                min_swaps: int = MIN_SWAPS) -> AuditResult:
     """Audit ``gold`` (labelled rows only) against the models of ``run`` (a folder or responses file)."""
-    from kb_builder.gold import read_gold
+    from kb_builder.gold import load_gold, require_labels
 
-    questions = read_gold(gold)
+    questions = list(require_labels(load_gold(gold), "an audit of the labels").questions)
     kb.check_cited(questions, gold)  # first: a ghost ID is a broken row to fix, not a label to advise on
     votes, models = load_votes(run, kb.by_id)
     suspects = audit(questions, votes, {a.id: a.title for a in kb.articles}, min_voters=min_voters, min_swaps=min_swaps)

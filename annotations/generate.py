@@ -214,8 +214,10 @@ def generate_draft(kb, model: str, out: str | Path, *, per_article: int = 3, ref
     language = kb.manifest.language  # questions are written, and checked, in the KB's language
     tmpl = load_generator_template(template, language)
     opts = (options or ModelOptions()).with_default_timeout(timeout)
-    spec, provider = ready_model(model, role="generator", options=opts, prices=prices)
-    lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options, language=language)
+    # a dry run estimates without a key, as every dry run does: a missing key or SDK is a warning then
+    spec, provider = ready_model(model, role="generator", options=opts, prices=prices, ready=not dry_run)
+    lab = make_labeler(labeler or model, timeout=timeout, prices=prices, options=options, language=language,
+                       ready=not dry_run)
     settings = call_settings(concurrency, max_attempts, read_cache)
     settings.redactor = redactor
     articles = list(kb.articles)

@@ -206,10 +206,12 @@ class Labeler:
 
 def make_labeler(text: str, *, timeout: float | None = None, prices: Path | None = None,
                  template: str | None = None, options: ModelOptions | None = None,
-                 language: str | None = None) -> Labeler:
-    """The labeler ``text`` names, asked with ``template``, else with ``labeler.v1`` in ``language`` (the KB's)."""
+                 language: str | None = None, ready: bool = True) -> Labeler:
+    """The labeler ``text`` names, asked with ``template``, else with ``labeler.v1`` in ``language`` (the KB's);
+    ``ready=False`` (a dry run) warns of a missing key or SDK instead of refusing."""
     opts = (options or ModelOptions()).with_default_timeout(timeout)
-    spec, provider = ready_model(text, role="labeler", options=opts, prices=prices, offline=OFFLINE_LABELERS)
+    spec, provider = ready_model(text, role="labeler", options=opts, prices=prices, offline=OFFLINE_LABELERS,
+                                 ready=ready)
     return Labeler(spec, provider, load_labeler_template(template, language))
 
 

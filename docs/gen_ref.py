@@ -7,8 +7,10 @@ comment on the field's line (or the comment lines just above it) in the class's 
 
 Used two ways:
 
-- as a MkDocs hook (``hooks:`` in mkdocs.yml): ``on_files`` adds the generated page to the site;
-- as a script: ``python docs/gen_ref.py`` prints the page (``--check`` exits 1 if a model cannot be found).
+- as a MkDocs hook (``hooks:`` in mkdocs.yml): ``on_files`` puts the page, rendered afresh, on the site;
+- as a script: ``python docs/gen_ref.py`` prints the page (``--check`` exits 1 if a model cannot be found),
+  ``--write`` writes both pages into docs/reference/, where they are committed so that links to them work on the
+  code host too (tests/docs/test_docs.py fails when a committed page is behind the code).
 
 It writes the Python API page too (``reference/python-api.md``): one mkdocstrings block per name of
 ``grace.__all__``, found where it is defined, so the page follows the code when a function moves.
@@ -380,7 +382,8 @@ def render() -> str:
         out += ["", f"### `{fmt.path}`", "", fmt.about, ""]
         for kind, sub in section_models(cls, seen):
             name, where = kind.__name__, f"`{kind.__module__}.{kind.__qualname__}`"
-            out += ["", f"#### {name} {{#{_anchor(name)}}}", "", f"Defined in {where}.", ""]
+            # the class name alone: its natural anchor (#curationedit) is the same on the site and the code host
+            out += ["", f"#### {name}", "", f"Defined in {where}.", ""]
             doc = _doc(kind)
             if doc:
                 out += [doc, ""]
@@ -412,7 +415,8 @@ def render_api() -> str:
            "[Use grace from Python](../how-to/python-api.md) shows them at work. This page is generated from",
            "`grace.__all__` and each name's docstring.", ""]
     out += ["| name | defined in |", "| --- | --- |"]
-    out += [f"| [`grace.{name}`](#{path}) | `{path.rsplit('.', 1)[0]}` |" for name, path in api_objects()]
+    # names, not links: the anchors are mkdocstrings' (the site's contents list them), which the code host lacks
+    out += [f"| `grace.{name}` | `{path.rsplit('.', 1)[0]}` |" for name, path in api_objects()]
     for _, path in api_objects():
         out += ["", f"::: {path}", "    options:", "      show_root_full_path: false", "      heading_level: 2",
                 "      filters: [\"!^_\"]"]
@@ -427,9 +431,18 @@ def on_files(files: Any, config: Any) -> Any:
 
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    files.append(File.generated(config, PAGE, content=render()))
-    files.append(File.generated(config, API_PAGE, content=render_api()))
+    for path, content in ((PAGE, render()), (API_PAGE, render_api())):
+        committed = files.get_file_from_path(path)
+        if committed is not None:  # the committed copy, for the code host; the site gets the page as the code is now
+            files.remove(committed)
+        files.append(File.generated(config, path, content=content))
     return files
+
+
+def write_pages() -> None:
+    """``--write``: the committed copies of the generated pages, brought up to the code."""
+    for path, content in ((PAGE, render()), (API_PAGE, render_api())):
+        (ROOT / "docs" / path).write_text(content, encoding="utf-8")
 
 
 if __name__ == "__main__":
@@ -439,5 +452,7 @@ if __name__ == "__main__":
     except LookupError as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)
-    if "--check" not in sys.argv:
+    if "--write" in sys.argv:
+        write_pages()
+    elif "--check" not in sys.argv:
         sys.stdout.write(page)

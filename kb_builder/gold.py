@@ -7,6 +7,13 @@ user who asks (``;``-separated; a citation of an article whose ``audience`` has 
 ``forbidden_citation``), and ``category``, the slice the report shows accuracy for. Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
 ``draft`` (a file still being labelled in ``grace annotate``, or questions ``grace gold generate``
 proposed that no person has accepted yet) are not gold yet and are left out.
+
+A file with questions and no label at all (only ``question_id, question``; label columns left empty; every row
+``status=unlabelled``) is a *question set*: :func:`load_gold` reads it as questions with no label
+(:attr:`GoldSet.labelled` false), which ``grace run`` asks and the scorer reports without accuracy, since a team
+starts with questions and no gold. A file mixing labelled rows with unlabelled ones is gold in the making: an
+unlabelled row must then say so (``status=unlabelled``) and is left out, so a forgotten label is an error, not a
+question silently dropped. What needs labels (an audit, PPI's human file) asks :func:`require_labels`.
 Every reader of gold files goes through here so a bad row
 gets the same clear message (file, line, what to fix) wherever it is read.
 """
@@ -87,6 +94,11 @@ class GoldQuestion(GoldRecord):
     groups: list[str] | None = None
     # the question's category (report slices); "(no category)" when the cell is empty; null: no column
     category: str | None = None
+
+    @property
+    def labelled(self) -> bool:
+        """False for a question of a question set (see :func:`load_gold`): neither citations nor must_refuse."""
+        return self.must_refuse or bool(self.expected_citations)
 
     @property
     def label(self) -> str:
@@ -201,7 +213,8 @@ def check_label(path: Path, rec: GoldRecord, *, required: bool = True) -> None:
 def no_label(path: Path, line: int, qid: str) -> str:
     """What a gold row with no label is told."""
     return (f"{where(path, line)}: question {qid!r} has no {EXPECTED_CITATIONS} and {MUST_REFUSE} is false; "
-            f"give the answering article ID(s) or set {MUST_REFUSE} to true")
+            f"give the answering article ID(s) or set {MUST_REFUSE} to true, or set its {STATUS} to unlabelled to "
+            "leave it out (a file where no row has a label runs as questions, without accuracy)")
 
 
 @dataclass(frozen=True)
@@ -215,6 +228,20 @@ class GoldSet:
     path: Path
     hash: str  # file_hash's form: the first 16 hex digits of the SHA-256 of the bytes
     questions: tuple[GoldQuestion, ...]
+
+    @property
+    def labelled(self) -> bool:
+        """True for gold (every question labelled), False for a question set (no question labelled)."""
+        return any(q.labelled for q in self.questions)
+
+
+def require_labels(gold: GoldSet, what: str) -> GoldSet:
+    """``gold`` itself when it is labelled; a question set is told that ``what`` needs labels and how to get them."""
+    if not gold.labelled:
+        raise GraceError(f"{gold.path}: {what} needs labelled questions, and this file's {len(gold.questions)} "
+                         f"question(s) carry no label ({EXPECTED_CITATIONS} or {MUST_REFUSE}); label them first "
+                         "(grace annotate KB --questions FILE --out gold.csv; docs: Label gold cheaply)")
+    return gold
 
 
 def load_gold(path: str | Path) -> GoldSet:
@@ -235,18 +262,39 @@ def read_gold(path: str | Path) -> list[GoldQuestion]:
 
 
 def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
-    out: list[GoldQuestion] = []
+    header, rows = read_table(path, QUESTION_COLUMNS, text)
+    missing = [c for c in LABEL_COLUMNS if c not in header]
+    if len(missing) == 1:  # one label column without the other: a misspelt header, not a question set
+        raise GraceError(f"{where(path, 1)}: missing column(s) {missing[0]}; the header has {', '.join(header)} "
+                         f"(a gold file needs both {' and '.join(LABEL_COLUMNS)}; a file of questions to run "
+                         "without labels needs neither)")
+    records: list[tuple[GoldRecord, str, Row]] = []
     seen: dict[str, int] = {}
-    for line, row in read_table(path, REQUIRED_COLUMNS, text)[1]:
-        if (row.get(STATUS) or "").strip().lower() in SKIP_STATUSES:
-            continue  # written by `grace annotate` so a half-labelled file resumes; not gold yet
-        rec = parse_row(path, line, row, seen=seen)
-        check_label(path, rec)
-        out.append(GoldQuestion(**vars(rec), groups=parse_groups(row.get(GROUPS), path, line),
-                                category=(row.get(CATEGORY) or "").strip() or NO_CATEGORY if CATEGORY in row else None))
-    if not out:
-        raise GraceError(f"{path}: no questions found")
-    return out
+    for line, row in rows:
+        status = (row.get(STATUS) or "").strip().lower()
+        records.append((parse_row(path, line, row, seen=seen), status, (line, row)))
+    gold = [(rec, status, raw) for rec, status, raw in records
+            if status not in SKIP_STATUSES and (rec.must_refuse or rec.expected_citations)]
+    if gold:  # gold, perhaps in the making: an unlabelled row must say so (status), a labelled one must be sound
+        kept = [(rec, raw) for rec, status, raw in records if status not in SKIP_STATUSES]
+        for rec, _ in kept:
+            check_label(path, rec)
+        return [_question(path, rec, raw) for rec, raw in kept]
+    # a question set: no row carries a label (drafts' proposed labels are nobody's yet, and not asked)
+    questions = [_question(path, GoldRecord(rec.question_id, rec.question, expected_answer=rec.expected_answer,
+                                            notes=rec.notes, line=rec.line, extra=rec.extra), raw)
+                 for rec, status, raw in records if status != "draft"]
+    if not questions:
+        drafts = f": its {len(records)} row(s) are drafts (status=draft), not gold until accepted in grace annotate " \
+                 "--from-gold" if records else ""
+        raise GraceError(f"{path}: no questions found{drafts}")
+    return questions
+
+
+def _question(path: Path, rec: GoldRecord, raw: Row) -> GoldQuestion:
+    line, row = raw
+    return GoldQuestion(**vars(rec), groups=parse_groups(row.get(GROUPS), path, line),
+                        category=(row.get(CATEGORY) or "").strip() or NO_CATEGORY if CATEGORY in row else None)
 
 
 def read_questions(path: str | Path) -> list[Question]:

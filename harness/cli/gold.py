@@ -35,7 +35,7 @@ def gold() -> None:
               "baseline:top1 checks offline against the top retrieved article only.")
 @click.option("--template", default=None, help="Generator template: built-in name or file path [default: generator.v1 "
               "in the KB's language when grace has it (generator.v1.fr); the labeler's follows the KB's language].")
-@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing.")
+@click.option("--dry-run", is_flag=True, help="Estimate calls, tokens and cost; call nothing (and need no API key).")
 @click.option("--force", is_flag=True, help="Replace an --out file that is not an untouched draft (kept as NAME.bak).")
 @call_options("calls")
 @redact_option

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.cli.call_options import call_options, model_calls, redact_option
+from harness.kb_curate.proposals import OUTPUT_TOKENS
 
 
 @click.command("curate")
@@ -26,7 +27,7 @@ from harness.cli.call_options import call_options, model_calls, redact_option
 @click.option("--curators", help="With --reviewers: who may propose changes (default: anyone named).")
 @click.option("--new-key", "new_keys", metavar="NAMES", help="With --reviewers: give these people (bob,dana) a new "
               "personal link; their old one stops working.")
-@call_options("proposal calls")
+@call_options("proposal calls", max_tokens_default=OUTPUT_TOKENS)
 @redact_option
 def curate(kb_dir: Path, propose_with: str, author: str | None, run: Path | None, template: str | None,
            dry_run: bool, host: str, port: int, no_browser: bool, reviewers: str | None, curators: str | None,

@@ -19,7 +19,8 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 
 @click.command()
 @click.option("--kb", required=True, type=click.Path(path_type=Path), help="KB folder (articles.jsonl).")
-@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV.")
+@click.option("--gold", required=True, type=click.Path(path_type=Path), help="Gold CSV; or a CSV of questions "
+              "alone (question_id, question): asked and reported without accuracy, with what the models agree on.")
 @click.option("--machine-gold", "machine_gold", type=click.Path(path_type=Path), default=None, help="Machine labels "
               "for every question (a suggestions CSV from 'grace annotations suggest', or a gold-format CSV of model "
               "or LLM labels): every question of it is asked, --gold is the human-labelled random subset ('grace "
@@ -111,10 +112,33 @@ def run(**options) -> int:
             console.print(Text(f"export to {attempt.target} failed: {attempt.error}\nthe run and its results are "
                                f"kept; export it again with: {attempt.retry} (or: grace export {out} --retry)",
                                style="red"), highlight=False)
+    if result.suggestions is not None:
+        console.print(Text(labelling_summary(result.suggestions, options), style="yellow"), highlight=False,
+                      soft_wrap=True)
     if result.errors:  # last: a partial failure still exits 0, and this count is what a CI log should end on
         console.print(f"[yellow]{result.errors} call(s) failed; they are recorded as error rows and "
                       "retried when you run the same command again[/]", highlight=False)
     return 0 if result.ok else 1
+
+
+def labelling_summary(suggestions: list, options: dict) -> str:
+    """What a run of unlabelled questions tells a labeller: how often the models agree, and the next command."""
+    n = len(suggestions)
+    agreed = sum(s.usable for s in suggestions)
+    weak = sum(s.usable and s.flag == "weak" for s in suggestions)
+    split = sum(s.flag == "split" for s in suggestions)
+    few = n - agreed - split
+    from collections import Counter
+
+    cited = Counter(a for s in suggestions if s.usable and not s.must_refuse for a in s.citations)
+    refusals = sum(s.usable and s.must_refuse for s in suggestions)
+    top = ", ".join(f"{a} x{k}" for a, k in cited.most_common(3))
+    spread = (f"; agreed labels: {refusals} refusal(s), {sum(cited.values())} citation(s) of {len(cited)} article(s)"
+              + (f" (most: {top})" if top else "")) if agreed else ""
+    return (f"no labels, so no accuracy: the models agree on a label for {agreed} of {n} question(s)"
+            f"{f' ({weak} weakly)' if weak else ''}, split on {split}, too few votes on {few}{spread}. Pre-label "
+            f"from them: grace annotations suggest {options['gold']} --kb {options['kb']} --run {options['out']} "
+            "--out suggestions.csv")
 
 
 @contextmanager

@@ -15,7 +15,8 @@ COMMANDS = {  # the grace commands this module defines (each an attribute of the
 @click.command("score")
 @click.argument("responses", type=click.Path(path_type=Path, dir_okay=False))
 @click.option("--gold", "gold_path", required=True, type=click.Path(path_type=Path, dir_okay=False),
-              help="Gold CSV: question_id, question, expected_citations, must_refuse.")
+              help="Gold CSV: question_id, question, expected_citations, must_refuse; or questions alone "
+              "(question_id, question): scored without accuracy.")
 @click.option("--kb", "kb_dir", required=True, type=click.Path(path_type=Path),
               help="KB folder (only articles.jsonl is needed).")
 @click.option("--out", "-o", "out_dir", type=click.Path(path_type=Path, file_okay=False), default=None,

@@ -19,7 +19,8 @@ _path = click.Path(path_type=Path)
 @click.option("--port", default=0, show_default=True, type=int, help="0 picks a free port.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Any other address than localhost requires the printed token.")
-@click.option("--no-open", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option("--no-browser", "--no-open", "no_browser", is_flag=True,
+              help="Print the URL only, as annotate, curate and review say it (--no-open: the same, its old name).")
 @click.option("--export", "export_dir", type=_path,
               help="Write a static copy of one run into this folder (index.html plus data files, opened from "
               "file:// with no server) instead of serving. Given a folder holding runs: all of them on the Runs, "
@@ -27,7 +28,7 @@ _path = click.Path(path_type=Path)
 @click.option("--force", is_flag=True, help="With --export: write into a folder that is not empty. Only the files "
               "an earlier export wrote (listed in DIR/.grace-export.json) are replaced; any other file at a name it "
               "writes is kept as NAME.bak, and nothing else is touched.")
-def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_dir: Path | None, force: bool) -> None:
+def view(paths: tuple[Path, ...], port: int, host: str, no_browser: bool, export_dir: Path | None, force: bool) -> None:
     """Browse runs: leaderboard, every question and answer, runs compared. Read-only on the run folders.
 
     RUN_OR_FOLDER is a run folder ('grace run --out') or a folder holding several (default: the current
@@ -45,4 +46,4 @@ def view(paths: tuple[Path, ...], port: int, host: str, no_open: bool, export_di
         index = workflow.export_view(paths[0], export_dir, force=force)
         click.echo(f"wrote {index} (open it in a browser; no server needed)")
         return
-    workflow.view(list(paths) or ["."], host=host, port=port, open_browser=not no_open)
+    workflow.view(list(paths) or ["."], host=host, port=port, open_browser=not no_browser)

@@ -48,6 +48,7 @@ KEEPS_AT_LEAST = 0.6  # a rewrite or merge keeps this share of the articles' dis
 MAX_GROWTH = 4.0  # ... and is at most this many times as long as the article and its context together
 NEAR_SAME = 0.8  # paragraphs sharing this share of their words are one paragraph to a merge
 CONTEXT_CHARS = 1200  # surrounding text shown to the model, per piece
+OUTPUT_TOKENS = 1200  # a rewritten or merged article; the output limit unless --max-tokens says otherwise
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _LIST_OR_TABLE = re.compile(r"^\s*(?:[-*+]\s|\d+[.)]\s|\|)")
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.core.errors import GraceError
-from harness.kb_curate.proposals import BASELINE, KINDS, Proposal, ProposalInput, baseline_proposal, parse_reply
+from harness.kb_curate.proposals import (
+    BASELINE,
+    KINDS,
+    OUTPUT_TOKENS,
+    Proposal,
+    ProposalInput,
+    baseline_proposal,
+    parse_reply,
+)
 from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import ModelSpec, Provider, Request
 from harness.runner.calls import CallSettings, Estimate, Prompted, PromptJob, PromptStats, estimate_prompts, run_prompts
@@ -29,7 +37,6 @@ from harness.runner.model_options import ModelOptions, ready_model
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "proposal.v1"
 KIND = "grace-proposal"  # in the cache key: a proposal never answers another caller's prompt
-OUTPUT_TOKENS = 1200  # a rewritten or merged article; the output limit unless --max-tokens says otherwise
 _SECTION = re.compile(r"^=== (system|rewrite|merge|split) ===\s*$", re.M)
 _STR = {"type": "string"}
 SCHEMAS: dict[str, dict[str, Any]] = {

@@ -94,6 +94,9 @@ class BaselineProvider(Provider):
             return
         import random
 
+        if not any(q.must_refuse or q.expected_citations for q in context.questions):
+            raise GraceError("baseline:threshold fits its refusal cut on the gold labels, and these questions carry "
+                             "none: give the cut (--threshold X) or use baseline:top1")
         ids = sorted(q.question_id for q in context.questions)
         random.Random(context.seed).shuffle(ids)
         k = max(1, min(FOLDS, len(ids)))

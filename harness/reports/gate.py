@@ -308,9 +308,9 @@ def check_gate(report_path: Path, *, min_accuracy: float | None = None, max_inva
                              "figures and intervals are over those questions only")
     for read in (new, old):
         if read is not None and read.report.unlabelled is not None and (min_accuracy is not None or read is old):
-            raise GraceError(f"{read.path}: its questions carry no label (imported logs without --gold), so it has "
+            raise GraceError(f"{read.path}: its questions carry no label (a questions file, or imported logs without --gold), so it has "
                              f"no accuracy for {'--min-accuracy' if read is new else '--baseline'} to check; label "
-                             "the questions and import again with --gold (the label-free checks: "
+                             "the questions and run (or import) again with the gold file (the label-free checks: "
                              "--max-invalid-rate, --max-forbidden-rate, --max-hallucination-rate)")
     rise_asked = max_hallucination_rise is not None
     if max_hallucination_rate is not None or rise_asked:

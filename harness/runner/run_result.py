@@ -28,6 +28,9 @@ class RunResult:
     estimates: list[dict[str, Any]] | None = None  # dry run only
     run: Any = None  # the scored folder (grace.Run)
     exports: list[Any] = field(default_factory=list)  # log_to: each export tried (harness.workflows.export.ExportAttempt)
+    # a run of questions with no label: the models' consensus on each, as `grace annotations suggest` writes it
+    # (annotations.suggestions.Suggestion), the first thing to label from; None for a labelled run
+    suggestions: list[Any] | None = None
 
     @property
     def leaderboard(self):

@@ -266,11 +266,12 @@ UNLABELLED_ABSENT = ("rank", "significance_group", "accuracy", "accuracy_ci95", 
                      "strict_accuracy_ci95", "per_class", "macro_precision", "macro_recall", "macro_f1",
                      "weighted_precision", "weighted_recall", "weighted_f1", "refusal", "confusion", "retrieval",
                      "repeat_stats", "pairwise", "label_suspects")
-UNLABELLED_REASON = ("the questions carry no label (imported logs without --gold): whether a citation is the right "
+UNLABELLED_REASON = ("the questions carry no label (a questions file, or imported logs without --gold): whether a citation is the right "
                      "article, or whether a question should have been refused, is not known, so accuracy and the "
                      "figures built on it are absent. Shown without a label: invalid and unshown citations, the "
                      "refusal rate, no citation, several citations, latency, tokens and cost. Label the questions "
-                     "(questions.csv in the run folder) and import again with --gold to score them.")
+                     "(grace annotations suggest turns the models' agreement into pre-labels; grace annotate) and "
+                     "run again with the gold file, or import again with --gold, to score them.")
 _NO_CLASS_METRICS = {"per_class": {}, "macro_precision": None, "macro_recall": None, "macro_f1": None,
                      "weighted_precision": None, "weighted_recall": None, "weighted_f1": None,
                      "confusion": {"labels": [], "matrix": []}}

@@ -146,7 +146,7 @@ def eval_retrieval(kb: str | Path | KB, gold: str | Path, *, ks: Sequence[int] =
     """Recall@k and MRR of each retriever on the answerable gold questions, side by side with paired bootstrap
     CIs: the KB's own retriever (or ``embedders``), a team's ranked file (``retrieved``), each reranked by
     ``rerank``. Returns a ``RetrievalComparison`` (``.rows``, ``.questions``, ``.reranked``)."""
-    from kb_builder.gold import load_gold
+    from kb_builder.gold import load_gold, require_labels
     from kb_builder.retrieval.evaluate import compare_on_gold
 
     kb = load_kb(kb) if isinstance(kb, str | Path) else kb
@@ -157,7 +157,7 @@ def eval_retrieval(kb: str | Path | KB, gold: str | Path, *, ks: Sequence[int] =
         assert rerank is not None  # only called with a reranker named
         return _reranking(rerank, kb, rerank_depth)
 
-    return compare_on_gold(kb, load_gold(gold), list(ks), list(embedders), Path(retrieved) if retrieved else None,
+    return compare_on_gold(kb, require_labels(load_gold(gold), "grace kb eval (recall of the labelled articles)"), list(ks), list(embedders), Path(retrieved) if retrieved else None,
                            reranking if rerank else None, bootstrap, seed)
 
 

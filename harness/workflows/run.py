@@ -93,7 +93,7 @@ class RunSession:
         from harness.exports.settings import check_targets, export_settings
         from harness.prompts import load_template
         from harness.runner.config import RunConfig, load_config, load_export_tables, resolve_models
-        from kb_builder.gold import load_gold
+        from kb_builder.gold import load_gold, require_labels
         from kb_builder.kb_folder import load_kb
 
         toml = options.get("config")
@@ -118,6 +118,8 @@ class RunSession:
                         f"{len(kb.articles)}")
             config = config.model_copy(update={"k": len(kb.articles)})
         gold = load_gold(config.gold)
+        if config.machine_gold is not None:
+            require_labels(gold, "--machine-gold (its human labels of a random subset)")
         kb.check_cited(gold.questions, gold.path)
         from harness.runner.citation_settings import check_against_kb
 
@@ -272,6 +274,11 @@ class RunSession:
         for warning in report.warnings:  # as grace score says them: unmapped references, marker problems...
             log.warning(warning)
         write_reports(self.folder.path, kb=self.kb, console=self.console, gold=self.gold)
+        if not self.gold.labelled:  # no accuracy without labels: what the models agree on is where labelling starts
+            from annotations.suggest import suggest_from_run
+
+            result.suggestions = suggest_from_run(self.questions, self.folder.path,
+                                                  {a.id for a in self.kb.articles})[0]
         return True
 
 
@@ -372,6 +379,10 @@ def run(kb: str | Path, gold: str | Path, models: Iterable[str | ModelSpec] = ()
     leaderboard TOML, whose ``[run]`` table the keywords override), ``k``, ``repeats``, ``no_cache``,
     ``template``, ``embedder``, ``retrieved``, ``rerank``, ``batch``, ``dry_run``, ``no_score``, ``log_to``, ...
     A keyword left at None (or False, or empty) is not given: the TOML's ``[run]`` value holds, else the default.
+
+    ``gold`` may be a file of questions alone (``question_id, question``, or label columns left empty): the
+    models are asked and the report has no accuracy, and ``RunResult.suggestions`` holds what they agree on per
+    question, where labelling starts (see :func:`kb_builder.gold.load_gold`).
 
     Re-running with the same ``out`` asks only what is missing, failed, or was
     asked with different inputs. The folder is locked while this runs.

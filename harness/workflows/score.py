@@ -44,7 +44,10 @@ def score(responses: str | Path, gold: str | Path | GoldSet, kb: str | Path | KB
     machine = None
     if machine_gold is not None:
         from annotations.machine_labels import read_machine_labels
+        from kb_builder.gold import load_gold, require_labels
 
+        gold = require_labels(load_gold(gold) if isinstance(gold, str | Path) else gold,
+                              "--machine-gold (its human labels of a random subset)")
         machine = read_machine_labels(machine_gold)
     score_responses(responses, gold, kb, out, seed=seed, bootstrap=bootstrap, workers=workers, machine_gold=machine,
                     citations=citations)

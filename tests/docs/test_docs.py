@@ -60,6 +60,15 @@ def test_the_tutorial_commands_run_as_written(tmp_path):
     assert (out / "site" / "index.html").is_file() and (out / "suspects.csv").is_file()
     assert "cautious" in (out / "run" / "leaderboard.md").read_text()  # the third model of the tutorial's board
     assert sorted(p.name for p in work.iterdir()) == ["benchmarks", "tutorial"]  # it writes only tutorial/
+    # the pages that table the pipeline say what `grace run` writes: every file the tutorial's run left
+    written = {p.name for p in (out / "run").iterdir() if p.is_file() and not p.name.startswith(".")}
+    for page in (ROOT / "README.md", DOCS / "concepts" / "grace-method.md"):
+        rows = [r for r in page.read_text(encoding="utf-8").splitlines()
+                if r.startswith("| ") and r.split(" | ")[1:2] and r.split(" | ")[1].startswith("`grace run ")]
+        assert rows, f"{page.name}: no table row for grace run"
+        for name in sorted(written & {"responses.jsonl", "run.json", "scores.jsonl", "report.json", "leaderboard.md",
+                                      "report.html"}):
+            assert all(name in r for r in rows), f"{page.name}: the grace run row does not name {name}, which it writes"
 
 
 def _gen_ref():
@@ -95,6 +104,13 @@ def test_every_field_of_the_file_reference_has_a_description():
                                   "line saying what the value is, with its unit or format):\n" + "\n".join(missing))
 
 
+def test_every_how_to_is_a_short_guide():
+    """A how-to is the steps a newcomer follows; options, formats and how it works go to a reference page."""
+    long = {p.name: n for p in sorted((DOCS / "how-to").glob("*.md"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 300}
+    assert not long, f"how-to guides over 300 lines (move the details to docs/reference/): {long}"
+
+
 def test_readme_is_short_and_keeps_the_two_commands():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(readme.splitlines()) <= 200
@@ -119,6 +135,37 @@ def test_the_site_builds_in_strict_mode_offline(tmp_path):
     cli = pages["reference/cli/index.html"]
     assert all(f'id="grace-{name}"' in cli for name in COMMANDS)
     assert 'id="grace-kb-build"' in cli and 'id="grace-spotcheck-run"' in cli
+    assert "Sentinel" not in cli and "UNSET" not in cli  # click's marker for "no default", never a default shown
     api = pages["reference/python-api/index.html"]
     assert all(f'id="{path}"' in api for _, path in _gen_ref().api_objects())  # every name of grace.__all__
     assert "ScoreLine" in pages["reference/files/index.html"]
+
+
+@pytest.mark.parametrize("command, default", [
+    (["kb", "curate"], "harness.kb_curate.proposals:OUTPUT_TOKENS"),
+    (["spotcheck", "run"], "harness.spotcheck.judge_prompt:DEFAULT_MAX_TOKENS"),
+])
+def test_the_help_gives_the_output_limit_the_command_sends(command, default):
+    """``--max-tokens``'s default in ``--help`` (and so the CLI reference) is the limit the calls carry when the flag
+    is not given, read from the constant the command's calls use, not "the provider's own"."""
+    import importlib
+
+    from click.testing import CliRunner
+
+    from harness.cli.app import cli
+
+    module, name = default.split(":")
+    limit = getattr(importlib.import_module(module), name)
+    text = " ".join(CliRunner().invoke(cli, [*command, "--help"], terminal_width=200).output.split())
+    assert "--max-tokens INTEGER RANGE Output limit per" in text
+    assert f"[default: {limit}]" in text.split("--max-tokens", 1)[1].split("--", 1)[0], text
+
+
+def test_the_committed_generated_pages_follow_the_code():
+    """reference/files.md and reference/python-api.md are committed so that links to them work on the code host;
+    the site renders them afresh, so only the committed copy can fall behind, and this says so."""
+    gen_ref = _gen_ref()
+    for path, content in ((gen_ref.PAGE, gen_ref.render()), (gen_ref.API_PAGE, gen_ref.render_api())):
+        committed = DOCS / path
+        assert committed.is_file() and committed.read_text(encoding="utf-8") == content, (
+            f"docs/{path} is behind the code: run python docs/gen_ref.py --write and commit it")

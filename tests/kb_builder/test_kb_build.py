@@ -154,10 +154,12 @@ def test_eval_reports_recall_and_misses(tmp_path):
 def test_gold_csv_errors_name_the_line(tmp_path):
     run_grace("kb", "build", handbook(tmp_path / "src"), "--out", tmp_path / "kb")
     cases = {
-        "question_id,question\nq1,hi\n": "missing column(s) expected_citations, must_refuse",
+        # questions alone (a question set, which grace run asks): retrieval recall needs the labels
+        "question_id,question\nq1,hi\n": "grace kb eval (recall of the labelled articles) needs labelled questions",
+        "question_id,question,expected_citations\nq1,hi,1\n": "missing column(s) must_refuse",
         "question_id,question,expected_citations,must_refuse\nq1,hi,1,maybe\n": "gold.csv:2: column 'must_refuse' must be true or false",
         "question_id,question,expected_citations,must_refuse\nq1,hi,1,false\nq1,again,2,false\n": "gold.csv:3: duplicate question_id 'q1'",
-        "question_id,question,expected_citations,must_refuse\nq1,hi,,false\n": "gold.csv:2: question 'q1' has no expected_citations",
+        "question_id,question,expected_citations,must_refuse\nq1,hi,,false\nq2,ho,1,false\n": "gold.csv:2: question 'q1' has no expected_citations",
         "question_id,question,expected_citations,must_refuse\nq1,hi,1,true\n": "gold.csv:2: question 'q1' is must_refuse but lists",
         "question_id,question,expected_citations,must_refuse\nq1,hi,99,false\n": "not in",
     }

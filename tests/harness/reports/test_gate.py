@@ -324,7 +324,7 @@ def test_a_report_the_typed_model_refuses_names_the_file_the_figure_and_what_it_
     assert code == 2 and "models['gpt'].accuracy: null in a report of labelled questions; re-run 'grace score'" in out
     text["unlabelled"] = {"absent": ["accuracy"], "reason": "the questions carry no label"}
     code, out = run_grace("gate", write(tmp_path / "unlabelled" / "report.json", json.dumps(text)), "--min-accuracy", "0.5")
-    assert code == 2 and "its questions carry no label (imported logs without --gold), so it has no accuracy for " \
+    assert code == 2 and "its questions carry no label (a questions file, or imported logs without --gold), so it has no accuracy for " \
         "--min-accuracy to check" in out
     code, out = run_grace("gate", tmp_path / "unlabelled" / "report.json", "--max-invalid-rate", "0.5")
     assert code == 0, out
