@@ -48,10 +48,11 @@ def run(root: Path, args: argparse.Namespace) -> None:
     people = [f"p{i}" for i in range(args.people)]
     team = TeamSession.open(kb, root / "team", questions=root / "q.csv", people=",".join(people), rule=args.assign)
     app = TeamApp(team, kb.retriever(), k=10)
+    keys = team.new_keys  # each person's key, as their printed link carries it: a save is checked against it
 
     def label(who: str, qid: str, n: int) -> None:
-        app.post("/api/label", {"who": who, "question_id": qid, "status": "labelled",
-                                "expected_citations": [str(n % args.articles + 1)]})
+        app.post("/api/label", {"question_id": qid, "status": "labelled",
+                                "expected_citations": [str(n % args.articles + 1)]}, keys[who])
 
     for who in people:  # everyone half done
         mine = team.assigned(who)
