@@ -33,7 +33,8 @@ def test_every_benchmark_has_a_test_here():
               "bench_view.py", "bench_kb_scale.py", "bench_python_system.py",
               "bench_export_parquet.py", "bench_import_logs.py", "bench_citations.py",
               "bench_team_labels.py", "bench_concurrency.py",
-              "bench_million.py", "bench_model_latency.py", "bench_redaction.py"}  # phases.py: via bench_commands --phases
+              "bench_million.py", "bench_model_latency.py", "bench_redaction.py",
+              "bench_tool_loop.py"}  # phases.py: via bench_commands --phases
     assert {p.name for p in PERF.glob("bench_*.py")} == tested
 
 
@@ -55,6 +56,12 @@ def test_bench_redaction_runs():
     out = _run("bench_redaction.py", "--paragraphs", "20", "--rounds", "1", "--long", "50")
     assert "| redactor | pass | paragraphs/s |" in out and "20 paragraphs" in out
     assert "cold" in out and "warm" in out and "one long paragraph" in out
+
+
+def test_bench_tool_loop_runs():
+    out = _run("bench_tool_loop.py", "--questions", "40", "--concurrency", "8", "--latency", "0.01")
+    assert "plain (top 3 pushed)" in out and "search loop (search-twice)" in out
+    assert "grace CPU per turn (target <= 0.5 ms)" in out
 
 
 def test_bench_team_labels_runs():
