@@ -565,7 +565,8 @@ def read_mapping(path: str | Path, known_ids: Iterable[str], *, max_bytes: int =
                                  "12;13)")
             for x in ours:
                 if x not in known:
-                    raise GraceError(f"{where(path, n)}: article {x!r} is not in the KB (their_id {theirs!r})")
+                    raise GraceError(f"{where(path, n)}: article {x!r} is not in the KB (their_id {theirs!r}): "
+                                     "correct the ID (see the KB's articles.jsonl) or drop the row")
             ours = tuple(dict.fromkeys(ours))
             if theirs in out:
                 kind = "duplicate" if set(out[theirs]) == set(ours) else \

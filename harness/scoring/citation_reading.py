@@ -68,6 +68,7 @@ class ReadCitation(NamedTuple):
     quote: str | None  # the quoted span attached to it, if any
     quote_found: bool | None  # the quote occurs in a cited article; None: no quote, or nothing to look in
     sentences: tuple[tuple[int, int], ...]  # spans in CitationReading.body of the sentences its markers end
+    warning: str | None = None  # a named problem of the reference (kb_builder.references.WARNINGS), mapped or not
 
     def as_dict(self) -> dict[str, Any]:
         """What ``scores.jsonl`` holds of it (:class:`~harness.run_folder.scores.CitedReference`)."""
@@ -116,35 +117,55 @@ class CitationFigures(NamedTuple):
     hit: bool | None
     correct: float | None
     coverage: float | None
+    page_precision: float | None = None  # the same two figures with each article read as its source page
+    page_recall: float | None = None
+
+
+ANY_OF, ALL_OF = "any", "all"  # kb_builder.gold.CITATIONS_NEEDED: the gold's listed articles as alternatives or all
+# the rule report.json states beside the figures (models[m].citations.rule) and docs/concepts/citations.md explains
+SET_RULE = ("precision: per citation, right when one of the articles it resolves to is an acceptable one (a page or "
+            "a chunk resolving to several articles counts once, right if it holds an answer; unmapped: a miss), over "
+            "the citations made; recall: per answerable question, by its citations_needed: any (the default) 1 when "
+            "one acceptable article is cited, all: the share of the listed articles cited; page level: the same with "
+            "every article read as its source document")
 
 
 def citation_figures(reading: CitationReading | None, cited: Sequence[str], expected: Collection[str],
                      answerable: bool, retrieved: Collection[str] | None,
                      audiences: Mapping[str, Collection[str]] | None = None,
-                     groups: Collection[str] | None = None) -> CitationFigures:
-    """Per answer, by the gold's acceptable set E, the cited articles C and the unmapped citations U:
-    precision |C∩E| / (|C|+|U|), recall |C∩E| / |E|, F1, hit |C∩E| > 0 (those four only for an answerable
-    question, and precision only when it cites); ``correct``: the share of citations that exist (resolve), are
-    reachable by the asker (not forbidden) and are supported (no quote missing from the article); coverage
-    |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0, nothing cited)."""
+                     groups: Collection[str] | None = None, needed: str = ANY_OF,
+                     page_of: Mapping[str, str] | None = None) -> CitationFigures:
+    """Per answer, by the gold's acceptable set E and its citations (each resolving to a set of articles, the
+    union C): precision, the share of its citations whose set meets E (an unmapped one a miss: the docs' "share of
+    its citations that answer the question"); recall by ``needed``: "any" (E lists alternatives, GRACE's reading)
+    1 when C meets E, else 0; "all" (every listed article is required) |C∩E| / |E|; F1; hit: C meets E ("any") or
+    holds E ("all"); those four only for an answerable question, and precision only when it cites. The page
+    figures are precision and recall again with each article read as its page (``page_of``: article -> its source
+    document; an article not in it is a page of its own). ``correct``: the share of citations that exist
+    (resolve), are reachable by the asker (not forbidden) and are supported (no quote missing from the article);
+    coverage |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0)."""
     citations = reading.citations if reading is not None else ()
-    unmapped = 0
-    for c in citations:
-        if not c.articles:
-            unmapped += 1
-    made = len(cited) + unmapped
-    right = 0
-    for a in cited:
-        if a in expected:
-            right += 1
-    precision = recall = f1 = None
+    precision = recall = f1 = page_precision = page_recall = None
     hit = None
     if answerable:
-        recall = right / len(expected) if expected else 0.0
-        hit = right > 0
-        if made:
-            precision = right / made
+        right = 0
+        for c in citations:
+            for a in c.articles:
+                if a in expected:
+                    right += 1
+                    break
+        found = 0
+        for a in cited:
+            if a in expected:
+                found += 1
+        every = needed == ALL_OF
+        hit = found == len(expected) if every else found > 0
+        recall = (found / len(expected) if every else float(found > 0)) if expected else 0.0
+        if citations:
+            precision = right / len(citations)
         f1 = 0.0 if not precision or not recall else 2 * precision * recall / (precision + recall)
+        if page_of is not None:
+            page_precision, page_recall = _page_figures(citations, cited, expected, every, page_of)
     correct = None
     if citations:
         check = bool(audiences) and groups is not None
@@ -154,10 +175,20 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
                 good += 1
         correct = good / len(citations)
     coverage = None
-    if made and retrieved:
+    if citations and retrieved:
         shown = set(retrieved)
         coverage = len(shown.intersection(cited)) / len(shown)
-    return CitationFigures(precision, recall, f1, hit, correct, coverage)
+    return CitationFigures(precision, recall, f1, hit, correct, coverage, page_precision, page_recall)
+
+
+def _page_figures(citations: Sequence[ReadCitation], cited: Sequence[str], expected: Collection[str], every: bool,
+                  page_of: Mapping[str, str]) -> tuple[float | None, float]:
+    """Precision and recall with each article read as its source page (see :func:`citation_figures`)."""
+    pages = {page_of.get(a, a) for a in expected}
+    right = sum(any(page_of.get(a, a) in pages for a in c.articles) for c in citations)
+    found = len(pages.intersection(page_of.get(a, a) for a in cited))
+    recall = (found / len(pages) if every else float(found > 0)) if pages else 0.0
+    return (right / len(citations) if citations else None), recall
 
 
 class CitationReader:
@@ -176,6 +207,8 @@ class CitationReader:
         self.rewrites = read_rewrites(settings.rewrite.items(), origin="[models.citations] rewrite") \
             if self.references else []
         self._articles = list(articles) if self.references else []
+        # each article's page (its source document; an imported article without one is a page of its own)
+        self.page_of = {a.id: getattr(a, "source", None) or a.id for a in articles}
         self._resolver: Resolver | None = None
         self._cache: dict[str, Resolution] = {}
         self._unplaced_cache: dict[tuple[str, bool], ReadCitation] = {}
@@ -311,7 +344,7 @@ class CitationReader:
             texts = self.resolver.texts
             wanted = said or [quote]
             found = all(any(_words(q) in f" {texts.get(a, '')} " for a in res.articles) for q in wanted)
-        return ReadCitation(ref, res.articles, res.how, res.note, quote, found, spans)
+        return ReadCitation(ref, res.articles, res.how, res.note, quote, found, spans, res.warning)
 
     def _read_ids(self, text: str, citations: Sequence[str] | None,
                   refusal_langs: Iterable[str] | None) -> CitationReading:

@@ -100,11 +100,14 @@ def decide_outcome(
     audiences: Mapping[str, Collection[str]] | None = None,
     groups: Collection[str] | None = None,
     unmapped: int = 0,
+    all_needed: bool = False,
 ) -> str:
     """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known;
     ``audiences`` the KB's restricted articles (ID -> the groups that may see it), ``groups`` the asker's, if known.
     ``unmapped``: references that resolved to no article (a model read as references; ``cited_ids`` are then the
-    articles the others resolved to): all unmapped is ``unmapped_citation``, and each counts as a citation made."""
+    articles the others resolved to): all unmapped is ``unmapped_citation``, and each counts as a citation made.
+    ``all_needed``: the gold requires every expected article (``citations_needed = all``), which one citation
+    answers only when the gold lists one."""
     if error:
         return "error"
     if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
@@ -130,6 +133,8 @@ def decide_outcome(
         return "multiple_citations"
     if not expected:
         return "unjudged_citation"
+    if all_needed and len(expected) > 1:
+        return "wrong_citation"
     return "correct" if cited_ids[0] in expected else "wrong_citation"
 
 
@@ -145,6 +150,7 @@ def decide_multi_outcome(
     audiences: Mapping[str, Collection[str]] | None = None,
     groups: Collection[str] | None = None,
     references: bool = True,
+    all_needed: bool = False,
 ) -> str:
     """The outcome of an answer scored several citations at a time (``CitationSettings.scoring == "multi"``).
 
@@ -154,6 +160,7 @@ def decide_multi_outcome(
     the refusals, a must-refuse question answered with a citation, no citation, every citation unmapped
     (``unmapped_citation``; ``invalid_citation`` for a model read as IDs), a hit (``correct``; with no label
     ``unjudged_citation``), a cited article that was not retrieved (``unshown_citation``), else ``wrong_citation``.
+    A hit is an expected article cited, or with ``all_needed`` (``citations_needed = all``) every one of them.
     """
     if error:
         return "error"
@@ -171,9 +178,13 @@ def decide_multi_outcome(
         return "unmapped_citation" if references else "invalid_citation"
     if not expected:
         return "unjudged_citation"
-    for cid in cited_ids:
-        if cid in expected:
+    if all_needed:
+        if all(e in cited_ids for e in expected):
             return "correct"
+    else:
+        for cid in cited_ids:
+            if cid in expected:
+                return "correct"
     if shown:
         for cid in cited_ids:
             if cid not in shown:

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from harness.scoring.answer_language import UNKNOWN
-from kb_builder.references import HOW
+from kb_builder.references import HOW, WARNINGS
 
 CHUNK_ROWS = 1 << 15  # rows read back at once (2.5 MB of a GRACE run's records, 5 MB with citation figures)
 
@@ -44,6 +44,8 @@ CITATIONS = (
     ("coverage", "d"), ("n_citations", "i"), ("n_unmapped", "i"), ("quotes_checked", "i"),
     ("quotes_missing", "i"), ("problems", "i"),  # PROBLEM_BIT mask
     *((f"how_{i}", "i") for i in range(len(HOW) + 1)),  # citations per HOW_CODE (the last: unmapped)
+    ("cit_page_precision", "d"), ("cit_page_recall", "d"),  # the same, each article read as its source page
+    *((f"warn_{i}", "i") for i in range(len(WARNINGS))),  # citations per named problem (WARNINGS, in order)
 )
 
 

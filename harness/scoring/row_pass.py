@@ -28,20 +28,21 @@ import numpy as np
 from harness.run_folder.responses import ResponseRow, check_file, read_responses, split_ranges
 from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import AnswerLanguage
-from harness.scoring.citation_reading import CitationReader, citation_figures
+from harness.scoring.citation_reading import ALL_OF, ANY_OF, CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.outcomes import OUTCOME_CODE, decide_multi_outcome, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
 from harness.scoring.row_columns import ColumnWriter, RowColumns, columns_file
 from kb_builder.gold import GoldQuestion
-from kb_builder.references import HOW
+from kb_builder.references import HOW, WARNINGS
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
 # a citation's way of resolving, as a column index (the last: unmapped); a marker problem, as a bit of a mask
 HOW_CODE = {how: i for i, how in enumerate(HOW)}
 UNMAPPED_HOW = len(HOW)
 PROBLEM_BIT = {code: 1 << i for i, code in enumerate(PROBLEMS)}
+WARNING_CODE = {name: i for i, name in enumerate(WARNINGS)}  # a reference's named problem, as a column index
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _FLUSH_EVERY = 20_000
 _NOTHING = Extraction([], False, "none")
@@ -76,6 +77,7 @@ def score_part(
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
     qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
+    all_needed = [g.citations_needed == ALL_OF and len(g.expected_citations) > 1 for g in questions]
     audiences = audiences or None
     qgroups = [g.groups for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
@@ -112,7 +114,8 @@ def score_part(
             reader = readers.get(row.model) if readers is not None else None
             if reader is not None:  # a model read as references or scored several citations per answer
                 ext, strict, outcome, strict_outcome, retrieved, tail, figures = _read_row(
-                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer)
+                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer,
+                    all_needed[qi])
             elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
@@ -123,9 +126,9 @@ def score_part(
                 else:  # citations given as data: taken as they are, the refusal still read from the text
                     ext, strict = given_citations(row.text, row.citations, refusal_langs[qi])
                 outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved,
-                                 audiences=audiences, groups=groups)
+                                 audiences=audiences, groups=groups, all_needed=all_needed[qi])
                 strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved,
-                                        audiences=audiences, groups=groups)
+                                        audiences=audiences, groups=groups, all_needed=all_needed[qi])
             cited = ext.cited_ids
             # labels for the per-article metrics (see outcomes.true_label / predicted_label)
             if must:
@@ -173,13 +176,15 @@ def score_part(
 
 
 _NAN = float("nan")
-_GRACE_FIGURES = (float("nan"),) * 3 + (-1, float("nan"), float("nan")) + (0,) * (5 + len(HOW) + 1)
+_GRACE_FIGURES = ((_NAN,) * 3 + (-1, _NAN, _NAN) + (0,) * (5 + len(HOW) + 1) + (_NAN, _NAN)
+                  + (0,) * len(WARNINGS))
 
 
 def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | None, must: bool,
               expected: frozenset[str], kb_ids: frozenset[str], langs: tuple[str, ...],
               audiences: dict[str, frozenset[str]] | None, groups: list[str] | frozenset[str] | None,
-              lines: ScoreLines) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
+              lines: ScoreLines, all_needed: bool = False,
+              ) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
     """One row of a model with CitationSettings: its readings, outcomes, what it was judged against (a system's
     own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns."""
     if reader.references and row.system_retrieved is not None:
@@ -203,26 +208,33 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
         strict = Extraction(strict_ids, reading.strict_refused, reading.rule)
         if reader.multi:
             outcome = decide_multi_outcome(cited, unmapped, reading.refused, must, expected, shown=retrieved,
-                                           audiences=audiences, groups=groups, references=reader.references)
+                                           audiences=audiences, groups=groups, references=reader.references,
+                                           all_needed=all_needed)
             strict_outcome = decide_multi_outcome(strict_cited, strict_unmapped, reading.strict_refused, must,
                                                   expected, shown=retrieved, audiences=audiences, groups=groups,
-                                                  references=reader.references)
+                                                  references=reader.references, all_needed=all_needed)
         elif reader.references:
             outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups, unmapped=unmapped)
+                                     audiences=audiences, groups=groups, unmapped=unmapped, all_needed=all_needed)
             strict_outcome = decide_outcome(cited, reading.strict_refused, must, expected, kb_ids, shown=retrieved,
-                                            audiences=audiences, groups=groups, unmapped=unmapped)
+                                            audiences=audiences, groups=groups, unmapped=unmapped,
+                                            all_needed=all_needed)
         else:  # scoring single, reads ids: GRACE's reading and rules (the settings only add the figures)
             outcome = decide_outcome(ext.cited_ids, ext.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups)
+                                     audiences=audiences, groups=groups, all_needed=all_needed)
             strict_outcome = decide_outcome(strict.cited_ids, strict.refused, must, expected, kb_ids,
-                                            shown=retrieved, audiences=audiences, groups=groups)
-    f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups)
+                                            shown=retrieved, audiences=audiences, groups=groups,
+                                            all_needed=all_needed)
+    f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups,
+                         ALL_OF if all_needed else ANY_OF, reader.page_of)
     how = [0] * (len(HOW) + 1)
+    warned = [0] * len(WARNINGS)
     checked = missing = n_unmapped = mask = 0
     if reading is not None:
         citations = reading.citations
         for cit in citations:
+            if cit.warning is not None and cit.warning in WARNING_CODE:
+                warned[WARNING_CODE[cit.warning]] += 1
             if cit.how is None:
                 how[UNMAPPED_HOW] += 1
                 n_unmapped += 1
@@ -236,10 +248,11 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
             mask |= PROBLEM_BIT.get(code, 0)
     else:
         citations = problems = ()
-    p, r, f1, hit, correct, coverage = f
+    p, r, f1, hit, correct, coverage, page_p, page_r = f
     figures = (_NAN if p is None else p, _NAN if r is None else r, _NAN if f1 is None else f1,
                -1 if hit is None else hit, _NAN if correct is None else correct,
-               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how)
+               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how,
+               _NAN if page_p is None else page_p, _NAN if page_r is None else page_r, *warned)
     tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
                                  problems)
     return ext, strict, outcome, strict_outcome, retrieved, tail, figures
