@@ -37,7 +37,7 @@ from typing import Any, NamedTuple
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.extraction import extract_both, given_citations
 from harness.scoring.markers import citation_units, read_markers
-from harness.scoring.outcomes import forbidden_ids
+from harness.scoring.outcomes import Rules, forbidden_ids
 from harness.scoring.refusal import is_lenient_refusal, is_strict_refusal
 from kb_builder.references import Resolution, Resolver, read_mapping, read_rewrites
 
@@ -202,6 +202,7 @@ class CitationReader:
         self.settings = settings
         self.references = settings.reads == "references"
         self.multi = settings.scoring == "multi"
+        self.rules = Rules(multi=self.multi, references=self.references)  # what decide_outcome judges by
         self.kb_ids = frozenset(kb_ids)
         self.mapping = read_mapping(settings.map, self.kb_ids) if settings.map and self.references else {}
         self.rewrites = read_rewrites(settings.rewrite.items(), origin="[models.citations] rewrite") \

@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from harness.scoring.answer_language import AnswerLanguage
 from harness.scoring.citation_reading import ALL_OF, ANY_OF, CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
 from harness.scoring.markers import PROBLEMS
-from harness.scoring.outcomes import OUTCOME_CODE, decide_multi_outcome, decide_outcome, is_cut_off
+from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
 from harness.scoring.row_columns import ColumnWriter, RowColumns, columns_file
 from kb_builder.gold import GoldQuestion
@@ -113,9 +113,10 @@ def score_part(
                 groups = row.user_groups if row.user_groups is not None else qgroups[qi]
             reader = readers.get(row.model) if readers is not None else None
             if reader is not None:  # a model read as references or scored several citations per answer
-                ext, strict, outcome, strict_outcome, retrieved, tail, figures = _read_row(
-                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer,
-                    all_needed[qi])
+                read = _read_row(reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences,
+                                 groups, writer, all_needed[qi])
+                ext, strict, outcome, strict_outcome, retrieved = (read.ext, read.strict, read.outcome,
+                                                                   read.strict_outcome, read.retrieved)
             elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
@@ -147,13 +148,10 @@ def score_part(
             er = None if not retrieved or must or not expected else any(e in retrieved for e in expected)
             buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
                             strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
-                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut))
+                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut,
+                            "" if reader is None else read.citation_fields))
             if add_figures is not None:
-                if reader is not None:
-                    buf[-1] = buf[-1][:-1] + tail + "}"
-                    add_figures(figures)
-                else:
-                    add_figures(_GRACE_FIGURES)
+                add_figures(_GRACE_FIGURES if reader is None else read.figures)
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
                  pred, ext.refused, -1 if er is None else er, len(retrieved) if retrieved else -1,
                  nan if row.cost_usd is None else row.cost_usd,
@@ -180,13 +178,26 @@ _GRACE_FIGURES = ((_NAN,) * 3 + (-1, _NAN, _NAN) + (0,) * (5 + len(HOW) + 1) + (
                   + (0,) * len(WARNINGS))
 
 
+class RowReading(NamedTuple):
+    """One row of a model with CitationSettings, read and judged (a tuple: a million rows)."""
+
+    ext: Extraction  # the lenient reading, as the scores line gives it
+    strict: Extraction
+    outcome: str
+    strict_outcome: str
+    retrieved: list[str] | None  # what it was judged against (a system's own retrieval, resolved)
+    citation_fields: str  # its scores line's CITATION_FIELDS (ScoreLines.citation_fields)
+    figures: tuple  # its row_columns.CITATIONS columns, in order
+
+
 def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | None, must: bool,
               expected: frozenset[str], kb_ids: frozenset[str], langs: tuple[str, ...],
               audiences: dict[str, frozenset[str]] | None, groups: list[str] | frozenset[str] | None,
-              lines: ScoreLines, all_needed: bool = False,
-              ) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
+              lines: ScoreLines, all_needed: bool = False) -> RowReading:
     """One row of a model with CitationSettings: its readings, outcomes, what it was judged against (a system's
-    own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns."""
+    own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns.
+    Such a model is read as references or scored several per answer: settings of single citations read as IDs are
+    GRACE's own reading, and score_run gives no reader for them (its rows take GRACE's path, line for line)."""
     if reader.references and row.system_retrieved is not None:
         retrieved = reader.resolve_retrieved(row.system_retrieved)
     answerable = not must and bool(expected)
@@ -194,37 +205,25 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
         reading = None
         ext = strict = _NOTHING
         cited: list[str] = []
-        unmapped = strict_unmapped = 0
         outcome = strict_outcome = "error"
     else:
         reading = reader.read(row.text, row.citations, langs)
         cited = list(reading.strict_ids) if reader.references else reading.cited_ids()  # the same, read as such
         unmapped = reading.unmapped()
         strict_ids = list(reading.strict_ids)
-        strict_cited = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
-        strict_unmapped = unmapped if reader.references else len(strict_ids) - len(strict_cited)
         ext = Extraction(cited if reader.references else [c.reference for c in reading.citations],
                          reading.refused, reading.rule)
         strict = Extraction(strict_ids, reading.strict_refused, reading.rule)
-        if reader.multi:
-            outcome = decide_multi_outcome(cited, unmapped, reading.refused, must, expected, shown=retrieved,
-                                           audiences=audiences, groups=groups, references=reader.references,
-                                           all_needed=all_needed)
-            strict_outcome = decide_multi_outcome(strict_cited, strict_unmapped, reading.strict_refused, must,
-                                                  expected, shown=retrieved, audiences=audiences, groups=groups,
-                                                  references=reader.references, all_needed=all_needed)
-        elif reader.references:
-            outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups, unmapped=unmapped, all_needed=all_needed)
-            strict_outcome = decide_outcome(cited, reading.strict_refused, must, expected, kb_ids, shown=retrieved,
-                                            audiences=audiences, groups=groups, unmapped=unmapped,
-                                            all_needed=all_needed)
-        else:  # scoring single, reads ids: GRACE's reading and rules (the settings only add the figures)
-            outcome = decide_outcome(ext.cited_ids, ext.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups, all_needed=all_needed)
-            strict_outcome = decide_outcome(strict.cited_ids, strict.refused, must, expected, kb_ids,
-                                            shown=retrieved, audiences=audiences, groups=groups,
-                                            all_needed=all_needed)
+        # judged by the articles cited and the citations that resolved to none (read as IDs: not KB articles)
+        strict_judged = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
+        strict_unmapped = unmapped if reader.references else len(strict_ids) - len(strict_judged)
+        rules = reader.rules
+        outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
+                                 audiences=audiences, groups=groups, unmapped=unmapped, all_needed=all_needed,
+                                 rules=rules)
+        strict_outcome = decide_outcome(strict_judged, reading.strict_refused, must, expected, kb_ids,
+                                        shown=retrieved, audiences=audiences, groups=groups,
+                                        unmapped=strict_unmapped, all_needed=all_needed, rules=rules)
     f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups,
                          ALL_OF if all_needed else ANY_OF, reader.page_of)
     how = [0] * (len(HOW) + 1)
@@ -255,7 +254,7 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
                _NAN if page_p is None else page_p, _NAN if page_r is None else page_r, *warned)
     tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
                                  problems)
-    return ext, strict, outcome, strict_outcome, retrieved, tail, figures
+    return RowReading(ext, strict, outcome, strict_outcome, retrieved, tail, figures)
 
 
 def _round(x: float | None) -> float | None:

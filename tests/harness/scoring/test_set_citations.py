@@ -13,6 +13,7 @@ import pytest
 from harness.core.errors import GraceError
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring import score_responses
+from harness.scoring.outcomes import Rules, decide_outcome
 from kb_builder.gold import read_gold
 
 PAGES = {"1": "benefits.md", "2": "benefits.md", "3": "benefits.md", "4": "leave.md", "5": "leave.md", "6": "travel.md"}
@@ -118,3 +119,36 @@ def test_an_old_gold_file_reads_as_any_of_and_a_bad_cell_names_its_line(bench):
     bad = _gold(bench, [("q1", FOUR, "any"), ("q2", FOUR, "both")])
     with pytest.raises(GraceError, match=r"gold.csv:3.*citations_needed.*'any'.*'all'.*'both'"):
         read_gold(bad)
+
+
+# -- one order of outcome rules, the mode as data (issue 46) ---------------------------------------------------------
+
+MULTI = Rules(multi=True, references=True)
+KB = frozenset("123456")
+
+
+@pytest.mark.parametrize(("cited", "unmapped", "must", "expected", "shown", "outcome"), [
+    # a must-refuse question answered only with references that map to nothing: named as such, as GRACE names an
+    # invalid ID before answered_unanswerable (was answered_unanswerable)
+    ([], 2, True, [], None, "unmapped_citation"),
+    # a must-refuse question answered without a citation: answered_unanswerable, as GRACE's (was no_citation)
+    ([], 0, True, [], None, "answered_unanswerable"),
+    # the gold among others, one of them not retrieved: a hit (the unshown one is a precision miss)
+    (["1", "5"], 0, False, ["1"], ["1", "2"], "correct"),
+    # every cited article unshown: unshown_citation before the hit, as GRACE's (was correct)
+    (["1", "5"], 0, False, ["1"], ["2", "3"], "unshown_citation"),
+    # no gold cited, one of two unshown: a wrong citation (was unshown_citation: one unshown among others)
+    (["4", "5"], 0, False, ["1"], ["4"], "wrong_citation"),
+    # one unmapped beside a mapped right one: a hit; several citations are no outcome of their own
+    (["1"], 1, False, ["1"], None, "correct"),
+])
+def test_a_multi_citation_answer_is_judged_in_grace_order(cited, unmapped, must, expected, shown, outcome):
+    got = decide_outcome(cited, False, must, frozenset(expected), KB, shown=shown, unmapped=unmapped, rules=MULTI)
+    assert got == outcome
+
+
+def test_grace_rules_are_the_default_and_read_as_ids_every_citation_unmapped_is_invalid():
+    assert decide_outcome(["1", "9"], False, False, {"1"}, KB) == "invalid_citation"  # any invalid ID, GRACE
+    assert decide_outcome(["1", "2"], False, False, {"1"}, KB) == "multiple_citations"
+    assert decide_outcome([], False, False, {"1"}, KB, unmapped=2, rules=Rules(multi=True)) == "invalid_citation"
+    assert decide_outcome(["1", "2"], False, False, {"1"}, KB, rules=Rules(multi=True)) == "correct"
