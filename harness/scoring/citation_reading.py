@@ -29,11 +29,11 @@ The spot-check's claim-level judging reads answers with the same class (:meth:`C
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any, NamedTuple
 
+from harness.core.citation_text import CANONICAL, SENTENCE_END, WORD, folded_words, is_canonical_id
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.extraction import extract_both, given_citations
 from harness.scoring.markers import citation_units, read_markers
@@ -43,19 +43,16 @@ from kb_builder.references import Resolution, Resolver, read_mapping, read_rewri
 
 QUOTE_MIN_WORDS = 3  # a quoted span of fewer words is a term or a name ("Hybrid"), not a claim to check
 _CACHE_MAX = 200_000  # distinct references remembered per model: bounded on hostile output (every one unique)
-_CANONICAL = re.compile(r"\[ID: ([^\[\]\n\s,;]+)\]")  # GRACE's own form: stays an article ID when read as references
 _QUOTED = re.compile(r'"([^"\n]{1,1000})"|\u201c([^\u201c\u201d\n]{1,1000})\u201d|\u00ab([^\u00ab\u00bb\n]{1,1000})\u00bb'
                      r'|\u201e([^\u201e\u201c\u201d\n]{1,1000})[\u201c\u201d]')
-_WORD = re.compile(r"\w+")
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f](?=\s|$)|\n")
 _NOT_AN_ID = "not a KB article ID"
 _QUOTE_CHAR = re.compile('["\u201c\u00ab\u201e]')  # what opens a quoted span (_QUOTED)
 _QUOTES = "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e`"
 
 
 def _words(text: str) -> str:
-    """``text`` as its words, folded (the resolver's article texts are kept this way): " l4 and l5 10 "."""
-    return " " + " ".join(_WORD.findall(" ".join(unicodedata.normalize("NFKC", text).casefold().split()))) + " "
+    """``text`` as its words, folded as the resolver's article texts are (citation_text): " l4 and l5 10 "."""
+    return " " + " ".join(folded_words(text)) + " "
 
 
 class ReadCitation(NamedTuple):
@@ -278,7 +275,7 @@ class CitationReader:
             for m in reading.markers:
                 span = (m.sentence_start, m.sentence_end)
                 found.extend((m.start, ref, span) for ref in m.references if ref is not None)
-            canon = list(_CANONICAL.finditer(body))
+            canon = [m for m in CANONICAL.finditer(body) if is_canonical_id(m.group(1))]
             # each from where its citation unit starts: "days. (see [ID: 4])" cites "days."
             for m, (at, _) in zip(canon, citation_units(body, [m.span() for m in canon]), strict=True):
                 as_ids.add(m.group(1))
@@ -364,7 +361,7 @@ def _quotes(sentence: str) -> list[str]:
     out: list[str] = []
     for m in _QUOTED.finditer(sentence):
         span = next(g for g in m.groups() if g is not None).strip()
-        if len(_WORD.findall(span)) >= QUOTE_MIN_WORDS:
+        if len(WORD.findall(span)) >= QUOTE_MIN_WORDS:
             out.append(span)
     return out
 
@@ -373,12 +370,12 @@ def _sentence_of(body: str, at: int) -> tuple[int, int]:
     """The sentence a marker at ``at`` ends: the one it sits in, or the one before when it follows a full stop
     (``at``: where its citation unit starts, so "days. (see [ID: 4])" follows one)."""
     before = body[:at].rstrip()
-    if before and _SENTENCE_END.match(before[-1]):
+    if before and SENTENCE_END.match(before[-1]):
         before = before[:-1]
     start = 0
-    for m in _SENTENCE_END.finditer(before):
+    for m in SENTENCE_END.finditer(before):
         start = m.end()
-    end_match = _SENTENCE_END.search(body, at)
+    end_match = SENTENCE_END.search(body, at)
     end = end_match.end() if end_match else len(body)
     if body[:at].rstrip() != before:  # it follows a full stop: that sentence ends there
         end = len(body[:at].rstrip())
