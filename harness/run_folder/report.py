@@ -261,12 +261,12 @@ class CitationScores(_Block):
     hit_rate_ci95: Interval | None  # [low, high], the 95% Wilson score interval over the questions
     cit_correct: Rate | None  # mean over citing answers of the share of citations that exist, are reachable, supported
     coverage: Rate | None  # mean over citing answers with known retrieval of |cited and retrieved| / |retrieved|
-    # precision and recall again with every article read as its source document (a page URL, a chunk of the
-    # right page, a neighbouring section count as right): means over the same answers as precision and recall
+    # precision with every article read as its source document (a page URL, a chunk of the right page, a
+    # neighbouring section count as right): the mean over the same answers as precision
     page_precision: Rate | None = None
-    page_precision_ci95: Interval | None = None
-    page_recall: Rate | None = None
-    page_recall_ci95: Interval | None = None
+    page_precision_ci95: Interval | None = None  # [low, high], 95% bootstrap over questions
+    page_recall: Rate | None = None  # recall with every article read as its source document, over n_answers
+    page_recall_ci95: Interval | None = None  # [low, high], 95% bootstrap over questions
     # how a citation resolving to several articles and a gold listing several are counted, in words
     # (harness.scoring.citation_reading.SET_RULE); empty in a report written before it was stated
     rule: str = ""
