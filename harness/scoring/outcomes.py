@@ -164,7 +164,9 @@ def decide_outcome(
             if e not in cited_ids:
                 return "wrong_citation"
         return "correct"
-    for cid in cited_ids:
+    if cited_ids[0] in expected:  # GRACE's one citation (the hot path: a million rows), or a multi answer's first
+        return "correct"
+    for cid in cited_ids[1:]:
         if cid in expected:
             return "correct"
     return "wrong_citation"

@@ -76,8 +76,9 @@ def score_part(
     with its reader; every other model is read exactly as a GRACE prompt (and its lines are what they were)."""
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
-    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
-    all_needed = [g.citations_needed == ALL_OF and len(g.expected_citations) > 1 for g in questions]
+    # per question: must_refuse, its articles, as a set, and whether every one is needed (citations_needed = all)
+    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations),
+              g.citations_needed == ALL_OF and len(g.expected_citations) > 1) for g in questions]
     audiences = audiences or None
     qgroups = [g.groups for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
@@ -99,7 +100,7 @@ def score_part(
     with _collector_off(), open(out_path, "w", encoding="utf-8") as fh:
         for row in read_responses(path, gold_index, start, end):
             qi = gold_index[row.question_id]
-            must, expected, expected_set = qinfo[qi]
+            must, expected, expected_set, needed = qinfo[qi]
             mi = model_index.get(row.model)
             if mi is None:
                 mi = model_index[row.model] = len(models)
@@ -114,22 +115,24 @@ def score_part(
             reader = readers.get(row.model) if readers is not None else None
             if reader is not None:  # a model read as references or scored several citations per answer
                 read = _read_row(reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences,
-                                 groups, writer, all_needed[qi])
-                ext, strict, outcome, strict_outcome, retrieved = (read.ext, read.strict, read.outcome,
-                                                                   read.strict_outcome, read.retrieved)
+                                 groups, writer, needed)
+                ext, strict, outcome, strict_outcome = read.ext, read.strict, read.outcome, read.strict_outcome
+                retrieved, tail = read.retrieved, read.citation_fields
             elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
+                tail = ""
             else:
+                tail = ""
                 # refusal paraphrases in English and the question's language only (see refusal_languages)
                 if row.citations is None:
                     ext, strict = extract_both(row.text, kb_ids, refusal_langs[qi])
                 else:  # citations given as data: taken as they are, the refusal still read from the text
                     ext, strict = given_citations(row.text, row.citations, refusal_langs[qi])
                 outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved,
-                                 audiences=audiences, groups=groups, all_needed=all_needed[qi])
+                                 audiences=audiences, groups=groups, all_needed=needed)
                 strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved,
-                                        audiences=audiences, groups=groups, all_needed=all_needed[qi])
+                                        audiences=audiences, groups=groups, all_needed=needed)
             cited = ext.cited_ids
             # labels for the per-article metrics (see outcomes.true_label / predicted_label)
             if must:
@@ -148,8 +151,7 @@ def score_part(
             er = None if not retrieved or must or not expected else any(e in retrieved for e in expected)
             buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
                             strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
-                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut,
-                            "" if reader is None else read.citation_fields))
+                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut, tail))
             if add_figures is not None:
                 add_figures(_GRACE_FIGURES if reader is None else read.figures)
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
