@@ -80,3 +80,18 @@ def test_machine_labels_carry_it_and_an_all_of_label_is_no_one_article_hit(tmp_p
     keys = machine_keys(asked, labels, names).tolist()
     # m2 (index 1): articles 1 or 2 are hits; m3 (index 2, one article): 3 is; m1 (all of two): no one article is
     assert keys == [1 * 5 + 0, 1 * 5 + 1, 2 * 5 + 2]
+
+
+def test_the_label_audit_does_not_tell_an_all_of_question_to_list_an_alternative(tmp_path):
+    """Three models cite article 5 on a question whose gold is 1;2: under "any" the audit says list it beside them;
+    under "all" that would make it required too, so the audit says so."""
+    from harness.scoring.label_audit import audit
+    from harness.scoring.votes import QuestionVotes
+    from kb_builder.gold import GoldQuestion
+
+    votes = {"q": QuestionVotes("q", {"a": "5", "b": "5", "c": "5"}, {"a", "b", "c"})}
+    [anyof] = audit([GoldQuestion("q", "Q?", ["1", "2"])], votes)
+    [allof] = audit([GoldQuestion("q", "Q?", ["1", "2"], citations_needed="all")], votes)
+    assert anyof.kind == allof.kind == "other_article"
+    assert anyof.reason.endswith("(then list both: 1;2;5)")
+    assert "every one required as citations_needed is all; or set it to any" in allof.reason
