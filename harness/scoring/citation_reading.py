@@ -180,11 +180,24 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
 
 def _page_figures(citations: Sequence[ReadCitation], cited: Sequence[str], expected: Collection[str], every: bool,
                   page_of: Mapping[str, str]) -> tuple[float | None, float]:
-    """Precision and recall with each article read as its source page (see :func:`citation_figures`)."""
-    pages = {page_of.get(a, a) for a in expected}
-    right = sum(any(page_of.get(a, a) in pages for a in c.articles) for c in citations)
-    found = len(pages.intersection(page_of.get(a, a) for a in cited))
-    recall = (found / len(pages) if every else float(found > 0)) if pages else 0.0
+    """Precision and recall with each article read as its source page (see :func:`citation_figures`). Plain loops:
+    a generator costs a frame a row, and this runs on every answer of a million."""
+    get = page_of.get
+    pages = set()
+    for a in expected:
+        pages.add(get(a, a))
+    right = 0
+    for c in citations:
+        for a in c.articles:
+            if get(a, a) in pages:
+                right += 1
+                break
+    found = set()
+    for a in cited:
+        page = get(a, a)
+        if page in pages:
+            found.add(page)
+    recall = (len(found) / len(pages) if every else float(bool(found))) if pages else 0.0
     return (right / len(citations) if citations else None), recall
 
 

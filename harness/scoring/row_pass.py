@@ -240,8 +240,10 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
     if reading is not None:
         citations = reading.citations
         for cit in citations:
-            if cit.warning is not None and cit.warning in WARNING_CODE:
-                warned[WARNING_CODE[cit.warning]] += 1
+            if cit.warning is not None:
+                at = WARNING_CODE.get(cit.warning)
+                if at is not None:
+                    warned[at] += 1
             if cit.how is None:
                 how[UNMAPPED_HOW] += 1
                 n_unmapped += 1
