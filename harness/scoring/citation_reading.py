@@ -131,14 +131,15 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
                      answerable: bool, retrieved: Collection[str] | None,
                      audiences: Mapping[str, Collection[str]] | None = None,
                      groups: Collection[str] | None = None, needed: str = ANY_OF,
-                     page_of: Mapping[str, str] | None = None) -> CitationFigures:
+                     page_of: Mapping[str, str] | None = None,
+                     expected_pages: Collection[str] | None = None) -> CitationFigures:
     """Per answer, by the gold's acceptable set E and its citations (each resolving to a set of articles, the
     union C): precision, the share of its citations whose set meets E (an unmapped one a miss: the docs' "share of
     its citations that answer the question"); recall by ``needed``: "any" (E lists alternatives, GRACE's reading)
     1 when C meets E, else 0; "all" (every listed article is required) |C∩E| / |E|; F1; hit: C meets E ("any") or
     holds E ("all"); those four only for an answerable question, and precision only when it cites. The page
     figures are precision and recall again with each article read as its page (``page_of``: article -> its source
-    document; an article not in it is a page of its own). ``correct``: the share of citations that exist
+    document; an article not in it is a page of its own; ``expected_pages``: E's pages, if known). ``correct``: the share of citations that exist
     (resolve), are reachable by the asker (not forbidden) and are supported (no quote missing from the article);
     coverage |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0)."""
     citations = reading.citations if reading is not None else ()
@@ -162,7 +163,7 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
             precision = right / len(citations)
         f1 = 0.0 if not precision or not recall else 2 * precision * recall / (precision + recall)
         if page_of is not None:
-            page_precision, page_recall = _page_figures(citations, cited, expected, every, page_of)
+            page_precision, page_recall = _page_figures(citations, cited, expected, every, page_of, expected_pages)
     correct = None
     if citations:
         check = bool(audiences) and groups is not None
@@ -179,13 +180,12 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
 
 
 def _page_figures(citations: Sequence[ReadCitation], cited: Sequence[str], expected: Collection[str], every: bool,
-                  page_of: Mapping[str, str]) -> tuple[float | None, float]:
+                  page_of: Mapping[str, str], pages: Collection[str] | None = None) -> tuple[float | None, float]:
     """Precision and recall with each article read as its source page (see :func:`citation_figures`). Plain loops:
     a generator costs a frame a row, and this runs on every answer of a million."""
     get = page_of.get
-    pages = set()
-    for a in expected:
-        pages.add(get(a, a))
+    if pages is None:
+        pages = {get(a, a) for a in expected}
     right = 0
     for c in citations:
         for a in c.articles:
@@ -224,16 +224,25 @@ class CitationReader:
         self._cache: dict[str, Resolution] = {}
         self._unplaced_cache: dict[tuple[str, bool], ReadCitation] = {}
         self._retrieved: dict[str, tuple[str, ...]] = {}  # a retrieval list's reference: its articles
+        self._pages: dict[frozenset[str], frozenset[str]] = {}  # a gold's articles: their pages
 
     def __getstate__(self) -> dict[str, Any]:
         """A worker gets the articles, mapping and rules, and builds the resolver and its cache again."""
-        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}, "_retrieved": {}}
+        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}, "_retrieved": {},
+                "_pages": {}}
 
     @property
     def resolver(self) -> Resolver:
         if self._resolver is None:
             self._resolver = Resolver(self._articles, dict(self.mapping), list(self.rewrites))
         return self._resolver
+
+    def expected_pages(self, expected: frozenset[str]) -> frozenset[str]:
+        """The pages of a gold's articles (per distinct gold: a run asks the same questions again and again)."""
+        found = self._pages.get(expected)
+        if found is None:
+            found = self._pages[expected] = frozenset(self.page_of.get(a, a) for a in expected)
+        return found
 
     def resolve(self, reference: str, as_id: bool = False) -> Resolution:
         """One reference (cached per distinct string); ``as_id``: a KB ID given as data is that article."""

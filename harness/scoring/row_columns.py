@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from harness.scoring.answer_language import UNKNOWN
-from kb_builder.references import HOW, WARNINGS
+from kb_builder.references import HOW
 
+WARNING_BITS = 8  # a count of one named problem in one answer (its citations: at most a few hundred, capped)
 CHUNK_ROWS = 1 << 15  # rows read back at once (2.5 MB of a GRACE run's records, 5 MB with citation figures)
 
 FIELDS = (
@@ -45,7 +46,9 @@ CITATIONS = (
     ("quotes_missing", "i"), ("problems", "i"),  # PROBLEM_BIT mask
     *((f"how_{i}", "i") for i in range(len(HOW) + 1)),  # citations per HOW_CODE (the last: unmapped)
     ("cit_page_precision", "d"), ("cit_page_recall", "d"),  # the same, each article read as its source page
-    *((f"warn_{i}", "i") for i in range(len(WARNINGS))),  # citations per named problem (WARNINGS, in order)
+    # citations per named reference problem, packed: WARNINGS[i]'s count in bits 8i..8i+7 (WARNING_BITS); one
+    # column, not one a kind: each column is a transposition of every row of a block
+    ("warnings", "q"),
 )
 
 

@@ -33,7 +33,7 @@ from harness.scoring.extraction import RULES, Extraction, extract_both, given_ci
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
-from harness.scoring.row_columns import ColumnWriter, RowColumns, columns_file
+from harness.scoring.row_columns import WARNING_BITS, ColumnWriter, RowColumns, columns_file
 from kb_builder.gold import GoldQuestion
 from kb_builder.references import HOW, WARNINGS
 
@@ -182,8 +182,7 @@ def score_part(
 
 
 _NAN = float("nan")
-_GRACE_FIGURES = ((_NAN,) * 3 + (-1, _NAN, _NAN) + (0,) * (5 + len(HOW) + 1) + (_NAN, _NAN)
-                  + (0,) * len(WARNINGS))
+_GRACE_FIGURES = (_NAN,) * 3 + (-1, _NAN, _NAN) + (0,) * (5 + len(HOW) + 1) + (_NAN, _NAN, 0)
 
 
 class RowReading(NamedTuple):
@@ -233,17 +232,17 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
                                         shown=retrieved, audiences=audiences, groups=groups,
                                         unmapped=strict_unmapped, all_needed=all_needed, rules=rules)
     f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups,
-                         ALL_OF if all_needed else ANY_OF, reader.page_of)
+                         ALL_OF if all_needed else ANY_OF, reader.page_of, reader.expected_pages(expected))
     how = [0] * (len(HOW) + 1)
-    warned = [0] * len(WARNINGS)
+    warned = 0  # row_columns' packed count per named problem
     checked = missing = n_unmapped = mask = 0
     if reading is not None:
         citations = reading.citations
         for cit in citations:
             if cit.warning is not None:
                 at = WARNING_CODE.get(cit.warning)
-                if at is not None:
-                    warned[at] += 1
+                if at is not None and (warned >> (WARNING_BITS * at)) & 0xFF < 0xFF:
+                    warned += 1 << (WARNING_BITS * at)
             if cit.how is None:
                 how[UNMAPPED_HOW] += 1
                 n_unmapped += 1
@@ -261,7 +260,7 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
     figures = (_NAN if p is None else p, _NAN if r is None else r, _NAN if f1 is None else f1,
                -1 if hit is None else hit, _NAN if correct is None else correct,
                _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how,
-               _NAN if page_p is None else page_p, _NAN if page_r is None else page_r, *warned)
+               _NAN if page_p is None else page_p, _NAN if page_r is None else page_r, warned)
     tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
                                  problems)
     return RowReading(ext, strict, outcome, strict_outcome, retrieved, tail, figures)

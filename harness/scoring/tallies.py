@@ -27,14 +27,15 @@ import numpy as np
 from harness.scoring.extraction import RULES
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE, OUTCOMES
-from harness.scoring.row_columns import CITATIONS, RowColumns
+from harness.scoring.row_columns import CITATIONS, WARNING_BITS, RowColumns
 from harness.scoring.spilled import Spill
+from kb_builder.references import WARNINGS
 
 N_OUTCOMES = len(OUTCOMES)
 ERROR = OUTCOME_CODE["error"]
 FORBIDDEN = OUTCOME_CODE["forbidden_citation"]
 HOW_COLUMNS = tuple(name for name, _ in CITATIONS if name.startswith("how_"))
-WARNING_COLUMNS = tuple(name for name, _ in CITATIONS if name.startswith("warn_"))
+
 _BUCKET_ROWS = 1 << 18  # (key, row) records held at once when superseded rows are looked for out of order
 
 
@@ -109,7 +110,7 @@ class CitationTally:
         self.n_answerable = self.n_citing = self.n_citations = self.n_unmapped = 0
         self.quotes_checked = self.quotes_missing = 0
         self.how = np.zeros(len(HOW_COLUMNS), dtype=np.int64)
-        self.warnings = np.zeros(len(WARNING_COLUMNS), dtype=np.int64)  # citations per named reference problem
+        self.warnings = np.zeros(len(WARNINGS), dtype=np.int64)  # citations per named reference problem
         self.problems = np.zeros(len(PROBLEMS), dtype=np.int64)  # answers with each marker problem (PROBLEM_BIT)
         self.hit_sum = 0.0
         self.precision, self.recall, self.f1 = spill.series(), spill.series(), spill.series()
@@ -130,7 +131,9 @@ class CitationTally:
         self.n_citations += int(r["n_citations"].sum())
         self.n_unmapped += int(r["n_unmapped"].sum())
         self.how += np.array([int(r[name].sum()) for name in HOW_COLUMNS], dtype=np.int64)
-        self.warnings += np.array([int(r[name].sum()) for name in WARNING_COLUMNS], dtype=np.int64)
+        packed = r["warnings"]
+        if packed.any():
+            self.warnings += [int(((packed >> (WARNING_BITS * i)) & 0xFF).sum()) for i in range(len(WARNINGS))]
         self.quotes_checked += int(r["quotes_checked"].sum())
         self.quotes_missing += int(r["quotes_missing"].sum())
         problems = r["problems"]
