@@ -27,6 +27,7 @@ from pathlib import Path
 from harness.core.errors import GraceError, where
 from harness.core.files import csv_text
 from kb_builder.gold import (
+    CITATIONS_NEEDED,
     EXPECTED_CITATIONS,
     GOLD_COLUMNS,
     ID_SEP,
@@ -36,6 +37,7 @@ from kb_builder.gold import (
     GoldRecord,
     check_label,
     check_unique,
+    parse_needed,
     parse_row,
     read_table,
 )
@@ -125,6 +127,7 @@ def row_to_record(path: Path, line: int, row: dict[str, str]) -> LabelRecord:
             f"{where(path, line)}: question {gold.question_id!r} is marked labelled but has no {EXPECTED_CITATIONS} "
             f"and {MUST_REFUSE} is false"
         )
+    parse_needed(row.get(CITATIONS_NEEDED), path, line)  # kept as written (an extra column); a bad value named here
     provenance = row.get("provenance", "").strip().lower()
     if provenance and provenance not in PROVENANCES:
         raise GraceError(f"{where(path, line)}: provenance must be one of {', '.join(PROVENANCES)}, got {provenance!r}")

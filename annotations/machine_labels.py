@@ -21,11 +21,13 @@ from harness.core.errors import GraceError, where
 from harness.core.hashing import file_hash
 from harness.scoring.prediction_powered import MachineLabel, MachineLabels
 from kb_builder.gold import (
+    CITATIONS_NEEDED,
     EXPECTED_CITATIONS,
     MUST_REFUSE,
     QUESTION,
     QUESTION_COLUMNS,
     check_label,
+    parse_needed,
     parse_row,
     read_table,
 )
@@ -66,7 +68,8 @@ def _from_gold(path: Path) -> MachineLabels:
         check_label(path, rec, required=False)
         questions[rec.question_id] = rec.question
         if rec.must_refuse or rec.expected_citations:
-            labels[rec.question_id] = MachineLabel(tuple(rec.expected_citations), rec.must_refuse)
+            labels[rec.question_id] = MachineLabel(tuple(rec.expected_citations), rec.must_refuse,
+                                                   parse_needed(row.get(CITATIONS_NEEDED), path, line))
     if not questions:
         raise GraceError(f"{path}: no questions found")
     return MachineLabels(path=str(path), hash=file_hash(path), format="gold", source=f"gold-format file {path.name}",

@@ -8,16 +8,13 @@ The judge's verdict is never sent: a reviewer who sees it anchors on it.
 
 from __future__ import annotations
 
-import re
-
 from annotations.review_session import ReviewSession, check_label, key_of
 from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import STATIC
 from annotations.state import LabelRejected
+from harness.core.citation_text import ANY_ID_MARKER
 from harness.run_folder import CLAIMS_REVIEW_CSV
 from kb_builder.retrieval import passages
-
-_CITATION = re.compile(r"\[\s*ID:[^\]]*\]", re.IGNORECASE)  # "[ID: 17]": the answer's citations are not its words
 
 
 class ReviewApp:
@@ -104,7 +101,8 @@ class ReviewApp:
             raise LookupError(f"article {article_id!r} is not in the KB {self.kb.path}")
         text = rows[seg].values.get("segment_text", "")
         language = self.words.of(art.id)
-        terms = self.words.terms(_CITATION.sub(" ", text)) - self._id_words
+        # "[ID: 17]": the answer's citations are not its words
+        terms = self.words.terms(ANY_ID_MARKER.sub(" ", text)) - self._id_words
         if not passages.match_spans(art.text, terms, language):  # no shared word: flag no passage, not the first lines
             terms = frozenset()
         # words marked inside the passage only: across a whole article a long claim's words are noise

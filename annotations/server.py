@@ -141,11 +141,15 @@ class AnnotationApp:
         texts = {f: body.get(f) for f in ("question", "expected_answer", "notes")}
         if any(v is not None and not isinstance(v, str) for v in texts.values()):
             raise LabelRejected("question, expected_answer and notes must be strings")
+        needed = body.get("citations_needed")
+        if needed is not None and not isinstance(needed, str):
+            raise LabelRejected("citations_needed must be 'any' or 'all'")
         rec = self.session.save(
             body["question_id"],
             status=str(body.get("status", "")),
             expected_citations=cites,
             must_refuse=bool(body.get("must_refuse", False)),
+            citations_needed=needed,
             **texts,
         )
         return {"record": rec.to_json(), "progress": self.session.progress()}

@@ -31,7 +31,7 @@ from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text
 from harness.core.outputs import keep_backup
 from harness.web import Rejected
-from kb_builder.gold import read_questions, split_ids
+from kb_builder.gold import CITATIONS_NEEDED, NEEDED_VALUES, read_questions, split_ids
 
 if TYPE_CHECKING:
     from kb_builder.store import KB
@@ -213,8 +213,12 @@ class AnnotationSession:
         question: str | None = None,
         expected_answer: str | None = None,
         notes: str | None = None,
+        citations_needed: str | None = None,
     ) -> LabelRecord:
-        """Apply one change and rewrite the file atomically before returning (nothing is lost)."""
+        """Apply one change and rewrite the file atomically before returning (nothing is lost).
+
+        ``citations_needed`` (any | all; None: as it was) is written to the gold's optional column of that name:
+        the file gains the column the first time a question's articles are marked all required."""
         if question_id not in self.index:
             raise LabelRejected(f"no question with id {question_id!r}")
         if status not in STATUSES:
@@ -229,6 +233,8 @@ class AnnotationSession:
             raise LabelRejected("choose an answering article or mark must_refuse")
         if question is not None and not question.strip():
             raise LabelRejected("the question text cannot be empty")
+        if citations_needed is not None and citations_needed not in NEEDED_VALUES:
+            raise LabelRejected(f"{CITATIONS_NEEDED} must be one of {', '.join(NEEDED_VALUES)}")
         with self._lock:
             rec = self.records[self.index[question_id]]
             if status == "draft" and rec.status != "draft":
@@ -250,6 +256,11 @@ class AnnotationSession:
                 rec.expected_answer = expected_answer.strip()
             if notes is not None:
                 rec.notes = notes.strip()
+            if citations_needed is not None:
+                if citations_needed == "all" and CITATIONS_NEEDED not in self.extra_columns:
+                    self.extra_columns.append(CITATIONS_NEEDED)
+                if CITATIONS_NEEDED in self.extra_columns:
+                    rec.extra[CITATIONS_NEEDED] = citations_needed
             rec.annotator, rec.labelled_at = self.annotator, _now()
             self._write_locked()
             self.reviewed.add(question_id)

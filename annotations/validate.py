@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from annotations.labels import LabelRecord, read_labels, read_rows, row_to_record
 from harness.core.errors import GraceError, where
 from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
-from kb_builder.gold import LABEL_COLUMNS, QUESTION_ID, STATUS, check_unique, no_label
+from kb_builder.gold import CITATIONS_NEEDED, LABEL_COLUMNS, MUST_REFUSE, QUESTION_ID, STATUS, check_unique, no_label
 from kb_builder.kb_dir import KbDir
 from kb_builder.kb_folder import load_kb
 from kb_builder.store import KB
@@ -59,6 +59,7 @@ class ValidationReport(BaseModel):
     drafts: int = 0  # proposed by `grace gold generate`: checked like labels, but not gold yet
     must_refuse: int = 0
     must_refuse_share: float = 0.0
+    all_needed: int = 0  # labelled questions whose citations_needed is "all" (every listed article required)
     k: int = 10
     depth: int = 50
     retriever: str = ""
@@ -126,6 +127,13 @@ def validate_gold(
     _check_ids(kb, labelled + drafts, gold, old_kb, rep)
     rep.must_refuse = sum(r.must_refuse for r in labelled)
     rep.must_refuse_share = round(rep.must_refuse / len(labelled), 4) if labelled else 0.0
+    for r in labelled:
+        if (r.extra.get(CITATIONS_NEEDED) or "").strip().lower() != "all":
+            continue
+        rep.all_needed += 1
+        if r.must_refuse:
+            warn("citations_needed", f"{where(gold, r.line)}: question {r.question_id!r} is {MUST_REFUSE} with "
+                 f"{CITATIONS_NEEDED} all, which has no article to require; clear the cell", r.line, r.question_id)
     lo, hi = REFUSE_SHARE_RANGE
     if labelled and not lo <= rep.must_refuse_share <= hi:
         warn("refuse_share", f"must_refuse share {rep.must_refuse_share:.1%} is outside {lo:.0%}-{hi:.0%}, the range "
@@ -247,6 +255,8 @@ def render(rep: ValidationReport, limit: int = 30) -> str:
         f"must_refuse: {rep.must_refuse} of {rep.labelled} labelled ({rep.must_refuse_share:.1%}; "
         f"expected {REFUSE_SHARE_RANGE[0]:.0%}-{REFUSE_SHARE_RANGE[1]:.0%})",
     ]
+    if rep.all_needed:
+        lines.append(f"{CITATIONS_NEEDED} all: {rep.all_needed} question(s) need every listed article cited")
     for title, items in (("errors", rep.errors), ("warnings", rep.warnings)):
         if items:
             lines.append(f"{title} ({len(items)}):")

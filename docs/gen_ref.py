@@ -71,7 +71,8 @@ FORMATS: tuple[Format, ...] = (
     Format("GOLD.csv", "Gold set", "GoldQuestion", "kb_builder.gold",
            "One row per gold question. `expected_citations` holds article IDs separated by `;`; `must_refuse` is "
            "`true` or `false`; optional `groups` (the asking user's groups, separated by `;`: permissions) and "
-           "`category` (accuracy per category); extra columns are kept."),
+           "`category` (accuracy per category) and `citations_needed` (`any`, the default: any one listed article "
+           "answers; `all`: an answer must cite every one); extra columns are kept."),
     Format("SUBSET.draw.json", "Gold set", "DrawRecord", "kb_builder.gold_draw",
            "The random subset of questions drawn for humans to label, recorded so a prediction-powered score can "
            "check that the human labels are that draw. Written by `grace annotations sample` beside `SUBSET.csv`."),

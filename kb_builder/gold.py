@@ -2,9 +2,11 @@
 
 Columns: ``question_id, question, expected_answer, expected_citations, must_refuse,
 notes`` (extra columns are kept in ``extra``). ``expected_citations`` holds article
-IDs separated by ``;``. Two optional columns are read into a gold question too: ``groups``, the groups of the
+IDs separated by ``;``. Three optional columns are read into a gold question too: ``groups``, the groups of the
 user who asks (``;``-separated; a citation of an article whose ``audience`` has none of them is a
-``forbidden_citation``), and ``category``, the slice the report shows accuracy for. Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
+``forbidden_citation``), ``category``, the slice the report shows accuracy for, and ``citations_needed``:
+``any`` (the default, also for an empty cell: any one of the listed articles answers) or ``all`` (the answer must
+cite every listed article). Rows whose optional ``status`` column says ``skipped``, ``unlabelled`` or
 ``draft`` (a file still being labelled in ``grace annotate``, or questions ``grace gold generate``
 proposed that no person has accepted yet) are not gold yet and are left out.
 
@@ -40,6 +42,10 @@ NOTES = "notes"
 STATUS = "status"  # optional here; written by `grace annotate` and `grace gold generate`
 GROUPS = "groups"  # optional: the asking user's groups, ";"-separated (permissions: forbidden_citation)
 CATEGORY = "category"  # optional: the question's category (the report's per-category slices)
+# optional: whether the listed expected_citations are alternatives ("any", the default: any one answers, GRACE's
+# reading) or all required ("all": an answer must cite every one); recall and the outcome follow it
+CITATIONS_NEEDED = "citations_needed"
+NEEDED_VALUES = ("any", "all")
 NO_CATEGORY = "(no category)"  # the slice of the questions whose category cell is empty, in a file that has the column
 GOLD_COLUMNS = [QUESTION_ID, QUESTION, EXPECTED_ANSWER, EXPECTED_CITATIONS, MUST_REFUSE, NOTES]
 QUESTION_COLUMNS = [QUESTION_ID, QUESTION]  # what a file of questions to label needs
@@ -94,6 +100,8 @@ class GoldQuestion(GoldRecord):
     groups: list[str] | None = None
     # the question's category (report slices); "(no category)" when the cell is empty; null: no column
     category: str | None = None
+    # "any": the listed articles are alternatives (any one answers); "all": every one is required
+    citations_needed: str = "any"
 
     @property
     def labelled(self) -> bool:
@@ -134,6 +142,18 @@ def parse_groups(value: str | None, path: Path, line: int) -> list[str] | None:
         raise GraceError(f"{where(path, line)}: column '{GROUPS}' must list group names separated by '{ID_SEP}' "
                          f"(staff{ID_SEP}hr), got {value!r}")
     return group_names(text.split(ID_SEP)) or None
+
+
+def parse_needed(value: str | None, path: Path, line: int) -> str:
+    """A ``citations_needed`` cell: ``any`` (also empty or no column) or ``all``; anything else is refused, since
+    read as the default it would silently change what the question's recall means."""
+    text = (value or "").strip().lower()
+    if not text:
+        return NEEDED_VALUES[0]
+    if text not in NEEDED_VALUES:
+        raise GraceError(f"{where(path, line)}: column '{CITATIONS_NEEDED}' must be 'any' (any one of the listed "
+                         f"articles answers) or 'all' (the answer must cite every one), got {value!r}")
+    return text
 
 
 def format_bool(value: bool) -> str:
@@ -294,7 +314,8 @@ def _read_gold(path: Path, text: str) -> list[GoldQuestion]:
 def _question(path: Path, rec: GoldRecord, raw: Row) -> GoldQuestion:
     line, row = raw
     return GoldQuestion(**vars(rec), groups=parse_groups(row.get(GROUPS), path, line),
-                        category=(row.get(CATEGORY) or "").strip() or NO_CATEGORY if CATEGORY in row else None)
+                        category=(row.get(CATEGORY) or "").strip() or NO_CATEGORY if CATEGORY in row else None,
+                        citations_needed=parse_needed(row.get(CITATIONS_NEEDED), path, line))
 
 
 def read_questions(path: str | Path) -> list[Question]:

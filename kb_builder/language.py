@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from harness.core.citation_text import ANY_ID_MARKER
+
 DEFAULT_LANGUAGE = "en"  # a KB that records no language was built before languages were: English, as it was read
 # ISO 639-1 -> Snowball algorithm in PyStemmer
 SNOWBALL = {
@@ -43,6 +45,8 @@ SNOWBALL = {
 NO_SPACE = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u0e00-\u0e7f\u0e80-\u0eff\u1000-\u109f\u1780-\u17ff"
 BIGRAM_LANGUAGES = frozenset({"zh", "ja", "th", "lo", "km", "my"})
 _HAS_NO_SPACE = re.compile(f"[{NO_SPACE}]")
+# what is not the answer's words: links, code and its citation markers (any spelling of "[ID: 17]")
+_NOT_WORDS = re.compile(r"https?://\S+|`[^`]*`|" + ANY_ID_MARKER.pattern, re.IGNORECASE)
 _WORD = re.compile(r"(?u)\b\w\w+\b")  # bm25s's and scikit-learn's pattern: what English always used
 _SURFACE = re.compile(rf"[{NO_SPACE}]|(?:(?![{NO_SPACE}])[^\W_])+")  # letters and digits of any script
 _WORD_OR_RUN = re.compile(rf"[{NO_SPACE}]+|(?:(?![{NO_SPACE}])\w){{2,}}")
@@ -309,7 +313,7 @@ def _unpack(packed, folder) -> None:
 
 def detect(text: str) -> str | None:
     """The ISO 639-1 code of ``text``'s language, or None when it is too short to tell (or py3langid is absent)."""
-    text = re.sub(r"https?://\S+|`[^`]*`|\[ID: [^\]]*\]", " ", text or "")
+    text = _NOT_WORDS.sub(" ", text or "")
     if len(text.strip()) < MIN_DETECT_CHARS and not _HAS_NO_SPACE.search(text):
         return None
     ident = _identifier()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
+from harness.core.citation_text import ID_REFERENCE, WORD, fold, folded_words
 from harness.core.errors import GraceError, where
 
 # How a reference was resolved, most direct first; the resolver tries them in this order and the first that
@@ -67,8 +67,6 @@ WARNINGS = {
                     "article, or cut into parts, is not found; rebuild the KB",
 }
 
-_ID = re.compile(r"^\[?\s*ID(?:\s*[:#]\s*|\s+)([A-Za-z0-9_.-]+)\s*\]?$", re.IGNORECASE)
-_WORD = re.compile(r"\w+")
 _EXTENSIONS = (".html", ".htm", ".md", ".markdown", ".txt", ".pdf", ".docx", ".rst")
 _PART = re.compile(r"\s*\(part \d+ of \d+\)$")
 _QUOTES = "\"'“”‘’«»`"
@@ -108,13 +106,9 @@ class Resolution:
                 "note": self.note, "candidates": list(self.candidates), "warning": self.warning}
 
 
-def _fold(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
 def slug(text: str) -> str:
     """A heading as an anchor: ``Annual performance bonus`` and ``#annual-performance-bonus`` both read the same."""
-    return "-".join(_WORD.findall(_fold(unquote(text)).replace("_", " ")))
+    return "-".join(WORD.findall(fold(unquote(text)).replace("_", " ")))
 
 
 def _doc_key(path: str) -> tuple[str, ...]:
@@ -134,10 +128,6 @@ def heading(article: object) -> str:
     """The article's own heading (its title's last part when it has none), without a split's "(part N of M)"."""
     last = article.heading_path[-1] if article.heading_path else article.title.rpartition(" > ")[2]
     return _PART.sub("", last)
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(_fold(text))
 
 
 def _shingles(words: Sequence[str]) -> set[tuple[str, ...]]:
@@ -196,9 +186,9 @@ class Resolver:
                 doc = h.source or a.source
                 if doc:
                     self._located(doc).headings.append((h, a.id))
-            self.titles[_fold(a.title)].append(a.id)
-            self.last_titles[_fold(heading(a))].append(a.id)
-            words = _words(a.title + " " + a.text)
+            self.titles[fold(a.title)].append(a.id)
+            self.last_titles[fold(heading(a))].append(a.id)
+            words = folded_words(a.title + " " + a.text)
             self.texts[a.id] = " ".join(words)
             for s in _shingles(words):
                 self.index[s].add(a.id)
@@ -233,7 +223,7 @@ class Resolver:
         if ref in self.mapping:
             ids = self.mapping[ref]
             return Resolution(reference, ids, "mapping", note=f"{ref} -> {';'.join(ids)}")
-        m = _ID.match(ref)
+        m = ID_REFERENCE.match(ref)
         if m and m.group(1) in self.by_id:  # an explicit KB ID: [ID: 17], ID: 17
             return Resolution(reference, (m.group(1),), "id")
         if self.bare_ids and ref in self.by_id:  # only when the system cites by KB ID: never a footnote number
@@ -371,7 +361,7 @@ class Resolver:
         return Resolution(ref, note=f"no heading {anchor!r} in {name}{said}", warning=warning)
 
     def _title(self, ref: str) -> Resolution | None:
-        text = _fold(ref.strip(_QUOTES))
+        text = fold(ref.strip(_QUOTES))
         for table in (self.titles, self.last_titles):
             ids = table.get(text)
             if ids and len(ids) == 1:
@@ -384,7 +374,7 @@ class Resolver:
         """The articles a quote (or a chunk of text) overlaps: the one holding most of its 3-word runs, then each
         holding a run of :attr:`min_quote_run` more of them that no article chosen before holds, while they hold
         :attr:`min_quote_overlap` of it in all. Text that several articles hold word for word is unmapped."""
-        words = _words(ref.strip(_QUOTES))
+        words = folded_words(ref.strip(_QUOTES))
         if len(words) < self.min_quote_words:
             return None
         grams = [tuple(words[i:i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)]
@@ -565,7 +555,8 @@ def read_mapping(path: str | Path, known_ids: Iterable[str], *, max_bytes: int =
                                  "12;13)")
             for x in ours:
                 if x not in known:
-                    raise GraceError(f"{where(path, n)}: article {x!r} is not in the KB (their_id {theirs!r})")
+                    raise GraceError(f"{where(path, n)}: article {x!r} is not in the KB (their_id {theirs!r}): "
+                                     "correct the ID (see the KB's articles.jsonl) or drop the row")
             ours = tuple(dict.fromkeys(ours))
             if theirs in out:
                 kind = "duplicate" if set(out[theirs]) == set(ours) else \

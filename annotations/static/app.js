@@ -222,6 +222,8 @@
         el("span", { text: titleOf(id) }), " ",
         el("button", { type: "button", class: "chip-x", title: "remove", "aria-label": `remove article ${id}`, onclick: () => toggleAlso(id) }, "×"))));
     $("refuse").classList.toggle("on", r.must_refuse);
+    $("needall").hidden = r.must_refuse || r.expected_citations.length < 2;
+    $("needall").classList.toggle("on", ((r.extra || {}).citations_needed || "").trim().toLowerCase() === "all");
     for (const li of document.querySelectorAll("#cands > li, #elsewhere-list > li")) {
       li.classList.toggle("chosen", r.expected_citations.includes(li.dataset.id));
     }
@@ -258,6 +260,9 @@
       expected_answer: payload.expected_answer.trim(),
       notes: payload.notes.trim(),
     });
+    if (payload.citations_needed) {
+      S.q.record.extra = Object.assign({}, S.q.record.extra || {}, { citations_needed: payload.citations_needed });
+    }
     renderLabel();
     S.saving = S.saving.then(async () => {
       try {
@@ -361,6 +366,13 @@
     const at = cites.indexOf(id);
     if (at >= 0) cites.splice(at, 1); else cites.push(id);
     return save(body(cites.length ? "labelled" : "unlabelled", cites, false));
+  }
+
+  // the chosen articles as alternatives (any one answers) or all required (citations_needed = all)
+  function toggleNeedAll() {
+    const r = S.q.record;
+    const all = ((r.extra || {}).citations_needed || "").trim().toLowerCase() === "all";
+    return save(body(r.status, r.expected_citations, r.must_refuse, { citations_needed: all ? "any" : "all" }));
   }
 
   function refuse() {
@@ -568,6 +580,7 @@
     window.Shell.nav({ go, at: () => S.idx, hash: true });
     $("first-unlabelled").addEventListener("click", () => firstTodo());
     $("refuse").addEventListener("click", () => refuse());
+    $("needall").addEventListener("click", () => toggleNeedAll());
     $("accept").addEventListener("click", () => acceptSuggestion());
     $("skip").addEventListener("click", () => openSkip());
     $("clear").addEventListener("click", () => clearLabel());

@@ -19,6 +19,8 @@ correct                bool              outcome is a hit (correct or correct_re
 cited_ids              list<string>      the article IDs cited, read leniently, in order of first appearance
 gold_ids               list<string>      the gold question's expected article IDs (empty for a must-refuse one)
 must_refuse            bool              the question must be refused; null in a run with no labels
+citations_needed       string            the gold's citations_needed: any (one listed article answers) or all (every
+                                         one is required); null when the gold file cannot be found
 retrieved_ids          list<string>      the articles shown to the model, best first (what a system that retrieves
                                          for itself said it retrieved); null when the run does not say
 gold_rank              int32             1-based rank of the first gold article among retrieved_ids; null when no
@@ -85,8 +87,8 @@ def require_pyarrow() -> Any:
 def columns(spotchecked: bool = False, cited: bool = False) -> list[str]:
     """The table's column names, in order (``cited``: a run with a model read as references)."""
     names = ["question_id", "question", "category", "model", "repeat", "outcome", "strict_outcome", "correct",
-             "cited_ids", "gold_ids", "must_refuse", "retrieved_ids", "gold_rank", "response", "error",
-             "input_tokens", "output_tokens", "cost_usd", "latency_ms", "cached", "truncated"]
+             "cited_ids", "gold_ids", "must_refuse", "citations_needed", "retrieved_ids", "gold_rank", "response",
+             "error", "input_tokens", "output_tokens", "cost_usd", "latency_ms", "cached", "truncated"]
     return names + (list(CITATION_COLUMNS) if cited else []) + (list(SPOT_COLUMNS) if spotchecked else [])
 
 
@@ -107,7 +109,7 @@ def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = 
     scores = _read_scores(run.scores, cited)
     n = scores.num_rows
     responses = _aligned_responses(responses_file(run, report), scores)
-    texts, categories = _gold_columns(gold, report, run, notes)
+    texts, categories, needed = _gold_columns(gold, report, run, notes)
     qid = scores["question_id"]
     unlabelled = report.unlabelled is not None
     hits = pa.array(sorted(_hits()), pa.string())
@@ -123,6 +125,7 @@ def question_table(run: RunDir | str | Path, *, gold: Any = None, report: Any = 
         "cited_ids": _ids(scores["cited_ids"]),
         "gold_ids": _ids(scores["expected_citations"]),
         "must_refuse": pa.nulls(n, pa.bool_()) if unlabelled else pc.fill_null(scores["must_refuse"], False),
+        "citations_needed": _lookup(qid, needed),
         "retrieved_ids": scores["retrieved_ids"],
         "gold_rank": _gold_rank(qid, scores["retrieved_ids"], scores["expected_citations"]),
         "response": responses["response"],
@@ -152,7 +155,8 @@ def schema(spotchecked: bool = False, cited: bool = False) -> pa.Schema:
     ids = pa.list_(pa.string())
     types = {"question_id": pa.string(), "question": pa.string(), "category": pa.string(), "model": pa.string(),
              "repeat": pa.int32(), "outcome": pa.string(), "strict_outcome": pa.string(), "correct": pa.bool_(),
-             "cited_ids": ids, "gold_ids": ids, "must_refuse": pa.bool_(), "retrieved_ids": ids,
+             "cited_ids": ids, "gold_ids": ids, "must_refuse": pa.bool_(), "citations_needed": pa.string(),
+             "retrieved_ids": ids,
              "gold_rank": pa.int32(), "response": pa.string(), "error": pa.string(), "input_tokens": pa.int64(),
              "output_tokens": pa.int64(), "cost_usd": pa.float64(), "latency_ms": pa.float64(), "cached": pa.bool_(),
              "truncated": pa.bool_(), "spot_segments": pa.int32(), "spot_unsupported": pa.int32(),
@@ -209,8 +213,9 @@ def responses_file(run: RunDir, report: Any) -> Path:
     return found
 
 
-def _gold_columns(gold: Any, report: Any, run: RunDir, notes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Question ID -> text, and -> category (only for a gold file with a category column)."""
+def _gold_columns(gold: Any, report: Any, run: RunDir,
+                  notes: list[str]) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Question ID -> text, -> category (only for a gold file with a category column), -> citations_needed."""
     from kb_builder.gold import GoldSet, read_gold, read_questions
 
     if isinstance(gold, GoldSet):
@@ -219,17 +224,18 @@ def _gold_columns(gold: Any, report: Any, run: RunDir, notes: list[str]) -> tupl
         path = Path(gold) if gold is not None else _found(report.gold.path, run)
         if path is None or path.is_dir():
             notes.append(f"gold file {report.gold.path} not found: the question and category columns are empty")
-            return {}, {}
+            return {}, {}, {}
         try:
             questions = read_gold(path)
         except GraceError:
             try:  # questions with no label (grace import-logs without gold writes them as questions.csv)
-                return {q.question_id: q.question for q in read_questions(path)}, {}
+                return {q.question_id: q.question for q in read_questions(path)}, {}, {}
             except GraceError as exc:
                 notes.append(f"gold file unreadable, the question and category columns are empty: {exc}")
-                return {}, {}
+                return {}, {}, {}
     texts = {g.question_id: g.question for g in questions}
-    return texts, {g.question_id: g.category for g in questions if g.category is not None}
+    return (texts, {g.question_id: g.category for g in questions if g.category is not None},
+            {g.question_id: g.citations_needed for g in questions})
 
 
 def _lookup(keys: Any, mapping: dict[str, str]) -> Any:

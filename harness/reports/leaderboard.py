@@ -132,6 +132,12 @@ def _cit(figure: str) -> Callable[[ModelReport], str]:
     return cell
 
 
+def _page_cell(m: ModelReport) -> str:
+    """``41.0% / 62.1%``: page-level citation precision and recall; a dash for a GRACE model."""
+    c = m.citations
+    return DASH if c is None else f"{pct(c.page_precision)} / {pct(c.page_recall)}"
+
+
 def unmapped_cell(m: ModelReport) -> str:
     """``3 of 40`` references that resolved to no KB article; a dash for a GRACE model."""
     c = m.citations
@@ -210,18 +216,24 @@ COLUMNS: list[Column] = [
            "quotes, footnotes), each resolved to KB articles, several per answer. For such a model, accuracy is its "
            "hit rate (an acceptable article among those cited) plus correct refusals.", when=citations_shown),
     Column("cit_precision", "Cit. precision ± 95% CI", _cit("precision"), drop=9,
-           legend="Cit. precision: per answer that cites, the cited articles that answer the question (the gold's "
-           "acceptable set) over the citations made, an unmapped reference counting as a miss; the mean over those "
-           "answers, with a 95% bootstrap CI over questions.", when=citations_shown),
+           legend="Cit. precision: per answer that cites, the share of its citations that answer the question (that "
+           "resolve to an article of the gold's acceptable set; one resolving to several articles is right when one of "
+           "them is), an unmapped reference counting as a miss; the mean over those answers, with a 95% bootstrap CI "
+           "over questions.", when=citations_shown),
     Column("cit_recall", "Cit. recall ± 95% CI", _cit("recall"), drop=9,
-           legend="Cit. recall: per answerable question, the acceptable articles cited over the acceptable set (one "
-           "gold article: did it cite it); the mean, with a 95% bootstrap CI.", when=citations_shown),
+           legend="Cit. recall: per answerable question, 1 when it cites an acceptable article (the gold's articles "
+           "are alternatives), or where the gold says citations_needed = all, the share of them it cites; the mean, "
+           "with a 95% bootstrap CI.", when=citations_shown),
     Column("cit_f1", "Cit. F1 ± 95% CI", _cit("f1"),
            legend="Cit. F1: the mean per-answer F1 of citation precision and recall, with a 95% bootstrap CI.",
            when=citations_shown),
     Column("cit_hit", "Hit rate ± 95% CI", _cit("hit_rate"), drop=13,
            legend="Hit rate: answerable questions whose answer cites at least one acceptable article, with a 95% Wilson "
            "score interval.",
+           when=citations_shown),
+    Column("cit_page", "Page prec. / recall", _page_cell, drop=14,
+           legend="Page prec. / recall: citation precision and recall with every article read as the document it was "
+           "built from (a citation of the right page, or a neighbouring section of it, is right).",
            when=citations_shown),
     Column("cit_unmapped", "Unmapped", unmapped_cell, drop=10,
            legend="Unmapped: the references that resolved to no KB article, of all the references cited (each "
@@ -462,6 +474,8 @@ CITATION_COLUMNS: list[Column] = [
     Column("citing", "Citing", lambda m: count(m.citations.n_citing)),
     Column("references", "References", lambda m: count(m.citations.n_citations)),
     Column("cit_unmapped", "Unmapped", unmapped_cell),
+    Column("page_precision", "Page precision ± 95% CI", _cit("page_precision")),
+    Column("page_recall", "Page recall ± 95% CI", _cit("page_recall")),
     Column("by_how", "Resolved by", lambda m: _counts(m.citations.by_how), numeric=False),
     Column("quotes", "Quotes", _quotes),
     Column("marker_problems", "Marker problems", lambda m: _counts(m.citations.marker_problems), numeric=False),
@@ -470,7 +484,11 @@ CITATION_COLUMNS: list[Column] = [
 CITATION_LEGEND = (
     "Answers: responses to answerable questions (what recall, F1 and the hit rate are over); Citing: those citing at "
     "least one reference (what precision, Cit. correct and coverage are over); References: the references cited, "
-    "each counted once per answer. Resolved by: how each reference was mapped onto KB articles (id: a KB ID; "
+    "each counted once per answer. Page precision and recall: the same figures with every article read as the "
+    "document it was built from (a citation of the right page, or of a neighbouring section of it, is right). A "
+    "citation resolving to several articles (a page, a chunk spanning two sections) counts once in precision, right "
+    "when one of them answers; recall follows the gold's citations_needed (any: one acceptable article cited is 1; "
+    "all: the share of the listed articles cited). Resolved by: how each reference was mapped onto KB articles (id: a KB ID; "
     "mapping: your mapping file; rewrite: a rewrite rule; source, source+heading, title: the KB's own records; "
     "quote: the quoted text found in an article; unmapped: none). Quotes: quoted spans not found in the article they "
     "cite. Marker problems: answers whose markers or source list could not be read cleanly (a marker with no source, "

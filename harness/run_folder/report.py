@@ -231,9 +231,12 @@ class ModelPpi(_Block):
 class CitationScores(_Block):
     """A model's citation figures when its citations are read as references or scored several per answer (issue 39).
 
-    Per answer: citation precision (cited articles in the gold's acceptable set, over the citations made, an unmapped
-    one counting as a miss), recall (acceptable articles cited, over the acceptable set; for the usual one-article gold:
-    did it cite the gold), F1, ``hit`` (at least one right article cited), ``cit_correct`` (the share of its citations
+    Per answer: citation precision (the share of its citations that answer the question: a citation resolving to
+    several articles is right when one of them is in the gold's acceptable set; an unmapped one a miss), recall (by
+    the question's ``citations_needed``: "any", the default, 1 when an acceptable article is cited; "all", the
+    acceptable articles cited over those listed), F1, ``hit`` (an acceptable article cited; "all": every one), the
+    same precision and recall at page level (each article read as its source document), ``rule`` (these rules in
+    words), ``cit_correct`` (the share of its citations
     that exist, are reachable by the asker and, where a quote or a spot-check says, are supported) and ``coverage``
     (|cited and retrieved| / |retrieved|). Means over the answerable questions a model answered with a citation
     (precision) or over all answerable questions (recall, F1, hit), each with a 95% interval over questions (the
@@ -248,26 +251,38 @@ class CitationScores(_Block):
     n_citations: Count  # citations made, over all responses (a reference counted once per answer)
     n_unmapped: Count  # of those, references that resolved to no KB article
     by_how: dict[str, Count]  # citations per way they resolved (kb_builder.references.HOW, and "unmapped")
-    precision: Rate | None  # mean citation precision over citing answers (acceptable articles cited / citations)
+    precision: Rate | None  # mean over citing answers of the share of citations resolving to an acceptable article
     precision_ci95: Interval | None  # [low, high], 95% bootstrap over questions; None with --bootstrap 0
-    recall: Rate | None  # mean citation recall over answers (acceptable articles cited / acceptable articles)
+    recall: Rate | None  # mean citation recall over answers (any of: acceptable article cited; all of: share cited)
     recall_ci95: Interval | None  # [low, high], 95% bootstrap over questions
     f1: Rate | None  # mean per-answer F1 of citation precision and recall
     f1_ci95: Interval | None  # [low, high], 95% bootstrap over questions
-    hit_rate: Rate | None  # answers citing at least one acceptable article, over n_answers
+    hit_rate: Rate | None  # answers citing an acceptable article (all of: every one), over n_answers
     hit_rate_ci95: Interval | None  # [low, high], the 95% Wilson score interval over the questions
     cit_correct: Rate | None  # mean over citing answers of the share of citations that exist, are reachable, supported
     coverage: Rate | None  # mean over citing answers with known retrieval of |cited and retrieved| / |retrieved|
+    # precision with every article read as its source document (a page URL, a chunk of the right page, a
+    # neighbouring section count as right): the mean over the same answers as precision
+    page_precision: Rate | None = None
+    page_precision_ci95: Interval | None = None  # [low, high], 95% bootstrap over questions
+    page_recall: Rate | None = None  # recall with every article read as its source document, over n_answers
+    page_recall_ci95: Interval | None = None  # [low, high], 95% bootstrap over questions
+    # how a citation resolving to several articles and a gold listing several are counted, in words
+    # (harness.scoring.citation_reading.SET_RULE); empty in a report written before it was stated
+    rule: str = ""
     quotes_checked: Count = 0  # quoted spans checked against the article they cite (no model needed)
     quotes_missing: Count = 0  # of those, quotes not found in that article
     marker_problems: dict[str, Count] = Field(default_factory=dict)  # harness.scoring.markers.PROBLEMS code -> answers
+    # citations with a named problem of the reference (kb_builder.references.WARNINGS: ambiguous-anchor,
+    # page-too-large, ambiguous-text, no-positions) -> how many; each also a line of report.warnings
+    reference_warnings: dict[str, Count] = Field(default_factory=dict)
 
     def record(self) -> dict[str, Any]:
         """The figures as flat ``citation_*`` columns (``ModelReport.record``, every export's metrics): each CI as
         ``citation_<figure>_ci_low``/``_ci_high``; the per-way and per-problem counts left out."""
         out: dict[str, Any] = {"citation_scoring": self.scoring, "citation_reads": self.reads}
         for name in ("n_answers", "n_citing", "n_citations", "n_unmapped", "precision", "recall", "f1", "hit_rate",
-                     "cit_correct", "coverage", "quotes_checked", "quotes_missing"):
+                     "cit_correct", "coverage", "page_precision", "page_recall", "quotes_checked", "quotes_missing"):
             out[name if name == "cit_correct" else f"citation_{name}"] = getattr(self, name)
             bounds = getattr(self, f"{name}_ci95", None)
             if f"{name}_ci95" in CitationScores.model_fields:

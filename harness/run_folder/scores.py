@@ -160,14 +160,17 @@ class ScoreLines:
              rule: str, strict_cited: list[str], strict_refused: bool, strict_outcome: str, must_refuse: bool,
              expected: list[str], retrieved: list[str] | None, expected_retrieved: bool | None,
              cost: float | None, latency: float | None, tokens_in: int | None, tokens_out: int | None,
-             truncated: bool) -> str:
+             truncated: bool, citations: str = "") -> str:
+        """One line; ``citations``: a references or multi-citation model's CITATION_FIELDS, as
+        :meth:`citation_fields` writes them (nothing for a GRACE model)."""
         s, ids, num, lit = self._str, _ids, _number, _LITERAL
         if not (_BOOLISH[type(refused)] and _BOOLISH[type(strict_refused)] and _BOOLISH[type(must_refuse)]
                 and _BOOLISH[type(expected_retrieved)] and _BOOLISH[type(truncated)]):
-            return json.dumps(dict(zip(SCORE_FIELDS, (
+            plain = json.dumps(dict(zip(SCORE_FIELDS, (
                 SCORES_SCHEMA_VERSION, question_id, model, repeat, cited, refused, outcome, rule, strict_cited,
                 strict_refused, strict_outcome, must_refuse, expected, retrieved, expected_retrieved, cost, latency,
                 tokens_in, tokens_out, truncated), strict=True)))
+            return plain[:-1] + citations + "}" if citations else plain
         # the keys in SCORE_FIELDS order (tests compare this line with json.dumps over SCORE_FIELDS)
         return (f'{{"schema_version": {SCORES_SCHEMA_VERSION}, "question_id": {s(question_id)}, "model": {s(model)}, '
                 f'"repeat": {int.__repr__(repeat)}, "cited_ids": {ids(cited)}, "refused": {lit[refused]}, '
@@ -176,14 +179,13 @@ class ScoreLines:
                 f'"must_refuse": {lit[must_refuse]}, "expected_citations": {ids(expected)}, '
                 f'"retrieved_ids": {ids(retrieved)}, "expected_retrieved": {lit[expected_retrieved]}, '
                 f'"cost_usd": {num(cost)}, "latency_ms": {num(latency)}, "input_tokens": {num(tokens_in)}, '
-                f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}}}')
+                f'"output_tokens": {num(tokens_out)}, "truncated": {lit[truncated]}{citations}}}')
 
     def citation_fields(self, citations: Sequence[Sequence[Any]], precision: float | None, recall: float | None,
                         f1: float | None, correct: float | None, coverage: float | None,
                         problems: Sequence[str]) -> str:
         """The CITATION_FIELDS of a references model's line, byte for byte as ``json.dumps`` writes them after the
-        other fields: ``, "citations": [...], ..., "marker_problems": [...]`` (the line is ``line[:-1] + this +
-        "}"``). Each citation is ``(reference, articles, how, note, quote, quote_found, ...)``, a
+        other fields: ``, "citations": [...], ..., "marker_problems": [...]`` (:meth:`line`'s ``citations``). Each citation is ``(reference, articles, how, note, quote, quote_found, ...)``, a
         :class:`CitedReference`'s fields in order."""
         s, num, lit = self._str, _number, _LITERAL
         items = []

@@ -29,33 +29,30 @@ The spot-check's claim-level judging reads answers with the same class (:meth:`C
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any, NamedTuple
 
+from harness.core.citation_text import CANONICAL, SENTENCE_END, WORD, folded_words, is_canonical_id
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.extraction import extract_both, given_citations
 from harness.scoring.markers import citation_units, read_markers
-from harness.scoring.outcomes import forbidden_ids
+from harness.scoring.outcomes import Rules, forbidden_ids
 from harness.scoring.refusal import is_lenient_refusal, is_strict_refusal
 from kb_builder.references import Resolution, Resolver, read_mapping, read_rewrites
 
 QUOTE_MIN_WORDS = 3  # a quoted span of fewer words is a term or a name ("Hybrid"), not a claim to check
 _CACHE_MAX = 200_000  # distinct references remembered per model: bounded on hostile output (every one unique)
-_CANONICAL = re.compile(r"\[ID: ([^\[\]\n\s,;]+)\]")  # GRACE's own form: stays an article ID when read as references
 _QUOTED = re.compile(r'"([^"\n]{1,1000})"|\u201c([^\u201c\u201d\n]{1,1000})\u201d|\u00ab([^\u00ab\u00bb\n]{1,1000})\u00bb'
                      r'|\u201e([^\u201e\u201c\u201d\n]{1,1000})[\u201c\u201d]')
-_WORD = re.compile(r"\w+")
-_SENTENCE_END = re.compile(r"[.!?\u2026\u3002\uff01\uff1f](?=\s|$)|\n")
 _NOT_AN_ID = "not a KB article ID"
 _QUOTE_CHAR = re.compile('["\u201c\u00ab\u201e]')  # what opens a quoted span (_QUOTED)
 _QUOTES = "\"'\u201c\u201d\u2018\u2019\u00ab\u00bb\u201e`"
 
 
 def _words(text: str) -> str:
-    """``text`` as its words, folded (the resolver's article texts are kept this way): " l4 and l5 10 "."""
-    return " " + " ".join(_WORD.findall(" ".join(unicodedata.normalize("NFKC", text).casefold().split()))) + " "
+    """``text`` as its words, folded as the resolver's article texts are (citation_text): " l4 and l5 10 "."""
+    return " " + " ".join(folded_words(text)) + " "
 
 
 class ReadCitation(NamedTuple):
@@ -68,6 +65,7 @@ class ReadCitation(NamedTuple):
     quote: str | None  # the quoted span attached to it, if any
     quote_found: bool | None  # the quote occurs in a cited article; None: no quote, or nothing to look in
     sentences: tuple[tuple[int, int], ...]  # spans in CitationReading.body of the sentences its markers end
+    warning: str | None = None  # a named problem of the reference (kb_builder.references.WARNINGS), mapped or not
 
     def as_dict(self) -> dict[str, Any]:
         """What ``scores.jsonl`` holds of it (:class:`~harness.run_folder.scores.CitedReference`)."""
@@ -116,35 +114,56 @@ class CitationFigures(NamedTuple):
     hit: bool | None
     correct: float | None
     coverage: float | None
+    page_precision: float | None = None  # the same two figures with each article read as its source page
+    page_recall: float | None = None
+
+
+ANY_OF, ALL_OF = "any", "all"  # kb_builder.gold.CITATIONS_NEEDED: the gold's listed articles as alternatives or all
+# the rule report.json states beside the figures (models[m].citations.rule) and docs/concepts/citations.md explains
+SET_RULE = ("precision: per citation, right when one of the articles it resolves to is an acceptable one (a page or "
+            "a chunk resolving to several articles counts once, right if it holds an answer; unmapped: a miss), over "
+            "the citations made; recall: per answerable question, by its citations_needed: any (the default) 1 when "
+            "one acceptable article is cited, all: the share of the listed articles cited; page level: the same with "
+            "every article read as its source document")
 
 
 def citation_figures(reading: CitationReading | None, cited: Sequence[str], expected: Collection[str],
                      answerable: bool, retrieved: Collection[str] | None,
                      audiences: Mapping[str, Collection[str]] | None = None,
-                     groups: Collection[str] | None = None) -> CitationFigures:
-    """Per answer, by the gold's acceptable set E, the cited articles C and the unmapped citations U:
-    precision |C∩E| / (|C|+|U|), recall |C∩E| / |E|, F1, hit |C∩E| > 0 (those four only for an answerable
-    question, and precision only when it cites); ``correct``: the share of citations that exist (resolve), are
-    reachable by the asker (not forbidden) and are supported (no quote missing from the article); coverage
-    |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0, nothing cited)."""
+                     groups: Collection[str] | None = None, needed: str = ANY_OF,
+                     page_of: Mapping[str, str] | None = None,
+                     expected_pages: Collection[str] | None = None) -> CitationFigures:
+    """Per answer, by the gold's acceptable set E and its citations (each resolving to a set of articles, the
+    union C): precision, the share of its citations whose set meets E (an unmapped one a miss: the docs' "share of
+    its citations that answer the question"); recall by ``needed``: "any" (E lists alternatives, GRACE's reading)
+    1 when C meets E, else 0; "all" (every listed article is required) |C∩E| / |E|; F1; hit: C meets E ("any") or
+    holds E ("all"); those four only for an answerable question, and precision only when it cites. The page
+    figures are precision and recall again with each article read as its page (``page_of``: article -> its source
+    document; an article not in it is a page of its own; ``expected_pages``: E's pages, if known). ``correct``: the share of citations that exist
+    (resolve), are reachable by the asker (not forbidden) and are supported (no quote missing from the article);
+    coverage |C∩R| / |R| for the retrieved set R, when known. ``reading`` None: a failed call (recall 0)."""
     citations = reading.citations if reading is not None else ()
-    unmapped = 0
-    for c in citations:
-        if not c.articles:
-            unmapped += 1
-    made = len(cited) + unmapped
-    right = 0
-    for a in cited:
-        if a in expected:
-            right += 1
-    precision = recall = f1 = None
+    precision = recall = f1 = page_precision = page_recall = None
     hit = None
     if answerable:
-        recall = right / len(expected) if expected else 0.0
-        hit = right > 0
-        if made:
-            precision = right / made
+        right = 0
+        for c in citations:
+            for a in c.articles:
+                if a in expected:
+                    right += 1
+                    break
+        found = 0
+        for a in cited:
+            if a in expected:
+                found += 1
+        every = needed == ALL_OF
+        hit = found == len(expected) if every else found > 0
+        recall = (found / len(expected) if every else float(found > 0)) if expected else 0.0
+        if citations:
+            precision = right / len(citations)
         f1 = 0.0 if not precision or not recall else 2 * precision * recall / (precision + recall)
+        if page_of is not None:
+            page_precision, page_recall = _page_figures(citations, cited, expected, every, page_of, expected_pages)
     correct = None
     if citations:
         check = bool(audiences) and groups is not None
@@ -154,10 +173,32 @@ def citation_figures(reading: CitationReading | None, cited: Sequence[str], expe
                 good += 1
         correct = good / len(citations)
     coverage = None
-    if made and retrieved:
+    if citations and retrieved:
         shown = set(retrieved)
         coverage = len(shown.intersection(cited)) / len(shown)
-    return CitationFigures(precision, recall, f1, hit, correct, coverage)
+    return CitationFigures(precision, recall, f1, hit, correct, coverage, page_precision, page_recall)
+
+
+def _page_figures(citations: Sequence[ReadCitation], cited: Sequence[str], expected: Collection[str], every: bool,
+                  page_of: Mapping[str, str], pages: Collection[str] | None = None) -> tuple[float | None, float]:
+    """Precision and recall with each article read as its source page (see :func:`citation_figures`). Plain loops:
+    a generator costs a frame a row, and this runs on every answer of a million."""
+    get = page_of.get
+    if pages is None:
+        pages = {get(a, a) for a in expected}
+    right = 0
+    for c in citations:
+        for a in c.articles:
+            if get(a, a) in pages:
+                right += 1
+                break
+    found = set()
+    for a in cited:
+        page = get(a, a)
+        if page in pages:
+            found.add(page)
+    recall = (len(found) / len(pages) if every else float(bool(found))) if pages else 0.0
+    return (right / len(citations) if citations else None), recall
 
 
 class CitationReader:
@@ -171,25 +212,37 @@ class CitationReader:
         self.settings = settings
         self.references = settings.reads == "references"
         self.multi = settings.scoring == "multi"
+        self.rules = Rules(multi=self.multi, references=self.references)  # what decide_outcome judges by
         self.kb_ids = frozenset(kb_ids)
         self.mapping = read_mapping(settings.map, self.kb_ids) if settings.map and self.references else {}
         self.rewrites = read_rewrites(settings.rewrite.items(), origin="[models.citations] rewrite") \
             if self.references else []
         self._articles = list(articles) if self.references else []
+        # each article's page (its source document; an imported article without one is a page of its own)
+        self.page_of = {a.id: getattr(a, "source", None) or a.id for a in articles}
         self._resolver: Resolver | None = None
         self._cache: dict[str, Resolution] = {}
         self._unplaced_cache: dict[tuple[str, bool], ReadCitation] = {}
         self._retrieved: dict[str, tuple[str, ...]] = {}  # a retrieval list's reference: its articles
+        self._pages: dict[frozenset[str], frozenset[str]] = {}  # a gold's articles: their pages
 
     def __getstate__(self) -> dict[str, Any]:
         """A worker gets the articles, mapping and rules, and builds the resolver and its cache again."""
-        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}, "_retrieved": {}}
+        return {**self.__dict__, "_resolver": None, "_cache": {}, "_unplaced_cache": {}, "_retrieved": {},
+                "_pages": {}}
 
     @property
     def resolver(self) -> Resolver:
         if self._resolver is None:
             self._resolver = Resolver(self._articles, dict(self.mapping), list(self.rewrites))
         return self._resolver
+
+    def expected_pages(self, expected: frozenset[str]) -> frozenset[str]:
+        """The pages of a gold's articles (per distinct gold: a run asks the same questions again and again)."""
+        found = self._pages.get(expected)
+        if found is None:
+            found = self._pages[expected] = frozenset(self.page_of.get(a, a) for a in expected)
+        return found
 
     def resolve(self, reference: str, as_id: bool = False) -> Resolution:
         """One reference (cached per distinct string); ``as_id``: a KB ID given as data is that article."""
@@ -244,7 +297,7 @@ class CitationReader:
             for m in reading.markers:
                 span = (m.sentence_start, m.sentence_end)
                 found.extend((m.start, ref, span) for ref in m.references if ref is not None)
-            canon = list(_CANONICAL.finditer(body))
+            canon = [m for m in CANONICAL.finditer(body) if is_canonical_id(m.group(1))]
             # each from where its citation unit starts: "days. (see [ID: 4])" cites "days."
             for m, (at, _) in zip(canon, citation_units(body, [m.span() for m in canon]), strict=True):
                 as_ids.add(m.group(1))
@@ -311,7 +364,7 @@ class CitationReader:
             texts = self.resolver.texts
             wanted = said or [quote]
             found = all(any(_words(q) in f" {texts.get(a, '')} " for a in res.articles) for q in wanted)
-        return ReadCitation(ref, res.articles, res.how, res.note, quote, found, spans)
+        return ReadCitation(ref, res.articles, res.how, res.note, quote, found, spans, res.warning)
 
     def _read_ids(self, text: str, citations: Sequence[str] | None,
                   refusal_langs: Iterable[str] | None) -> CitationReading:
@@ -330,7 +383,7 @@ def _quotes(sentence: str) -> list[str]:
     out: list[str] = []
     for m in _QUOTED.finditer(sentence):
         span = next(g for g in m.groups() if g is not None).strip()
-        if len(_WORD.findall(span)) >= QUOTE_MIN_WORDS:
+        if len(WORD.findall(span)) >= QUOTE_MIN_WORDS:
             out.append(span)
     return out
 
@@ -339,12 +392,12 @@ def _sentence_of(body: str, at: int) -> tuple[int, int]:
     """The sentence a marker at ``at`` ends: the one it sits in, or the one before when it follows a full stop
     (``at``: where its citation unit starts, so "days. (see [ID: 4])" follows one)."""
     before = body[:at].rstrip()
-    if before and _SENTENCE_END.match(before[-1]):
+    if before and SENTENCE_END.match(before[-1]):
         before = before[:-1]
     start = 0
-    for m in _SENTENCE_END.finditer(before):
+    for m in SENTENCE_END.finditer(before):
         start = m.end()
-    end_match = _SENTENCE_END.search(body, at)
+    end_match = SENTENCE_END.search(body, at)
     end = end_match.end() if end_match else len(body)
     if body[:at].rstrip() != before:  # it follows a full stop: that sentence ends there
         end = len(body[:at].rstrip())

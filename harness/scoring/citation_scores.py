@@ -22,12 +22,14 @@ from harness.core.hashing import file_hash
 from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CitationPair, CitationScores, Report
 from harness.run_folder.run_records import CitationSettings
+from harness.scoring.citation_reading import SET_RULE
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.row_pass import HOW_CODE, UNMAPPED_HOW
 from harness.scoring.significance import holm, paired_sign_flips
 from harness.scoring.spilled import Series
 from harness.scoring.tallies import RunTally
 from kb_builder.gold import GoldQuestion
+from kb_builder.references import WARNINGS
 
 _HOW_NAMES = {**{i: how for how, i in HOW_CODE.items()}, UNMAPPED_HOW: "unmapped"}
 
@@ -67,20 +69,25 @@ def add_citation_scores(report: Report, run: RunTally, questions: Sequence[GoldQ
             f1=_mean(c.f1), f1_ci95=None,
             hit_rate=round(c.hit_sum / c.n_answerable, 6) if c.n_answerable else None, hit_rate_ci95=None,
             cit_correct=_mean(c.correct), coverage=_mean(c.coverage),
+            page_precision=_mean(c.page_precision), page_recall=_mean(c.page_recall), rule=SET_RULE,
             quotes_checked=c.quotes_checked, quotes_missing=c.quotes_missing,
             marker_problems={code: n for i, code in enumerate(PROBLEMS) if (n := int(c.problems[i]))},
+            reference_warnings={name: n for i, name in enumerate(WARNINGS) if (n := int(c.warnings[i]))},
         )
         if c.n_answerable:  # per question: the mean over its answers (repeats), as accuracy's
             answered = np.flatnonzero(c.q_answerable)
-            f1, recall = (x[answered] / c.q_answerable[answered] for x in (c.q_f1, c.q_recall))
-            intervals.setdefault(answered.tobytes(), []).extend([(block, "recall_ci95", recall), (block, "f1_ci95", f1)])
+            f1, recall, page_recall = (x[answered] / c.q_answerable[answered] for x in (c.q_f1, c.q_recall,
+                                                                                           c.q_page_recall))
+            intervals.setdefault(answered.tobytes(), []).extend([(block, "recall_ci95", recall), (block, "f1_ci95", f1),
+                                                                 (block, "page_recall_ci95", page_recall)])
             # the hit rate is a share of questions (hit or not): Wilson's interval, as accuracy's
             block.hit_rate_ci95 = wilson_interval(block.hit_rate, int(answered.size)) if bootstrap > 0 else None
             f1_by_model[name] = answered, f1
         if c.n_citing:
             answered = np.flatnonzero(c.q_citing)
-            intervals.setdefault(answered.tobytes(), []).append(
-                (block, "precision_ci95", c.q_precision[answered] / c.q_citing[answered]))
+            intervals.setdefault(answered.tobytes(), []).extend([
+                (block, "precision_ci95", c.q_precision[answered] / c.q_citing[answered]),
+                (block, "page_precision_ci95", c.q_page_precision[answered] / c.q_citing[answered])])
         report.models[name].citations = block
         _warn(report, name, block, s)
     # one bootstrap per set of questions: every series over the same questions on the same resamples
@@ -121,6 +128,9 @@ def _warn(report: Report, name: str, block: CitationScores, s: CitationSettings)
             f"{name}: {block.n_unmapped} of {block.n_citations} citation(s) resolved to no KB article (each counts as "
             "a miss; every line's citations say why): check them with 'grace kb resolve KB REF...' and give a "
             "mapping file or rewrite rules")
+    for kind, n in block.reference_warnings.items():  # named, so the fix is told apart from a plain unmapped one
+        report.warnings.append(f"{name}: {n} citation(s) {kind}: {WARNINGS[kind]} (each line's citations name the "
+                               "reference and why; check them with 'grace kb resolve KB REF...')")
     errors = {code: n for code, n in block.marker_problems.items() if PROBLEMS[code] == "error"}
     if errors:
         shown = ", ".join(f"{code} {n}" for code, n in errors.items())

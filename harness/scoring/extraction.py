@@ -36,6 +36,7 @@ import re
 from collections.abc import Collection, Iterable
 from typing import NamedTuple
 
+from harness.core.citation_text import CANONICAL
 from harness.scoring.json_answer import JsonAnswer, attempted_citations, citation_tokens, find_json_answer
 from harness.scoring.refusal import is_lenient_refusal, is_strict_refusal
 
@@ -48,7 +49,6 @@ class Extraction(NamedTuple):
     rule: str  # json | inline (canonical form only) | lenient | none
 
 
-_CANONICAL = re.compile(r"\[ID: ([^\[\]\n]+)\]")
 _BRACKETED = re.compile(r"[\[(\u3010\u3014]([^\[\]()\u3010\u3011\u3014\u3015\n]{1,300})[\])\u3011\u3015]")
 # "ID: x" outside brackets, only taken when x is a KB ID. Found from its ":" or "#" (a fast literal
 # scan) and then checked for the "ID" label just before it: an IGNORECASE "\bID" scan costs 5x more.
@@ -176,7 +176,7 @@ def canonical_ids(text: str, kb_ids: Collection[str]) -> list[str]:
     out: list[str] = []
     if "[ID: " not in text:
         return out
-    for c in _CANONICAL.findall(text):
+    for c in CANONICAL.findall(text):
         if c in kb_ids or not _SEPARATORS.search(c):
             _add(out, c)
     return out

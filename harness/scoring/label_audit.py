@@ -35,6 +35,7 @@ from harness.core.csv_rows import read_csv_rows
 from harness.core.errors import GraceError, where
 from harness.core.files import atomic_write_text, csv_text, spreadsheet_unsafe
 from harness.scoring.votes import REFUSE, QuestionVotes
+from kb_builder.gold import CITATIONS_NEEDED
 
 COLUMNS = ["question_id", "question", "gold", "suggested", "agree", "gold_votes", "voters", "kind", "check", "reason"]
 KINDS = ("other_article", "refuse_answered", "all_refuse", "near_duplicates")
@@ -92,6 +93,15 @@ def _label(q: GoldLike) -> str:
     return REFUSE if q.must_refuse else ";".join(q.expected_citations)
 
 
+def _listing(q: GoldLike, ids: set[str]) -> str:
+    """How to write a label that takes another article in: listed beside the others, as an alternative; a question
+    whose articles are all required (``citations_needed = all``) would then require it too, so that is said."""
+    listed = ";".join(sorted(ids))
+    if getattr(q, "citations_needed", "any") == "all":
+        return f"then list it: {listed}, every one required as {CITATIONS_NEEDED} is all; or set it to any"
+    return f"then list both: {listed}"
+
+
 def _name(article_id: str, titles: Mapping[str, str]) -> str:
     title = titles.get(article_id)
     return f"{article_id} ({title})" if title else article_id
@@ -142,7 +152,7 @@ def audit(questions: Sequence[GoldLike], votes: Mapping[str, QuestionVotes], tit
                 f"article {other}",
                 f"{top[1]} of {v.voters} models cite {other}, {gold_votes} the gold "
                 f"{'article' if len(expected) == 1 else 'articles'}: a wrong label, or {top[0]} also answers "
-                f"(then list both: {';'.join(sorted(expected | {top[0]}))})")))
+                f"({_listing(q, expected | {top[0]})})")))
     flagged = {s.question_id for _, s in out}
     done: set[frozenset[str]] = set()
     for (a, b), n in sorted(swaps.items()):

@@ -35,6 +35,8 @@ import unicodedata
 from itertools import islice
 from typing import NamedTuple
 
+from harness.core.citation_text import SENTENCE_END
+
 # The heading of a trailing source list, per template language (harness.prompts.languages.TEMPLATE_LANGUAGES:
 # a test keeps the two in step). Matched with case and accents folded.
 LIST_HEADINGS = {
@@ -287,7 +289,6 @@ def _superscripts(text: str) -> bool:
 _UNIT_BEFORE = re.compile(r"(?:\d[ \t]?[A-Za-zµ°]{1,3}|\d)$")  # m², 10 km², x10³: an exponent, not a marker
 _NUMBER_SPLIT = re.compile(r"[ \t]*(?:[,;]|and)[ \t]*")
 _RANGE = re.compile(r"(" + _NUM + r")[ \t]*[-–—][ \t]*(" + _NUM + r")")
-_SENTENCE_END = re.compile(r"[.!?…。！？](?=\s|$)|\n")
 
 # Words that lead a citation in, per template language like LIST_HEADINGS (whose words lead one in too): "(see [1])",
 # "(Source: [2])", "See [About PPL](url)." With its lead-in and brackets a marker is one citation unit
@@ -364,8 +365,8 @@ def _unit(text: str, a: int, b: int) -> tuple[int, int]:
         q += 1
     if p > 0 and text[p - 1] in _OPENERS and q < len(text) and text[q] == _CLOSERS[_OPENERS.index(text[p - 1])]:
         return p - 1, q + 1
-    if (lead is not None and (p == 0 or _SENTENCE_END.match(text, p - 1) is not None)  # a sentence of its own,
-            and (q == len(text) or _SENTENCE_END.match(text, q) is not None)):  # not "See [1], staff get ..."
+    if (lead is not None and (p == 0 or SENTENCE_END.match(text, p - 1) is not None)  # a sentence of its own,
+            and (q == len(text) or SENTENCE_END.match(text, q) is not None)):  # not "See [1], staff get ..."
         return lead, b
     return a, b
 
@@ -424,7 +425,7 @@ def _numbers(inner: str) -> tuple[tuple[str, ...], bool]:
 def _sentences(masked: str) -> list[tuple[int, int]]:
     """Sentence spans (trimmed) of ``masked``, the body with every marker blanked out."""
     out, a = [], 0
-    for b in [m.end() for m in _SENTENCE_END.finditer(masked)] + [len(masked)]:
+    for b in [m.end() for m in SENTENCE_END.finditer(masked)] + [len(masked)]:
         seg = masked[a:b]
         kept = seg.strip()
         if kept:

@@ -30,8 +30,13 @@ The order of the rules is the GRACE contract, first match wins:
 7. ``no_citation``, then ``multiple_citations``: the number of citations.
 8. ``correct`` / ``wrong_citation``.
 
-A model scored several citations per answer (``CitationSettings.scoring == "multi"``) is judged by
-:func:`decide_multi_outcome` instead: citing the gold article among others is ``correct`` (a hit).
+One order for every model: how its citations are read and scored (:class:`Rules`, from its ``CitationSettings``)
+is data the rules read, never a second order. A model scored several citations per answer (``multi``) differs in
+what three rules look at, not in where they stand: a citation that resolves to nothing (4) or that was not shown
+(5) decides the outcome only when every citation is one (one among others is a miss in its citation precision,
+not the answer's outcome); it has no ``multiple_citations`` (7); and it hits (8) when an acceptable article is among
+those it cites. A question whose gold requires all its articles (``citations_needed = all``) hits only when every
+one is cited, which one citation does only when the gold lists one.
 
 A system that returns its citations as data (the row's ``citations``) is read
 from those, not from its text (the refusal still is); see
@@ -49,6 +54,7 @@ the article, not about who asked.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 # the names, their order and what each counts as: spelled once, in the outcome table beside the scores.jsonl
 # contract they are values of. This module holds the rules that choose one (a new outcome: its entry there, its
@@ -88,6 +94,17 @@ def reported_outcomes(labelled: bool, references: bool = False) -> list[str]:
     return [o for o in OUTCOMES if o not in left_out]
 
 
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """How a model's citations are judged (the mode, as data: from its ``CitationSettings``; none is GRACE's)."""
+
+    multi: bool = False  # several citations per answer (scoring = "multi"): see the module docstring
+    references: bool = False  # read as references: every citation unmapped is unmapped_citation, not invalid
+
+
+GRACE = Rules()
+
+
 def decide_outcome(
     cited_ids: Sequence[str],
     refused: bool,
@@ -100,11 +117,15 @@ def decide_outcome(
     audiences: Mapping[str, Collection[str]] | None = None,
     groups: Collection[str] | None = None,
     unmapped: int = 0,
+    all_needed: bool = False,
+    rules: Rules = GRACE,
 ) -> str:
     """The outcome of one response (rules in the module docstring); ``shown`` is the row's retrieved_ids, if known;
     ``audiences`` the KB's restricted articles (ID -> the groups that may see it), ``groups`` the asker's, if known.
-    ``unmapped``: references that resolved to no article (a model read as references; ``cited_ids`` are then the
-    articles the others resolved to): all unmapped is ``unmapped_citation``, and each counts as a citation made."""
+    ``unmapped``: citations that resolved to no article (``cited_ids`` are then the distinct articles the others
+    resolved to): all unmapped is ``unmapped_citation`` (``invalid_citation`` for a model read as IDs), and each
+    counts as a citation made. ``all_needed``: the gold requires every expected article (``citations_needed =
+    all``). ``rules``: how the model's citations are read and scored (GRACE's by default)."""
     if error:
         return "error"
     if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
@@ -117,67 +138,37 @@ def decide_outcome(
         if cid not in kb_ids:
             return "invalid_citation"
     if unmapped and not cited_ids:
-        return "unmapped_citation"
+        return "unmapped_citation" if rules.references else "invalid_citation"
     if shown:
-        for cid in cited_ids:
-            if cid not in shown:
-                return "unshown_citation"
+        if rules.multi:  # one unshown among others is a precision miss; all of them, the answer's outcome
+            for cid in cited_ids:
+                if cid in shown:
+                    break
+            else:
+                if cited_ids:
+                    return "unshown_citation"
+        else:
+            for cid in cited_ids:
+                if cid not in shown:
+                    return "unshown_citation"
     if must_refuse:
         return "answered_unanswerable"
     if not cited_ids:
         return "no_citation"
-    if len(cited_ids) + unmapped > 1:
+    if len(cited_ids) + unmapped > 1 and not rules.multi:
         return "multiple_citations"
     if not expected:
         return "unjudged_citation"
-    return "correct" if cited_ids[0] in expected else "wrong_citation"
-
-
-def decide_multi_outcome(
-    cited_ids: Sequence[str],
-    unmapped: int,
-    refused: bool,
-    must_refuse: bool,
-    expected: Collection[str],
-    *,
-    shown: Collection[str] | None = None,
-    error: bool = False,
-    audiences: Mapping[str, Collection[str]] | None = None,
-    groups: Collection[str] | None = None,
-    references: bool = True,
-) -> str:
-    """The outcome of an answer scored several citations at a time (``CitationSettings.scoring == "multi"``).
-
-    ``cited_ids`` are the distinct KB articles its citations resolved to, ``unmapped`` the citations that resolved
-    to none (for a model read as IDs: the cited IDs not in the KB). An answer that cites the gold article among
-    others is a hit, so accuracy is the hit rate (precision and recall say the rest). In order: error, forbidden,
-    the refusals, a must-refuse question answered with a citation, no citation, every citation unmapped
-    (``unmapped_citation``; ``invalid_citation`` for a model read as IDs), a hit (``correct``; with no label
-    ``unjudged_citation``), a cited article that was not retrieved (``unshown_citation``), else ``wrong_citation``.
-    """
-    if error:
-        return "error"
-    if audiences and groups is not None and forbidden_ids(cited_ids, audiences, groups):
-        return "forbidden_citation"
-    if refused:
-        if not must_refuse and not expected:
-            return "refusal"
-        return "correct_refusal" if must_refuse else "false_refusal"
-    if must_refuse and (cited_ids or unmapped):
-        return "answered_unanswerable"
-    if not cited_ids:
-        if not unmapped:
-            return "no_citation"
-        return "unmapped_citation" if references else "invalid_citation"
-    if not expected:
-        return "unjudged_citation"
-    for cid in cited_ids:
+    if all_needed:
+        for e in expected:
+            if e not in cited_ids:
+                return "wrong_citation"
+        return "correct"
+    if cited_ids[0] in expected:  # GRACE's one citation (the hot path: a million rows), or a multi answer's first
+        return "correct"
+    for cid in cited_ids[1:]:
         if cid in expected:
             return "correct"
-    if shown:
-        for cid in cited_ids:
-            if cid not in shown:
-                return "unshown_citation"
     return "wrong_citation"
 
 

@@ -45,6 +45,8 @@ METHOD = ("PPI++ (Angelopoulos et al. 2023): each figure computed with the machi
 class MachineLabel:
     citations: tuple[str, ...] = ()  # the articles that answer the question, as the machine says
     must_refuse: bool = False  # the machine says no article answers it (REFUSE)
+    # the gold's citations_needed: "any" (one of the articles answers) or "all" (an answer cites every one)
+    citations_needed: str = "any"
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ def asked_questions(human: Sequence[GoldQuestion], machine: MachineLabels) -> li
         if m is not None:
             out[i] = GoldQuestion(question_id=out[i].question_id, question=out[i].question,
                                   expected_citations=[] if m.must_refuse else list(m.citations),
-                                  must_refuse=m.must_refuse)
+                                  must_refuse=m.must_refuse, citations_needed=m.citations_needed)
     return out
 
 
@@ -119,7 +121,9 @@ class _Design:
 
 def machine_keys(questions: Sequence[GoldQuestion], machine: MachineLabels, names: list[str]) -> np.ndarray:
     """Every machine label as ``question * len(names) + label code`` (sorted): a row whose predicted label is one
-    of its question's is a hit under the machine label (the tallies count them in the one pass over the rows)."""
+    of its question's is a hit under the machine label (the tallies count them in the one pass over the rows). A
+    label requiring all of several articles (``citations_needed = all``) has no key: one predicted article is no
+    hit under it, as the outcome of such a question is no hit."""
     return np.unique(np.array(_machine_labels(questions, machine, names)[0], dtype=np.int64))
 
 
@@ -140,6 +144,10 @@ def _machine_labels(questions: Sequence[GoldQuestion], machine: MachineLabels,
             keys.append(i * width + refuse_code)
             must_hat[i] = 1
         for c in m.citations:
+            if m.citations_needed == "all" and len(m.citations) > 1:
+                if c not in code:
+                    bad_ids.add(c)
+                continue
             if c in code:
                 keys.append(i * width + code[c])
             else:

@@ -22,6 +22,7 @@ import numpy as np
 from harness.scoring.answer_language import UNKNOWN
 from kb_builder.references import HOW
 
+WARNING_BITS = 8  # a count of one named problem in one answer (its citations: at most a few hundred, capped)
 CHUNK_ROWS = 1 << 15  # rows read back at once (2.5 MB of a GRACE run's records, 5 MB with citation figures)
 
 FIELDS = (
@@ -44,6 +45,10 @@ CITATIONS = (
     ("coverage", "d"), ("n_citations", "i"), ("n_unmapped", "i"), ("quotes_checked", "i"),
     ("quotes_missing", "i"), ("problems", "i"),  # PROBLEM_BIT mask
     *((f"how_{i}", "i") for i in range(len(HOW) + 1)),  # citations per HOW_CODE (the last: unmapped)
+    ("cit_page_precision", "d"), ("cit_page_recall", "d"),  # the same, each article read as its source page
+    # citations per named reference problem, packed: WARNINGS[i]'s count in bits 8i..8i+7 (WARNING_BITS); one
+    # column, not one a kind: each column is a transposition of every row of a block
+    ("warnings", "q"),
 )
 
 

@@ -21,27 +21,28 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
 from harness.run_folder.responses import ResponseRow, check_file, read_responses, split_ranges
 from harness.run_folder.scores import ScoreLines
 from harness.scoring.answer_language import AnswerLanguage
-from harness.scoring.citation_reading import CitationReader, citation_figures
+from harness.scoring.citation_reading import ALL_OF, ANY_OF, CitationReader, citation_figures
 from harness.scoring.extraction import RULES, Extraction, extract_both, given_citations
 from harness.scoring.markers import PROBLEMS
-from harness.scoring.outcomes import OUTCOME_CODE, decide_multi_outcome, decide_outcome, is_cut_off
+from harness.scoring.outcomes import OUTCOME_CODE, decide_outcome, is_cut_off
 from harness.scoring.refusal_languages import LANGUAGES as PARAPHRASED
-from harness.scoring.row_columns import ColumnWriter, RowColumns, columns_file
+from harness.scoring.row_columns import WARNING_BITS, ColumnWriter, RowColumns, columns_file
 from kb_builder.gold import GoldQuestion
-from kb_builder.references import HOW
+from kb_builder.references import HOW, WARNINGS
 
 RULE_CODE = {rule: i for i, rule in enumerate(RULES)}
 # a citation's way of resolving, as a column index (the last: unmapped); a marker problem, as a bit of a mask
 HOW_CODE = {how: i for i, how in enumerate(HOW)}
 UNMAPPED_HOW = len(HOW)
 PROBLEM_BIT = {code: 1 << i for i, code in enumerate(PROBLEMS)}
+WARNING_CODE = {name: i for i, name in enumerate(WARNINGS)}  # a reference's named problem, as a column index
 PARALLEL_MIN_BYTES = 32 << 20  # below this, starting workers costs more than it saves
 _FLUSH_EVERY = 20_000
 _NOTHING = Extraction([], False, "none")
@@ -75,7 +76,9 @@ def score_part(
     with its reader; every other model is read exactly as a GRACE prompt (and its lines are what they were)."""
     code = {a: i for i, a in enumerate(label_ids)}
     gold_index = {g.question_id: i for i, g in enumerate(questions)}
-    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations)) for g in questions]
+    # per question: must_refuse, its articles, as a set, and whether every one is needed (citations_needed = all)
+    qinfo = [(g.must_refuse, g.expected_citations, frozenset(g.expected_citations),
+              g.citations_needed == ALL_OF and len(g.expected_citations) > 1) for g in questions]
     audiences = audiences or None
     qgroups = [g.groups for g in questions]
     refuse_code, none_code = len(label_ids), len(label_ids) + 1
@@ -97,7 +100,7 @@ def score_part(
     with _collector_off(), open(out_path, "w", encoding="utf-8") as fh:
         for row in read_responses(path, gold_index, start, end):
             qi = gold_index[row.question_id]
-            must, expected, expected_set = qinfo[qi]
+            must, expected, expected_set, needed = qinfo[qi]
             mi = model_index.get(row.model)
             if mi is None:
                 mi = model_index[row.model] = len(models)
@@ -111,21 +114,25 @@ def score_part(
                 groups = row.user_groups if row.user_groups is not None else qgroups[qi]
             reader = readers.get(row.model) if readers is not None else None
             if reader is not None:  # a model read as references or scored several citations per answer
-                ext, strict, outcome, strict_outcome, retrieved, tail, figures = _read_row(
-                    reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences, groups, writer)
+                read = _read_row(reader, row, retrieved, must, expected_set, kb_ids, refusal_langs[qi], audiences,
+                                 groups, writer, needed)
+                ext, strict, outcome, strict_outcome = read.ext, read.strict, read.outcome, read.strict_outcome
+                retrieved, tail = read.retrieved, read.citation_fields
             elif row.error:
                 ext = strict = _NOTHING
                 outcome = strict_outcome = "error"
+                tail = ""
             else:
+                tail = ""
                 # refusal paraphrases in English and the question's language only (see refusal_languages)
                 if row.citations is None:
                     ext, strict = extract_both(row.text, kb_ids, refusal_langs[qi])
                 else:  # citations given as data: taken as they are, the refusal still read from the text
                     ext, strict = given_citations(row.text, row.citations, refusal_langs[qi])
                 outcome = decide(ext.cited_ids, ext.refused, must, expected_set, kb_ids, shown=retrieved,
-                                 audiences=audiences, groups=groups)
+                                 audiences=audiences, groups=groups, all_needed=needed)
                 strict_outcome = decide(strict.cited_ids, strict.refused, must, expected_set, kb_ids, shown=retrieved,
-                                        audiences=audiences, groups=groups)
+                                        audiences=audiences, groups=groups, all_needed=needed)
             cited = ext.cited_ids
             # labels for the per-article metrics (see outcomes.true_label / predicted_label)
             if must:
@@ -141,16 +148,18 @@ def score_part(
             else:
                 pred = none_code  # also an unshown citation: it names no article the model read
             cut = row.finish_reason is not None and is_cut_off(row.finish_reason)
-            er = None if not retrieved or must or not expected else any(e in retrieved for e in expected)
+            er = None  # a gold article among those retrieved (a loop: any() over a generator costs a frame a row)
+            if retrieved and not must and expected:
+                er = False
+                for e in expected:
+                    if e in retrieved:
+                        er = True
+                        break
             buf.append(line(row.question_id, row.model, row.repeat, cited, ext.refused, outcome, ext.rule,
                             strict.cited_ids, strict.refused, strict_outcome, must, expected, retrieved, er,
-                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut))
+                            row.cost_usd, row.latency_ms, row.input_tokens, row.output_tokens, cut, tail))
             if add_figures is not None:
-                if reader is not None:
-                    buf[-1] = buf[-1][:-1] + tail + "}"
-                    add_figures(figures)
-                else:
-                    add_figures(_GRACE_FIGURES)
+                add_figures(_GRACE_FIGURES if reader is None else read.figures)
             add((mi, qi, row.repeat, OUTCOME_CODE[outcome], OUTCOME_CODE[strict_outcome], RULE_CODE[ext.rule], true,
                  pred, ext.refused, -1 if er is None else er, len(retrieved) if retrieved else -1,
                  nan if row.cost_usd is None else row.cost_usd,
@@ -173,15 +182,29 @@ def score_part(
 
 
 _NAN = float("nan")
-_GRACE_FIGURES = (float("nan"),) * 3 + (-1, float("nan"), float("nan")) + (0,) * (5 + len(HOW) + 1)
+_GRACE_FIGURES = (_NAN,) * 3 + (-1, _NAN, _NAN) + (0,) * (5 + len(HOW) + 1) + (_NAN, _NAN, 0)
+
+
+class RowReading(NamedTuple):
+    """One row of a model with CitationSettings, read and judged (a tuple: a million rows)."""
+
+    ext: Extraction  # the lenient reading, as the scores line gives it
+    strict: Extraction
+    outcome: str
+    strict_outcome: str
+    retrieved: list[str] | None  # what it was judged against (a system's own retrieval, resolved)
+    citation_fields: str  # its scores line's CITATION_FIELDS (ScoreLines.citation_fields)
+    figures: tuple  # its row_columns.CITATIONS columns, in order
 
 
 def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | None, must: bool,
               expected: frozenset[str], kb_ids: frozenset[str], langs: tuple[str, ...],
               audiences: dict[str, frozenset[str]] | None, groups: list[str] | frozenset[str] | None,
-              lines: ScoreLines) -> tuple[Extraction, Extraction, str, str, list[str] | None, str, tuple]:
+              lines: ScoreLines, all_needed: bool = False) -> RowReading:
     """One row of a model with CitationSettings: its readings, outcomes, what it was judged against (a system's
-    own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns."""
+    own retrieval resolved the same way as its citations), its scores line's citation fields and figure columns.
+    Such a model is read as references or scored several per answer: settings of single citations read as IDs are
+    GRACE's own reading, and score_run gives no reader for them (its rows take GRACE's path, line for line)."""
     if reader.references and row.system_retrieved is not None:
         retrieved = reader.resolve_retrieved(row.system_retrieved)
     answerable = not must and bool(expected)
@@ -189,40 +212,37 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
         reading = None
         ext = strict = _NOTHING
         cited: list[str] = []
-        unmapped = strict_unmapped = 0
         outcome = strict_outcome = "error"
     else:
         reading = reader.read(row.text, row.citations, langs)
         cited = list(reading.strict_ids) if reader.references else reading.cited_ids()  # the same, read as such
         unmapped = reading.unmapped()
         strict_ids = list(reading.strict_ids)
-        strict_cited = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
-        strict_unmapped = unmapped if reader.references else len(strict_ids) - len(strict_cited)
         ext = Extraction(cited if reader.references else [c.reference for c in reading.citations],
                          reading.refused, reading.rule)
         strict = Extraction(strict_ids, reading.strict_refused, reading.rule)
-        if reader.multi:
-            outcome = decide_multi_outcome(cited, unmapped, reading.refused, must, expected, shown=retrieved,
-                                           audiences=audiences, groups=groups, references=reader.references)
-            strict_outcome = decide_multi_outcome(strict_cited, strict_unmapped, reading.strict_refused, must,
-                                                  expected, shown=retrieved, audiences=audiences, groups=groups,
-                                                  references=reader.references)
-        elif reader.references:
-            outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups, unmapped=unmapped)
-            strict_outcome = decide_outcome(cited, reading.strict_refused, must, expected, kb_ids, shown=retrieved,
-                                            audiences=audiences, groups=groups, unmapped=unmapped)
-        else:  # scoring single, reads ids: GRACE's reading and rules (the settings only add the figures)
-            outcome = decide_outcome(ext.cited_ids, ext.refused, must, expected, kb_ids, shown=retrieved,
-                                     audiences=audiences, groups=groups)
-            strict_outcome = decide_outcome(strict.cited_ids, strict.refused, must, expected, kb_ids,
-                                            shown=retrieved, audiences=audiences, groups=groups)
-    f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups)
+        # judged by the articles cited and the citations that resolved to none (read as IDs: not KB articles)
+        strict_judged = strict_ids if reader.references else [i for i in strict_ids if i in kb_ids]
+        strict_unmapped = unmapped if reader.references else len(strict_ids) - len(strict_judged)
+        rules = reader.rules
+        outcome = decide_outcome(cited, reading.refused, must, expected, kb_ids, shown=retrieved,
+                                 audiences=audiences, groups=groups, unmapped=unmapped, all_needed=all_needed,
+                                 rules=rules)
+        strict_outcome = decide_outcome(strict_judged, reading.strict_refused, must, expected, kb_ids,
+                                        shown=retrieved, audiences=audiences, groups=groups,
+                                        unmapped=strict_unmapped, all_needed=all_needed, rules=rules)
+    f = citation_figures(reading, cited, expected, answerable, retrieved, audiences, groups,
+                         ALL_OF if all_needed else ANY_OF, reader.page_of, reader.expected_pages(expected))
     how = [0] * (len(HOW) + 1)
+    warned = 0  # row_columns' packed count per named problem
     checked = missing = n_unmapped = mask = 0
     if reading is not None:
         citations = reading.citations
         for cit in citations:
+            if cit.warning is not None:
+                at = WARNING_CODE.get(cit.warning)
+                if at is not None and (warned >> (WARNING_BITS * at)) & 0xFF < 0xFF:
+                    warned += 1 << (WARNING_BITS * at)
             if cit.how is None:
                 how[UNMAPPED_HOW] += 1
                 n_unmapped += 1
@@ -236,13 +256,14 @@ def _read_row(reader: CitationReader, row: ResponseRow, retrieved: list[str] | N
             mask |= PROBLEM_BIT.get(code, 0)
     else:
         citations = problems = ()
-    p, r, f1, hit, correct, coverage = f
+    p, r, f1, hit, correct, coverage, page_p, page_r = f
     figures = (_NAN if p is None else p, _NAN if r is None else r, _NAN if f1 is None else f1,
                -1 if hit is None else hit, _NAN if correct is None else correct,
-               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how)
+               _NAN if coverage is None else coverage, len(citations), n_unmapped, checked, missing, mask, *how,
+               _NAN if page_p is None else page_p, _NAN if page_r is None else page_r, warned)
     tail = lines.citation_fields(citations, _round(p), _round(r), _round(f1), _round(correct), _round(coverage),
                                  problems)
-    return ext, strict, outcome, strict_outcome, retrieved, tail, figures
+    return RowReading(ext, strict, outcome, strict_outcome, retrieved, tail, figures)
 
 
 def _round(x: float | None) -> float | None:

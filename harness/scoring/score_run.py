@@ -20,11 +20,11 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
+from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.hashing import FileHashInThread, file_hash
 from harness.core.version import __version__
@@ -342,7 +342,7 @@ def _build_report(run: RunTally, questions: list[GoldQuestion], names: list[str]
               for name, m in per_model.items() if m.error_count == m.n}
     if not labelled:  # nothing to rank by: the models by name, with no rank, group or test
         board = sorted(m for m in models if m not in failed)
-        return Report(schema_version=REPORT_SCHEMA_VERSION, created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        return Report(schema_version=REPORT_SCHEMA_VERSION, created_at=now(),
                       grace_version=__version__, gold=gold, kb=kb, responses=responses, seed=seed,
                       bootstrap_samples=bootstrap, leaderboard=board, models={name: per_model[name] for name in board},
                       pairwise=[], spotcheck=None, failed_models=failed,
@@ -357,7 +357,7 @@ def _build_report(run: RunTally, questions: list[GoldQuestion], names: list[str]
         per_model[name].significance_group = letters[name]
     return Report(
         schema_version=REPORT_SCHEMA_VERSION,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_at=now(),
         grace_version=__version__,
         gold=gold,
         kb=kb,

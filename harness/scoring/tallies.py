@@ -27,13 +27,15 @@ import numpy as np
 from harness.scoring.extraction import RULES
 from harness.scoring.markers import PROBLEMS
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE, OUTCOMES
-from harness.scoring.row_columns import CITATIONS, RowColumns
+from harness.scoring.row_columns import CITATIONS, WARNING_BITS, RowColumns
 from harness.scoring.spilled import Spill
+from kb_builder.references import WARNINGS
 
 N_OUTCOMES = len(OUTCOMES)
 ERROR = OUTCOME_CODE["error"]
 FORBIDDEN = OUTCOME_CODE["forbidden_citation"]
 HOW_COLUMNS = tuple(name for name, _ in CITATIONS if name.startswith("how_"))
+
 _BUCKET_ROWS = 1 << 18  # (key, row) records held at once when superseded rows are looked for out of order
 
 
@@ -108,14 +110,16 @@ class CitationTally:
         self.n_answerable = self.n_citing = self.n_citations = self.n_unmapped = 0
         self.quotes_checked = self.quotes_missing = 0
         self.how = np.zeros(len(HOW_COLUMNS), dtype=np.int64)
+        self.warnings = np.zeros(len(WARNINGS), dtype=np.int64)  # citations per named reference problem
         self.problems = np.zeros(len(PROBLEMS), dtype=np.int64)  # answers with each marker problem (PROBLEM_BIT)
         self.hit_sum = 0.0
         self.precision, self.recall, self.f1 = spill.series(), spill.series(), spill.series()
         self.correct, self.coverage = spill.series(), spill.series()
+        self.page_precision, self.page_recall = spill.series(), spill.series()
         self.q_answerable = np.zeros(nq, dtype=np.int64)
-        self.q_f1, self.q_recall = np.zeros(nq), np.zeros(nq)
+        self.q_f1, self.q_recall, self.q_page_recall = np.zeros(nq), np.zeros(nq), np.zeros(nq)
         self.q_citing = np.zeros(nq, dtype=np.int64)
-        self.q_precision = np.zeros(nq)
+        self.q_precision, self.q_page_precision = np.zeros(nq), np.zeros(nq)
 
     def add(self, r: np.ndarray, answerable_q: np.ndarray) -> None:
         q = r["q"]
@@ -127,6 +131,9 @@ class CitationTally:
         self.n_citations += int(r["n_citations"].sum())
         self.n_unmapped += int(r["n_unmapped"].sum())
         self.how += np.array([int(r[name].sum()) for name in HOW_COLUMNS], dtype=np.int64)
+        packed = r["warnings"]
+        if packed.any():
+            self.warnings += [int(((packed >> (WARNING_BITS * i)) & 0xFF).sum()) for i in range(len(WARNINGS))]
         self.quotes_checked += int(r["quotes_checked"].sum())
         self.quotes_missing += int(r["quotes_missing"].sum())
         problems = r["problems"]
@@ -136,6 +143,8 @@ class CitationTally:
         self.precision.add(rows_p["cit_precision"])
         self.recall.add(rows_a["cit_recall"])
         self.f1.add(rows_a["cit_f1"])
+        self.page_precision.add(rows_p["cit_page_precision"])
+        self.page_recall.add(rows_a["cit_page_recall"])
         self.hit_sum += float(rows_a["cit_hit"].astype(np.float64).sum())
         for series, values in ((self.correct, r["cit_correct"]), (self.coverage, r["coverage"])):
             series.add(values[~np.isnan(values)])
@@ -144,8 +153,10 @@ class CitationTally:
         self.q_answerable += np.bincount(qa, minlength=self.q_answerable.size)
         np.add.at(self.q_f1, qa, rows_a["cit_f1"])
         np.add.at(self.q_recall, qa, rows_a["cit_recall"])
+        np.add.at(self.q_page_recall, qa, rows_a["cit_page_recall"])
         self.q_citing += np.bincount(qp, minlength=self.q_citing.size)
         np.add.at(self.q_precision, qp, rows_p["cit_precision"])
+        np.add.at(self.q_page_precision, qp, rows_p["cit_page_precision"])
 
 
 class PpiTally:

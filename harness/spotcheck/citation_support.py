@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.core.citation_text import CANONICAL
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats
 from harness.spotcheck.claims import (
@@ -60,7 +61,6 @@ KIND = "grace-spotcheck-citation-support"  # the calls' kind in the cache key
 CASES = Path(__file__).parent / "citation_cases.jsonl"
 FIGURES = ("support_recall", "citation_precision", "misattributed_rate", "unsupported_rate")
 _SPACE_BEFORE_STOP = re.compile(r"\s+([.,;:!?])")  # "base salary [1]." read without its marker: "base salary."
-_CANONICAL = re.compile(r"\[ID: [^\[\]\n]{1,200}\]")  # GRACE's own marker, cut from a sentence the judge reads
 METHOD = ("Each cited sentence is judged against every article its answer cites (the claims template's verification "
           "prompt; only 'supported' counts). A sentence is 'own' when one of its own citations supports it, 'other' "
           "when only another article the answer cites does (misattributed), 'none' otherwise. support_recall = own / "
@@ -133,7 +133,7 @@ def _claim(sentence: str, one_line: bool = True) -> str:
     from harness.spotcheck.segmentation import clean_claim
 
     spans = sorted([(m.start, m.end) for m in read_markers(sentence).markers]
-                   + [m.span() for m in _CANONICAL.finditer(sentence)])
+                   + [m.span() for m in CANONICAL.finditer(sentence)])
     parts, pos = [], 0
     for a, b in citation_units(sentence, spans):
         parts.append(sentence[pos:max(a, pos)])

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from harness.core.citation_text import ANY_ID_MARKER
 from harness.providers.base import Completion, Provider, Request, RetrievedArticle
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -178,7 +179,7 @@ def lexical_quality(item: dict[str, Any], shown: Sequence[RetrievedArticle], lan
     question, answer, gold_ids = item["question"], item["answer"], set(item.get("gold") or [])
     gold = [a for a in shown if a.id in gold_ids]
     qwords = set(content(question))
-    parts = sentences(re.sub(r"\[ID:[^\]]*\]", "", answer))
+    parts = sentences(ANY_ID_MARKER.sub("", answer))
     refuses = is_refusal(answer)
     extra = [s for s in parts if not is_refusal(s) and content(s)]
     scale = lambda share: max(1, min(5, round(1 + 4 * share)))  # noqa: E731

@@ -30,6 +30,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from harness.core.citation_text import SENTENCE_END_BEFORE_CLOSER
 from harness.scoring import json_answer
 from harness.scoring.extraction import inline_ids_lenient
 from harness.scoring.json_answer import citation_tokens, find_json_answer
@@ -46,7 +47,6 @@ _EMPHASIS = re.compile(r"\*\*|__|`")
 _TRAILING = re.compile(r"[\s.,;:!?)\]*_]*")
 _WORDY = re.compile(r"\w")
 _TERMINATOR = re.compile(r"[.!?\n]")
-_SENTENCE_END = re.compile(r"[.!?](?=[\s\"'\u201d)]|$)|\n")
 _JSON_START = re.compile(r"\s*(?:```[ \t]*(?:json|JSON|javascript)?[ \t]*\n?\s*)?\{")
 # one "key": value pair of a JSON object that may not parse: a string value may be cut off at the end
 _FIELD = re.compile(r'"((?:[^"\\\n]|\\.){1,60})"\s*:\s*(?:"((?:[^"\\]|\\.)*)(?:"|\\?\Z)|(\[[^\]]*\]?|[^,}\n]*))')
@@ -93,12 +93,12 @@ def _markers(text: str, kb_ids: Collection[str] | None) -> list[tuple[int, int, 
 
 
 # Citation text rule (issue 46), with markers.citation_units: a citation after a sentence end belongs to that
-# sentence. It reads the sentence end by _SENTENCE_END above (unchanged), so it moves with it to a shared home.
+# sentence (the sentence end: harness.core.citation_text).
 def _after_sentence(text: str) -> bool:
-    """Whether ``text`` ends at a sentence end (:data:`_SENTENCE_END`, closing quotes and spaces after it): a
+    """Whether ``text`` ends at a sentence end (:data:`~harness.core.citation_text.SENTENCE_END_BEFORE_CLOSER`, closing quotes and spaces after it): a
     citation written there cites the sentence before it ("25 days. [ID: 4] Requests ...")."""
     tail = text[-12:]
-    return any(not tail[m.end():].strip(" \t\"'\u201d)") for m in _SENTENCE_END.finditer(tail))
+    return any(not tail[m.end():].strip(" \t\"'\u201d)") for m in SENTENCE_END_BEFORE_CLOSER.finditer(tail))
 
 
 class _AnyId:
@@ -162,7 +162,7 @@ def _split_paragraph(para: str, kb_ids: Collection[str] | None) -> list[tuple[st
             continue
         stop = _TRAILING.match(para, end).end()  # type: ignore[union-attr]
         if stop < len(para) and not _TERMINATOR.search(para[end:stop]) and not _after_sentence(para[pos:start]):
-            found = _SENTENCE_END.search(para, stop)
+            found = SENTENCE_END_BEFORE_CLOSER.search(para, stop)
             sentence_end = found.end() if found else len(para)
             if n + 1 == len(markers) or sentence_end <= markers[n + 1][0]:
                 stop = sentence_end

@@ -91,6 +91,7 @@ def test_the_table_has_the_documented_columns_and_types(scored):
     assert q0["question"] == "how many sick days do I get (variant 0)" and q0["category"] is None
     assert q0["outcome"] == "correct" and q0["correct"] is True and q0["cited_ids"] == ["1"]
     assert q0["gold_ids"] == ["1"] and q0["must_refuse"] is False and q0["response"] == ANSWERS["q0"]
+    assert q0["citations_needed"] == "any"  # the gold's default: any one listed article answers (issue 46)
     assert q0["gold_rank"] == q0["retrieved_ids"].index("1") + 1
     r1 = next(r for r in rows if r["model"] == "scripted:writer" and r["question_id"] == "r1")
     assert r1["outcome"] == "correct_refusal" and r1["correct"] and r1["must_refuse"] and r1["gold_rank"] is None
