@@ -20,10 +20,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from harness.core.citation_text import CANONICAL
 from harness.prompts import REFUSAL
 from harness.testing.api_formats import Reply
 
-_ID_RE = re.compile(r"\[ID:\s*([^\]\s]+)\s*\]")
 _LABEL = re.compile(r"^[^:\n]{0,24}:\s*")  # "Question: " in any of the templates' languages
 
 
@@ -70,11 +70,11 @@ class Conversation:
 
     def seen(self) -> list[str]:
         """Every article ID the tool results showed, in order, once each."""
-        return list(dict.fromkeys(i for text in self.results for i in _ID_RE.findall(text)))
+        return list(dict.fromkeys(i for text in self.results for i in CANONICAL.findall(text)))
 
 
 def _cite_top(text: str) -> str:
-    ids = _ID_RE.findall(text)
+    ids = CANONICAL.findall(text)
     return f"It is in this article. [ID: {ids[0]}]" if ids else REFUSAL
 
 
