@@ -14,7 +14,7 @@ from annotations.review_session import ReviewSession, check_label, key_of
 from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import STATIC
 from annotations.state import LabelRejected
-from harness.run_folder import CLAIMS_REVIEW_CSV
+from harness.run_folder.file_names import CLAIMS_REVIEW_CSV
 from kb_builder.retrieval import passages
 
 _CITATION = re.compile(r"\[\s*ID:[^\]]*\]", re.IGNORECASE)  # "[ID: 17]": the answer's citations are not its words

@@ -21,8 +21,8 @@ A run folder holds what ``grace run``, ``grace score``, ``grace report`` and
 ``grace view`` reads a folder and writes nothing in it: its index of the folder
 lives in grace's cache folder (:meth:`RunDir.view_index`).
 
-Every other module asks a :class:`RunDir` for these paths, so each name is
-spelled here only. Writers hold :meth:`RunDir.lock`: one process writes a
+Every other module asks a :class:`RunDir` for these paths (their names are
+spelled in :mod:`harness.run_folder.file_names` only). Writers hold :meth:`RunDir.lock`: one process writes a
 folder at a time, and debris a killed writer left (temp files) is removed
 when the next one takes the lock.
 """
@@ -41,7 +41,34 @@ from harness.core.errors import GraceError
 from harness.core.files import TickAppender, atomic_write_text, remove_temp_files, temp_path_for
 from harness.core.hashing import file_hash
 from harness.core.locks import FileLock
-from harness.run_folder.batches import BatchEntry, BatchLedger
+from harness.run_folder.batches import BatchLedger
+from harness.run_folder.file_names import (
+    BATCHES,
+    CALIBRATION,
+    CITATION_SUPPORT,
+    CLAIMS,
+    CLAIMS_REVIEW_CSV,
+    EXPORTS,
+    JUDGEMENTS,
+    LEADERBOARD_MD,
+    LOCK,
+    MALFORMED,
+    MLFLOW_DB,
+    QUALITY,
+    QUESTIONS,
+    REPORT,
+    REPORT_HTML,
+    RESPONSES,
+    RESULTS_PARQUET,
+    REVIEW_CSV,
+    RUN_INFO,
+    SCORES,
+    SPOTCHECK,
+    TORN_RESPONSES,
+    UNMATCHED,
+    VIEW_INDEX,
+    WANDB,
+)
 from harness.run_folder.report import Report, read_report, write_report
 from harness.run_folder.responses import (
     RowIndex,
@@ -50,37 +77,11 @@ from harness.run_folder.responses import (
     latest_rows,
     read_response_lines,
 )
-from harness.run_folder.run_records import RUN_INFO_SCHEMA_VERSION, CallError, ResponseRecord, RunInfo
+from harness.run_folder.run_records import RUN_INFO_SCHEMA_VERSION, ResponseRecord, RunInfo
 from harness.run_folder.scores import iter_scores
 
 log = logging.getLogger("grace")
 
-RESPONSES = "responses.jsonl"
-TORN_RESPONSES = "responses.torn.jsonl"
-SCORES = "scores.jsonl"
-REPORT = "report.json"
-RUN_INFO = "run.json"
-LEADERBOARD_MD = "leaderboard.md"
-REPORT_HTML = "report.html"
-SPOTCHECK = "spotcheck.json"
-JUDGEMENTS = "spotcheck/judgements.jsonl"
-CLAIMS = "spotcheck/claims.jsonl"  # --mode claims: every claim with its verdict and evidence
-# several citations per answer: each cited sentence's support by its own and the answer's other cited articles
-CITATION_SUPPORT = "spotcheck/citation_support.jsonl"
-QUALITY = "spotcheck/quality.jsonl"  # --quality: each checked answer's GroUSE-style grades
-REVIEW_CSV = "spotcheck_review.csv"
-CLAIMS_REVIEW_CSV = "spotcheck_claims_review.csv"  # --mode claims: one row per claim (segment labels stay apart)
-CALIBRATION = "calibration.json"
-BATCHES = "batches.jsonl"
-MALFORMED = "malformed.jsonl"
-UNMATCHED = "unmatched.jsonl"
-QUESTIONS = "questions.csv"
-EXPORTS = "exports.jsonl"  # every export of the run tried (harness.run_folder.exports_log)
-RESULTS_PARQUET = "results.parquet"  # grace export --to parquet, by default
-MLFLOW_DB = "mlflow/mlflow.db"  # grace export --to mlflow with no tracking URI: a local store (MLflow's sqlite backend)
-WANDB = "wandb"  # grace export --to wandb, offline: W&B names the folder itself when given the run folder as its dir
-LOCK = ".grace.lock"
-VIEW_INDEX = "view-index.sqlite"  # grace view's index of a run: kept in grace's cache folder, never in the run folder
 
 
 _HASHES: dict[tuple[str, int, int], str] = {}  # (path, size, mtime) -> content hash: the viewer asks often
@@ -397,11 +398,7 @@ class _FolderLock(FileLock):
             log.info(f"removed {tmp.name}, left by an interrupted writer")
 
 
-__all__ = [
-    "BATCHES", "CALIBRATION", "CITATION_SUPPORT", "CLAIMS", "CLAIMS_REVIEW_CSV", "JUDGEMENTS", "QUALITY", "BatchEntry", "BatchLedger", "LEADERBOARD_MD", "REPORT", "REPORT_HTML", "RESPONSES", "REVIEW_CSV", "RUN_INFO", "SCORES",
-    "EXPORTS", "MALFORMED", "QUESTIONS", "MLFLOW_DB", "RESULTS_PARQUET", "UNMATCHED", "WANDB",
-    "SPOTCHECK", "VIEW_INDEX", "CallError", "Report", "ResponseRecord", "RunDir", "RunInfo",
-]
+__all__ = ["RunDir", "scored_rows"]
 
 
 def scored_rows(run: str | Path, then: str) -> Iterator[dict[str, Any]]:
