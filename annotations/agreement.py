@@ -24,7 +24,7 @@ from pathlib import Path
 from annotations.labels import REFUSE, LabelRecord, read_labels
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, spreadsheet_safe
-from harness.core.kappa import cohen_kappa, fleiss_kappa
+from harness.stats.kappa import cohen_kappa, fleiss_kappa
 from kb_builder.gold import (
     EXPECTED_ANSWER,
     EXPECTED_CITATIONS,

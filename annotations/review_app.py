@@ -13,7 +13,7 @@ from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.server import STATIC
 from annotations.state import LabelRejected
 from harness.core.citation_text import ANY_ID_MARKER
-from harness.run_folder import CLAIMS_REVIEW_CSV
+from harness.run_folder.file_names import CLAIMS_REVIEW_CSV
 from kb_builder.retrieval import passages
 
 

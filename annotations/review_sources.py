@@ -17,7 +17,9 @@ from pathlib import Path
 
 from harness.core.errors import GraceError
 from harness.core.files import spreadsheet_unsafe
-from harness.run_folder import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK, Report, RunDir
+from harness.run_folder.file_names import RESPONSES, REVIEW_CSV, RUN_INFO, SPOTCHECK
+from harness.run_folder.report import Report
+from harness.run_folder.run_dir import RunDir
 from kb_builder.kb_dir import KbDir
 
 

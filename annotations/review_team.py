@@ -46,7 +46,8 @@ from annotations.teamwork import (
 )
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text, csv_text
-from harness.run_folder import CLAIMS_REVIEW_CSV, RunDir
+from harness.run_folder.file_names import CLAIMS_REVIEW_CSV
+from harness.run_folder.run_dir import RunDir
 from harness.spotcheck.review import HumanLabel
 from harness.web.decisions import StaleDecision
 

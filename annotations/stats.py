@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from annotations.labels import read_labels
 from harness.core.errors import GraceError
 from kb_builder.gold import split_ids
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 
 CATEGORY_COLUMNS = ("category", "case", "topic", "type")
 

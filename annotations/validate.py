@@ -18,7 +18,7 @@ from harness.core.errors import GraceError, where
 from kb_builder.curation_records import Retirement, describe_retirement, where_ids_went
 from kb_builder.gold import CITATIONS_NEEDED, LABEL_COLUMNS, MUST_REFUSE, QUESTION_ID, STATUS, check_unique, no_label
 from kb_builder.kb_dir import KbDir
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from kb_builder.store import KB
 
 REFUSE_SHARE_RANGE = (0.10, 0.30)

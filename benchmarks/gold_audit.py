@@ -40,7 +40,7 @@ def main() -> None:
     from harness.testing.panel import plant_label_errors, simulate_panel
     from kb_builder.build import build_kb
     from kb_builder.gold import read_gold
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     sample = ROOT / "benchmarks" / "sample"
     with tempfile.TemporaryDirectory() as tmp:

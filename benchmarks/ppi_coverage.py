@@ -64,7 +64,7 @@ def _grace(*argv: object) -> None:
 def sets(tmp: Path, only: set[str]) -> list[tuple[str, object, list, str | None]]:
     """(name, KB, gold questions, why skipped) per set; a set whose data is absent is listed with the reason."""
     from kb_builder.gold import GoldQuestion, read_gold
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     out = []
 

@@ -16,9 +16,9 @@ from kb_builder.curation_records import set_aside_torn_tail
 from kb_builder.documents import discover, load_file
 from kb_builder.ids import IdChanges, assign_ids
 from kb_builder.kb_dir import KbDir
-from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
 from kb_builder.language import is_known
+from kb_builder.loader import load_kb
 from kb_builder.provenance import built, document_anchors
 from kb_builder.splitting import DEFAULT_MAX_TOKENS, DEFAULT_MIN_TOKENS, Splitter
 from kb_builder.store import KB, finish_articles, make_manifest, read_manifest, set_languages, write_kb

@@ -256,7 +256,7 @@ def curated_manifest(manifest: Manifest, articles: list[Article], edits: list[Cu
 
 def in_force(kb: KB, *, save: bool) -> KB:
     """``kb`` as read, with every curation action in force (:func:`merge_pending` when the manifest's last action is
-    not the log's): what :func:`kb_builder.kb_folder.load_kb` and a curation session load."""
+    not the log's): what :func:`kb_builder.loader.load_kb` and a curation session load."""
     if KbDir(kb.path).curation.exists() and last_seq(kb.path) != kb.manifest.curation_seq:
         return merge_pending(kb, save=save)
     return kb

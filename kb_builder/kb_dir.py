@@ -15,13 +15,13 @@ A KB folder holds what ``grace kb build``, ``grace kb index`` and curation write
     .curation.lock            the one-writer lock: curation and ``grace kb build``
 
 Every other module asks a :class:`KbDir` for these paths, so each name is spelled
-here only, as :class:`harness.run_folder.RunDir` does for a run folder. Each file
+here only, as :class:`harness.run_folder.run_dir.RunDir` does for a run folder. Each file
 keeps one reader and one writer: the articles and the manifest
 (:mod:`kb_builder.store`), the curation log and its conflicts
 (:mod:`kb_builder.curation_records`), the retired log (here), the change requests
 (:mod:`harness.kb_curate.change_requests`) and the proposals (:mod:`harness.kb_curate.proposal_store`). Why a module at the
 bottom of the KB builder, below those readers and writers rather than above them
-with the loader (:func:`kb_builder.kb_folder.load_kb`): they all resolve their
+with the loader (:func:`kb_builder.loader.load_kb`): they all resolve their
 paths through it, and the loader uses them, so the owner of the names must import
 none of them.
 """

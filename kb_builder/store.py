@@ -197,7 +197,7 @@ def read_manifest(kb_dir: str | Path) -> Manifest | None:
 
 
 def read_kb(kb_dir: str | Path, *, write_missing: bool = True) -> KB:
-    """The KB folder's files as they are (:func:`kb_builder.kb_folder.load_kb` also applies curation stopped
+    """The KB folder's files as they are (:func:`kb_builder.loader.load_kb` also applies curation stopped
     half-way)."""
     path = Path(kb_dir)
     if path.is_file():

@@ -123,7 +123,7 @@ def copied_sentences(kb_dir: Path, handbook: Path) -> tuple[list[Copied], list[C
     """(sentences copied from chunks, resolved through their URL; sentences copied from KB articles; chunk
     sentences left out because their chunk's URL lands on no article holding them)."""
     import grace
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     kb = load_kb(kb_dir)
     texts = {a.id: words(a.text) for a in kb.articles}

@@ -21,7 +21,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import ModelEntry, RunConfig, RunGold, RunInfo, RunKb
 from tests.conftest import run_grace, write
 

@@ -53,7 +53,7 @@ def main() -> None:
         except SystemExit as exc:
             if exc.code:
                 raise
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     for name, m in RunDir(args.out / "run").read_report().models.items():
         print(f"{name}: refused {m.refusal.should_refuse_did:.0%} of {m.n} decline queries")

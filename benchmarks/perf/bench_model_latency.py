@@ -25,7 +25,7 @@ from benchmarks.perf.bench_runner import jobs  # noqa: E402
 from harness.prompts import load_template  # noqa: E402
 from harness.providers import make_provider  # noqa: E402
 from harness.providers.base import ModelSpec  # noqa: E402
-from harness.run_folder import RunDir  # noqa: E402
+from harness.run_folder.run_dir import RunDir  # noqa: E402
 from harness.runner.engine import RunPlan  # noqa: E402
 from harness.runner.session import RunSettings, run_calls  # noqa: E402
 from harness.testing import FakeAPIServer, cite_first_id  # noqa: E402

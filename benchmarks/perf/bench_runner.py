@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from harness.prompts import load_template  # noqa: E402
 from harness.providers import make_provider  # noqa: E402
 from harness.providers.base import ModelSpec, RetrievedArticle  # noqa: E402
-from harness.run_folder import RunDir  # noqa: E402
+from harness.run_folder.run_dir import RunDir  # noqa: E402
 from harness.runner.engine import AnswerJob, RunPlan  # noqa: E402
 from harness.runner.session import RunSettings, run_calls  # noqa: E402
 from harness.testing import FakeAPIServer, cite_first_id  # noqa: E402

@@ -35,7 +35,7 @@ def main() -> None:
 def run(root: Path, args: argparse.Namespace) -> None:
     from annotations.team import TeamSession
     from annotations.team_app import TeamApp
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     kb_dir = root / "kb"
     kb_dir.mkdir()

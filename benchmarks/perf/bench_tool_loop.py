@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from harness.prompts import load_template  # noqa: E402
 from harness.providers import make_provider  # noqa: E402
 from harness.providers.base import ModelSpec, RetrievedArticle  # noqa: E402
-from harness.run_folder import RunDir  # noqa: E402
+from harness.run_folder.run_dir import RunDir  # noqa: E402
 from harness.run_folder.run_records import SearchSettings  # noqa: E402
 from harness.runner.engine import AnswerJob, RunPlan  # noqa: E402
 from harness.runner.session import RunSettings, run_calls  # noqa: E402
@@ -58,7 +58,7 @@ def main() -> None:
     logging.disable(logging.WARNING)
     os.environ["GRACE_CACHE_DIR"] = tempfile.mkdtemp(prefix="grace-bench-cache-")
     import grace
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     tmp = Path(tempfile.mkdtemp(prefix="grace-bench-loop-"))
     grace.build_kb(ROOT / "benchmarks" / "sample" / "handbook", tmp / "kb")

@@ -171,7 +171,7 @@ def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, 
     \b
       grace spotcheck calibrate RUN_DIR/spotcheck_review.csv RUN_DIR/spotcheck.json
     """
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.workflows.annotate import open_review
 
     if team:
@@ -197,7 +197,7 @@ def review(run_dir, kb_dir, gold, out, reviewer, team, reviewers, viewer, host, 
 
 def _serve_review_team(run_dir, kb_dir, gold, out, team, reviewers, viewer, host, port, no_browser,
                        new_keys) -> None:
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.workflows.annotate import open_review_team
 
     with open_review_team(run_dir, team=team, reviewers=reviewers, kb=kb_dir, gold=gold, out=out,

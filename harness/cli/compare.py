@@ -40,7 +40,7 @@ def compare(run_a: Path, run_b: Path, models: tuple[str, ...], json_out: Path | 
 
     from harness.core.outputs import check_output_file
     from harness.reports.comparison_table import comparison_markdown, print_comparison
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.scoring.run_comparison import write_comparison
     from harness.workflows import compare as workflow
 

@@ -82,7 +82,7 @@ def run(**options) -> int:
     from rich.console import Console
     from rich.text import Text
 
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.workflows import run as workflow
 
     console = Console(stderr=False)

@@ -52,7 +52,7 @@ def score(responses: Path, gold_path: Path, kb_dir: Path, out_dir: Path | None, 
     from rich.text import Text
 
     from harness.workflows import score as workflow
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     console = Console()
     out_dir = out_dir or responses.parent

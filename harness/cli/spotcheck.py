@@ -8,7 +8,7 @@ import click
 
 from harness.cli.call_options import call_options, model_calls, redact_option
 from harness.core.errors import GraceError, WorkFailed
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.spotcheck.judge_prompt import DEFAULT_MAX_TOKENS
 
 COMMANDS = {  # the grace commands this module defines (each an attribute of the same name), for grace --help

@@ -7,7 +7,7 @@ per question x model x repeat) and ``report.json`` (the figures), so a figure is
 
 A target is ``"module:function"`` below, the function called as ``export(run, dest, options)``:
 
-- ``run``: the run folder (a :class:`harness.run_folder.RunDir`), already scored;
+- ``run``: the run folder (a :class:`harness.run_folder.run_dir.RunDir`), already scored;
 - ``dest``: where to write, as the target understands it (a file or folder path, a tracking URI, a W&B
   project), or None for the target's default;
 - ``options``: the target's own settings (e.g. ``{"nested": True}``), as given on the command line or in TOML;

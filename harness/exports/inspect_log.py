@@ -37,9 +37,10 @@ from harness.core.files import temp_path_for
 from harness.core.hashing import json_hash, text_hash
 from harness.exports import Exported, ExportFailed
 from harness.exports.tracking import check_options, gold_set_name, run_params
-from harness.run_folder import Report, RunDir, RunInfo
 from harness.run_folder.exports_log import masked
-from harness.run_folder.run_records import ModelEntry
+from harness.run_folder.report import Report
+from harness.run_folder.run_dir import RunDir
+from harness.run_folder.run_records import ModelEntry, RunInfo
 from harness.scoring.outcomes import HITS, LABEL_FREE, REFUSALS, REFUSE
 from harness.viewer.question import why
 from kb_builder.gold import MUST_REFUSE
@@ -313,7 +314,7 @@ def error_text(error: Any) -> str:
 def _articles(path: str, kb_hash: str, notes: list[str]) -> tuple[dict[str, tuple[str, str]], str]:
     """Article ID -> (title, text) from the run's KB, and its language; none (the logs show IDs only, and a note
     says so) when the KB is no longer where the run found it."""
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     try:
         kb = load_kb(path, write_missing=False)

@@ -45,7 +45,7 @@ from harness.exports.tracking import (
     option_bool,
     tracked_run,
 )
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 
 PIP = "pip install 'grace-eval[mlflow]'"
 OPTIONS = {"experiment": "the MLflow experiment; default: the gold set's name",

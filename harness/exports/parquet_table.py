@@ -17,7 +17,7 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.exports import Exported, ExportFailed
 from harness.exports.table import question_table, require_pyarrow, table_notes
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 

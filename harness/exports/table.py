@@ -64,7 +64,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -31,8 +31,8 @@ from typing import Any
 from harness.core.errors import GraceError
 from harness.core.hashing import file_hash
 from harness.core.model_names import split_model
-from harness.run_folder import RunDir
 from harness.run_folder.report import SPOT_FIGURES, ModelReport, Report
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import ModelEntry, RunInfo
 
 KEY_TAG = "grace.report_sha256"  # the identity of the exported report: how a second export finds the first's runs

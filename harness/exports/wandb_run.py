@@ -41,7 +41,7 @@ from harness.core.errors import GraceError
 from harness.core.hashing import text_hash
 from harness.exports import Exported, ExportFailed
 from harness.exports.tracking import TrackedModel, TrackedRun, check_options, option_bool, tracked_run
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 
 PIP = "pip install 'grace-eval[wandb]'"
 OPTIONS = {"mode": "offline or online", "project": "the W&B project; default: the gold set's name",

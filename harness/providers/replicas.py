@@ -6,7 +6,7 @@ per replica behind it (the same class, the same spec but for ``base_url``), each
 the fewest calls in flight, so a slower replica gets fewer.
 
 A replica is judged by its answers, not only by its connections, and dropped (the run says so, naming it, and
-run.json records why) when it fails the way the engine's breakers stop a whole model (:mod:`harness.core.breakers`):
+run.json records why) when it fails the way the engine's breakers stop a whole model (:mod:`harness.providers.breakers`):
 ``BREAKER_AFTER`` failed calls in a row, connection failures or replies that are no answer (a 5xx, a body that is
 not the API's JSON, a proxy's HTML page) while another replica answers, or ``TIMEOUT_BREAKER_AFTER`` timeouts in a
 row while another replica answers. Until then its failures are the replica's, not the model's: a call that could
@@ -32,8 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, RunContext
+from harness.providers.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 
 log = logging.getLogger("grace")
 

@@ -22,7 +22,7 @@ def write_reports(out_dir: Path, kb: Any = None, console: Any = None, gold: Any 
     from harness.reports.inputs import load_inputs
     from harness.reports.markdown import render_markdown
     from harness.reports.page import render_html
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     run = RunDir(out_dir)
     if not run.path.is_dir():  # before the lock, which would create it

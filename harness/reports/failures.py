@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.reports.inputs import CORRECT, ReportInputs, response_text, row_key
 from harness.reports.svg import OTHER_COLOR, OUTCOME_COLORS, OUTCOME_LABELS
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 
 PER_MODEL = 6
 MAX_CHARS = 3000

@@ -93,8 +93,9 @@ def load_report(path: Path, *, current: bool = True) -> _Read:
     """A report.json (or the folder holding it), read and checked by its owner, with the JSON it was read from.
     ``current`` (the report gated, not a baseline): refused when its run folder's answers are not the ones it was
     scored from (``RunDir.report_out_of_date``)."""
-    from harness.run_folder import REPORT, RunDir
+    from harness.run_folder.file_names import REPORT
     from harness.run_folder.report import read_report_data
+    from harness.run_folder.run_dir import RunDir
 
     file = RunDir(path).report if path.is_dir() else path
     read = _Read(file, *read_report_data(file))

@@ -17,10 +17,10 @@ from typing import Any
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
-from harness.run_folder import Report, RunDir
 from harness.run_folder.outcome_table import outcomes_where
-from harness.run_folder.report import ModelReport
+from harness.run_folder.report import ModelReport, Report
 from harness.run_folder.responses import RowKey, iter_response_lines
+from harness.run_folder.run_dir import RunDir
 
 log = logging.getLogger("grace")
 

@@ -31,7 +31,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from harness.core.errors import GraceError
-from harness.core.wilson import wilson_interval
 from harness.reports.leaderboard import ci, number
 from harness.reports.svg import (
     GRID,
@@ -49,6 +48,7 @@ from harness.reports.svg import (
 )
 from harness.run_folder.report import ModelReport, Report
 from harness.scoring.run_comparison import RunHits, compare_sides
+from harness.stats.wilson import wilson_interval
 
 TREND_SCHEMA_VERSION = 1
 Metric = Literal["accuracy", "strict_accuracy", "citation_f1", "citation_precision", "citation_recall"]

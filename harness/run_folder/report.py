@@ -533,7 +533,7 @@ class SpotcheckBlock(_Block):
     def from_spotcheck(cls, spot: SpotcheckFile) -> SpotcheckBlock:
         """The block for ``spotcheck.json``'s content: what ``grace spotcheck run`` puts in the report, and what
         re-scoring a folder carries over (both here, so the scorer need not import the spot-check)."""
-        from harness.run_folder import SPOTCHECK
+        from harness.run_folder.file_names import SPOTCHECK
 
         return cls(
             schema_version=spot.schema_version,

@@ -404,7 +404,7 @@ class RunInfo(BaseModel):
     """``run.json``: what the rows on file were asked with, not only the last command line.
 
     Every block is typed and strict when written (an unknown key, or a value of the wrong type, is an error);
-    :meth:`harness.run_folder.RunDir.read_run_info` names the first problem of a file that does not fit.
+    :meth:`harness.run_folder.run_dir.RunDir.read_run_info` names the first problem of a file that does not fit.
     """
 
     model_config = _RUN_BLOCK

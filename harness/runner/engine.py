@@ -44,9 +44,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.core.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.core.clock import now
-from harness.core.collector import fewer_collections
 from harness.core.files import JsonlAppender
 from harness.core.hashing import normalise, text_hash
 from harness.prompts import JSON_SCHEMA, Template
@@ -62,9 +60,11 @@ from harness.providers.base import (
     RetrievedArticle,
     is_local_url,
 )
+from harness.providers.breakers import BREAKER_AFTER, TIMEOUT_BREAKER_AFTER
 from harness.run_folder.run_records import CallError, ResponseRecord
 from harness.runner.cache import ResponseCache, cache_key
 from harness.runner.call_defaults import CONCURRENCY, MAX_ATTEMPTS
+from harness.runner.collector import fewer_collections
 from harness.runner.limits import RateLimiter, backoff_delay
 from harness.runner.pricing import call_cost
 from harness.runner.server_queue import Sent, ServerClock, Timing

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from harness.prompts import Template
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.runner.engine import RunPlan
 from harness.runner.session import RunSettings, run_calls
 

@@ -27,14 +27,16 @@ from harness.core.version import __version__
 from harness.prompts import Template
 from harness.providers import endpoint_of, make_provider, plugin_of, provider_class
 from harness.providers.base import ModelSpec, RetrievedArticle, RunContext, ensure_ready, is_local_url
-from harness.run_folder import BatchLedger, RunDir, RunInfo
+from harness.run_folder.batches import BatchLedger
 from harness.run_folder.responses import RowIndex
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import (
     ModelEntry,
     ReplicaEntry,
     RowCounts,
     RunConfig,
     RunGold,
+    RunInfo,
     RunKb,
     RunSample,
 )

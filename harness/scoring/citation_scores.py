@@ -4,7 +4,7 @@ Only for a model with :class:`~harness.run_folder.run_records.CitationSettings` 
 several citations per answer): the row pass keeps each answer's precision, recall, F1, hit, cit_correct and
 coverage in columns (:mod:`harness.scoring.row_pass`), the tallies sum them per model and question
 (:mod:`harness.scoring.tallies`), and this module reduces them per model, with 95% intervals over questions (the
-means' by a bootstrap, :mod:`harness.core.bootstrap`, one set of resamples per set of questions; the hit rate, a
+means' by a bootstrap, :mod:`harness.stats.bootstrap`, one set of resamples per set of questions; the hit rate, a
 share, by Wilson's score interval as accuracy's), and
 compares every two multi-citation models on per-question F1 (paired sign-flip test, Holm-corrected, as
 ``pairwise`` compares accuracy). A GRACE model gets none of this, so its report is what it was.
@@ -17,9 +17,7 @@ from itertools import combinations
 
 import numpy as np
 
-from harness.core.bootstrap import ALPHA, bootstrap_cis
 from harness.core.hashing import file_hash
-from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CitationPair, CitationScores, Report
 from harness.run_folder.run_records import CitationSettings
 from harness.scoring.citation_reading import SET_RULE
@@ -28,6 +26,8 @@ from harness.scoring.row_pass import HOW_CODE, UNMAPPED_HOW
 from harness.scoring.significance import holm, paired_sign_flips
 from harness.scoring.spilled import Series
 from harness.scoring.tallies import RunTally
+from harness.stats.bootstrap import ALPHA, bootstrap_cis
+from harness.stats.wilson import wilson_interval
 from kb_builder.gold import GoldQuestion
 from kb_builder.references import WARNINGS
 

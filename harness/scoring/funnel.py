@@ -28,10 +28,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.wilson import wilson_interval
 from harness.run_folder.report import FunnelShare, Report, SearchFunnel
 from harness.run_folder.run_records import LOOP_OUTCOMES
 from harness.scoring.extraction import extract_both
+from harness.stats.wilson import wilson_interval
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class _Model:
 
 def model_funnel(answers: list[AnswerFunnel], seed: int = 0, bootstrap: int = 1000) -> SearchFunnel:
     """A model's funnel from its answers' (see the module docstring for each figure)."""
-    from harness.core.bootstrap import bootstrap_cis
+    from harness.stats.bootstrap import bootstrap_cis
 
     ok = [a for a in answers if not a.error]
     answerable = [a for a in ok if a.answerable]
@@ -161,9 +161,9 @@ def add_funnel(report: Report, responses: Path, questions: Sequence[Any], kb_ids
     """The report's ``funnel`` when run.json beside the responses says a model searched, and its
     ``native_citations`` when one asked for them (the file is read again only then: a run of pushed models pays
     nothing for it)."""
-    from harness.run_folder import RunDir
     from harness.run_folder.report import NativeCitations
     from harness.run_folder.responses import iter_response_lines
+    from harness.run_folder.run_dir import RunDir
     from harness.scoring.spans import span_figures
 
     info = RunDir(Path(responses).parent).read_run_info()

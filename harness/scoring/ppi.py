@@ -35,7 +35,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from harness.core.bootstrap import ALPHA
+from harness.stats.bootstrap import ALPHA
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.core.bootstrap import ALPHA
 from harness.run_folder.report import ModelPpi, PpiDraw, PpiFigure, PpiPair, PredictionPowered, Report
 from harness.scoring.ppi import Estimate, calibration, calibration_grad, calibration_terms, estimate
 from harness.scoring.significance import compact_letters, holm
 from harness.scoring.tallies import PpiTally, RunTally
+from harness.stats.bootstrap import ALPHA
 from kb_builder.gold import GoldQuestion
 from kb_builder.gold_draw import DrawRecord, find_draw
 

@@ -29,8 +29,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
 from harness.run_folder.report import Confusion, ModelReport, Pair, Report
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import RunInfo
 from harness.run_folder.run_settings import Setting, model_entry, model_settings, run_settings
 from harness.scoring.run_comparison import progress_note, read_hits

@@ -31,14 +31,14 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, Field
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
-from harness.run_folder import RunDir
 from harness.run_folder.report import Report
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_settings import Difference, run_differences
 from harness.scoring.outcomes import HITS, REFUSE
 from harness.scoring.significance import mcnemar_exact
+from harness.stats.bootstrap import bootstrap_cis
 
 COMPARISON_SCHEMA_VERSION = 1
 _HIT_OUTCOMES = frozenset(HITS)

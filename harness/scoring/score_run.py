@@ -28,8 +28,6 @@ from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.hashing import FileHashInThread, file_hash
 from harness.core.version import __version__
-from harness.core.wilson import wilson_interval
-from harness.run_folder import RunDir
 from harness.run_folder.report import (
     REPORT_SCHEMA_VERSION,
     FailedModel,
@@ -45,6 +43,7 @@ from harness.run_folder.report import (
     SpotcheckBlock,
     Unlabelled,
 )
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import CitationSettings, SampleDraw
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.scoring.answer_language import question_languages
@@ -67,8 +66,9 @@ from harness.scoring.significance import compact_letters, majority_vote, pairwis
 from harness.scoring.slices import add_categories, add_permissions, restricted_articles
 from harness.scoring.spilled import Spill
 from harness.scoring.tallies import N_OUTCOMES, ModelTally, RunTally, Shape, superseded, tally
+from harness.stats.wilson import wilson_interval
 from kb_builder.gold import GoldQuestion, GoldSet, load_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from kb_builder.store import KB
 
 

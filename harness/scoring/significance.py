@@ -1,4 +1,4 @@
-"""Is a leaderboard difference real? Bootstrap intervals (:mod:`harness.core.bootstrap`) and paired exact tests.
+"""Is a leaderboard difference real? Bootstrap intervals (:mod:`harness.stats.bootstrap`) and paired exact tests.
 
 Questions, not responses, are the unit of sampling: repeats of one question are
 not independent evidence, so the bootstrap resamples questions (seeded, and
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.core.bootstrap import ALPHA
+from harness.stats.bootstrap import ALPHA
 
 
 def per_question(q: np.ndarray, values: np.ndarray, n_questions: int) -> tuple[np.ndarray, np.ndarray]:

@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from harness.core.wilson import wilson_interval
 from harness.run_folder.report import CategoryScore, Permissions, Report
 from harness.scoring.outcomes import OUTCOME_CODE
 from harness.scoring.tallies import RunTally
+from harness.stats.wilson import wilson_interval
 from kb_builder.gold import GROUPS, GoldQuestion
 
 FORBIDDEN = "forbidden_citation"

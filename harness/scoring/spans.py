@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from harness.core.wilson import wilson_interval
+from harness.stats.wilson import wilson_interval
 
 
 def span_figures(rows: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -153,11 +153,11 @@ def _shown(row: Mapping[str, Any]) -> list[str] | None:
 def load_votes(source: str | Path, kb_ids: Collection[str]) -> tuple[dict[str, QuestionVotes], list[str]]:
     """Votes from a run folder or any responses file, and the models that voted.
 
-    A run folder is read through its owner (:class:`harness.run_folder.RunDir`), which
+    A run folder is read through its owner (:class:`harness.run_folder.run_dir.RunDir`), which
     keeps the latest row per call, so a retried error never counts twice.
     """
-    from harness.run_folder import RunDir
     from harness.run_folder.responses import latest_rows, read_response_lines
+    from harness.run_folder.run_dir import RunDir
 
     source = Path(source)
     if source.is_dir():

@@ -18,7 +18,7 @@ Reading and figuring are apart from writing: :func:`judge_verdicts` reads, :func
 pairs and :func:`figures` computes without touching a file, so a page (the team review's
 calibration page, :mod:`annotations.review_team`) shows the same figures live that
 :func:`calibrate` writes to ``calibration.json``. Every kappa is
-:func:`harness.core.kappa.cohen_kappa`'s, the one implementation.
+:func:`harness.stats.kappa.cohen_kappa`'s, the one implementation.
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core import kappa as agreement
 from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.hashing import file_hash
 from harness.core.jsonl import iter_jsonl
-from harness.run_folder import CALIBRATION, RunDir
+from harness.run_folder.file_names import CALIBRATION
+from harness.run_folder.run_dir import RunDir
 from harness.spotcheck.passes import load_done
 from harness.spotcheck.publish import update_report
 from harness.spotcheck.review import HumanLabel, read_labels, same_text
@@ -46,11 +46,12 @@ from harness.spotcheck.spotcheck_records import (
     read_spotcheck,
     write_spotcheck,
 )
+from harness.stats import kappa as agreement
 
 
 def cohen_kappa(a: list[bool], b: list[bool]) -> float | None:
     """Kappa of two binary raters; None when there is nothing to compare or chance agreement is total (both raters
-    constant and equal). The one formula is :func:`harness.core.kappa.cohen_kappa`'s."""
+    constant and equal). The one formula is :func:`harness.stats.kappa.cohen_kappa`'s."""
     return multiclass_kappa([str(x) for x in a], [str(x) for x in b])
 
 

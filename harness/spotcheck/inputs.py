@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.core.errors import GraceError
-from harness.run_folder import RESPONSES, SCORES, Report, RunDir
+from harness.run_folder.file_names import RESPONSES, SCORES
 from harness.run_folder.outcome_table import OUTCOME_KINDS
+from harness.run_folder.report import Report
 from harness.run_folder.responses import read_response_lines
+from harness.run_folder.run_dir import RunDir
 from harness.scoring.outcomes import is_cut_off
 
 SCOPES = ("hits", "answered", "all")

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.wilson import wilson_interval
+from harness.stats.wilson import wilson_interval
 
 MIN_ANSWERS_FOR_CI = 10  # checked answers below which no confidence interval is computed or shown
 RISK_FORMULA = ("1 - (correct_refusal_rate + correct_answer_rate x (1 - hallucination_rate)); "

@@ -24,7 +24,15 @@ from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.files import atomic_write_text
 from harness.core.version import __version__
-from harness.run_folder import CITATION_SUPPORT, CLAIMS, CLAIMS_REVIEW_CSV, JUDGEMENTS, QUALITY, REVIEW_CSV, RunDir
+from harness.run_folder.file_names import (
+    CITATION_SUPPORT,
+    CLAIMS,
+    CLAIMS_REVIEW_CSV,
+    JUDGEMENTS,
+    QUALITY,
+    REVIEW_CSV,
+)
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.spotcheck import CitationCheck
 from harness.spotcheck.claims import ClaimsJudged, ClaimsTemplate, check_claims, load_claims_template
 from harness.spotcheck.inputs import RunInputs, load_run
@@ -45,7 +53,7 @@ from harness.spotcheck.quality import QualityTemplate, load_quality_template
 from harness.spotcheck.review import write_review_csv
 from harness.spotcheck.sampling import sample_hits
 from harness.spotcheck.spotcheck_records import JudgeBlock, SpotcheckFile, write_spotcheck
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 
 LABELS = {"lexical": "offline word-overlap judge (lower quality than an LLM judge)",
           "scripted": "scripted judge (tests and rehearsals only)", "llm": "LLM judge"}

@@ -16,8 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.run_folder import RunDir
 from harness.run_folder.report import SpotcheckBlock
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.spotcheck import SpotcheckFile
 
 

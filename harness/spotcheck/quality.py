@@ -37,10 +37,10 @@ from typing import Any
 from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.json_text import json_objects
-from harness.core.wilson import wilson_interval
 from harness.prompts.template_files import SectionTemplate, builtin_in_language, find_template, split_sections
 from harness.providers.base import RetrievedArticle
 from harness.runner.calls import CallSettings, Prompted, PromptJob, PromptStats
+from harness.stats.wilson import wilson_interval
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 DEFAULT_TEMPLATE = "quality.v1"

@@ -22,8 +22,8 @@ import numpy as np
 
 from harness.core.errors import GraceError, where
 from harness.core.jsonl import loads_line
-from harness.run_folder import RunDir
 from harness.run_folder.outcome_table import OUTCOME_TABLE
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.scores import iter_scores_at
 from harness.scoring.outcomes import HIT_CODES, OUTCOME_CODE, OUTCOMES, REFUSE
 from harness.scoring.run_comparison import gold_label

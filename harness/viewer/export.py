@@ -39,7 +39,7 @@ from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.core.outputs import OwnedFolder, check_output_folder
 from harness.core.version import __version__
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.viewer.app import STATIC, ViewApp, plots_for
 from harness.viewer.grid import OUTCOME_NAMES, QUESTION_PREVIEW
 from harness.web.server import SHARED_STATIC

@@ -37,7 +37,7 @@ import numpy as np
 
 from harness.core.errors import GraceError
 from harness.core.jsonl import loads_line
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.scores import read_score_at
 
 INDEX_SCHEMA_VERSION = 2  # 2: each question's gold category

@@ -15,8 +15,8 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.core.jsonl import iter_jsonl
-from harness.run_folder import RunDir
 from harness.run_folder.outcome_table import OUTCOME_KINDS
+from harness.run_folder.run_dir import RunDir
 from harness.scoring.outcomes import HITS, REFUSE, is_cut_off
 from harness.viewer.grid import tone
 from harness.viewer.index import RunIndex

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
 from harness.run_folder.report import Report
+from harness.run_folder.run_dir import RunDir
 from harness.viewer.build import build_index
 from harness.viewer.index import RunIndex, source_key
 

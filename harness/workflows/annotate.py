@@ -27,7 +27,7 @@ __all__ = ["Agreement", "LabellingApp", "ReviewingApp", "Suggested", "agree_labe
 
 
 def _load(kb: Any) -> Any:
-    from kb_builder.kb_folder import load_kb as _load_kb
+    from kb_builder.loader import load_kb as _load_kb
 
     return _load_kb(kb) if isinstance(kb, str | Path) else kb
 
@@ -45,7 +45,7 @@ def _kb_inputs(kb: Any) -> list[Path] | None:
 
 
 def _run_inputs(run: str | Path | None) -> list[Path] | None:
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     return RunDir.input_files(run) if run is not None else None
 
@@ -96,7 +96,7 @@ def open_labelling(kb: str | Path, out: str | Path | None = None, *, questions: 
     from annotations.state import AnnotationSession, default_annotator
     from harness.core.errors import GraceError
     from harness.core.outputs import check_output_file
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     if suggestions and run:
         raise GraceError("give --suggestions FILE or --run RUN, not both")
@@ -145,7 +145,7 @@ def _open_team(kb: str | Path, out: str | Path | None, *, questions: str | Path 
     from annotations.team import TeamSession
     from annotations.team_app import TeamApp
     from harness.core.errors import GraceError
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     if out is None:
         raise GraceError("give --out FOLDER: a team session keeps each person's labels and the gold there")
@@ -264,8 +264,8 @@ def open_review(run: str | Path, *, kb: str | Path | None = None, gold: str | Pa
     from annotations.review_sources import RunSources
     from annotations.state import default_annotator
     from harness.core.outputs import check_output_file
-    from harness.run_folder import RunDir
-    from kb_builder.kb_folder import load_kb
+    from harness.run_folder.run_dir import RunDir
+    from kb_builder.loader import load_kb
 
     sources = RunSources.find(Path(run), kb_dir=_path(kb), gold=_path(gold))
     out = Path(out) if out is not None else sources.review_csv
@@ -292,7 +292,7 @@ def open_review_team(run: str | Path, *, team: str, reviewers: str | None = None
     from annotations.review_sources import RunSources
     from annotations.review_team import TeamReview
     from annotations.review_team_app import TeamReviewApp
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     sources = RunSources.find(Path(run), kb_dir=_path(kb), gold=_path(gold))
     kb_obj = load_kb(sources.kb_dir, write_missing=False)

@@ -75,7 +75,7 @@ def open_curating(kb: str | Path, *, propose_with: str = "baseline:heuristic", c
     from harness.core.errors import GraceError
     from harness.kb_curate.app import CurateApp
     from harness.kb_curate.change_requests import ReviewQueue
-    from harness.run_folder import scored_rows
+    from harness.run_folder.run_dir import scored_rows
     from kb_builder.curation import default_author, open_curation
 
     calls = (calls or ModelCalls()).check()

@@ -21,8 +21,8 @@ from harness.core.errors import GraceError
 from harness.core.literal_secrets import fill_env, fill_env_in
 from harness.exports import Exported, ExportFailed, pinned, target_function
 from harness.exports.settings import check_targets, export_settings
-from harness.run_folder import RunDir
 from harness.run_folder.exports_log import ExportRecord, append_export, failed_exports, masked, masked_options
+from harness.run_folder.run_dir import RunDir
 
 log = logging.getLogger("grace")
 

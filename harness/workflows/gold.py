@@ -38,7 +38,7 @@ def generate_gold(kb: str | Path | KB, model: str, out: str | Path, *, per_artic
 
     calls = calls or ModelCalls()
     if isinstance(kb, str | Path):
-        from kb_builder.kb_folder import load_kb
+        from kb_builder.loader import load_kb
 
         kb = load_kb(kb)
     redactor = calls.redactor(console)
@@ -62,7 +62,7 @@ def migrate_gold(gold: str | Path, kb: str | Path, out: str | Path, *, suggestio
     from annotations.migrate import migrate_gold as _migrate
     from annotations.migrate import suggestions_path
     from harness.core.outputs import check_output_file
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
     from kb_builder.store import kb_files
 
     gold, out = Path(gold), Path(out)

@@ -105,11 +105,12 @@ def import_logs(logs: str | Path, kb: str | Path, out: str | Path, *, gold: str 
     written first, to say why).
     """
     from harness.core.outputs import check_output_folder, keep_backup
-    from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
     from harness.run_folder.audit_log import field_map
+    from harness.run_folder.file_names import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES
+    from harness.run_folder.run_dir import RunDir
     from harness.runner.citation_settings import check_against_kb, settings
     from kb_builder.gold import load_gold
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     c = ImportLogsConfig(logs=logs, kb=kb, out=out, gold=gold, fields=tuple(fields), mapping=mapping,
                          default_model=default_model, max_line_bytes=max_line_bytes, force=force, citations=citations,

@@ -163,7 +163,7 @@ def eval_retrieval(kb: str | Path | KB, gold: str | Path, *, ks: Sequence[int] =
 
 def load_kb(path: str | Path) -> KB:
     """A KB folder (or its ``articles.jsonl``), every curation action in force; a missing manifest is written."""
-    from kb_builder.kb_folder import load_kb as _load
+    from kb_builder.loader import load_kb as _load
 
     return _load(path)
 
@@ -217,7 +217,7 @@ def resolve_references(kb: str | Path | KB, references: str | Sequence[str], *, 
 def lint_kb(kb: str | Path | KB, run: str | Path | None = None) -> LintReport:
     """KB faults worst first (confusable pairs, articles not self-contained, ...); ``run`` adds the pairs a
     scored run's models swap. Returns a ``LintReport`` (``.findings``, ``.as_json()``)."""
-    from harness.run_folder import scored_rows
+    from harness.run_folder.run_dir import scored_rows
     from kb_builder.lint import lint_kb as _lint
 
     scores = scored_rows(run, "then lint with --run") if run is not None else None

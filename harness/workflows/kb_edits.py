@@ -67,7 +67,7 @@ def curation_edits(kb: str | Path) -> tuple[list[CurationEdit], list[CurationCon
     re-apply. The KB is loaded first, so an action whose curation stopped half-way is in its articles too (saved
     under the KB's lock) before it is listed as in force."""
     from kb_builder.curation_records import active_edits, read_conflicts, read_edits
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     folder = load_kb(kb).path
     edits = read_edits(folder)

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir, RunInfo
 from harness.run_folder.report import ModelReport, Report
+from harness.run_folder.run_dir import RunDir
+from harness.run_folder.run_records import RunInfo
 from harness.runner.run_result import RunResult as RunResult
 
 if TYPE_CHECKING:

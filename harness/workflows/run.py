@@ -19,8 +19,8 @@ from harness.core.clock import now
 from harness.core.errors import GraceError
 from harness.prompts import RetrievedArticle, Template
 from harness.providers.base import ModelSpec
-from harness.run_folder import RunDir, RunInfo
-from harness.run_folder.run_records import Attempt, CallCounts, RunSample
+from harness.run_folder.run_dir import RunDir
+from harness.run_folder.run_records import Attempt, CallCounts, RunInfo, RunSample
 from harness.runner.cache import ResponseCache, any_cached
 from harness.runner.config import RunConfig
 from harness.runner.engine import RunPlan
@@ -94,7 +94,7 @@ class RunSession:
         from harness.prompts import load_template
         from harness.runner.config import RunConfig, load_config, load_export_tables, resolve_models
         from kb_builder.gold import load_gold, require_labels
-        from kb_builder.kb_folder import load_kb
+        from kb_builder.loader import load_kb
 
         toml = options.get("config")
         toml_specs, run_table = load_config(Path(toml)) if toml else ([], {})

@@ -25,7 +25,8 @@ def score(responses: str | Path, gold: str | Path | GoldSet, kb: str | Path | KB
     ``grace annotations suggest``, or a gold-format CSV of model or LLM labels) labels every question by machine:
     ``gold`` is then the human-labelled subset, and the report adds prediction-powered figures (``report.ppi``)."""
     from harness.core.outputs import check_output_folder
-    from harness.run_folder import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES, RunDir
+    from harness.run_folder.file_names import LEADERBOARD_MD, REPORT, REPORT_HTML, SCORES
+    from harness.run_folder.run_dir import RunDir
     from harness.runner.citation_settings import for_scoring
     from harness.scoring import score_responses
     from harness.workflows.results import load_run

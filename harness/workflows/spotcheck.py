@@ -118,7 +118,7 @@ def calibrate_judge(human_csv: str | Path, judge_json: str | Path, *, console: C
     """The judge's verdicts (``judge_json``: a spotcheck.json) against human labels (``human_csv``), written next
     to the spot-check (``grace spotcheck calibrate``): kappa, agreement, the disagreements."""
     from harness.core.outputs import check_output_file
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.spotcheck.calibration import calibrate
 
     human_csv, judge_json = Path(human_csv), Path(judge_json)

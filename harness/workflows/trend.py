@@ -79,7 +79,7 @@ def _sources(paths: Sequence[str | Path]) -> list[TrendSource]:
     """The runs under ``paths``, as the trend reads them: reports now, scores and gold categories when needed."""
     from harness.core.errors import GraceError
     from harness.reports.trend import TrendSource
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.viewer.runs import find_runs, run_ids
 
     found = find_runs([Path(p) for p in paths])

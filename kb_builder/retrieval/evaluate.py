@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
-from harness.core.wilson import wilson_interval
+from harness.stats.bootstrap import bootstrap_cis
+from harness.stats.wilson import wilson_interval
 from kb_builder.gold import GoldQuestion
 from kb_builder.retrieval import Retriever
 

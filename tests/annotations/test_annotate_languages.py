@@ -22,7 +22,7 @@ import pytest
 from annotations.server import AnnotationApp
 from annotations.state import AnnotationSession
 from kb_builder import language as lang
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import ROOT, run_grace, write
 
 # one article per file; the last sentence keeps each above the splitter's minimum size

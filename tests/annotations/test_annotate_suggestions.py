@@ -19,7 +19,7 @@ from annotations.suggestions import Suggestion, read_suggestions, write_suggesti
 from harness.cli.app import cli
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotations_server import gold_rows, make_kb, write_questions
 
 

@@ -13,7 +13,7 @@ from annotations.server import AnnotationApp
 from annotations.state import AnnotationSession
 from annotations.suggestions import Suggestion
 from harness.web import make_server, url_for
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotate_suggestions import rows_by_id
 from tests.annotations.test_annotations_server import make_kb
 from tests.browser import at_question, launch, open_page, sync_api_or_skip

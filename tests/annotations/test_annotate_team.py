@@ -17,7 +17,7 @@ from annotations.team_app import TeamApp
 from harness.cli.app import cli
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.as_people import AsPeople
 from tests.annotations.test_annotations_server import ARTICLES, make_kb
 

@@ -16,7 +16,7 @@ from annotations.team import TeamSession
 from annotations.team_app import TeamApp
 from harness.web import make_server, url_for
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotate_team import label_as, truth, write_questions
 from tests.annotations.test_annotations_server import make_kb
 from tests.browser import launch, open_page, sync_api_or_skip

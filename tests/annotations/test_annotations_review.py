@@ -26,7 +26,7 @@ from annotations.review_sources import RunSources, answer_pieces, locate
 from annotations.state import LabelRejected
 from harness.core.errors import GraceError
 from harness.web import make_server
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import ROOT, run_grace, write
 
 FILL = "This policy explains the rules in detail so that an employee can act on it without asking anyone. " * 3

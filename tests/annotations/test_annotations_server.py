@@ -26,7 +26,7 @@ from harness.cli.app import cli
 from harness.core.errors import GraceError
 from harness.web import make_server
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import ROOT
 
 ARTICLES = [

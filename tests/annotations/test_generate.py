@@ -14,7 +14,7 @@ from annotations.labels import read_labels, render_csv, split_titles
 from harness.core.errors import GraceError
 from harness.testing import FakeAPIServer, generate_questions, prompt_text
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_labeler import ARTICLES
 from tests.conftest import ROOT, run_grace, write
 

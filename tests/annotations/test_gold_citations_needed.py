@@ -13,7 +13,7 @@ from annotations.validate import validate_gold
 from harness.cli.app import cli
 from harness.scoring.prediction_powered import asked_questions, machine_keys
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotations_server import Server, gold_rows, make_kb, write_questions
 
 

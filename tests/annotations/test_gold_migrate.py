@@ -15,7 +15,7 @@ import grace
 from annotations.suggestions import read_suggestions
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import SAMPLE
 
 KEEP, OTHER = "27", "28"  # "Meal allowance (per diem) on business trips" and "Client entertainment meals"

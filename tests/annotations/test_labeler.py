@@ -12,7 +12,7 @@ from annotations.labeler import parse_label, suggest_with_labeler
 from annotations.suggestions import read_suggestions
 from harness.testing import Reply, label_by_overlap, prompt_text
 from kb_builder.gold import Question
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import run_grace, write
 
 ARTICLES = [

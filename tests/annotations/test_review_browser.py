@@ -14,7 +14,7 @@ from annotations.review_app import ReviewApp
 from annotations.review_session import ReviewSession
 from annotations.review_sources import RunSources
 from harness.web import make_server, url_for
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotations_review import WRITER, build_run
 from tests.browser import launch, open_page, sync_api_or_skip
 from tests.conftest import run_grace

@@ -16,7 +16,7 @@ from annotations.review_team_app import TeamReviewApp
 from annotations.team import PersonRejected
 from harness.core.errors import GraceError
 from harness.spotcheck.review import read_labels
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.as_people import AsPeople
 from tests.annotations.review_team_run import build, claims, judge_verdicts, kappa, verdict_of
 from tests.conftest import run_grace

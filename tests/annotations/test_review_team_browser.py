@@ -17,7 +17,7 @@ from annotations.review_team import TeamReview
 from annotations.review_team_app import TeamReviewApp
 from harness.spotcheck.review import read_labels
 from harness.web import make_server, url_for
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.review_team_run import build, claims, judge_verdicts, kappa, verdict_of
 from tests.browser import launch, open_page, sync_api_or_skip
 from tests.view_runs import QUESTIONS, served_viewer

@@ -21,7 +21,7 @@ from harness.web import make_server, url_for
 from harness.web.credentials import Credentials, Forbidden
 from harness.web.decisions import StaleDecision, Unseen, decide
 from harness.workflows.curate_app import open_curating
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotate_team import label_as, truth, write_questions
 from tests.annotations.test_annotations_server import make_kb
 from tests.conftest import run_grace

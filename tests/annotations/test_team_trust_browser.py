@@ -17,7 +17,7 @@ from annotations.team import TeamSession
 from annotations.team_app import TeamApp
 from harness.web import make_server, url_for
 from harness.web.credentials import personal_link
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotate_team import label_as, truth, write_questions
 from tests.annotations.test_annotations_server import make_kb
 from tests.browser import launch, open_page, sync_api_or_skip

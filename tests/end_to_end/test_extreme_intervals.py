@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.scoring import REFUSAL_SENTENCE
 from tests.conftest import SAMPLE, run_grace, write
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import pytest
 
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.conftest import ROOT, run_grace, shared
 
 pytestmark = pytest.mark.slow  # the bot answers the shared handbook in five styles: 94 s to set up

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import grace
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.conftest import SAMPLE, run_grace, write
 
 N_QUESTIONS = 14  # the sample's first questions: q005 and q014 must be refused

@@ -48,7 +48,7 @@ def test_ten_labels_from_the_annotation_server_make_a_gold_set_eval_and_score_ac
     from annotations.server import AnnotationApp
     from annotations.state import AnnotationSession
     from harness.web import make_server
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     kb_dir = tmp_path / "kb"
     assert run_grace("kb", "build", SAMPLE / "handbook", "--out", kb_dir)[0] == 0

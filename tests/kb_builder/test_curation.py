@@ -17,7 +17,7 @@ from harness.core.errors import GraceError
 from harness.workflows.kb_edits import KbEdit, edit_kb, open_curation
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import CONFLICTS, CURATION
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import killed_at_replace
 
 HANDBOOK = {

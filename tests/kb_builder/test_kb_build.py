@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import BODY, run_grace, shared, write
 from tests.kb_builder.documents.test_loaders import TOPICS, make_docx, make_pdf
 

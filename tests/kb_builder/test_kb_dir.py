@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import run_folder
 from harness.core.errors import GraceError
+from harness.run_folder import file_names
 from harness.workflows.curate_app import open_curating
 from kb_builder import kb_dir
 from kb_builder.kb_dir import KbDir
@@ -21,7 +21,7 @@ from tests.curate_kb import write_kb
 OWNER = "kb_builder/kb_dir.py"
 # the names only a KB folder holds (embeddings/ and index/ are KbDir's too, but common words elsewhere)
 KB_NAMES = {kb_dir.ARTICLES, kb_dir.MANIFEST, kb_dir.RETIRED, kb_dir.CURATION, kb_dir.CONFLICTS, kb_dir.LOCK}
-RUN_NAMES = {v for k, v in vars(run_folder).items() if k.isupper() and isinstance(v, str) and "." in v}
+RUN_NAMES = {v for k, v in vars(file_names).items() if k.isupper() and isinstance(v, str) and "." in v}
 
 
 def spelled(path: Path, names: set[str]) -> list[tuple[int, str]]:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kb_builder import language as lang
-from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
+from kb_builder.loader import load_kb
 from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 from kb_builder.tokens import _approx
 from tests.conftest import run_grace, write

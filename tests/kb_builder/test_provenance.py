@@ -15,7 +15,7 @@ from kb_builder.anchors import page_anchors
 from kb_builder.curation import open_curation
 from kb_builder.documents import load_file
 from kb_builder.documents.cleanup import strip_templates, strip_templates_mapped
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import shared, write
 from tests.kb_builder.handbook_pages import write_pages
 

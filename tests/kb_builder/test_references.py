@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.core.errors import GraceError
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from kb_builder.references import Resolver, read_mapping, read_rewrites, slug
 from tests.conftest import BODY, ROOT, run_grace, write
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.testing.fake_api import BatchBehaviour, FakeAPIServer, Reply, cite_first_id
 from tests.conftest import run_grace, small_bench, write
 

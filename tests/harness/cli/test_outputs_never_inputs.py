@@ -121,7 +121,7 @@ def test_an_existing_output_needs_force_and_the_old_one_is_kept(bench, tmp_path)
 def test_annotate_keeps_the_version_before_each_session(bench, tmp_path):
     """The gold file is the annotation app's to write: opening it (to resume) keeps the previous version."""
     from annotations.state import AnnotationSession
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     gold = tmp_path / "gold.csv"
     shutil.copy(bench / "gold.csv", gold)

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.scoring.outcomes import HITS
 from harness.testing import FakeAPIServer, prompt_text
 from harness.testing.fake_api import Reply

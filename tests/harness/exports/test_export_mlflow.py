@@ -17,7 +17,7 @@ import pytest
 
 from harness.core.errors import GraceError
 from harness.exports import ExportFailed
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.conftest import SAMPLE, run_grace
 from tests.export_runs import MODELS, build_sample_run
 

@@ -262,8 +262,8 @@ def test_log_to_a_target_that_fails_keeps_the_run_and_grace_export_retries_it(be
     assert code == 0, out
     assert (run / "report.json").exists() and "export to parquet failed" in out
     assert f"grace export {run} --to parquet" in out and "--retry" in out
-    from harness.run_folder import RunDir
     from harness.run_folder.exports_log import read_exports
+    from harness.run_folder.run_dir import RunDir
 
     (rec,) = read_exports(RunDir(run).exports)
     assert (rec.target, rec.ok, rec.by, rec.dest) == ("parquet", False, "grace run --log-to",
@@ -322,8 +322,8 @@ def test_log_to_mlflow_with_the_server_down_keeps_the_run_and_a_later_export_suc
     assert (run / "report.json").exists() and (run / "scores.jsonl").exists()
     assert "export to mlflow failed" in out and f"grace export {run} --to mlflow" in out
     assert took < 60, f"an unreachable tracking server held the run for {took:.0f}s"
-    from harness.run_folder import RunDir
     from harness.run_folder.exports_log import read_exports
+    from harness.run_folder.run_dir import RunDir
 
     (rec,) = read_exports(RunDir(run).exports)
     assert rec.target == "mlflow" and not rec.ok and rec.error
@@ -358,8 +358,8 @@ def test_a_failed_log_to_mlflow_is_retried_where_the_environment_sent_it(bench, 
                           run, "--log-to", "mlflow")
     assert code == 0 and "export to mlflow failed" in out, out
     assert f"--dest {uri}" in " ".join(out.split())  # the command printed to try again names where
-    from harness.run_folder import RunDir
     from harness.run_folder.exports_log import read_exports
+    from harness.run_folder.run_dir import RunDir
 
     (failed,) = read_exports(RunDir(run).exports)
     assert failed.dest == uri and not failed.ok

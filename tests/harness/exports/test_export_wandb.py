@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.conftest import run_grace
 from tests.export_runs import MODELS, build_sample_run
 

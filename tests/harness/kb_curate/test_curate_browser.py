@@ -14,7 +14,7 @@ from harness.testing.fake_api import Reply
 from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating
 from kb_builder.curation_records import read_edits
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.browser import launch, open_page, sync_api_or_skip
 from tests.curate_kb import EVIL_TITLE, write_kb
 

@@ -20,7 +20,7 @@ from harness.kb_curate.proposal_store import ProposalStore
 from harness.workflows.curate_app import open_curating
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import KbDir
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import ROOT
 from tests.curate_kb import write_kb
 

@@ -18,7 +18,7 @@ from harness.web import make_server, url_for
 from harness.workflows.calls import ModelCalls
 from harness.workflows.curate_app import open_curating, propose_fixes
 from kb_builder.curation_records import read_edits
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.curate_kb import write_kb
 
 MODEL = "openai:gpt-4o-mini"

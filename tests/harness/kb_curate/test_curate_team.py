@@ -17,7 +17,7 @@ from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating
 from kb_builder.curation_records import read_edits
 from kb_builder.kb_dir import CURATION
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.as_people import AsPeople
 from tests.curate_kb import write_kb
 from tests.kb_builder.test_curation import ids_by_title, snapshot, write_handbook

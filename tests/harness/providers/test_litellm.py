@@ -15,7 +15,7 @@ pytest.importorskip("litellm")
 from harness.core.errors import GraceError  # noqa: E402
 from harness.providers import endpoint_of, make_provider, parse_model_spec  # noqa: E402
 from harness.providers.base import ModelSpec, Request  # noqa: E402
-from harness.run_folder import RunDir  # noqa: E402
+from harness.run_folder.run_dir import RunDir  # noqa: E402
 from harness.testing import FakeAPIServer, Reply, cite_first_id  # noqa: E402
 from tests.conftest import ROOT, run_grace, small_bench, write  # noqa: E402
 from tests.harness.providers.provider_calls import MESSAGES, call, call_error  # noqa: E402

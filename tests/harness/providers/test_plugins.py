@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.testing import FakeAPIServer, prompt_text
 from tests.conftest import ROOT, SAMPLE, run_grace, write
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.citation_runs import BOT, GRACE_MODEL, OTHER_BOT, build_citation_run
 from tests.conftest import run_grace
 

@@ -14,7 +14,7 @@ import pytest
 
 import grace
 from harness.reports.trend import Trend, trend_chart
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.viewer import open_viewer
 from tests.conftest import run_grace
 from tests.trend_runs import (

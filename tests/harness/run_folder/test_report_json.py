@@ -12,8 +12,8 @@ import grace
 from harness.core.errors import GraceError
 from harness.reports import write_reports
 from harness.reports.leaderboard import COLUMNS, Column, pct
-from harness.run_folder import RunDir
 from harness.run_folder.report import REPORT_SCHEMA_VERSION, ModelReport, Report, read_report, report_json
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.scores import CITATION_FIELDS, SCORE_FIELDS, ScoreLine
 from tests.harness.reports.test_reports import build_run
 

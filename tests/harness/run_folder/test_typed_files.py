@@ -14,8 +14,8 @@ import pytest
 from pydantic import ValidationError
 
 import grace
-from harness.run_folder import RunDir
 from harness.run_folder.report import ModelReport, SpotcheckBlock, SpotcheckModel, read_report
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import ResponseRecord, RunInfo
 from harness.run_folder.spotcheck import ModelSpot, SpotcheckFile, read_spotcheck, spotcheck_json
 from tests.conftest import SAMPLE, run_grace

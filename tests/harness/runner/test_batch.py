@@ -24,8 +24,8 @@ from harness.core.errors import GraceError
 from harness.providers import make_provider, parse_model_spec
 from harness.providers.base import Completion
 from harness.providers.batch import BatchItem, batch_api_of, expired
-from harness.run_folder import RunDir
 from harness.run_folder.batches import BatchLedger
+from harness.run_folder.run_dir import RunDir
 from harness.runner.batch_mode import split_batches
 from harness.testing.fake_api import BatchBehaviour, FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, run_grace, small_bench, write

@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from harness.core.breakers import BREAKER_AFTER
+from harness.providers.breakers import BREAKER_AFTER
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import run_grace, small_bench, write
 

@@ -8,7 +8,7 @@ import pytest
 
 import grace as api
 from harness.core.errors import WorkFailed
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.runner.rerank import load_rerank_template, parse_ranking
 from harness.testing.fake_api import FakeAPIServer, Reply, cite_first_id, prompt_text
 from tests.conftest import run_grace, small_bench

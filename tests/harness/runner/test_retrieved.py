@@ -7,7 +7,7 @@ import json
 import pytest
 
 import grace as api
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from tests.conftest import run_grace, small_bench, write
 
 
@@ -83,7 +83,7 @@ def test_a_ranking_of_the_retrievers_own_documents_is_mapped_and_the_unmapped_ar
     """Issue 39: a production retriever ranks its own chunks, paths and URLs. Before, any such ID stopped the run
     (no way to map it); with --retrieved-map each maps through the file and the KB's own records (as a system's
     citations do), and one that maps to nothing is left out of the prompt, counted and named: never an article."""
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     kb = load_kb(bench / "kb")
     ids = ids_of(bench)

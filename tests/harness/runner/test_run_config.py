@@ -111,7 +111,7 @@ def test_k_short_flag_and_k_larger_than_the_kb_is_clamped_with_a_warning(bench, 
                           "--k", "100000", "--out", tmp_path / "all", "--no-score")
     assert code == 0, out
     assert "--k 100000 is more than the KB's 4 articles; every prompt shows all 4" in out
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     assert RunDir(tmp_path / "all").read_run_info().config.k == 4
 
@@ -131,7 +131,7 @@ def test_toml_run_table_sets_defaults_the_command_line_overrides(bench, tmp_path
     code, out = run_grace("run", "--kb", bench / "kb", "--gold", bench / "gold.csv", "--config", board,
                           "--out", tmp_path / "run")
     assert code == 0, out
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     folder = RunDir(tmp_path / "run")
     assert folder.read_run_info().config.k == 2 and not folder.report.exists()  # no_score from the TOML

@@ -154,7 +154,7 @@ def test_a_gold_file_without_categories_is_drawn_uniformly(tmp_path):
 
 def test_exports_carry_the_sample(quick_then_full):
     from harness.exports.tracking import run_params
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
 
     bench, _ = quick_then_full
     folder = RunDir(bench / "quick")

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from harness.core.wilson import wilson_interval
 from harness.run_folder.report import read_report
+from harness.stats.wilson import wilson_interval
 from harness.viewer import open_viewer
 from harness.web import Rejected
 from tests.conftest import run_grace, write

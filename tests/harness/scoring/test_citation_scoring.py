@@ -318,7 +318,7 @@ def test_hostile_answers_never_raise(bench):
     import random
 
     from harness.scoring.citation_reading import CitationReader
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     kb = load_kb(bench[0], write_missing=False)
     reader = CitationReader(kb.articles, BOT, {a.id for a in kb.articles})

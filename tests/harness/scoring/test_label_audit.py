@@ -27,7 +27,7 @@ def sample(tmp_path_factory):
     root = tmp_path_factory.mktemp("sample")
     code, out = run_grace("kb", "build", SAMPLE / "handbook", "--out", root / "kb")
     assert code == 0, out
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     return root, load_kb(root / "kb"), read_gold(SAMPLE / "gold.csv")
 
@@ -179,7 +179,7 @@ def _contradicting_run(tmp_path: Path, cites: dict[str, str], providers: dict[st
     elsewhere. ``providers``: a run.json naming each model's provider (a baseline by another name). The report."""
     import hashlib
 
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.run_folder.run_records import ModelEntry, RunConfig, RunGold, RunInfo, RunKb
 
     bench = small_bench(tmp_path, 8, [])

@@ -14,7 +14,7 @@ import pytest
 
 from harness.run_folder.report import read_report
 from harness.scoring.outcomes import decide_outcome, forbidden_ids
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import run_grace, write
 from tests.permission_runs import CAREFUL, LEAKY, build_permission_run
 

@@ -157,7 +157,7 @@ def bench(tmp_path_factory):
     from harness.testing.panel import simulate_panel
     from kb_builder.build import build_kb
     from kb_builder.gold import read_gold
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     root = tmp_path_factory.mktemp("ppi")
     build_kb(SAMPLE / "handbook", root / "kb")

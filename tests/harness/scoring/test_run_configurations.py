@@ -207,7 +207,7 @@ def test_differences_skip_what_was_not_recorded_and_name_what_was_not_set():
 def test_every_recorded_setting_is_named_kb_gold_template_retriever(runs):
     """A KB rebuilt, another gold file, an edited template, another retriever and reranker: each named, with its
     hash where a hash is what tells two files apart."""
-    from harness.run_folder import RunDir
+    from harness.run_folder.run_dir import RunDir
     from harness.run_folder.run_settings import run_differences
 
     root, _ = runs

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from harness.core.hashing import FileHashInThread, file_hash
-from harness.run_folder import RunDir
+from harness.run_folder.run_dir import RunDir
 from harness.scoring import score_responses
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.core.bootstrap import bootstrap_cis
 from harness.core.errors import GraceError
 from harness.run_folder.report import read_report
 from harness.run_folder.scores import ScoreLine
 from harness.scoring import REFUSAL_SENTENCE, score_responses
 from harness.scoring.significance import compact_letters, holm, mcnemar_exact
+from harness.stats.bootstrap import bootstrap_cis
 from tests.conftest import run_grace, write
 
 ARTICLES = ["5", "17", "18", "50", "uid-kb-5", "uid-kb-50"]

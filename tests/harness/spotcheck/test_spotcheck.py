@@ -24,7 +24,7 @@ from harness.spotcheck.passes import judge_hits, load_done
 from harness.spotcheck.quotes import find_quotes, missing_quotes, quote_in
 from harness.spotcheck.sampling import allocate, sample_hits
 from harness.spotcheck.segmentation import answer_body, paragraphs, segment_answer
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import write
 
 IDS = {"1", "2", "3", "12", "17"}

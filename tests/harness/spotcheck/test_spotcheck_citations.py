@@ -17,8 +17,8 @@ import re
 import pytest
 
 from harness.core.errors import GraceError
-from harness.run_folder import RunDir
 from harness.run_folder.report import SpotcheckBlock
+from harness.run_folder.run_dir import RunDir
 from harness.run_folder.run_records import CitationSettings, ModelEntry, RunConfig, RunGold, RunInfo, RunKb
 from harness.run_folder.spotcheck import read_spotcheck
 from harness.runner.calls import CallSettings
@@ -27,7 +27,7 @@ from harness.spotcheck.claims import load_claims_template
 from harness.spotcheck.judge_calls import Judge
 from harness.spotcheck.judge_prompt import make_judge
 from harness.testing import FakeAPIServer, prompt_text
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.conftest import ROOT, run_grace, write
 
 BONUS = ("payroll/pay-and-compensation.html", "Annual performance bonus")

@@ -20,7 +20,7 @@ from annotations.server import AnnotationApp
 from annotations.state import AnnotationSession
 from harness.web import make_server, url_for
 from harness.workflows.curate_app import open_curating
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from tests.annotations.test_annotate_browser import ARTICLES, QUESTIONS
 from tests.annotations.test_annotations_review import build_run
 from tests.browser import launch, open_page, sync_api_or_skip

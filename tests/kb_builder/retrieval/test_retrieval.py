@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.testing import FakeAPIServer
-from kb_builder.kb_folder import load_kb
+from kb_builder.loader import load_kb
 from kb_builder.retrieval import Hit
 from kb_builder.retrieval.hybrid import HybridRetriever
 from tests.conftest import run_grace, write

@@ -10,8 +10,8 @@ import pytest
 
 from harness.core.errors import GraceError
 from kb_builder.gold import read_gold
-from kb_builder.kb_folder import load_kb
 from kb_builder.kb_records import Article
+from kb_builder.loader import load_kb
 from kb_builder.retrieval.evaluate import compare_retrievers, evaluate_retrieval
 from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 from tests.conftest import BODY, ROOT, run_grace, shared, write
@@ -47,7 +47,7 @@ def test_bm25f_pads_a_query_with_no_known_word_like_bm25():
 def test_bm25f_index_is_saved_in_the_kb_folder_and_loaded_instead_of_rebuilt(tmp_path, monkeypatch):
     import kb_builder.retrieval.lexical as lexical
     from kb_builder.build import build_kb
-    from kb_builder.kb_folder import load_kb
+    from kb_builder.loader import load_kb
 
     src = write(tmp_path / "src" / "travel.md", f"# Travel\n\n## Booking\n\nBook flights in the portal. {BODY}\n\n"
                 f"## Per diem\n\nThe meal allowance is 45 EUR a day. {BODY}\n")

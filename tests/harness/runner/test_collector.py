@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from harness.core.collector import YOUNG_THRESHOLD, fewer_collections
+from harness.runner.collector import YOUNG_THRESHOLD, fewer_collections
 
 
 @pytest.fixture(autouse=True)

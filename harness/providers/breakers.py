@@ -1,8 +1,8 @@
 """How many failures in a row stop an endpoint: a model in the engine, or one replica of a model.
 
 One pair of numbers for both, so a replica is dropped exactly when a model on its own would have been stopped
-(``harness.runner.engine`` for the model, ``harness.providers.replicas`` for a replica); they live here because
-the replicas sit below the engine in grace's layers.
+(``harness.runner.engine`` for the model, ``harness.providers.replicas`` for a replica); they live with the
+providers because the replicas sit below the engine in grace's layers.
 """
 
 from __future__ import annotations

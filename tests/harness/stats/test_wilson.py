@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy.stats import binom, binomtest
 
-from harness.core.bootstrap import bootstrap_cis
-from harness.core.wilson import wilson_interval
+from harness.stats.bootstrap import bootstrap_cis
+from harness.stats.wilson import wilson_interval
 
 N_SIMULATED = 20_000  # models per true share in the coverage simulation
 N_QUESTIONS = 30

@@ -1,8 +1,8 @@
 """Agreement beyond chance between raters: Cohen's kappa for two, Fleiss' kappa for several.
 
 One implementation for every agreement grace reports: gold labels between annotators (``annotations.agreement``),
-spot-check verdicts between reviewers and a judge (``harness.spotcheck.calibration``). It lives in the core
-because the spot-check sits below the labelling apps in grace's layers.
+spot-check verdicts between reviewers and a judge (``harness.spotcheck.calibration``). It lives with grace's
+statistics, below both, because the spot-check sits below the labelling apps in grace's layers.
 """
 
 from __future__ import annotations
