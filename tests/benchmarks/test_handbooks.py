@@ -13,6 +13,8 @@ import pytest
 from harness.core.errors import GraceError
 from tests.conftest import ROOT, run_grace, shared
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 EXTERNAL = ROOT / "benchmarks" / "external"
 IN_REPO = {"etalab-fr": "fr", "berlin-opendata-de": "de", "clef-en": "en"}
 

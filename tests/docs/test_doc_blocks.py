@@ -21,6 +21,8 @@ from tests.conftest import ROOT, SAMPLE, SHARED_DATA
 from tests.docs.doc_blocks import Page, missing_lines, read_page
 from tests.docs.test_docs import _env, _offline_prefix
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 DOCS = ROOT / "docs"
 PAGES = [ROOT / "README.md", DOCS / "tutorial.md", DOCS / "install.md", DOCS / "troubleshooting.md",
          *sorted((DOCS / "how-to").glob("*.md"))]

@@ -21,6 +21,8 @@ import pytest
 
 from tests.conftest import ROOT, SAMPLE
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
 

@@ -24,6 +24,8 @@ import grace
 from tests.conftest import ROOT
 from tests.grace.test_api import readme_example
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 PACKAGE = ROOT / "grace"
 EXAMPLE = ROOT / "tests" / "data" / "typecheck" / "uses_the_api.py"
 

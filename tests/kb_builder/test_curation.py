@@ -20,6 +20,8 @@ from kb_builder.kb_dir import CONFLICTS, CURATION
 from kb_builder.loader import load_kb
 from tests.conftest import killed_at_replace
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 HANDBOOK = {
     "leave.md": """\
         # Leave

@@ -14,6 +14,8 @@ from kb_builder.retrieval.lexical import BM25FRetriever, BM25Retriever
 from kb_builder.tokens import _approx
 from tests.conftest import run_grace, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 PAD = {  # a section needs ~80 tokens to stay an article of its own
     "fr": " Pour toute question, adressez-vous au service des ressources humaines, qui répond sous deux jours "
           "ouvrés par courriel ou par téléphone, du lundi au vendredi.",

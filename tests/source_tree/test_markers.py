@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow  # it collects the whole suite in a subprocess
 
 
 def _chromium_users() -> dict[str, set[str]]:

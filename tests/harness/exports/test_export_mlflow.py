@@ -26,6 +26,8 @@ pytest.importorskip("sqlalchemy", reason="MLflow's local sqlite store needs SQLA
 
 from harness.exports.mlflow_run import export, tracking_uri  # noqa: E402 - after the skip: it is the mlflow extra's module
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 REPORT_FILES = {"report.json", "leaderboard.md", "report.html"}
 
 

@@ -27,6 +27,8 @@ pytest.importorskip("pyarrow", reason="the per-question table needs pyarrow (the
 
 from harness.exports.wandb_run import export  # noqa: E402 - after the skip: it is the wandb extra's module
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory):

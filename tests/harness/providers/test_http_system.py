@@ -20,6 +20,8 @@ from harness.core.errors import GraceError
 from harness.testing.fake_api import FakeAPIServer, Reply, bot_answer
 from tests.conftest import ROOT, run_grace, sample_bench
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 N_QUESTIONS = 12
 SECRET = "tok-9f8e7d6c5b4a-very-secret"
 

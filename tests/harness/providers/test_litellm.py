@@ -20,6 +20,8 @@ from harness.testing import FakeAPIServer, Reply, cite_first_id  # noqa: E402
 from tests.conftest import ROOT, run_grace, small_bench, write  # noqa: E402
 from tests.harness.providers.provider_calls import MESSAGES, call, call_error  # noqa: E402
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 
 def spec_for(srv: FakeAPIServer, model: str = "openai/fake-1", **kw) -> ModelSpec:
     spec = parse_model_spec(f"litellm:{model}")

@@ -19,6 +19,8 @@ from harness.testing import FakeAPIServer, Reply, cite_first_id, prompt_text
 from harness.testing.fake_api import LocalServer
 from tests.conftest import run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 
 @pytest.fixture()
 def bench(tmp_path):

@@ -21,6 +21,8 @@ from harness.run_folder.run_dir import RunDir
 from harness.testing import FakeAPIServer, prompt_text
 from tests.conftest import ROOT, SAMPLE, run_grace, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 PLUGINS = ROOT / "tests" / "data" / "plugins"
 
 

@@ -22,6 +22,8 @@ import grace
 from harness.core.errors import GraceError
 from tests.conftest import ROOT, run_grace, sample_bench
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 N_QUESTIONS = 12  # the first of the sample gold set (q005 must be refused)
 
 PIPELINE = '''

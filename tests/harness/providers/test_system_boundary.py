@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import ROOT, sample_bench
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 N_QUESTIONS = 6
 
 HOSTILE = '''

@@ -20,6 +20,8 @@ from harness.run_folder.audit_log import GoldMatcher, field_map, normalise_quest
 from kb_builder.gold import load_gold
 from tests.conftest import SAMPLE, run_grace, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 GOLD = SAMPLE / "gold.csv"
 REFUSAL = "I don't have enough information to answer this question."
 MODELS = ("bot-a", "bot-b", "bot-c")

@@ -23,6 +23,8 @@ import pytest
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, killed_at_replace, run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 VOLATILE = {"created_at", "responses", "gold", "kb", "run_json_hash"}  # timestamps, paths and run.json's identity: every figure must match
 
 

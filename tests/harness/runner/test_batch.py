@@ -30,6 +30,8 @@ from harness.runner.batch_mode import split_batches
 from harness.testing.fake_api import BatchBehaviour, FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 PROVIDERS = {
     "openai": ("openai:gpt-4o-mini", "openai_base_url", "OPENAI_API_KEY"),
     "anthropic": ("anthropic:claude-haiku-4-5", "anthropic_base_url", "ANTHROPIC_API_KEY"),

@@ -22,6 +22,8 @@ import pytest
 from harness.testing import FakeAPIServer, cite_first_id
 from tests.conftest import ROOT, small_bench
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 QUESTIONS, MODELS, REPEATS = 40, ("m1", "m2"), 2
 
 

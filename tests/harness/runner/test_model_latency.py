@@ -23,6 +23,8 @@ from harness.testing import FakeAPIServer, cite_first_id
 from harness.testing.fake_api import LocalServer
 from tests.conftest import run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 MODEL = "openai:smollm2"
 SERVICE_S = 0.5
 

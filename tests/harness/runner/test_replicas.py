@@ -17,6 +17,8 @@ from harness.providers.breakers import BREAKER_AFTER
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 QUESTIONS = 60
 
 

@@ -14,6 +14,8 @@ import pytest
 from harness.testing import FakeAPIServer, Reply, cite_first_id
 from tests.conftest import ROOT, run_grace, small_bench, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 FIELDS = {"question_id", "model", "repeat", "response", "retrieved_ids", "retrieval_scores", "prompt_hash", "input_tokens",
           "output_tokens", "cost_usd", "latency_ms", "cached", "error", "finish_reason"}
 

@@ -20,6 +20,8 @@ from harness.testing.fake_api import FakeAPIServer, Reply
 from harness.testing.tool_agents import Conversation, ToolAgents
 from tests.conftest import SAMPLE, run_grace
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 N = 16  # gold questions asked (refusals among them)
 CAP = 4
 AGENTS = ("search-top1", "search-twice", "cite-unseen", "search-forever")

@@ -28,6 +28,8 @@ from harness.scoring.refusal_languages import sentence_search
 from kb_builder import language as lang
 from tests.conftest import ROOT, run_grace, write
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 TRANSLATED = json.loads((ROOT / "tests" / "data" / "translated_answers.json").read_text(encoding="utf-8"))
 
 

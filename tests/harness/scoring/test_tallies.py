@@ -29,6 +29,8 @@ from harness.scoring import score_responses
 from tests.citation_runs import grace_rows, masked, sample_bench, write_rows
 from tests.conftest import SAMPLE
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 MULTI = {"sys": CitationSettings(scoring="multi", reads="ids")}  # the system's citations scored several per answer
 
 

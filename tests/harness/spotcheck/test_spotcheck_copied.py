@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import SAMPLE, run_grace, shared
 from tests.copied_bot import MODELS, build_copied_run, words
 
+pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
+
 FLOOR = 0.95  # the share of copied sentences the judge must call supported
 
 
