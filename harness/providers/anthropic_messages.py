@@ -32,6 +32,7 @@ from harness.providers.base import (
     missing_key,
     require_sdk,
     sdk_installed,
+    tool_arguments,
 )
 from harness.providers.sdk_params import split_for_sdk
 
@@ -60,7 +61,7 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.append({"role": "user", "content": [block]})
         elif m.get("tool_calls"):
             blocks: list[dict[str, Any]] = [{"type": "text", "text": m["content"]}] if m.get("content") else []
-            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": _object(c["arguments"])}
+            blocks += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": tool_arguments(c["arguments"])}
                        for c in m["tool_calls"]]
             out.append({"role": "assistant", "content": blocks})
         else:
@@ -98,13 +99,6 @@ def _spans(resp: Any, ids: list[str]) -> list[dict[str, Any]]:
                         "end": getattr(c, "end_char_index", None)})
     return out
 
-
-def _object(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 class AnthropicProvider(Provider):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -119,6 +120,16 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)  # run-wide provider options (e.g. a baseline threshold)
     k: int | None = None  # articles shown per question (--k)
     language: str | None = None  # the prompt's language: the KB's, unless --template names another
+
+
+def tool_arguments(arguments: str) -> dict[str, Any]:
+    """A tool call's arguments (the JSON text of :attr:`Request.messages`' ``tool_calls``) as the object an API that
+    takes them as data sends back (Anthropic, Gemini, Bedrock); text that is not one (the model was told why) as {}."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 @dataclass

@@ -54,7 +54,7 @@ from typing import Any
 
 from harness.core.errors import GraceError
 from harness.providers import http_errors
-from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, require_sdk
+from harness.providers.base import Completion, ModelSpec, Provider, ProviderError, Request, require_sdk, tool_arguments
 
 REGION_ENVS = ["AWS_REGION", "AWS_DEFAULT_REGION"]
 JSON_MODES = ("prompt", "structured")
@@ -308,12 +308,8 @@ def _converse_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         elif m.get("tool_calls"):
             blocks: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
             for c in m["tool_calls"]:
-                try:
-                    value = json.loads(c["arguments"])
-                except ValueError:
-                    value = {}
                 blocks.append({"toolUse": {"toolUseId": c["id"], "name": c["name"],
-                                           "input": value if isinstance(value, dict) else {}}})
+                                           "input": tool_arguments(c["arguments"])}})
             out.append({"role": "assistant", "content": blocks})
         else:
             out.append({"role": m["role"], "content": [{"text": m["content"]}]})

@@ -31,20 +31,13 @@ from harness.providers.base import (
     missing_key,
     require_sdk,
     sdk_installed,
+    tool_arguments,
 )
 
 KEY_ENVS = ["GOOGLE_API_KEY", "GEMINI_API_KEY"]
 # Chat-completions names -> GenerateContentConfig fields, so one config drives every provider.
 _RENAMES = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens", "stop": "stop_sequences"}
 
-
-def _object(arguments: str) -> dict[str, Any]:
-    """A call's arguments as the object Gemini sends back; text that is not one (the model was told why) as {}."""
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _sdk() -> Any:
@@ -126,7 +119,7 @@ class GoogleProvider(Provider):
                     out.append({"role": "user", "parts": [part]})
             elif m.get("tool_calls"):
                 parts: list[dict[str, Any]] = [{"text": m["content"]}] if m.get("content") else []
-                parts += [{"function_call": {"id": c["id"], "name": c["name"], "args": _object(c["arguments"])}}
+                parts += [{"function_call": {"id": c["id"], "name": c["name"], "args": tool_arguments(c["arguments"])}}
                           for c in m["tool_calls"]]
                 out.append({"role": "model", "parts": parts})
             else:
