@@ -30,8 +30,6 @@ from harness.testing import FakeAPIServer, prompt_text
 from harness.testing.fake_api import Reply
 from tests.conftest import run_grace, small_bench, write
 
-pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
-
 inspect_log = pytest.importorskip("inspect_ai.log", reason="inspect_ai is not installed (pip install 'grace-eval[inspect]')")
 pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install 'grace-eval[parquet]')")
 
