@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,12 +99,6 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(sum(values) / len(values), 6) if values else None
 
 
-@dataclass
-class _Model:
-    answers: list[AnswerFunnel] = field(default_factory=list)
-    searches: bool = False
-
-
 def model_funnel(answers: list[AnswerFunnel], seed: int = 0, bootstrap: int = 1000) -> SearchFunnel:
     """A model's funnel from its answers' (see the module docstring for each figure)."""
     from harness.stats.bootstrap import bootstrap_cis
@@ -150,10 +144,10 @@ def run_funnel(responses: Path, questions: Sequence[Any], kb_ids: Collection[str
             latest[row_key(row)] = answer_funnel(row, gold[row["question_id"]], kb)
     if not any(a.searches for a in latest.values()):
         return None
-    models: dict[str, _Model] = {}
+    models: dict[str, list[AnswerFunnel]] = {}
     for (model, _, _), answer in latest.items():
-        models.setdefault(model, _Model()).answers.append(answer)
-    return {name: model_funnel(m.answers, seed, bootstrap) for name, m in models.items()}
+        models.setdefault(model, []).append(answer)
+    return {name: model_funnel(answers, seed, bootstrap) for name, answers in models.items()}
 
 
 def add_funnel(report: Report, responses: Path, questions: Sequence[Any], kb_ids: Collection[str], seed: int,
