@@ -213,7 +213,7 @@ class TeamReview(Team[SegmentKey, ReviewSession]):
         return seg
 
     def adjudicate(self, reviewer: Any, key: SegmentKey, verdict: Any, reason: Any,
-                   seen: dict[str, str] | None = None) -> dict[str, Any]:
+                   seen: Any = None) -> dict[str, Any]:
         """The reviewer's verdict on a claim, with why: it becomes the human label (refused when ``seen`` is
         stale)."""
         reviewer = self.check_person(reviewer, reviewer=True)

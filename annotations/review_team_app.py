@@ -54,6 +54,6 @@ class TeamReviewApp(TeamWebApp[ReviewApp]):
         seg = self.team.label(who, key_of(body), body.get("supported"), body.get("note"))
         return {"segment": seg, "progress": self.app(who).session.progress(), "team": self.team.summary(who)}
 
-    def adjudicate(self, who: str, body: dict, seen: dict[str, str] | None) -> dict:
+    def adjudicate(self, who: str, body: dict, seen: Any) -> dict:
         done = self.team.adjudicate(who, key_of(body), body.get("verdict"), body.get("reason"), seen)
         return {"decision": done, "queue": self.team.queue(), "team": self.team.summary(done["by"])}

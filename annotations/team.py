@@ -26,7 +26,7 @@ import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
@@ -368,7 +368,7 @@ class TeamSession(Team[str, AnnotationSession]):
                 "notes": rec.notes, QUESTION: rec.question, "labelled_at": rec.labelled_at}
 
     def adjudicate(self, reviewer: str, qid: str, *, expected_citations: list[str], must_refuse: bool, reason: str,
-                   seen: dict[str, str] | None = None) -> LabelRecord:
+                   seen: Any = None) -> LabelRecord:
         """The reviewer's label for ``qid``, with why: it becomes the gold (refused when ``seen`` is stale)."""
         reviewer = self.check_person(reviewer, reviewer=True)
         if qid not in self.plan.questions:

@@ -57,7 +57,7 @@ class TeamApp(TeamWebApp[AnnotationApp]):
         done = self.app(who).label(body)
         return done | {"team": self.team.summary(who, self.team.write_gold())}
 
-    def adjudicate(self, who: str, body: dict, seen: dict[str, str] | None) -> dict:
+    def adjudicate(self, who: str, body: dict, seen: Any) -> dict:
         cites = body.get(EXPECTED_CITATIONS) or []
         if not isinstance(cites, list) or not all(isinstance(c, str) for c in cites):
             raise PersonRejected("expected_citations must be a list of article IDs")

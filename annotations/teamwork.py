@@ -483,16 +483,13 @@ class TeamWebApp(Generic[S]):
         if not isinstance(body, dict):
             raise PersonRejected("expected a JSON object")
         who = self.person(body.get("who"), key)
-        if path == f"{self.api}/adjudicate":
-            seen = body.get("seen")
-            if seen is not None and (not isinstance(seen, dict) or not all(isinstance(v, str) for v in seen.values())):
-                raise PersonRejected(f"seen must map each person to the {self.team.kind[:-1]} the page showed")
-            return self.adjudicate(who, body, seen)
+        if path == f"{self.api}/adjudicate":  # what the page showed: checked by the one decide (harness.web.decisions)
+            return self.adjudicate(who, body, body.get("seen"))
         if path != f"{self.api}/label":
             return None
         return self.label(self.team.check_person(who), body)
 
-    def adjudicate(self, who: str, body: dict[str, Any], seen: dict[str, str] | None) -> dict[str, Any]:
+    def adjudicate(self, who: str, body: dict[str, Any], seen: Any) -> dict[str, Any]:
         raise NotImplementedError
 
     def label(self, who: str, body: dict[str, Any]) -> dict[str, Any]:
