@@ -8,21 +8,16 @@ import json
 
 import pytest
 
-import grace
 from harness.testing.api_formats import cite_documents
 from harness.testing.fake_api import FakeAPIServer
-from tests.conftest import SAMPLE, run_grace
+from tests.conftest import run_grace, sample_bench
 
 N = 12
 
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("native")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("native"), N)
 
 
 def aws(monkeypatch, tmp_path):

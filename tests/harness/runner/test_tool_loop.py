@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-import grace
 from harness.testing.fake_api import FakeAPIServer, Reply
 from harness.testing.tool_agents import Conversation, ToolAgents
-from tests.conftest import SAMPLE, run_grace
+from tests.conftest import run_grace, sample_bench
 
 pytestmark = pytest.mark.slow  # end to end through servers, subprocesses or whole KBs: seconds a test
 
@@ -30,11 +29,7 @@ _ID = re.compile(r"\[ID:\s*([^\]\s]+)\s*\]")
 
 @pytest.fixture(scope="module")
 def bench(tmp_path_factory):
-    root = tmp_path_factory.mktemp("search")
-    grace.build_kb(SAMPLE / "handbook", root / "kb")
-    lines = (SAMPLE / "gold.csv").read_text(encoding="utf-8").splitlines()
-    (root / "gold.csv").write_text("\n".join(lines[:N + 1]) + "\n", encoding="utf-8")
-    return root
+    return sample_bench(tmp_path_factory.mktemp("search"), N)
 
 
 def kb_ids(bench: Path) -> list[str]:
