@@ -245,6 +245,12 @@ class ProviderError(Exception):
         self.kind, self.message, self.retryable = kind, message, retryable
         self.retry_after, self.status = retry_after, status
 
+    @classmethod
+    def of(cls, exc: BaseException) -> ProviderError:
+        """``exc`` as a failed call: itself when a ProviderError, else (an SDK's or a provider's own bug) a
+        non-retryable ``other`` error naming it, which becomes an error row rather than a crashed run."""
+        return exc if isinstance(exc, ProviderError) else cls("other", f"{type(exc).__name__}: {exc}", retryable=False)
+
 
 class Provider(ABC):
     """A model behind an API: subclasses set ``provider_name`` and write :meth:`complete`; the rest is optional.

@@ -138,8 +138,7 @@ class Replicas(Provider):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - as the engine does: an SDK's own error is a failed call
-                error = exc if isinstance(exc, ProviderError) else ProviderError(
-                    "other", f"{type(exc).__name__}: {exc}", retryable=False)
+                error = ProviderError.of(exc)
                 if not self._failed(member, error, started):
                     raise
                 if error.kind in REPLICA_FAULTS:

@@ -495,7 +495,7 @@ class Engine:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # an SDK or provider bug must become an error row, not a crashed run
-                err = ProviderError("other", f"{type(exc).__name__}: {exc}", retryable=False)
+                err = ProviderError.of(exc)
             if err.kind == "timeout":
                 st.timeouts += 1
                 st.timeouts_in_a_row += 1
