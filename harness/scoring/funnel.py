@@ -131,41 +131,41 @@ def model_funnel(answers: list[AnswerFunnel], seed: int = 0, bootstrap: int = 10
     )
 
 
-def run_funnel(responses: Path, questions: Sequence[Any], kb_ids: Collection[str], seed: int = 0,
-               bootstrap: int = 1000) -> dict[str, SearchFunnel] | None:
-    """Each model's funnel over a responses file (the last row of each call); None when no model searched."""
-    from harness.run_folder.responses import iter_response_lines, row_key
-
-    gold = {q.question_id: (bool(q.must_refuse), frozenset(q.expected_citations)) for q in questions}
-    kb = frozenset(kb_ids)
-    latest: dict[tuple[str, str, int], AnswerFunnel] = {}
-    for row in iter_response_lines(responses):
-        if row["question_id"] in gold:
-            latest[row_key(row)] = answer_funnel(row, gold[row["question_id"]], kb)
-    if not any(a.searches for a in latest.values()):
-        return None
-    models: dict[str, list[AnswerFunnel]] = {}
-    for (model, _, _), answer in latest.items():
-        models.setdefault(model, []).append(answer)
-    return {name: model_funnel(answers, seed, bootstrap) for name, answers in models.items()}
-
-
 def add_funnel(report: Report, responses: Path, questions: Sequence[Any], kb_ids: Collection[str], seed: int,
                bootstrap: int) -> None:
     """The report's ``funnel`` when run.json beside the responses says a model searched, and its
-    ``native_citations`` when one asked for them (the file is read again only then: a run of pushed models pays
-    nothing for it)."""
+    ``native_citations`` when one asked for them: both from one more pass over the file, made only then (a run of
+    pushed models pays nothing for it), over the last row of each call as the scorer reads them (a resumed call's
+    earlier rows are superseded)."""
     from harness.run_folder.report import NativeCitations
-    from harness.run_folder.responses import iter_response_lines
+    from harness.run_folder.responses import iter_response_lines, row_key
     from harness.run_folder.run_dir import RunDir
     from harness.scoring.spans import span_figures
 
     info = RunDir(Path(responses).parent).read_run_info()
     if info is None:
         return
-    if any(m.search is not None or m.tool_loop or m.provider in ("python", "http") for m in info.models):
-        report.funnel = run_funnel(responses, questions, kb_ids, seed, bootstrap)
-    if any(m.options.get("native_citations") for m in info.models):
-        asked = {q.question_id for q in questions}
-        figures = span_figures(r for r in iter_response_lines(responses) if r["question_id"] in asked)
-        report.native_citations = {name: NativeCitations(**f) for name, f in figures.items()} or None
+    funnel = any(m.search is not None or m.tool_loop or m.provider in ("python", "http") for m in info.models)
+    native = any(m.options.get("native_citations") for m in info.models)
+    if not (funnel or native):
+        return
+    gold = {q.question_id: (bool(q.must_refuse), frozenset(q.expected_citations)) for q in questions}
+    kb = frozenset(kb_ids)
+    answers: dict[tuple[str, str, int], AnswerFunnel] = {}
+    spans: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for row in iter_response_lines(responses):
+        if row["question_id"] not in gold:
+            continue
+        key = row_key(row)
+        if funnel:
+            answers[key] = answer_funnel(row, gold[row["question_id"]], kb)
+        if native:
+            spans[key] = {"model": row["model"], "cited_spans": row.get("cited_spans"), "error": row.get("error")}
+    if funnel and any(a.searches for a in answers.values()):
+        models: dict[str, list[AnswerFunnel]] = {}
+        for (model, _, _), answer in answers.items():
+            models.setdefault(model, []).append(answer)
+        report.funnel = {name: model_funnel(rows, seed, bootstrap) for name, rows in models.items()}
+    if native:
+        report.native_citations = {name: NativeCitations(**f) for name, f in span_figures(spans.values()).items()} \
+            or None
